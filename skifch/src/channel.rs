@@ -1,0 +1,372 @@
+//! Channels and received-message guards: the spec's three calls, Rust-shaped
+//! (spec: "The core: three calls"; extensions: sender address, any-order completion, waiting).
+#![allow(unsafe_code)] // the guard tier: turns driver pointers into borrows (see `Port`'s safety contract)
+
+use std::cell::{Cell, RefCell};
+use std::io::IoSlice;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::driver::{iov_total, Port, RawMessage, SendMode, Token};
+use crate::wait::{wait_until, WaitPolicy};
+use crate::{Error, NetAddr, Result};
+
+/// One open channel (a port of this rank): send to any address, receive what is sent to
+/// this one. Like a TCP port, each independent part of a program opens its own.
+///
+/// A `Channel` is used by one thread at a time (`Send`, not `Sync`); for several threads
+/// on one channel use [`SharedChannel`]. Several [`Message`]s may be held at once and
+/// completed in any order.
+///
+/// # Examples
+/// An in-process job of two ranks (threads), rank 0 sends, rank 1 receives in place:
+/// ```
+/// use skifch::{local, NetAddr};
+/// use std::io::IoSlice;
+/// let out = local::run(2, |job| {
+///     let ch = job.open(0)?;
+///     if job.rank() == 0 {
+///         ch.send_all(NetAddr::new(1, 0), &[IoSlice::new(b"hello "), IoSlice::new(b"world")])?;
+///         Ok(Vec::new())
+///     } else {
+///         let msg = ch.recv()?;                 // blocks (fixed spin, then sleep)
+///         assert_eq!(msg.src(), NetAddr::new(0, 0));
+///         Ok(msg.to_vec())                      // dropping `msg` = RecvComp
+///     }
+/// }).unwrap();
+/// assert_eq!(out[1], b"hello world");
+/// ```
+pub struct Channel<P: Port> {
+    port: RefCell<P>,
+    waiter: P::Waiter,
+    addr: NetAddr,
+    policy: Cell<WaitPolicy>,
+    held: Cell<usize>,
+}
+
+impl<P: Port> Channel<P> {
+    /// Wraps an open port.
+    pub fn new(port: P, policy: WaitPolicy) -> Self {
+        Channel {
+            waiter: port.waiter(),
+            addr: port.addr(),
+            port: RefCell::new(port),
+            policy: Cell::new(policy),
+            held: Cell::new(0),
+        }
+    }
+
+    /// This channel's address (give it to peers so they can send here).
+    pub fn addr(&self) -> NetAddr {
+        self.addr
+    }
+
+    /// The waiting policy of blocking calls on this channel.
+    pub fn wait_policy(&self) -> WaitPolicy {
+        self.policy.get()
+    }
+
+    /// Changes the waiting policy of this channel.
+    pub fn set_wait_policy(&self, p: WaitPolicy) {
+        self.policy.set(p)
+    }
+
+    /// Messages received and not yet completed.
+    pub fn held(&self) -> usize {
+        self.held.get()
+    }
+
+    /// Spec "Send": sends one message made of a prefix of `iov`; returns its length, which
+    /// may be less than the total (advance and call again). [`Error::WouldBlock`] when
+    /// nothing can be sent now: nothing was consumed, retry later.
+    #[inline]
+    pub fn send(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<usize> {
+        self.port.borrow_mut().send(dst, iov, SendMode::Prefix)
+    }
+
+    /// Sends all of `iov` as one message or nothing: `WouldBlock` while it does not fit,
+    /// [`Error::MessageTooLarge`] if it can never fit the receiver.
+    #[inline]
+    pub fn send_whole(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<()> {
+        self.port
+            .borrow_mut()
+            .send(dst, iov, SendMode::Whole)
+            .map(|_| ())
+    }
+
+    /// Sends all of `iov`, as one message if it fits, else as several consecutive ones
+    /// (the receiver sees their concatenation in order), waiting for room as needed.
+    /// Returns the number of messages used.
+    pub fn send_all(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<usize> {
+        let total = iov_total(iov)?;
+        let mut parts: Vec<IoSlice<'_>> = iov.to_vec();
+        let mut rest: &mut [IoSlice<'_>] = &mut parts;
+        let (mut sent, mut msgs) = (0usize, 0usize);
+        loop {
+            let n = self.retry_send(|| self.send(dst, rest))?;
+            sent += n;
+            msgs += 1;
+            if sent == total {
+                return Ok(msgs);
+            }
+            IoSlice::advance_slices(&mut rest, n);
+        }
+    }
+
+    /// Retries `f` while it would block: spin, then yield, then short sleeps; gives up with
+    /// `PeerLost` when a rank of the job is lost while waiting.
+    fn retry_send(&self, mut f: impl FnMut() -> Result<usize>) -> Result<usize> {
+        let mut k: u32 = 0;
+        loop {
+            match f() {
+                Err(Error::WouldBlock) => {}
+                r => return r,
+            }
+            k += 1;
+            if k % 1024 == 0 {
+                use crate::driver::Waiter;
+                if let Some(rank) = self.waiter.lost_peer() {
+                    return Err(Error::PeerLost { rank });
+                }
+                if k < 1 << 16 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Spec "Recv", non-blocking: the next message, in place, or [`Error::WouldBlock`].
+    /// When no message is waiting and a rank of the job is lost: [`Error::PeerLost`].
+    #[inline]
+    pub fn try_recv(&self) -> Result<Message<'_, P>> {
+        let raw = self.try_recv_raw()?;
+        Ok(Message { ch: self, raw })
+    }
+
+    /// Blocking receive with this channel's [`WaitPolicy`].
+    pub fn recv(&self) -> Result<Message<'_, P>> {
+        self.recv_deadline(None)
+    }
+
+    /// Blocking receive that gives up with [`Error::TimedOut`] after `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<Message<'_, P>> {
+        self.recv_deadline(Some(Instant::now() + timeout))
+    }
+
+    fn recv_deadline(&self, deadline: Option<Instant>) -> Result<Message<'_, P>> {
+        loop {
+            match self.try_recv() {
+                Err(Error::WouldBlock) => self.wait_deadline(deadline)?,
+                r => return r,
+            }
+        }
+    }
+
+    /// Waits until a message is ready (not consumed) — `SkifCh_Wait`. `None` waits forever.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        self.wait_deadline(timeout.map(|t| Instant::now() + t))
+    }
+
+    fn wait_deadline(&self, deadline: Option<Instant>) -> Result<()> {
+        wait_until(self.policy.get(), &self.waiter, deadline, || {
+            self.port.borrow_mut().ready()
+        })
+    }
+
+    /// Closure form of receive: runs `f` on the next message and completes it.
+    pub fn try_recv_with<T>(&self, f: impl FnOnce(&Message<'_, P>) -> T) -> Result<T> {
+        let m = self.try_recv()?;
+        Ok(f(&m))
+    }
+
+    /// Raw receive for foreign-language bindings: the message must later be passed to
+    /// [`Channel::complete_raw`] exactly once.
+    #[inline]
+    pub fn try_recv_raw(&self) -> Result<RawMessage> {
+        let raw = self.port.borrow_mut().recv()?;
+        self.held.set(self.held.get() + 1);
+        Ok(raw)
+    }
+
+    /// Completes a message obtained with [`Channel::try_recv_raw`].
+    ///
+    /// # Safety
+    /// `token` comes from `try_recv_raw` on this channel, is completed once, and nothing
+    /// reads the message's segments after this call.
+    #[inline]
+    pub unsafe fn complete_raw(&self, token: Token) {
+        self.held.set(self.held.get() - 1);
+        // SAFETY: forwarded contract.
+        unsafe { self.port.borrow_mut().complete(token) }
+    }
+
+    /// Returns the port (to close it explicitly, drop the channel).
+    pub fn into_port(self) -> P {
+        self.port.into_inner()
+    }
+}
+
+/// A received message: segments that borrow the driver's receive memory (no copy). Dropping
+/// it is RecvComp; until then its memory stays valid and unchanged.
+pub struct Message<'c, P: Port> {
+    ch: &'c Channel<P>,
+    raw: RawMessage,
+}
+
+impl<P: Port> Message<'_, P> {
+    /// Total length in bytes.
+    pub fn len(&self) -> usize {
+        self.raw.len
+    }
+    /// `true` for a zero-length message.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+    /// The sender's channel address (extension).
+    pub fn src(&self) -> NetAddr {
+        self.raw.src
+    }
+    /// The segments, in order (more than one when the message wraps the ring end).
+    pub fn segments(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        self.raw.segs[..self.raw.count].iter().map(|s| {
+            // SAFETY: `Port` contract: `len` readable bytes, unchanged until completion,
+            // which happens only when `self` is dropped; the slice borrows `self`.
+            unsafe { std::slice::from_raw_parts(s.ptr, s.len) }
+        })
+    }
+    /// The message as one slice when it is in one segment.
+    pub fn as_contiguous(&self) -> Option<&[u8]> {
+        (self.raw.count <= 1).then(|| self.segments().next().unwrap_or(&[]))
+    }
+    /// Copies the message into `buf` (up to its length); returns the bytes copied.
+    pub fn copy_to(&self, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        for s in self.segments() {
+            let k = s.len().min(buf.len() - n);
+            buf[n..n + k].copy_from_slice(&s[..k]);
+            n += k;
+        }
+        n
+    }
+    /// The message copied into a `Vec`.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len());
+        for s in self.segments() {
+            v.extend_from_slice(s);
+        }
+        v
+    }
+    /// Completes the message now (same as dropping it).
+    pub fn complete(self) {}
+}
+
+impl<P: Port> Drop for Message<'_, P> {
+    fn drop(&mut self) {
+        // SAFETY: the token came from `try_recv_raw` on `self.ch` and this guard is its only
+        // owner; the segment borrows end with `self`.
+        unsafe { self.ch.complete_raw(self.raw.token) }
+    }
+}
+
+impl<P: Port> std::fmt::Debug for Message<'_, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Message")
+            .field("src", &self.raw.src)
+            .field("len", &self.raw.len)
+            .field("segments", &self.raw.count)
+            .finish()
+    }
+}
+
+/// A channel that several threads may use at once (one lock around the port). Messages are
+/// [`SharedMessage`]s, which may be held by one thread while others keep receiving.
+pub struct SharedChannel<P: Port> {
+    port: Mutex<P>,
+    waiter: P::Waiter,
+    addr: NetAddr,
+    policy: WaitPolicy,
+}
+
+impl<P: Port> SharedChannel<P> {
+    /// Wraps an open port.
+    pub fn new(port: P, policy: WaitPolicy) -> Self {
+        SharedChannel {
+            waiter: port.waiter(),
+            addr: port.addr(),
+            port: Mutex::new(port),
+            policy,
+        }
+    }
+    fn lock(&self) -> MutexGuard<'_, P> {
+        self.port.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// This channel's address.
+    pub fn addr(&self) -> NetAddr {
+        self.addr
+    }
+    /// As [`Channel::send`].
+    pub fn send(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<usize> {
+        self.lock().send(dst, iov, SendMode::Prefix)
+    }
+    /// As [`Channel::try_recv`].
+    pub fn try_recv(&self) -> Result<SharedMessage<'_, P>> {
+        let raw = self.lock().recv()?;
+        Ok(SharedMessage { ch: self, raw })
+    }
+    /// As [`Channel::recv_timeout`] (`None`: forever).
+    pub fn recv(&self, timeout: Option<Duration>) -> Result<SharedMessage<'_, P>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            match self.try_recv() {
+                Err(Error::WouldBlock) => {
+                    wait_until(self.policy, &self.waiter, deadline, || self.lock().ready())?
+                }
+                r => return r,
+            }
+        }
+    }
+}
+
+/// A message received on a [`SharedChannel`]; `Send`, so it may move between threads.
+pub struct SharedMessage<'c, P: Port> {
+    ch: &'c SharedChannel<P>,
+    raw: RawMessage,
+}
+
+// SAFETY: the raw pointers point into driver memory owned by this message until completion,
+// and completion goes through the channel's lock.
+unsafe impl<P: Port> Send for SharedMessage<'_, P> where SharedChannel<P>: Sync {}
+
+impl<P: Port> SharedMessage<'_, P> {
+    /// Sender's address.
+    pub fn src(&self) -> NetAddr {
+        self.raw.src
+    }
+    /// Total length.
+    pub fn len(&self) -> usize {
+        self.raw.len
+    }
+    /// `true` for a zero-length message.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+    /// The message copied into a `Vec`.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.raw.len);
+        for s in &self.raw.segs[..self.raw.count] {
+            // SAFETY: as in `Message::segments`.
+            v.extend_from_slice(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
+        }
+        v
+    }
+}
+
+impl<P: Port> Drop for SharedMessage<'_, P> {
+    fn drop(&mut self) {
+        // SAFETY: the token came from `recv` on this channel's port, completed once here.
+        unsafe { self.ch.lock().complete(self.raw.token) }
+    }
+}

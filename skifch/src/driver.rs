@@ -1,0 +1,160 @@
+//! The hardware boundary (spec: "The core: three calls", "Ordering and reliability").
+//!
+//! Adding interconnect hardware means implementing [`Driver`] + [`Port`] (+ a [`Waiter`])
+//! and passing [`crate::conformance`]. The traits are small on purpose; the waiting policy,
+//! the message guard, blocking helpers and the C ABI are written once above them.
+//!
+//! # Obligations of every driver (the contract the conformance suite checks)
+//! 1. **One message per send.** [`Port::send`] forms one message from a prefix of the
+//!    concatenated iovec and returns its length; a prefix shorter than the total is allowed
+//!    (partial send) unless [`SendMode::Whole`] is asked for.
+//! 2. **No buffering.** If nothing can be sent now, `send` returns [`Error::WouldBlock`] at
+//!    once and has consumed nothing. On success the caller's buffers are free again.
+//! 3. **Per-pair order.** Messages from one sending port to one receiving port arrive in
+//!    send order. Nothing is promised across senders.
+//! 4. **No loss, no duplication, no corruption**; back-pressure instead of drops.
+//! 5. **Zero-copy receive.** [`Port::recv`] hands out pointers into the driver's receive
+//!    memory; that memory stays valid and unchanged until [`Port::complete`] is called
+//!    with the message's token. Completions may come in any order.
+//! 6. **Failure is reported, never a hang.** When a rank of the job is lost, `recv` on an
+//!    empty port and `send` to that rank return [`Error::PeerLost`] and every [`Waiter`]
+//!    wakes within one second.
+//! 7. **Untrusted memory.** Every value read from memory that another process or a device
+//!    can write is validated before use; violations give [`Error::Corrupt`].
+
+#![allow(unsafe_code)] // declares the unsafe `Port` contract (no unsafe blocks here)
+
+use std::io::IoSlice;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::{Error, NetAddr, Result};
+
+/// Maximum number of segments in one received message (`SKIFCH_CONT_SIZE` of the C ABI).
+/// The shm ring uses at most 2 (a message that wraps the ring end); the rest is headroom
+/// for drivers whose receive memory is scattered (e.g. packet buffers).
+pub const CONT_SIZE: usize = 4;
+
+/// One segment of a received message, as a raw pointer into the driver's receive memory.
+#[derive(Clone, Copy, Debug)]
+pub struct RawSeg {
+    pub ptr: *const u8,
+    pub len: usize,
+}
+
+impl RawSeg {
+    pub const EMPTY: RawSeg = RawSeg {
+        ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+        len: 0,
+    };
+}
+
+/// Identifies a received message to [`Port::complete`]; its meaning is the driver's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Token {
+    pub a: u64,
+    pub b: u64,
+    pub c: u64,
+}
+
+/// A received message as a driver hands it out: segments in driver memory, sender, token.
+#[derive(Clone, Copy, Debug)]
+pub struct RawMessage {
+    pub segs: [RawSeg; CONT_SIZE],
+    pub count: usize,
+    pub len: usize,
+    pub src: NetAddr,
+    pub token: Token,
+}
+
+/// Whether a send may form a message from a prefix of the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    /// The spec's Send: any non-empty prefix (or the empty message) may be sent.
+    Prefix,
+    /// All or nothing: `WouldBlock` while it does not fit now, `MessageTooLarge` if it never will.
+    Whole,
+}
+
+/// A job's attachment to the network: one per process (or per thread-rank in an in-process job).
+pub trait Driver: Send + Sync + 'static {
+    /// An open channel of this driver.
+    type Port: Port;
+    /// Short name used in logs and in the MsgRate `impl` column (`shm`, `local`, …).
+    fn name(&self) -> &'static str;
+    /// This process's rank.
+    fn rank(&self) -> u32;
+    /// Number of ranks in the job.
+    fn size(&self) -> u32;
+    /// Ports per rank that this driver supports (ports are `0..max_ports()`).
+    fn max_ports(&self) -> u32;
+    /// Opens this rank's channel on `port`. A port is open at most once at a time.
+    fn open_port(self: &Arc<Self>, port: u32) -> Result<Self::Port>;
+    /// The largest message a port of this job can ever receive.
+    fn max_message(&self) -> usize;
+}
+
+/// One open channel: the three calls of the spec, in raw form.
+///
+/// # Safety
+/// Implementors promise obligation 5 of the [module docs](self): every segment returned by
+/// `recv` points to `len` readable bytes that nothing writes until `complete` is called with
+/// that message's token, and `complete` with a token that `recv` returned (each once) is
+/// always sound. The safe [`crate::Channel`] relies on this to hand out `&[u8]`.
+pub unsafe trait Port: Send {
+    /// The wake-up side of this port, usable from any thread without `&mut self`.
+    type Waiter: Waiter;
+    /// This channel's own address.
+    fn addr(&self) -> NetAddr;
+    /// Spec "Send": forms one message from (a prefix of) `iov`, returns its length.
+    fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize>;
+    /// Spec "Recv": the next message, in place; `WouldBlock` when none is waiting;
+    /// `PeerLost` when none is waiting and a rank of the job is lost.
+    fn recv(&mut self) -> Result<RawMessage>;
+    /// `Ok(true)` when `recv` would deliver a message now (nothing is consumed);
+    /// `Err(PeerLost)` when none is waiting and a rank is lost; else `Ok(false)`.
+    fn ready(&mut self) -> Result<bool>;
+    /// Spec "RecvComp" for one message (any order).
+    ///
+    /// # Safety
+    /// `token` comes from a `recv` on this port and is completed once; no reference into the
+    /// message's segments outlives this call.
+    unsafe fn complete(&mut self, token: Token);
+    /// A handle for blocking until a message may be ready.
+    fn waiter(&self) -> Self::Waiter;
+}
+
+/// Blocking support: the "fixed spin" policy of SEED-NOTES needs a way to sleep until a
+/// sender publishes or a peer is lost. Protocol (race-free by construction):
+/// `let t = w.arm();` then poll once more; if still empty `w.sleep(t, timeout)`; then
+/// `w.disarm()`. A message published after `arm` always ends the sleep early.
+pub trait Waiter: Send + Sync + Clone + 'static {
+    /// Announces a sleeper; returns a ticket for [`Waiter::sleep`].
+    fn arm(&self) -> u32;
+    /// Sleeps until woken after `ticket` was taken, or `timeout` passes (spurious wake-ups allowed).
+    fn sleep(&self, ticket: u32, timeout: Duration);
+    /// Withdraws the announcement made by `arm`.
+    fn disarm(&self);
+    /// The first rank known lost, if any.
+    fn lost_peer(&self) -> Option<u32>;
+}
+
+/// Total length of an iovec, refusing more than [`IOV_MAX`] parts (`EINVAL`).
+pub fn iov_total(iov: &[IoSlice<'_>]) -> Result<usize> {
+    if iov.len() > IOV_MAX {
+        return Err(Error::InvalidArgument(format!(
+            "iovec has {} parts; at most {IOV_MAX} are accepted",
+            iov.len()
+        )));
+    }
+    let mut total = 0usize;
+    for s in iov {
+        total = total
+            .checked_add(s.len())
+            .ok_or_else(|| Error::InvalidArgument("iovec total overflows".into()))?;
+    }
+    Ok(total)
+}
+
+/// Longest iovec accepted by a send (as `IOV_MAX` for `writev`).
+pub const IOV_MAX: usize = 1024;

@@ -1,0 +1,40 @@
+//! # SkifCh — the channel interface
+//!
+//! A non-buffering message interface for HPC interconnects, after Klimov, Orlov and
+//! Shvorin, *SkifCh: high performance communication interface* (2011). The contract is
+//! `SKIFCH-SPEC.md`; this crate is its Rust form and the base of everything above it.
+//!
+//! ## Layers
+//! * [`Channel`] / [`Message`] — the three calls: [`Channel::send`] (one message from a
+//!   prefix of an iovec; `WouldBlock` instead of buffering), [`Channel::try_recv`] (the next
+//!   message *in place*, as a guard whose segments borrow the driver's memory), and
+//!   dropping the guard (RecvComp). Blocking [`Channel::recv`] follows a [`WaitPolicy`].
+//! * [`Job`] — rank, size, opening ports ([`NetAddr`] = rank ≪ 16 | port).
+//! * [`driver`] — the hardware boundary: [`Driver`], [`Port`], [`Waiter`]. A new
+//!   interconnect implements these and passes [`conformance`].
+//! * [`ring`] — the lane transport shared by the shm driver (crate `skifch-drivers`) and
+//!   the in-process job ([`local`]): single-producer lanes, validated shared state.
+//! * [`coll`] — a barrier over channels (used by the MsgRate tool and the conformance suite).
+//!
+//! Unsafe code lives only in [`ring`] (shared memory, syscalls) and [`channel`] (turning
+//! driver pointers into borrows); the rest of the crate denies it.
+#![deny(unsafe_code)]
+#![allow(clippy::len_without_is_empty)]
+
+mod addr;
+pub mod channel;
+pub mod coll;
+pub mod conformance;
+pub mod driver;
+mod error;
+mod job;
+pub mod local;
+pub mod ring;
+pub mod wait;
+
+pub use addr::NetAddr;
+pub use channel::{Channel, Message, SharedChannel, SharedMessage};
+pub use driver::{Driver, Port, SendMode, Waiter, CONT_SIZE};
+pub use error::{Error, Result};
+pub use job::Job;
+pub use wait::WaitPolicy;

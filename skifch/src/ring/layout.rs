@@ -1,0 +1,230 @@
+//! The segment layout: a header, rank records, channel records, lane control lines and
+//! lane data. Everything here is plain arithmetic on trusted parameters; the header copy in
+//! shared memory is only compared against it, never used to compute an address.
+
+use crate::{Error, Result};
+
+/// `"SKIFCH\0\1"`: first 8 bytes of every segment.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"SKIFCH\0\x01");
+/// Layout version; bumped on any change to this file.
+pub const VERSION: u32 = 1;
+/// Cache line size assumed for padding.
+pub const LINE: usize = 64;
+/// Most ports (channels) one rank may have open in the shm/in-process transport.
+pub const MAX_PORTS: u32 = 64;
+/// Most ranks in one segment.
+pub const MAX_RANKS: u32 = 4096;
+/// Smallest and largest lane capacity (bytes; a power of two).
+pub const MIN_LANE: usize = 1 << 10;
+pub const MAX_LANE: usize = 1 << 28;
+/// Bytes of the per-message record header in a lane.
+pub const REC_HDR: usize = 8;
+
+pub(super) const HDR_BYTES: usize = 4 * LINE;
+pub(super) const RANK_REC: usize = LINE;
+pub(super) const CHAN_REC: usize = 2 * LINE;
+pub(super) const LANE_CTL: usize = 2 * LINE;
+
+// Header field offsets (bytes from the segment start).
+pub(super) const H_MAGIC: usize = 0;
+pub(super) const H_VERSION: usize = 8;
+pub(super) const H_NRANKS: usize = 12;
+pub(super) const H_NPORTS: usize = 16;
+pub(super) const H_LANE_LOG2: usize = 20;
+pub(super) const H_TOTAL: usize = 24;
+/// Number of ranks lost (own line: read on every send).
+pub(super) const H_LOST: usize = LINE;
+/// First lost rank + 1 (0: none).
+pub(super) const H_FIRST_LOST: usize = LINE + 4;
+
+// Rank record fields.
+pub(super) const R_STATE: usize = 0;
+pub(super) const R_PID: usize = 4;
+
+// Channel record fields: line 0 state/owner (read by senders), line 1 wake word + sleepers.
+pub(super) const C_STATE: usize = 0;
+pub(super) const C_OWNER: usize = 4;
+pub(super) const C_SEQ: usize = LINE;
+pub(super) const C_SLEEPERS: usize = LINE + 4;
+
+// Lane control: head and tail on separate lines.
+pub(super) const L_HEAD: usize = 0;
+pub(super) const L_TAIL: usize = LINE;
+
+/// Rank states in the rank record.
+pub mod rank_state {
+    pub const STARTING: u32 = 0;
+    pub const RUNNING: u32 = 1;
+    pub const FINALIZED: u32 = 2;
+    pub const LOST: u32 = 3;
+}
+/// Channel (port) states in the channel record.
+pub mod chan_state {
+    pub const NEVER: u32 = 0;
+    pub const OPEN: u32 = 1;
+    pub const CLOSED: u32 = 2;
+}
+
+/// Parameters of a job's segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    pub nranks: u32,
+    pub nports: u32,
+    /// Bytes of each lane's ring (power of two).
+    pub lane_bytes: usize,
+}
+
+impl Params {
+    /// Default ports per rank.
+    pub const DEFAULT_PORTS: u32 = 4;
+    /// Default lane size, shrunk for big jobs so the segment stays below ~4 GiB of
+    /// (sparse, touched-on-use) address space.
+    pub fn default_lane_bytes(nranks: u32, nports: u32) -> usize {
+        let chans = (nranks as u64 * nports as u64).max(1);
+        let lanes = chans * chans;
+        let mut lane = 256usize << 10;
+        while lane > 16 << 10 && lanes * lane as u64 > 4 << 30 {
+            lane /= 2;
+        }
+        lane
+    }
+
+    /// Parameters for `nranks` with defaults, overridden by `SKIFCH_PORTS` and `SKIFCH_LANE_KB`.
+    pub fn from_env(nranks: u32) -> Result<Params> {
+        let nports = match std::env::var("SKIFCH_PORTS") {
+            Ok(v) => v
+                .parse()
+                .map_err(|_| Error::Bootstrap(format!("SKIFCH_PORTS={v:?} is not a number")))?,
+            Err(_) => Self::DEFAULT_PORTS,
+        };
+        let lane_bytes = match std::env::var("SKIFCH_LANE_KB") {
+            Ok(v) => v
+                .parse::<usize>()
+                .map_err(|_| Error::Bootstrap(format!("SKIFCH_LANE_KB={v:?} is not a number")))?
+                .saturating_mul(1024),
+            Err(_) => Self::default_lane_bytes(nranks, nports),
+        };
+        let p = Params {
+            nranks,
+            nports,
+            lane_bytes,
+        };
+        Layout::new(p)?;
+        Ok(p)
+    }
+}
+
+/// Trusted offsets derived from [`Params`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub params: Params,
+    pub chans: usize,
+    pub lanes: usize,
+    pub rank_off: usize,
+    pub chan_off: usize,
+    pub lctl_off: usize,
+    pub data_off: usize,
+    pub total: usize,
+}
+
+fn align(x: usize, a: usize) -> usize {
+    x.div_ceil(a) * a
+}
+
+impl Layout {
+    /// Computes the layout, refusing parameters out of range.
+    pub fn new(p: Params) -> Result<Layout> {
+        if p.nranks == 0 || p.nranks > MAX_RANKS {
+            return Err(Error::InvalidArgument(format!(
+                "{} ranks; 1..={MAX_RANKS} supported",
+                p.nranks
+            )));
+        }
+        if p.nports == 0 || p.nports > MAX_PORTS {
+            return Err(Error::InvalidArgument(format!(
+                "{} ports per rank; 1..={MAX_PORTS} supported",
+                p.nports
+            )));
+        }
+        if !p.lane_bytes.is_power_of_two() || !(MIN_LANE..=MAX_LANE).contains(&p.lane_bytes) {
+            return Err(Error::InvalidArgument(format!(
+                "lane size {} bytes: must be a power of two in {MIN_LANE}..={MAX_LANE}",
+                p.lane_bytes
+            )));
+        }
+        let chans = p.nranks as usize * p.nports as usize;
+        let lanes = chans
+            .checked_mul(chans)
+            .ok_or_else(|| Error::InvalidArgument("too many channels".into()))?;
+        let rank_off = HDR_BYTES;
+        let chan_off = rank_off + p.nranks as usize * RANK_REC;
+        let lctl_off = chan_off + chans * CHAN_REC;
+        let data_off = align(lctl_off + lanes * LANE_CTL, 4096);
+        let total = lanes
+            .checked_mul(p.lane_bytes)
+            .and_then(|d| d.checked_add(data_off))
+            .filter(|&t| t <= 1 << 46)
+            .ok_or_else(|| {
+                Error::InvalidArgument(
+                    "segment would be too large; use fewer ports or smaller lanes".into(),
+                )
+            })?;
+        Ok(Layout {
+            params: p,
+            chans,
+            lanes,
+            rank_off,
+            chan_off,
+            lctl_off,
+            data_off,
+            total,
+        })
+    }
+
+    /// Lane carrying messages from channel `src` to channel `dst` (channel = rank·P + port).
+    #[inline(always)]
+    pub fn lane(&self, dst: usize, src: usize) -> usize {
+        dst * self.chans + src
+    }
+
+    /// Largest message a lane can hold.
+    pub fn max_message(&self) -> usize {
+        self.params.lane_bytes - REC_HDR
+    }
+}
+
+/// Bytes a message of `len` payload bytes occupies in a lane.
+#[inline(always)]
+pub const fn record_len(len: usize) -> usize {
+    REC_HDR + ((len + 7) & !7)
+}
+
+/// Encodes a record header: the length and a check word tied to the record's position,
+/// so a stale or torn header is detected.
+#[inline(always)]
+pub const fn encode_rec(len: u32, pos: u64) -> u64 {
+    (len as u64) | ((check(len, pos) as u64) << 32)
+}
+
+#[inline(always)]
+const fn check(len: u32, pos: u64) -> u32 {
+    !len ^ ((pos >> 3) as u32) ^ 0x5A5A_0000
+}
+
+/// Validates a record header read at `pos` with `avail` published bytes from `pos`;
+/// returns the payload length.
+#[inline(always)]
+pub fn decode_rec(word: u64, pos: u64, avail: u64) -> Result<usize> {
+    let len = word as u32;
+    if (word >> 32) as u32 != check(len, pos) {
+        return Err(Error::Corrupt(format!(
+            "message header at lane offset {pos} fails its check word"
+        )));
+    }
+    if record_len(len as usize) as u64 > avail {
+        return Err(Error::Corrupt(format!(
+            "message header at lane offset {pos} claims {len} bytes but only {avail} are published"
+        )));
+    }
+    Ok(len as usize)
+}

@@ -1,0 +1,876 @@
+//! The lane transport: the shared-memory rings behind the shm driver and the in-process job
+//! (one piece of code for both; only where the memory comes from differs, see [`Region`]).
+//!
+//! # Design (kept after measurement; numbers in the `skifch-drivers` crate docs)
+//! One **single-producer lane per (sending channel, receiving channel) pair**. A lane is a
+//! byte ring of `lane_bytes` (a power of two) with a producer index `head` and a consumer
+//! index `tail` on separate cache lines; both are monotonic byte counts (`u64`, never wrap
+//! in practice), always multiples of 8. A message is a record: an 8-byte header (payload
+//! length + a check word tied to the record's position) followed by the payload padded to
+//! 8 bytes. Records are packed, not slotted: an 8-byte message takes 16 bytes, four to a
+//! cache line, so short messages cost fewer lines than in a slotted ring. A payload that
+//! runs past the ring end continues at its start and is handed out as two segments, never
+//! copied and never padded.
+//!
+//! * **Send** (no atomic read-modify-write): check room against a *cached* tail, re-read
+//!   the tail (acquire) only when the cache says full; write header + payload straight into
+//!   the receiver's lane; publish `head` (release). Then, if the receiving channel has a
+//!   sleeper, bump its futex word and wake it.
+//! * **Recv**: stay on the lane that delivered last (up to [`BURST`] messages, for
+//!   fairness), else scan the channel's lanes; a lane's `head` is re-read (acquire) only
+//!   when its cached copy is used up. Idle lanes' head lines stay shared in the receiver's
+//!   cache, so scanning them costs L1 hits.
+//! * **RecvComp** in any order: per lane, memory is reclaimed up to the oldest message
+//!   still held; the tail is published lazily (every `lane_bytes/16` bytes, or when the
+//!   lane is found empty), so the producer's line is not pulled away on every message.
+//! * **Wake-up** without a per-message fence: a receiver that goes to sleep announces
+//!   itself, then issues the heavy side of an asymmetric barrier (`membarrier`), so the
+//!   sender's light side is a compiler fence ([`sys`]). The futex sleep is also bounded
+//!   (250 ms) so that a lost peer or a missed wake-up can never hang a waiter.
+//!
+//! # Trust
+//! Everything in the segment can be written by another process. Indices and record
+//! headers are read with atomics/volatile loads and validated ([`Error::Corrupt`] on any
+//! violation: the port then refuses further use); addresses are computed only from the
+//! trusted [`Layout`] copy made at attach time. Payload bytes are handed out as `&[u8]`
+//! only for ranges that the lane protocol gives to the receiver (`tail..head`), which a
+//! conforming sender does not write until the receiver publishes its tail past them.
+#![allow(unsafe_code)]
+
+pub mod layout;
+pub mod sys;
+
+use std::io::IoSlice;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use layout::*;
+pub use layout::{chan_state, rank_state, Layout, Params, MAX_PORTS, MAX_RANKS};
+
+use crate::driver::{
+    iov_total, Driver, Port, RawMessage, RawSeg, SendMode, Token, Waiter, CONT_SIZE,
+};
+use crate::{Error, NetAddr, Result};
+
+/// Messages taken in a row from one lane before the scan moves on (fairness across senders).
+pub const BURST: u32 = 64;
+/// Longest single futex sleep; bounds the reaction to anything a wake-up could miss.
+pub const MAX_SLEEP: Duration = Duration::from_millis(250);
+
+/// Memory holding a segment: a shared mapping (shm driver) or the heap (in-process job).
+///
+/// # Safety
+/// `as_ptr()` must point to `len()` bytes, aligned to 4096, valid and fixed for the life of
+/// the value, that Rust code only ever reaches through this module (atomics and raw copies).
+pub unsafe trait Region: Send + Sync + 'static {
+    fn as_ptr(&self) -> *mut u8;
+    fn len(&self) -> usize;
+}
+
+/// Zeroed heap memory for the in-process job (and Miri).
+pub struct HeapRegion {
+    ptr: NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+impl HeapRegion {
+    /// Allocates `len` zeroed bytes.
+    pub fn new(len: usize) -> Result<Self> {
+        let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096)
+            .map_err(|_| Error::InvalidArgument(format!("cannot allocate a {len}-byte segment")))?;
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(p).ok_or_else(|| {
+            Error::os(
+                "allocating the in-process segment",
+                std::io::ErrorKind::OutOfMemory.into(),
+            )
+        })?;
+        Ok(HeapRegion { ptr, layout })
+    }
+}
+
+impl Drop for HeapRegion {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; every user holds an Arc to the fabric
+        // that owns this region, so nothing can reach the memory any more.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+// SAFETY: the region is plain memory; all shared access goes through atomics and the lane
+// protocol of this module.
+unsafe impl Send for HeapRegion {}
+// SAFETY: as above.
+unsafe impl Sync for HeapRegion {}
+// SAFETY: `alloc_zeroed` gives `layout.size()` bytes aligned to 4096, freed only on drop.
+unsafe impl Region for HeapRegion {
+    fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+    fn len(&self) -> usize {
+        self.layout.size()
+    }
+}
+
+/// A segment with a validated layout: the job-wide shared state.
+pub struct Fabric<R: Region> {
+    region: R,
+    base: *mut u8,
+    lay: Layout,
+}
+
+// SAFETY: `base` points into `region`, which is Send + Sync; every access through `base` is
+// an atomic or follows the lane protocol, which gives each byte range one writer at a time.
+unsafe impl<R: Region> Send for Fabric<R> {}
+// SAFETY: as above.
+unsafe impl<R: Region> Sync for Fabric<R> {}
+
+impl<R: Region> Fabric<R> {
+    /// Formats a fresh, zeroed region for a job with `params`.
+    pub fn create(region: R, params: Params) -> Result<Self> {
+        let lay = Layout::new(params)?;
+        if region.len() < lay.total {
+            return Err(Error::InvalidArgument(format!(
+                "region of {} bytes is smaller than the {}-byte layout",
+                region.len(),
+                lay.total
+            )));
+        }
+        let f = Fabric {
+            base: region.as_ptr(),
+            region,
+            lay,
+        };
+        f.u32_at(H_VERSION).store(VERSION, Ordering::Relaxed);
+        f.u32_at(H_NRANKS).store(params.nranks, Ordering::Relaxed);
+        f.u32_at(H_NPORTS).store(params.nports, Ordering::Relaxed);
+        f.u32_at(H_LANE_LOG2)
+            .store(params.lane_bytes.trailing_zeros(), Ordering::Relaxed);
+        f.u64_at(H_TOTAL).store(lay.total as u64, Ordering::Relaxed);
+        f.u64_at(H_MAGIC).store(MAGIC, Ordering::Release);
+        sys::register_process();
+        Ok(f)
+    }
+
+    /// Attaches to a region formatted by [`Fabric::create`] (maybe in another process),
+    /// validating its header: magic, version, parameters, size.
+    pub fn attach(region: R) -> Result<Self> {
+        if region.len() < HDR_BYTES || region.as_ptr() as usize % 4096 != 0 {
+            return Err(Error::Corrupt(format!(
+                "segment of {} bytes is too small for a header",
+                region.len()
+            )));
+        }
+        let probe = Fabric {
+            base: region.as_ptr(),
+            region,
+            lay: Layout::new(Params {
+                nranks: 1,
+                nports: 1,
+                lane_bytes: MIN_LANE,
+            })?,
+        };
+        let magic = probe.u64_at(H_MAGIC).load(Ordering::Acquire);
+        if magic != MAGIC {
+            return Err(Error::Corrupt(format!(
+                "bad segment magic {magic:#018x} (expected {MAGIC:#018x})"
+            )));
+        }
+        let version = probe.u32_at(H_VERSION).load(Ordering::Relaxed);
+        if version != VERSION {
+            return Err(Error::Corrupt(format!(
+                "segment layout version {version}, this library speaks {VERSION}"
+            )));
+        }
+        let log2 = probe.u32_at(H_LANE_LOG2).load(Ordering::Relaxed);
+        if log2 >= 64 {
+            return Err(Error::Corrupt(format!("lane size 2^{log2} out of range")));
+        }
+        let params = Params {
+            nranks: probe.u32_at(H_NRANKS).load(Ordering::Relaxed),
+            nports: probe.u32_at(H_NPORTS).load(Ordering::Relaxed),
+            lane_bytes: 1usize << log2,
+        };
+        let lay = Layout::new(params)
+            .map_err(|e| Error::Corrupt(format!("segment header parameters: {e}")))?;
+        let total = probe.u64_at(H_TOTAL).load(Ordering::Relaxed);
+        if total != lay.total as u64 || lay.total > probe.region.len() {
+            return Err(Error::Corrupt(format!(
+                "segment header says {total} bytes, its parameters need {}, the mapping has {}",
+                lay.total,
+                probe.region.len()
+            )));
+        }
+        sys::register_process();
+        Ok(Fabric { lay, ..probe })
+    }
+
+    /// The trusted layout.
+    pub fn layout(&self) -> &Layout {
+        &self.lay
+    }
+
+    /// The region (e.g. to keep a mapping's descriptor).
+    pub fn region(&self) -> &R {
+        &self.region
+    }
+
+    #[inline(always)]
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        debug_assert!(off % 4 == 0 && off + 4 <= self.region.len());
+        // SAFETY: `off` comes from the trusted layout (in bounds, aligned: checked above in
+        // debug builds and by construction of `Layout`); an AtomicU32 may alias memory that
+        // other processes access atomically.
+        unsafe { &*(self.base.add(off) as *const AtomicU32) }
+    }
+
+    #[inline(always)]
+    fn u64_at(&self, off: usize) -> &AtomicU64 {
+        debug_assert!(off % 8 == 0 && off + 8 <= self.region.len());
+        // SAFETY: as in `u32_at`.
+        unsafe { &*(self.base.add(off) as *const AtomicU64) }
+    }
+
+    #[inline(always)]
+    fn rank_u32(&self, rank: u32, field: usize) -> &AtomicU32 {
+        debug_assert!(rank < self.lay.params.nranks);
+        self.u32_at(self.lay.rank_off + rank as usize * RANK_REC + field)
+    }
+
+    #[inline(always)]
+    fn chan_u32(&self, chan: usize, field: usize) -> &AtomicU32 {
+        debug_assert!(chan < self.lay.chans);
+        self.u32_at(self.lay.chan_off + chan * CHAN_REC + field)
+    }
+
+    #[inline(always)]
+    fn head(&self, lane: usize) -> &AtomicU64 {
+        debug_assert!(lane < self.lay.lanes);
+        self.u64_at(self.lay.lctl_off + lane * LANE_CTL + L_HEAD)
+    }
+
+    #[inline(always)]
+    fn tail(&self, lane: usize) -> &AtomicU64 {
+        debug_assert!(lane < self.lay.lanes);
+        self.u64_at(self.lay.lctl_off + lane * LANE_CTL + L_TAIL)
+    }
+
+    #[inline(always)]
+    fn lane_data(&self, lane: usize) -> *mut u8 {
+        debug_assert!(lane < self.lay.lanes);
+        // SAFETY: `data_off + lanes * lane_bytes <= total <= region.len()` (Layout + attach checks).
+        unsafe {
+            self.base
+                .add(self.lay.data_off + lane * self.lay.params.lane_bytes)
+        }
+    }
+
+    /// State of `rank` (see [`rank_state`]).
+    pub fn rank_state(&self, rank: u32) -> u32 {
+        self.rank_u32(rank, R_STATE).load(Ordering::Acquire)
+    }
+
+    /// Records that `rank` is running as process `pid`.
+    pub fn set_running(&self, rank: u32, pid: u32) {
+        self.rank_u32(rank, R_PID).store(pid, Ordering::Relaxed);
+        let _ = self.rank_u32(rank, R_STATE).compare_exchange(
+            rank_state::STARTING,
+            rank_state::RUNNING,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Records a clean exit of `rank`: its ports close; senders to it get `Unreachable`.
+    pub fn set_finalized(&self, rank: u32) {
+        let np = self.lay.params.nports as usize;
+        for p in 0..np {
+            self.chan_u32(rank as usize * np + p, C_STATE)
+                .store(chan_state::CLOSED, Ordering::Release);
+        }
+        let st = self.rank_u32(rank, R_STATE);
+        let _ = st.compare_exchange(
+            rank_state::RUNNING,
+            rank_state::FINALIZED,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        let _ = st.compare_exchange(
+            rank_state::STARTING,
+            rank_state::FINALIZED,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Marks `rank` lost (it died or left without finalizing) and wakes every sleeper of the
+    /// job, so that blocked calls return [`Error::PeerLost`]. Returns `false` if it was
+    /// already finalized or lost.
+    pub fn mark_lost(&self, rank: u32) -> bool {
+        if rank >= self.lay.params.nranks {
+            return false;
+        }
+        let st = self.rank_u32(rank, R_STATE);
+        let mut cur = st.load(Ordering::Acquire);
+        loop {
+            if cur == rank_state::FINALIZED || cur == rank_state::LOST {
+                return false;
+            }
+            match st.compare_exchange(cur, rank_state::LOST, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(v) => cur = v,
+            }
+        }
+        let _ = self.u32_at(H_FIRST_LOST).compare_exchange(
+            0,
+            rank + 1,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        self.u32_at(H_LOST).fetch_add(1, Ordering::AcqRel);
+        self.wake_everyone();
+        true
+    }
+
+    /// Wakes every sleeping receiver of the job.
+    pub fn wake_everyone(&self) {
+        for c in 0..self.lay.chans {
+            let seq = self.chan_u32(c, C_SEQ);
+            seq.fetch_add(1, Ordering::AcqRel);
+            sys::futex_wake_all(seq);
+        }
+    }
+
+    /// The first rank that was lost, if any.
+    #[inline]
+    pub fn lost(&self) -> Option<u32> {
+        if self.u32_at(H_LOST).load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let first = self.u32_at(H_FIRST_LOST).load(Ordering::Acquire);
+        Some(first.saturating_sub(1).min(self.lay.params.nranks - 1))
+    }
+
+    /// Opens `port` of `rank`.
+    fn open(&self, rank: u32, port: u32) -> Result<(usize, Box<[Tx]>, Box<[Rx]>)> {
+        let p = self.lay.params;
+        if rank >= p.nranks || port >= p.nports {
+            return Err(Error::InvalidArgument(format!(
+                "port {port} of rank {rank}: this job has {} ranks and {} ports per rank (SKIFCH_PORTS)",
+                p.nranks, p.nports
+            )));
+        }
+        let me = (rank * p.nports + port) as usize;
+        let st = self.chan_u32(me, C_STATE);
+        let opened = st
+            .compare_exchange(
+                chan_state::NEVER,
+                chan_state::OPEN,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .or_else(|_| {
+                st.compare_exchange(
+                    chan_state::CLOSED,
+                    chan_state::OPEN,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+            });
+        if opened.is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "port {port} of rank {rank} is already open"
+            )));
+        }
+        self.chan_u32(me, C_OWNER)
+            .store(std::process::id(), Ordering::Relaxed);
+        let cap = p.lane_bytes as u64;
+        let mut tx = Vec::with_capacity(self.lay.chans);
+        let mut rx = Vec::with_capacity(self.lay.chans);
+        let check = |lane: usize| -> Result<(u64, u64)> {
+            let (h, t) = (
+                self.head(lane).load(Ordering::Acquire),
+                self.tail(lane).load(Ordering::Acquire),
+            );
+            if t > h || h - t > cap || (h | t) & 7 != 0 {
+                return Err(Error::Corrupt(format!(
+                    "lane {lane}: head {h} / tail {t} inconsistent"
+                )));
+            }
+            Ok((h, t))
+        };
+        let opened_fail = |e: Error| {
+            st.store(chan_state::CLOSED, Ordering::Release);
+            e
+        };
+        for c in 0..self.lay.chans {
+            let (h, t) = check(self.lay.lane(c, me)).map_err(opened_fail)?;
+            tx.push(Tx {
+                head: h,
+                cached_tail: t,
+            });
+            let (_, t) = check(self.lay.lane(me, c)).map_err(opened_fail)?;
+            let src = NetAddr::new(
+                (c / p.nports as usize) as u16,
+                (c % p.nports as usize) as u16,
+            );
+            rx.push(Rx {
+                consumed: t,
+                freed: t,
+                published: t,
+                cached_head: t,
+                src,
+                ooo: Vec::new(),
+            });
+        }
+        Ok((me, tx.into_boxed_slice(), rx.into_boxed_slice()))
+    }
+}
+
+/// The driver of one rank over a [`Fabric`]: the in-process job and the shm driver are both this.
+pub struct RingDriver<R: Region> {
+    fab: Arc<Fabric<R>>,
+    rank: u32,
+    name: &'static str,
+}
+
+impl<R: Region> RingDriver<R> {
+    /// Joins `fab` as `rank` (recorded as running in this process).
+    pub fn new(fab: Arc<Fabric<R>>, rank: u32, name: &'static str) -> Result<Self> {
+        if rank >= fab.lay.params.nranks {
+            return Err(Error::Bootstrap(format!(
+                "rank {rank} out of range for a {}-rank job",
+                fab.lay.params.nranks
+            )));
+        }
+        fab.set_running(rank, std::process::id());
+        Ok(RingDriver { fab, rank, name })
+    }
+
+    /// The shared fabric.
+    pub fn fabric(&self) -> &Arc<Fabric<R>> {
+        &self.fab
+    }
+}
+
+impl<R: Region> Drop for RingDriver<R> {
+    fn drop(&mut self) {
+        // Every port holds an Arc to this driver, so all of them are closed by now.
+        if !std::thread::panicking() {
+            self.fab.set_finalized(self.rank);
+        } else {
+            self.fab.mark_lost(self.rank);
+        }
+    }
+}
+
+impl<R: Region> Driver for RingDriver<R> {
+    type Port = RingPort<R>;
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.fab.lay.params.nranks
+    }
+    fn max_ports(&self) -> u32 {
+        self.fab.lay.params.nports
+    }
+    fn open_port(self: &Arc<Self>, port: u32) -> Result<RingPort<R>> {
+        let (me, tx, rx) = self.fab.open(self.rank, port)?;
+        let lay = self.fab.lay;
+        Ok(RingPort {
+            drv: self.clone(),
+            lay,
+            me,
+            addr: NetAddr::new(self.rank as u16, port as u16),
+            cap: lay.params.lane_bytes as u64,
+            tx,
+            rx,
+            cur: 0,
+            burst: 0,
+            broken: None,
+        })
+    }
+    fn max_message(&self) -> usize {
+        self.fab.lay.max_message()
+    }
+}
+
+/// Producer state of one lane (trusted, process-private).
+struct Tx {
+    head: u64,
+    cached_tail: u64,
+}
+
+/// Consumer state of one lane (trusted, process-private).
+struct Rx {
+    /// End of the last message handed out.
+    consumed: u64,
+    /// Everything below is completed.
+    freed: u64,
+    /// Last value stored to the shared tail.
+    published: u64,
+    /// Last validated value of the shared head.
+    cached_head: u64,
+    src: NetAddr,
+    /// Completed out of order: (start, end) of messages above `freed`.
+    ooo: Vec<(u64, u64)>,
+}
+
+/// One open channel on a [`Fabric`].
+pub struct RingPort<R: Region> {
+    drv: Arc<RingDriver<R>>,
+    lay: Layout,
+    me: usize,
+    addr: NetAddr,
+    cap: u64,
+    tx: Box<[Tx]>,
+    rx: Box<[Rx]>,
+    cur: usize,
+    burst: u32,
+    broken: Option<Error>,
+}
+
+impl<R: Region> RingPort<R> {
+    #[inline(always)]
+    fn fab(&self) -> &Fabric<R> {
+        &self.drv.fab
+    }
+
+    fn corrupt(&mut self, e: Error) -> Error {
+        self.broken = Some(e.clone());
+        e
+    }
+
+    #[inline]
+    fn publish(fab: &Fabric<R>, lane: usize, rx: &mut Rx) {
+        fab.tail(lane).store(rx.freed, Ordering::Release);
+        rx.published = rx.freed;
+    }
+}
+
+/// Copies `n` bytes of `iov` into the ring at absolute offset `off`, wrapping at the end.
+///
+/// # Safety
+/// `data` points to a lane of `cap` bytes (power of two) whose range `off..off+n` (mod cap)
+/// belongs to the producer; the iovec holds at least `n` bytes.
+#[inline(always)]
+unsafe fn copy_in(data: *mut u8, cap: u64, mut off: u64, iov: &[IoSlice<'_>], mut n: usize) {
+    for s in iov {
+        if n == 0 {
+            break;
+        }
+        let take = s.len().min(n);
+        let pos = (off & (cap - 1)) as usize;
+        let first = take.min(cap as usize - pos);
+        // SAFETY: `pos + first <= cap` and `take - first < cap`; the ranges are the
+        // producer's (caller's contract) and cannot overlap the caller's iovec, which is
+        // ordinary memory outside the lane.
+        unsafe {
+            ptr::copy_nonoverlapping(s.as_ptr(), data.add(pos), first);
+            if take > first {
+                ptr::copy_nonoverlapping(s.as_ptr().add(first), data, take - first);
+            }
+        }
+        off += take as u64;
+        n -= take;
+    }
+}
+
+// SAFETY: segments returned by `recv` lie in `tail..head` of a lane, which the producer does
+// not write until this port publishes a tail past them; that happens only in `complete` (or
+// on drop, after every message was completed, which `Channel` guarantees).
+unsafe impl<R: Region> Port for RingPort<R> {
+    type Waiter = RingWaiter<R>;
+
+    fn addr(&self) -> NetAddr {
+        self.addr
+    }
+
+    #[inline]
+    fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
+        let p = self.lay.params;
+        let (r, pt) = (dst.rank(), dst.port());
+        if r >= p.nranks || pt >= p.nports {
+            return Err(Error::Unreachable {
+                addr: dst,
+                why: if r >= p.nranks {
+                    "rank out of range for this job"
+                } else {
+                    "port out of range (SKIFCH_PORTS)"
+                },
+            });
+        }
+        let d = (r * p.nports + pt) as usize;
+        let fab = &*self.drv.fab;
+        if fab.lost().is_some() && fab.rank_state(r) == rank_state::LOST {
+            return Err(Error::PeerLost { rank: r });
+        }
+        if fab.chan_u32(d, C_STATE).load(Ordering::Relaxed) == chan_state::CLOSED {
+            return Err(Error::Unreachable {
+                addr: dst,
+                why: "the port was closed by its owner",
+            });
+        }
+        let total = iov_total(iov)?;
+        let cap = self.cap;
+        let maxmsg = cap as usize - REC_HDR;
+        let want = match mode {
+            SendMode::Whole if total > maxmsg => {
+                return Err(Error::MessageTooLarge {
+                    len: total,
+                    max: maxmsg,
+                })
+            }
+            SendMode::Whole => total,
+            SendMode::Prefix => total.min(maxmsg),
+        };
+        let lane = self.lay.lane(d, self.me);
+        let tx = &mut self.tx[d];
+        let mut free = cap - (tx.head - tx.cached_tail);
+        if record_len(want) as u64 > free {
+            let t = fab.tail(lane).load(Ordering::Acquire);
+            if t < tx.cached_tail || t > tx.head || t & 7 != 0 {
+                let e = Error::Corrupt(format!(
+                    "lane to {dst}: tail {t} outside {}..={}",
+                    tx.cached_tail, tx.head
+                ));
+                return Err(self.corrupt(e));
+            }
+            tx.cached_tail = t;
+            free = cap - (tx.head - t);
+        }
+        let n = if record_len(want) as u64 <= free {
+            want
+        } else {
+            // Partial send: only when a worthwhile prefix fits (no tiny fragments).
+            let room = (free as usize).saturating_sub(REC_HDR);
+            if mode == SendMode::Whole || room < want.min(cap as usize / 8).max(1) {
+                return Err(Error::WouldBlock);
+            }
+            room
+        };
+        let data = fab.lane_data(lane);
+        let pos = tx.head & (cap - 1);
+        // SAFETY: `head..head+record_len(n)` is free space of this lane (checked against the
+        // validated tail above), owned by this producer until published; `pos` is 8-aligned
+        // and `pos + 8 <= cap` because cap is a multiple of 8.
+        unsafe {
+            ptr::write_volatile(
+                data.add(pos as usize) as *mut u64,
+                encode_rec(n as u32, tx.head),
+            );
+            copy_in(data, cap, tx.head + REC_HDR as u64, iov, n);
+        }
+        tx.head += record_len(n) as u64;
+        fab.head(lane).store(tx.head, Ordering::Release);
+        sys::light_barrier();
+        if fab.chan_u32(d, C_SLEEPERS).load(Ordering::Relaxed) != 0 {
+            let seq = fab.chan_u32(d, C_SEQ);
+            seq.fetch_add(1, Ordering::Release);
+            sys::futex_wake_all(seq);
+        }
+        Ok(n)
+    }
+
+    #[inline]
+    fn recv(&mut self) -> Result<RawMessage> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
+        let n = self.rx.len();
+        let cap = self.cap;
+        let mut i = self.cur;
+        for _ in 0..n {
+            let lane = self.lay.lane(self.me, i);
+            let fab = &*self.drv.fab;
+            let rx = &mut self.rx[i];
+            if rx.consumed == rx.cached_head {
+                let h = fab.head(lane).load(Ordering::Acquire);
+                if h != rx.cached_head {
+                    if h < rx.cached_head || h - rx.published > cap || h & 7 != 0 {
+                        let e = Error::Corrupt(format!(
+                            "lane from {}: head {h} outside the ring",
+                            rx.src
+                        ));
+                        return Err(self.corrupt(e));
+                    }
+                    rx.cached_head = h;
+                }
+            }
+            if rx.consumed != rx.cached_head {
+                let pos = rx.consumed;
+                let data = fab.lane_data(lane);
+                let off = (pos & (cap - 1)) as usize;
+                // SAFETY: `off` is 8-aligned with 8 bytes before the lane end; the record
+                // lies in the published range `consumed..cached_head`. Read as a copy and
+                // validated before any use.
+                let word = unsafe { ptr::read_volatile(data.add(off) as *const u64) };
+                let len = match decode_rec(word, pos, rx.cached_head - pos) {
+                    Ok(l) => l,
+                    Err(e) => return Err(self.corrupt(e)),
+                };
+                let start = (off + REC_HDR) & (cap as usize - 1);
+                let first = len.min(cap as usize - start);
+                let mut segs = [RawSeg::EMPTY; CONT_SIZE];
+                // SAFETY: `start < cap` and `first <= cap - start`: inside the lane.
+                segs[0] = RawSeg {
+                    ptr: unsafe { data.add(start) },
+                    len: first,
+                };
+                let count = if len > first {
+                    segs[1] = RawSeg {
+                        ptr: data,
+                        len: len - first,
+                    };
+                    2
+                } else {
+                    1
+                };
+                let end = pos + record_len(len) as u64;
+                rx.consumed = end;
+                let src = rx.src;
+                if i == self.cur {
+                    self.burst += 1;
+                    if self.burst >= BURST {
+                        self.burst = 0;
+                        self.cur = if i + 1 == n { 0 } else { i + 1 };
+                    }
+                } else {
+                    self.cur = i;
+                    self.burst = 1;
+                }
+                return Ok(RawMessage {
+                    segs,
+                    count,
+                    len,
+                    src,
+                    token: Token {
+                        a: i as u64,
+                        b: pos,
+                        c: end,
+                    },
+                });
+            } else if rx.published != rx.freed {
+                Self::publish(fab, lane, rx);
+            }
+            i = if i + 1 == n { 0 } else { i + 1 };
+        }
+        match self.fab().lost() {
+            Some(rank) => Err(Error::PeerLost { rank }),
+            None => Err(Error::WouldBlock),
+        }
+    }
+
+    fn ready(&mut self) -> Result<bool> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
+        let fab = &*self.drv.fab;
+        for (i, rx) in self.rx.iter_mut().enumerate() {
+            if rx.consumed != rx.cached_head {
+                return Ok(true);
+            }
+            let lane = self.lay.lane(self.me, i);
+            if fab.head(lane).load(Ordering::Acquire) != rx.cached_head {
+                return Ok(true);
+            }
+            if rx.published != rx.freed {
+                Self::publish(fab, lane, rx);
+            }
+        }
+        match fab.lost() {
+            Some(rank) => Err(Error::PeerLost { rank }),
+            None => Ok(false),
+        }
+    }
+
+    #[inline]
+    unsafe fn complete(&mut self, t: Token) {
+        let i = t.a as usize;
+        let lane = self.lay.lane(self.me, i);
+        let rx = &mut self.rx[i];
+        if t.b == rx.freed {
+            rx.freed = t.c;
+            while !rx.ooo.is_empty() {
+                match rx.ooo.iter().position(|&(s, _)| s == rx.freed) {
+                    Some(k) => rx.freed = rx.ooo.swap_remove(k).1,
+                    None => break,
+                }
+            }
+            if rx.freed - rx.published >= self.cap / 16 {
+                Self::publish(&self.drv.fab, lane, rx);
+            }
+        } else {
+            rx.ooo.push((t.b, t.c));
+        }
+    }
+
+    fn waiter(&self) -> RingWaiter<R> {
+        RingWaiter {
+            drv: self.drv.clone(),
+            chan: self.me,
+        }
+    }
+}
+
+impl<R: Region> Drop for RingPort<R> {
+    fn drop(&mut self) {
+        let fab = &*self.drv.fab;
+        for (i, rx) in self.rx.iter_mut().enumerate() {
+            if rx.published != rx.freed {
+                Self::publish(fab, self.lay.lane(self.me, i), rx);
+            }
+        }
+        fab.chan_u32(self.me, C_STATE)
+            .store(chan_state::CLOSED, Ordering::Release);
+    }
+}
+
+/// Sleeps on a channel's futex word (see the module docs for the wake-up protocol).
+pub struct RingWaiter<R: Region> {
+    drv: Arc<RingDriver<R>>,
+    chan: usize,
+}
+
+impl<R: Region> Clone for RingWaiter<R> {
+    fn clone(&self) -> Self {
+        RingWaiter {
+            drv: self.drv.clone(),
+            chan: self.chan,
+        }
+    }
+}
+
+impl<R: Region> Waiter for RingWaiter<R> {
+    fn arm(&self) -> u32 {
+        let fab = &*self.drv.fab;
+        let t = fab.chan_u32(self.chan, C_SEQ).load(Ordering::Acquire);
+        fab.chan_u32(self.chan, C_SLEEPERS)
+            .fetch_add(1, Ordering::SeqCst);
+        sys::heavy_barrier();
+        t
+    }
+    fn sleep(&self, ticket: u32, timeout: Duration) {
+        sys::futex_wait(
+            self.drv.fab.chan_u32(self.chan, C_SEQ),
+            ticket,
+            timeout.min(MAX_SLEEP),
+        );
+    }
+    fn disarm(&self) {
+        self.drv
+            .fab
+            .chan_u32(self.chan, C_SLEEPERS)
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+    fn lost_peer(&self) -> Option<u32> {
+        self.drv.fab.lost()
+    }
+}
