@@ -1,1 +1,1 @@
-
+//! Shared code of the benchmark tools.

@@ -1,0 +1,138 @@
+//! The shared-memory emulator (spec: "Hardware the paper ran on" — the software stand-in
+//! for the NIC: the sender's copy into the receiver's memory is the one copy a NIC's DMA
+//! would make).
+//!
+//! One segment per job: an anonymous `memfd` created by `skifrun` (or by the process
+//! itself for a 1-rank job), mapped `MAP_SHARED` by every rank. It has no name in any
+//! file system, so it disappears with the last process that maps it, also after
+//! `kill -9` of any rank or of the launcher (ranks die with the launcher: `PR_SET_PDEATHSIG`).
+//!
+//! ## Ring designs measured (`cargo run --release -p skifch-benches --bin ringcmp`)
+//! See `benches/README.md` ("Ring designs") for the table; the lane design
+//! ([`skifch::ring`]) was kept.
+#![allow(unsafe_code)] // mmap of the segment and the memfd syscalls
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use memmap2::MmapRaw;
+use skifch::ring::{Fabric, Layout, Params, Region, RingDriver};
+use skifch::{Error, Job, Result};
+
+/// A job segment mapped from a memfd.
+pub struct MemfdRegion {
+    map: MmapRaw,
+    file: File,
+}
+
+impl MemfdRegion {
+    /// Creates an anonymous segment of `len` zeroed bytes (close-on-exec; the launcher
+    /// clears that flag on the copy it passes to ranks).
+    pub fn create(len: usize) -> Result<Self> {
+        // SAFETY: the name is a NUL-terminated literal; memfd_create only reads it.
+        let fd = unsafe { libc::memfd_create(c"skifch-job".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(Error::last_os("memfd_create for the job segment"));
+        }
+        // SAFETY: `fd` was just returned by memfd_create and is owned by nobody else.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.set_len(len as u64)
+            .map_err(|e| Error::os("sizing the job segment", e))?;
+        Self::map(file)
+    }
+
+    /// Maps an existing segment descriptor (e.g. inherited from the launcher).
+    pub fn map(file: File) -> Result<Self> {
+        let len = file
+            .metadata()
+            .map_err(|e| Error::os("fstat of the job segment", e))?
+            .len();
+        if len == 0 {
+            return Err(Error::Corrupt("the job segment is empty".into()));
+        }
+        let map = MmapRaw::map_raw(&file).map_err(|e| Error::os("mapping the job segment", e))?;
+        Ok(MemfdRegion { map, file })
+    }
+
+    /// The segment's descriptor.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+}
+
+// SAFETY: a MAP_SHARED mapping is page-aligned, `len()` bytes long and stays mapped until
+// `map` is dropped with the region; Rust reaches it only through `skifch::ring`.
+unsafe impl Region for MemfdRegion {
+    fn as_ptr(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+/// The shm driver: a rank's attachment to the job's segment.
+pub type ShmDriver = RingDriver<MemfdRegion>;
+/// A rank's job handle over the shm driver.
+pub type ShmJob = Job<ShmDriver>;
+
+/// Creates a fresh, formatted segment for `params` (used by `skifrun` and by 1-rank jobs).
+pub fn create_fabric(params: Params) -> Result<Arc<Fabric<MemfdRegion>>> {
+    let lay = Layout::new(params)?;
+    Ok(Arc::new(Fabric::create(
+        MemfdRegion::create(lay.total)?,
+        params,
+    )?))
+}
+
+fn env_u32(name: &str) -> Result<Option<u32>> {
+    match std::env::var(name) {
+        Ok(v) => v.parse().map(Some).map_err(|_| {
+            Error::Bootstrap(format!(
+                "{name}={v:?} is not a number (is this process started by skifrun?)"
+            ))
+        }),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Joins the job this process belongs to: the one `skifrun` started (from `SKIFCH_RANK`,
+/// `SKIFCH_SIZE`, `SKIFCH_FD`), or else a fresh 1-rank job.
+pub fn init() -> Result<ShmJob> {
+    let (rank, size, fd) = (
+        env_u32("SKIFCH_RANK")?,
+        env_u32("SKIFCH_SIZE")?,
+        env_u32("SKIFCH_FD")?,
+    );
+    let (fab, rank) = match (rank, size, fd) {
+        (None, None, None) => (create_fabric(Params::from_env(1)?)?, 0),
+        (Some(rank), Some(size), Some(fd)) => {
+            let fd = fd as i32;
+            // SAFETY: F_GETFD only inspects the descriptor table entry.
+            if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+                return Err(Error::Bootstrap(format!("SKIFCH_FD={fd} is not an open descriptor")));
+            }
+            // SAFETY: the launcher passed this descriptor to us for exclusive use; after
+            // mapping it we drop it (the mapping stays valid), so no other owner exists.
+            let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+            let fab = Arc::new(Fabric::attach(MemfdRegion::map(file)?)?);
+            if fab.layout().params.nranks != size {
+                return Err(Error::Bootstrap(format!(
+                    "SKIFCH_SIZE={size} but the segment is for {} ranks",
+                    fab.layout().params.nranks
+                )));
+            }
+            // Keep the descriptor out of programs this rank may exec.
+            // SAFETY: F_SETFD on a descriptor we own.
+            unsafe { libc::fcntl(fab.region().file().as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+            (fab, rank)
+        }
+        _ => {
+            return Err(Error::Bootstrap(
+                "SKIFCH_RANK, SKIFCH_SIZE and SKIFCH_FD must be set together (start the program with skifrun)".into(),
+            ))
+        }
+    };
+    Ok(Job::new(Arc::new(RingDriver::new(fab, rank, "shm")?)))
+}
