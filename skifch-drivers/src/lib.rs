@@ -4,7 +4,9 @@
 //!   one memory segment (an anonymous `memfd`, inherited from the launcher, so nothing is
 //!   ever left in `/dev/shm`); a sender copies straight into the receiver's lane and the
 //!   receiver reads in place (the lane transport of [`skifch::ring`]).
-//! * `skifrun` (binary) — the launcher: `skifrun -n N [options] -- program args`.
+//! * [`launch`] and the `skifrun` binary — the launcher: `skifrun -n N [options] -- program args`
+//!   (options, environment, failure handling and exit statuses are documented there).
+//! * [`testing`] — helpers for integration tests that run real multi-process jobs.
 //!
 //! ## Joining a job
 //! ```no_run
@@ -26,6 +28,8 @@
 //! See [`shm`] for the two designs measured and the numbers behind the choice.
 #![deny(unsafe_code)]
 
+pub mod launch;
 pub mod shm;
+pub mod testing;
 
 pub use shm::{init, ShmDriver, ShmJob};

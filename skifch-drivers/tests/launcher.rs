@@ -1,0 +1,357 @@
+//! The launcher end to end: real multi-process jobs through `skifrun`, with the test
+//! programs of `examples/launch_probe.rs` and `examples/self_launch_probe.rs`.
+//! Every run has a timeout; every test checks that nothing is left in `/dev/shm`.
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use skifch_drivers::testing::{example_exe, skifrun_exe};
+
+/// Exit status of a probe rank that saw the expected PeerLost.
+const SAW_PEER_LOST: i32 = 42;
+
+fn probe() -> PathBuf {
+    example_exe("launch_probe")
+}
+
+/// Names in /dev/shm that look like ours.
+fn shm_entries() -> BTreeSet<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.to_lowercase().contains("skifch"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Fails the test if a `skifch` entry appeared in /dev/shm while it ran.
+struct NoLeftovers(BTreeSet<String>);
+
+impl NoLeftovers {
+    fn new() -> Self {
+        NoLeftovers(shm_entries())
+    }
+}
+
+impl Drop for NoLeftovers {
+    fn drop(&mut self) {
+        let new: Vec<_> = shm_entries().difference(&self.0).cloned().collect();
+        if !std::thread::panicking() {
+            assert!(new.is_empty(), "left in /dev/shm: {new:?}");
+        }
+    }
+}
+
+fn skifrun(args: &[&str], probe_args: &[&str]) -> Command {
+    let mut c = Command::new(skifrun_exe());
+    c.args(args).arg("--").arg(probe()).args(probe_args);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+/// Waits for `child` up to `limit`; on timeout kills it (its ranks die with it) and fails.
+fn wait_limit(mut child: Child, limit: Duration) -> (Output, Duration) {
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return (child.wait_with_output().unwrap(), t0.elapsed());
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "skifrun did not finish within {limit:?}; stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs a job to its end: (exit status, stderr, elapsed).
+fn run(args: &[&str], probe_args: &[&str], limit: Duration) -> (i32, String, Duration) {
+    let (out, dt) = wait_limit(skifrun(args, probe_args).spawn().unwrap(), limit);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let code = out
+        .status
+        .code()
+        .unwrap_or_else(|| panic!("skifrun itself died: {:?}\n{stderr}", out.status));
+    (code, stderr, dt)
+}
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+#[test]
+fn four_ranks_all_to_all() {
+    let _shm = NoLeftovers::new();
+    let (out, _) = wait_limit(
+        skifrun(&["-n", "4"], &["alltoall", "3"]).spawn().unwrap(),
+        LIMIT,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for r in 0..4 {
+        assert!(
+            stdout.contains(&format!("rank {r}: received 9 messages")),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn exit_status_of_the_first_failure() {
+    let _shm = NoLeftovers::new();
+    // Rank 2 exits 7; the others see PeerLost and exit 42 after it: the job's status is 7.
+    let (code, err, _) = run(&["-n", "4"], &["exit", "2", "7"], LIMIT);
+    assert_eq!(code, 7, "{err}");
+    assert!(err.contains("skifrun: rank 2 (pid "), "{err}");
+    assert!(err.contains(") exited with status 7"), "{err}");
+    assert_eq!(err.matches("exited with status 42").count(), 3, "{err}");
+    // A rank killed by a signal: 128 + 9.
+    let (code, err, _) = run(&["-n", "3"], &["raise", "1", "9"], LIMIT);
+    assert_eq!(code, 128 + 9, "{err}");
+    assert!(
+        err.contains(") was killed by signal 9 (SIGKILL)") && err.contains("rank 1 (pid "),
+        "{err}"
+    );
+    // Exiting 0 without finalizing is a failure too (status 1), and peers are told.
+    let (code, err, _) = run(&["-n", "2"], &["exit", "0", "0"], LIMIT);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("rank 0 (pid ") && err.contains("without finalizing"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rank 1 (pid ") && err.contains("exited with status 42"),
+        "{err}"
+    );
+}
+
+#[test]
+fn killed_rank_wakes_a_receiver_sleeping_in_recv() {
+    let _shm = NoLeftovers::new();
+    // Rank 0 sleeps in the futex (fixed spin of 50 µs) when rank 1 SIGKILLs itself; the
+    // probe measures how long PeerLost took (42 if under 1 s, 99 otherwise).
+    let (code, err, dt) = run(
+        &["-n", "3", "--wait", "fixed:50", "--grace", "3"],
+        &["stream-kill", "1"],
+        LIMIT,
+    );
+    assert_eq!(code, 128 + 9, "{err}");
+    assert!(
+        err.contains("rank 1 (pid ") && err.contains("was killed by signal 9 (SIGKILL)"),
+        "{err}"
+    );
+    for r in [0, 2] {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("skifrun: rank {r} (pid "))
+                    && l.ends_with(&format!("exited with status {SAW_PEER_LOST}"))),
+            "rank {r} did not see PeerLost in time:\n{err}"
+        );
+    }
+    assert!(!err.contains("still running"), "{err}");
+    // Everybody left on their own: well before the 3 s grace period ended.
+    assert!(dt < Duration::from_secs(2), "took {dt:?}\n{err}");
+}
+
+#[test]
+fn survivors_that_ignore_the_failure_are_killed_after_the_grace_period() {
+    let _shm = NoLeftovers::new();
+    let (code, err, dt) = run(&["-n", "3", "--grace", "1"], &["ignore", "1", "5"], LIMIT);
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains("skifrun: 2 ranks still running after the 1 s grace period; killing them"),
+        "{err}"
+    );
+    // The killed survivors are not reported as failures of their own.
+    assert!(!err.contains("signal 9"), "{err}");
+    assert!(
+        dt >= Duration::from_millis(950) && dt < Duration::from_secs(3),
+        "{dt:?}"
+    );
+}
+
+fn temp_file(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("skifrun-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// Waits until `n` ranks wrote "rank pid" lines to `path`; returns the pids.
+fn rank_pids(path: &Path, n: usize) -> Vec<i32> {
+    let t0 = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let pids: Vec<i32> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .collect();
+        if pids.len() == n {
+            return pids;
+        }
+        assert!(t0.elapsed() < LIMIT, "ranks did not start: {text:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `true` once `pid` no longer runs (gone, or a zombie waiting for an init that does
+/// not reap).
+fn gone(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return true;
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let state = s.rsplit(')').next().unwrap_or("").trim_start();
+            state.starts_with('Z') || state.starts_with('X')
+        })
+        .unwrap_or(true)
+}
+
+fn all_gone_within(pids: &[i32], limit: Duration) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if pids.iter().all(|&p| gone(p)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+#[test]
+fn sigterm_to_the_launcher_ends_every_rank() {
+    let _shm = NoLeftovers::new();
+    let file = temp_file("sigterm");
+    // Rank 2 ignores SIGTERM, so it needs the SIGKILL after the grace period.
+    let child = skifrun(
+        &["-n", "3", "--grace", "1"],
+        &["pids", file.to_str().unwrap(), "2"],
+    )
+    .spawn()
+    .unwrap();
+    let pids = rank_pids(&file, 3);
+    // SAFETY: kill with integer arguments, to our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let (out, dt) = wait_limit(child, LIMIT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{err}");
+    assert!(
+        err.contains("skifrun: got SIGTERM; sending SIGTERM to 3 ranks"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 rank still running after SIGTERM and the 1 s grace period"),
+        "{err}"
+    );
+    assert!(dt < Duration::from_secs(3), "{dt:?}");
+    assert!(pids.iter().all(|&p| gone(p)), "orphans left: {pids:?}");
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn kill_9_of_the_launcher_takes_the_ranks_down() {
+    let _shm = NoLeftovers::new();
+    let file = temp_file("kill9");
+    let mut child = skifrun(&["-n", "3"], &["pids", file.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    let pids = rank_pids(&file, 3);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        all_gone_within(&pids, Duration::from_secs(1)),
+        "ranks outlived the launcher: {pids:?}"
+    );
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn wait_policy_reaches_the_ranks() {
+    let _shm = NoLeftovers::new();
+    let (code, err, _) = run(
+        &["-n", "2", "--wait", "block"],
+        &["wait-policy", "block"],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, err, _) = run(
+        &["-n", "2", "--wait", "fixed:7"],
+        &["wait-policy", "fixed:7"],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    // The probe does notice a mismatch.
+    let (code, _, _) = run(
+        &["-n", "1", "--wait", "spin"],
+        &["wait-policy", "block"],
+        LIMIT,
+    );
+    assert_eq!(code, 98);
+}
+
+#[test]
+fn bad_arguments_and_missing_programs() {
+    let out = Command::new(skifrun_exe())
+        .args(["-n", "0", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'-n <N>'"));
+    let out = Command::new(skifrun_exe())
+        .args(["-n", "2", "--", "./no-such-program"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "skifrun: cannot start ./no-such-program: No such file or directory"
+    );
+    let out = Command::new(skifrun_exe())
+        .args(["-n", "2", "--lane-kb", "3", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("power of two"));
+    let out = Command::new(skifrun_exe()).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for word in ["--grace", "--wait", "SKIFCH_RANK", "Exit status"] {
+        assert!(help.contains(word), "--help lacks {word}:\n{help}");
+    }
+}
+
+#[test]
+fn self_launch_reruns_the_program_as_a_job() {
+    let _shm = NoLeftovers::new();
+    let exe = example_exe("self_launch_probe");
+    for status in [0, 3] {
+        let child = Command::new(&exe)
+            .arg(status.to_string())
+            .env_remove("SKIFCH_RANK")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (out, _) = wait_limit(child, LIMIT);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(status), "{stdout}");
+        for r in 0..3 {
+            assert!(
+                stdout.contains(&format!("rank {r} of 3: args [\"{status}\"]")),
+                "{stdout}"
+            );
+        }
+        assert!(stdout.contains(&format!("launcher: job exited with {status}")));
+    }
+}
