@@ -1,0 +1,468 @@
+//! The C ABI from C: compiles the programs of `tests/c/` and `examples/c/` against
+//! `libskifch.so` (with an rpath) and `libskifch.a`, runs them under `skifrun` with 1, 2
+//! and 4 ranks and several transport/wait settings, and checks the exit status (the
+//! programs exit non-zero on any wrong value). Also checks that `include/skifch.h` agrees
+//! with the library: `SKIFCH_CONT_SIZE`, the version, and the exported symbols.
+//!
+//! The library is a `cdylib`/`staticlib`, which Rust tests cannot link; it is built with
+//! `cargo build` (same profile) when it is missing or older than this test. Needs a C
+//! compiler (`cc`); without one the tests are skipped with a message.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Each job must finish within this (they take well under a second).
+const JOB_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Native libraries that `libskifch.a` needs, from
+/// `cargo rustc -p skifch-capi --crate-type staticlib -- --print native-static-libs`.
+const STATIC_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("skifch-capi lives in the workspace root")
+}
+
+/// `target/<profile>` of this test binary (`target/<profile>/deps/c_programs-<hash>`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("path of the test executable");
+    let deps = exe.parent().expect("test executable in deps/");
+    deps.parent().unwrap_or(deps).to_path_buf()
+}
+
+fn mtime(p: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// The directory holding `libskifch.so` and `libskifch.a`, built if missing or stale.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = profile_dir();
+        let libs = [dir.join("libskifch.so"), dir.join("libskifch.a")];
+        let exe_time = std::env::current_exe().ok().and_then(|e| mtime(&e));
+        if libs
+            .iter()
+            .any(|l| mtime(l).is_none() || mtime(l) < exe_time)
+        {
+            let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+            cmd.args(["build", "--quiet", "--lib", "--manifest-path"])
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+                .arg("--target-dir")
+                .arg(dir.parent().expect("target/<profile>"));
+            match dir.file_name().and_then(|n| n.to_str()) {
+                Some("debug") => {}
+                Some("release") => {
+                    cmd.arg("--release");
+                }
+                Some(p) => {
+                    cmd.args(["--profile", p]);
+                }
+                None => {}
+            }
+            let out = cmd.output().expect("running cargo to build libskifch");
+            assert!(
+                out.status.success(),
+                "cargo build of libskifch failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        for l in &libs {
+            assert!(l.exists(), "{} was not built", l.display());
+        }
+        dir
+    })
+}
+
+/// `true` if a C compiler is there; else prints why the test is skipped.
+fn have_cc() -> bool {
+    static CC: OnceLock<bool> = OnceLock::new();
+    *CC.get_or_init(|| {
+        let ok = Command::new("cc")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: no C compiler `cc` on PATH (install build-essential)");
+        }
+        ok
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Link {
+    Shared,
+    Static,
+}
+
+/// Compiles `src` (relative to the workspace root) into the test's scratch directory.
+fn compile(src: &str, link: Link) -> PathBuf {
+    let lib = lib_dir();
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c");
+    std::fs::create_dir_all(&out_dir).expect("scratch directory");
+    let stem = Path::new(src)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("a file name");
+    let exe = out_dir.join(format!("{stem}-{link:?}").to_lowercase());
+    let mut cmd = Command::new("cc");
+    cmd.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra"])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg("-I")
+        .arg(root().join("tests/c"))
+        .arg(root().join(src))
+        .arg("-o")
+        .arg(&exe);
+    match link {
+        Link::Shared => {
+            cmd.arg("-L")
+                .arg(lib)
+                .arg("-lskifch")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Link::Static => {
+            cmd.arg(lib.join("libskifch.a")).args(STATIC_LIBS);
+        }
+    }
+    let out = cmd.output().expect("running cc");
+    assert!(
+        out.status.success(),
+        "cc failed for {src} ({link:?}):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn skifrun() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(skifch_drivers::testing::skifrun_exe)
+}
+
+struct Outcome {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `exe` under `skifrun -n <n> <opts>` (or alone for `n == 0`), killed after
+/// [`JOB_TIMEOUT`].
+fn run(exe: &Path, n: u32, opts: &[&str]) -> Outcome {
+    let mut cmd = if n == 0 {
+        Command::new(exe)
+    } else {
+        let mut c = Command::new(skifrun());
+        c.arg("-n").arg(n.to_string()).args(opts).arg("--").arg(exe);
+        c
+    };
+    for v in [
+        "SKIFCH_RANK",
+        "SKIFCH_SIZE",
+        "SKIFCH_FD",
+        "SKIFCH_WAIT",
+        "SKIFCH_PORTS",
+        "SKIFCH_LANE_KB",
+    ] {
+        cmd.env_remove(v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the job");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waiting for the job") {
+            break s;
+        }
+        if start.elapsed() > JOB_TIMEOUT {
+            // skifrun's ranks die with it (PR_SET_PDEATHSIG).
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} with {n} ranks {opts:?} still running after {JOB_TIMEOUT:?}; killed",
+                exe.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Outcome {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
+/// Runs and asserts a clean exit; returns stdout.
+fn run_ok(exe: &Path, n: u32, opts: &[&str]) -> String {
+    let o = run(exe, n, opts);
+    assert!(
+        o.status.success(),
+        "{} with {n} ranks {opts:?}: {}\nstdout:\n{}\nstderr:\n{}",
+        exe.display(),
+        o.status,
+        o.stdout,
+        o.stderr
+    );
+    o.stdout
+}
+
+/// Compiles `tests/c/<name>.c` both ways and runs it in each `(ranks, skifrun options)`
+/// configuration with the shared library, then the first one with the static library.
+fn check_program(name: &str, configs: &[(u32, &[&str])]) {
+    if !have_cc() {
+        return;
+    }
+    let src = format!("tests/c/{name}.c");
+    let shared = compile(&src, Link::Shared);
+    for &(n, opts) in configs {
+        run_ok(&shared, n, opts);
+    }
+    let stat = compile(&src, Link::Static);
+    let (n, opts) = configs[0];
+    run_ok(&stat, n, opts);
+}
+
+#[test]
+fn order_per_pair_with_held_messages() {
+    check_program("order", &[(2, &[]), (4, &[]), (4, &["--lane-kb", "1"])]);
+}
+
+#[test]
+fn all_to_all_two_ports() {
+    check_program(
+        "alltoall",
+        &[
+            (4, &[]),
+            (1, &[]),
+            (2, &["--lane-kb", "1"]),
+            (4, &["--lane-kb", "1"]),
+        ],
+    );
+}
+
+#[test]
+fn partial_sends_reassemble() {
+    check_program(
+        "partial",
+        &[(2, &[]), (1, &[]), (4, &[]), (4, &["--lane-kb", "4"])],
+    );
+}
+
+#[test]
+fn back_pressure_without_loss_or_duplication() {
+    check_program(
+        "backpressure",
+        &[(2, &[]), (1, &[]), (4, &["--wait", "block"])],
+    );
+}
+
+#[test]
+fn zero_length_messages() {
+    check_program("zerolen", &[(2, &[]), (1, &[]), (4, &[])]);
+}
+
+#[test]
+fn bad_arguments_and_lifecycle() {
+    check_program("badargs", &[(2, &[]), (1, &[]), (4, &[])]);
+}
+
+#[test]
+fn wait_timeout_and_wake_up() {
+    check_program(
+        "wait",
+        &[
+            (2, &[]),
+            (1, &[]),
+            (2, &["--wait", "block"]),
+            (4, &["--wait", "spin"]),
+        ],
+    );
+}
+
+#[test]
+fn peer_lost_wakes_waiters_with_epipe() {
+    if !have_cc() {
+        return;
+    }
+    for (link, n, opts) in [
+        (Link::Shared, 2, &[][..]),
+        (Link::Shared, 4, &["--wait", "block"][..]),
+        (Link::Static, 3, &["--wait", "spin"][..]),
+    ] {
+        let exe = compile("tests/c/peerlost.c", link);
+        let o = run(&exe, n, opts);
+        let ctx = format!(
+            "{link:?}, {n} ranks {opts:?}: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status, o.stdout, o.stderr
+        );
+        // Rank 1 killed itself: skifrun reports 128 + SIGKILL.
+        assert_eq!(o.status.code(), Some(128 + libc::SIGKILL), "{ctx}");
+        for r in (0..n).filter(|&r| r != 1) {
+            assert!(
+                o.stdout.contains(&format!("peerlost: rank {r} ok")),
+                "rank {r} did not get EPIPE in time: {ctx}"
+            );
+        }
+        assert!(!o.stderr.contains("FAIL"), "{ctx}");
+    }
+}
+
+#[test]
+fn hello_example_rings_a_greeting() {
+    if !have_cc() {
+        return;
+    }
+    let check = |out: &str, n: u32| {
+        for r in 0..n {
+            let from = (r + n - 1) % n;
+            let line = format!(
+                "rank {r} got \"Hello from rank {from} of {n}\" (22 bytes in 1 segment) from rank {from} port 0"
+            );
+            assert!(out.contains(&line), "missing {line:?} in:\n{out}");
+        }
+    };
+    let shared = compile("examples/c/hello.c", Link::Shared);
+    check(&run_ok(&shared, 4, &[]), 4);
+    check(&run_ok(&shared, 0, &[]), 1); // started alone: a 1-rank job
+    let stat = compile("examples/c/hello.c", Link::Static);
+    check(&run_ok(&stat, 3, &[]), 3);
+}
+
+/// The value of `#define <name> <value>` in the header.
+fn header_define(header: &str, name: &str) -> String {
+    let prefix = format!("#define {name} ");
+    header
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("skifch.h lacks #define {name}"))
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn header() -> String {
+    std::fs::read_to_string(root().join("include/skifch.h")).expect("reading include/skifch.h")
+}
+
+#[test]
+fn header_constants_match_the_library() {
+    let h = header();
+    assert_eq!(
+        header_define(&h, "SKIFCH_CONT_SIZE").parse::<usize>().ok(),
+        Some(skifch::CONT_SIZE),
+        "SKIFCH_CONT_SIZE in skifch.h must equal skifch::CONT_SIZE"
+    );
+    assert_eq!(
+        header_define(&h, "SKIFCH_VERSION_MAJOR"),
+        env!("CARGO_PKG_VERSION_MAJOR")
+    );
+    assert_eq!(
+        header_define(&h, "SKIFCH_VERSION_MINOR"),
+        env!("CARGO_PKG_VERSION_MINOR")
+    );
+}
+
+#[test]
+fn header_declares_exactly_the_exported_functions() {
+    let h = header();
+    let mut declared: Vec<String> = h
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("SkifCh_"))
+        .map(String::from)
+        .collect();
+    // Names followed by '(' only (a declaration), not mentions in comments.
+    declared.retain(|name| h.contains(&format!(" {name}(")) || h.contains(&format!("*{name}(")));
+    declared.sort();
+    declared.dedup();
+    let so = lib_dir().join("libskifch.so");
+    let out = match Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+    {
+        Ok(o) if o.status.success() => o,
+        _ => {
+            eprintln!("SKIPPED: `nm` (binutils) is not available");
+            return;
+        }
+    };
+    let mut exported: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|s| s.starts_with("SkifCh_"))
+        .map(String::from)
+        .collect();
+    exported.sort();
+    assert_eq!(
+        declared,
+        exported,
+        "skifch.h vs symbols of {}",
+        so.display()
+    );
+    assert_eq!(
+        exported.len(),
+        13,
+        "the spec's C ABI has 13 functions: {exported:?}"
+    );
+}
+
+#[test]
+fn header_compiles_as_strict_c_and_as_cpp() {
+    if !have_cc() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c");
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let src = dir.join("header_only.c");
+    std::fs::write(
+        &src,
+        "#include \"skifch.h\"\n#include \"skifch.h\"\n\
+         int main(void) { struct iovec c[SKIFCH_CONT_SIZE]; int n; netaddr_t s;\n\
+         return (int)SkifCh_RecvFrom((struct SkifCh *)0, c, &n, &s) + SKIFCH_VERSION_MAJOR; }\n",
+    )
+    .expect("writing a test source");
+    let inc = root().join("include");
+    for (compiler, std) in [("cc", "-std=c99"), ("c++", "-std=c++11")] {
+        let mut cmd = Command::new(compiler);
+        cmd.args([
+            std,
+            "-pedantic",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fsyntax-only",
+        ])
+        .arg("-I")
+        .arg(&inc);
+        if compiler == "c++" {
+            cmd.args(["-x", "c++"]);
+        }
+        match cmd.arg(&src).output() {
+            Ok(o) => assert!(
+                o.status.success(),
+                "skifch.h with {compiler} {std}:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(_) if compiler == "c++" => eprintln!("SKIPPED: no C++ compiler `c++`"),
+            Err(e) => panic!("running {compiler}: {e}"),
+        }
+    }
+}
