@@ -566,11 +566,9 @@ impl<'a> Watch<'a> {
                     self.ranks[i].alive = false;
                     self.exited(i, Some(st));
                 }
-                Err(e) => {
+                Err(_) => {
                     // Someone else reaped it (SIGCHLD ignored by the program embedding us?).
                     self.ranks[i].alive = false;
-                    let r = &self.ranks[i];
-                    say!("lost track of rank {} (pid {}): {e}", r.rank, r.child.id());
                     self.exited(i, None);
                 }
             }
@@ -613,7 +611,10 @@ impl<'a> Watch<'a> {
                     format!("was killed by signal {s} ({}{core})", signal_name(s)),
                 )
             }
-            _ => (1, "ended in an unknown way".to_string()),
+            _ => (
+                1,
+                "ended with an unknown status (waitpid failed: is SIGCHLD ignored?)".to_string(),
+            ),
         };
         say!("rank {rank} (pid {pid}) {msg}");
         if self.first_failure.is_none() && self.signalled.is_none() {

@@ -26,7 +26,12 @@ enum Driver {
 /// itself was signalled; 127/126 if the program cannot be found/executed; 2 for bad
 /// arguments.
 #[derive(Parser, Debug)]
-#[command(name = "skifrun", version, verbatim_doc_comment)]
+#[command(
+    name = "skifrun",
+    version,
+    verbatim_doc_comment,
+    override_usage = "skifrun -n <N> [OPTIONS] -- <PROGRAM> [ARGS]..."
+)]
 struct Cli {
     /// Number of ranks
     #[arg(short = 'n', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=skifch::ring::MAX_RANKS as i64))]
