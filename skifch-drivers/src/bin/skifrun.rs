@@ -36,7 +36,7 @@ struct Cli {
     /// Number of ranks
     #[arg(short = 'n', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=skifch::ring::MAX_RANKS as i64))]
     nranks: u32,
-    /// Waiting policy of blocking calls: spin, fixed, fixed:<us>, block [default: SKIFCH_WAIT or fixed]
+    /// Waiting policy of blocking calls: spin, fixed, fixed:MICROSECONDS, block [default: SKIFCH_WAIT or fixed]
     #[arg(long, value_name = "POLICY", value_parser = parse_wait)]
     wait: Option<WaitPolicy>,
     /// Seconds survivors get to exit after a failure or SIGTERM before SIGKILL
