@@ -1,0 +1,198 @@
+//! `msgrate` — the SkifCh MsgRate tool: the paper's message-rate test, latency, bandwidth
+//! and N-to-one over a real job, in the CSV format of `../shared/peers`.
+//!
+//! ```text
+//! cargo run --release -p skifch-benches --bin msgrate                  # 2 ranks, everything
+//! cargo run --release -p skifch-benches --bin msgrate -- --quick       # a few seconds
+//! skifrun -n 4 -- target/release/msgrate --tests n2one                 # 3 senders -> rank 0
+//! ```
+//! Started without a launcher it re-starts itself as a `--ranks`-rank job (default 2);
+//! started by `skifrun` it is one rank of that job. `--local` runs the ranks as threads
+//! of one process instead (the in-process job, impl `skifch-local`).
+//! See `benches/README.md` for the options, the output and how to compare with the peers.
+
+use std::path::{Path, PathBuf};
+use std::process::exit;
+use std::sync::Arc;
+
+use clap::Parser;
+use skifch::ring::Params;
+use skifch_benches::measure::MeasureArgs;
+use skifch_benches::msgrate::{parse_tests, run_rank, table, Config, Gate, Report};
+use skifch_benches::results::{read_csv, write_csv, Row};
+use skifch_benches::{parse_sizes, plot::plot_svg, BenchError, Result};
+
+/// The peers' sizes (`../shared/peers`).
+const SIZES: &str = "1,8,16,32,64,128,256,512,1024,2048,4096,16384,65536";
+const QUICK_SIZES: &str = "8,256,4096,65536";
+/// The peers' kept results, relative to the workspace root (only for a hint).
+const PEERS_HINT: &str = "../shared/peers/results-2026-11-22.csv";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "msgrate",
+    about = "SkifCh MsgRate: message rate, latency, bandwidth and N-to-one over a SkifCh job",
+    after_help = "Output: CSV lines impl,test,size,value,unit (units msg/s, MB/s, us) in --csv, \
+                  a table on stdout, a log-log plot in --svg. Exit status: 0 ok, 1 setup error, \
+                  3 data check failed, 4 a peer died or stopped answering."
+)]
+struct Args {
+    /// Tests, comma-separated: msgrate, bandwidth (derived from msgrate), latency, n2one
+    /// (n2one needs a job of >= 3 ranks, e.g. -n 4).
+    #[arg(long, default_value = "msgrate,latency,n2one")]
+    tests: String,
+    /// Message sizes in bytes, comma-separated [default: the peers' sizes, 1..65536].
+    #[arg(long)]
+    sizes: Option<String>,
+    #[command(flatten)]
+    measure: MeasureArgs,
+    /// Ranks when re-starting itself as a job (ignored when started by skifrun).
+    #[arg(short = 'n', long, default_value_t = 2)]
+    ranks: u32,
+    /// Where the CSV goes.
+    #[arg(long, default_value = "results/msgrate.csv")]
+    csv: PathBuf,
+    /// Where the plot goes.
+    #[arg(long, default_value = "results/msgrate.svg")]
+    svg: PathBuf,
+    /// A peers CSV (e.g. ../shared/peers/results-2026-11-22.csv) to put in the table
+    /// (ratio columns) and the plot.
+    #[arg(long)]
+    peers: Option<PathBuf>,
+    /// Wait for the CPUs to be "near" before each point: THR_US[:MAXWAIT_S[:LO_US]]
+    /// (probe: 8-byte channel ping-pong, not the raw cache line of c2c_gate.h).
+    #[arg(long)]
+    gate: Option<Gate>,
+    /// Do not pin rank r to the r-th allowed CPU.
+    #[arg(long)]
+    no_pin: bool,
+    /// The impl column [default: skifch-<driver>].
+    #[arg(long = "impl")]
+    imp: Option<String>,
+    /// Run the ranks as threads of this process (in-process job) instead of processes.
+    #[arg(long)]
+    local: bool,
+    /// Calibration details and probes on stderr.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+impl Args {
+    fn config(&self) -> Result<Config> {
+        let sizes = match (&self.sizes, self.measure.quick) {
+            (Some(s), _) => s.as_str(),
+            (None, true) => QUICK_SIZES,
+            (None, false) => SIZES,
+        };
+        let cfg = Config {
+            tests: parse_tests(&self.tests)?,
+            sizes: parse_sizes(sizes)?,
+            plan: self.measure.plan()?,
+            gate: self.gate,
+            pin: !self.no_pin,
+            imp: self.imp.clone(),
+            verbose: self.verbose,
+            progress: true,
+        };
+        if self.ranks < 2 {
+            return Err(BenchError::Setup("--ranks must be at least 2".into()));
+        }
+        Ok(cfg)
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    let setup = args.config().and_then(|cfg| {
+        let peers = match &args.peers {
+            Some(p) => read_csv(p)?,
+            None => Vec::new(),
+        };
+        Ok((cfg, peers))
+    });
+    let (cfg, peers) = setup.unwrap_or_else(|e| fail("setup", e));
+    let report = if args.local {
+        run_local(&args, cfg)
+    } else {
+        run_job(&args, &cfg)
+    };
+    if let Some(rep) = report {
+        if let Err(e) = output(&args, &rep, &peers) {
+            fail("rank 0", e);
+        }
+    }
+}
+
+fn fail(who: &str, e: BenchError) -> ! {
+    eprintln!("msgrate: {who}: {e}");
+    exit(e.exit_code())
+}
+
+/// As a rank of a launched job (re-starting this program under the launcher first when
+/// it is not one yet).
+fn run_job(args: &Args, cfg: &Config) -> Option<Report> {
+    if let Some(status) = skifch_drivers::launch::self_launch(args.ranks) {
+        exit(status);
+    }
+    let job = skifch_drivers::init().unwrap_or_else(|e| fail("joining the job", e.into()));
+    match run_rank(&job, cfg) {
+        Ok(rep) => rep,
+        Err(e) => {
+            // Lost, not finalized: the peers stop at once instead of waiting for us.
+            job.driver().fabric().mark_lost(job.rank());
+            fail(&format!("rank {}", job.rank()), e)
+        }
+    }
+}
+
+/// All ranks as threads of this process.
+fn run_local(args: &Args, cfg: Config) -> Option<Report> {
+    let params = Params::from_env(args.ranks).unwrap_or_else(|e| fail("setup", e.into()));
+    let cfg = Arc::new(cfg);
+    let out = skifch::local::run_with(params, move |job| {
+        Ok(run_rank(&job, &cfg).inspect_err(|_| {
+            job.driver().fabric().mark_lost(job.rank());
+        }))
+    })
+    .unwrap_or_else(|e| fail("in-process job", e.into()));
+    // Report the cause, not the echoes: a peer that saw the failing rank lost comes last.
+    let mut errs: Vec<(usize, BenchError)> = Vec::new();
+    let mut rep = None;
+    for (rank, r) in out.into_iter().enumerate() {
+        match r {
+            Ok(Some(r)) => rep = Some(r),
+            Ok(None) => {}
+            Err(e) => errs.push((rank, e)),
+        }
+    }
+    errs.sort_by_key(|(_, e)| e.exit_code() == 4);
+    if let Some((rank, e)) = errs.into_iter().next() {
+        fail(&format!("rank {rank}"), e);
+    }
+    rep
+}
+
+fn output(args: &Args, rep: &Report, peers: &[Row]) -> Result<()> {
+    write_csv(&args.csv, &rep.rows)?;
+    let mut all = rep.rows.clone();
+    all.extend(peers.iter().cloned());
+    let imp = rep.rows.first().map_or("skifch", |r| r.imp.as_str());
+    let title = if peers.is_empty() {
+        format!("MsgRate: {imp}")
+    } else {
+        format!("MsgRate: {imp} and the peers")
+    };
+    plot_svg(&args.svg, &all, &title)?;
+    print!("{}", table(&rep.rows, peers));
+    for n in &rep.notes {
+        eprintln!("# {n}");
+    }
+    let hint = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(PEERS_HINT);
+    if peers.is_empty() && hint.exists() {
+        eprintln!("# compare with the peers: add --peers {}", hint.display());
+    }
+    println!("CSV: {}   plot: {}", args.csv.display(), args.svg.display());
+    Ok(())
+}
