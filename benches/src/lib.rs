@@ -72,11 +72,12 @@ impl BenchError {
 /// `Result` of the benchmark tools.
 pub type Result<T, E = BenchError> = std::result::Result<T, E>;
 
-/// Busy-wait helper for the measuring loops: spins, yields now and then (so that a peer
-/// sharing the CPU still runs), and gives up after [`Spinner::STALL`] without progress.
-/// Create one when a wait starts; progress means dropping it.
+/// Busy-wait helper for the measuring loops: spins, yields every `patience` idle rounds (so
+/// that a thread sharing the CPU still runs), and gives up after [`Spinner::STALL`] without
+/// progress. Create one when a wait starts; progress means dropping it.
 pub struct Spinner {
     spins: u32,
+    patience: u32,
     since: Option<Instant>,
 }
 
@@ -84,12 +85,25 @@ impl Spinner {
     /// How long a wait may last before the peer is declared stuck (the peers' watchdog is
     /// 600 s per run; one wait is far shorter than a run).
     pub const STALL: Duration = Duration::from_secs(120);
-    const SPINS_BEFORE_YIELD: u32 = 1 << 14;
+    /// Idle rounds before a yield when every spinning thread has its own CPU (`shm_ring.c`).
+    pub const PATIENT: u32 = 1 << 14;
+    /// ... when spinning threads outnumber the CPUs: a thread that waits gives its time
+    /// slice to the one it waits for instead of burning it.
+    pub const SHARING: u32 = 64;
 
-    pub fn new() -> Self {
+    pub fn new(patience: u32) -> Self {
         Spinner {
             spins: 0,
+            patience: patience.max(1),
             since: None,
+        }
+    }
+
+    /// The patience for `threads` spinning threads on the CPUs this thread may use.
+    pub fn patience_for(threads: usize) -> u32 {
+        match affinity::allowed_cpus() {
+            Ok(c) if c.len() < threads => Self::SHARING,
+            _ => Self::PATIENT,
         }
     }
 
@@ -98,7 +112,7 @@ impl Spinner {
     pub fn idle(&mut self) -> Result<()> {
         std::hint::spin_loop();
         self.spins += 1;
-        if self.spins == Self::SPINS_BEFORE_YIELD {
+        if self.spins >= self.patience {
             self.spins = 0;
             let t0 = *self.since.get_or_insert_with(Instant::now);
             if t0.elapsed() > Self::STALL {
@@ -107,12 +121,6 @@ impl Spinner {
             std::thread::yield_now();
         }
         Ok(())
-    }
-}
-
-impl Default for Spinner {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

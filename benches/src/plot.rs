@@ -84,12 +84,19 @@ fn panel(
         .configure_mesh()
         .x_desc("message size [bytes]")
         .x_label_formatter(&|v| fmt_size(*v))
-        .y_label_formatter(&|v| crate::results::si(*v))
+        .y_label_formatter(&|v| fmt_value(*v))
         .draw()?;
-    for (i, ((imp, test), mut pts)) in series.into_iter().enumerate() {
+    let (mut n_ours, mut n_peers) = (0, 0);
+    for ((imp, test), mut pts) in series {
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         let ours = imp.starts_with("skifch");
-        let color = Palette99::pick(i).to_rgba();
+        let color = if ours {
+            n_ours += 1;
+            OURS[(n_ours - 1) % OURS.len()].to_rgba()
+        } else {
+            n_peers += 1;
+            Palette99::pick(n_peers - 1).mix(0.8)
+        };
         let style = color.stroke_width(if ours { 3 } else { 1 });
         chart
             .draw_series(LineSeries::new(pts.clone(), style))?
@@ -107,6 +114,24 @@ fn panel(
         .label_font(("sans-serif", 12))
         .draw()?;
     Ok(())
+}
+
+/// Strong colours for our series; the peers' come from a palette, lighter.
+const OURS: [RGBColor; 4] = [
+    RGBColor(200, 0, 0),
+    RGBColor(0, 0, 0),
+    RGBColor(0, 70, 200),
+    RGBColor(120, 0, 160),
+];
+
+/// Axis label of a value: `100M`, `20k`, `3`, `0.2`, `0.05`.
+fn fmt_value(v: f64) -> String {
+    if v >= 1.0 {
+        crate::results::si(v)
+    } else {
+        let digits = (-v.log10()).ceil().clamp(1.0, 6.0) as usize;
+        format!("{v:.digits$}")
+    }
 }
 
 fn fmt_size(v: f64) -> String {
@@ -140,5 +165,14 @@ mod tests {
         assert!(svg.contains("skifch-shm latency"));
         assert!(svg.contains("<polyline"));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn small_values_keep_their_digits() {
+        assert_eq!(fmt_value(0.1), "0.1");
+        assert_eq!(fmt_value(0.05), "0.05");
+        assert_eq!(fmt_value(2e7), "20.0M");
+        assert_eq!(fmt_size(4096.0), "4K");
+        assert_eq!(fmt_size(1000.0), "1000");
     }
 }

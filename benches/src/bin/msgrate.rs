@@ -190,7 +190,7 @@ fn output(args: &Args, rep: &Report, peers: &[Row]) -> Result<()> {
     let hint = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join(PEERS_HINT);
-    if peers.is_empty() && hint.exists() {
+    if let (true, Ok(hint)) = (peers.is_empty(), hint.canonicalize()) {
         eprintln!("# compare with the peers: add --peers {}", hint.display());
     }
     println!("CSV: {}   plot: {}", args.csv.display(), args.svg.display());

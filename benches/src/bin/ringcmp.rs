@@ -151,6 +151,7 @@ fn pass<D: Design>(
     msg: &[u8],
     iters: u64,
     cpus: Option<&[usize]>,
+    patience: u32,
 ) -> Result<f64> {
     let total = iters * txs.len() as u64;
     let start = std::sync::Barrier::new(txs.len() + 1);
@@ -177,7 +178,7 @@ fn pass<D: Design>(
                                 if stop.load(Ordering::Relaxed) {
                                     return Ok(()); // the receiver failed; it reports why
                                 }
-                                sp.get_or_insert_with(Spinner::new).idle()?;
+                                sp.get_or_insert_with(|| Spinner::new(patience)).idle()?;
                             }
                         }
                         Ok(())
@@ -192,13 +193,13 @@ fn pass<D: Design>(
         start.wait();
         let t0 = Instant::now();
         let mut recv_all = || -> Result<()> {
-            let (mut got, mut sp) = (0u64, Spinner::new());
+            let (mut got, mut sp) = (0u64, Spinner::new(patience));
             while got < total {
                 let mut sum = Sum64::default();
                 match D::recv(rx, &mut sum)? {
                     Some(len) if len == msg.len() && sum.finish() == expect => {
                         got += 1;
-                        sp = Spinner::new();
+                        sp = Spinner::new(patience);
                     }
                     Some(len) => {
                         return Err(BenchError::Check(format!(
@@ -240,8 +241,9 @@ fn point<D: Design>(
 ) -> Result<f64> {
     let (mut txs, mut rx) = D::build(senders, cap)?;
     let msg = pattern(size);
+    let patience = Spinner::patience_for(senders + 1);
     let m = measure(plan, |iters| {
-        pass::<D>(&mut txs, &mut rx, &msg, iters, cpus)
+        pass::<D>(&mut txs, &mut rx, &msg, iters, cpus, patience)
     })?;
     Ok(senders as f64 / m.per_iter_s)
 }
