@@ -395,7 +395,7 @@ mod tests {
                         let mut m = vec![(id * 31 + seq) as u8; len];
                         m[..8].copy_from_slice(&(id << 48 | seq).to_le_bytes());
                         while tx.try_send(&m) == Err(TrySendError::Full) {
-                            std::hint::spin_loop();
+                            std::thread::yield_now(); // 4 threads may share 2 CPUs
                         }
                     }
                 })
@@ -406,7 +406,7 @@ mod tests {
         let mut got = 0;
         while got < PRODUCERS * PER {
             let Some(r) = rx.try_recv().unwrap() else {
-                std::hint::spin_loop();
+                std::thread::yield_now();
                 continue;
             };
             let m = r.to_vec();
