@@ -1,0 +1,48 @@
+//! The conformance suite as a job: `skifrun -n 4 -- conformance [--kill] [--messages N]`.
+//! Every rank runs every check; with `--kill` the last rank then SIGKILLs itself and the
+//! others must see `PeerLost` within a second. Survivors print `conformance: rank R ok`.
+use std::time::Duration;
+
+use skifch::conformance::{self, Config, Suite};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let kill = args.iter().any(|a| a == "--kill");
+    let mut cfg = Config::standard();
+    if let Some(i) = args.iter().position(|a| a == "--messages") {
+        cfg.messages = args[i + 1].parse().expect("--messages N");
+    }
+    let job = match skifch_drivers::init() {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("conformance: cannot join the job: {e}");
+            std::process::exit(2);
+        }
+    };
+    let rank = job.rank();
+    let run = || -> skifch::Result<()> {
+        let mut s = Suite::new(&job, cfg.clone())?;
+        conformance::bad_input(&mut s)?;
+        conformance::ordering_and_interleaving(&mut s)?;
+        conformance::partial_sends(&mut s)?;
+        conformance::back_pressure(&mut s)?;
+        conformance::hold_and_out_of_order(&mut s)?;
+        if kill {
+            conformance::peer_failure(&mut s, Duration::from_secs(1), || {
+                // SIGKILL: no destructor runs, the rank does not finalize: a real crash.
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &std::process::id().to_string()])
+                    .status();
+                std::thread::sleep(Duration::from_secs(10));
+            })?;
+        }
+        Ok(())
+    };
+    match run() {
+        Ok(()) => println!("conformance: rank {rank} ok"),
+        Err(e) => {
+            eprintln!("conformance: rank {rank}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
