@@ -53,7 +53,7 @@ struct SkifCh;
 
 /** Maximum number of segments of one received message (the shm driver uses at most 2:
  *  a message that wraps around the end of a receive ring). */
-#define SKIFCH_CONT_SIZE 4
+#define SKIFCH_CONT_SIZE 2
 
 /** Returned by SkifCh_Addr / SkifCh_MyAddr for bad arguments; a send to it fails with
  *  EHOSTUNREACH. */

@@ -158,7 +158,7 @@ unsafe fn recv(
     let m = ch.recv()?;
     // Only non-empty segments are handed out, so an empty message has cont_count 0.
     let mut k = 0usize;
-    for s in m.segs[..m.count].iter().filter(|s| s.len > 0) {
+    for s in m.segs[..m.count as usize].iter().filter(|s| s.len > 0) {
         debug_assert!(k < CONT_SIZE);
         // SAFETY: `cont` has room for CONT_SIZE entries (caller's contract) and a driver
         // returns at most CONT_SIZE segments (`RawMessage::segs` has that many).

@@ -4,6 +4,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::io::IoSlice;
+use std::mem::ManuallyDrop;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -79,7 +80,7 @@ impl<P: Port> Channel<P> {
     /// Spec "Send": sends one message made of a prefix of `iov`; returns its length, which
     /// may be less than the total (advance and call again). [`Error::WouldBlock`] when
     /// nothing can be sent now: nothing was consumed, retry later.
-    #[inline]
+    #[inline(always)]
     pub fn send(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<usize> {
         self.port.borrow_mut().send(dst, iov, SendMode::Prefix)
     }
@@ -140,10 +141,51 @@ impl<P: Port> Channel<P> {
 
     /// Spec "Recv", non-blocking: the next message, in place, or [`Error::WouldBlock`].
     /// When no message is waiting and a rank of the job is lost: [`Error::PeerLost`].
-    #[inline]
+    #[inline(always)]
     pub fn try_recv(&self) -> Result<Message<'_, P>> {
-        let raw = self.try_recv_raw()?;
-        Ok(Message { ch: self, raw })
+        // The driver writes the message into its final place (see `Port::recv_into`).
+        let mut msg = ManuallyDrop::new(Message {
+            ch: self,
+            raw: RawMessage::EMPTY,
+        });
+        let r = self.port.borrow_mut().recv_into(&mut msg.raw);
+        match r {
+            Ok(()) => {
+                self.held.set(self.held.get() + 1);
+                Ok(ManuallyDrop::into_inner(msg))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Closure form of [`Channel::try_recv`]: runs `f` on the next message in place, then
+    /// completes it. The fastest receive: the message is never moved.
+    ///
+    /// ```
+    /// use skifch::{local, NetAddr};
+    /// use std::io::IoSlice;
+    /// let sums = local::run(1, |job| {
+    ///     let ch = job.open(0)?;
+    ///     ch.send(ch.addr(), &[IoSlice::new(&[1, 2, 3])])?;
+    ///     ch.try_recv_with(|m| m.segments().flatten().map(|&b| b as u32).sum::<u32>())
+    /// }).unwrap();
+    /// assert_eq!(sums, [6]);
+    /// ```
+    #[inline(always)]
+    pub fn try_recv_with<T>(&self, f: impl FnOnce(&Message<'_, P>) -> T) -> Result<T> {
+        let mut msg = ManuallyDrop::new(Message {
+            ch: self,
+            raw: RawMessage::EMPTY,
+        });
+        let r = self.port.borrow_mut().recv_into(&mut msg.raw);
+        match r {
+            Ok(()) => {
+                self.held.set(self.held.get() + 1);
+                let msg = ManuallyDrop::into_inner(msg);
+                Ok(f(&msg))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Blocking receive with this channel's [`WaitPolicy`].
@@ -176,19 +218,15 @@ impl<P: Port> Channel<P> {
         })
     }
 
-    /// Closure form of receive: runs `f` on the next message and completes it.
-    pub fn try_recv_with<T>(&self, f: impl FnOnce(&Message<'_, P>) -> T) -> Result<T> {
-        let m = self.try_recv()?;
-        Ok(f(&m))
-    }
-
     /// Raw receive for foreign-language bindings: the message must later be passed to
     /// [`Channel::complete_raw`] exactly once.
-    #[inline]
+    #[inline(always)]
     pub fn try_recv_raw(&self) -> Result<RawMessage> {
-        let raw = self.port.borrow_mut().recv()?;
-        self.held.set(self.held.get() + 1);
-        Ok(raw)
+        let r = self.port.borrow_mut().recv();
+        if r.is_ok() {
+            self.held.set(self.held.get() + 1);
+        }
+        r
     }
 
     /// Completes a message obtained with [`Channel::try_recv_raw`].
@@ -196,7 +234,7 @@ impl<P: Port> Channel<P> {
     /// # Safety
     /// `token` comes from `try_recv_raw` on this channel, is completed once, and nothing
     /// reads the message's segments after this call.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn complete_raw(&self, token: Token) {
         self.held.set(self.held.get() - 1);
         // SAFETY: forwarded contract.
@@ -231,7 +269,7 @@ impl<P: Port> Message<'_, P> {
     }
     /// The segments, in order (more than one when the message wraps the ring end).
     pub fn segments(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
-        self.raw.segs[..self.raw.count].iter().map(|s| {
+        self.raw.segs[..self.raw.count as usize].iter().map(|s| {
             // SAFETY: `Port` contract: `len` readable bytes, unchanged until completion,
             // which happens only when `self` is dropped; the slice borrows `self`.
             unsafe { std::slice::from_raw_parts(s.ptr, s.len) }
@@ -264,6 +302,7 @@ impl<P: Port> Message<'_, P> {
 }
 
 impl<P: Port> Drop for Message<'_, P> {
+    #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: the token came from `try_recv_raw` on `self.ch` and this guard is its only
         // owner; the segment borrows end with `self`.
@@ -356,7 +395,7 @@ impl<P: Port> SharedMessage<'_, P> {
     /// The message copied into a `Vec`.
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(self.raw.len);
-        for s in &self.raw.segs[..self.raw.count] {
+        for s in &self.raw.segs[..self.raw.count as usize] {
             // SAFETY: as in `Message::segments`.
             v.extend_from_slice(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
         }

@@ -31,9 +31,10 @@ use std::time::Duration;
 use crate::{Error, NetAddr, Result};
 
 /// Maximum number of segments in one received message (`SKIFCH_CONT_SIZE` of the C ABI).
-/// The shm ring uses at most 2 (a message that wraps the ring end); the rest is headroom
-/// for drivers whose receive memory is scattered (e.g. packet buffers).
-pub const CONT_SIZE: usize = 4;
+/// Receive memory is a ring (shm lanes, the FPGA adapter's RX ring): a message is one
+/// segment, or two when it wraps the ring end. Kept at 2 because a received message is
+/// copied on every `recv`: at 2 the whole [`RawMessage`] is one cache line.
+pub const CONT_SIZE: usize = 2;
 
 /// One segment of a received message, as a raw pointer into the driver's receive memory.
 #[derive(Clone, Copy, Debug)]
@@ -54,17 +55,28 @@ impl RawSeg {
 pub struct Token {
     pub a: u64,
     pub b: u64,
-    pub c: u64,
 }
 
 /// A received message as a driver hands it out: segments in driver memory, sender, token.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 pub struct RawMessage {
     pub segs: [RawSeg; CONT_SIZE],
-    pub count: usize,
     pub len: usize,
+    pub count: u32,
     pub src: NetAddr,
     pub token: Token,
+}
+
+impl RawMessage {
+    /// A message with no segments (a placeholder to receive into).
+    pub const EMPTY: RawMessage = RawMessage {
+        segs: [RawSeg::EMPTY; CONT_SIZE],
+        len: 0,
+        count: 0,
+        src: NetAddr::new(0, 0),
+        token: Token { a: 0, b: 0 },
+    };
 }
 
 /// Whether a send may form a message from a prefix of the data.
@@ -110,7 +122,15 @@ pub unsafe trait Port: Send {
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize>;
     /// Spec "Recv": the next message, in place; `WouldBlock` when none is waiting;
     /// `PeerLost` when none is waiting and a rank of the job is lost.
-    fn recv(&mut self) -> Result<RawMessage>;
+    fn recv(&mut self) -> Result<RawMessage> {
+        let mut m = RawMessage::EMPTY;
+        self.recv_into(&mut m).map(|()| m)
+    }
+    /// As [`Port::recv`], writing the message into `out` (on success only). This is the
+    /// method drivers implement: writing each field once into its final place avoids
+    /// moving the message through temporaries, whose partial-store/whole-load pattern
+    /// costs a store-forwarding stall per message on x86.
+    fn recv_into(&mut self, out: &mut RawMessage) -> Result<()>;
     /// `Ok(true)` when `recv` would deliver a message now (nothing is consumed);
     /// `Err(PeerLost)` when none is waiting and a rank is lost; else `Ok(false)`.
     fn ready(&mut self) -> Result<bool>;

@@ -13,7 +13,7 @@ pub const LINE: usize = 64;
 /// Most ports (channels) one rank may have open in the shm/in-process transport.
 pub const MAX_PORTS: u32 = 64;
 /// Most ranks in one segment.
-pub const MAX_RANKS: u32 = 4096;
+pub const MAX_RANKS: u32 = 1024;
 /// Smallest and largest lane capacity (bytes; a power of two).
 pub const MIN_LANE: usize = 1 << 10;
 pub const MAX_LANE: usize = 1 << 28;
@@ -122,6 +122,11 @@ pub struct Layout {
     pub lanes: usize,
     pub rank_off: usize,
     pub chan_off: usize,
+    /// Per receiving channel: a bitmap (one bit per sending channel) of the lanes that
+    /// have ever carried a message — the receiver scans only these.
+    pub sum_off: usize,
+    pub sum_words: usize,
+    pub sum_stride: usize,
     pub lctl_off: usize,
     pub data_off: usize,
     pub total: usize,
@@ -158,7 +163,10 @@ impl Layout {
             .ok_or_else(|| Error::InvalidArgument("too many channels".into()))?;
         let rank_off = HDR_BYTES;
         let chan_off = rank_off + p.nranks as usize * RANK_REC;
-        let lctl_off = chan_off + chans * CHAN_REC;
+        let sum_words = chans.div_ceil(64);
+        let sum_stride = align(sum_words * 8, LINE);
+        let sum_off = chan_off + chans * CHAN_REC;
+        let lctl_off = align(sum_off + chans * sum_stride, LINE);
         let data_off = align(lctl_off + lanes * LANE_CTL, 4096);
         let total = lanes
             .checked_mul(p.lane_bytes)
@@ -175,6 +183,9 @@ impl Layout {
             lanes,
             rank_off,
             chan_off,
+            sum_off,
+            sum_words,
+            sum_stride,
             lctl_off,
             data_off,
             total,
