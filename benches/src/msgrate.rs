@@ -728,7 +728,7 @@ mod tests {
             lane_bytes: lane_kb << 10,
         };
         let out = local::run_with(p, move |job| {
-            run_rank(&job, &cfg).map_err(|e| skifch::Error::Bootstrap(e.to_string()))
+            run_rank(&job, &cfg).map_err(|e| skifch::Error::Bootstrap(e.to_string().into()))
         })
         .unwrap();
         out.into_iter().next().unwrap().unwrap()

@@ -46,7 +46,7 @@ fn ffi<T>(fail: T, f: impl FnOnce() -> Result<T>) -> T {
 }
 
 fn inval(why: impl Into<String>) -> Error {
-    Error::InvalidArgument(why.into())
+    Error::InvalidArgument(why.into().into())
 }
 
 /// Runs `f` on the C iovec as `IoSlice`s, without copying it when possible.

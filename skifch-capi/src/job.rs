@@ -40,9 +40,7 @@ fn state() -> MutexGuard<'static, State> {
 }
 
 fn not_initialized(what: &str) -> Error {
-    Error::InvalidArgument(format!(
-        "{what} before SkifCh_Init (or after SkifCh_Finalize)"
-    ))
+    Error::InvalidArgument(format!("{what} before SkifCh_Init (or after SkifCh_Finalize)").into())
 }
 
 /// `SkifCh_Init`: joins the job on the first call, counts later ones.
@@ -78,7 +76,7 @@ pub fn finalize() -> Result<()> {
             if open > 0 {
                 return Err(Error::InvalidArgument(format!(
                     "SkifCh_Finalize with {open} channel(s) still open: close them with SkifCh_Close first"
-                )));
+                ).into()));
             }
             RANK.store(-1, Ordering::Release);
             SIZE.store(-1, Ordering::Release);
@@ -119,10 +117,9 @@ pub fn open(port: i32) -> Result<Box<SkifCh>> {
         .as_ref()
         .ok_or_else(|| not_initialized("SkifCh_Open"))?;
     let port = u32::try_from(port).map_err(|_| {
-        Error::InvalidArgument(format!(
-            "port {port} is negative; ports are 0..{}",
-            job.ports()
-        ))
+        Error::InvalidArgument(
+            format!("port {port} is negative; ports are 0..{}", job.ports()).into(),
+        )
     })?;
     let ch = job.open(port)?;
     // Counted under the lock, so a concurrent Finalize sees it.

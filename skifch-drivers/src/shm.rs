@@ -89,9 +89,10 @@ pub fn create_fabric(params: Params) -> Result<Arc<Fabric<MemfdRegion>>> {
 fn env_u32(name: &str) -> Result<Option<u32>> {
     match std::env::var(name) {
         Ok(v) => v.parse().map(Some).map_err(|_| {
-            Error::Bootstrap(format!(
-                "{name}={v:?} is not a number (is this process started by skifrun?)"
-            ))
+            Error::Bootstrap(
+                format!("{name}={v:?} is not a number (is this process started by skifrun?)")
+                    .into(),
+            )
         }),
         Err(_) => Ok(None),
     }
@@ -111,7 +112,7 @@ pub fn init() -> Result<ShmJob> {
             let fd = fd as i32;
             // SAFETY: F_GETFD only inspects the descriptor table entry.
             if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-                return Err(Error::Bootstrap(format!("SKIFCH_FD={fd} is not an open descriptor")));
+                return Err(Error::Bootstrap(format!("SKIFCH_FD={fd} is not an open descriptor").into()));
             }
             // SAFETY: the launcher passed this descriptor to us for exclusive use; after
             // mapping it we drop it (the mapping stays valid), so no other owner exists.
@@ -121,7 +122,7 @@ pub fn init() -> Result<ShmJob> {
                 return Err(Error::Bootstrap(format!(
                     "SKIFCH_SIZE={size} but the segment is for {} ranks",
                     fab.layout().params.nranks
-                )));
+                ).into()));
             }
             // Keep the descriptor out of programs this rank may exec.
             // SAFETY: F_SETFD on a descriptor we own.

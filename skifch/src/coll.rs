@@ -63,11 +63,14 @@ impl Barrier {
                     let m = ch.recv()?;
                     let mut b = [0u8; 5];
                     if m.len() != 5 || m.copy_to(&mut b) != 5 {
-                        return Err(Error::InvalidArgument(format!(
-                            "a {}-byte message from {} arrived on the barrier's port {port}",
-                            m.len(),
-                            m.src()
-                        )));
+                        return Err(Error::InvalidArgument(
+                            format!(
+                                "a {}-byte message from {} arrived on the barrier's port {port}",
+                                m.len(),
+                                m.src()
+                            )
+                            .into(),
+                        ));
                     }
                     let got = (u32::from_le_bytes([b[0], b[1], b[2], b[3]]), b[4]);
                     if got == want {

@@ -51,7 +51,7 @@ impl Config {
 }
 
 fn fail(check: &str, what: String) -> Error {
-    Error::InvalidArgument(format!("conformance: {check}: {what}"))
+    Error::InvalidArgument(format!("conformance: {check}: {what}").into())
 }
 
 /// The payload pattern of message `seq` from `src` (first 12 bytes: src, seq, len).

@@ -162,10 +162,13 @@ pub trait Waiter: Send + Sync + Clone + 'static {
 /// Total length of an iovec, refusing more than [`IOV_MAX`] parts (`EINVAL`).
 pub fn iov_total(iov: &[IoSlice<'_>]) -> Result<usize> {
     if iov.len() > IOV_MAX {
-        return Err(Error::InvalidArgument(format!(
-            "iovec has {} parts; at most {IOV_MAX} are accepted",
-            iov.len()
-        )));
+        return Err(Error::InvalidArgument(
+            format!(
+                "iovec has {} parts; at most {IOV_MAX} are accepted",
+                iov.len()
+            )
+            .into(),
+        ));
     }
     let mut total = 0usize;
     for s in iov {

@@ -71,7 +71,8 @@ pub fn run_with<T: Send + 'static>(
                     .map(|s| s.to_string())
                     .or_else(|| p.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "panic".into());
-                first_err.get_or_insert(Error::Bootstrap(format!("rank {r} panicked: {msg}")));
+                first_err
+                    .get_or_insert(Error::Bootstrap(format!("rank {r} panicked: {msg}").into()));
             }
         }
     }

@@ -33,9 +33,10 @@ impl WaitPolicy {
     /// ```
     pub fn parse(s: &str) -> Result<WaitPolicy> {
         let bad = || {
-            Error::InvalidArgument(format!(
-                "wait policy {s:?}: expected spin, block, fixed or fixed:<microseconds>"
-            ))
+            Error::InvalidArgument(
+                format!("wait policy {s:?}: expected spin, block, fixed or fixed:<microseconds>")
+                    .into(),
+            )
         };
         match s.trim() {
             "spin" => Ok(WaitPolicy::Spin),

@@ -92,15 +92,17 @@ impl Params {
     /// Parameters for `nranks` with defaults, overridden by `SKIFCH_PORTS` and `SKIFCH_LANE_KB`.
     pub fn from_env(nranks: u32) -> Result<Params> {
         let nports = match std::env::var("SKIFCH_PORTS") {
-            Ok(v) => v
-                .parse()
-                .map_err(|_| Error::Bootstrap(format!("SKIFCH_PORTS={v:?} is not a number")))?,
+            Ok(v) => v.parse().map_err(|_| {
+                Error::Bootstrap(format!("SKIFCH_PORTS={v:?} is not a number").into())
+            })?,
             Err(_) => Self::DEFAULT_PORTS,
         };
         let lane_bytes = match std::env::var("SKIFCH_LANE_KB") {
             Ok(v) => v
                 .parse::<usize>()
-                .map_err(|_| Error::Bootstrap(format!("SKIFCH_LANE_KB={v:?} is not a number")))?
+                .map_err(|_| {
+                    Error::Bootstrap(format!("SKIFCH_LANE_KB={v:?} is not a number").into())
+                })?
                 .saturating_mul(1024),
             Err(_) => Self::default_lane_bytes(nranks, nports),
         };
@@ -140,22 +142,23 @@ impl Layout {
     /// Computes the layout, refusing parameters out of range.
     pub fn new(p: Params) -> Result<Layout> {
         if p.nranks == 0 || p.nranks > MAX_RANKS {
-            return Err(Error::InvalidArgument(format!(
-                "{} ranks; 1..={MAX_RANKS} supported",
-                p.nranks
-            )));
+            return Err(Error::InvalidArgument(
+                format!("{} ranks; 1..={MAX_RANKS} supported", p.nranks).into(),
+            ));
         }
         if p.nports == 0 || p.nports > MAX_PORTS {
-            return Err(Error::InvalidArgument(format!(
-                "{} ports per rank; 1..={MAX_PORTS} supported",
-                p.nports
-            )));
+            return Err(Error::InvalidArgument(
+                format!("{} ports per rank; 1..={MAX_PORTS} supported", p.nports).into(),
+            ));
         }
         if !p.lane_bytes.is_power_of_two() || !(MIN_LANE..=MAX_LANE).contains(&p.lane_bytes) {
-            return Err(Error::InvalidArgument(format!(
-                "lane size {} bytes: must be a power of two in {MIN_LANE}..={MAX_LANE}",
-                p.lane_bytes
-            )));
+            return Err(Error::InvalidArgument(
+                format!(
+                    "lane size {} bytes: must be a power of two in {MIN_LANE}..={MAX_LANE}",
+                    p.lane_bytes
+                )
+                .into(),
+            ));
         }
         let chans = p.nranks as usize * p.nports as usize;
         let lanes = chans
@@ -228,14 +231,17 @@ const fn check(len: u32, pos: u64) -> u32 {
 pub fn decode_rec(word: u64, pos: u64, avail: u64) -> Result<usize> {
     let len = word as u32;
     if (word >> 32) as u32 != check(len, pos) {
-        return Err(Error::Corrupt(format!(
-            "message header at lane offset {pos} fails its check word"
-        )));
+        return Err(Error::Corrupt(
+            format!("message header at lane offset {pos} fails its check word").into(),
+        ));
     }
     if record_len(len as usize) as u64 > avail {
-        return Err(Error::Corrupt(format!(
+        return Err(Error::Corrupt(
+            format!(
             "message header at lane offset {pos} claims {len} bytes but only {avail} are published"
-        )));
+        )
+            .into(),
+        ));
     }
     Ok(len as usize)
 }

@@ -50,6 +50,7 @@ use layout::*;
 pub use layout::{chan_state, rank_state, Layout, Params, MAX_PORTS, MAX_RANKS};
 
 use crate::driver::{iov_total, Driver, Port, RawMessage, RawSeg, SendMode, Token, Waiter};
+use crate::error::Unreachable;
 use crate::{Error, NetAddr, Result};
 
 /// Messages taken in a row from one lane before the scan moves on (fairness across senders).
@@ -76,8 +77,9 @@ pub struct HeapRegion {
 impl HeapRegion {
     /// Allocates `len` zeroed bytes.
     pub fn new(len: usize) -> Result<Self> {
-        let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096)
-            .map_err(|_| Error::InvalidArgument(format!("cannot allocate a {len}-byte segment")))?;
+        let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096).map_err(|_| {
+            Error::InvalidArgument(format!("cannot allocate a {len}-byte segment").into())
+        })?;
         // SAFETY: the layout has a non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(p).ok_or_else(|| {
@@ -131,11 +133,14 @@ impl<R: Region> Fabric<R> {
     pub fn create(region: R, params: Params) -> Result<Self> {
         let lay = Layout::new(params)?;
         if region.len() < lay.total {
-            return Err(Error::InvalidArgument(format!(
-                "region of {} bytes is smaller than the {}-byte layout",
-                region.len(),
-                lay.total
-            )));
+            return Err(Error::InvalidArgument(
+                format!(
+                    "region of {} bytes is smaller than the {}-byte layout",
+                    region.len(),
+                    lay.total
+                )
+                .into(),
+            ));
         }
         let f = Fabric {
             base: region.as_ptr(),
@@ -157,10 +162,13 @@ impl<R: Region> Fabric<R> {
     /// validating its header: magic, version, parameters, size.
     pub fn attach(region: R) -> Result<Self> {
         if region.len() < HDR_BYTES || region.as_ptr() as usize % 4096 != 0 {
-            return Err(Error::Corrupt(format!(
-                "segment of {} bytes is too small for a header",
-                region.len()
-            )));
+            return Err(Error::Corrupt(
+                format!(
+                    "segment of {} bytes is too small for a header",
+                    region.len()
+                )
+                .into(),
+            ));
         }
         let probe = Fabric {
             base: region.as_ptr(),
@@ -173,19 +181,21 @@ impl<R: Region> Fabric<R> {
         };
         let magic = probe.u64_at(H_MAGIC).load(Ordering::Acquire);
         if magic != MAGIC {
-            return Err(Error::Corrupt(format!(
-                "bad segment magic {magic:#018x} (expected {MAGIC:#018x})"
-            )));
+            return Err(Error::Corrupt(
+                format!("bad segment magic {magic:#018x} (expected {MAGIC:#018x})").into(),
+            ));
         }
         let version = probe.u32_at(H_VERSION).load(Ordering::Relaxed);
         if version != VERSION {
-            return Err(Error::Corrupt(format!(
-                "segment layout version {version}, this library speaks {VERSION}"
-            )));
+            return Err(Error::Corrupt(
+                format!("segment layout version {version}, this library speaks {VERSION}").into(),
+            ));
         }
         let log2 = probe.u32_at(H_LANE_LOG2).load(Ordering::Relaxed);
         if log2 >= 64 {
-            return Err(Error::Corrupt(format!("lane size 2^{log2} out of range")));
+            return Err(Error::Corrupt(
+                format!("lane size 2^{log2} out of range").into(),
+            ));
         }
         let params = Params {
             nranks: probe.u32_at(H_NRANKS).load(Ordering::Relaxed),
@@ -193,14 +203,17 @@ impl<R: Region> Fabric<R> {
             lane_bytes: 1usize << log2,
         };
         let lay = Layout::new(params)
-            .map_err(|e| Error::Corrupt(format!("segment header parameters: {e}")))?;
+            .map_err(|e| Error::Corrupt(format!("segment header parameters: {e}").into()))?;
         let total = probe.u64_at(H_TOTAL).load(Ordering::Relaxed);
         if total != lay.total as u64 || lay.total > probe.region.len() {
-            return Err(Error::Corrupt(format!(
-                "segment header says {total} bytes, its parameters need {}, the mapping has {}",
-                lay.total,
-                probe.region.len()
-            )));
+            return Err(Error::Corrupt(
+                format!(
+                    "segment header says {total} bytes, its parameters need {}, the mapping has {}",
+                    lay.total,
+                    probe.region.len()
+                )
+                .into(),
+            ));
         }
         sys::register_process();
         Ok(Fabric { lay, ..probe })
@@ -366,7 +379,7 @@ impl<R: Region> Fabric<R> {
             return Err(Error::InvalidArgument(format!(
                 "port {port} of rank {rank}: this job has {} ranks and {} ports per rank (SKIFCH_PORTS)",
                 p.nranks, p.nports
-            )));
+            ).into()));
         }
         let me = (rank * p.nports + port) as usize;
         let st = self.chan_u32(me, C_STATE);
@@ -386,9 +399,9 @@ impl<R: Region> Fabric<R> {
                 )
             });
         if opened.is_err() {
-            return Err(Error::InvalidArgument(format!(
-                "port {port} of rank {rank} is already open"
-            )));
+            return Err(Error::InvalidArgument(
+                format!("port {port} of rank {rank} is already open").into(),
+            ));
         }
         self.chan_u32(me, C_OWNER)
             .store(std::process::id(), Ordering::Relaxed);
@@ -401,9 +414,9 @@ impl<R: Region> Fabric<R> {
                 self.tail(lane).load(Ordering::Acquire),
             );
             if t > h || h - t > cap || (h | t) & 7 != 0 {
-                return Err(Error::Corrupt(format!(
-                    "lane {lane}: head {h} / tail {t} inconsistent"
-                )));
+                return Err(Error::Corrupt(
+                    format!("lane {lane}: head {h} / tail {t} inconsistent").into(),
+                ));
             }
             Ok((h, t))
         };
@@ -447,10 +460,13 @@ impl<R: Region> RingDriver<R> {
     /// Joins `fab` as `rank` (recorded as running in this process).
     pub fn new(fab: Arc<Fabric<R>>, rank: u32, name: &'static str) -> Result<Self> {
         if rank >= fab.lay.params.nranks {
-            return Err(Error::Bootstrap(format!(
-                "rank {rank} out of range for a {}-rank job",
-                fab.lay.params.nranks
-            )));
+            return Err(Error::Bootstrap(
+                format!(
+                    "rank {rank} out of range for a {}-rank job",
+                    fab.lay.params.nranks
+                )
+                .into(),
+            ));
         }
         fab.set_running(rank, std::process::id());
         Ok(RingDriver { fab, rank, name })
@@ -569,7 +585,9 @@ impl<R: Region> RingPort<R> {
                 return Ok(false);
             }
             if h < rx.cached_head || h - rx.published > cap || h & 7 != 0 {
-                let e = Error::Corrupt(format!("lane from {}: head {h} outside the ring", rx.src));
+                let e = Error::Corrupt(
+                    format!("lane from {}: head {h} outside the ring", rx.src).into(),
+                );
                 return Err(self.corrupt(e));
             }
             rx.cached_head = h;
@@ -624,27 +642,37 @@ impl<R: Region> RingPort<R> {
     }
 
     /// Looks at every lane that has ever carried a message (the summary bitmap), in
-    /// round-robin order after the last lane served.
-    #[cold]
+    /// round-robin order after the last lane found by a scan. Kept short: it runs on
+    /// every empty poll, and a message is noticed only at the next poll.
+    #[inline]
     fn scan(&mut self, out: &mut RawMessage) -> Result<()> {
         let words = self.lay.sum_words;
-        let from = self.last_scan.wrapping_add(1) % (words * 64);
+        let r = (self.last_scan + 1) & 63;
+        let w0 = ((self.last_scan + 1) >> 6) % words;
         for k in 0..=words {
-            let w = (from / 64 + k) % words;
+            let w = if w0 + k >= words {
+                w0 + k - words
+            } else {
+                w0 + k
+            };
             let mut bits = self.drv.fab.summary(self.me, w).load(Ordering::Acquire);
-            if k == 0 {
-                bits &= !0u64 << (from % 64); // this word's lanes before `from` come last
-            } else if k == words {
-                bits &= !(!0u64 << (from % 64));
+            if w == self.cur >> 6 {
+                bits &= !(1u64 << (self.cur & 63)); // `cur` was just tried
             }
+            // In the first word, lanes from `r` on come first; the rest when we wrap back.
+            bits &= match k {
+                0 => !0u64 << r,
+                _ if k == words => !(!0u64 << r),
+                _ => !0,
+            };
             while bits != 0 {
                 let i = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 if i >= self.rx.len() {
-                    let e = Error::Corrupt(format!("summary bit {i} names no channel"));
+                    let e = Error::Corrupt(format!("summary bit {i} names no channel").into());
                     return Err(self.corrupt(e));
                 }
-                if i != self.cur && self.take(i, out)? {
+                if self.take(i, out)? {
                     self.last_scan = i;
                     return Ok(());
                 }
@@ -739,9 +767,9 @@ unsafe impl<R: Region> Port for RingPort<R> {
             return Err(Error::Unreachable {
                 addr: dst,
                 why: if r >= p.nranks {
-                    "rank out of range for this job"
+                    Unreachable::NoSuchRank
                 } else {
-                    "port out of range (SKIFCH_PORTS)"
+                    Unreachable::NoSuchPort
                 },
             });
         }
@@ -753,7 +781,7 @@ unsafe impl<R: Region> Port for RingPort<R> {
         if fab.chan_u32(d, C_STATE).load(Ordering::Relaxed) == chan_state::CLOSED {
             return Err(Error::Unreachable {
                 addr: dst,
-                why: "the port was closed by its owner",
+                why: Unreachable::Closed,
             });
         }
         let total = iov_total(iov)?;
@@ -762,8 +790,8 @@ unsafe impl<R: Region> Port for RingPort<R> {
         let want = match mode {
             SendMode::Whole if total > maxmsg => {
                 return Err(Error::MessageTooLarge {
-                    len: total,
-                    max: maxmsg,
+                    len: total as u64,
+                    max: maxmsg as u32,
                 })
             }
             SendMode::Whole => total,
@@ -775,10 +803,13 @@ unsafe impl<R: Region> Port for RingPort<R> {
         if record_len(want) as u64 > free {
             let t = fab.tail(lane).load(Ordering::Acquire);
             if t < tx.cached_tail || t > tx.head || t & 7 != 0 {
-                let e = Error::Corrupt(format!(
-                    "lane to {dst}: tail {t} outside {}..={}",
-                    tx.cached_tail, tx.head
-                ));
+                let e = Error::Corrupt(
+                    format!(
+                        "lane to {dst}: tail {t} outside {}..={}",
+                        tx.cached_tail, tx.head
+                    )
+                    .into(),
+                );
                 return Err(self.corrupt(e));
             }
             tx.cached_tail = t;
@@ -847,7 +878,7 @@ unsafe impl<R: Region> Port for RingPort<R> {
                 let i = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let Some(rx) = self.rx.get_mut(i) else {
-                    let e = Error::Corrupt(format!("summary bit {i} names no channel"));
+                    let e = Error::Corrupt(format!("summary bit {i} names no channel").into());
                     return Err(self.corrupt(e));
                 };
                 if rx.consumed != rx.cached_head {

@@ -1,0 +1,56 @@
+use skifch::{Error, NetAddr};
+use std::io::IoSlice;
+use std::time::Instant;
+fn pin(cpu: usize) {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+fn main() {
+    if let Some(c) = skifch_drivers::launch::self_launch(2) {
+        std::process::exit(c)
+    }
+    let job = skifch_drivers::init().unwrap();
+    let me = job.rank();
+    pin(me as usize);
+    let ch = job.open(0).unwrap();
+    let peer = NetAddr::new(1 - me as u16, 0);
+    let msg = [7u8; 8];
+    let n = 2_000_000u64;
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    // warm up + sync
+    let t0 = Instant::now();
+    for i in 0..n {
+        if (me == 0) ^ (i == u64::MAX) {
+            while ch.send(peer, &[IoSlice::new(&msg)]).is_err() {}
+            loop {
+                match ch.try_recv() {
+                    Ok(m) => {
+                        std::hint::black_box(m.len());
+                        break;
+                    }
+                    Err(Error::WouldBlock) => std::hint::spin_loop(),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        } else {
+            loop {
+                match ch.try_recv() {
+                    Ok(m) => {
+                        std::hint::black_box(m.len());
+                        break;
+                    }
+                    Err(Error::WouldBlock) => std::hint::spin_loop(),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            while ch.send(peer, &[IoSlice::new(&msg)]).is_err() {}
+        }
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    if me == 0 {
+        println!("{mode} half-rtt {:.3} us", dt / n as f64 / 2.0 * 1e6);
+    }
+}
