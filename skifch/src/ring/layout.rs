@@ -245,3 +245,123 @@ pub fn decode_rec(word: u64, pos: u64, avail: u64) -> Result<usize> {
     }
     Ok(len as usize)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(nranks: u32, nports: u32, lane_bytes: usize) -> Params {
+        Params {
+            nranks,
+            nports,
+            lane_bytes,
+        }
+    }
+
+    #[test]
+    fn parameter_limits_are_inclusive() {
+        for ok in [
+            p(1, 1, MIN_LANE),
+            p(MAX_RANKS, 1, MIN_LANE),
+            p(1, MAX_PORTS, MIN_LANE),
+            p(1, 1, MAX_LANE),
+        ] {
+            assert!(Layout::new(ok).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            p(0, 1, MIN_LANE),
+            p(MAX_RANKS + 1, 1, MIN_LANE),
+            p(1, 0, MIN_LANE),
+            p(1, MAX_PORTS + 1, MIN_LANE),
+            p(1, 1, MIN_LANE / 2),
+            p(1, 1, MAX_LANE * 2),
+            p(1, 1, MIN_LANE + 8),
+            p(1, 1, 0),
+        ] {
+            assert!(
+                matches!(Layout::new(bad), Err(Error::InvalidArgument(_))),
+                "{bad:?}"
+            );
+        }
+        // In range one by one, too large together.
+        let e = Layout::new(p(MAX_RANKS, MAX_PORTS, MAX_LANE)).unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
+    }
+
+    #[test]
+    fn regions_are_ordered_aligned_and_inside_the_segment() {
+        for (nr, np, lane) in [
+            (1, 1, MIN_LANE),
+            (3, 2, 4096),
+            (2, 64, MIN_LANE),
+            (65, 1, MIN_LANE),
+        ] {
+            let l = Layout::new(p(nr, np, lane)).unwrap();
+            assert_eq!(l.chans, (nr * np) as usize);
+            assert_eq!(l.lanes, l.chans * l.chans);
+            assert!(HDR_BYTES <= l.rank_off);
+            assert!(l.rank_off + nr as usize * RANK_REC <= l.chan_off);
+            assert!(l.chan_off + l.chans * CHAN_REC <= l.sum_off);
+            assert!(l.sum_words * 64 >= l.chans && l.sum_stride >= l.sum_words * 8);
+            assert!(l.sum_off + l.chans * l.sum_stride <= l.lctl_off);
+            assert!(l.lctl_off + l.lanes * LANE_CTL <= l.data_off);
+            assert_eq!(l.data_off + l.lanes * lane, l.total);
+            for off in [l.rank_off, l.chan_off, l.sum_off, l.sum_stride, l.lctl_off] {
+                assert_eq!(off % LINE, 0);
+            }
+            assert_eq!(l.data_off % 4096, 0);
+            assert_eq!(l.lane(l.chans - 1, l.chans - 1), l.lanes - 1);
+            assert_eq!(l.max_message() + REC_HDR, lane);
+        }
+    }
+
+    #[test]
+    fn fields_fit_their_records() {
+        // Pinned: tests/common/mod.rs mirrors the header and lane-control offsets.
+        assert_eq!(
+            [
+                H_MAGIC,
+                H_VERSION,
+                H_NRANKS,
+                H_NPORTS,
+                H_LANE_LOG2,
+                H_TOTAL,
+                H_LOST,
+                H_FIRST_LOST
+            ],
+            [0, 8, 12, 16, 20, 24, 64, 68]
+        );
+        assert_eq!((HDR_BYTES, LANE_CTL, L_HEAD, L_TAIL), (256, 128, 0, 64));
+        assert!(H_TOTAL + 8 <= H_LOST && H_FIRST_LOST + 4 <= HDR_BYTES);
+        assert!(R_PID + 4 <= RANK_REC);
+        // Senders read line 0 of a channel record; the futex word and sleepers are line 1.
+        assert!(C_OWNER + 4 <= C_SEQ && C_SEQ / LINE == 1 && C_SLEEPERS + 4 <= CHAN_REC);
+        assert!(L_HEAD + 8 <= L_TAIL && L_TAIL / LINE == 1 && L_TAIL + 8 <= LANE_CTL);
+        assert_eq!(MAGIC.to_le_bytes(), *b"SKIFCH\0\x01");
+    }
+
+    #[test]
+    fn default_lanes_keep_big_jobs_addressable() {
+        for nr in [1, 2, 16, 64, 256, MAX_RANKS] {
+            let lane = Params::default_lane_bytes(nr, Params::DEFAULT_PORTS);
+            assert!(lane.is_power_of_two() && (16 << 10..=256 << 10).contains(&lane));
+            let l = Layout::new(p(nr, Params::DEFAULT_PORTS, lane)).unwrap();
+            assert!(
+                lane == 16 << 10 || (l.lanes * lane) as u64 <= 4 << 30,
+                "{nr} ranks: {lane}-byte lanes"
+            );
+        }
+        assert_eq!(Params::default_lane_bytes(2, 4), 256 << 10);
+    }
+
+    #[test]
+    fn records_are_padded_to_eight_bytes() {
+        for (len, rec) in [(0, 8), (1, 16), (8, 16), (9, 24), (16, 24), (1016, 1024)] {
+            assert_eq!(record_len(len), rec, "len {len}");
+        }
+        // A zeroed (never written) header is never a valid record.
+        for pos in [0u64, 8, 1 << 20] {
+            assert!(decode_rec(0, pos, u64::MAX).is_err());
+        }
+    }
+}

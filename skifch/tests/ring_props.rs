@@ -1,0 +1,437 @@
+//! Property tests of the ring transport:
+//! (a) any few-byte mutation of a segment header is either refused by `Fabric::attach` or
+//!     describes a layout that fits the mapping — never a panic;
+//! (b) random send / receive / hold / complete-in-any-order sequences on an in-process job
+//!     with 1 KiB lanes, checked against a model of the lanes;
+//! (c) the record header encoding round-trips and rejects other positions and lengths.
+//!
+//! Under Miri the case counts shrink (`cargo +nightly miri test -p skifch --test ring_props`).
+
+mod common;
+
+use std::collections::VecDeque;
+use std::io::IoSlice;
+
+use common::*;
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use skifch::ring::layout::{decode_rec, encode_rec, record_len, MAX_LANE, REC_HDR};
+use skifch::ring::{Fabric, HeapRegion, Layout, Params, RingPort};
+use skifch::{local, Channel, Error, Message};
+
+fn config(cases: u32) -> ProptestConfig {
+    if cfg!(miri) {
+        ProptestConfig {
+            cases: 4,
+            // Miri isolates the file system.
+            failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
+            ..ProptestConfig::default()
+        }
+    } else {
+        ProptestConfig::with_cases(cases)
+    }
+}
+
+// ---- (a) header mutations ----------------------------------------------------------------
+
+fn small_params() -> impl Strategy<Value = Params> {
+    (
+        1u32..=3,
+        1u32..=3,
+        prop_oneof![Just(1usize << 10), Just(4 << 10)],
+    )
+        .prop_map(|(nranks, nports, lane_bytes)| Params {
+            nranks,
+            nports,
+            lane_bytes,
+        })
+}
+
+/// (offset, new byte): mostly in the fields `attach` reads, some anywhere in the header.
+fn mutation() -> impl Strategy<Value = (usize, u8)> {
+    (
+        prop_oneof![3 => 0..H_USED, 1 => 0..H_BYTES],
+        prop_oneof![Just(0u8), Just(0xff), Just(1), any::<u8>()],
+    )
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn header_mutations_are_refused_or_harmless(
+        p in small_params(),
+        muts in prop::collection::vec(mutation(), 1..4),
+        cut in prop_oneof![3 => Just(None), 1 => (0usize..=1).prop_map(Some)],
+        cut_pages in 0usize..4,
+        cut_bytes in 0usize..4096,
+    ) {
+        let lay = Layout::new(p).unwrap();
+        let mem = SharedRegion::new(lay.total);
+        drop(Fabric::create(mem.clone(), p).unwrap());
+        let before: Vec<u8> = (0..H_USED).map(|i| peek_u8(&mem, i)).collect();
+        for &(off, v) in &muts {
+            poke_u8(&mem, off, v);
+        }
+        let changed = |r: std::ops::Range<usize>| r.into_iter().any(|i| peek_u8(&mem, i) != before[i]);
+        let len = match cut {
+            None => lay.total,
+            Some(0) => cut_bytes,                                  // maybe shorter than a header
+            Some(_) => lay.total.saturating_sub(cut_pages * 4096 + cut_bytes % 8),
+        };
+        match Fabric::attach(mem.truncated(len)) {
+            Ok(f) => {
+                let l = *f.layout();
+                // Whatever was accepted is a valid layout that fits the mapping...
+                prop_assert_eq!(l, Layout::new(l.params).unwrap());
+                prop_assert!(l.total <= len);
+                prop_assert!(!changed(H_MAGIC..H_VERSION + 4), "bad magic/version accepted");
+                // ...and differs from the original only if the parameter fields changed
+                // (consistently: e.g. ranks and ports swapped give the same size).
+                if l.params != p {
+                    prop_assert!(changed(H_NRANKS..H_TOTAL));
+                }
+            }
+            Err(Error::Corrupt(_)) => {
+                // Refused: then something it reads must have changed or the mapping is short.
+                prop_assert!(changed(0..H_USED) || len < lay.total);
+            }
+            Err(e) => prop_assert!(false, "attach: {e:?}, expected Corrupt"),
+        }
+    }
+}
+
+// ---- (b) model-based send / receive -------------------------------------------------------
+
+const LANE: usize = 1 << 10;
+const CAP: u64 = LANE as u64;
+const MAX_MSG: usize = LANE - REC_HDR;
+/// The receiver publishes its tail once `lane_bytes/16` bytes are freed (module docs of
+/// `skifch::ring`), or when it finds the lane empty: the sender's view of the free space
+/// lags the truth by less than this.
+const TAIL_LAG: u64 = CAP / 16;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Channel `s` sends `size` bytes to channel `d`: all or nothing, or a prefix.
+    Send {
+        s: usize,
+        d: usize,
+        size: usize,
+        whole: bool,
+    },
+    /// Channel `d` polls once; a message received is held or completed at once.
+    Recv { d: usize, hold: bool },
+    /// Channel `d` completes its `k`-th held message (modulo how many it holds).
+    Complete { d: usize, k: usize },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let size = prop_oneof![
+        2 => Just(0usize),
+        4 => 1usize..=24,
+        3 => 25usize..=300,
+        1 => 900usize..=1100, // around and beyond the largest message (1016)
+    ];
+    prop_oneof![
+        4 => (0usize..4, 0usize..4, size, any::<bool>())
+            .prop_map(|(s, d, size, whole)| Op::Send { s, d, size, whole }),
+        3 => (0usize..4, any::<bool>()).prop_map(|(d, hold)| Op::Recv { d, hold }),
+        2 => (0usize..4, any::<usize>()).prop_map(|(d, k)| Op::Complete { d, k }),
+    ]
+}
+
+/// Payload of message `id`: distinct per message, so loss, duplication and reordering show.
+fn payload(id: u64, size: usize) -> Vec<u8> {
+    (0..size)
+        .map(|i| (id.wrapping_mul(0x9E37_79B9) as usize ^ i.wrapping_mul(31) ^ (i >> 8)) as u8)
+        .collect()
+}
+
+/// The model of one lane (sender `s` → receiver `d`).
+#[derive(Default)]
+struct LaneModel {
+    /// Sent, not yet received: (id, bytes).
+    pending: VecDeque<(u64, Vec<u8>)>,
+    /// Records in the ring not yet reclaimed, in ring order: (id, record bytes, completed).
+    /// Memory is reclaimed in order, up to the oldest message still held.
+    ring: VecDeque<(u64, u64, bool)>,
+}
+
+impl LaneModel {
+    fn unfreed(&self) -> u64 {
+        self.ring.iter().map(|r| r.1).sum()
+    }
+    /// The least free space the sender may see: the truth minus the tail's lag.
+    fn min_free(&self) -> u64 {
+        (CAP - self.unfreed()).saturating_sub(TAIL_LAG - 8)
+    }
+    fn complete(&mut self, id: u64) {
+        let r = self
+            .ring
+            .iter_mut()
+            .find(|r| r.0 == id)
+            .expect("completed twice");
+        assert!(!r.2, "completed twice");
+        r.2 = true;
+        while self.ring.front().is_some_and(|r| r.2) {
+            self.ring.pop_front();
+        }
+    }
+}
+
+type Port = RingPort<HeapRegion>;
+
+struct Held<'c> {
+    msg: Message<'c, Port>,
+    id: u64,
+    bytes: Vec<u8>,
+    src: usize,
+}
+
+fn check_held(held: &[Vec<Held<'_>>]) -> Result<(), TestCaseError> {
+    for (d, hs) in held.iter().enumerate() {
+        for h in hs {
+            prop_assert_eq!(h.msg.len(), h.bytes.len());
+            prop_assert!(
+                h.msg.to_vec() == h.bytes,
+                "held message {} at {} changed",
+                h.id,
+                d
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Polls channel `d` once; a message received must be the oldest unreceived one of its lane.
+fn take<'c>(
+    chans: &'c [Channel<Port>],
+    lanes: &mut [LaneModel],
+    d: usize,
+) -> Result<Option<Held<'c>>, TestCaseError> {
+    let n = chans.len();
+    match chans[d].try_recv() {
+        Ok(msg) => {
+            let s = msg.src().rank() as usize * 2 + msg.src().port() as usize;
+            let Some((id, bytes)) = lanes[s * n + d].pending.pop_front() else {
+                return Err(TestCaseError::fail(format!(
+                    "{d} got an unsent message from {s}"
+                )));
+            };
+            prop_assert!(msg.to_vec() == bytes, "message {} {}->{} differs", id, s, d);
+            prop_assert!(msg.segments().len() <= 2);
+            prop_assert_eq!(msg.is_empty(), bytes.is_empty());
+            Ok(Some(Held {
+                msg,
+                id,
+                bytes,
+                src: s,
+            }))
+        }
+        Err(Error::WouldBlock) => {
+            // One thread: everything sent is visible to the next poll.
+            for s in 0..n {
+                prop_assert!(lanes[s * n + d].pending.is_empty(), "{}->{} missed", s, d);
+            }
+            Ok(None)
+        }
+        Err(e) => Err(TestCaseError::fail(format!("try_recv: {e:?}"))),
+    }
+}
+
+/// Runs `ops` on a job of `nranks` ranks × 2 ports (channel c = rank·2 + port), all in this
+/// thread, checking each result against the model.
+fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
+    let params = Params {
+        nranks,
+        nports: 2,
+        lane_bytes: LANE,
+    };
+    let jobs = local::job(params).unwrap();
+    let chans: Vec<Channel<Port>> = jobs
+        .iter()
+        .flat_map(|j| (0..2).map(move |p| j.open(p).unwrap()))
+        .collect();
+    let n = chans.len();
+    let mut lanes: Vec<LaneModel> = (0..n * n).map(|_| LaneModel::default()).collect();
+    let lane = |s: usize, d: usize| s * n + d;
+    // Declared after `chans`: dropped first.
+    let mut held: Vec<Vec<Held<'_>>> = (0..n).map(|_| Vec::new()).collect();
+    let mut next_id = 0u64;
+
+    for op in ops {
+        match *op {
+            Op::Send { s, d, size, whole } => {
+                let (s, d) = (s % n, d % n);
+                let id = next_id;
+                next_id += 1;
+                let data = payload(id, size);
+                let to = chans[d].addr();
+                let lm = &mut lanes[lane(s, d)];
+                let want = size.min(MAX_MSG);
+                let r = if whole {
+                    chans[s]
+                        .send_whole(to, &[IoSlice::new(&data)])
+                        .map(|()| size)
+                } else {
+                    // Two parts: the copy gathers.
+                    let (x, y) = data.split_at(size / 3);
+                    chans[s].send(to, &[IoSlice::new(x), IoSlice::new(y)])
+                };
+                match r {
+                    Ok(k) => {
+                        prop_assert!(!(whole && size > MAX_MSG), "whole {} accepted", size);
+                        prop_assert!(k <= want);
+                        if k < want {
+                            // Partial: never a tiny fragment, and only when short of room.
+                            prop_assert!(k >= want.min(LANE / 8).max(1), "fragment of {}", k);
+                            prop_assert!(record_len(want) as u64 > lm.min_free());
+                        }
+                        lm.ring.push_back((id, record_len(k) as u64, false));
+                        prop_assert!(lm.unfreed() <= CAP, "lane overfilled");
+                        lm.pending.push_back((id, data[..k].to_vec()));
+                    }
+                    Err(Error::MessageTooLarge { len, max }) => {
+                        prop_assert!(whole && size > MAX_MSG);
+                        prop_assert_eq!((len, max as usize), (size as u64, MAX_MSG));
+                    }
+                    Err(Error::WouldBlock) => {
+                        // Back-pressure only when the lane may really be full.
+                        let free = lm.min_free();
+                        if whole {
+                            prop_assert!(record_len(size) as u64 > free, "{} fits {}", size, free);
+                        } else {
+                            let room = free.saturating_sub(REC_HDR as u64) as usize;
+                            prop_assert!(
+                                room < want.min(LANE / 8).max(1),
+                                "{}: room {}",
+                                size,
+                                room
+                            );
+                        }
+                    }
+                    Err(e) => prop_assert!(false, "send: {:?}", e),
+                }
+            }
+            Op::Recv { d, hold } => {
+                let d = d % n;
+                if let Some(h) = take(&chans, &mut lanes, d)? {
+                    if hold {
+                        held[d].push(h);
+                    } else {
+                        drop(h.msg);
+                        lanes[lane(h.src, d)].complete(h.id);
+                    }
+                }
+            }
+            Op::Complete { d, k } => {
+                let d = d % n;
+                if !held[d].is_empty() {
+                    let k = k % held[d].len();
+                    let h = held[d].remove(k);
+                    prop_assert!(h.msg.to_vec() == h.bytes);
+                    drop(h.msg);
+                    lanes[lane(h.src, d)].complete(h.id);
+                }
+            }
+        }
+        for d in 0..n {
+            prop_assert_eq!(chans[d].held(), held[d].len());
+        }
+        check_held(&held)?;
+    }
+
+    // Complete everything, drain, poll once more: every tail is published, so a largest
+    // message now fits every lane at once, whatever the lazy publication held back before.
+    for (d, hs) in held.iter_mut().enumerate() {
+        for h in hs.drain(..) {
+            drop(h.msg);
+            lanes[lane(h.src, d)].complete(h.id);
+        }
+    }
+    for d in 0..n {
+        while let Some(h) = take(&chans, &mut lanes, d)? {
+            drop(h.msg);
+            lanes[lane(h.src, d)].complete(h.id);
+        }
+        prop_assert!(take(&chans, &mut lanes, d)?.is_none());
+        prop_assert_eq!(chans[d].held(), 0);
+    }
+    prop_assert!(lanes
+        .iter()
+        .all(|l| l.pending.is_empty() && l.ring.is_empty()));
+    for s in 0..n {
+        for d in 0..n {
+            let data = payload(next_id, MAX_MSG);
+            chans[s]
+                .send_whole(chans[d].addr(), &[IoSlice::new(&data)])
+                .map_err(|e| TestCaseError::fail(format!("{s}->{d} after draining: {e}")))?;
+            lanes[lane(s, d)].pending.push_back((next_id, data));
+            next_id += 1;
+        }
+    }
+    for d in 0..n {
+        for _ in 0..n {
+            let h = take(&chans, &mut lanes, d)?
+                .ok_or_else(|| TestCaseError::fail("a largest message was not delivered"))?;
+            prop_assert_eq!(h.msg.len(), MAX_MSG);
+        }
+        prop_assert!(take(&chans, &mut lanes, d)?.is_none());
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(192))]
+
+    #[test]
+    fn lanes_follow_the_model(
+        nranks in 1u32..=2,
+        ops in prop::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 160 }),
+    ) {
+        run_model(nranks, &ops)?;
+    }
+}
+
+// ---- (c) record headers ---------------------------------------------------------------------
+
+/// Positions are 8-aligned byte counts.
+fn pos() -> impl Strategy<Value = u64> {
+    prop_oneof![any::<u64>(), 0u64..(4 * MAX_LANE as u64)].prop_map(|p| p & !7)
+}
+
+proptest! {
+    #![proptest_config(config(1024))]
+
+    #[test]
+    fn record_header_round_trips(len in any::<u32>(), pos in pos(), extra in 0u64..64) {
+        let need = record_len(len as usize) as u64;
+        prop_assert_eq!(need % 8, 0);
+        prop_assert!(need >= REC_HDR as u64 + len as u64 && need < REC_HDR as u64 + len as u64 + 8);
+        let w = encode_rec(len, pos);
+        prop_assert_eq!(decode_rec(w, pos, need + extra * 8).unwrap(), len as usize);
+        // One byte short of the published range: refused.
+        prop_assert!(matches!(decode_rec(w, pos, need - 1), Err(Error::Corrupt(_))));
+    }
+
+    #[test]
+    fn record_header_is_tied_to_its_position(len in any::<u32>(), pos in pos(), other in pos()) {
+        let r = decode_rec(encode_rec(len, pos), other, u64::MAX);
+        // The check word folds in bits 3..35 of the position: a header read at a position
+        // that differs there (any other position within 32 GiB) is refused.
+        if ((pos ^ other) >> 3) as u32 != 0 {
+            prop_assert!(matches!(r, Err(Error::Corrupt(_))));
+        } else {
+            prop_assert_eq!(r.unwrap(), len as usize);
+        }
+    }
+
+    #[test]
+    fn record_header_with_another_length_is_refused(len in any::<u32>(), other in any::<u32>(), pos in pos()) {
+        prop_assume!(len != other);
+        // The length field of a valid header replaced (a torn or forged write).
+        let forged = (encode_rec(len, pos) & !0xffff_ffff) | other as u64;
+        prop_assert!(matches!(decode_rec(forged, pos, u64::MAX), Err(Error::Corrupt(_))));
+    }
+}
