@@ -284,7 +284,7 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
                         prop_assert!(k <= want);
                         if k < want {
                             // Partial: never a tiny fragment, and only when short of room.
-                            prop_assert!(k >= want.min(LANE / 8).max(1), "fragment of {}", k);
+                            prop_assert!(k >= want.clamp(1, LANE / 8), "fragment of {}", k);
                             prop_assert!(record_len(want) as u64 > lm.min_free());
                         }
                         lm.ring.push_back((id, record_len(k) as u64, false));
@@ -302,12 +302,7 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
                             prop_assert!(record_len(size) as u64 > free, "{} fits {}", size, free);
                         } else {
                             let room = free.saturating_sub(REC_HDR as u64) as usize;
-                            prop_assert!(
-                                room < want.min(LANE / 8).max(1),
-                                "{}: room {}",
-                                size,
-                                room
-                            );
+                            prop_assert!(room < want.clamp(1, LANE / 8), "{}: room {}", size, room);
                         }
                     }
                     Err(e) => prop_assert!(false, "send: {:?}", e),

@@ -332,13 +332,14 @@ mod tests {
             [0, 8, 12, 16, 20, 24, 64, 68]
         );
         assert_eq!((HDR_BYTES, LANE_CTL, L_HEAD, L_TAIL), (256, 128, 0, 64));
-        assert!(H_TOTAL + 8 <= H_LOST && H_FIRST_LOST + 4 <= HDR_BYTES);
-        assert!(R_PID + 4 <= RANK_REC);
-        // Senders read line 0 of a channel record; the futex word and sleepers are line 1.
-        assert!(C_OWNER + 4 <= C_SEQ && C_SEQ / LINE == 1 && C_SLEEPERS + 4 <= CHAN_REC);
-        assert!(L_HEAD + 8 <= L_TAIL && L_TAIL / LINE == 1 && L_TAIL + 8 <= LANE_CTL);
         assert_eq!(MAGIC.to_le_bytes(), *b"SKIFCH\0\x01");
     }
+
+    const _: () = assert!(H_TOTAL + 8 <= H_LOST && H_FIRST_LOST + 4 <= HDR_BYTES);
+    const _: () = assert!(R_PID + 4 <= RANK_REC);
+    // Senders read line 0 of a channel record; the futex word and sleepers are line 1.
+    const _: () = assert!(C_OWNER + 4 <= C_SEQ && C_SEQ / LINE == 1 && C_SLEEPERS + 4 <= CHAN_REC);
+    const _: () = assert!(L_HEAD + 8 <= L_TAIL && L_TAIL / LINE == 1 && L_TAIL + 8 <= LANE_CTL);
 
     #[test]
     fn default_lanes_keep_big_jobs_addressable() {
