@@ -95,6 +95,14 @@ impl<P: Port> Channel<P> {
             .map(|_| ())
     }
 
+    /// Sends all of `iov` as one message, waiting while it does not fit yet (spin, then
+    /// yield, then short sleeps); [`Error::MessageTooLarge`] if it never can, `PeerLost` if a
+    /// rank of the job is lost while waiting. For protocol headers that must not be split.
+    pub fn send_whole_wait(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<()> {
+        self.retry_send(|| self.send_whole(dst, iov).map(|()| 0))
+            .map(|_| ())
+    }
+
     /// Sends all of `iov`, as one message if it fits, else as several consecutive ones
     /// (the receiver sees their concatenation in order), waiting for room as needed.
     /// Returns the number of messages used.

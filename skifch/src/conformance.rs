@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 use crate::coll::Barrier;
 use crate::{Channel, Driver, Error, Job, NetAddr, Port, Result};
 
+/// Bytes of per-message overhead assumed when estimating how many messages fit a lane.
+const REC: usize = 16;
+
 /// Port used for data by the suite.
 pub const DATA_PORT: u32 = 0;
 /// Port used for the suite's barrier.
@@ -329,7 +332,7 @@ pub fn back_pressure<D: Driver>(s: &mut Suite<D>) -> Result<()> {
         let total = seq + cfg.messages;
         while seq < total {
             fill(&mut buf, me, seq, 24);
-            ch.send_all(to0, &[IoSlice::new(&buf)])?;
+            ch.send_whole_wait(to0, &[IoSlice::new(&buf)])?;
             seq += 1;
         }
         ch.send_all(to0, &[IoSlice::new(&[])])?; // end marker
@@ -382,7 +385,7 @@ pub fn hold_and_out_of_order<D: Driver>(s: &mut Suite<D>) -> Result<()> {
     if me == 1 {
         for seq in 0..count {
             fill(&mut buf, me, seq, len);
-            ch.send_all(NetAddr::new(0, DATA_PORT as u16), &[IoSlice::new(&buf)])?;
+            ch.send_whole_wait(NetAddr::new(0, DATA_PORT as u16), &[IoSlice::new(&buf)])?;
         }
     } else if me == 0 {
         let mut scratch = Vec::new();
@@ -419,14 +422,20 @@ pub fn hold_and_out_of_order<D: Driver>(s: &mut Suite<D>) -> Result<()> {
         // Hold batches and complete them in scrambled order.
         while seq < count {
             let mut batch = Vec::new();
-            for _ in 0..8 {
+            // As many as the lane can hold at once (held messages pin their memory).
+            let fit = ((job.max_message() + REC) / (len + REC)).clamp(1, 8);
+            for _ in 0..fit {
                 if seq + batch.len() as u32 >= count {
                     break;
                 }
                 batch.push(ch.recv_timeout(Duration::from_secs(30))?);
             }
             let copies: Vec<Vec<u8>> = batch.iter().map(|m| m.to_vec()).collect();
-            let order = [3usize, 0, 7, 1, 6, 2, 5, 4];
+            // Scrambled: last, first, second-to-last, second, ...
+            let k = copies.len();
+            let order: Vec<usize> = (0..k)
+                .map(|j| if j % 2 == 0 { k - 1 - j / 2 } else { j / 2 })
+                .collect();
             let mut slots: Vec<Option<_>> = batch.into_iter().map(Some).collect();
             for &k in order.iter() {
                 if let Some(m) = slots.get_mut(k).and_then(|s| s.take()) {

@@ -15,7 +15,7 @@ use std::io::IoSlice;
 use common::*;
 use proptest::prelude::*;
 use skifch::ring::layout::{decode_rec, encode_rec, record_len, MAX_LANE, REC_HDR};
-use skifch::ring::{Fabric, HeapRegion, Layout, Params, RingPort};
+use skifch::ring::{Fabric, HeapRegion, Layout, Params, Region, RingPort};
 use skifch::{local, Channel, Error, Message};
 
 fn config(cases: u32) -> ProptestConfig {
@@ -477,5 +477,190 @@ proptest! {
         // The length field of a valid header replaced (a torn or forged write).
         let forged = (encode_rec(len, pos) & !0xffff_ffff) | other as u64;
         prop_assert!(matches!(decode_rec(forged, pos, u64::MAX), Err(Error::Corrupt(_))));
+    }
+}
+
+// ---- (d) corruption of a live job --------------------------------------------------------
+
+/// Where a hostile write lands, and what it writes (see `poke`).
+#[derive(Clone, Debug)]
+enum Poke {
+    Head {
+        s: usize,
+        d: usize,
+        how: u8,
+        x: u64,
+    },
+    Tail {
+        s: usize,
+        d: usize,
+        how: u8,
+        x: u64,
+    },
+    Summary {
+        d: usize,
+        bit: u32,
+    },
+    Record {
+        s: usize,
+        d: usize,
+        back: u64,
+        how: u8,
+        x: u64,
+    },
+}
+
+fn poke_op() -> impl Strategy<Value = Poke> {
+    let lane = (0usize..4, 0usize..4);
+    prop_oneof![
+        (lane.clone(), any::<u8>(), any::<u64>()).prop_map(|((s, d), how, x)| Poke::Head {
+            s,
+            d,
+            how,
+            x
+        }),
+        (lane.clone(), any::<u8>(), any::<u64>()).prop_map(|((s, d), how, x)| Poke::Tail {
+            s,
+            d,
+            how,
+            x
+        }),
+        (0usize..4, 0u32..64).prop_map(|(d, bit)| Poke::Summary { d, bit }),
+        (lane, 0u64..16, any::<u8>(), any::<u64>())
+            .prop_map(|((s, d), back, how, x)| Poke::Record { s, d, back, how, x }),
+    ]
+}
+
+/// A plausible-looking bad index near `cur`.
+fn bad_index(cur: u64, how: u8, x: u64) -> u64 {
+    match how % 7 {
+        0 => cur.wrapping_add(8),
+        1 => cur.wrapping_sub(8),
+        2 => cur.wrapping_add(4),
+        3 => cur.wrapping_add(CAP),
+        4 => cur.wrapping_add(CAP + 8),
+        5 => cur.wrapping_sub(CAP),
+        _ => x,
+    }
+}
+
+fn poke(reg: &HeapRegion, lay: &Layout, n: usize, p: &Poke) {
+    match *p {
+        Poke::Head { s, d, how, x } => {
+            let off = head_off(lay, d % n, s % n);
+            poke_u64(reg, off, bad_index(peek_u64(reg, off), how, x));
+        }
+        Poke::Tail { s, d, how, x } => {
+            let off = tail_off(lay, d % n, s % n);
+            poke_u64(reg, off, bad_index(peek_u64(reg, off), how, x));
+        }
+        Poke::Summary { d, bit } => {
+            let off = summary_off(lay, d % n, 0);
+            poke_u64(reg, off, peek_u64(reg, off) ^ 1 << bit);
+        }
+        Poke::Record { s, d, back, how, x } => {
+            // A word at or before the head: a record header, or payload that may be read as one.
+            let head = peek_u64(reg, head_off(lay, d % n, s % n));
+            let pos = head.saturating_sub(8 * back) & !7;
+            let off = data_off(lay, d % n, s % n, pos);
+            let v = match how % 3 {
+                0 => x,
+                1 => encode_rec((x % 2048) as u32, pos), // passes the check word
+                _ => peek_u64(reg, off) ^ 1 << (x % 64),
+            };
+            poke_u64(reg, off, v);
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum COp {
+    Op(Op),
+    Poke(Poke),
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// Whatever a faulty process writes into lane indices, record headers or the summary,
+    /// nothing panics, every error is one the contract allows, a received message lies
+    /// inside its lane (Miri checks every access too), and a receive side that reported
+    /// corruption keeps reporting it.
+    #[test]
+    fn corruption_never_breaks_memory_safety(
+        nranks in 1u32..=2,
+        ops in prop::collection::vec(
+            prop_oneof![4 => op().prop_map(COp::Op), 1 => poke_op().prop_map(COp::Poke)],
+            1..if cfg!(miri) { 30 } else { 100 },
+        ),
+    ) {
+        let params = Params { nranks, nports: 2, lane_bytes: LANE };
+        let jobs = local::job(params).unwrap();
+        let fab = jobs[0].driver().fabric().clone();
+        let (lay, reg) = (*fab.layout(), fab.region());
+        let chans: Vec<Channel<Port>> = jobs
+            .iter()
+            .flat_map(|j| (0..2).map(move |p| j.open(p).unwrap()))
+            .collect();
+        let n = chans.len();
+        let mut held: Vec<Vec<Message<'_, Port>>> = (0..n).map(|_| Vec::new()).collect();
+        let mut broken = vec![false; n];
+        let base = reg.as_ptr() as usize;
+        for (i, cop) in ops.iter().enumerate() {
+            match cop {
+                COp::Poke(p) => poke(reg, &lay, n, p),
+                COp::Op(Op::Send { s, d, size, whole }) => {
+                    let (s, d) = (s % n, d % n);
+                    let data = payload(i as u64, *size);
+                    let iov = [IoSlice::new(&data)];
+                    let r = if *whole {
+                        chans[s].send_whole(chans[d].addr(), &iov).map(|()| *size)
+                    } else {
+                        chans[s].send(chans[d].addr(), &iov)
+                    };
+                    match r {
+                        Ok(k) => prop_assert!(k <= MAX_MSG && k <= *size),
+                        Err(Error::WouldBlock | Error::Corrupt(_)) => {}
+                        Err(Error::MessageTooLarge { .. }) => prop_assert!(*whole && *size > MAX_MSG),
+                        Err(e) => prop_assert!(false, "send: {:?}", e),
+                    }
+                }
+                COp::Op(Op::Recv { d, hold }) => {
+                    let d = d % n;
+                    match chans[d].try_recv() {
+                        Ok(m) => {
+                            prop_assert!(!broken[d], "a port that reported corruption delivered");
+                            prop_assert!(m.len() <= MAX_MSG);
+                            let s = m.src().rank() as usize * 2 + m.src().port() as usize;
+                            prop_assert!(s < n);
+                            let lane0 = base + lay.data_off + lay.lane(d, s) * LANE;
+                            let mut total = 0;
+                            for seg in m.segments() {
+                                let a = seg.as_ptr() as usize;
+                                prop_assert!(
+                                    seg.is_empty() || (a >= lane0 && a + seg.len() <= lane0 + LANE),
+                                    "segment outside lane {}->{}", s, d
+                                );
+                                total += seg.len();
+                            }
+                            prop_assert_eq!(total, m.len());
+                            if *hold {
+                                held[d].push(m);
+                            }
+                        }
+                        Err(Error::Corrupt(_)) => broken[d] = true,
+                        Err(Error::WouldBlock) => prop_assert!(!broken[d], "corruption forgotten"),
+                        Err(e) => prop_assert!(false, "try_recv: {:?}", e),
+                    }
+                }
+                COp::Op(Op::Complete { d, k }) => {
+                    let d = d % n;
+                    if !held[d].is_empty() {
+                        let k = k % held[d].len();
+                        drop(held[d].remove(k));
+                    }
+                }
+            }
+        }
     }
 }

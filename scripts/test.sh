@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole test suite (README "Tests"; .ci/run calls exactly this).
+#   1. cargo test --workspace: unit, doc and integration tests, including real multi-process
+#      jobs through skifrun (conformance suite on shm, launcher, faults, C programs compiled
+#      with cc against include/skifch.h and run under skifrun);
+#   2. Miri on the ring transport and the channel layer (small counts);
+#   3. loom model of the lane protocol and the wake-up protocol.
+# Steps 2-3 need the nightly toolchain with miri (rustup component add --toolchain nightly
+# miri rust-src); without it they are reported as SKIPPED and the script still fails if
+# anything that ran failed. Set SKIP_MIRI=1 / SKIP_LOOM=1 to leave them out on purpose.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$SECONDS
+step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - t0)); }
+
+step "cargo test --workspace"
+cargo test --workspace --no-fail-fast
+
+if [ "${SKIP_MIRI:-0}" != 1 ]; then
+    if cargo +nightly miri --version >/dev/null 2>&1; then
+        step "Miri: skifch ring + channel tests"
+        MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}" \
+            cargo +nightly miri test -p skifch --lib --test ring_props --test corrupt --test conformance_local
+    else
+        step "Miri SKIPPED: run 'rustup component add --toolchain nightly miri rust-src' to enable it"
+    fi
+fi
+
+if [ "${SKIP_LOOM:-0}" != 1 ]; then
+    step "loom: lane + wake-up protocol model"
+    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+        cargo test --release -p skifch --test loom_lane
+fi
+
+step "all tests passed"
+# Leftovers would mean a job did not clean up after itself.
+if ls /dev/shm 2>/dev/null | grep -qiE 'skif'; then
+    echo "leftover shared-memory segments in /dev/shm:" >&2
+    ls /dev/shm | grep -iE 'skif' >&2
+    exit 1
+fi
