@@ -373,6 +373,7 @@ impl<R: Region> Fabric<R> {
     }
 
     /// Opens `port` of `rank`.
+    #[allow(clippy::type_complexity)]
     fn open(&self, rank: u32, port: u32) -> Result<(usize, Box<[Tx]>, Box<[Rx]>)> {
         let p = self.lay.params;
         if rank >= p.nranks || port >= p.nports {
