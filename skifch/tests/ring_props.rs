@@ -3,7 +3,10 @@
 //!     describes a layout that fits the mapping — never a panic;
 //! (b) random send / receive / hold / complete-in-any-order sequences on an in-process job
 //!     with 1 KiB lanes, checked against a model of the lanes;
-//! (c) the record header encoding round-trips and rejects other positions and lengths.
+//! (c) the record header encoding round-trips and rejects other positions and lengths;
+//! (d) random writes into a live job's lane indices, record headers and summary bitmap
+//!     never break memory safety, and a receive side that reported corruption keeps doing so.
+//! Plus one two-thread stream through a small lane, for Miri's data-race detector.
 //!
 //! Under Miri the case counts shrink (`cargo +nightly miri test -p skifch --test ring_props`).
 
