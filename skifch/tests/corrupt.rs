@@ -211,6 +211,21 @@ impl Live {
     fn record(&self, dst: u32, src: u32, pos: u64) -> usize {
         data_off(self.lay(), dst as usize, src as usize, pos)
     }
+    /// After A's send side met corruption, A refuses every further send (the port is
+    /// broken, not only the lane); the bystander C still works.
+    fn bystander_still_works_and_a_refuses(&self) {
+        let r = self.a.send(self.c.addr(), &[IoSlice::new(b"to C from A")]);
+        assert!(
+            matches!(r, Err(Error::Corrupt(_))),
+            "a broken port sent: {r:?}"
+        );
+        self.c
+            .send(self.c.addr(), &[IoSlice::new(b"to C from C")])
+            .unwrap();
+        assert_eq!(self.c.try_recv().unwrap().to_vec(), b"to C from C");
+        assert!(matches!(self.c.try_recv(), Err(Error::WouldBlock)));
+    }
+
     /// The bystander port still works both ways, and so does the sender A towards it.
     fn others_still_work(&self) {
         let n = self
@@ -397,7 +412,7 @@ fn tail_beyond_head_seen_by_the_sender() {
     assert_tx_broken(&l, "tail");
     // The receiver's side of that lane is intact: B delivers what A had sent.
     assert_eq!(l.b.try_recv().unwrap().to_vec(), [0u8; 56]);
-    l.others_still_work();
+    l.bystander_still_works_and_a_refuses();
 }
 
 #[test]
@@ -414,7 +429,7 @@ fn tail_going_backwards_or_unaligned() {
         fill_a_to_b(&l);
         poke_u64(l.region(), l.tail(1, 0), bad(t));
         assert_tx_broken(&l, "tail");
-        l.others_still_work();
+        l.bystander_still_works_and_a_refuses();
     }
 }
 
@@ -424,7 +439,6 @@ fn tail_going_backwards_or_unaligned() {
 // port's broken state yet, so these two fail today; run them with `--ignored`.
 
 #[test]
-#[ignore = "RingPort::send ignores the port's broken state (reported; fix in ring/mod.rs)"]
 fn a_port_broken_on_send_refuses_sends_to_every_destination() {
     let l = Live::new();
     let h = fill_a_to_b(&l);
@@ -438,7 +452,6 @@ fn a_port_broken_on_send_refuses_sends_to_every_destination() {
 }
 
 #[test]
-#[ignore = "RingPort::send ignores the port's broken state (reported; fix in ring/mod.rs)"]
 fn a_port_broken_on_receive_refuses_sends() {
     let l = Live::new();
     a_to_b(&l, 1, 8);

@@ -762,6 +762,9 @@ unsafe impl<R: Region> Port for RingPort<R> {
 
     #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
         let p = self.lay.params;
         let (r, pt) = (dst.rank(), dst.port());
         if r >= p.nranks || pt >= p.nports {
