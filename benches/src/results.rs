@@ -31,7 +31,7 @@ impl Row {
         }
     }
 
-    /// The CSV line (no newline), with the peers' precision: whole msg/s, 3 decimals for us.
+    /// The CSV line (no newline), with the peers' precision: whole msg/s, 3 decimals for us and %.
     ///
     /// ```
     /// use skifch_benches::results::Row;
@@ -42,7 +42,7 @@ impl Row {
     /// ```
     pub fn csv(&self) -> String {
         let v = match self.unit.as_str() {
-            "us" => format!("{:.3}", self.value),
+            "us" | "%" => format!("{:.3}", self.value),
             "MB/s" => format!("{:.1}", self.value),
             _ => format!("{:.0}", self.value),
         };
