@@ -41,7 +41,7 @@ fn waitcheck_measures_every_policy() {
     // A sleeping one costs nothing once its spin period is over.
     assert!(value("wait_cpu_fixed20", "%") < 5.0, "{stdout}");
     assert!(value("wait_cpu_block", "%") < 5.0, "{stdout}");
-    for p in ["spin", "fixed20", "block", "park"] {
+    for p in ["spin", "fixed20", "block", "park", "futex"] {
         let (p50, max) = (
             value(&format!("wake_p50_{p}"), "us"),
             value(&format!("wake_max_{p}"), "us"),

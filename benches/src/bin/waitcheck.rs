@@ -15,7 +15,8 @@
 //!   count (their share is reported).
 //!
 //! Then the floor the OS sets: the same wake-up test between two threads of rank 1's
-//! process with `std::thread::park`/`unpark` (a bare futex; test `wake_*_park`).
+//! process, with `std::thread::park`/`unpark` (a private futex; test `wake_*_park`) and with
+//! a futex word in a shared memfd mapping, as the lane transport sleeps (`wake_*_futex`).
 //!
 //! Rank r runs on the r-th allowed CPU (`--no-pin`: unpinned). Unpinned on a busy 2-CPU
 //! machine, both ranks may end up on one CPU, where a spinning receiver only keeps its
@@ -182,7 +183,7 @@ fn driver(job: &skifch_drivers::ShmJob, args: &Args, policies: &[WaitPolicy]) ->
     let bch = job.open(BARRIER_PORT)?;
     let mut bar = Barrier::new(0, 2);
     let peer = job.addr(1, DATA_PORT);
-    let mut rng = SplitMix(args.seed.unwrap_or_else(|| clock::monotonic_ns() ^ 0x5eed));
+    let mut rng = SplitMix(args.seed.unwrap_or_else(|| sys::monotonic_ns() ^ 0x5eed));
     for &p in policies {
         // Idle CPU: rank 1 blocks; release it after the window.
         bar.wait(&bch)?;
@@ -241,7 +242,7 @@ fn send_request<P: Port>(ch: &Channel<P>, req: Req, arg: u64) -> Result<()> {
 
 /// Sends the current `CLOCK_MONOTONIC` time (ns) to `dst`, stamped just before the send.
 fn send_stamp<P: Port>(ch: &Channel<P>, dst: skifch::NetAddr) -> Result<()> {
-    let stamp = clock::monotonic_ns().to_le_bytes();
+    let stamp = sys::monotonic_ns().to_le_bytes();
     ch.send_all(dst, &[IoSlice::new(&stamp)])?;
     Ok(())
 }
@@ -249,7 +250,7 @@ fn send_stamp<P: Port>(ch: &Channel<P>, dst: skifch::NetAddr) -> Result<()> {
 /// Blocks in `recv()` for a stamp; returns (stamp, time of return), both ns.
 fn recv_stamp(ch: &Chan) -> Result<(u64, u64)> {
     let m = ch.recv()?;
-    let now = clock::monotonic_ns();
+    let now = sys::monotonic_ns();
     let stamp = m
         .as_contiguous()
         .and_then(|b| <[u8; 8]>::try_from(b).ok())
@@ -332,7 +333,7 @@ fn receiver(
     let bch = job.open(BARRIER_PORT)?;
     let mut bar = Barrier::new(1, 2);
     let imp = format!("skifch-{}", job.driver_name());
-    let cpu_clock = clock::this_thread_cpu_clock()?;
+    let cpu_clock = sys::this_thread_cpu_clock()?;
     let load_before = loadavg();
     let mut rows = Vec::new();
     let mut met = true;
@@ -366,7 +367,7 @@ fn receiver(
         let mut in_spin = Vec::new();
         if let Some(d) = spin_period(p).filter(|d| !d.is_zero()) {
             for _ in 0..args.samples {
-                let enter = clock::monotonic_ns();
+                let enter = sys::monotonic_ns();
                 send_request(&ch, Req::Busy, d.as_nanos() as u64 / 2)?;
                 let (stamp, now) = recv_stamp(&ch)?;
                 if stamp.saturating_sub(enter) < d.as_nanos() as u64 {
@@ -426,17 +427,25 @@ fn receiver(
         }
     }
     bar.wait(&bch)?;
-    // The floor: a bare futex wake-up between two threads (rank 0's CPU wakes rank 1's).
-    let park = Lat::of(&park_wake(args, cpus.map(|c| c[0]))?)?;
-    if let Some(l) = &park {
-        rows.extend(l.rows(&imp, "wake", "park"));
+    // The floor: bare wake-ups between two threads (rank 0's CPU wakes rank 1's).
+    for (floor, name, what) in [
+        (Floor::Park, "park", "thread::park/unpark: a private futex"),
+        (
+            Floor::SharedFutex,
+            "futex",
+            "futex in shared memory: the cross-process floor",
+        ),
+    ] {
+        let l = Lat::of(&floor_wake(args, floor, cpus.map(|c| c[0]))?)?;
+        if let Some(l) = &l {
+            rows.extend(l.rows(&imp, "wake", name));
+        }
+        lines.push(format!(
+            "{name:<9} {:>7} | {} | ({what}, two threads)",
+            "-",
+            Lat::cells(&l)
+        ));
     }
-    lines.push(format!(
-        "{:<9} {:>7} | {} | (thread::park/unpark between two threads: the OS floor)",
-        "park",
-        "-",
-        Lat::cells(&park)
-    ));
     let mut table = lines.join("\n");
     table.push('\n');
     for v in verdicts {
@@ -457,7 +466,7 @@ fn receiver(
 /// Blocks in `recv()` for `window` (rank 0 sends after it) while a monitor thread reads
 /// this thread's CPU clock from the end of the spin period to the end of the window.
 /// Returns the CPU use in % of one core.
-fn idle_cpu(ch: &Chan, cpu: clock::CpuClock, p: WaitPolicy, window: Duration) -> Result<f64> {
+fn idle_cpu(ch: &Chan, cpu: sys::CpuClock, p: WaitPolicy, window: Duration) -> Result<f64> {
     let start = Instant::now();
     let skip = spin_period(p).unwrap_or(Duration::ZERO) + Duration::from_millis(5);
     std::thread::scope(|s| {
@@ -484,13 +493,26 @@ fn idle_cpu(ch: &Chan, cpu: clock::CpuClock, p: WaitPolicy, window: Duration) ->
     })
 }
 
-/// Wake-up latency of `thread::park` (a futex wait): a helper thread (on `waker_cpu`)
-/// sleeps 1-20 ms, stores a stamp and unparks this thread. Nanoseconds per sample.
-fn park_wake(args: &Args, waker_cpu: Option<usize>) -> Result<Vec<u64>> {
+/// A bare OS wake-up, without the channel: the floor under the policies' wake-up latency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Floor {
+    /// `thread::park`/`unpark`: a futex private to the process (the cheapest kind).
+    Park,
+    /// A futex word in a shared memfd mapping, through the same `futex_wait`/`futex_wake_all`
+    /// as the lane transport: what a wake-up between two processes must pay at least.
+    SharedFutex,
+}
+
+/// Wake-up latency of a bare `floor` between two threads: a helper thread (on `waker_cpu`)
+/// sleeps 1-20 ms, stores a stamp and wakes this one. Nanoseconds per sample.
+fn floor_wake(args: &Args, floor: Floor, waker_cpu: Option<usize>) -> Result<Vec<u64>> {
+    use skifch::ring::sys::{futex_wait, futex_wake_all};
     use std::sync::atomic::{AtomicU64, Ordering};
+    let region = skifch_drivers::shm::MemfdRegion::create(4096)?;
+    let word = sys::first_word(&region);
     let stamp = AtomicU64::new(0);
     let me = std::thread::current();
-    let mut rng = SplitMix(args.seed.unwrap_or_else(clock::monotonic_ns) ^ 0x9a4c);
+    let mut rng = SplitMix(args.seed.unwrap_or_else(sys::monotonic_ns) ^ floor as u64);
     let mut out = Vec::with_capacity(args.samples as usize);
     std::thread::scope(|s| {
         let waker = s.spawn(|| -> Result<()> {
@@ -503,32 +525,42 @@ fn park_wake(args: &Args, waker_cpu: Option<usize>) -> Result<Vec<u64>> {
                     std::thread::sleep(Duration::from_micros(200));
                 }
                 std::thread::sleep(Duration::from_micros(1000 + rng.below(19_001)));
-                stamp.store(clock::monotonic_ns().max(1), Ordering::Release);
-                me.unpark();
+                stamp.store(sys::monotonic_ns().max(1), Ordering::Release);
+                match floor {
+                    Floor::Park => me.unpark(),
+                    Floor::SharedFutex => {
+                        word.fetch_add(1, Ordering::Release);
+                        futex_wake_all(word);
+                    }
+                }
             }
             Ok(())
         });
         while out.len() < args.samples as usize {
-            // park() may return spuriously: the stamp says whether the wake-up is ours.
+            // Either wait may return early: the stamp says whether the wake-up is ours.
+            let seen = word.load(Ordering::Acquire);
             let t = stamp.load(Ordering::Acquire);
             if t == 0 {
                 if waker.is_finished() {
                     break; // it failed: its error comes out of join
                 }
-                std::thread::park_timeout(Duration::from_millis(100));
+                match floor {
+                    Floor::Park => std::thread::park_timeout(Duration::from_millis(100)),
+                    Floor::SharedFutex => futex_wait(word, seen, Duration::from_millis(100)),
+                }
                 continue;
             }
-            out.push(clock::monotonic_ns().saturating_sub(t));
+            out.push(sys::monotonic_ns().saturating_sub(t));
             stamp.store(0, Ordering::Release);
         }
         waker
             .join()
-            .map_err(|_| BenchError::Setup("the park baseline's waker panicked".into()))?
+            .map_err(|_| BenchError::Setup(format!("the {floor:?} waker panicked")))?
     })?;
     if out.len() < args.samples as usize {
-        return Err(BenchError::Setup(
-            "the park baseline's waker stopped early".into(),
-        ));
+        return Err(BenchError::Setup(format!(
+            "the {floor:?} waker stopped early"
+        )));
     }
     Ok(out)
 }
@@ -557,11 +589,15 @@ impl SplitMix {
     }
 }
 
-/// The clocks: system-wide `CLOCK_MONOTONIC` (comparable across processes, unlike the
-/// values of `Instant`) and a thread's CPU-time clock that another thread can read.
-mod clock {
+/// The unsafe corner: system-wide `CLOCK_MONOTONIC` (comparable across processes, unlike the
+/// values of `Instant`), a thread's CPU-time clock that another thread can read, and a
+/// futex word in a shared mapping.
+mod sys {
     #![allow(unsafe_code)]
+    use std::sync::atomic::AtomicU32;
     use std::time::Duration;
+
+    use skifch::ring::Region;
 
     use skifch_benches::{BenchError, Result};
 
@@ -591,6 +627,15 @@ mod clock {
         pub fn read(self) -> Result<Duration> {
             read(self.0).map_err(|e| BenchError::io("reading a thread's CPU clock", e))
         }
+    }
+
+    /// The first 4 bytes of `region` as an atomic word (for a futex in shared memory).
+    pub fn first_word(region: &skifch_drivers::shm::MemfdRegion) -> &AtomicU32 {
+        debug_assert!(region.len() >= 4);
+        // SAFETY: the region is a live mapping of at least 4096 bytes, aligned to 4096
+        // (`Region` contract), that outlives the borrow; this program reaches it only
+        // through this atomic.
+        unsafe { &*(region.as_ptr() as *const AtomicU32) }
     }
 
     /// The calling thread's CPU clock, readable from other threads while this one lives.
