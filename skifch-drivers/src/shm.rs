@@ -8,8 +8,9 @@
 //! `kill -9` of any rank or of the launcher (ranks die with the launcher: `PR_SET_PDEATHSIG`).
 //!
 //! ## Ring designs measured (`cargo run --release -p skifch-benches --bin ringcmp`)
-//! See `benches/README.md` ("Ring designs") for the table; the lane design
-//! ([`skifch::ring`]) was kept.
+//! One single-producer lane per (sender, receiver) pair with a summary bitmap, versus one
+//! multi-producer ring per receiving channel: the numbers and the reasons for keeping the
+//! lanes are in the [`skifch::ring`] docs and `benches/README.md` ("Ring designs").
 #![allow(unsafe_code)] // mmap of the segment and the memfd syscalls
 
 use std::fs::File;

@@ -1,7 +1,25 @@
 //! The lane transport: the shared-memory rings behind the shm driver and the in-process job
 //! (one piece of code for both; only where the memory comes from differs, see [`Region`]).
 //!
-//! # Design (kept after measurement; numbers in the `skifch-drivers` crate docs)
+//! # Design (kept after measurement)
+//! Measured against one multi-producer ring per receiving channel (senders reserve space
+//! with a CAS on a shared index, then mark their record ready) with
+//! `cargo run --release -p skifch-benches --bin ringcmp` (medians of 3 runs, msg/s, lanes
+//! through the whole `Channel` API vs a bare ring):
+//!
+//! | size | senders | lanes | multi-producer ring | lanes / mpsc |
+//! | ---: | ---: | ---: | ---: | ---: |
+//! | 8 B | 1 | 34.2 M | 53.6 M | 0.81 |
+//! | 64 B | 1 | 38.2 M | 39.1 M | 0.96 |
+//! | 2 KiB | 1 | 6.3 M | 6.5 M | 0.91 |
+//! | 8 B | 3 | 40.7 M | 42.7 M | 0.95 |
+//! | 64 B | 3 | 29.9 M | 27.4 M | 1.08 |
+//! | 2 KiB | 3 | 3.6 M | 2.0 M | 1.82 |
+//!
+//! Lanes were kept: equal within noise for one sender from 64 B up, clearly better with
+//! several senders (no reservation index shared by all senders), no atomic read-modify-write
+//! on the send path, and a sender that dies mid-message blocks only its own lane (in the
+//! multi-producer ring it blocks the receiver for good). Details: `benches/README.md`.
 //! One **single-producer lane per (sending channel, receiving channel) pair**. A lane is a
 //! byte ring of `lane_bytes` (a power of two) with a producer index `head` and a consumer
 //! index `tail` on separate cache lines; both are monotonic byte counts (`u64`, never wrap
