@@ -1,7 +1,11 @@
+//! Minimal 8-byte ping-pong over the channel API, as a 2-rank shm job (self-launched): the
+//! library's latency without the MsgRate tool around it.
+//! `cargo run --release -p skifch-benches --example pp`
 use skifch::{Error, NetAddr};
 use std::io::IoSlice;
 use std::time::Instant;
 fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_setaffinity only reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);

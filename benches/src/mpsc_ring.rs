@@ -258,10 +258,10 @@ impl Receiver {
         let len = decode_rec(word ^ READY, pos, self.published + sh.cap - pos)?;
         let start = ((pos + REC_HDR as u64) & (sh.cap - 1)) as usize;
         let first = len.min(sh.cap as usize - start);
-        // SAFETY: the payload `pos+8 .. pos+8+len` was written by its producer before the
-        // release store of the header read above with acquire; nobody writes it again until
-        // the tail passes it, which needs this record dropped first (it borrows `self`).
-        // decode_rec checked that the record lies within `cap` bytes of the published tail.
+        // The payload `pos+8 .. pos+8+len` was written by its producer before the release
+        // store of the header read above with acquire; nobody writes it again until the
+        // tail passes it, which needs this record dropped first (it borrows `self`).
+        // SAFETY: as above; decode_rec checked the record lies within `cap` bytes of the tail.
         let segs = unsafe {
             [
                 std::slice::from_raw_parts(sh.buf.as_ptr().add(start), first),

@@ -158,10 +158,12 @@ impl Tx {
         }
         let h = self.head;
         // SAFETY (loom cells): checks the protocol — loom reports any overlapping access.
+        // SAFETY: loom cell owned by the producer (checked by loom itself).
         sh.word(self.lane, h)
             .with_mut(|p| unsafe { *p = encode_rec(len, h) });
         for k in 0..(len as u64).div_ceil(8) {
             let pos = h + REC_HDR as u64 + 8 * k;
+            // SAFETY: loom cell owned by the producer (checked by loom itself).
             sh.word(self.lane, pos)
                 .with_mut(|p| unsafe { *p = pay(id, k) });
         }
@@ -268,6 +270,7 @@ impl Receiver {
         let id = if len == 0 {
             0
         } else {
+            // SAFETY: loom cell published to the consumer (checked by loom itself).
             self.sh
                 .word(lane, pos + REC_HDR as u64)
                 .with(|p| unsafe { *p })
