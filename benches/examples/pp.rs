@@ -23,38 +23,26 @@ fn main() {
     let peer = NetAddr::new(1 - me as u16, 0);
     let msg = [7u8; 8];
     let n = 2_000_000u64;
-    let mode = std::env::args().nth(1).unwrap_or_default();
-    // warm up + sync
     let t0 = Instant::now();
-    for i in 0..n {
-        if (me == 0) ^ (i == u64::MAX) {
-            while ch.send(peer, &[IoSlice::new(&msg)]).is_err() {}
-            loop {
-                match ch.try_recv() {
-                    Ok(m) => {
-                        std::hint::black_box(m.len());
-                        break;
-                    }
-                    Err(Error::WouldBlock) => std::hint::spin_loop(),
-                    Err(e) => panic!("{e}"),
-                }
-            }
+    let send = || while ch.send(peer, &[IoSlice::new(&msg)]).is_err() {};
+    let recv = || loop {
+        match ch.try_recv() {
+            Ok(m) => break std::hint::black_box(m.len()),
+            Err(Error::WouldBlock) => std::hint::spin_loop(),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    for _ in 0..n {
+        if me == 0 {
+            send();
+            recv();
         } else {
-            loop {
-                match ch.try_recv() {
-                    Ok(m) => {
-                        std::hint::black_box(m.len());
-                        break;
-                    }
-                    Err(Error::WouldBlock) => std::hint::spin_loop(),
-                    Err(e) => panic!("{e}"),
-                }
-            }
-            while ch.send(peer, &[IoSlice::new(&msg)]).is_err() {}
+            recv();
+            send();
         }
     }
     let dt = t0.elapsed().as_secs_f64();
     if me == 0 {
-        println!("{mode} half-rtt {:.3} us", dt / n as f64 / 2.0 * 1e6);
+        println!("half-rtt {:.3} us", dt / n as f64 / 2.0 * 1e6);
     }
 }
