@@ -27,52 +27,15 @@ fn root() -> &'static Path {
         .expect("skifch-capi lives in the workspace root")
 }
 
-/// `target/<profile>` of this test binary (`target/<profile>/deps/c_programs-<hash>`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("path of the test executable");
-    let deps = exe.parent().expect("test executable in deps/");
-    deps.parent().unwrap_or(deps).to_path_buf()
-}
-
-fn mtime(p: &Path) -> Option<std::time::SystemTime> {
-    std::fs::metadata(p).and_then(|m| m.modified()).ok()
-}
-
-/// The directory holding `libskifch.so` and `libskifch.a`, built if missing or stale.
+/// The directory holding `libskifch.so` and `libskifch.a`, built if missing or stale
+/// (through the workspace's one test-build helper).
 fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = profile_dir();
-        let libs = [dir.join("libskifch.so"), dir.join("libskifch.a")];
-        let exe_time = std::env::current_exe().ok().and_then(|e| mtime(&e));
-        if libs
-            .iter()
-            .any(|l| mtime(l).is_none() || mtime(l) < exe_time)
-        {
-            let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-            cmd.args(["build", "--quiet", "--lib", "--manifest-path"])
-                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
-                .arg("--target-dir")
-                .arg(dir.parent().expect("target/<profile>"));
-            match dir.file_name().and_then(|n| n.to_str()) {
-                Some("debug") => {}
-                Some("release") => {
-                    cmd.arg("--release");
-                }
-                Some(p) => {
-                    cmd.args(["--profile", p]);
-                }
-                None => {}
-            }
-            let out = cmd.output().expect("running cargo to build libskifch");
-            assert!(
-                out.status.success(),
-                "cargo build of libskifch failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        for l in &libs {
-            assert!(l.exists(), "{} was not built", l.display());
+        let dir = skifch_drivers::testing::profile_dir();
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        for lib in ["libskifch.so", "libskifch.a"] {
+            skifch_drivers::testing::cargo_build(&manifest, &["--lib"], &dir.join(lib));
         }
         dir
     })

@@ -29,9 +29,8 @@ use std::sync::Mutex;
 /// # Panics
 /// If it cannot be built (the message has cargo's output). Meant for tests only.
 pub fn skifrun_exe() -> PathBuf {
-    let dir = profile_dir();
-    let exe = dir.join("skifrun");
-    build(&dir, &["--bin", "skifrun"], &exe);
+    let exe = profile_dir().join("skifrun");
+    cargo_build(OWN_MANIFEST.as_ref(), &["--bin", "skifrun"], &exe);
     exe
 }
 
@@ -41,15 +40,16 @@ pub fn skifrun_exe() -> PathBuf {
 /// # Panics
 /// As [`skifrun_exe`].
 pub fn example_exe(name: &str) -> PathBuf {
-    let dir = profile_dir();
-    let exe = dir.join("examples").join(name);
-    build(&dir, &["--example", name], &exe);
+    let exe = profile_dir().join("examples").join(name);
+    cargo_build(OWN_MANIFEST.as_ref(), &["--example", name], &exe);
     exe
 }
 
+const OWN_MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+
 /// `target/<profile>` of the running executable (a test in `deps/`, an example in
 /// `examples/`, or a binary in the profile directory itself).
-fn profile_dir() -> PathBuf {
+pub fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the path of the running test executable");
     let mut dir = exe
         .parent()
@@ -64,8 +64,16 @@ fn profile_dir() -> PathBuf {
     dir
 }
 
-/// Runs `cargo build <what>` for the profile of `dir`, once per process and target.
-fn build(dir: &Path, what: &[&str], exe: &Path) {
+/// Runs `cargo build <what>` of the package at `manifest` into the running test's target
+/// directory and profile, once per process and `product` (the file it must produce, e.g.
+/// `profile_dir().join("libskifch.so")`). Any crate's tests can build another workspace
+/// package's binaries or libraries this way.
+///
+/// # Panics
+/// If the build fails and `product` does not exist (the message has cargo's output).
+pub fn cargo_build(manifest: &Path, what: &[&str], product: &Path) {
+    let dir = profile_dir();
+    let exe = product;
     static BUILT: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
     // Held during the build: concurrent tests wait for one cargo run instead of racing.
     let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
@@ -73,10 +81,10 @@ fn build(dir: &Path, what: &[&str], exe: &Path) {
     if built.contains(exe) {
         return;
     }
-    let target_dir = dir.parent().unwrap_or(dir);
+    let target_dir = dir.parent().unwrap_or(&dir);
     let mut args: Vec<OsString> = vec!["build".into(), "--quiet".into()];
     args.push("--manifest-path".into());
-    args.push(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml").into());
+    args.push(manifest.into());
     args.push("--target-dir".into());
     args.push(target_dir.into());
     match dir.file_name().and_then(|n| n.to_str()) {

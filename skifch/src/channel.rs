@@ -280,11 +280,7 @@ impl<P: Port> Message<'_, P> {
     }
     /// The segments, in order (more than one when the message wraps the ring end).
     pub fn segments(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
-        self.raw.segs[..self.raw.count as usize].iter().map(|s| {
-            // SAFETY: `Port` contract: `len` readable bytes, unchanged until completion,
-            // which happens only when `self` is dropped; the slice borrows `self`.
-            unsafe { std::slice::from_raw_parts(s.ptr, s.len) }
-        })
+        raw_segments(&self.raw)
     }
     /// The message as one slice when it is in one segment.
     pub fn as_contiguous(&self) -> Option<&[u8]> {
@@ -310,6 +306,16 @@ impl<P: Port> Message<'_, P> {
     }
     /// Completes the message now (same as dropping it).
     pub fn complete(self) {}
+}
+
+/// The segments of a received message, borrowed for as long as the guard that owns `raw`.
+/// The one place where driver pointers become slices (both guards use it).
+fn raw_segments(raw: &RawMessage) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+    raw.segs[..raw.count as usize].iter().map(|s| {
+        // SAFETY: `Port` contract: `len` readable bytes, unchanged until completion, which
+        // happens only when the guard owning `raw` is dropped; the slice borrows `raw`.
+        unsafe { std::slice::from_raw_parts(s.ptr, s.len) }
+    })
 }
 
 impl<P: Port> Drop for Message<'_, P> {
@@ -405,12 +411,7 @@ impl<P: Port> SharedMessage<'_, P> {
     }
     /// The message copied into a `Vec`.
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.raw.len);
-        for s in &self.raw.segs[..self.raw.count as usize] {
-            // SAFETY: as in `Message::segments`.
-            v.extend_from_slice(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
-        }
-        v
+        raw_segments(&self.raw).flatten().copied().collect()
     }
 }
 

@@ -694,17 +694,9 @@ impl<R: Region> RingPort<R> {
                     let e = Error::Corrupt(format!("summary bit {i} names no channel").into());
                     return Err(self.corrupt(e));
                 }
-                let rx = &mut self.rx[i];
-                let lane = self.lay.lane(self.me, i);
-                let fab = &*self.drv.fab;
-                if rx.consumed != rx.cached_head
-                    || fab.head(lane).load(Ordering::Acquire) != rx.cached_head
-                {
+                if self.lane_ready(i) {
                     self.last_scan = i;
                     return Ok(i);
-                }
-                if rx.published != rx.freed {
-                    Self::publish(fab, lane, rx);
                 }
             }
         }
@@ -712,6 +704,24 @@ impl<R: Region> RingPort<R> {
             Some(rank) => Err(Error::PeerLost { rank }),
             None => Err(Error::WouldBlock),
         }
+    }
+
+    /// Whether lane `i` (`i < rx.len()`) holds a message not yet taken; an empty lane
+    /// publishes its tail on the way (the lazy publication's "found empty" case). Head
+    /// validation is left to `take`, which delivers.
+    #[inline(always)]
+    fn lane_ready(&mut self, i: usize) -> bool {
+        let fab = &*self.drv.fab;
+        let rx = &mut self.rx[i];
+        let lane = self.lay.lane(self.me, i);
+        if rx.consumed != rx.cached_head || fab.head(lane).load(Ordering::Acquire) != rx.cached_head
+        {
+            return true;
+        }
+        if rx.published != rx.freed {
+            Self::publish(fab, lane, rx);
+        }
+        false
     }
 
     fn corrupt(&mut self, e: Error) -> Error {
@@ -909,29 +919,21 @@ unsafe impl<R: Region> Port for RingPort<R> {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
-        let fab = &*self.drv.fab;
         for w in 0..self.lay.sum_words {
-            let mut bits = fab.summary(self.me, w).load(Ordering::Acquire);
+            let mut bits = self.drv.fab.summary(self.me, w).load(Ordering::Acquire);
             while bits != 0 {
                 let i = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let Some(rx) = self.rx.get_mut(i) else {
+                if i >= self.rx.len() {
                     let e = Error::Corrupt(format!("summary bit {i} names no channel").into());
                     return Err(self.corrupt(e));
-                };
-                if rx.consumed != rx.cached_head {
-                    return Ok(true);
                 }
-                let lane = self.lay.lane(self.me, i);
-                if fab.head(lane).load(Ordering::Acquire) != rx.cached_head {
+                if self.lane_ready(i) {
                     return Ok(true);
-                }
-                if rx.published != rx.freed {
-                    Self::publish(fab, lane, rx);
                 }
             }
         }
-        match fab.lost() {
+        match self.drv.fab.lost() {
             Some(rank) => Err(Error::PeerLost { rank }),
             None => Ok(false),
         }
