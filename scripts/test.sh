@@ -19,7 +19,11 @@ cargo test --workspace --no-fail-fast
 if [ "${SKIP_MIRI:-0}" != 1 ]; then
     if cargo +nightly miri --version >/dev/null 2>&1; then
         step "Miri: skifch ring + channel tests"
-        MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}" \
+        # Weak-memory emulation is off: a lane word is a record header (atomic) in one lap
+        # and payload (plain copy) in another, and Miri's store-buffer emulation panics on
+        # that mix (an internal error, rust-lang/miri#5185). Data races, bounds and UB are
+        # still checked; the weak-memory behaviour of the protocol is loom's job (step 3).
+        MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation -Zmiri-disable-weak-memory-emulation}" \
             cargo +nightly miri test -p skifch --lib --test ring_props --test corrupt --test conformance_local
     else
         step "Miri SKIPPED: run 'rustup component add --toolchain nightly miri rust-src' to enable it"

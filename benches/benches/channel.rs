@@ -126,6 +126,17 @@ fn roundtrip(c: &mut Criterion) {
     per_size(c, "roundtrip", lane_roundtrip);
 }
 
+/// An empty poll (`try_recv` finding nothing) on a channel that has received before: its
+/// cost bounds how soon a polling receiver notices a message.
+fn poll_empty(c: &mut Criterion) {
+    let (ch, me) = self_channel();
+    ch.send_whole(me, &[IoSlice::new(b"x")]).expect("room");
+    drain(&ch);
+    c.bench_function("poll_empty", |b| {
+        b.iter(|| matches!(black_box(ch.try_recv()), Err(Error::WouldBlock)))
+    });
+}
+
 fn ring(c: &mut Criterion) {
     let mut g = c.benchmark_group("ring");
     for size in SIZES {
@@ -150,5 +161,5 @@ fn ring(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, send, recv_complete, roundtrip, ring);
+criterion_group!(benches, send, recv_complete, roundtrip, poll_empty, ring);
 criterion_main!(benches);

@@ -165,13 +165,13 @@ fn messages_larger_than_the_lane() {
     let rest = r
         .stdout
         .strip_prefix(
-            "too-large: send_whole MessageTooLarge (max 4088), send took 4088 of 4089, \
+            "too-large: send_whole MessageTooLarge (max 4080), send took 4080 of 4081, \
              send_all used ",
         )
         .unwrap_or_else(|| panic!("{}", r.stdout));
     let msgs: u32 = rest.split_whitespace().next().unwrap().parse().unwrap();
     assert!(msgs >= 4, "{}", r.stdout);
-    assert!(rest.contains(" messages for 14308 bytes"), "{}", r.stdout);
+    assert!(rest.contains(" messages for 14280 bytes"), "{}", r.stdout);
 }
 
 #[test]

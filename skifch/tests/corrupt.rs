@@ -79,8 +79,11 @@ fn attach_refuses_a_bad_magic() {
 #[test]
 fn attach_refuses_another_layout_version() {
     let mem = formatted(params(2, 2));
-    poke_u32(&mem, H_VERSION, 2);
-    assert_attach_corrupt(mem, "version 2");
+    poke_u32(&mem, H_VERSION, skifch::ring::layout::VERSION + 1);
+    assert_attach_corrupt(
+        mem,
+        &format!("version {}", skifch::ring::layout::VERSION + 1),
+    );
 }
 
 #[test]
@@ -277,54 +280,43 @@ fn a_to_b(l: &Live, n: usize, len: usize) {
     }
 }
 
+/// Lane position after `n` records of `len` bytes (the producer's head is private while its
+/// port is open: the shared `head` is written only on close).
+fn pos_after(n: usize, len: usize) -> u64 {
+    (n * record_len(len)) as u64
+}
+
 #[test]
-fn head_beyond_tail_plus_capacity() {
+fn the_shared_head_is_not_read_while_the_sender_is_open() {
+    // The consumer polls record headers; a scribbled `head` changes nothing until the
+    // sending port is reopened (see `corrupt_lane_at_open_...`).
     let l = Live::new();
     a_to_b(&l, 3, 8);
-    let (h, t) = (
-        peek_u64(l.region(), l.head(1, 0)),
-        peek_u64(l.region(), l.tail(1, 0)),
-    );
-    assert_eq!(h, 3 * record_len(8) as u64);
-    // The tail is published lazily: it may lag the head; the bound is from the tail.
-    poke_u64(l.region(), l.head(1, 0), t + LANE as u64 + 8);
-    assert_rx_broken(&l.b, "outside the ring");
+    for junk in [u64::MAX, 4, LANE as u64 * 3] {
+        poke_u64(l.region(), l.head(1, 0), junk);
+        a_to_b(&l, 2, 8);
+    }
     l.others_still_work();
 }
 
 #[test]
-fn head_not_aligned() {
-    let l = Live::new();
-    a_to_b(&l, 2, 5);
-    let h = peek_u64(l.region(), l.head(1, 0));
-    poke_u64(l.region(), l.head(1, 0), h + 4);
-    assert_rx_broken(&l.b, "outside the ring");
-    l.others_still_work();
-}
-
-#[test]
-fn head_going_backwards() {
-    let l = Live::new();
-    a_to_b(&l, 4, 16);
-    let h = peek_u64(l.region(), l.head(1, 0));
-    poke_u64(l.region(), l.head(1, 0), h - 2 * record_len(16) as u64);
-    assert_rx_broken(&l.b, "outside the ring");
-    l.others_still_work();
-}
-
-#[test]
-fn head_advanced_over_unwritten_bytes() {
-    // Never written (zero) and stale (a record of an earlier lap, at the same offset):
-    // the check word ties a header to its position, so both are refused.
+fn garbage_where_the_next_header_goes() {
+    // Never written and then scribbled on, or a header of an earlier lap at the same offset
+    // (its check word names that position), or a valid check word without the present bit.
     for laps in [0u64, 1] {
-        let l = Live::new();
         // One message announces the lane to B (the summary bit); with `laps == 1`, a whole
         // lap of 8-byte messages, consumed and completed.
-        a_to_b(&l, 1 + laps as usize * (LANE / record_len(8) - 1), 8);
-        let h = peek_u64(l.region(), l.head(1, 0));
-        poke_u64(l.region(), l.head(1, 0), h + 16);
-        assert_rx_broken(&l.b, "fails its check word");
-        l.others_still_work();
+        let n = 1 + laps as usize * (LANE / record_len(8));
+        let pos = pos_after(n, 8);
+        let stale = encode_rec(8, pos.wrapping_sub(LANE as u64));
+        let no_present_bit = encode_rec(8, pos) & !(1 << 31);
+        for word in [0xdead_beef_u64, u64::MAX, stale, no_present_bit] {
+            let l = Live::new();
+            a_to_b(&l, n, 8);
+            poke_u64(l.region(), l.record(1, 0, pos), word);
+            assert_rx_broken(&l.b, "fails its check word");
+            l.others_still_work();
+        }
     }
 }
 
@@ -332,7 +324,7 @@ fn head_advanced_over_unwritten_bytes() {
 fn record_header_with_a_bad_check_word() {
     let l = Live::new();
     a_to_b(&l, 1, 24);
-    let pos = peek_u64(l.region(), l.head(1, 0));
+    let pos = pos_after(1, 24);
     l.a.send(l.b.addr(), &[IoSlice::new(b"corrupt me")])
         .unwrap();
     let off = l.record(1, 0, pos);
@@ -344,26 +336,31 @@ fn record_header_with_a_bad_check_word() {
 }
 
 #[test]
-fn record_longer_than_published() {
-    let l = Live::new();
-    a_to_b(&l, 1, 0);
-    let pos = peek_u64(l.region(), l.head(1, 0));
-    l.a.send(l.b.addr(), &[IoSlice::new(&[7u8; 8])]).unwrap();
-    // A well-formed header (valid check word) claiming more than the 16 published bytes,
-    // up to the largest length the header can hold.
-    for claim in [9u32, 100, LANE as u32, u32::MAX] {
-        let l2 = Live::new();
-        a_to_b(&l2, 1, 0);
-        l2.a.send(l2.b.addr(), &[IoSlice::new(&[7u8; 8])]).unwrap();
-        poke_u64(l2.region(), l2.record(1, 0, pos), encode_rec(claim, pos));
-        assert_rx_broken(
-            &l2.b,
-            &format!("claims {claim} bytes but only 16 are published"),
-        );
-        l2.others_still_work();
+fn record_longer_than_the_lane_can_hold_next_to_a_held_message() {
+    // B holds a 0-byte message (8 bytes at 0); the next record, at 8, may use at most the
+    // rest of the lane: LANE - 8 bytes. Well-formed headers (valid check words) claiming
+    // more are refused, so a held message is never overlapped.
+    let pos = pos_after(1, 0);
+    for claim in [(LANE - 8 - 8 + 1) as u32, LANE as u32, (1 << 31) - 1] {
+        let l = Live::new();
+        l.a.send(l.b.addr(), &[IoSlice::new(&[])]).unwrap();
+        let held = l.b.try_recv().unwrap();
+        l.a.send(l.b.addr(), &[IoSlice::new(&[7u8; 8])]).unwrap();
+        poke_u64(l.region(), l.record(1, 0, pos), encode_rec(claim, pos));
+        let r = l.b.try_recv().map(|m| m.to_vec());
+        let want = format!("claims {claim} bytes but only {} are free", LANE - 8);
+        assert!(is_corrupt(&r, &want), "{r:?} (expected {want})");
+        drop(held);
+        assert_rx_broken(&l.b, &want);
+        l.others_still_work();
     }
     // The untouched job delivers the message.
+    let l = Live::new();
+    l.a.send(l.b.addr(), &[IoSlice::new(&[])]).unwrap();
+    let held = l.b.try_recv().unwrap();
+    l.a.send(l.b.addr(), &[IoSlice::new(&[7u8; 8])]).unwrap();
     assert_eq!(l.b.try_recv().unwrap().to_vec(), [7u8; 8]);
+    drop(held);
 }
 
 #[test]
@@ -378,7 +375,8 @@ fn record_shorter_than_written_is_caught_at_the_next_record() {
     l.others_still_work();
 }
 
-/// Fills the lane A→B until A's send would block; returns the head.
+/// Fills the lane A→B to the last byte (15 records of 64 bytes, one of 56; the producer
+/// keeps the word after its last record free, layout::TERM); returns the head.
 fn fill_a_to_b(l: &Live) -> u64 {
     let mut k = 0;
     loop {
@@ -388,9 +386,16 @@ fn fill_a_to_b(l: &Live) -> u64 {
             Err(e) => panic!("filling the lane: {e}"),
         }
     }
-    assert_eq!(k, LANE / record_len(56));
-    peek_u64(l.region(), l.head(1, 0))
+    assert_eq!(k, (LANE - 8) / record_len(56));
+    l.a.send_whole(l.b.addr(), &[IoSlice::new(&[0xEE; 48])])
+        .unwrap();
+    let head = FULL_LANE;
+    assert_eq!(head, pos_after(k, 56) + record_len(48) as u64);
+    head
 }
+
+/// Bytes of records in a full lane.
+const FULL_LANE: u64 = (LANE - 8) as u64;
 
 /// A's sends to B keep failing with `Corrupt` mentioning `what`; A's receive side too.
 fn assert_tx_broken(l: &Live, what: &str) {
@@ -425,7 +430,7 @@ fn tail_going_backwards_or_unaligned() {
             drop(m);
         }
         let t = peek_u64(l.region(), l.tail(1, 0));
-        assert_eq!(t, peek_u64(l.region(), l.head(1, 0)));
+        assert_eq!(t, FULL_LANE);
         fill_a_to_b(&l);
         poke_u64(l.region(), l.tail(1, 0), bad(t));
         assert_tx_broken(&l, "tail");
@@ -455,12 +460,11 @@ fn a_port_broken_on_send_refuses_sends_to_every_destination() {
 fn a_port_broken_on_receive_refuses_sends() {
     let l = Live::new();
     a_to_b(&l, 1, 8);
-    let h = peek_u64(l.region(), l.head(1, 0));
-    poke_u64(l.region(), l.head(1, 0), h + 4);
-    assert!(is_corrupt(&l.b.try_recv().map(|_| ()), "outside the ring"));
+    poke_u64(l.region(), l.record(1, 0, pos_after(1, 8)), 0xbad);
+    assert!(is_corrupt(&l.b.try_recv().map(|_| ()), "check word"));
     let r = l.b.send(l.c.addr(), &[IoSlice::new(b"x")]);
     assert!(
-        is_corrupt(&r, "outside the ring"),
+        is_corrupt(&r, "check word"),
         "broken port B sent to C: {r:?}"
     );
 }
@@ -492,21 +496,33 @@ fn corrupt_lane_at_open_is_refused_and_the_port_can_be_reopened() {
     let job = local::job(params(1, 2)).unwrap().pop().unwrap();
     let fab = job.driver().fabric().clone();
     let (lay, reg) = (*fab.layout(), fab.region());
+    // Messages wait in the lane of a port that is not open yet; closing the sender stores
+    // its head, where it continues when reopened.
     let a = job.open(0).unwrap();
-    // Messages wait in the lane of a port that is not open yet.
     a.send(NetAddr::new(0, 1), &[IoSlice::new(b"early")])
         .unwrap();
+    drop(a);
     let h = head_off(&lay, 1, 0);
     let good = peek_u64(reg, h);
+    assert_eq!(good, pos_after(1, 5));
     for bad in [good + LANE as u64 + 8, good + 1] {
         poke_u64(reg, h, bad);
-        // Only the consistency of head and tail can be judged before use.
-        let r = job.open(1).map(|_| ());
+        let r = job.open(0).map(|_| ());
         assert!(is_corrupt(&r, "inconsistent"), "open: {r:?}");
     }
     poke_u64(reg, h, good);
+    let a = job.open(0).unwrap();
+    a.send(NetAddr::new(0, 1), &[IoSlice::new(b"late")])
+        .unwrap();
+    // The receiving side checks its tail.
+    let t = tail_off(&lay, 1, 0);
+    poke_u64(reg, t, 4);
+    let r = job.open(1).map(|_| ());
+    assert!(is_corrupt(&r, "not aligned"), "open: {r:?}");
+    poke_u64(reg, t, 0);
     let b = job.open(1).unwrap();
     assert_eq!(b.try_recv().unwrap().to_vec(), b"early");
+    assert_eq!(b.try_recv().unwrap().to_vec(), b"late");
 }
 
 #[test]

@@ -17,7 +17,9 @@ use std::io::IoSlice;
 
 use common::*;
 use proptest::prelude::*;
-use skifch::ring::layout::{decode_rec, encode_rec, record_len, MAX_LANE, REC_HDR};
+use skifch::ring::layout::{
+    decode_rec, encode_rec, record_len, MAX_LANE, REC_HDR, REC_MAX_LEN, REC_PRESENT, TERM,
+};
 use skifch::ring::{Fabric, HeapRegion, Layout, Params, Region, RingPort};
 use skifch::{local, Channel, Error, Message};
 
@@ -107,7 +109,7 @@ proptest! {
 
 const LANE: usize = 1 << 10;
 const CAP: u64 = LANE as u64;
-const MAX_MSG: usize = LANE - REC_HDR;
+const MAX_MSG: usize = LANE - REC_HDR - TERM;
 /// The receiver publishes its tail once `lane_bytes/16` bytes are freed (module docs of
 /// `skifch::ring`), or when it finds the lane empty: the sender's view of the free space
 /// lags the truth by less than this.
@@ -133,7 +135,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(0usize),
         4 => 1usize..=24,
         3 => 25usize..=300,
-        1 => 900usize..=1100, // around and beyond the largest message (1016)
+        1 => 900usize..=1100, // around and beyond the largest message (1008)
     ];
     prop_oneof![
         4 => (0usize..4, 0usize..4, size, any::<bool>())
@@ -164,9 +166,10 @@ impl LaneModel {
     fn unfreed(&self) -> u64 {
         self.ring.iter().map(|r| r.1).sum()
     }
-    /// The least free space the sender may see: the truth minus the tail's lag.
+    /// The least free space the sender may see: the truth (less the terminator word the
+    /// producer keeps free) minus the tail's lag.
     fn min_free(&self) -> u64 {
-        (CAP - self.unfreed()).saturating_sub(TAIL_LAG - 8)
+        (CAP - TERM as u64 - self.unfreed()).saturating_sub(TAIL_LAG - 8)
     }
     fn complete(&mut self, id: u64) {
         let r = self
@@ -291,7 +294,7 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
                             prop_assert!(record_len(want) as u64 > lm.min_free());
                         }
                         lm.ring.push_back((id, record_len(k) as u64, false));
-                        prop_assert!(lm.unfreed() <= CAP, "lane overfilled");
+                        prop_assert!(lm.unfreed() <= CAP - TERM as u64, "lane overfilled");
                         lm.pending.push_back((id, data[..k].to_vec()));
                     }
                     Err(Error::MessageTooLarge { len, max }) => {
@@ -452,18 +455,20 @@ proptest! {
     #![proptest_config(config(1024))]
 
     #[test]
-    fn record_header_round_trips(len in any::<u32>(), pos in pos(), extra in 0u64..64) {
+    fn record_header_round_trips(len in 0..=REC_MAX_LEN, pos in pos(), extra in 0u64..64) {
         let need = record_len(len as usize) as u64;
         prop_assert_eq!(need % 8, 0);
         prop_assert!(need >= REC_HDR as u64 + len as u64 && need < REC_HDR as u64 + len as u64 + 8);
         let w = encode_rec(len, pos);
+        // Zero is the consumer's "nothing yet": no header may ever be zero.
+        prop_assert_ne!(w, 0);
         prop_assert_eq!(decode_rec(w, pos, need + extra * 8).unwrap(), len as usize);
         // One byte short of the published range: refused.
         prop_assert!(matches!(decode_rec(w, pos, need - 1), Err(Error::Corrupt(_))));
     }
 
     #[test]
-    fn record_header_is_tied_to_its_position(len in any::<u32>(), pos in pos(), other in pos()) {
+    fn record_header_is_tied_to_its_position(len in 0..=REC_MAX_LEN, pos in pos(), other in pos()) {
         let r = decode_rec(encode_rec(len, pos), other, u64::MAX);
         // The check word folds in bits 3..35 of the position: a header read at a position
         // that differs there (any other position within 32 GiB) is refused.
@@ -475,8 +480,8 @@ proptest! {
     }
 
     #[test]
-    fn record_header_with_another_length_is_refused(len in any::<u32>(), other in any::<u32>(), pos in pos()) {
-        prop_assume!(len != other);
+    fn record_header_with_another_length_is_refused(len in 0..=REC_MAX_LEN, other in any::<u32>(), pos in pos()) {
+        prop_assume!(len | REC_PRESENT != other);
         // The length field of a valid header replaced (a torn or forged write).
         let forged = (encode_rec(len, pos) & !0xffff_ffff) | other as u64;
         prop_assert!(matches!(decode_rec(forged, pos, u64::MAX), Err(Error::Corrupt(_))));
@@ -547,7 +552,9 @@ fn bad_index(cur: u64, how: u8, x: u64) -> u64 {
     }
 }
 
-fn poke(reg: &HeapRegion, lay: &Layout, n: usize, p: &Poke) {
+/// `heads[s * n + d]`: the producer's position in lane s→d (private while its port is open,
+/// so the test keeps its own count).
+fn poke(reg: &HeapRegion, lay: &Layout, n: usize, heads: &[u64], p: &Poke) {
     match *p {
         Poke::Head { s, d, how, x } => {
             let off = head_off(lay, d % n, s % n);
@@ -562,8 +569,9 @@ fn poke(reg: &HeapRegion, lay: &Layout, n: usize, p: &Poke) {
             poke_u64(reg, off, peek_u64(reg, off) ^ 1 << bit);
         }
         Poke::Record { s, d, back, how, x } => {
-            // A word at or before the head: a record header, or payload that may be read as one.
-            let head = peek_u64(reg, head_off(lay, d % n, s % n));
+            // A word at or before the head (the next header, zero until written): a record
+            // header, or payload that may be read as one.
+            let head = heads[(s % n) * n + d % n];
             let pos = head.saturating_sub(8 * back) & !7;
             let off = data_off(lay, d % n, s % n, pos);
             let v = match how % 3 {
@@ -609,9 +617,10 @@ proptest! {
         let mut held: Vec<Vec<Message<'_, Port>>> = (0..n).map(|_| Vec::new()).collect();
         let mut broken = vec![false; n];
         let base = reg.as_ptr() as usize;
+        let mut heads = vec![0u64; n * n];
         for (i, cop) in ops.iter().enumerate() {
             match cop {
-                COp::Poke(p) => poke(reg, &lay, n, p),
+                COp::Poke(p) => poke(reg, &lay, n, &heads, p),
                 COp::Op(Op::Send { s, d, size, whole }) => {
                     let (s, d) = (s % n, d % n);
                     let data = payload(i as u64, *size);
@@ -622,7 +631,10 @@ proptest! {
                         chans[s].send(chans[d].addr(), &iov)
                     };
                     match r {
-                        Ok(k) => prop_assert!(k <= MAX_MSG && k <= *size),
+                        Ok(k) => {
+                            prop_assert!(k <= MAX_MSG && k <= *size);
+                            heads[s * n + d] += record_len(k) as u64;
+                        }
                         Err(Error::WouldBlock | Error::Corrupt(_)) => {}
                         Err(Error::MessageTooLarge { .. }) => prop_assert!(*whole && *size > MAX_MSG),
                         Err(e) => prop_assert!(false, "send: {:?}", e),

@@ -6,8 +6,9 @@ use crate::{Error, Result};
 
 /// `"SKIFCH\0\1"`: first 8 bytes of every segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SKIFCH\0\x01");
-/// Layout version; bumped on any change to this file.
-pub const VERSION: u32 = 1;
+/// Layout version; bumped on any change to this file or to the lane protocol
+/// (2: record headers are the consumer's ready flag, no per-message `head` store).
+pub const VERSION: u32 = 2;
 /// Cache line size assumed for padding.
 pub const LINE: usize = 64;
 /// Most ports (channels) one rank may have open in the shm/in-process transport.
@@ -19,6 +20,9 @@ pub const MIN_LANE: usize = 1 << 10;
 pub const MAX_LANE: usize = 1 << 28;
 /// Bytes of the per-message record header in a lane.
 pub const REC_HDR: usize = 8;
+/// Bytes a producer keeps free after its last record: the zeroed word where the next
+/// header will go (the consumer's "not yet" flag, see the ring module docs).
+pub const TERM: usize = 8;
 
 pub(super) const HDR_BYTES: usize = 4 * LINE;
 pub(super) const RANK_REC: usize = LINE;
@@ -47,7 +51,8 @@ pub(super) const C_OWNER: usize = 4;
 pub(super) const C_SEQ: usize = LINE;
 pub(super) const C_SLEEPERS: usize = LINE + 4;
 
-// Lane control: head and tail on separate lines.
+// Lane control: head and tail on separate lines. `head` is written only when a sending
+// port closes (so a port reopened later continues there); `tail` lazily by the receiver.
 pub(super) const L_HEAD: usize = 0;
 pub(super) const L_TAIL: usize = LINE;
 
@@ -203,7 +208,7 @@ impl Layout {
 
     /// Largest message a lane can hold.
     pub fn max_message(&self) -> usize {
-        self.params.lane_bytes - REC_HDR
+        self.params.lane_bytes - REC_HDR - TERM
     }
 }
 
@@ -213,11 +218,17 @@ pub const fn record_len(len: usize) -> usize {
     REC_HDR + ((len + 7) & !7)
 }
 
-/// Encodes a record header: the length and a check word tied to the record's position,
-/// so a stale or torn header is detected.
+/// Bit 31 of a header: set in every header, so that no header is zero (zero is the
+/// consumer's "nothing here yet").
+pub const REC_PRESENT: u32 = 1 << 31;
+/// Largest length a header can carry (lanes are far smaller: [`MAX_LANE`]).
+pub const REC_MAX_LEN: u32 = REC_PRESENT - 1;
+
+/// Encodes a record header (`len <= REC_MAX_LEN`): the length, the present bit and a check
+/// word tied to the record's position, so a stale or torn header is detected.
 #[inline(always)]
 pub const fn encode_rec(len: u32, pos: u64) -> u64 {
-    (len as u64) | ((check(len, pos) as u64) << 32)
+    (len | REC_PRESENT) as u64 | ((check(len, pos) as u64) << 32)
 }
 
 #[inline(always)]
@@ -225,12 +236,12 @@ const fn check(len: u32, pos: u64) -> u32 {
     !len ^ ((pos >> 3) as u32) ^ 0x5A5A_0000
 }
 
-/// Validates a record header read at `pos` with `avail` published bytes from `pos`;
-/// returns the payload length.
+/// Validates a non-zero record header read at `pos`, where at most `avail` bytes from `pos`
+/// can belong to the producer; returns the payload length.
 #[inline(always)]
 pub fn decode_rec(word: u64, pos: u64, avail: u64) -> Result<usize> {
-    let len = word as u32;
-    if (word >> 32) as u32 != check(len, pos) {
+    let len = word as u32 & REC_MAX_LEN;
+    if word as u32 & REC_PRESENT == 0 || (word >> 32) as u32 != check(len, pos) {
         return Err(Error::Corrupt(
             format!("message header at lane offset {pos} fails its check word").into(),
         ));
@@ -238,8 +249,8 @@ pub fn decode_rec(word: u64, pos: u64, avail: u64) -> Result<usize> {
     if record_len(len as usize) as u64 > avail {
         return Err(Error::Corrupt(
             format!(
-            "message header at lane offset {pos} claims {len} bytes but only {avail} are published"
-        )
+                "message header at lane offset {pos} claims {len} bytes but only {avail} are free"
+            )
             .into(),
         ));
     }
@@ -311,7 +322,7 @@ mod tests {
             }
             assert_eq!(l.data_off % 4096, 0);
             assert_eq!(l.lane(l.chans - 1, l.chans - 1), l.lanes - 1);
-            assert_eq!(l.max_message() + REC_HDR, lane);
+            assert_eq!(l.max_message() + REC_HDR + TERM, lane);
         }
     }
 
@@ -360,9 +371,12 @@ mod tests {
         for (len, rec) in [(0, 8), (1, 16), (8, 16), (9, 24), (16, 24), (1016, 1024)] {
             assert_eq!(record_len(len), rec, "len {len}");
         }
-        // A zeroed (never written) header is never a valid record.
-        for pos in [0u64, 8, 1 << 20] {
+        // A zeroed (never written) header is never a valid record, and no header is zero,
+        // not even a zero-length one where the check word alone would be zero.
+        for pos in [0u64, 8, 1 << 20, 0xA5A5_FFFF * 8] {
             assert!(decode_rec(0, pos, u64::MAX).is_err());
+            assert_ne!(encode_rec(0, pos), 0);
+            assert_eq!(decode_rec(encode_rec(0, pos), pos, 8).unwrap(), 0);
         }
     }
 }

@@ -21,23 +21,30 @@
 //! on the send path, and a sender that dies mid-message blocks only its own lane (in the
 //! multi-producer ring it blocks the receiver for good). Details: `benches/README.md`.
 //! One **single-producer lane per (sending channel, receiving channel) pair**. A lane is a
-//! byte ring of `lane_bytes` (a power of two) with a producer index `head` and a consumer
-//! index `tail` on separate cache lines; both are monotonic byte counts (`u64`, never wrap
-//! in practice), always multiples of 8. A message is a record: an 8-byte header (payload
-//! length + a check word tied to the record's position) followed by the payload padded to
-//! 8 bytes. Records are packed, not slotted: an 8-byte message takes 16 bytes, four to a
-//! cache line, so short messages cost fewer lines than in a slotted ring. A payload that
-//! runs past the ring end continues at its start and is handed out as two segments, never
-//! copied and never padded.
+//! byte ring of `lane_bytes` (a power of two). Positions are monotonic byte counts (`u64`,
+//! never wrap in practice), always multiples of 8. A message is a record: an 8-byte header
+//! (payload length, a present bit, a check word tied to the record's position) followed by
+//! the payload padded to 8 bytes. Records are packed, not slotted: an 8-byte message takes
+//! 16 bytes, four to a cache line, so short messages cost fewer lines than in a slotted
+//! ring. A payload that runs past the ring end continues at its start and is handed out as
+//! two segments, never copied and never padded.
 //!
-//! * **Send** (no atomic read-modify-write): check room against a *cached* tail, re-read
-//!   the tail (acquire) only when the cache says full; write header + payload straight into
-//!   the receiver's lane; publish `head` (release). Then, if the receiving channel has a
-//!   sleeper, bump its futex word and wake it.
+//! * **The header is the flag** (layout version 2). The consumer polls the word where the
+//!   next header goes: zero means "nothing yet". The producer writes the payload, then a
+//!   zero into the word after the record (the next record's flag; it always keeps these
+//!   [`TERM`] bytes free), then the header with a release store. A consumer that sees a
+//!   header (acquire) therefore also sees the zero after it, never a stale word of an
+//!   earlier lap. There is no shared head index on the message path: a message costs the
+//!   lines it occupies and nothing else, and the receiver notices it with one cache-line
+//!   transfer (the shared `head` is written only when a sending port closes, so that a
+//!   port reopened later continues there).
+//! * **Send** (no atomic read-modify-write, no fence): check room against a *cached* tail,
+//!   re-read the tail (acquire) only when the cache says full; write the record straight
+//!   into the receiver's lane; then, if the receiving channel has a sleeper, bump its
+//!   futex word and wake it.
 //! * **Recv**: stay on the lane that delivered last (up to [`BURST`] messages, for
-//!   fairness), else scan the channel's lanes; a lane's `head` is re-read (acquire) only
-//!   when its cached copy is used up. Idle lanes' head lines stay shared in the receiver's
-//!   cache, so scanning them costs L1 hits.
+//!   fairness), else scan the lanes named in the channel's summary bitmap. Idle lanes'
+//!   header words stay shared in the receiver's cache, so scanning them costs L1 hits.
 //! * **RecvComp** in any order: per lane, memory is reclaimed up to the oldest message
 //!   still held; the tail is published lazily (every `lane_bytes/16` bytes, or when the
 //!   lane is found empty), so the producer's line is not pulled away on every message.
@@ -304,6 +311,10 @@ impl<R: Region> Fabric<R> {
         }
     }
 
+    fn lane_ptr(&self, lane: usize) -> NonNull<u8> {
+        NonNull::new(self.lane_data(lane)).expect("a region is never at address 0")
+    }
+
     /// State of `rank` (see [`rank_state`]).
     pub fn rank_state(&self, rank: u32) -> u32 {
         self.rank_u32(rank, R_STATE).load(Ordering::Acquire)
@@ -444,22 +455,39 @@ impl<R: Region> Fabric<R> {
             e
         };
         for c in 0..self.lay.chans {
-            let (h, t) = check(self.lay.lane(c, me)).map_err(opened_fail)?;
+            // Sending side: the head left by this port's previous opening (if any).
+            let out = self.lay.lane(c, me);
+            let (h, t) = check(out).map_err(opened_fail)?;
             tx.push(Tx {
+                data: self.lane_ptr(out),
+                tail: Shared::new(self.tail(out)),
+                state: Shared::new(self.chan_u32(c, C_STATE)),
+                sleepers: Shared::new(self.chan_u32(c, C_SLEEPERS)),
+                seq: Shared::new(self.chan_u32(c, C_SEQ)),
                 head: h,
+                published: h,
                 cached_tail: t,
                 announced: false,
             });
-            let (_, t) = check(self.lay.lane(me, c)).map_err(opened_fail)?;
+            // Receiving side: the producer may be sending (its head is private), so only
+            // the tail is checked.
+            let inc = self.lay.lane(me, c);
+            let t = self.tail(inc).load(Ordering::Acquire);
+            if t & 7 != 0 {
+                return Err(opened_fail(Error::Corrupt(
+                    format!("lane {inc}: tail {t} not aligned").into(),
+                )));
+            }
             let src = NetAddr::new(
                 (c / p.nports as usize) as u16,
                 (c % p.nports as usize) as u16,
             );
             rx.push(Rx {
+                data: self.lane_ptr(inc),
+                tail: Shared::new(self.tail(inc)),
                 consumed: t,
                 freed: t,
                 published: t,
-                cached_head: t,
                 src,
                 ooo: Vec::new(),
             });
@@ -527,12 +555,16 @@ impl<R: Region> Driver for RingDriver<R> {
         let lay = self.fab.lay;
         Ok(RingPort {
             drv: self.clone(),
-            lay,
             me,
             addr: NetAddr::new(self.rank as u16, port as u16),
+            nports: lay.params.nports,
+            nranks: lay.params.nranks,
             cap: lay.params.lane_bytes as u64,
             tx,
             rx,
+            summary: Shared::new(self.fab.summary(me, 0)),
+            sum_words: lay.sum_words,
+            lost: Shared::new(self.fab.u32_at(H_LOST)),
             cur: usize::MAX,
             burst: 0,
             last_scan: 0,
@@ -544,9 +576,35 @@ impl<R: Region> Driver for RingDriver<R> {
     }
 }
 
+/// A pointer to an atomic in the segment, kept by a port so the hot paths do no layout
+/// arithmetic. Valid while the port lives: it holds an `Arc` to the fabric's driver.
+#[derive(Clone, Copy)]
+struct Shared<T>(NonNull<T>);
+
+impl<T> Shared<T> {
+    fn new(r: &T) -> Self {
+        Shared(NonNull::from(r))
+    }
+    #[inline(always)]
+    fn get(&self) -> &T {
+        // SAFETY: created from a reference into the fabric's region, which outlives every
+        // port (each port holds an Arc to its driver, which holds the fabric).
+        unsafe { self.0.as_ref() }
+    }
+}
+
 /// Producer state of one lane (trusted, process-private).
 struct Tx {
+    /// The lane's bytes and shared tail; the receiving channel's state, sleeper count and
+    /// futex word.
+    data: NonNull<u8>,
+    tail: Shared<AtomicU64>,
+    state: Shared<AtomicU32>,
+    sleepers: Shared<AtomicU32>,
+    seq: Shared<AtomicU32>,
     head: u64,
+    /// Last value stored to the shared head (only on close).
+    published: u64,
     cached_tail: u64,
     /// This port has set its bit in the receiver's summary bitmap.
     announced: bool,
@@ -554,28 +612,50 @@ struct Tx {
 
 /// Consumer state of one lane (trusted, process-private).
 struct Rx {
+    data: NonNull<u8>,
+    tail: Shared<AtomicU64>,
     /// End of the last message handed out.
     consumed: u64,
     /// Everything below is completed.
     freed: u64,
     /// Last value stored to the shared tail.
     published: u64,
-    /// Last validated value of the shared head.
-    cached_head: u64,
     src: NetAddr,
     /// Completed out of order: (start, end) of messages above `freed`.
     ooo: Vec<(u64, u64)>,
 }
 
+impl Rx {
+    /// The 8-byte word at lane offset `off` (8-aligned, inside the lane).
+    #[inline(always)]
+    fn word(&self, off: u64) -> &AtomicU64 {
+        // SAFETY: `data` is a live lane (see `Shared`), lanes start on a page and `off` is
+        // 8-aligned below the lane size (callers mask with `cap - 1`); header words are
+        // accessed atomically by every process.
+        unsafe { &*(self.data.as_ptr().add(off as usize) as *const AtomicU64) }
+    }
+
+    #[inline]
+    fn publish(&mut self) {
+        self.tail.get().store(self.freed, Ordering::Release);
+        self.published = self.freed;
+    }
+}
+
 /// One open channel on a [`Fabric`].
 pub struct RingPort<R: Region> {
     drv: Arc<RingDriver<R>>,
-    lay: Layout,
     me: usize,
     addr: NetAddr,
+    nports: u32,
+    nranks: u32,
     cap: u64,
     tx: Box<[Tx]>,
     rx: Box<[Rx]>,
+    /// This channel's summary bitmap (`sum_words` words) and the job's lost-rank count.
+    summary: Shared<AtomicU64>,
+    sum_words: usize,
+    lost: Shared<AtomicU32>,
     /// Lane served last (sticky fast path); `usize::MAX` after a full burst.
     cur: usize,
     burst: u32,
@@ -584,44 +664,36 @@ pub struct RingPort<R: Region> {
     broken: Option<Error>,
 }
 
+// SAFETY: the raw pointers point into the fabric, which is Send + Sync and kept alive by
+// `drv`; a port is used by one thread at a time (`&mut self` everywhere).
+unsafe impl<R: Region> Send for RingPort<R> {}
+
 impl<R: Region> RingPort<R> {
     /// Takes the next message of lane `i` (from channel `i`) into `out` if there is one;
     /// publishes the lane's tail when it is found empty.
     #[inline(always)]
     fn take(&mut self, i: usize, out: &mut RawMessage) -> Result<bool> {
         let cap = self.cap;
-        let fab = &*self.drv.fab;
         let Some(rx) = self.rx.get_mut(i) else {
             return Ok(false);
         };
-        let lane = self.lay.lane(self.me, i);
-        if rx.consumed == rx.cached_head {
-            let h = fab.head(lane).load(Ordering::Acquire);
-            if h == rx.cached_head {
-                if rx.published != rx.freed {
-                    Self::publish(fab, lane, rx);
-                }
-                return Ok(false);
-            }
-            if h < rx.cached_head || h - rx.published > cap || h & 7 != 0 {
-                let e = Error::Corrupt(
-                    format!("lane from {}: head {h} outside the ring", rx.src).into(),
-                );
-                return Err(self.corrupt(e));
-            }
-            rx.cached_head = h;
-        }
         let pos = rx.consumed;
-        let data = fab.lane_data(lane);
-        let off = (pos & (cap - 1)) as usize;
-        // SAFETY: `off` is 8-aligned with 8 bytes before the lane end; the record lies in
-        // the published range `consumed..cached_head`. Read as a copy, validated before use.
-        let word = unsafe { ptr::read_volatile(data.add(off) as *const u64) };
-        let len = match decode_rec(word, pos, rx.cached_head - pos) {
+        // The header is the flag: zero until the producer publishes the record (release).
+        let word = rx.word(pos & (cap - 1)).load(Ordering::Acquire);
+        if word == 0 {
+            if rx.published != rx.freed {
+                rx.publish();
+            }
+            return Ok(false);
+        }
+        // A conforming producer writes only below `freed + cap` (space still held by
+        // guards is below `pos`): the bound that keeps held messages intact.
+        let len = match decode_rec(word, pos, cap - (pos - rx.freed)) {
             Ok(l) => l,
             Err(e) => return Err(self.corrupt(e)),
         };
-        let start = (off + REC_HDR) & (cap as usize - 1);
+        let data = rx.data.as_ptr();
+        let start = ((pos + REC_HDR as u64) & (cap - 1)) as usize;
         let first = len.min(cap as usize - start);
         // SAFETY: `start < cap` and `first <= cap - start`: inside the lane.
         out.segs[0] = RawSeg {
@@ -637,13 +709,13 @@ impl<R: Region> RingPort<R> {
         } else {
             1
         };
-        let end = pos + record_len(len) as u64;
-        rx.consumed = end;
+        let rec = record_len(len) as u64;
+        rx.consumed = pos + rec;
         out.len = len;
         out.src = rx.src;
         // Token: a = lane << 32 | record length, b = record start.
         out.token = Token {
-            a: (i as u64) << 32 | (end - pos),
+            a: (i as u64) << 32 | rec,
             b: pos,
         };
         if i == self.cur {
@@ -662,77 +734,190 @@ impl<R: Region> RingPort<R> {
 
     /// Finds a lane with a message among those that have ever carried one (the summary
     /// bitmap), in round-robin order after the last lane found by a scan; `take` then
-    /// delivers it. Kept short: it runs on every empty poll, and a message is noticed only
-    /// at the next poll. It never sees the caller's message: were `out` passed to this
-    /// out-of-line function, the message could no longer live in registers and every
-    /// receive would pay a store-forwarding stall when the guard is built (8 → 21 ns).
+    /// delivers it. `None`: nothing (the caller reports `WouldBlock` or a lost peer).
+    /// Kept short: it runs on every empty poll, and a message is noticed only at the next
+    /// poll. It never sees the caller's message: were `out` passed to this out-of-line
+    /// function, the message could no longer live in registers and every receive would pay
+    /// a store-forwarding stall when the guard is built (8 → 21 ns).
     #[inline(never)]
-    fn scan(&mut self) -> Result<usize> {
-        let words = self.lay.sum_words;
-        let r = (self.last_scan + 1) & 63;
-        let w0 = ((self.last_scan + 1) >> 6) % words;
-        for k in 0..=words {
+    fn scan(&mut self) -> Result<Option<usize>> {
+        let words = self.sum_words;
+        let start = self.last_scan + 1;
+        let w0 = if start / 64 < words { start / 64 } else { 0 };
+        // In the first word, lanes from `start` on come first, the rest after every other
+        // word; each word is loaded once.
+        let bits0 = self.summary_bits(w0);
+        let first = !0u64 << (start % 64);
+        if let Some(i) = self.find(w0, bits0 & first)? {
+            return Ok(Some(i));
+        }
+        for k in 1..words {
             let w = if w0 + k >= words {
                 w0 + k - words
             } else {
                 w0 + k
             };
-            let mut bits = self.drv.fab.summary(self.me, w).load(Ordering::Acquire);
-            if w == self.cur >> 6 {
-                bits &= !(1u64 << (self.cur & 63)); // `cur` was just tried
-            }
-            // In the first word, lanes from `r` on come first; the rest when we wrap back.
-            bits &= match k {
-                0 => !0u64 << r,
-                _ if k == words => !(!0u64 << r),
-                _ => !0,
-            };
-            while bits != 0 {
-                let i = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if i >= self.rx.len() {
-                    let e = Error::Corrupt(format!("summary bit {i} names no channel").into());
-                    return Err(self.corrupt(e));
-                }
-                if self.lane_ready(i) {
-                    self.last_scan = i;
-                    return Ok(i);
-                }
+            let bits = self.summary_bits(w);
+            if let Some(i) = self.find(w, bits)? {
+                return Ok(Some(i));
             }
         }
-        match self.drv.fab.lost() {
-            Some(rank) => Err(Error::PeerLost { rank }),
-            None => Err(Error::WouldBlock),
+        self.find(w0, bits0 & !first)
+    }
+
+    /// Word `w` of this channel's summary bitmap.
+    #[inline(always)]
+    fn summary_word(&self, w: usize) -> &AtomicU64 {
+        debug_assert!(w < self.sum_words);
+        // SAFETY: `w < sum_words` (callers loop below it): one of the words of this
+        // channel's summary, kept alive like every `Shared`.
+        unsafe { &*self.summary.0.as_ptr().add(w) }
+    }
+
+    /// Word `w` of this channel's summary, without the lane `take` has just tried.
+    #[inline(always)]
+    fn summary_bits(&self, w: usize) -> u64 {
+        let bits = self.summary_word(w).load(Ordering::Acquire);
+        if w == self.cur / 64 {
+            bits & !(1u64 << (self.cur % 64))
+        } else {
+            bits
         }
     }
 
+    /// The first lane with a message among `bits` of summary word `w`.
+    #[inline(always)]
+    fn find(&mut self, w: usize, mut bits: u64) -> Result<Option<usize>> {
+        while bits != 0 {
+            let i = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if i >= self.rx.len() {
+                let e = Error::Corrupt(format!("summary bit {i} names no channel").into());
+                return Err(self.corrupt(e));
+            }
+            if self.lane_ready(i) {
+                self.last_scan = i;
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
     /// Whether lane `i` (`i < rx.len()`) holds a message not yet taken; an empty lane
-    /// publishes its tail on the way (the lazy publication's "found empty" case). Head
+    /// publishes its tail on the way (the lazy publication's "found empty" case). Header
     /// validation is left to `take`, which delivers.
     #[inline(always)]
     fn lane_ready(&mut self, i: usize) -> bool {
-        let fab = &*self.drv.fab;
+        let mask = self.cap - 1;
         let rx = &mut self.rx[i];
-        let lane = self.lay.lane(self.me, i);
-        if rx.consumed != rx.cached_head || fab.head(lane).load(Ordering::Acquire) != rx.cached_head
-        {
+        if rx.word(rx.consumed & mask).load(Ordering::Acquire) != 0 {
             return true;
         }
         if rx.published != rx.freed {
-            Self::publish(fab, lane, rx);
+            rx.publish();
         }
         false
     }
 
+    /// What an empty poll reports: a lost peer, else "would block".
+    #[inline(always)]
+    fn nothing(&self) -> Error {
+        if self.lost.get().load(Ordering::Relaxed) == 0 {
+            Error::WouldBlock
+        } else {
+            self.lost_peer()
+        }
+    }
+
+    #[cold]
+    fn lost_peer(&self) -> Error {
+        match self.drv.fab.lost() {
+            Some(rank) => Error::PeerLost { rank },
+            None => Error::WouldBlock,
+        }
+    }
+
+    #[cold]
     fn corrupt(&mut self, e: Error) -> Error {
         self.broken = Some(e.clone());
         e
     }
 
-    #[inline]
-    fn publish(fab: &Fabric<R>, lane: usize, rx: &mut Rx) {
-        fab.tail(lane).store(rx.freed, Ordering::Release);
-        rx.published = rx.freed;
+    #[cold]
+    fn broken(&self) -> Error {
+        self.broken.clone().unwrap_or(Error::WouldBlock)
+    }
+
+    /// The errors a send checks for before touching the lane, off the hot path.
+    #[cold]
+    fn send_refused(&self, dst: NetAddr) -> Option<Error> {
+        let (r, pt) = (dst.rank(), dst.port());
+        if r >= self.nranks || pt >= self.nports {
+            return Some(Error::Unreachable {
+                addr: dst,
+                why: if r >= self.nranks {
+                    Unreachable::NoSuchRank
+                } else {
+                    Unreachable::NoSuchPort
+                },
+            });
+        }
+        let fab = &*self.drv.fab;
+        if fab.lost().is_some() && fab.rank_state(r) == rank_state::LOST {
+            return Some(Error::PeerLost { rank: r });
+        }
+        let d = (r * self.nports + pt) as usize;
+        if self.tx[d].state.get().load(Ordering::Relaxed) == chan_state::CLOSED {
+            return Some(Error::Unreachable {
+                addr: dst,
+                why: Unreachable::Closed,
+            });
+        }
+        None
+    }
+
+    /// The tail of the lane to `d`, re-read because the cached copy says "full";
+    /// validated against what this producer knows.
+    #[cold]
+    fn reload_tail(&mut self, d: usize, dst: NetAddr) -> Result<u64> {
+        let tx = &mut self.tx[d];
+        let t = tx.tail.get().load(Ordering::Acquire);
+        if t < tx.cached_tail || t > tx.head || t & 7 != 0 {
+            let e = Error::Corrupt(
+                format!(
+                    "lane to {dst}: tail {t} outside {}..={}",
+                    tx.cached_tail, tx.head
+                )
+                .into(),
+            );
+            return Err(self.corrupt(e));
+        }
+        tx.cached_tail = t;
+        Ok(t)
+    }
+
+    /// RecvComp of a message that is not the oldest one held, or while others completed
+    /// out of order are waiting: memory is reclaimed up to the oldest message still held.
+    #[cold]
+    #[inline(never)]
+    fn complete_out_of_order(rx: &mut Rx, start: u64, end: u64, every: u64) {
+        if start != rx.freed {
+            rx.ooo.push((start, end));
+            return;
+        }
+        rx.freed = end;
+        while let Some(k) = rx.ooo.iter().position(|&(s, _)| s == rx.freed) {
+            rx.freed = rx.ooo.swap_remove(k).1;
+        }
+        if rx.freed - rx.published >= every {
+            rx.publish();
+        }
+    }
+
+    #[cold]
+    fn wake(tx: &Tx) {
+        tx.seq.get().fetch_add(1, Ordering::Release);
+        sys::futex_wake_all(tx.seq.get());
     }
 }
 
@@ -789,9 +974,9 @@ unsafe fn copy_in(data: *mut u8, cap: u64, mut off: u64, iov: &[IoSlice<'_>], mu
     }
 }
 
-// SAFETY: segments returned by `recv` lie in `tail..head` of a lane, which the producer does
-// not write until this port publishes a tail past them; that happens only in `complete` (or
-// on drop, after every message was completed, which `Channel` guarantees).
+// SAFETY: segments returned by `recv` lie in `freed..consumed` of a lane, which the
+// producer does not write until this port publishes a tail past them; that happens only in `complete`
+// (or on drop, after every message was completed, which `Channel` guarantees).
 unsafe impl<R: Region> Port for RingPort<R> {
     type Waiter = RingWaiter<R>;
 
@@ -801,35 +986,29 @@ unsafe impl<R: Region> Port for RingPort<R> {
 
     #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
-        if let Some(e) = &self.broken {
-            return Err(e.clone());
+        if self.broken.is_some() {
+            return Err(self.broken());
         }
-        let p = self.lay.params;
         let (r, pt) = (dst.rank(), dst.port());
-        if r >= p.nranks || pt >= p.nports {
-            return Err(Error::Unreachable {
-                addr: dst,
-                why: if r >= p.nranks {
-                    Unreachable::NoSuchRank
-                } else {
-                    Unreachable::NoSuchPort
-                },
-            });
+        if r >= self.nranks || pt >= self.nports || self.lost.get().load(Ordering::Relaxed) != 0 {
+            if let Some(e) = self.send_refused(dst) {
+                return Err(e);
+            }
         }
-        let d = (r * p.nports + pt) as usize;
-        let fab = &*self.drv.fab;
-        if fab.lost().is_some() && fab.rank_state(r) == rank_state::LOST {
-            return Err(Error::PeerLost { rank: r });
-        }
-        if fab.chan_u32(d, C_STATE).load(Ordering::Relaxed) == chan_state::CLOSED {
+        let d = (r * self.nports + pt) as usize;
+        let tx = &self.tx[d];
+        if tx.state.get().load(Ordering::Relaxed) == chan_state::CLOSED {
             return Err(Error::Unreachable {
                 addr: dst,
                 why: Unreachable::Closed,
             });
         }
-        let total = iov_total(iov)?;
+        let total = match iov {
+            [one] => one.len(),
+            _ => iov_total(iov)?,
+        };
         let cap = self.cap;
-        let maxmsg = cap as usize - REC_HDR;
+        let maxmsg = cap as usize - REC_HDR - TERM;
         let want = match mode {
             SendMode::Whole if total > maxmsg => {
                 return Err(Error::MessageTooLarge {
@@ -840,24 +1019,13 @@ unsafe impl<R: Region> Port for RingPort<R> {
             SendMode::Whole => total,
             SendMode::Prefix => total.min(maxmsg),
         };
-        let lane = self.lay.lane(d, self.me);
-        let tx = &mut self.tx[d];
-        let mut free = cap - (tx.head - tx.cached_tail);
+        // `free` leaves out the terminator word after the last record.
+        let mut free = cap - TERM as u64 - (tx.head - tx.cached_tail);
         if record_len(want) as u64 > free {
-            let t = fab.tail(lane).load(Ordering::Acquire);
-            if t < tx.cached_tail || t > tx.head || t & 7 != 0 {
-                let e = Error::Corrupt(
-                    format!(
-                        "lane to {dst}: tail {t} outside {}..={}",
-                        tx.cached_tail, tx.head
-                    )
-                    .into(),
-                );
-                return Err(self.corrupt(e));
-            }
-            tx.cached_tail = t;
-            free = cap - (tx.head - t);
+            let t = self.reload_tail(d, dst)?;
+            free = cap - TERM as u64 - (self.tx[d].head - t);
         }
+        let tx = &mut self.tx[d];
         let n = if record_len(want) as u64 <= free {
             want
         } else {
@@ -871,71 +1039,63 @@ unsafe impl<R: Region> Port for RingPort<R> {
         if !tx.announced {
             // Once per (port, destination): make the lane visible to the receiver's scan
             // before its first record is published.
-            fab.summary(d, self.me / 64)
+            self.drv
+                .fab
+                .summary(d, self.me / 64)
                 .fetch_or(1 << (self.me % 64), Ordering::AcqRel);
             tx.announced = true;
         }
-        let data = fab.lane_data(lane);
-        let pos = tx.head & (cap - 1);
-        // SAFETY: `head..head+record_len(n)` is free space of this lane (checked against the
-        // validated tail above), owned by this producer until published; `pos` is 8-aligned
-        // and `pos + 8 <= cap` because cap is a multiple of 8.
-        unsafe {
-            ptr::write_volatile(
-                data.add(pos as usize) as *mut u64,
-                encode_rec(n as u32, tx.head),
-            );
-            copy_in(data, cap, tx.head + REC_HDR as u64, iov, n);
-        }
-        tx.head += record_len(n) as u64;
-        fab.head(lane).store(tx.head, Ordering::Release);
+        let data = tx.data.as_ptr();
+        let head = tx.head;
+        let end = head + record_len(n) as u64;
+        // SAFETY: `head..end+TERM` is free space of this lane (checked against the validated
+        // tail above), owned by this producer until its header is stored.
+        unsafe { copy_in(data, cap, head + REC_HDR as u64, iov, n) };
+        // Payload, then the next record's flag (zero: "not yet"), then this record's flag:
+        // a consumer that sees this header (acquire) also sees the zero after the record,
+        // never a stale word of an earlier lap.
+        // SAFETY (both): 8-aligned offsets inside the lane (masked), a live lane (`Shared`);
+        // header words are accessed atomically by every process.
+        let word =
+            |off: u64| unsafe { &*(data.add((off & (cap - 1)) as usize) as *const AtomicU64) };
+        word(end).store(0, Ordering::Relaxed);
+        word(head).store(encode_rec(n as u32, head), Ordering::Release);
+        tx.head = end;
         sys::light_barrier();
-        if fab.chan_u32(d, C_SLEEPERS).load(Ordering::Relaxed) != 0 {
-            let seq = fab.chan_u32(d, C_SEQ);
-            seq.fetch_add(1, Ordering::Release);
-            sys::futex_wake_all(seq);
+        if tx.sleepers.get().load(Ordering::Relaxed) != 0 {
+            Self::wake(tx);
         }
         Ok(n)
     }
 
     #[inline(always)]
     fn recv_into(&mut self, out: &mut RawMessage) -> Result<()> {
-        if let Some(e) = &self.broken {
-            return Err(e.clone());
+        if self.broken.is_some() {
+            return Err(self.broken());
         }
         // Fast path: the lane that delivered last.
         if self.take(self.cur, out)? {
             return Ok(());
         }
-        let i = self.scan()?;
-        if self.take(i, out)? {
-            Ok(())
-        } else {
-            Err(Error::WouldBlock)
+        match self.scan()? {
+            Some(i) if self.take(i, out)? => Ok(()),
+            _ => Err(self.nothing()),
         }
     }
 
     fn ready(&mut self) -> Result<bool> {
-        if let Some(e) = &self.broken {
-            return Err(e.clone());
+        if self.broken.is_some() {
+            return Err(self.broken());
         }
-        for w in 0..self.lay.sum_words {
-            let mut bits = self.drv.fab.summary(self.me, w).load(Ordering::Acquire);
-            while bits != 0 {
-                let i = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if i >= self.rx.len() {
-                    let e = Error::Corrupt(format!("summary bit {i} names no channel").into());
-                    return Err(self.corrupt(e));
-                }
-                if self.lane_ready(i) {
-                    return Ok(true);
-                }
+        for w in 0..self.sum_words {
+            let bits = self.summary_word(w).load(Ordering::Acquire);
+            if self.find(w, bits)?.is_some() {
+                return Ok(true);
             }
         }
-        match self.drv.fab.lost() {
-            Some(rank) => Err(Error::PeerLost { rank }),
-            None => Ok(false),
+        match self.nothing() {
+            Error::WouldBlock => Ok(false),
+            e => Err(e),
         }
     }
 
@@ -943,22 +1103,19 @@ unsafe impl<R: Region> Port for RingPort<R> {
     unsafe fn complete(&mut self, t: Token) {
         // Token: a = lane << 32 | record length, b = record start.
         let i = (t.a >> 32) as usize;
-        let t_end = t.b + (t.a & 0xffff_ffff);
-        let lane = self.lay.lane(self.me, i);
-        let rx = &mut self.rx[i];
-        if t.b == rx.freed {
-            rx.freed = t_end;
-            while !rx.ooo.is_empty() {
-                match rx.ooo.iter().position(|&(s, _)| s == rx.freed) {
-                    Some(k) => rx.freed = rx.ooo.swap_remove(k).1,
-                    None => break,
-                }
-            }
-            if rx.freed - rx.published >= self.cap / 16 {
-                Self::publish(&self.drv.fab, lane, rx);
+        let end = t.b + (t.a & 0xffff_ffff);
+        let every = self.cap / 16;
+        let Some(rx) = self.rx.get_mut(i) else {
+            return; // not a token of this port (the caller's contract rules it out)
+        };
+        if t.b == rx.freed && rx.ooo.is_empty() {
+            // In order (the usual case): kept small so that a message guard's drop inlines.
+            rx.freed = end;
+            if end - rx.published >= every {
+                rx.publish();
             }
         } else {
-            rx.ooo.push((t.b, t_end));
+            Self::complete_out_of_order(rx, t.b, end, every);
         }
     }
 
@@ -972,10 +1129,18 @@ unsafe impl<R: Region> Port for RingPort<R> {
 
 impl<R: Region> Drop for RingPort<R> {
     fn drop(&mut self) {
-        let fab = &*self.drv.fab;
-        for (i, rx) in self.rx.iter_mut().enumerate() {
+        for rx in self.rx.iter_mut() {
             if rx.published != rx.freed {
-                Self::publish(fab, self.lay.lane(self.me, i), rx);
+                rx.publish();
+            }
+        }
+        // Where a port reopened later continues sending.
+        let fab = &*self.drv.fab;
+        for (d, tx) in self.tx.iter_mut().enumerate() {
+            if tx.published != tx.head {
+                fab.head(fab.lay.lane(d, self.me))
+                    .store(tx.head, Ordering::Release);
+                tx.published = tx.head;
             }
         }
         fab.chan_u32(self.me, C_STATE)
