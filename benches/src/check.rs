@@ -59,8 +59,10 @@ impl Sum64 {
             b.copy_from_slice(w);
             self.sum = self.sum.wrapping_add(u64::from_ne_bytes(b));
         }
-        self.carry[..rest.len()].copy_from_slice(rest);
-        self.pending = rest.len();
+        if !rest.is_empty() {
+            self.carry[..rest.len()].copy_from_slice(rest);
+            self.pending = rest.len();
+        }
     }
 
     /// The sum of everything added so far.
