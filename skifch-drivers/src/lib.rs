@@ -28,6 +28,7 @@
 //! See [`shm`] for the two designs measured and the numbers behind the choice.
 #![deny(unsafe_code)]
 
+pub mod fpga;
 pub mod launch;
 pub mod shm;
 pub mod testing;
