@@ -25,6 +25,7 @@
 //! # Ok::<(), skifch::Error>(())
 //! ```
 
+pub mod driver;
 pub mod hw;
 pub mod iova;
 pub mod vfio;
