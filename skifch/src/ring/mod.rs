@@ -1077,6 +1077,13 @@ unsafe impl<R: Region> Port for RingPort<R> {
         if self.take(self.cur, out)? {
             return Ok(());
         }
+        // No other lane has ever carried a message (one sender, the common case of a
+        // polling loop): the empty poll ends here, without the out-of-line scan — a
+        // spinning receiver then takes few issue slots from a sender on a sibling
+        // hyperthread.
+        if self.sum_words == 1 && self.summary_bits(0) == 0 {
+            return Err(self.nothing());
+        }
         match self.scan()? {
             Some(i) if self.take(i, out)? => Ok(()),
             _ => Err(self.nothing()),
