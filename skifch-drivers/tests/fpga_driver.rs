@@ -65,6 +65,8 @@ fn cfg() -> FpgaConfig {
         ready_timeout: Duration::from_millis(200),
         link_timeout: Duration::from_millis(200),
         irq_slice: Duration::from_millis(20),
+        credits: false, // the scripted device does not play credit returns
+        drain_timeout: Duration::ZERO,
     }
 }
 
@@ -637,4 +639,214 @@ fn a_blocked_receiver_wakes_on_the_interrupt_and_never_hangs() {
     assert_eq!(m.to_vec(), b"wake up");
     t.join().unwrap();
     assert_eq!(dev.reg(regs::IRQ_MASK), regs::irq::ALL, "masked again");
+}
+
+/// End to end over the behavioural model (`fpga::model`): device threads, torus network,
+/// the conformance suite with threads as ranks, and injected faults.
+mod over_the_model {
+    use super::*;
+    use fpga::model::{Fault, Machine, ModelConfig};
+    use fpga::regs::Link;
+    use skifch::conformance;
+    use skifch_drivers::fpga::model::{self, ModelHw};
+
+    fn model_cfg() -> ModelConfig {
+        ModelConfig {
+            hw_demux: true,
+            ..ModelConfig::default()
+        }
+    }
+
+    fn drv_cfg() -> FpgaConfig {
+        FpgaConfig {
+            tx_entries: 64,
+            rx_bytes: 16 << 10,
+            rxc_entries: 256,
+            max_ports: 2,
+            ..FpgaConfig::default()
+        }
+    }
+
+    fn suite_cfg() -> conformance::Config {
+        conformance::Config {
+            messages: 300,
+            max_payload: 1000,
+        }
+    }
+
+    fn passes_the_suite(x: u8, y: u8, z: u8) {
+        let dims = Dims::new(x, y, z).unwrap();
+        model::run(dims, model_cfg(), drv_cfg(), |job| {
+            conformance::run_all(&job, &suite_cfg())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn two_nodes_pass_the_conformance_suite() {
+        passes_the_suite(2, 1, 1);
+    }
+
+    #[test]
+    fn four_nodes_pass_the_conformance_suite() {
+        passes_the_suite(2, 2, 1);
+    }
+
+    #[test]
+    fn a_dead_rank_is_reported_to_the_others() {
+        let dims = Dims::new(3, 1, 1).unwrap();
+        let r = model::run(dims, model_cfg(), drv_cfg(), |job| {
+            let mut s = conformance::Suite::new(&job, conformance::Config::small())?;
+            conformance::peer_failure(&mut s, Duration::from_secs(1), || {
+                panic!("rank dies on purpose")
+            })
+        });
+        match r {
+            Err(Error::Bootstrap(m)) => assert!(m.contains("rank 2 panicked"), "{m}"),
+            other => panic!("expected only the victim to fail, got {other:?}"),
+        }
+    }
+
+    /// Two drivers of a 2-node machine in this thread, for fault injection.
+    fn pair(m: &Machine) -> (Arc<model::ModelDriver>, Arc<model::ModelDriver>) {
+        let a = std::thread::scope(|s| {
+            let h = s.spawn(|| FpgaDriver::new(ModelHw::attach(m, 1).unwrap(), drv_cfg()));
+            let a = FpgaDriver::new(ModelHw::attach(m, 0).unwrap(), drv_cfg()).unwrap();
+            (a, h.join().unwrap().unwrap())
+        });
+        a
+    }
+
+    fn recv_within<P: Port>(p: &mut P, t: Duration) -> skifch::Result<skifch::driver::RawMessage> {
+        let t0 = std::time::Instant::now();
+        loop {
+            match p.recv() {
+                Err(Error::WouldBlock) if t0.elapsed() < t => std::thread::yield_now(),
+                Err(Error::WouldBlock) => return Err(Error::TimedOut),
+                r => return r,
+            }
+        }
+    }
+
+    #[test]
+    fn a_completion_with_a_bad_length_breaks_only_that_port() {
+        let m = Machine::new(Dims::new(2, 1, 1).unwrap(), model_cfg()).unwrap();
+        let (a, b) = pair(&m);
+        let mut tx = a.open_port(0).unwrap();
+        let mut rx = b.open_port(0).unwrap();
+        let mut rx1 = b.open_port(1).unwrap();
+        let to = NetAddr::new(1, 0);
+        tx.send(to, &[IoSlice::new(b"first")], SendMode::Whole)
+            .unwrap();
+        let first = recv_within(&mut rx, Duration::from_secs(5)).unwrap();
+        // SAFETY: token from this port's recv, completed once, no borrow of its segments.
+        unsafe { rx.complete(first.token) };
+        assert!(matches!(rx.recv(), Err(Error::WouldBlock))); // publishes RX_FREE/RXC_TAIL
+        let before = rx.rx_snapshot().unwrap();
+        m.inject(1, Fault::BadCompletionLength).unwrap();
+        tx.send(to, &[IoSlice::new(b"second")], SendMode::Whole)
+            .unwrap();
+        match recv_within(&mut rx, Duration::from_secs(5)) {
+            Err(Error::Corrupt(msg)) => assert!(msg.contains("RX completion"), "{msg}"),
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+        assert!(matches!(rx.recv(), Err(Error::Corrupt(_))), "stays broken");
+        assert_eq!(
+            rx.rx_snapshot().unwrap(),
+            before,
+            "nothing consumed or released"
+        );
+        // The adapter and its other queue keep working.
+        tx.send(
+            NetAddr::new(1, 1),
+            &[IoSlice::new(b"other port")],
+            SendMode::Whole,
+        )
+        .unwrap();
+        let ok = recv_within(&mut rx1, Duration::from_secs(5)).unwrap();
+        assert_eq!(ok.len, 10);
+        // SAFETY: as above.
+        unsafe { rx1.complete(ok.token) };
+        drop((tx, rx, rx1, a, b));
+        m.shutdown();
+    }
+
+    #[test]
+    fn a_stuck_doorbell_gives_would_block_not_a_hang() {
+        let m = Machine::new(Dims::new(2, 1, 1).unwrap(), model_cfg()).unwrap();
+        let (a, b) = pair(&m);
+        let mut tx = a.open_port(0).unwrap();
+        let mut rx = b.open_port(0).unwrap();
+        m.inject(0, Fault::StuckDoorbell(true)).unwrap();
+        let to = NetAddr::new(1, 0);
+        let mut sent = 0u32;
+        let t0 = std::time::Instant::now();
+        loop {
+            match tx.send(to, &[IoSlice::new(&sent.to_le_bytes())], SendMode::Whole) {
+                Ok(_) => sent += 1,
+                Err(Error::WouldBlock) => break,
+                Err(e) => panic!("{e}"),
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "no back-pressure");
+        }
+        assert_eq!(
+            sent,
+            drv_cfg().tx_entries,
+            "the TX ring fills, then would block"
+        );
+        assert!(matches!(rx.recv(), Err(Error::WouldBlock)));
+        let snap = a.tx_snapshot();
+        assert_eq!((snap.tail, snap.head), (sent as u64, 0));
+        // The doorbell works again: the next doorbell publishes everything written.
+        m.inject(0, Fault::StuckDoorbell(false)).unwrap();
+        let mut got = 0u32;
+        let t0 = std::time::Instant::now();
+        while got <= sent && t0.elapsed() < Duration::from_secs(10) {
+            if got == 0 {
+                let _ = tx.send(to, &[IoSlice::new(&sent.to_le_bytes())], SendMode::Whole);
+            }
+            match rx.recv() {
+                Ok(msg) => {
+                    // SAFETY: token from this port's recv, completed once.
+                    unsafe { rx.complete(msg.token) };
+                    got += 1;
+                }
+                Err(Error::WouldBlock) => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(got, sent + 1, "every message arrives once");
+        drop((tx, rx, a, b));
+        m.shutdown();
+    }
+
+    #[test]
+    fn a_link_down_is_reported_as_a_lost_peer() {
+        let m = Machine::new(Dims::new(2, 1, 1).unwrap(), model_cfg()).unwrap();
+        let (a, b) = pair(&m);
+        let mut pa = a.open_port(0).unwrap();
+        let job = Job::new(b.clone());
+        let ch = job.open(0).unwrap();
+        m.inject(0, Fault::LinkDown(Link::PlusX)).unwrap();
+        m.inject(0, Fault::LinkDown(Link::MinusX)).unwrap();
+        // A blocked receiver wakes with the error (ERROR/LINK_CHANGE interrupt or its
+        // bounded sleep), never hangs.
+        let t0 = std::time::Instant::now();
+        match ch.recv_timeout(Duration::from_secs(5)) {
+            Err(Error::PeerLost { rank: 0 }) => {}
+            other => panic!("expected PeerLost(0), got {other:?}"),
+        }
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        let t0 = std::time::Instant::now();
+        loop {
+            match pa.send(NetAddr::new(1, 0), &[IoSlice::new(b"x")], SendMode::Whole) {
+                Err(Error::PeerLost { rank: 1 }) => break,
+                Ok(_) | Err(Error::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => panic!("{e}"),
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "send never failed");
+        }
+        drop((pa, ch, job, a, b));
+        m.shutdown();
+    }
 }

@@ -53,6 +53,22 @@
 //! quarter of the ring has accumulated, on every empty poll (so a device waiting for room
 //! is never starved by an idle receiver), and when the port closes.
 //!
+//! # Credits (software flow control)
+//! The adapter has one TX ring per node, consumed in order, and its network and ejection
+//! are credit-flow-controlled per link, not per port: a message to a full queue stops
+//! everything behind it (a full port 0 at one rank would stall that rank's senders'
+//! traffic to every other port and rank — the conformance suite's barrier after its
+//! back-pressure fill deadlocks). So, with `CAPS.HW_DEMUX` and a spare RX queue
+//! ([`FpgaConfig::credits`]), each sender may have at most `rx_bytes / size` bytes (in
+//! 64-byte spans) and `rxc_entries / size` messages outstanding at each (node, port); a
+//! send beyond that is `WouldBlock` before it reaches the TX ring, so everything in the
+//! ring has room at its destination and always drains. The receiver returns credit
+//! once the space is released *and* published (`RX_FREE`, `RXC_TAIL`), as an inline
+//! 8-byte message (`port: u16, messages: u16, bytes: u32`) to the sender's credit queue
+//! (the RX queue after the last data port): when a quarter of a window has accumulated,
+//! and all of it whenever the receiving port polls empty. Senders take credit messages
+//! on every send and empty poll. The price: the largest message is `rx_bytes / size`.
+//!
 //! # Errors and peer loss (obligation 6)
 //! `ERR_STATUS` and `STATUS` are read on slow paths only (every 64th empty poll or refused
 //! send, after every sleep): a fatal bit (`TX_DESC_BAD`, `DMA_FAULT`, `RING_CONFIG`,
@@ -61,6 +77,13 @@
 //! ([`Error::PeerLost`] for empty receives and sends to it); the job launcher's view
 //! comes through [`JobControl`]. Sends to a rank or port outside the job are
 //! [`Error::Unreachable`]. Nothing panics on device misbehaviour; every wait is bounded.
+//! A `TX_TAIL` doorbell the device lost is rung again whenever the ring looks full.
+//!
+//! # Shutdown
+//! Dropping the driver (after its last port) waits, at most [`FpgaConfig::drain_timeout`],
+//! until the device has injected every packet of every descriptor written (`TX_HEAD` and
+//! `CNT_TX_PKTS`), so a message whose `send` succeeded is not lost by the reset that
+//! follows; then `CTRL.RESET`, and only then is DMA memory unmapped.
 #![allow(unsafe_code)] // `unsafe impl Port` and `DmaBuffer::cpu_slice` for received payloads
 
 use std::io::IoSlice;
@@ -112,6 +135,11 @@ pub struct FpgaConfig {
     pub link_timeout: Duration,
     /// Longest single interrupt wait of a [`Waiter`] (sleeps are re-armed by the caller).
     pub irq_slice: Duration,
+    /// Software credit flow control (needs `CAPS.HW_DEMUX` and a spare RX queue): see the
+    /// module docs, "Credits". Off, a full receiver blocks its senders' whole TX ring.
+    pub credits: bool,
+    /// Longest wait, when the driver is dropped, for the device to send what is queued.
+    pub drain_timeout: Duration,
 }
 
 impl Default for FpgaConfig {
@@ -125,6 +153,8 @@ impl Default for FpgaConfig {
             ready_timeout: Duration::from_secs(1),
             link_timeout: Duration::from_secs(2),
             irq_slice: Duration::from_millis(20),
+            credits: true,
+            drain_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -132,6 +162,8 @@ impl Default for FpgaConfig {
 const NO_LOSS: u32 = u32::MAX;
 /// Health checks (MMIO reads of STATUS/ERR_STATUS) run once per this many empty polls.
 const HEALTH_EVERY: u32 = 64;
+/// Successful sends between two health checks.
+const SENDS_PER_HEALTH_CHECK: u32 = 256;
 
 fn bootstrap(what: String) -> Error {
     Error::Bootstrap(format!("fpga adapter: {what}").into())
@@ -183,6 +215,11 @@ struct TxRing<D: DmaMemory> {
     stage_tail: u64,
     /// Per descriptor slot: `stage_head` after that descriptor (what its consumption frees).
     stage_end: Box<[u64]>,
+    /// Credits in use per destination `node * ports + port`: bytes (spans) and messages.
+    used: Vec<(u64, u32)>,
+    /// Packets the device will have injected once it has sent every descriptor written.
+    pkts: u64,
+    max_pkt: u64,
 }
 
 /// The TX side's indices, for tests and diagnostics.
@@ -226,6 +263,12 @@ impl<D: DmaMemory> TxRing<D> {
             v = hw.read32(regs::TX_HEAD as usize)?;
         }
         let ahead = v.wrapping_sub(self.head as u32) as u64;
+        let behind = (self.head as u32).wrapping_sub(v) as u64;
+        if behind <= self.entries && ahead > self.tail - self.head {
+            // A write-back older than a register read already taken (the device writes
+            // the register first, then the write-back word): nothing new.
+            return Ok(());
+        }
         if ahead > self.tail - self.head {
             return Err(Error::Corrupt(
                 format!(
@@ -243,7 +286,15 @@ impl<D: DmaMemory> TxRing<D> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The ring is full: rings the doorbell again with the same tail (harmless for a
+    /// device that saw it; recovers from a doorbell write the device lost) and reports
+    /// back-pressure.
+    #[cold]
+    fn kick<H: Hw>(&self, hw: &H) -> Error {
+        let _ = hw.write32(regs::TX_TAIL as usize, self.tail as u32);
+        Error::WouldBlock
+    }
+
     fn send<H: Hw>(
         &mut self,
         hw: &H,
@@ -256,7 +307,7 @@ impl<D: DmaMemory> TxRing<D> {
         if self.tail - self.head >= self.entries {
             self.reclaim(hw, true)?;
             if self.tail - self.head >= self.entries {
-                return Err(Error::WouldBlock);
+                return Err(self.kick(hw));
             }
         }
         let index = self.tail;
@@ -280,11 +331,11 @@ impl<D: DmaMemory> TxRing<D> {
                     let room = (self.stage_room() & !7) as usize;
                     let least = want.min(self.stage_bytes as usize / 8).max(1);
                     if mode == SendMode::Whole || room < least {
-                        return Err(Error::WouldBlock);
+                        return Err(self.kick(hw));
                     }
                     match self.stage_fit(room as u64) {
                         Some(s) => (s, room),
-                        None => return Err(Error::WouldBlock),
+                        None => return Err(self.kick(hw)),
                     }
                 }
             };
@@ -308,6 +359,7 @@ impl<D: DmaMemory> TxRing<D> {
         self.ring.write(slot * TxDesc::SIZE, &bytes)?;
         self.stage_end[slot] = self.stage_head;
         self.tail += 1;
+        self.pkts += (n as u64).div_ceil(self.max_pkt).max(1);
         // The doorbell: ordered after the descriptor and payload stores (`Mmio::write32`).
         hw.write32(regs::TX_TAIL as usize, self.tail as u32)?;
         Ok(n)
@@ -369,6 +421,11 @@ struct RxQueue<D: DmaMemory> {
     ooo: Vec<(u64, u64)>,
     reg_free: usize,
     reg_tail: usize,
+    /// Credits: consumed messages not yet released, in ring order `(end, span, node)`.
+    pending: std::collections::VecDeque<(u64, u64, usize)>,
+    /// Credits: per source node, bytes and messages released and not yet returned.
+    owed: Vec<(u64, u32)>,
+    owed_msgs: u32,
 }
 
 /// One RX queue's indices, for tests and diagnostics.
@@ -400,6 +457,67 @@ impl<D: DmaMemory> RxQueue<D> {
         }
     }
 
+    /// Looks at the completion slot at the tail: `None` while the device has not written
+    /// it; a fresh entry is copied into a shadow and validated (not consumed). A tag that
+    /// is neither this completion's nor the previous lap's, or an entry that fails
+    /// validation, is [`Error::Corrupt`].
+    fn poll(&self, limits: &Limits) -> Result<Option<RxCompletion>> {
+        let slot = ((self.tail & (self.entries - 1)) as usize) * RxCompletion::SIZE;
+        let tag = self
+            .comp
+            .load32(slot + RxCompletion::TAG_OFFSET, Ordering::Acquire)?;
+        if tag != RxCompletion::tag_for(self.tail) {
+            let stale = if self.tail < self.entries {
+                0
+            } else {
+                RxCompletion::tag_for(self.tail - self.entries)
+            };
+            if tag == stale {
+                return Ok(None);
+            }
+            return Err(Error::Corrupt(
+                format!(
+                    "fpga RX queue {}: completion slot {} holds tag {tag:#x}, neither completion {}'s nor the previous lap's",
+                    self.port,
+                    self.tail & (self.entries - 1),
+                    self.tail
+                )
+                .into(),
+            ));
+        }
+        let mut b = [0u8; RxCompletion::SIZE];
+        self.comp.read(slot, &mut b)?;
+        let at = RxExpect {
+            index: self.tail,
+            offset: self.next_off,
+            released: self.pub_free,
+            ring_bytes: self.bytes,
+        };
+        let port = self.port;
+        match RxCompletion::read_from(&b).and_then(|c| c.validate(&at, limits).map(|()| c)) {
+            Ok(c) if c.dst_port.get() as u32 == port => Ok(Some(c)),
+            Ok(c) => Err(Error::Corrupt(
+                format!(
+                    "fpga RX queue {port}: completion {} is for port {}",
+                    at.index,
+                    c.dst_port.get()
+                )
+                .into(),
+            )),
+            Err(e) => Err(Error::Corrupt(format!("fpga RX queue {port}: {e}").into())),
+        }
+    }
+
+    /// Consumes the completion `poll` returned (its space stays held until released).
+    fn consume(&mut self, c: &RxCompletion, credit: bool) {
+        self.tail += 1;
+        self.next_off = c.offset.get() + c.span();
+        if credit {
+            let node = desc::addr_node(c.src.get()) as usize;
+            self.pending.push_back((self.next_off, c.span(), node));
+        }
+    }
+
     fn publish<H: Hw>(&mut self, hw: &H) {
         // A register write to a fixed, in-range offset cannot fail; were it to, the value
         // stays dirty and is written again at the next chance.
@@ -410,12 +528,24 @@ impl<D: DmaMemory> RxQueue<D> {
         if self.pub_tail != self.tail && hw.write32(self.reg_tail, self.tail as u32).is_ok() {
             self.pub_tail = self.tail;
         }
+        // Space the device now knows to be free is owed back to its senders (credits).
+        while let Some(&(end, span, node)) = self.pending.front() {
+            if end > self.pub_free {
+                break;
+            }
+            self.pending.pop_front();
+            if let Some(o) = self.owed.get_mut(node) {
+                o.0 += span;
+                o.1 += 1;
+                self.owed_msgs += 1;
+            }
+        }
     }
 
     /// Releases `start..start + span` (RecvComp, or a failed message), in ring order.
-    fn release<H: Hw>(&mut self, hw: &H, start: u64, span: u64) {
+    fn release<H: Hw>(&mut self, hw: &H, start: u64, span: u64) -> bool {
         if span == 0 {
-            return; // nothing to give back (empty message, TOO_LARGE)
+            return false; // nothing to give back (empty message, TOO_LARGE)
         }
         if start == self.released && self.ooo.is_empty() {
             self.released = start + span;
@@ -426,11 +556,13 @@ impl<D: DmaMemory> RxQueue<D> {
             }
         } else {
             self.ooo.push((start, start + span));
-            return;
+            return false;
         }
         if self.released - self.pub_free >= self.bytes / 4 {
             self.publish(hw);
+            return true;
         }
+        false
     }
 }
 
@@ -466,8 +598,13 @@ pub struct FpgaDriver<H: Hw + Send + Sync + 'static> {
     hw_ports: u32,
     limits: Limits,
     max_msg: usize,
+    /// Credit window of one sender at one receiving port: bytes (spans) and messages.
+    win_bytes: u64,
+    win_msgs: u32,
     tx: Mutex<TxRing<H::Dma>>,
     queues: Vec<Mutex<Option<RxQueue<H::Dma>>>>,
+    /// The credit-return queue (`None`: no software flow control).
+    ctl: Option<Mutex<RxQueue<H::Dma>>>,
     fatal: AtomicBool,
     fatal_err: Mutex<Option<Error>>,
     lost: AtomicU32,
@@ -567,13 +704,32 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
         let rank = dims.node_id(coord).map_err(|e| bootstrap(e.to_string()))? as u32;
         let size = dims.nodes();
         let hw_ports = caps.ports().min(1 << 16);
+        // With credits, the queue after the last data port carries credit returns.
+        let credit = cfg.credits && caps.hw_demux && hw_ports >= 2 && caps.rx_queues >= 2;
         let ports = if caps.hw_demux {
-            hw_ports.min(caps.rx_queues as u32).min(cfg.max_ports)
+            let room = if credit { 1 } else { 0 };
+            (hw_ports - room)
+                .min(caps.rx_queues as u32 - room)
+                .min(cfg.max_ports)
         } else {
             1
         };
-        let max_msg = (cfg.rx_bytes as usize).min(desc::MAX_MSG as usize);
-        let limits = Limits::new(dims, ports, desc::VCS_MAX, max_msg as u32)
+        let (win_bytes, win_msgs) = if credit {
+            ((cfg.rx_bytes / size) as u64 & !63, cfg.rxc_entries / size)
+        } else {
+            (cfg.rx_bytes as u64, cfg.rxc_entries)
+        };
+        if win_bytes < 64 || win_msgs == 0 {
+            return Err(Error::InvalidArgument(
+                format!(
+                    "fpga driver configuration: rx_bytes {} / rxc_entries {} leave no credit for each of {size} nodes",
+                    cfg.rx_bytes, cfg.rxc_entries
+                )
+                .into(),
+            ));
+        }
+        let max_msg = (win_bytes as usize).min(desc::MAX_MSG as usize);
+        let limits = Limits::new(dims, ports + credit as u32, desc::VCS_MAX, max_msg as u32)
             .map_err(|e| bootstrap(e.to_string()))?;
 
         // DMA memory: TX ring, staging ring, write-back word, RX queues.
@@ -600,32 +756,34 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
             stage_head: 0,
             stage_tail: 0,
             stage_end: vec![0; cfg.tx_entries as usize].into_boxed_slice(),
+            used: vec![(0, 0); (size * ports) as usize],
+            pkts: 0,
+            max_pkt: max_pkt as u64,
         };
-        let mut queues = Vec::with_capacity(ports as usize);
-        for q in 0..ports {
+        let queue = |q: u32, bytes: u32, entries: u32| -> Result<RxQueue<H::Dma>> {
             let reg = |rel: u32| {
                 regs::rxq_reg(q, rel)
                     .ok_or_else(|| bootstrap(format!("RX queue {q} has no registers")))
             };
-            let data = dma.alloc(cfg.rx_bytes as usize)?;
-            let comp = dma.alloc(cfg.rxc_entries as usize * RxCompletion::SIZE)?;
+            let data = dma.alloc(bytes as usize)?;
+            let comp = dma.alloc(entries as usize * RxCompletion::SIZE)?;
             for (what, b) in [("RX_BASE", &data), ("RXC_BASE", &comp)] {
                 regs::check_ring_base(what, b.iova()).map_err(|e| bootstrap(e.to_string()))?;
             }
             w(reg(regs::rxq::RX_BASE_LO)?, data.iova() as u32)?;
             w(reg(regs::rxq::RX_BASE_HI)?, (data.iova() >> 32) as u32)?;
-            w(reg(regs::rxq::RX_SIZE)?, cfg.rx_bytes)?;
+            w(reg(regs::rxq::RX_SIZE)?, bytes)?;
             w(reg(regs::rxq::RX_FREE)?, 0)?;
             w(reg(regs::rxq::RXC_BASE_LO)?, comp.iova() as u32)?;
             w(reg(regs::rxq::RXC_BASE_HI)?, (comp.iova() >> 32) as u32)?;
-            w(reg(regs::rxq::RXC_SIZE)?, cfg.rxc_entries)?;
+            w(reg(regs::rxq::RXC_SIZE)?, entries)?;
             w(reg(regs::rxq::RXC_TAIL)?, 0)?;
-            queues.push(Mutex::new(Some(RxQueue {
+            Ok(RxQueue {
                 port: q,
                 data,
                 comp,
-                bytes: cfg.rx_bytes as u64,
-                entries: cfg.rxc_entries as u64,
+                bytes: bytes as u64,
+                entries: entries as u64,
                 tail: 0,
                 next_off: 0,
                 released: 0,
@@ -634,8 +792,27 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
                 ooo: Vec::new(),
                 reg_free: reg(regs::rxq::RX_FREE)? as usize,
                 reg_tail: reg(regs::rxq::RXC_TAIL)? as usize,
-            })));
-        }
+                pending: Default::default(),
+                owed: vec![(0, 0); size as usize],
+                owed_msgs: 0,
+            })
+        };
+        let queues = (0..ports)
+            .map(|q| Ok(Mutex::new(Some(queue(q, cfg.rx_bytes, cfg.rxc_entries)?))))
+            .collect::<Result<Vec<_>>>()?;
+        // The credit queue: room for every credit message that can be outstanding (at
+        // most one per data message in flight: `ports × rxc_entries`).
+        let ctl = if credit {
+            let entries = (ports * cfg.rxc_entries)
+                .next_power_of_two()
+                .clamp(regs::RING_ENTRIES_MIN, regs::RING_ENTRIES_MAX);
+            let bytes = (entries * regs::RX_ALIGN)
+                .next_power_of_two()
+                .clamp(regs::RX_BYTES_MIN, regs::RX_BYTES_MAX);
+            Some(Mutex::new(queue(ports, bytes, entries)?))
+        } else {
+            None
+        };
         w(regs::IRQ_MASK, regs::irq::ALL)?;
         w(regs::IRQ_COALESCE_NS, 0)?;
         let demux = if caps.hw_demux {
@@ -671,8 +848,11 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
             hw_ports,
             limits,
             max_msg,
+            win_bytes,
+            win_msgs,
             tx: Mutex::new(tx),
             queues,
+            ctl,
             fatal: AtomicBool::new(false),
             fatal_err: Mutex::new(None),
             lost: AtomicU32::new(NO_LOSS),
@@ -812,6 +992,128 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
         Ok(())
     }
 
+    /// A send within the sender's credit at `dst` (see the module docs, "Credits"): at most
+    /// `win_bytes` of spans and `win_msgs` messages not yet returned by the receiver.
+    fn send_credited(
+        &self,
+        dst: NetAddr,
+        dst_raw: u32,
+        src_port: u16,
+        iov: &[IoSlice<'_>],
+        mut want: usize,
+        mode: SendMode,
+    ) -> Result<usize> {
+        let span = |n: usize| (n as u64).next_multiple_of(regs::RX_ALIGN as u64);
+        let mut tx = lock(&self.tx);
+        let d = (dst.rank() * self.ports + dst.port()) as usize;
+        if self.ctl.is_some() {
+            let (ub, um) = tx.used.get(d).copied().unwrap_or((u64::MAX, u32::MAX));
+            let avail = self.win_bytes.saturating_sub(ub);
+            if um >= self.win_msgs {
+                return Err(Error::WouldBlock);
+            }
+            if span(want) > avail {
+                let least = span(want)
+                    .min(self.win_bytes / 8)
+                    .max(regs::RX_ALIGN as u64);
+                if mode == SendMode::Whole || avail < least {
+                    return Err(Error::WouldBlock);
+                }
+                want = avail as usize; // a multiple of RX_ALIGN below `want`
+            }
+        }
+        let n = tx.send(&self.hw, dst_raw, src_port, iov, want, mode)?;
+        if self.ctl.is_some() {
+            if let Some(u) = tx.used.get_mut(d) {
+                u.0 += span(n);
+                u.1 += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Returns the credits `rx` owes its senders: all of them when `idle`, else those
+    /// past a quarter of a window. A credit message that does not fit the TX ring now
+    /// stays owed (sent at the next chance).
+    fn return_credits(&self, rx: &mut RxQueue<H::Dma>, idle: bool) {
+        if rx.owed_msgs == 0 || self.ctl.is_none() {
+            return;
+        }
+        let ctl_port = self.ports as u16;
+        for node in 0..rx.owed.len() {
+            let (b, m) = rx.owed[node];
+            if m == 0 || !(idle || b >= self.win_bytes / 4 || m >= (self.win_msgs / 4).max(1)) {
+                continue;
+            }
+            let (b, m) = (b.min(u32::MAX as u64), m.min(u16::MAX as u32));
+            let mut msg = [0u8; 8];
+            msg[0..2].copy_from_slice(&(rx.port as u16).to_le_bytes());
+            msg[2..4].copy_from_slice(&(m as u16).to_le_bytes());
+            msg[4..8].copy_from_slice(&(b as u32).to_le_bytes());
+            let to = desc::net_addr(node as u16, ctl_port);
+            let sent = lock(&self.tx).send(
+                &self.hw,
+                to,
+                ctl_port,
+                &[IoSlice::new(&msg)],
+                msg.len(),
+                SendMode::Whole,
+            );
+            if sent.is_ok() {
+                rx.owed[node].0 -= b;
+                rx.owed[node].1 -= m;
+                rx.owed_msgs -= m;
+            }
+        }
+    }
+
+    /// Takes the credit messages that arrived and gives their credit back to the senders
+    /// (any thread; one at a time). A bad credit message is a device fault.
+    fn drain_credits(&self) -> Result<()> {
+        let Some(ctl) = &self.ctl else {
+            return Ok(());
+        };
+        let Ok(mut q) = ctl.try_lock() else {
+            return Ok(()); // another thread is at it
+        };
+        let mut took = false;
+        loop {
+            let c = match q.poll(&self.limits) {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(e) => return Err(self.set_fatal(e)),
+            };
+            let (off, len, src) = (c.offset.get(), c.len.get(), c.src.get());
+            q.consume(&c, false);
+            took = true;
+            let mut b = [0u8; 8];
+            let pos = (off & (q.bytes - 1)) as usize;
+            let ok = c.status.get() == 0 && len == 8 && q.data.read(pos, &mut b).is_ok();
+            q.release(&self.hw, off, c.span());
+            let port = u16::from_le_bytes([b[0], b[1]]) as u32;
+            let msgs = u16::from_le_bytes([b[2], b[3]]) as u32;
+            let bytes = u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as u64;
+            let node = desc::addr_node(src);
+            let d = (node * self.ports + port) as usize;
+            let mut tx = lock(&self.tx);
+            match tx.used.get_mut(d) {
+                Some(u) if ok && port < self.ports && u.0 >= bytes && u.1 >= msgs => {
+                    u.0 -= bytes;
+                    u.1 -= msgs;
+                }
+                _ => {
+                    return Err(self.set_fatal(Error::Corrupt(
+                        format!("fpga credit queue: a bad credit message from node {node} (port {port}, {msgs} messages, {bytes} bytes)").into(),
+                    )))
+                }
+            }
+        }
+        if took {
+            q.publish(&self.hw);
+        }
+        Ok(())
+    }
+
     fn unreachable(&self, dst: NetAddr) -> Option<Error> {
         let why = if dst.rank() >= self.size {
             Unreachable::NoSuchRank
@@ -832,9 +1134,30 @@ fn expected_links(dims: Dims) -> u32 {
         .fold(0, |m, d| m | 0b11 << (2 * d))
 }
 
+impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
+    /// Whether the device has injected every packet of every descriptor written (a reset
+    /// before that would lose messages whose `send` already succeeded).
+    fn tx_drained(&self) -> Result<bool> {
+        let mut tx = lock(&self.tx);
+        tx.reclaim(&self.hw, true)?;
+        if tx.head != tx.tail {
+            return Ok(false);
+        }
+        let lo = self.hw.read32(regs::CNT_TX_PKTS as usize)?; // latches HI
+        let hi = self.hw.read32(regs::CNT_TX_PKTS as usize + 4)?;
+        Ok((hi as u64) << 32 | lo as u64 >= tx.pkts)
+    }
+}
+
 impl<H: Hw + Send + Sync + 'static> Drop for FpgaDriver<H> {
     fn drop(&mut self) {
-        // Stop the device before the rings are unmapped (datasheet "Reset").
+        // Let the device send what was queued (bounded: a receiver that never drains
+        // back-pressures forever), then stop it before the rings are unmapped.
+        if !self.fatal.load(Ordering::Relaxed) {
+            let _ = wait_for("the TX ring to drain", self.cfg.drain_timeout, || {
+                self.tx_drained().or(Ok(true))
+            });
+        }
         let _ = self.hw.write32(regs::CTRL as usize, 0);
         let _ = self.hw.write32(regs::CTRL as usize, regs::ctrl::RESET);
         let _ = wait_for("STATUS.READY", Duration::from_millis(200), || {
@@ -879,6 +1202,7 @@ impl<H: Hw + Send + Sync + 'static> Driver for FpgaDriver<H> {
             broken: None,
             polls: 0,
             refusals: 0,
+            sends: 0,
         })
     }
     fn max_message(&self) -> usize {
@@ -898,6 +1222,7 @@ pub struct FpgaPort<H: Hw + Send + Sync + 'static> {
     broken: Option<Error>,
     polls: u32,
     refusals: u32,
+    sends: u32,
 }
 
 impl<H: Hw + Send + Sync + 'static> std::fmt::Debug for FpgaPort<H> {
@@ -948,62 +1273,13 @@ impl<H: Hw + Send + Sync + 'static> FpgaPort<H> {
     /// Looks at the completion slot at the queue's tail; a fresh entry is copied into a
     /// shadow and validated (not consumed).
     fn poll(&mut self) -> Result<Poll> {
-        let drv = &*self.drv;
         let Some(rx) = self.rx.as_ref() else {
             return Ok(Poll::Empty);
         };
-        let slot = ((rx.tail & (rx.entries - 1)) as usize) * RxCompletion::SIZE;
-        let tag = rx
-            .comp
-            .load32(slot + RxCompletion::TAG_OFFSET, Ordering::Acquire)?;
-        if tag != RxCompletion::tag_for(rx.tail) {
-            let stale = if rx.tail < rx.entries {
-                0
-            } else {
-                RxCompletion::tag_for(rx.tail - rx.entries)
-            };
-            if tag == stale {
-                return Ok(Poll::Empty);
-            }
-            let e = Error::Corrupt(
-                format!(
-                    "fpga RX queue {}: completion slot {} holds tag {tag:#x}, neither completion {}'s nor the previous lap's",
-                    rx.port,
-                    rx.tail & (rx.entries - 1),
-                    rx.tail
-                )
-                .into(),
-            );
-            return Err(self.corrupt(e));
-        }
-        let mut b = [0u8; RxCompletion::SIZE];
-        rx.comp.read(slot, &mut b)?;
-        let at = RxExpect {
-            index: rx.tail,
-            offset: rx.next_off,
-            released: rx.pub_free,
-            ring_bytes: rx.bytes,
-        };
-        let port = rx.port;
-        let checked =
-            RxCompletion::read_from(&b).and_then(|c| c.validate(&at, &drv.limits).map(|()| c));
-        match checked {
-            Ok(c) if c.dst_port.get() as u32 == port => Ok(Poll::Fresh(c)),
-            Ok(c) => {
-                let e = Error::Corrupt(
-                    format!(
-                        "fpga RX queue {port}: completion {} is for port {}",
-                        at.index,
-                        c.dst_port.get()
-                    )
-                    .into(),
-                );
-                Err(self.corrupt(e))
-            }
-            Err(e) => {
-                let e = Error::Corrupt(format!("fpga RX queue {port}: {e}").into());
-                Err(self.corrupt(e))
-            }
+        match rx.poll(&self.drv.limits) {
+            Ok(Some(c)) => Ok(Poll::Fresh(c)),
+            Ok(None) => Ok(Poll::Empty),
+            Err(e) => Err(self.corrupt(e)),
         }
     }
 
@@ -1014,6 +1290,11 @@ impl<H: Hw + Send + Sync + 'static> FpgaPort<H> {
         let drv = &*self.drv;
         if let Some(rx) = self.rx.as_mut() {
             rx.publish(&drv.hw);
+            // Idle: everything released goes back to its senders now.
+            drv.return_credits(rx, true);
+        }
+        if let Err(e) = drv.drain_credits() {
+            return e;
         }
         self.polls = self.polls.wrapping_add(1);
         if self.polls % HEALTH_EVERY == 0 {
@@ -1045,7 +1326,9 @@ impl<H: Hw + Send + Sync + 'static> FpgaPort<H> {
         let st = c.status.get();
         let (len, src) = (c.len.get(), NetAddr::from(c.src.get()));
         if let Some(rx) = self.rx.as_mut() {
-            rx.release(&drv.hw, c.offset.get(), c.span());
+            if rx.release(&drv.hw, c.offset.get(), c.span()) {
+                drv.return_credits(rx, false);
+            }
         }
         if st & desc::rx_status::TOO_LARGE != 0 {
             Error::MessageTooLarge {
@@ -1080,7 +1363,7 @@ unsafe impl<H: Hw + Send + Sync + 'static> Port for FpgaPort<H> {
         if let Some(e) = drv.unreachable(dst) {
             return Err(e);
         }
-        if drv.lost.load(Ordering::Relaxed) == dst.rank() {
+        if drv.lost_peer() == Some(dst.rank()) {
             return Err(Error::PeerLost { rank: dst.rank() });
         }
         let total = iov_total(iov)?;
@@ -1095,9 +1378,20 @@ unsafe impl<H: Hw + Send + Sync + 'static> Port for FpgaPort<H> {
             SendMode::Prefix => total.min(drv.max_msg),
         };
         let dst_raw = desc::net_addr(dst.rank() as u16, dst.port() as u16);
-        let r = lock(&drv.tx).send(&drv.hw, dst_raw, self.addr.port() as u16, iov, want, mode);
+        if drv.ctl.is_some() {
+            drv.drain_credits()?;
+        }
+        let r = drv.send_credited(dst, dst_raw, self.addr.port() as u16, iov, want, mode);
         match r {
-            Ok(n) => Ok(n),
+            Ok(n) => {
+                self.sends = self.sends.wrapping_add(1);
+                if self.sends % SENDS_PER_HEALTH_CHECK == 0 {
+                    // A link may have failed under a stream that never blocks (the
+                    // device drops unroutable messages at the source, NO_ROUTE).
+                    let _ = drv.check_health();
+                }
+                Ok(n)
+            }
             Err(Error::WouldBlock) => Err(self.refused()),
             Err(Error::Corrupt(m)) => Err(drv.set_fatal(Error::Corrupt(m))),
             Err(e) => Err(e),
@@ -1115,10 +1409,10 @@ unsafe impl<H: Hw + Send + Sync + 'static> Port for FpgaPort<H> {
             return Err(Error::WouldBlock);
         };
         let (off, len, span) = (c.offset.get(), c.len.get() as u64, c.span());
-        rx.tail += 1;
-        rx.next_off = off + span;
+        rx.consume(&c, drv.ctl.is_some());
         if rx.tail - rx.pub_tail >= rx.entries / 4 {
             rx.publish(&drv.hw);
+            drv.return_credits(rx, false);
         }
         if c.status.get() != 0 {
             return Err(self.failed_message(&c));
@@ -1168,7 +1462,9 @@ unsafe impl<H: Hw + Send + Sync + 'static> Port for FpgaPort<H> {
     unsafe fn complete(&mut self, token: Token) {
         let drv = &*self.drv;
         if let Some(rx) = self.rx.as_mut() {
-            rx.release(&drv.hw, token.a, token.b);
+            if rx.release(&drv.hw, token.a, token.b) {
+                drv.return_credits(rx, false);
+            }
         }
     }
 
@@ -1183,6 +1479,7 @@ impl<H: Hw + Send + Sync + 'static> Drop for FpgaPort<H> {
     fn drop(&mut self) {
         if let Some(mut rx) = self.rx.take() {
             rx.publish(&self.drv.hw);
+            self.drv.return_credits(&mut rx, true);
             // The queue keeps its state: a port opened again continues where this one stopped.
             let q = rx.port as usize;
             *lock(&self.drv.queues[q]) = Some(rx);

@@ -28,6 +28,7 @@
 pub mod driver;
 pub mod hw;
 pub mod iova;
+pub mod model;
 pub mod vfio;
 pub mod vfio_fake;
 pub mod vfio_sys;
