@@ -850,3 +850,14 @@ mod over_the_model {
         m.shutdown();
     }
 }
+
+/// The vfio backend (a real card) fits the same driver: `FpgaDriver<VfioDevice<_>>`.
+#[test]
+fn the_vfio_backend_fits_the_driver() {
+    fn driver_over<H: Hw + Send + Sync + 'static>() -> &'static str {
+        std::any::type_name::<FpgaDriver<H>>()
+    }
+    use skifch_drivers::fpga::{vfio::VfioDevice, vfio_fake::FakeVfio, vfio_sys::LinuxVfio};
+    assert!(driver_over::<VfioDevice<LinuxVfio>>().contains("FpgaDriver"));
+    assert!(driver_over::<VfioDevice<FakeVfio>>().contains("FpgaDriver"));
+}
