@@ -385,6 +385,13 @@ fn a_full_tx_ring_or_staging_ring_would_block_and_consumes_nothing() {
     p.send(to, &[IoSlice::new(&big)], SendMode::Whole).unwrap();
     let d = dev.desc((TXN + 5) as u64);
     assert_eq!(dev.payload(&d), big);
+    // A write-back behind a register value already read is stale, not a fault.
+    let h = drv.reclaim_tx().unwrap().head as u32;
+    dev.hw
+        .dma
+        .device_write(dev.base(regs::TX_WB_LO), &(h as u64 - 1).to_le_bytes())
+        .unwrap();
+    assert_eq!(drv.reclaim_tx().unwrap().head, h as u64);
     // A write-back beyond what was written is a device fault.
     dev.consume(TXN + 50);
     dev.set(regs::TX_HEAD, TXN + 50);
