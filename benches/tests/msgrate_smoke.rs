@@ -1,7 +1,7 @@
 //! Smoke test of the MsgRate tool: a real 2-process job (the binary re-starts itself under
 //! the launcher), `--quick`, then the CSV must hold sane positive values for every test and
-//! size, and the SVG must exist. Also the in-process variant (`--local`) with 3 ranks, and a
-//! bad option failing cleanly.
+//! size, and the SVG must exist. Also the in-process variant (`--local`) with 3 ranks, the
+//! FPGA driver over the device model (`--fpga-model`), and a bad option failing cleanly.
 
 use std::path::Path;
 use std::process::Command;
@@ -126,6 +126,31 @@ fn in_process_three_ranks_with_peers() {
     );
     let svg = std::fs::read_to_string(dir.join("m.svg")).unwrap();
     assert!(svg.contains("rawring msgrate") && svg.contains("skifch-local n2one"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn over_the_fpga_device_model() {
+    // The FPGA adapter driver over the behavioural device model (threads): the same tool,
+    // correct data at every size (the receiver checks every byte), beside the shm driver.
+    let dir = tmpdir("fpga");
+    run(
+        &dir,
+        &[
+            "--fpga-model",
+            "--tests",
+            "msgrate,latency",
+            "--sizes",
+            "8,4096,65536",
+        ],
+    );
+    let rows = read_csv(&dir.join("m.csv")).unwrap();
+    check(
+        &rows,
+        "skifch-fpga-model",
+        &[("msgrate", "msg/s"), ("latency", "us")],
+        &[8, 4096, 65536],
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 

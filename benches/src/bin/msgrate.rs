@@ -72,6 +72,11 @@ struct Args {
     /// Run the ranks as threads of this process (in-process job) instead of processes.
     #[arg(long)]
     local: bool,
+    /// Run over the FPGA adapter driver and its behavioural device model (an N×1×1 torus,
+    /// ranks as threads of this process): the model's correctness, not its speed, is the
+    /// point (impl `skifch-fpga-model`).
+    #[arg(long, conflicts_with = "local")]
+    fpga_model: bool,
     /// Calibration details and probes on stderr.
     #[arg(short, long)]
     verbose: bool,
@@ -113,6 +118,8 @@ fn main() {
     let (cfg, peers) = setup.unwrap_or_else(|e| fail("setup", e));
     let report = if args.local {
         run_local(&args, cfg)
+    } else if args.fpga_model {
+        run_fpga_model(&args, cfg)
     } else {
         run_job(&args, &cfg)
     };
@@ -155,7 +162,34 @@ fn run_local(args: &Args, cfg: Config) -> Option<Report> {
         }))
     })
     .unwrap_or_else(|e| fail("in-process job", e.into()));
-    // Report the cause, not the echoes: a peer that saw the failing rank lost comes last.
+    first_report(out)
+}
+
+/// All ranks as threads over the FPGA driver and the device model of the `fpga` crate.
+fn run_fpga_model(args: &Args, mut cfg: Config) -> Option<Report> {
+    use skifch_drivers::fpga::{driver::FpgaConfig, model};
+    let dims = fpga::regs::Dims::new(args.ranks as u8, 1, 1)
+        .unwrap_or_else(|e| fail("setup", BenchError::Setup(format!("--ranks: {e}"))));
+    let machine = fpga::model::ModelConfig {
+        hw_demux: true,
+        ..Default::default()
+    };
+    // Data, barrier and control ports (the credit return queue is the driver's own).
+    let drv = FpgaConfig {
+        max_ports: 3,
+        ..FpgaConfig::default()
+    };
+    cfg.imp.get_or_insert_with(|| "skifch-fpga-model".into());
+    cfg.pin = false; // threads of one process, plus the model's own threads
+    let cfg = Arc::new(cfg);
+    let out = model::run(dims, machine, drv, move |job| Ok(run_rank(&job, &cfg)))
+        .unwrap_or_else(|e| fail("fpga-model job", e.into()));
+    first_report(out)
+}
+
+/// Rank 0's report, or the first error — the cause, not the echoes: a peer that saw the
+/// failing rank lost comes last.
+fn first_report(out: Vec<Result<Option<Report>>>) -> Option<Report> {
     let mut errs: Vec<(usize, BenchError)> = Vec::new();
     let mut rep = None;
     for (rank, r) in out.into_iter().enumerate() {
