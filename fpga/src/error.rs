@@ -10,6 +10,13 @@ pub enum Error {
     /// A configuration out of range (torus dimensions, packet size, ring sizes, ...).
     #[error("bad configuration: {0}")]
     BadConfig(String),
+    /// The network cannot make progress: packets wait on each other in a cycle of channels
+    /// (only possible with one virtual channel, or a bug); `cycle` names the channels.
+    #[error("{cycle}")]
+    Deadlock { cycle: String },
+    /// A route needs a link that is down (the message was not injected).
+    #[error("link down: {0}")]
+    LinkDown(String),
     /// An I/O failure of a tool (writing a CSV or a plot).
     #[error("{what}: {source}")]
     Io {

@@ -295,8 +295,10 @@ fn ring_load(vcs: u8) -> (Network, usize) {
 #[test]
 fn one_virtual_channel_deadlocks_on_a_loaded_ring() {
     let (mut net, _) = ring_load(1);
-    let err = net.run().unwrap_err().to_string();
-    assert!(err.contains("deadlock"), "{err}");
+    let err = net.run().unwrap_err();
+    assert!(matches!(err, fpga::Error::Deadlock { .. }), "{err:?}");
+    let err = err.to_string();
+    assert!(err.starts_with("deadlock"), "{err}");
     let d = net.deadlock().expect("recorded").clone();
     assert_eq!(d.cycle.len(), 8, "the cycle is the whole ring: {err}");
     assert!(d
@@ -374,7 +376,10 @@ fn a_down_link_refuses_routes_and_drops_packets_in_flight() {
     net.run_until(300.0).unwrap();
     net.set_link(0, Port::new(0, true), false).unwrap();
     assert!(!net.link_up(0, Port::new(0, true)).unwrap());
-    assert!(net.inject(net.now_ns(), msg(99, 0, 1, 8)).is_err());
+    assert!(matches!(
+        net.inject(net.now_ns(), msg(99, 0, 1, 8)),
+        Err(fpga::Error::LinkDown(_))
+    ));
     // The other direction still works.
     net.inject(net.now_ns(), msg(100, 1, 0, 8)).unwrap();
     let got = net.run().unwrap();

@@ -330,7 +330,7 @@ impl Network {
             )));
         }
         if let Some((node, port)) = self.route_down(msg.src, msg.dst) {
-            return Err(Error::BadConfig(format!(
+            return Err(Error::LinkDown(format!(
                 "message {}: route {} -> {} needs link node{node}.{port}, which is down",
                 msg.id, msg.src, msg.dst
             )));
@@ -437,9 +437,9 @@ impl Network {
         }
         if self.heap.is_empty() && self.in_flight() > 0 {
             let d = self.find_deadlock();
-            let msg = d.to_string();
+            let cycle = d.to_string();
             self.deadlock = Some(d);
-            return Err(Error::BadConfig(msg));
+            return Err(Error::Deadlock { cycle });
         }
         if limit != u64::MAX {
             self.now = self.now.max(limit);
