@@ -2,7 +2,7 @@
 //! (spec: "The core: three calls"; extensions: sender address, any-order completion, waiting).
 #![allow(unsafe_code)] // the guard tier: turns driver pointers into borrows (see `Port`'s safety contract)
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, UnsafeCell};
 use std::io::IoSlice;
 use std::mem::ManuallyDrop;
 use std::sync::{Mutex, MutexGuard};
@@ -38,7 +38,7 @@ use crate::{Error, NetAddr, Result};
 /// assert_eq!(out[1], b"hello world");
 /// ```
 pub struct Channel<P: Port> {
-    port: RefCell<P>,
+    port: UnsafeCell<P>,
     waiter: P::Waiter,
     addr: NetAddr,
     policy: Cell<WaitPolicy>,
@@ -51,10 +51,20 @@ impl<P: Port> Channel<P> {
         Channel {
             waiter: port.waiter(),
             addr: port.addr(),
-            port: RefCell::new(port),
+            port: UnsafeCell::new(port),
             policy: Cell::new(policy),
             held: Cell::new(0),
         }
+    }
+
+    /// The port, for the duration of one driver call. Two of these never overlap: a
+    /// `Channel` is used by one thread (`!Sync`), driver calls never call back into the
+    /// channel or into user code, and no method keeps the reference across a user callback.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    fn port(&self) -> &mut P {
+        // SAFETY: see above — the only `&mut P` alive at any time.
+        unsafe { &mut *self.port.get() }
     }
 
     /// This channel's address (give it to peers so they can send here).
@@ -82,17 +92,14 @@ impl<P: Port> Channel<P> {
     /// nothing can be sent now: nothing was consumed, retry later.
     #[inline(always)]
     pub fn send(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<usize> {
-        self.port.borrow_mut().send(dst, iov, SendMode::Prefix)
+        self.port().send(dst, iov, SendMode::Prefix)
     }
 
     /// Sends all of `iov` as one message or nothing: `WouldBlock` while it does not fit,
     /// [`Error::MessageTooLarge`] if it can never fit the receiver.
     #[inline]
     pub fn send_whole(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<()> {
-        self.port
-            .borrow_mut()
-            .send(dst, iov, SendMode::Whole)
-            .map(|_| ())
+        self.port().send(dst, iov, SendMode::Whole).map(|_| ())
     }
 
     /// Sends all of `iov` as one message, waiting while it does not fit yet (spin, then
@@ -156,7 +163,7 @@ impl<P: Port> Channel<P> {
             ch: self,
             raw: RawMessage::EMPTY,
         });
-        let r = self.port.borrow_mut().recv_into(&mut msg.raw);
+        let r = self.port().recv_into(&mut msg.raw);
         match r {
             Ok(()) => {
                 self.held.set(self.held.get() + 1);
@@ -188,7 +195,7 @@ impl<P: Port> Channel<P> {
             ch: self,
             raw: RawMessage::EMPTY,
         });
-        let r = self.port.borrow_mut().recv_into(&mut msg.raw);
+        let r = self.port().recv_into(&mut msg.raw);
         match r {
             Ok(()) => {
                 self.held.set(self.held.get() + 1);
@@ -227,7 +234,7 @@ impl<P: Port> Channel<P> {
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> Result<()> {
         wait_until(self.policy.get(), &self.waiter, deadline, || {
-            self.port.borrow_mut().ready()
+            self.port().ready()
         })
     }
 
@@ -235,7 +242,7 @@ impl<P: Port> Channel<P> {
     /// [`Channel::complete_raw`] exactly once.
     #[inline(always)]
     pub fn try_recv_raw(&self) -> Result<RawMessage> {
-        let r = self.port.borrow_mut().recv();
+        let r = self.port().recv();
         if r.is_ok() {
             self.held.set(self.held.get() + 1);
         }
@@ -251,7 +258,7 @@ impl<P: Port> Channel<P> {
     pub unsafe fn complete_raw(&self, token: Token) {
         self.held.set(self.held.get() - 1);
         // SAFETY: forwarded contract.
-        unsafe { self.port.borrow_mut().complete(token) }
+        unsafe { self.port().complete(token) }
     }
 
     /// Returns the port (to close it explicitly, drop the channel).
