@@ -440,8 +440,7 @@ fn tail_going_backwards_or_unaligned() {
 
 // "The port then refuses further use" (ring module docs, and `Error::Corrupt`: "the channel
 // refuses to touch the memory any further"): once a port has met corrupt shared state, its
-// sends fail too, whichever lane they would use. `RingPort::send` does not look at the
-// port's broken state yet, so these two fail today; run them with `--ignored`.
+// sends fail too, whichever lane they would use.
 
 #[test]
 fn a_port_broken_on_send_refuses_sends_to_every_destination() {
