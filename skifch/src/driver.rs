@@ -181,3 +181,78 @@ pub fn iov_total(iov: &[IoSlice<'_>]) -> Result<usize> {
 
 /// Longest iovec accepted by a send (as `IOV_MAX` for `writev`).
 pub const IOV_MAX: usize = 1024;
+
+/// The any-order RecvComp of a driver whose receive memory is a ring (the spec's extension:
+/// completions in any order, memory given back up to the oldest message still held).
+/// Positions are monotonic byte counts; a message is the span `start..end`. Written once
+/// for every such driver (the shm lanes, the FPGA adapter's RX rings).
+#[derive(Debug, Default)]
+pub struct Reclaim {
+    freed: u64,
+    /// Completed above `freed`, waiting for an older message: `(start, end)`.
+    ooo: Vec<(u64, u64)>,
+}
+
+impl Reclaim {
+    /// Nothing held; everything below `at` is free.
+    pub fn new(at: u64) -> Self {
+        Reclaim {
+            freed: at,
+            ooo: Vec::new(),
+        }
+    }
+
+    /// Everything below this position is completed.
+    #[inline(always)]
+    pub fn freed(&self) -> u64 {
+        self.freed
+    }
+
+    /// Messages completed out of order, waiting for an older one.
+    pub fn waiting(&self) -> usize {
+        self.ooo.len()
+    }
+
+    /// Completes the message `start..end`; returns whether [`Reclaim::freed`] moved.
+    /// The in-order case is a compare and a store, small enough to inline into a guard's drop.
+    #[inline(always)]
+    pub fn complete(&mut self, start: u64, end: u64) -> bool {
+        if start == self.freed && self.ooo.is_empty() {
+            self.freed = end;
+            true
+        } else {
+            self.complete_out_of_order(start, end)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn complete_out_of_order(&mut self, start: u64, end: u64) -> bool {
+        if start != self.freed {
+            self.ooo.push((start, end));
+            return false;
+        }
+        self.freed = end;
+        while let Some(k) = self.ooo.iter().position(|&(s, _)| s == self.freed) {
+            self.freed = self.ooo.swap_remove(k).1;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reclaim;
+
+    #[test]
+    fn reclaims_up_to_the_oldest_held_message() {
+        let mut r = Reclaim::new(8);
+        assert!(r.complete(8, 16));
+        // 16..24 held; 24..40 and 40..48 completed first.
+        assert!(!r.complete(40, 48));
+        assert!(!r.complete(24, 40));
+        assert_eq!((r.freed(), r.waiting()), (16, 2));
+        assert!(r.complete(16, 24));
+        assert_eq!((r.freed(), r.waiting()), (48, 0));
+    }
+}

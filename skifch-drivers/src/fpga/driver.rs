@@ -93,7 +93,9 @@ use std::time::{Duration, Instant};
 
 use fpga::desc::{self, Limits, RxCompletion, RxExpect, TxDesc};
 use fpga::regs::{self, Caps, Coord, Dim, Dims, Link};
-use skifch::driver::{iov_total, Driver, Port, RawMessage, RawSeg, SendMode, Token, Waiter};
+use skifch::driver::{
+    iov_total, Driver, Port, RawMessage, RawSeg, Reclaim, SendMode, Token, Waiter,
+};
 use skifch::{Error, NetAddr, Result, Unreachable};
 
 use super::hw::{DmaBuffer, DmaMemory, Hw};
@@ -412,13 +414,11 @@ struct RxQueue<D: DmaMemory> {
     tail: u64,
     /// Where the next completion's payload must start (previous offset + span).
     next_off: u64,
-    /// RX bytes reclaimed (up to the oldest message still held).
-    released: u64,
+    /// RX bytes reclaimed: completions in any order, up to the oldest message still held.
+    done: Reclaim,
     /// Values last written to RX_FREE / RXC_TAIL (unwrapped).
     pub_free: u64,
     pub_tail: u64,
-    /// Completed spans waiting for an older held message: `(start, end)`.
-    ooo: Vec<(u64, u64)>,
     reg_free: usize,
     reg_tail: usize,
     /// Credits: consumed messages not yet released, in ring order `(end, span, node)`.
@@ -450,10 +450,10 @@ impl<D: DmaMemory> RxQueue<D> {
         RxSnapshot {
             rxc_tail: self.tail,
             next_offset: self.next_off,
-            released: self.released,
+            released: self.done.freed(),
             published_free: self.pub_free,
             published_tail: self.pub_tail,
-            out_of_order: self.ooo.len(),
+            out_of_order: self.done.waiting(),
         }
     }
 
@@ -521,9 +521,10 @@ impl<D: DmaMemory> RxQueue<D> {
     fn publish<H: Hw>(&mut self, hw: &H) {
         // A register write to a fixed, in-range offset cannot fail; were it to, the value
         // stays dirty and is written again at the next chance.
-        if self.pub_free != self.released && hw.write32(self.reg_free, self.released as u32).is_ok()
+        if self.pub_free != self.done.freed()
+            && hw.write32(self.reg_free, self.done.freed() as u32).is_ok()
         {
-            self.pub_free = self.released;
+            self.pub_free = self.done.freed();
         }
         if self.pub_tail != self.tail && hw.write32(self.reg_tail, self.tail as u32).is_ok() {
             self.pub_tail = self.tail;
@@ -547,18 +548,10 @@ impl<D: DmaMemory> RxQueue<D> {
         if span == 0 {
             return false; // nothing to give back (empty message, TOO_LARGE)
         }
-        if start == self.released && self.ooo.is_empty() {
-            self.released = start + span;
-        } else if start == self.released {
-            self.released = start + span;
-            while let Some(k) = self.ooo.iter().position(|&(s, _)| s == self.released) {
-                self.released = self.ooo.swap_remove(k).1;
-            }
-        } else {
-            self.ooo.push((start, start + span));
+        if !self.done.complete(start, start + span) {
             return false;
         }
-        if self.released - self.pub_free >= self.bytes / 4 {
+        if self.done.freed() - self.pub_free >= self.bytes / 4 {
             self.publish(hw);
             return true;
         }
@@ -786,10 +779,9 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
                 entries: entries as u64,
                 tail: 0,
                 next_off: 0,
-                released: 0,
+                done: Reclaim::new(0),
                 pub_free: 0,
                 pub_tail: 0,
-                ooo: Vec::new(),
                 reg_free: reg(regs::rxq::RX_FREE)? as usize,
                 reg_tail: reg(regs::rxq::RXC_TAIL)? as usize,
                 pending: Default::default(),

@@ -74,7 +74,9 @@ use std::time::Duration;
 use layout::*;
 pub use layout::{chan_state, rank_state, Layout, Params, MAX_PORTS, MAX_RANKS};
 
-use crate::driver::{iov_total, Driver, Port, RawMessage, RawSeg, SendMode, Token, Waiter};
+use crate::driver::{
+    iov_total, Driver, Port, RawMessage, RawSeg, Reclaim, SendMode, Token, Waiter,
+};
 use crate::error::Unreachable;
 use crate::{Error, NetAddr, Result};
 
@@ -486,10 +488,9 @@ impl<R: Region> Fabric<R> {
                 data: self.lane_ptr(inc),
                 tail: Shared::new(self.tail(inc)),
                 consumed: t,
-                freed: t,
+                done: Reclaim::new(t),
                 published: t,
                 src,
-                ooo: Vec::new(),
             });
         }
         Ok((me, tx.into_boxed_slice(), rx.into_boxed_slice()))
@@ -616,29 +617,30 @@ struct Rx {
     tail: Shared<AtomicU64>,
     /// End of the last message handed out.
     consumed: u64,
-    /// Everything below is completed.
-    freed: u64,
+    /// Completions in any order; everything below `done.freed()` is given back.
+    done: Reclaim,
     /// Last value stored to the shared tail.
     published: u64,
     src: NetAddr,
-    /// Completed out of order: (start, end) of messages above `freed`.
-    ooo: Vec<(u64, u64)>,
+}
+
+/// The header word of position `pos` (8-aligned, any lap) in the lane at `data` of `cap`
+/// bytes: the one place both sides of the lane protocol reach a record header.
+#[inline(always)]
+fn header_word<'a>(data: NonNull<u8>, cap: u64, pos: u64) -> &'a AtomicU64 {
+    debug_assert!(pos % 8 == 0 && cap.is_power_of_two());
+    // SAFETY: `data` is a live lane of `cap` bytes (a `Tx`/`Rx` pointer, kept alive like
+    // every `Shared`); lanes start on a page and `pos & (cap - 1)` is 8-aligned below `cap`;
+    // header words are accessed atomically by every process.
+    unsafe { &*(data.as_ptr().add((pos & (cap - 1)) as usize) as *const AtomicU64) }
 }
 
 impl Rx {
-    /// The 8-byte word at lane offset `off` (8-aligned, inside the lane).
-    #[inline(always)]
-    fn word(&self, off: u64) -> &AtomicU64 {
-        // SAFETY: `data` is a live lane (see `Shared`), lanes start on a page and `off` is
-        // 8-aligned below the lane size (callers mask with `cap - 1`); header words are
-        // accessed atomically by every process.
-        unsafe { &*(self.data.as_ptr().add(off as usize) as *const AtomicU64) }
-    }
-
     #[inline]
     fn publish(&mut self) {
-        self.tail.get().store(self.freed, Ordering::Release);
-        self.published = self.freed;
+        let freed = self.done.freed();
+        self.tail.get().store(freed, Ordering::Release);
+        self.published = freed;
     }
 }
 
@@ -679,16 +681,16 @@ impl<R: Region> RingPort<R> {
         };
         let pos = rx.consumed;
         // The header is the flag: zero until the producer publishes the record (release).
-        let word = rx.word(pos & (cap - 1)).load(Ordering::Acquire);
+        let word = header_word(rx.data, cap, pos).load(Ordering::Acquire);
         if word == 0 {
-            if rx.published != rx.freed {
+            if rx.published != rx.done.freed() {
                 rx.publish();
             }
             return Ok(false);
         }
         // A conforming producer writes only below `freed + cap` (space still held by
         // guards is below `pos`): the bound that keeps held messages intact.
-        let len = match decode_rec(word, pos, cap - (pos - rx.freed)) {
+        let len = match decode_rec(word, pos, cap - (pos - rx.done.freed())) {
             Ok(l) => l,
             Err(e) => return Err(self.corrupt(e)),
         };
@@ -808,12 +810,12 @@ impl<R: Region> RingPort<R> {
     /// validation is left to `take`, which delivers.
     #[inline(always)]
     fn lane_ready(&mut self, i: usize) -> bool {
-        let mask = self.cap - 1;
+        let cap = self.cap;
         let rx = &mut self.rx[i];
-        if rx.word(rx.consumed & mask).load(Ordering::Acquire) != 0 {
+        if header_word(rx.data, cap, rx.consumed).load(Ordering::Acquire) != 0 {
             return true;
         }
-        if rx.published != rx.freed {
+        if rx.published != rx.done.freed() {
             rx.publish();
         }
         false
@@ -848,7 +850,7 @@ impl<R: Region> RingPort<R> {
         self.broken.clone().unwrap_or(Error::WouldBlock)
     }
 
-    /// The errors a send checks for before touching the lane, off the hot path.
+    /// A bad address or a lost destination rank, off the hot path.
     #[cold]
     fn send_refused(&self, dst: NetAddr) -> Option<Error> {
         let (r, pt) = (dst.rank(), dst.port());
@@ -863,17 +865,9 @@ impl<R: Region> RingPort<R> {
             });
         }
         let fab = &*self.drv.fab;
-        if fab.lost().is_some() && fab.rank_state(r) == rank_state::LOST {
-            return Some(Error::PeerLost { rank: r });
-        }
-        let d = (r * self.nports + pt) as usize;
-        if self.tx[d].state.get().load(Ordering::Relaxed) == chan_state::CLOSED {
-            return Some(Error::Unreachable {
-                addr: dst,
-                why: Unreachable::Closed,
-            });
-        }
-        None
+        // (A closed port is checked on the fast path, for every send.)
+        (fab.lost().is_some() && fab.rank_state(r) == rank_state::LOST)
+            .then_some(Error::PeerLost { rank: r })
     }
 
     /// The tail of the lane to `d`, re-read because the cached copy says "full";
@@ -894,24 +888,6 @@ impl<R: Region> RingPort<R> {
         }
         tx.cached_tail = t;
         Ok(t)
-    }
-
-    /// RecvComp of a message that is not the oldest one held, or while others completed
-    /// out of order are waiting: memory is reclaimed up to the oldest message still held.
-    #[cold]
-    #[inline(never)]
-    fn complete_out_of_order(rx: &mut Rx, start: u64, end: u64, every: u64) {
-        if start != rx.freed {
-            rx.ooo.push((start, end));
-            return;
-        }
-        rx.freed = end;
-        while let Some(k) = rx.ooo.iter().position(|&(s, _)| s == rx.freed) {
-            rx.freed = rx.ooo.swap_remove(k).1;
-        }
-        if rx.freed - rx.published >= every {
-            rx.publish();
-        }
     }
 
     #[cold]
@@ -1054,12 +1030,8 @@ unsafe impl<R: Region> Port for RingPort<R> {
         // Payload, then the next record's flag (zero: "not yet"), then this record's flag:
         // a consumer that sees this header (acquire) also sees the zero after the record,
         // never a stale word of an earlier lap.
-        // SAFETY (both): 8-aligned offsets inside the lane (masked), a live lane (`Shared`);
-        // header words are accessed atomically by every process.
-        let word =
-            |off: u64| unsafe { &*(data.add((off & (cap - 1)) as usize) as *const AtomicU64) };
-        word(end).store(0, Ordering::Relaxed);
-        word(head).store(encode_rec(n as u32, head), Ordering::Release);
+        header_word(tx.data, cap, end).store(0, Ordering::Relaxed);
+        header_word(tx.data, cap, head).store(encode_rec(n as u32, head), Ordering::Release);
         tx.head = end;
         sys::light_barrier();
         if tx.sleepers.get().load(Ordering::Relaxed) != 0 {
@@ -1115,14 +1087,8 @@ unsafe impl<R: Region> Port for RingPort<R> {
         let Some(rx) = self.rx.get_mut(i) else {
             return; // not a token of this port (the caller's contract rules it out)
         };
-        if t.b == rx.freed && rx.ooo.is_empty() {
-            // In order (the usual case): kept small so that a message guard's drop inlines.
-            rx.freed = end;
-            if end - rx.published >= every {
-                rx.publish();
-            }
-        } else {
-            Self::complete_out_of_order(rx, t.b, end, every);
+        if rx.done.complete(t.b, end) && rx.done.freed() - rx.published >= every {
+            rx.publish();
         }
     }
 
@@ -1137,7 +1103,7 @@ unsafe impl<R: Region> Port for RingPort<R> {
 impl<R: Region> Drop for RingPort<R> {
     fn drop(&mut self) {
         for rx in self.rx.iter_mut() {
-            if rx.published != rx.freed {
+            if rx.published != rx.done.freed() {
                 rx.publish();
             }
         }
