@@ -34,3 +34,9 @@ pub mod shm;
 pub mod testing;
 
 pub use shm::{init, ShmDriver, ShmJob};
+
+/// The job type [`init`] returns; libraries with a C ABI (mpi-lite, shmem, the SkifCh C
+/// ABI) name this instead of a concrete driver, so the launcher can choose the driver.
+pub type DefaultJob = ShmJob;
+/// The port type of [`DefaultJob`]'s channels.
+pub type DefaultPort = <ShmDriver as skifch::Driver>::Port;

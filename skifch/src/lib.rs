@@ -29,7 +29,9 @@ pub mod driver;
 pub mod error;
 mod job;
 pub mod local;
+pub mod proto;
 pub mod ring;
+pub mod rma;
 pub mod wait;
 
 pub use addr::NetAddr;

@@ -1,0 +1,4 @@
+//! # mpi-lite — MPI on SkifCh channels (issue 5; under construction)
+//!
+//! Nothing is built yet: this crate is a placeholder so the workspace has its final shape.
+#![deny(unsafe_code)]
