@@ -31,6 +31,7 @@
 pub mod fpga;
 pub mod launch;
 pub mod shm;
+pub mod shm_rma;
 pub mod testing;
 
 pub use shm::{init, ShmDriver, ShmJob};

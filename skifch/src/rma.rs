@@ -1,2 +1,527 @@
-//! Remote memory access as an optional driver capability (ARCHITECTURE "Higher
-//! libraries"). Under construction.
+//! Remote memory access as an **optional** driver capability (ARCHITECTURE "Higher
+//! libraries"). The core [`crate::Driver`] trait does not depend on this module: a driver
+//! that can reach a peer's memory without the peer's CPU (the shm driver by mapping it, the
+//! FPGA adapter by DMA) offers an [`Rma`] provider beside its job; libraries use it when it
+//! is there and fall back to active messages over a channel when it is not.
+//!
+//! ## Model
+//! 1. Each rank obtains a [`Segment`] of its own memory: fresh memory from [`Rma::alloc`]
+//!    (zeroed, backed lazily page by page, so a large heap costs nothing until touched), or
+//!    existing pages shared in place with [`Rma::share_in_place`] (used for a program's
+//!    global variables).
+//! 2. **Collectively** (every rank, same order) the ranks [`expose`] one segment each; the
+//!    exchange of the segments' descriptors is an all-gather supplied by the caller (the
+//!    library runs it over its own channel, so the provider needs no port of its own).
+//!    The result is a [`Window`]: rank `r`'s segment, addressed by byte offset.
+//! 3. [`Window::put`], [`Window::get`] and [`Window::amo`] reach any rank's segment. Every
+//!    offset and length is checked against the target's segment length (an error, never an
+//!    access outside it); atomics must be naturally aligned.
+//!
+//! ## Completion and ordering
+//! * `put` returns when the source buffer may be reused (local completion). The data is
+//!   visible to the target and to other ranks no later than the next [`Window::quiet`] by
+//!   the initiator (remote completion). For a mapped window both happen at return; `quiet`
+//!   is a sequentially consistent fence, so every store issued before it is ordered before
+//!   any store or atomic issued after it (the flag-after-data pattern).
+//! * `get` returns when the data is in the destination buffer.
+//! * `amo` is atomic with respect to every other `amo` on the same location from any rank
+//!   (hardware atomics on the shared mapping), and returns the previous value.
+//! * Plain local loads and stores by the target on its own segment race with remote puts
+//!   as in any one-sided model; a target waits on a location with atomic loads.
+//!
+//! Memory a peer can write is reached here only through raw pointers and atomics, never a
+//! Rust reference (the spec's rule for shared memory).
+#![allow(unsafe_code)] // raw access to memory shared with other processes or threads
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::{Error, Result};
+
+/// An atomic memory operation on a 4- or 8-byte integer; [`Window::amo`] returns the value
+/// the location held before the operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Amo {
+    /// Read the value.
+    Fetch,
+    /// Store the operand.
+    Set(u64),
+    /// Store the operand (returns the old value).
+    Swap(u64),
+    /// Store `new` if the location holds `expected`.
+    CompareSwap {
+        /// The value compared with.
+        expected: u64,
+        /// The value stored on equality.
+        new: u64,
+    },
+    /// Wrapping add.
+    Add(u64),
+    /// Bitwise and.
+    And(u64),
+    /// Bitwise or.
+    Or(u64),
+    /// Bitwise xor.
+    Xor(u64),
+}
+
+/// All-gather of small byte strings among all ranks: called with this rank's bytes,
+/// returns every rank's bytes in rank order (supplied by the library, see [`expose`]).
+pub type Exchange<'a> = dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>> + 'a;
+
+/// One rank's memory that peers may reach once exposed (see the module docs).
+pub struct Segment {
+    ptr: *mut u8,
+    len: usize,
+    token: Vec<u8>,
+    _keep: Box<dyn Any + Send + Sync>,
+}
+
+// SAFETY: the segment only carries the address of memory kept alive by `_keep`; every
+// access through it is a raw-pointer or atomic access with the races documented above.
+unsafe impl Send for Segment {}
+// SAFETY: as for Send; a shared `&Segment` gives out only the address.
+unsafe impl Sync for Segment {}
+
+impl Segment {
+    /// A segment at `ptr..ptr+len` that peers open with `token`; `keep` owns the memory
+    /// (or the mapping) and is dropped with the segment.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must stay valid for reads and writes while `keep` lives.
+    pub unsafe fn new(
+        ptr: *mut u8,
+        len: usize,
+        token: Vec<u8>,
+        keep: Box<dyn Any + Send + Sync>,
+    ) -> Self {
+        Segment {
+            ptr,
+            len,
+            token,
+            _keep: keep,
+        }
+    }
+    /// Local base address.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// A peer's segment as this rank reaches it: its address in this process (mapped windows).
+pub struct PeerMapping {
+    ptr: *mut u8,
+    len: usize,
+    _keep: Box<dyn Any + Send + Sync>,
+}
+
+impl PeerMapping {
+    /// A peer's memory mapped at `ptr..ptr+len` in this process, kept mapped by `keep`.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must stay valid for reads and writes while `keep` lives.
+    pub unsafe fn new(ptr: *mut u8, len: usize, keep: Box<dyn Any + Send + Sync>) -> Self {
+        PeerMapping {
+            ptr,
+            len,
+            _keep: keep,
+        }
+    }
+}
+
+/// The capability: a driver's way of making one rank's memory reachable by the others.
+pub trait Rma: Send + Sync {
+    /// The provider's name (`shm`, `local`, …).
+    fn name(&self) -> &'static str;
+    /// This rank.
+    fn rank(&self) -> u32;
+    /// Ranks in the job.
+    fn size(&self) -> u32;
+    /// Fresh zeroed memory of `len` bytes that can be exposed (lazily backed).
+    fn alloc(&self, len: usize) -> Result<Segment>;
+    /// Makes the existing pages `addr..addr+len` exposable, keeping their contents (the shm
+    /// provider moves them onto shared memory with the same address). Providers that cannot
+    /// return [`Error::Unsupported`].
+    ///
+    /// # Safety
+    /// `addr` and `len` must be page-aligned and the pages mapped read-write for the rest
+    /// of the process's life; no other thread may access them during the call.
+    unsafe fn share_in_place(&self, addr: *mut u8, len: usize) -> Result<Segment>;
+    /// Opens rank `rank`'s segment from the token it published.
+    fn open_peer(&self, rank: u32, token: &[u8]) -> Result<PeerMapping>;
+}
+
+/// Collective: every rank exposes `seg` (the calls of all ranks pair up in order); returns
+/// the window of all ranks' segments. `exchange` is an all-gather among all ranks.
+///
+/// # Collective Operation
+/// Every rank calls it with its segment; it returns once this rank has opened every
+/// peer's segment (not necessarily once the peers have opened this one: a library
+/// synchronizes before its first remote access).
+pub fn expose(rma: &dyn Rma, seg: Segment, exchange: &mut Exchange<'_>) -> Result<MappedWindow> {
+    let mut token = (seg.len as u64).to_le_bytes().to_vec();
+    token.extend_from_slice(&seg.token);
+    let all = exchange(&token)?;
+    if all.len() != rma.size() as usize {
+        return Err(Error::InvalidArgument(
+            format!(
+                "the exchange returned {} entries for {} ranks",
+                all.len(),
+                rma.size()
+            )
+            .into(),
+        ));
+    }
+    let mut bases = Vec::with_capacity(all.len());
+    let mut maps = Vec::with_capacity(all.len());
+    for (r, t) in all.iter().enumerate() {
+        if r == rma.rank() as usize {
+            bases.push((seg.ptr, seg.len));
+            continue;
+        }
+        if t.len() < 8 {
+            return Err(Error::Corrupt(
+                format!("rank {r}'s segment descriptor is truncated").into(),
+            ));
+        }
+        let mut l = [0u8; 8];
+        l.copy_from_slice(&t[..8]);
+        let len = u64::from_le_bytes(l);
+        let m = rma.open_peer(r as u32, &t[8..])?;
+        if m.len as u64 != len {
+            return Err(Error::Corrupt(
+                format!(
+                    "rank {r}'s segment maps {} bytes, it announced {len}",
+                    m.len
+                )
+                .into(),
+            ));
+        }
+        bases.push((m.ptr, m.len));
+        maps.push(m);
+    }
+    Ok(MappedWindow {
+        bases,
+        rank: rma.rank(),
+        _own: seg,
+        _peers: maps,
+    })
+}
+
+/// Access to every rank's exposed segment, by rank and byte offset (see the module docs
+/// for completion and ordering).
+pub trait Window: Send + Sync {
+    /// Length of rank `rank`'s segment (0 for a rank out of range).
+    fn len(&self, rank: u32) -> usize;
+    /// Copies `src` to `rank`'s segment at `off`.
+    fn put(&self, rank: u32, off: usize, src: &[u8]) -> Result<()>;
+    /// Copies `dst.len()` bytes from `rank`'s segment at `off` into `dst`.
+    fn get(&self, rank: u32, off: usize, dst: &mut [u8]) -> Result<()>;
+    /// Atomic `op` on the `width`-byte (4 or 8) integer at `off` in `rank`'s segment;
+    /// returns the previous value (zero-extended).
+    fn amo(&self, rank: u32, off: usize, width: usize, op: Amo) -> Result<u64>;
+    /// Remote completion of every put and atomic issued before (module docs).
+    fn quiet(&self);
+    /// The address of `rank`'s segment in this process, if it is mapped here (load/store
+    /// access, `shmem_ptr`); `None` for DMA-only windows.
+    fn direct(&self, rank: u32) -> Option<*mut u8>;
+}
+
+/// A window whose segments are all mapped in this process (shm driver, in-process job).
+pub struct MappedWindow {
+    bases: Vec<(*mut u8, usize)>,
+    rank: u32,
+    _own: Segment,
+    _peers: Vec<PeerMapping>,
+}
+
+// SAFETY: the window holds addresses of mappings it keeps alive; all accesses are raw or
+// atomic (module docs), so sharing it between threads adds no reference aliasing.
+unsafe impl Send for MappedWindow {}
+// SAFETY: as for Send.
+unsafe impl Sync for MappedWindow {}
+
+impl MappedWindow {
+    /// This rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// The address of `off..off+len` in `rank`'s segment, checked.
+    fn at(&self, rank: u32, off: usize, len: usize) -> Result<*mut u8> {
+        let Some(&(base, size)) = self.bases.get(rank as usize) else {
+            return Err(Error::InvalidArgument(
+                format!(
+                    "rank {rank} is out of range (the job has {} ranks)",
+                    self.bases.len()
+                )
+                .into(),
+            ));
+        };
+        match off.checked_add(len) {
+            Some(end) if end <= size => Ok(base.wrapping_add(off)),
+            _ => Err(Error::InvalidArgument(
+                format!(
+                    "remote access of {len} bytes at offset {off} is outside rank {rank}'s {size}-byte segment"
+                )
+                .into(),
+            )),
+        }
+    }
+}
+
+impl Window for MappedWindow {
+    fn len(&self, rank: u32) -> usize {
+        self.bases.get(rank as usize).map_or(0, |b| b.1)
+    }
+
+    fn put(&self, rank: u32, off: usize, src: &[u8]) -> Result<()> {
+        let dst = self.at(rank, off, src.len())?;
+        // SAFETY: `at` checked that dst..dst+len lies in a live mapping; `src` is a local
+        // buffer that may overlap the destination only if the caller puts to itself, hence
+        // `copy` (memmove) rather than copy_nonoverlapping.
+        unsafe { std::ptr::copy(src.as_ptr(), dst, src.len()) };
+        Ok(())
+    }
+
+    fn get(&self, rank: u32, off: usize, dst: &mut [u8]) -> Result<()> {
+        let src = self.at(rank, off, dst.len())?;
+        // SAFETY: as in `put`, with the roles swapped.
+        unsafe { std::ptr::copy(src, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    fn amo(&self, rank: u32, off: usize, width: usize, op: Amo) -> Result<u64> {
+        if width != 4 && width != 8 {
+            return Err(Error::InvalidArgument(
+                format!("atomics are on 4- or 8-byte integers, not {width}").into(),
+            ));
+        }
+        let p = self.at(rank, off, width)?;
+        if (p as usize) % width != 0 {
+            return Err(Error::InvalidArgument(
+                format!("atomic at offset {off} of rank {rank} is not {width}-byte aligned").into(),
+            ));
+        }
+        const O: Ordering = Ordering::SeqCst;
+        Ok(if width == 8 {
+            // SAFETY: `p` is checked in bounds, aligned, in a mapping that lives as long as
+            // `self`, and only ever accessed atomically or by raw copies.
+            let a = unsafe { AtomicU64::from_ptr(p.cast()) };
+            match op {
+                Amo::Fetch => a.load(O),
+                Amo::Set(v) => {
+                    a.store(v, O);
+                    0
+                }
+                Amo::Swap(v) => a.swap(v, O),
+                Amo::CompareSwap { expected, new } => match a.compare_exchange(expected, new, O, O)
+                {
+                    Ok(v) | Err(v) => v,
+                },
+                Amo::Add(v) => a.fetch_add(v, O),
+                Amo::And(v) => a.fetch_and(v, O),
+                Amo::Or(v) => a.fetch_or(v, O),
+                Amo::Xor(v) => a.fetch_xor(v, O),
+            }
+        } else {
+            // SAFETY: as above for a 4-byte location.
+            let a = unsafe { AtomicU32::from_ptr(p.cast()) };
+            let v32 = |v: u64| v as u32;
+            u64::from(match op {
+                Amo::Fetch => a.load(O),
+                Amo::Set(v) => {
+                    a.store(v32(v), O);
+                    0
+                }
+                Amo::Swap(v) => a.swap(v32(v), O),
+                Amo::CompareSwap { expected, new } => {
+                    match a.compare_exchange(v32(expected), v32(new), O, O) {
+                        Ok(v) | Err(v) => v,
+                    }
+                }
+                Amo::Add(v) => a.fetch_add(v32(v), O),
+                Amo::And(v) => a.fetch_and(v32(v), O),
+                Amo::Or(v) => a.fetch_or(v32(v), O),
+                Amo::Xor(v) => a.fetch_xor(v32(v), O),
+            })
+        })
+    }
+
+    fn quiet(&self) {
+        fence(Ordering::SeqCst);
+    }
+
+    fn direct(&self, rank: u32) -> Option<*mut u8> {
+        self.bases.get(rank as usize).map(|b| b.0)
+    }
+}
+
+/// Zeroed heap memory owned by a [`LocalRma`] segment.
+struct HeapMem {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+// SAFETY: plain owned memory; accesses go through raw pointers (module docs).
+unsafe impl Send for HeapMem {}
+// SAFETY: as for Send.
+unsafe impl Sync for HeapMem {}
+impl Drop for HeapMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `LocalRma::alloc` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
+/// Segments of the in-process job ([`crate::local`]) by token, so that a peer's window
+/// keeps the memory alive after its owner thread ended.
+fn local_registry() -> &'static Mutex<HashMap<u64, Arc<HeapMem>>> {
+    static REG: OnceLock<Mutex<HashMap<u64, Arc<HeapMem>>>> = OnceLock::new();
+    REG.get_or_init(Default::default)
+}
+
+/// The RMA provider of the in-process job (ranks are threads of one address space):
+/// segments are heap memory and a peer's window holds a reference to it.
+/// [`Rma::share_in_place`] is unsupported (globals are not per-rank between threads).
+pub struct LocalRma {
+    rank: u32,
+    size: u32,
+}
+
+impl LocalRma {
+    /// The provider for `job`'s rank.
+    pub fn new<D: crate::Driver>(job: &crate::Job<D>) -> Self {
+        LocalRma {
+            rank: job.rank(),
+            size: job.size(),
+        }
+    }
+}
+
+struct Unregister(u64);
+impl Drop for Unregister {
+    fn drop(&mut self) {
+        if let Ok(mut m) = local_registry().lock() {
+            m.remove(&self.0);
+        }
+    }
+}
+
+impl Rma for LocalRma {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn alloc(&self, len: usize) -> Result<Segment> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let layout = std::alloc::Layout::from_size_align(len.max(1), 4096)
+            .map_err(|_| Error::InvalidArgument(format!("segment of {len} bytes").into()))?;
+        // SAFETY: non-zero size; a null result is handled.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(Error::InvalidArgument(
+                format!("cannot allocate a {len}-byte segment").into(),
+            ));
+        }
+        let mem = Arc::new(HeapMem { ptr, layout });
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        local_registry()
+            .lock()
+            .map_err(|_| Error::Corrupt("the local segment registry is poisoned".into()))?
+            .insert(id, mem.clone());
+        // SAFETY: `mem` owns ptr..ptr+len and is kept by the segment.
+        Ok(unsafe {
+            Segment::new(
+                ptr,
+                len,
+                id.to_le_bytes().to_vec(),
+                Box::new((mem, Unregister(id))),
+            )
+        })
+    }
+    unsafe fn share_in_place(&self, _addr: *mut u8, _len: usize) -> Result<Segment> {
+        Err(Error::InvalidArgument(
+            "the in-process job cannot share global variables per rank (ranks are threads)".into(),
+        ))
+    }
+    fn open_peer(&self, rank: u32, token: &[u8]) -> Result<PeerMapping> {
+        let id = <[u8; 8]>::try_from(token)
+            .map(u64::from_le_bytes)
+            .map_err(|_| {
+                Error::Corrupt(
+                    format!("rank {rank}'s segment token has {} bytes", token.len()).into(),
+                )
+            })?;
+        let mem = local_registry()
+            .lock()
+            .map_err(|_| Error::Corrupt("the local segment registry is poisoned".into()))?
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Error::Corrupt(format!("rank {rank}'s segment {id} is gone").into()))?;
+        let (ptr, len) = (mem.ptr, mem.layout.size());
+        // SAFETY: `mem` keeps the allocation alive as long as the mapping.
+        Ok(unsafe { PeerMapping::new(ptr, len, Box::new(mem)) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::local;
+
+    #[test]
+    fn local_window_put_get_amo_bounds() {
+        let out = local::run(3, |job| {
+            let rma = LocalRma::new(&job);
+            let ch = job.open(2)?;
+            let me = job.rank();
+            let n = job.size();
+            // all-gather of the tokens over the channel (every rank sends to every rank)
+            let mut ex = |b: &[u8]| -> Result<Vec<Vec<u8>>> {
+                for r in 0..n {
+                    ch.send_all(job.addr(r, 2), &[std::io::IoSlice::new(b)])?;
+                }
+                let mut all = vec![Vec::new(); n as usize];
+                for _ in 0..n {
+                    let m = ch.recv()?;
+                    all[m.src().rank() as usize] = m.to_vec();
+                }
+                Ok(all)
+            };
+            let w = expose(&rma, rma.alloc(4096)?, &mut ex)?;
+            let mut b = crate::coll::Barrier::new(me, n);
+            let bch = job.open(1)?;
+            b.wait(&bch)?;
+            w.put(
+                (me + 1) % n,
+                8 * me as usize,
+                &u64::from(me + 10).to_le_bytes(),
+            )?;
+            w.amo(0, 1024, 8, Amo::Add(1))?;
+            w.quiet();
+            b.wait(&bch)?;
+            let mut got = [0u8; 8];
+            let from = (me + n - 1) % n;
+            w.get(me, 8 * from as usize, &mut got)?;
+            assert_eq!(u64::from_le_bytes(got), u64::from(from + 10));
+            assert_eq!(w.amo(0, 1024, 8, Amo::Fetch)?, u64::from(n));
+            assert!(w.put(1, 4090, &[0; 8]).is_err());
+            assert!(w.get(n, 0, &mut got).is_err());
+            assert!(w.amo(1, 4, 8, Amo::Fetch).is_err());
+            b.wait(&bch)?;
+            Ok(())
+        });
+        out.unwrap();
+    }
+}

@@ -1,0 +1,195 @@
+//! Remote memory access for the shm driver ([`skifch::rma`]): every exposed segment is an
+//! anonymous `memfd` that every rank of the job maps `MAP_SHARED`, so a put is one
+//! `memcpy` into the peer's pages and an atomic is a CPU atomic on them.
+//!
+//! ## How a peer's memfd is opened
+//! A segment's token is the owner's pid and descriptor number; a peer opens
+//! `/proc/<pid>/fd/<fd>` (a same-user process may, unless the owner is non-dumpable or
+//! Yama's `ptrace_scope` is 2 or more — the open then fails and the library falls back to
+//! its message path). The peer checks the size it maps against the size announced. The
+//! owner keeps the descriptor open while the segment lives; the mapping keeps the memory
+//! alive after the owner exits, so a dead peer never faults a survivor.
+//!
+//! ## Global variables ([`Rma::share_in_place`])
+//! The pages of the program's writable data (`.data`/`.bss`) are copied into a memfd that
+//! is then mapped `MAP_FIXED` over the same addresses: the process sees the same values at
+//! the same addresses, and peers can map them like any segment. This was chosen over
+//! serving globals with messages (needs the target's progress for every access, and AMOs
+//! on globals would be a different mechanism from AMOs on the heap) and over
+//! `process_vm_readv/writev` (a syscall per access, no atomics, subject to ptrace policy
+//! at every call instead of once at start-up). [`data_segment`] finds the pages.
+#![allow(unsafe_code)] // memfd/mmap syscalls and dl_iterate_phdr
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use memmap2::MmapRaw;
+use skifch::rma::{PeerMapping, Rma, Segment};
+use skifch::{Driver, Error, Job, Result};
+
+/// The shm RMA provider of one rank.
+pub struct ShmRma {
+    rank: u32,
+    size: u32,
+}
+
+impl ShmRma {
+    /// The provider for `job`'s rank (any job whose ranks are processes of one host).
+    pub fn new<D: Driver>(job: &Job<D>) -> Self {
+        ShmRma {
+            rank: job.rank(),
+            size: job.size(),
+        }
+    }
+}
+
+fn memfd(len: usize) -> Result<File> {
+    // SAFETY: the name is a NUL-terminated literal; memfd_create only reads it.
+    let fd = unsafe { libc::memfd_create(c"skifch-rma".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::last_os("memfd_create for an RMA segment"));
+    }
+    // SAFETY: `fd` was just returned by memfd_create and is owned by nobody else.
+    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    file.set_len(len as u64)
+        .map_err(|e| Error::os("sizing an RMA segment", e))?;
+    Ok(file)
+}
+
+fn token(file: &File) -> Vec<u8> {
+    let mut t = std::process::id().to_le_bytes().to_vec();
+    t.extend_from_slice(&file.as_raw_fd().to_le_bytes());
+    t
+}
+
+const PAGE: usize = 4096;
+
+impl Rma for ShmRma {
+    fn name(&self) -> &'static str {
+        "shm"
+    }
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+
+    fn alloc(&self, len: usize) -> Result<Segment> {
+        if len == 0 {
+            return Err(Error::InvalidArgument("an RMA segment of 0 bytes".into()));
+        }
+        let file = memfd(len)?;
+        let map = MmapRaw::map_raw(&file).map_err(|e| Error::os("mapping an RMA segment", e))?;
+        let tok = token(&file);
+        // SAFETY: the mapping is `len` bytes and lives in the segment's keep-alive.
+        Ok(unsafe { Segment::new(map.as_mut_ptr(), len, tok, Box::new((map, file))) })
+    }
+
+    unsafe fn share_in_place(&self, addr: *mut u8, len: usize) -> Result<Segment> {
+        if len == 0 || addr as usize % PAGE != 0 || len % PAGE != 0 {
+            return Err(Error::InvalidArgument(
+                format!("share_in_place needs page-aligned memory, got {addr:p}+{len}").into(),
+            ));
+        }
+        let file = memfd(len)?;
+        let tmp =
+            MmapRaw::map_raw(&file).map_err(|e| Error::os("mapping a data segment copy", e))?;
+        // SAFETY: the caller guarantees addr..addr+len is mapped and quiescent; `tmp` is a
+        // fresh private-to-us mapping of `len` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(addr, tmp.as_mut_ptr(), len) };
+        drop(tmp);
+        // SAFETY: replaces exactly the caller's pages (MAP_FIXED at their page-aligned
+        // address) with the memfd now holding the same bytes.
+        let p = unsafe {
+            libc::mmap(
+                addr.cast(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED || p.cast::<u8>() != addr {
+            return Err(Error::last_os(
+                "mapping the data segment onto shared memory",
+            ));
+        }
+        let tok = token(&file);
+        // SAFETY: the pages stay mapped for the process's life (caller's contract).
+        Ok(unsafe { Segment::new(addr, len, tok, Box::new(file)) })
+    }
+
+    fn open_peer(&self, rank: u32, token: &[u8]) -> Result<PeerMapping> {
+        let (Ok(pid), Ok(fd)) = (
+            token
+                .get(..4)
+                .unwrap_or_default()
+                .try_into()
+                .map(u32::from_le_bytes),
+            token
+                .get(4..8)
+                .unwrap_or_default()
+                .try_into()
+                .map(i32::from_le_bytes),
+        ) else {
+            return Err(Error::Corrupt(
+                format!("rank {rank}'s segment token has {} bytes", token.len()).into(),
+            ));
+        };
+        let path = format!("/proc/{pid}/fd/{fd}");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::os("opening a peer's RMA segment through /proc", e))?;
+        let map =
+            MmapRaw::map_raw(&file).map_err(|e| Error::os("mapping a peer's RMA segment", e))?;
+        let (ptr, len) = (map.as_mut_ptr(), map.len());
+        // SAFETY: the mapping is kept by the PeerMapping.
+        Ok(unsafe { PeerMapping::new(ptr, len, Box::new(map)) })
+    }
+}
+
+/// The page-aligned range of the main program's writable data (`.data`, `.bss`), without
+/// its RELRO part (made read-only after relocation). `None` if the program has none.
+pub fn data_segment() -> Option<(usize, usize)> {
+    struct Found {
+        range: Option<(usize, usize)>,
+    }
+    unsafe extern "C" fn cb(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut libc::c_void,
+    ) -> i32 {
+        // SAFETY: dl_iterate_phdr passes a valid info for the duration of the callback and
+        // our `data` pointer unchanged; the first object is the main program.
+        let (info, found) = unsafe { (&*info, &mut *data.cast::<Found>()) };
+        let bias = info.dlpi_addr as usize;
+        // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+        let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        let mut relro_end = 0usize;
+        for ph in phdrs {
+            if ph.p_type == libc::PT_GNU_RELRO {
+                relro_end = bias + ph.p_vaddr as usize + ph.p_memsz as usize;
+            }
+        }
+        for ph in phdrs {
+            if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_W != 0 {
+                let start = bias + ph.p_vaddr as usize;
+                let end = start + ph.p_memsz as usize;
+                let s = (start & !(PAGE - 1)).max(relro_end.div_ceil(PAGE) * PAGE);
+                let e = end.div_ceil(PAGE) * PAGE;
+                if e > s {
+                    found.range = Some((s, e - s));
+                }
+            }
+        }
+        1 // stop after the main program
+    }
+    let mut found = Found { range: None };
+    // SAFETY: the callback matches the expected signature and only reads the headers.
+    unsafe { libc::dl_iterate_phdr(Some(cb), (&mut found as *mut Found).cast()) };
+    found.range
+}
