@@ -1,4 +1,85 @@
-//! # shmem — OpenSHMEM on SkifCh (issue 6; under construction)
+//! # shmem — OpenSHMEM on SkifCh (issue 6)
 //!
-//! Nothing is built yet: this crate is a placeholder so the workspace has its final shape.
+//! An OpenSHMEM 1.5 library over SkifCh channels: a Rust API ([`World`], [`SymVec`]) and a
+//! C ABI (`include/shmem.h`, library `libskifshmem`, compiler wrapper `bin/skif-oshcc`;
+//! see `shmem/README.md`). Port 2 of every rank is this library's channel.
+//!
+//! ## Model (OpenSHMEM 1.5 §3)
+//! Every PE has a **symmetric heap** of the same size (`SHMEM_SYMMETRIC_SIZE`, default
+//! 512 MiB of lazily backed memory) and, for C programs, its global and static variables
+//! are symmetric too. A symmetric object is named by a [`SymAddr`] (segment, offset), the
+//! same on every PE; heap allocation is collective and deterministic so offsets agree.
+//!
+//! ## Two access paths ([`Path`])
+//! * **Direct**: the driver's optional remote-memory capability ([`skifch::rma`]); on the
+//!   shm driver every PE maps every PE's heap and global data, so put/get are one `memcpy`
+//!   and atomics are CPU atomics (`skifch_drivers::shm_rma`).
+//! * **Messages**: put/get/atomics as requests over the channel, served by the target in
+//!   its library calls or by an optional progress thread ([`msg`] documents the protocol).
+//!   Chosen when the driver has no RMA, when any PE cannot open the others' memory, or
+//!   when `SKIFSHMEM_RMA=off`.
+//!
+//! Both paths give the same guarantees: `put` returns when the source may be reused and is
+//! visible at the target after [`World::quiet`] or a barrier; `get` and fetching atomics
+//! complete at return; atomics are atomic with respect to each other on the same object;
+//! puts to one PE are delivered in order (`fence` is free).
+//!
+//! ## Errors
+//! The Rust API returns [`Error`]. The C ABI follows the OpenSHMEM convention: a bad
+//! argument (address outside the symmetric segments, PE out of range, a lost PE) prints
+//! `skifshmem: <call>: <error>` on stderr and exits with status 1 (the launcher then
+//! stops the job); allocation failure returns NULL with a message.
 #![deny(unsafe_code)]
+
+mod capi;
+pub mod coll;
+pub mod heap;
+pub mod msg;
+mod typed;
+pub mod world;
+
+pub use coll::{ReduceOp, Team};
+pub use typed::{Elem, SymVec};
+pub use world::{Options, Path, SymAddr, World, SEG_DATA, SEG_HEAP};
+
+/// Errors of the shmem library.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The channel layer failed (a lost PE is `Comm(PeerLost)`).
+    #[error(transparent)]
+    Comm(#[from] skifch::Error),
+    /// A PE number outside `0..n`.
+    #[error("PE {pe} is out of range (the job has {n} PEs)")]
+    BadPe {
+        /// The PE asked for.
+        pe: i64,
+        /// PEs in the job.
+        n: u32,
+    },
+    /// An address that is not in a symmetric segment, or an access that runs past one.
+    #[error("address is not symmetric or the access runs outside its segment: {0}")]
+    NotSymmetric(String),
+    /// The symmetric heap has no free block large enough.
+    #[error("symmetric heap exhausted: {size} bytes requested, {free} bytes free in total (raise SHMEM_SYMMETRIC_SIZE)")]
+    HeapExhausted {
+        /// Bytes requested (rounded).
+        size: usize,
+        /// Free bytes, possibly fragmented.
+        free: usize,
+    },
+    /// Any other invalid argument.
+    #[error("invalid argument: {0}")]
+    BadArgument(String),
+    /// A malformed message from a peer on the message path.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// A call this library does not implement.
+    #[error("{0} is not implemented by this OpenSHMEM library")]
+    NotImplemented(&'static str),
+}
+
+/// Prints `skifshmem: <call>: <error>` and exits with status 1 (the C ABI's way to fail).
+pub(crate) fn fatal(call: &str, e: &dyn std::fmt::Display) -> ! {
+    eprintln!("skifshmem: {call}: {e}");
+    std::process::exit(1)
+}

@@ -309,49 +309,9 @@ impl Window for MappedWindow {
                 format!("atomic at offset {off} of rank {rank} is not {width}-byte aligned").into(),
             ));
         }
-        const O: Ordering = Ordering::SeqCst;
-        Ok(if width == 8 {
-            // SAFETY: `p` is checked in bounds, aligned, in a mapping that lives as long as
-            // `self`, and only ever accessed atomically or by raw copies.
-            let a = unsafe { AtomicU64::from_ptr(p.cast()) };
-            match op {
-                Amo::Fetch => a.load(O),
-                Amo::Set(v) => {
-                    a.store(v, O);
-                    0
-                }
-                Amo::Swap(v) => a.swap(v, O),
-                Amo::CompareSwap { expected, new } => match a.compare_exchange(expected, new, O, O)
-                {
-                    Ok(v) | Err(v) => v,
-                },
-                Amo::Add(v) => a.fetch_add(v, O),
-                Amo::And(v) => a.fetch_and(v, O),
-                Amo::Or(v) => a.fetch_or(v, O),
-                Amo::Xor(v) => a.fetch_xor(v, O),
-            }
-        } else {
-            // SAFETY: as above for a 4-byte location.
-            let a = unsafe { AtomicU32::from_ptr(p.cast()) };
-            let v32 = |v: u64| v as u32;
-            u64::from(match op {
-                Amo::Fetch => a.load(O),
-                Amo::Set(v) => {
-                    a.store(v32(v), O);
-                    0
-                }
-                Amo::Swap(v) => a.swap(v32(v), O),
-                Amo::CompareSwap { expected, new } => {
-                    match a.compare_exchange(v32(expected), v32(new), O, O) {
-                        Ok(v) | Err(v) => v,
-                    }
-                }
-                Amo::Add(v) => a.fetch_add(v32(v), O),
-                Amo::And(v) => a.fetch_and(v32(v), O),
-                Amo::Or(v) => a.fetch_or(v32(v), O),
-                Amo::Xor(v) => a.fetch_xor(v32(v), O),
-            })
-        })
+        // SAFETY: `p` is checked in bounds and aligned, in a mapping that lives as long
+        // as `self`, and only ever accessed atomically or by raw copies.
+        Ok(unsafe { amo_at(p, width, op) })
     }
 
     fn quiet(&self) {
@@ -360,6 +320,57 @@ impl Window for MappedWindow {
 
     fn direct(&self, rank: u32) -> Option<*mut u8> {
         self.bases.get(rank as usize).map(|b| b.0)
+    }
+}
+
+/// Atomic `op` on the `width`-byte (4 or 8; other widths act as 8) integer at `p`, with
+/// sequential consistency; returns the previous value zero-extended. Used by
+/// [`MappedWindow`] and by libraries that serve remote atomics on their own memory.
+///
+/// # Safety
+/// `p` must be valid for `width` bytes, aligned to `width`, and accessed by other threads
+/// or processes only atomically or by raw copies.
+pub unsafe fn amo_at(p: *mut u8, width: usize, op: Amo) -> u64 {
+    const O: Ordering = Ordering::SeqCst;
+    if width == 8 {
+        // SAFETY: the caller's contract (see the function docs).
+        let a = unsafe { AtomicU64::from_ptr(p.cast()) };
+        match op {
+            Amo::Fetch => a.load(O),
+            Amo::Set(v) => {
+                a.store(v, O);
+                0
+            }
+            Amo::Swap(v) => a.swap(v, O),
+            Amo::CompareSwap { expected, new } => match a.compare_exchange(expected, new, O, O) {
+                Ok(v) | Err(v) => v,
+            },
+            Amo::Add(v) => a.fetch_add(v, O),
+            Amo::And(v) => a.fetch_and(v, O),
+            Amo::Or(v) => a.fetch_or(v, O),
+            Amo::Xor(v) => a.fetch_xor(v, O),
+        }
+    } else {
+        // SAFETY: as above, for a 4-byte location.
+        let a = unsafe { AtomicU32::from_ptr(p.cast()) };
+        let v32 = |v: u64| v as u32;
+        u64::from(match op {
+            Amo::Fetch => a.load(O),
+            Amo::Set(v) => {
+                a.store(v32(v), O);
+                0
+            }
+            Amo::Swap(v) => a.swap(v32(v), O),
+            Amo::CompareSwap { expected, new } => {
+                match a.compare_exchange(v32(expected), v32(new), O, O) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+            Amo::Add(v) => a.fetch_add(v32(v), O),
+            Amo::And(v) => a.fetch_and(v32(v), O),
+            Amo::Or(v) => a.fetch_or(v32(v), O),
+            Amo::Xor(v) => a.fetch_xor(v32(v), O),
+        })
     }
 }
 
