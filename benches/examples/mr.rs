@@ -1,6 +1,6 @@
 //! Minimal 8-byte message rate over the channel API, as a 2-rank shm job (self-launched):
 //! the library's rate without the MsgRate tool's checks around it.
-//! `cargo run --release -p skifch-benches --example mr [size]`
+//! `cargo run --release -p skifch-benches --example mr [size [backoff [count]]]`
 use skifch::{Error, NetAddr};
 use std::io::IoSlice;
 use std::time::Instant;
@@ -17,7 +17,9 @@ fn main() {
     let ch = job.open(0).unwrap();
     let peer = NetAddr::new(1 - me as u16, 0);
     let msg = vec![7u8; size];
-    let n = 20_000_000u64;
+    let n: u64 = std::env::args()
+        .nth(3)
+        .map_or(20_000_000, |s| s.parse().unwrap());
     let t0 = Instant::now();
     if me == 0 {
         let mut full = 0u64;

@@ -27,6 +27,18 @@ pub fn sum64(p: &[u8]) -> u64 {
     s.finish()
 }
 
+/// [`sum64`] of a message that arrived whole, in one piece: the C loop itself, without
+/// [`Sum64`]'s carry bookkeeping (the MsgRate receiver's fast path).
+#[inline(always)]
+pub fn sum64_whole(p: &[u8]) -> u64 {
+    let words = p.chunks_exact(8);
+    let rest = words.remainder();
+    let s = words.fold(0u64, |s, w| {
+        s.wrapping_add(u64::from_ne_bytes(w.try_into().expect("8-byte chunk")))
+    });
+    rest.iter().fold(s, |s, &b| s.wrapping_add(b as u64))
+}
+
 /// [`sum64`] over a message that arrives in pieces (segments of a message that wraps the
 /// ring end, fragments of a partial send): the result does not depend on where it was cut.
 #[derive(Clone, Copy, Debug, Default)]
@@ -95,6 +107,16 @@ mod tests {
             i += 8;
         }
         p[i..].iter().fold(s, |s, &b| s.wrapping_add(b as u64))
+    }
+
+    #[test]
+    fn whole_sum_is_the_c_loop() {
+        for len in [0usize, 1, 7, 8, 9, 16, 23, 64, 65, 4096, 4101] {
+            let p = pattern(len);
+            assert_eq!(sum64_whole(&p), reference(&p), "len {len}");
+            let q = p.get(1..).unwrap_or_default();
+            assert_eq!(sum64_whole(q), reference(q), "len {len}, unaligned");
+        }
     }
 
     #[test]
