@@ -14,6 +14,9 @@
 //!   interconnect implements these and passes [`conformance`].
 //! * [`ring`] — the lane transport shared by the shm driver (crate `skifch-drivers`) and
 //!   the in-process job ([`local`]): single-producer lanes, validated shared state.
+//! * [`proto`] — active messages over one channel (inline header + payload, handlers,
+//!   request/reply, chunked long transfers, progress engine): the protocol layer of the
+//!   higher libraries.
 //! * [`coll`] — a barrier over channels (used by the MsgRate tool and the conformance suite).
 //!
 //! Unsafe code lives only in [`ring`] (shared memory, syscalls) and [`channel`] (turning

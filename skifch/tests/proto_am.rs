@@ -1,0 +1,345 @@
+//! Active messages (`skifch::proto`) on the in-process job: inline and long messages,
+//! request/reply with data landing in caller buffers, full lanes, handler rules, peer loss,
+//! and the progress thread.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use skifch::local::{self, LocalJob};
+use skifch::proto::{Am, Endpoint, Landing, Phase, ProgressThread};
+use skifch::ring::Params;
+use skifch::{Error, Port, Result};
+
+const PORT: u32 = 1;
+const H_COUNT: u8 = 1;
+const H_GET: u8 = 2;
+const H_PUT: u8 = 3;
+const H_WAITS: u8 = 4;
+
+fn params(n: u32, lane: usize) -> Params {
+    Params {
+        nranks: n,
+        nports: 2,
+        lane_bytes: lane,
+    }
+}
+
+/// A byte pattern that depends on the rank and the offset.
+fn pattern(seed: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(31).wrapping_add(seed * 7) as u8)
+        .collect()
+}
+
+/// Handlers used by most tests:
+/// * H_COUNT: checks per-sender sequence numbers (arg) and a payload of `args[0]` bytes
+///   of `pattern(src ^ arg)`; counts messages and bytes.
+/// * H_GET: replies with `pattern(me, args[0])` (a "get" of any length).
+/// * H_PUT: long or inline; verifies the data (`pattern(src, len)`) and replies its length.
+struct State {
+    next_seq: Vec<AtomicU64>,
+    msgs: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+fn install(ep: &Endpoint<impl Port>, n: u32) -> Arc<State> {
+    let st = Arc::new(State {
+        next_seq: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        msgs: AtomicUsize::new(0),
+        bytes: AtomicUsize::new(0),
+    });
+    let s = st.clone();
+    ep.register(H_COUNT, move |_ep, am: &Am<'_>| {
+        let want = s.next_seq[am.src() as usize].fetch_add(1, Ordering::Relaxed);
+        if am.arg() as u64 != want {
+            return Err(Error::InvalidArgument(
+                format!("out of order: got {} want {want}", am.arg()).into(),
+            ));
+        }
+        let len = am.args()[0] as usize;
+        let data = match am.phase() {
+            Phase::Whole => am.payload().to_vec(),
+            Phase::LongStart { total } => {
+                am.place(Landing::vec(total as usize));
+                // Counted at LongDone.
+                s.next_seq[am.src() as usize].fetch_sub(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            Phase::LongDone { .. } => am.take_landing().and_then(Landing::into_vec).unwrap(),
+        };
+        if data != pattern(am.src() ^ am.arg(), len) {
+            return Err(Error::InvalidArgument("payload mismatch".into()));
+        }
+        s.msgs.fetch_add(1, Ordering::Relaxed);
+        s.bytes.fetch_add(len, Ordering::Relaxed);
+        Ok(())
+    })
+    .unwrap();
+    let me = ep.rank();
+    ep.register(H_GET, move |ep, am: &Am<'_>| {
+        let to = am.reply_to().unwrap();
+        ep.reply(to, me, &[], &pattern(me, am.args()[0] as usize))
+    })
+    .unwrap();
+    ep.register(H_PUT, move |ep, am: &Am<'_>| {
+        let data = match am.phase() {
+            Phase::Whole => am.payload().to_vec(),
+            Phase::LongStart { total } => {
+                am.place(Landing::vec(total as usize));
+                return Ok(());
+            }
+            Phase::LongDone { .. } => am.take_landing().and_then(Landing::into_vec).unwrap(),
+        };
+        let ok = data == pattern(am.src(), data.len());
+        ep.reply(am.reply_to().unwrap(), ok as u32, &[data.len() as u64], &[])
+    })
+    .unwrap();
+    st
+}
+
+/// Every rank sends `count` messages of sizes cycling through `sizes` to every rank
+/// (itself included) while answering gets; then checks what arrived.
+fn all_to_all(job: LocalJob, count: u32, sizes: &[usize]) -> Result<()> {
+    let ep = Endpoint::open(&job, PORT)?;
+    let (me, n) = (ep.rank(), ep.size());
+    let st = install(&ep, n);
+    ep.barrier()?;
+    let mut expect_bytes = 0;
+    for k in 0..count {
+        for d in 0..n {
+            let dst = (me + d) % n;
+            let len = sizes[(k as usize + d as usize) % sizes.len()];
+            ep.send(dst, H_COUNT, k, &[len as u64], &pattern(me ^ k, len))?;
+        }
+        // Interleave a get from the next rank: the reply may be long.
+        let peer = (me + 1 + k) % n;
+        let len = sizes[k as usize % sizes.len()];
+        let mut buf = vec![0u8; len];
+        let r = ep.call(peer, H_GET, 0, &[len as u64], &[], &mut buf)?;
+        assert_eq!((r.arg, r.len, r.truncated), (peer, len as u64, false));
+        assert_eq!(buf, pattern(peer, len));
+    }
+    for k in 0..count {
+        for d in 0..n {
+            expect_bytes += sizes[(k as usize + d as usize) % sizes.len()];
+        }
+    }
+    let want_msgs = (count * n) as usize;
+    ep.progress_until(
+        |_| st.msgs.load(Ordering::Relaxed) == want_msgs,
+        Some(Duration::from_secs(60)),
+    )?;
+    assert_eq!(st.bytes.load(Ordering::Relaxed), expect_bytes);
+    ep.barrier()?;
+    Ok(())
+}
+
+#[test]
+fn inline_and_long_messages_in_order_1_to_5_ranks() {
+    for n in 1..=5 {
+        local::run_with(params(n, 64 << 10), |job| {
+            all_to_all(job, 20, &[0, 1, 8, 100, 5000, 70_000, 300_000])
+        })
+        .unwrap();
+    }
+}
+
+#[test]
+fn full_lanes_do_not_deadlock_or_lose() {
+    // 1 KiB lanes: every message of more than ~1000 bytes goes in ~250-byte chunks, and all
+    // ranks flood each other at once, so sends block on full lanes all the time.
+    for n in [2, 3, 4] {
+        local::run_with(params(n, 1 << 10), |job| {
+            all_to_all(job, 30, &[3, 200, 900, 4000, 20_000])
+        })
+        .unwrap();
+    }
+}
+
+#[test]
+fn requests_with_long_payloads_and_replies_from_handlers() {
+    // Puts whose data is long (placed by the handler) and whose reply is sent from the
+    // LongDone phase, many outstanding at once.
+    local::run_with(params(3, 4 << 10), |job| {
+        let ep = Endpoint::open(&job, PORT)?;
+        let (me, n) = (ep.rank(), ep.size());
+        install(&ep, n);
+        ep.barrier()?;
+        let mut ids = Vec::new();
+        let data = pattern(me, 50_000);
+        for k in 0..40usize {
+            let len = [10, 3000, 50_000][k % 3];
+            let dst = (me + 1 + k as u32) % n;
+            ids.push((
+                len,
+                ep.request(dst, H_PUT, 0, &[], &data[..len], Landing::discard())?,
+            ));
+        }
+        for (len, id) in ids {
+            let r = ep.wait(id)?;
+            assert_eq!((r.arg, r.args[0]), (1, len as u64));
+        }
+        ep.barrier()
+    })
+    .unwrap();
+}
+
+#[test]
+fn reply_longer_than_the_buffer_is_truncated_not_overrun() {
+    local::run(2, |job| {
+        let ep = Endpoint::open(&job, PORT)?;
+        install(&ep, 2);
+        ep.barrier()?;
+        let peer = 1 - ep.rank();
+        let mut buf = vec![0xAAu8; 200_001];
+        let r = ep.call(peer, H_GET, 0, &[150_000], &[], &mut buf[..100_000])?;
+        assert!(r.truncated);
+        assert_eq!(r.len, 150_000);
+        assert_eq!(&buf[..100_000], &pattern(peer, 100_000)[..]);
+        assert!(buf[100_000..].iter().all(|&b| b == 0xAA));
+        ep.barrier()
+    })
+    .unwrap();
+}
+
+#[test]
+fn handler_rules_and_bad_input() {
+    local::run(2, |job| {
+        let ep = Endpoint::open(&job, PORT)?;
+        install(&ep, 2);
+        // A handler that tries to wait gets an error, which the application sees.
+        ep.register(H_WAITS, |ep, _am: &Am<'_>| ep.barrier())?;
+        assert!(matches!(
+            ep.register(0xF5, |_ep, _am: &Am<'_>| Ok(())),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            ep.register(H_GET, |_ep, _am: &Am<'_>| Ok(())),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            ep.send(0, 1, 0, &[1, 2, 3, 4], &[]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            ep.send(7, 1, 0, &[], &[]),
+            Err(Error::Unreachable { .. })
+        ));
+        ep.barrier()?;
+        if ep.rank() == 0 {
+            // Unregistered handler: the request fails with the target's explanation.
+            let id = ep.request(1, 77, 0, &[], b"x", Landing::discard())?;
+            match ep.wait(id) {
+                Err(Error::InvalidArgument(m)) => assert!(m.contains("no handler 77"), "{m}"),
+                other => panic!("{other:?}"),
+            }
+            ep.send(1, H_WAITS, 0, &[], &[])?;
+        } else {
+            // The target reports each failure from `poll`, in order (waits do not).
+            let mut errs = Vec::new();
+            ep.progress_until(
+                |ep| {
+                    errs.extend(ep.take_error());
+                    errs.len() == 2
+                },
+                Some(Duration::from_secs(5)),
+            )?;
+            assert!(
+                matches!(&errs[0], Error::InvalidArgument(m) if m.contains("unregistered")),
+                "{errs:?}"
+            );
+            assert!(
+                matches!(&errs[1], Error::InvalidArgument(m) if m.contains("inside a message handler")),
+                "{errs:?}"
+            );
+            assert!(ep.poll().is_ok());
+        }
+        ep.barrier()
+    })
+    .unwrap();
+}
+
+#[test]
+fn peer_lost_during_a_wait_is_an_error_not_a_hang() {
+    let seen: Arc<Mutex<Option<Result<()>>>> = Arc::new(Mutex::new(None));
+    let s = seen.clone();
+    let t0 = Instant::now();
+    let r = local::run(2, move |job| {
+        let ep = Endpoint::open(&job, PORT)?;
+        ep.register(H_GET, |_ep, _am: &Am<'_>| Ok(()))?; // never replies
+        ep.barrier()?;
+        if ep.rank() == 1 {
+            std::thread::sleep(Duration::from_millis(100));
+            panic!("rank 1 dies");
+        }
+        let mut buf = [0u8; 8];
+        let r = ep.call(1, H_GET, 0, &[], &[], &mut buf).map(|_| ());
+        *s.lock().unwrap() = Some(r);
+        Ok(())
+    });
+    assert!(r.is_err());
+    let r = seen.lock().unwrap().take().expect("rank 0 finished");
+    assert!(matches!(r, Err(Error::PeerLost { rank: 1 })), "{r:?}");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn blocked_sender_gives_up_when_the_receiver_dies() {
+    let seen: Arc<Mutex<Option<Result<()>>>> = Arc::new(Mutex::new(None));
+    let s = seen.clone();
+    let r = local::run_with(params(2, 1 << 10), move |job| {
+        let ep = Endpoint::open(&job, PORT)?;
+        ep.barrier()?;
+        if ep.rank() == 1 {
+            std::thread::sleep(Duration::from_millis(100));
+            panic!("rank 1 dies without reading");
+        }
+        // Long enough to fill the 1 KiB lane many times over.
+        let r = ep.send(1, H_COUNT, 0, &[], &vec![0u8; 1 << 20]);
+        *s.lock().unwrap() = Some(r);
+        Ok(())
+    });
+    assert!(r.is_err());
+    let r = seen.lock().unwrap().take().expect("rank 0 finished");
+    // The dying rank's port closes as it unwinds, or it is reported lost: either way the
+    // send ends.
+    assert!(
+        matches!(
+            r,
+            Err(Error::PeerLost { rank: 1 } | Error::Unreachable { .. })
+        ),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn progress_thread_serves_requests_while_the_target_computes() {
+    let served = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    local::run(2, move |job| {
+        let ep = Arc::new(Mutex::new(Endpoint::open(&job, PORT)?));
+        install(&ep.lock().unwrap(), 2);
+        ep.lock().unwrap().barrier()?;
+        if job.rank() == 1 {
+            let pt = ProgressThread::start(ep.clone(), Duration::from_micros(20))?;
+            // "Compute" without calling the library until rank 0 has its replies (bounded).
+            let t0 = Instant::now();
+            while !served.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert!(pt.is_running());
+            pt.stop()?;
+        } else {
+            for k in 0..50 {
+                let mut buf = vec![0u8; 1000 * k];
+                let g = ep.lock().unwrap();
+                g.call(1, H_GET, 0, &[buf.len() as u64], &[], &mut buf)?;
+                assert_eq!(buf, pattern(1, buf.len()));
+            }
+            served.store(true, Ordering::Release);
+        }
+        let r = ep.lock().unwrap().barrier();
+        r
+    })
+    .unwrap();
+}
