@@ -658,6 +658,13 @@ pub struct Dims {
     z: u8,
 }
 
+/// `XxYxZ`, as `skifrun --torus` and `torus-sim` spell it.
+impl std::fmt::Display for Dims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}x{}", self.x, self.y, self.z)
+    }
+}
+
 impl Dims {
     /// Checked constructor.
     ///

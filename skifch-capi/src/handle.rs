@@ -6,10 +6,8 @@ use std::io::IoSlice;
 use std::time::Duration;
 
 use skifch::driver::{RawMessage, Token};
-use skifch::{Channel, Driver, Error, NetAddr, Result};
-use skifch_drivers::ShmDriver;
-
-type ShmPort = <ShmDriver as Driver>::Port;
+use skifch::{Channel, Error, NetAddr, Result};
+use skifch_drivers::DefaultPort;
 
 /// One open channel of the C ABI (opaque `struct SkifCh` in `skifch.h`).
 ///
@@ -17,13 +15,13 @@ type ShmPort = <ShmDriver as Driver>::Port;
 /// take no lock. Received messages are completed oldest first, as in the paper: one
 /// `SkifCh_RecvComp` per `SkifCh_Recv`.
 pub struct SkifCh {
-    ch: Channel<ShmPort>,
+    ch: Channel<DefaultPort>,
     /// Tokens of received, not yet completed messages, oldest first.
     held: VecDeque<Token>,
 }
 
 impl SkifCh {
-    pub(crate) fn new(ch: Channel<ShmPort>) -> Self {
+    pub(crate) fn new(ch: Channel<DefaultPort>) -> Self {
         SkifCh {
             ch,
             held: VecDeque::new(),

@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use skifch::{Error, Result};
-use skifch_drivers::ShmJob;
+use skifch_drivers::DefaultJob;
 
 use crate::handle::SkifCh;
 
 struct State {
-    job: Option<ShmJob>,
+    job: Option<DefaultJob>,
     /// Successful Init calls not yet matched by a Finalize.
     inits: u32,
     /// The last Finalize ran: the rank is finalized in the job segment for good.

@@ -39,7 +39,7 @@ fn main() {
         Ok(())
     };
     match run() {
-        Ok(()) => println!("conformance: rank {rank} ok"),
+        Ok(()) => println!("conformance: rank {rank} ok ({})", job.driver_name()),
         Err(e) => {
             eprintln!("conformance: rank {rank}: {e}");
             std::process::exit(1);

@@ -15,6 +15,8 @@
 //!                                                     than the lane
 //! skifrun -n 2 -- fault_probe bad-args                Unreachable and InvalidArgument (IOV_MAX)
 //! ```
+//! Every mode runs over the driver `skifrun --driver` chose (`tests/fpga_model.rs` runs
+//! the stream and full modes over the FPGA device model; `--lane-kb` is then not given).
 //! Rank 0 prints one summary line on stdout; an unexpected outcome exits 98 with a message
 //! on stderr, PeerLost too late exits 99.
 #![deny(unsafe_code)]
@@ -24,9 +26,9 @@ use std::time::{Duration, Instant};
 
 use skifch::driver::IOV_MAX;
 use skifch::{Error, NetAddr, Unreachable, WaitPolicy};
-use skifch_drivers::ShmJob;
+use skifch_drivers::DefaultJob as Job;
 
-type Chan = skifch::Channel<<skifch_drivers::ShmDriver as skifch::Driver>::Port>;
+type Chan = skifch::Channel<skifch_drivers::DefaultPort>;
 
 /// Rank 0 saw PeerLost in time (or the stream ended as it should).
 const SAW_PEER_LOST: i32 = 42;
@@ -135,7 +137,7 @@ fn fill(ch: &Chan, dst: NetAddr, mut seq: u64) -> Result<u64, String> {
     Ok(seq)
 }
 
-fn full_sender(job: &ShmJob, how: Option<&str>) -> Outcome {
+fn full_sender(job: &Job, how: Option<&str>) -> Outcome {
     let poll = match how {
         Some("poll") => true,
         Some("block") => false,
@@ -196,7 +198,7 @@ fn full_sender(job: &ShmJob, how: Option<&str>) -> Outcome {
     }
 }
 
-fn full_receiver(job: &ShmJob) -> Outcome {
+fn full_receiver(job: &Job) -> Outcome {
     let ch = job.open(DATA).map_err(|e| e.to_string())?;
     let ctl = job.open(CONTROL).map_err(|e| e.to_string())?;
     let n = control(&ctl)?;
@@ -235,7 +237,7 @@ fn stream_byte(seq: u64, i: usize) -> u8 {
     (seq as u8) ^ (i as u8).wrapping_mul(7)
 }
 
-fn stream_sender(job: &ShmJob, pidfile: Option<&String>) -> Outcome {
+fn stream_sender(job: &Job, pidfile: Option<&String>) -> Outcome {
     let pidfile = pidfile.ok_or("stream: the pid file argument is missing")?;
     let ch = job.open(DATA).map_err(|e| e.to_string())?;
     // Written whole under a temporary name, so the test never reads half a pid.
@@ -265,7 +267,7 @@ fn stream_sender(job: &ShmJob, pidfile: Option<&String>) -> Outcome {
     }
 }
 
-fn stream_receiver(job: &ShmJob) -> Outcome {
+fn stream_receiver(job: &Job) -> Outcome {
     let ch = job.open(DATA).map_err(|e| e.to_string())?;
     let mut next = 0u64;
     loop {
@@ -299,7 +301,7 @@ fn big(len: usize, salt: u8) -> Vec<u8> {
         .collect()
 }
 
-fn too_large_sender(job: &ShmJob) -> Outcome {
+fn too_large_sender(job: &Job) -> Outcome {
     let ch = job.open(DATA).map_err(|e| e.to_string())?;
     let dst = job.addr(1, DATA);
     let max = job.max_message();
@@ -337,7 +339,7 @@ fn too_large_sender(job: &ShmJob) -> Outcome {
     Ok(0)
 }
 
-fn too_large_receiver(job: &ShmJob) -> Outcome {
+fn too_large_receiver(job: &Job) -> Outcome {
     let ch = job.open(DATA).map_err(|e| e.to_string())?;
     let max = job.max_message();
     let one = big(max + 1, 1);
@@ -371,7 +373,7 @@ fn too_large_receiver(job: &ShmJob) -> Outcome {
     Ok(0)
 }
 
-fn bad_args_sender(job: &ShmJob) -> Outcome {
+fn bad_args_sender(job: &Job) -> Outcome {
     let ch = job.open(DATA).map_err(|e| e.to_string())?;
     let (size, ports) = (job.size() as u16, job.ports() as u16);
     let byte = [7u8];
@@ -431,7 +433,7 @@ fn bad_args_sender(job: &ShmJob) -> Outcome {
     Ok(0)
 }
 
-fn bad_args_receiver(job: &ShmJob) -> Outcome {
+fn bad_args_receiver(job: &Job) -> Outcome {
     let ch = job.open(DATA).map_err(|e| e.to_string())?;
     let m = ch.recv().map_err(|e| e.to_string())?.to_vec();
     let want: Vec<u8> = (0..IOV_MAX).map(|i| i as u8).collect();

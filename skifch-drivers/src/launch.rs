@@ -115,6 +115,9 @@ pub enum DriverKind {
     /// The shared-memory emulator ([`crate::shm`]).
     #[default]
     Shm,
+    /// The FPGA adapter driver over the device model, which the launcher hosts
+    /// ([`crate::fpga::remote`]); one torus node per rank.
+    FpgaModel,
 }
 
 impl DriverKind {
@@ -122,6 +125,7 @@ impl DriverKind {
     pub fn name(self) -> &'static str {
         match self {
             DriverKind::Shm => "shm",
+            DriverKind::FpgaModel => crate::FPGA_MODEL,
         }
     }
 }
@@ -146,6 +150,9 @@ pub struct LaunchOptions {
     pub lane_kb: Option<u32>,
     /// The driver.
     pub driver: DriverKind,
+    /// `fpga-model` only: the torus (X·Y·Z must equal `nranks`; `None`: the most
+    /// cube-like one, [`crate::fpga::remote::default_dims`]).
+    pub torus: Option<fpga::regs::Dims>,
 }
 
 impl LaunchOptions {
@@ -160,6 +167,7 @@ impl LaunchOptions {
             ports: None,
             lane_kb: None,
             driver: DriverKind::Shm,
+            torus: None,
         }
     }
 
@@ -170,10 +178,42 @@ impl LaunchOptions {
     }
 
     /// The segment parameters: `--ports`/`--lane-kb`, else the environment, else defaults.
+    /// For `fpga-model` the segment only carries the job state (one port, smallest lanes).
     pub fn params(&self) -> Result<Params> {
         if self.nranks == 0 {
             return Err(Error::InvalidArgument(
                 "a job needs at least one rank (-n 1 or more)".into(),
+            ));
+        }
+        if self.driver == DriverKind::FpgaModel {
+            self.fpga_dims()?;
+            if let Some(p) = self.ports {
+                if !(1..=crate::fpga::remote::MAX_PORTS).contains(&p) {
+                    return Err(Error::InvalidArgument(
+                        format!(
+                            "--ports {p}: the fpga-model driver has 1..={} ports per rank",
+                            crate::fpga::remote::MAX_PORTS
+                        )
+                        .into(),
+                    ));
+                }
+            }
+            if self.lane_kb.is_some() {
+                return Err(Error::InvalidArgument(
+                    "--lane-kb sizes the shm driver's lanes; the fpga-model driver's rings are fixed (FpgaConfig)".into(),
+                ));
+            }
+            let p = Params {
+                nranks: self.nranks,
+                nports: 1,
+                lane_bytes: skifch::ring::layout::MIN_LANE,
+            };
+            Layout::new(p)?;
+            return Ok(p);
+        }
+        if self.torus.is_some() {
+            return Err(Error::InvalidArgument(
+                "--torus applies to --driver fpga-model only".into(),
             ));
         }
         let mut p = if self.ports.is_some() && self.lane_kb.is_some() {
@@ -200,6 +240,25 @@ impl LaunchOptions {
     }
 }
 
+impl LaunchOptions {
+    /// The torus of an `fpga-model` job: `torus`, which must have exactly `nranks` nodes,
+    /// or the default for `nranks`.
+    pub fn fpga_dims(&self) -> Result<fpga::regs::Dims> {
+        match self.torus {
+            Some(d) if d.nodes() == self.nranks => Ok(d),
+            Some(d) => Err(Error::InvalidArgument(
+                format!(
+                    "--torus {d} has {} nodes but -n is {}: the fpga-model driver runs one rank per torus node",
+                    d.nodes(),
+                    self.nranks
+                )
+                .into(),
+            )),
+            None => crate::fpga::remote::default_dims(self.nranks),
+        }
+    }
+}
+
 /// Runs the job described by `opts` to its end and returns the exit status for the
 /// launcher (see the [module docs](self) for the rules). Diagnostics about the ranks go to
 /// stderr, prefixed `skifrun:`.
@@ -220,9 +279,6 @@ impl LaunchOptions {
 /// ```
 pub fn launch(opts: &LaunchOptions) -> Result<i32> {
     let params = opts.params()?;
-    match opts.driver {
-        DriverKind::Shm => {}
-    }
     let fab = crate::shm::create_fabric(params)?;
     // The copy that ranks inherit: `try_clone` gives a descriptor >= 3 (clear of stdio) that
     // is close-on-exec here; only the child clears the flag, just before its exec, so other
@@ -233,8 +289,18 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
         .try_clone()
         .map_err(|e| Error::os("duplicating the job segment descriptor", e))?;
     let sigs = SignalGuard::block()?;
+    // After blocking the signals: the model's threads inherit the mask, so a Ctrl-C reaches
+    // the wait loop below and never kills the launcher from a model thread.
+    let model = match opts.driver {
+        DriverKind::Shm => None,
+        DriverKind::FpgaModel => Some(crate::fpga::remote::ModelHost::start(
+            opts.fpga_dims()?,
+            crate::fpga::remote::model_config(),
+            crate::fpga::remote::DEFAULT_DMA_BYTES,
+        )?),
+    };
 
-    let mut job = Watch::new(opts, &fab);
+    let mut job = Watch::new(opts, &fab, model.as_ref());
     for rank in 0..opts.nranks {
         let mut cmd = Command::new(&opts.program);
         cmd.args(&opts.args)
@@ -248,7 +314,25 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
         if rank > 0 {
             cmd.stdin(Stdio::null());
         }
-        child_setup(&mut cmd, seg.as_raw_fd(), sigs.old);
+        // fpga-model: this rank's node window, and only this rank's.
+        let window = match &model {
+            Some(m) => {
+                let f = m.window_file(rank).ok_or_else(|| {
+                    Error::Bootstrap(format!("the model has no node {rank}").into())
+                })?;
+                let fd = f
+                    .try_clone()
+                    .map_err(|e| Error::os("duplicating a node window descriptor", e))?;
+                cmd.env("SKIFCH_FPGA_FD", fd.as_raw_fd().to_string());
+                if let Some(p) = opts.ports {
+                    cmd.env("SKIFCH_PORTS", p.to_string());
+                }
+                Some(fd)
+            }
+            None => None,
+        };
+        let win_fd = window.as_ref().map_or(-1, |f| f.as_raw_fd());
+        child_setup(&mut cmd, [seg.as_raw_fd(), win_fd], sigs.old);
         match cmd.spawn() {
             Ok(child) => job.started(rank, child),
             Err(e) => {
@@ -269,7 +353,9 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
         }
     }
     drop(seg);
-    Ok(job.run(&sigs))
+    let status = job.run(&sigs);
+    drop(model); // stops the device model (bounded)
+    Ok(status)
 }
 
 /// Re-runs the current program as an `n`-rank job, unless this process already is a rank
@@ -322,8 +408,9 @@ fn os_message(e: &io::Error) -> String {
     }
 }
 
-/// Prepares the child side of a rank between fork and exec.
-fn child_setup(cmd: &mut Command, seg_fd: i32, old_mask: libc::sigset_t) {
+/// Prepares the child side of a rank between fork and exec; `fds` (`-1`: none) are
+/// inherited by the program.
+fn child_setup(cmd: &mut Command, fds: [i32; 2], old_mask: libc::sigset_t) {
     let parent = std::process::id() as libc::pid_t;
     const SIGKILL: libc::c_ulong = libc::SIGKILL as libc::c_ulong;
     let hook = move || -> io::Result<()> {
@@ -339,13 +426,15 @@ fn child_setup(cmd: &mut Command, seg_fd: i32, old_mask: libc::sigset_t) {
         }
         // SAFETY: `old_mask` is a valid sigset owned by this closure; async-signal-safe.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old_mask, std::ptr::null_mut()) };
-        // SAFETY: fcntl on a descriptor that is open in the child (inherited from the
-        // launcher, which keeps it open until every rank is started); async-signal-safe.
-        let flags = unsafe { libc::fcntl(seg_fd, libc::F_GETFD) };
-        // SAFETY: as above.
-        if flags < 0 || unsafe { libc::fcntl(seg_fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0
-        {
-            return Err(io::Error::last_os_error());
+        for fd in fds.into_iter().filter(|&fd| fd >= 0) {
+            // SAFETY: fcntl on a descriptor that is open in the child (inherited from the
+            // launcher, which keeps it open until this rank is started); async-signal-safe.
+            let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+            // SAFETY: as above.
+            if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0
+            {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(())
     };
@@ -436,6 +525,8 @@ struct Rank {
 struct Watch<'a> {
     opts: &'a LaunchOptions,
     fab: &'a Fabric<MemfdRegion>,
+    /// The device model of an fpga-model job (its sleepers are woken on a loss).
+    model: Option<&'a crate::fpga::remote::ModelHost>,
     ranks: Vec<Rank>,
     /// Exit status owed to the first failure.
     first_failure: Option<i32>,
@@ -447,10 +538,15 @@ struct Watch<'a> {
 }
 
 impl<'a> Watch<'a> {
-    fn new(opts: &'a LaunchOptions, fab: &'a Fabric<MemfdRegion>) -> Self {
+    fn new(
+        opts: &'a LaunchOptions,
+        fab: &'a Fabric<MemfdRegion>,
+        model: Option<&'a crate::fpga::remote::ModelHost>,
+    ) -> Self {
         Watch {
             opts,
             fab,
+            model,
             ranks: Vec::with_capacity(opts.nranks as usize),
             first_failure: None,
             signalled: None,
@@ -470,11 +566,19 @@ impl<'a> Watch<'a> {
 
     /// Rank `failed_rank` could not be started: the job cannot run; end the others now.
     fn abort_start(&mut self, failed_rank: u32) {
-        self.fab.mark_lost(failed_rank);
+        self.mark_lost(failed_rank);
         for r in &mut self.ranks {
             signal(&r.child, libc::SIGKILL);
             let _ = r.child.wait();
             r.alive = false;
+        }
+    }
+
+    fn mark_lost(&self, rank: u32) {
+        if self.fab.mark_lost(rank) {
+            if let Some(m) = self.model {
+                m.wake_all();
+            }
         }
     }
 
@@ -586,7 +690,7 @@ impl<'a> Watch<'a> {
         let joined = state != rank_state::STARTING;
         if !finalized {
             // Wakes every blocked peer: they get PeerLost.
-            self.fab.mark_lost(rank);
+            self.mark_lost(rank);
         }
         let (code, msg) = match st.map(|s| (s.code(), s.signal(), s.core_dumped())) {
             Some((Some(0), _, _)) if finalized || !joined => return,

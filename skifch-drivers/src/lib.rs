@@ -4,40 +4,55 @@
 //!   one memory segment (an anonymous `memfd`, inherited from the launcher, so nothing is
 //!   ever left in `/dev/shm`); a sender copies straight into the receiver's lane and the
 //!   receiver reads in place (the lane transport of [`skifch::ring`]).
+//! * [`fpga`] — the FPGA/PCIe 3D-torus adapter driver, written once against a hardware
+//!   seam, over a real card (VFIO), over the device model in-process ([`fpga::model`]), or
+//!   over the device model hosted by `skifrun --driver fpga-model`, one process per torus
+//!   node ([`fpga::remote`]).
 //! * [`launch`] and the `skifrun` binary — the launcher: `skifrun -n N [options] -- program args`
 //!   (options, environment, failure handling and exit statuses are documented there).
+//! * [`init`] — joins the job over the driver the launcher chose ([`AnyDriver`]: one
+//!   `match` per call); [`init_concrete`] for code that dispatches once (see [`ConcreteJob`]).
 //! * [`testing`] — helpers for integration tests that run real multi-process jobs.
 //!
 //! ## Joining a job
 //! ```no_run
 //! let job = skifch_drivers::init()?;          // the job started by skifrun, or a 1-rank job
 //! let ch = job.open(0)?;
-//! println!("rank {} of {}: my address is {}", job.rank(), job.size(), ch.addr());
+//! println!("rank {} of {} over {}: my address is {}", job.rank(), job.size(), job.driver_name(), ch.addr());
 //! # Ok::<(), skifch::Error>(())
 //! ```
 //!
-//! ## Environment (set by `skifrun`; all optional for a 1-rank job)
+//! ## Environment (set by `skifrun`; all optional for a 1-rank shm job)
 //! | variable | meaning |
 //! | --- | --- |
+//! | `SKIFCH_DRIVER` | `shm` (default) or `fpga-model` (`skifrun --driver`); anything else is an error |
 //! | `SKIFCH_RANK`, `SKIFCH_SIZE` | this process's rank and the job size |
-//! | `SKIFCH_FD` | descriptor of the job's segment (a memfd) inherited from the launcher |
+//! | `SKIFCH_FD` | descriptor of the job's segment (a memfd) inherited from the launcher; for `fpga-model` it carries only the job state (rank states, lost ranks) |
+//! | `SKIFCH_FPGA_FD` | `fpga-model`: descriptor of this rank's node window (its adapter's register queue, interrupt word and DMA memory; [`fpga::remote`]) |
 //! | `SKIFCH_WAIT` | waiting policy: `spin`, `fixed`, `fixed:<us>`, `block` |
-//! | `SKIFCH_PORTS`, `SKIFCH_LANE_KB` | ports per rank, lane size (read by the launcher) |
+//! | `SKIFCH_PORTS` | ports per rank (shm: read by the launcher, up to 64; `fpga-model`: read by the rank, 1..=7, default 4) |
+//! | `SKIFCH_LANE_KB` | shm lane size (read by the launcher) |
 //!
 //! ## Ring designs measured
 //! See [`shm`] for the two designs measured and the numbers behind the choice.
 #![deny(unsafe_code)]
 
+pub mod any;
 pub mod fpga;
 pub mod launch;
 pub mod shm;
 pub mod shm_rma;
 pub mod testing;
 
-pub use shm::{init, ShmDriver, ShmJob};
+pub use any::{
+    concrete, init, init_concrete, AnyDriver, AnyPort, AnyWaiter, ConcreteJob, FPGA_MODEL,
+};
+pub use fpga::remote::{RemoteDriver, RemoteJob};
+pub use shm::{ShmDriver, ShmJob};
 
-/// The job type [`init`] returns; libraries with a C ABI (mpi-lite, shmem, the SkifCh C
-/// ABI) name this instead of a concrete driver, so the launcher can choose the driver.
-pub type DefaultJob = ShmJob;
+/// The job type [`init`] returns: a job over the driver the launcher chose
+/// ([`AnyDriver`]). Libraries with a C ABI (mpi-lite, shmem, the SkifCh C ABI) name this
+/// instead of a concrete driver.
+pub type DefaultJob = skifch::Job<AnyDriver>;
 /// The port type of [`DefaultJob`]'s channels.
-pub type DefaultPort = <ShmDriver as skifch::Driver>::Port;
+pub type DefaultPort = AnyPort;

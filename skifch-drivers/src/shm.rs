@@ -30,9 +30,18 @@ pub struct MemfdRegion {
 impl MemfdRegion {
     /// Creates an anonymous segment of `len` zeroed bytes (close-on-exec; the launcher
     /// clears that flag on the copy it passes to ranks).
+    ///
+    /// The size is sealed (`F_SEAL_SHRINK | F_SEAL_GROW`): a rank holding the descriptor
+    /// cannot truncate the segment under its peers or the launcher (which would turn their
+    /// accesses into `SIGBUS`).
     pub fn create(len: usize) -> Result<Self> {
         // SAFETY: the name is a NUL-terminated literal; memfd_create only reads it.
-        let fd = unsafe { libc::memfd_create(c"skifch-job".as_ptr(), libc::MFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::memfd_create(
+                c"skifch-job".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
         if fd < 0 {
             return Err(Error::last_os("memfd_create for the job segment"));
         }
@@ -40,6 +49,11 @@ impl MemfdRegion {
         let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
         file.set_len(len as u64)
             .map_err(|e| Error::os("sizing the job segment", e))?;
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        // SAFETY: F_ADD_SEALS with an integer argument on a descriptor we own.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+            return Err(Error::last_os("sealing the size of the job segment"));
+        }
         Self::map(file)
     }
 
@@ -87,28 +101,26 @@ pub fn create_fabric(params: Params) -> Result<Arc<Fabric<MemfdRegion>>> {
     )?))
 }
 
-fn env_u32(name: &str) -> Result<Option<u32>> {
-    match std::env::var(name) {
-        Ok(v) => v.parse().map(Some).map_err(|_| {
-            Error::Bootstrap(
-                format!("{name}={v:?} is not a number (is this process started by skifrun?)")
-                    .into(),
-            )
-        }),
-        Err(_) => Ok(None),
-    }
+/// Joins the job this process belongs to over the shm driver: the one `skifrun` started
+/// (from `SKIFCH_RANK`, `SKIFCH_SIZE`, `SKIFCH_FD`), or else a fresh 1-rank job.
+/// [`crate::init`] chooses the driver and calls this for `SKIFCH_DRIVER=shm`.
+pub fn init() -> Result<ShmJob> {
+    let (fab, rank) = join_segment()?;
+    Ok(Job::new(Arc::new(RingDriver::new(fab, rank, "shm")?)))
 }
 
-/// Joins the job this process belongs to: the one `skifrun` started (from `SKIFCH_RANK`,
-/// `SKIFCH_SIZE`, `SKIFCH_FD`), or else a fresh 1-rank job.
-pub fn init() -> Result<ShmJob> {
+/// The job segment this process was given by `skifrun` (`SKIFCH_RANK`, `SKIFCH_SIZE`,
+/// `SKIFCH_FD`) and this process's rank, or a fresh 1-rank segment when none is set. The
+/// shm driver's lanes live in it; every driver uses its rank states and lost marking
+/// (the launcher's view of the job, see [`crate::launch`]).
+pub fn join_segment() -> Result<(Arc<Fabric<MemfdRegion>>, u32)> {
     let (rank, size, fd) = (
         env_u32("SKIFCH_RANK")?,
         env_u32("SKIFCH_SIZE")?,
         env_u32("SKIFCH_FD")?,
     );
-    let (fab, rank) = match (rank, size, fd) {
-        (None, None, None) => (create_fabric(Params::from_env(1)?)?, 0),
+    match (rank, size, fd) {
+        (None, None, None) => Ok((create_fabric(Params::from_env(1)?)?, 0)),
         (Some(rank), Some(size), Some(fd)) => {
             let fd = fd as i32;
             // SAFETY: F_GETFD only inspects the descriptor table entry.
@@ -125,16 +137,31 @@ pub fn init() -> Result<ShmJob> {
                     fab.layout().params.nranks
                 ).into()));
             }
+            if rank >= size {
+                return Err(Error::Bootstrap(
+                    format!("SKIFCH_RANK={rank} is not below SKIFCH_SIZE={size}").into(),
+                ));
+            }
             // Keep the descriptor out of programs this rank may exec.
             // SAFETY: F_SETFD on a descriptor we own.
             unsafe { libc::fcntl(fab.region().file().as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
-            (fab, rank)
+            Ok((fab, rank))
         }
-        _ => {
-            return Err(Error::Bootstrap(
-                "SKIFCH_RANK, SKIFCH_SIZE and SKIFCH_FD must be set together (start the program with skifrun)".into(),
-            ))
-        }
-    };
-    Ok(Job::new(Arc::new(RingDriver::new(fab, rank, "shm")?)))
+        _ => Err(Error::Bootstrap(
+            "SKIFCH_RANK, SKIFCH_SIZE and SKIFCH_FD must be set together (start the program with skifrun)".into(),
+        )),
+    }
+}
+
+/// Reads a numeric environment variable set by the launcher (`None` when unset).
+pub(crate) fn env_u32(name: &str) -> Result<Option<u32>> {
+    match std::env::var(name) {
+        Ok(v) => v.parse().map(Some).map_err(|_| {
+            Error::Bootstrap(
+                format!("{name}={v:?} is not a number (is this process started by skifrun?)")
+                    .into(),
+            )
+        }),
+        Err(_) => Ok(None),
+    }
 }

@@ -127,3 +127,23 @@ pub fn cargo_build(manifest: &Path, what: &[&str], product: &Path) {
     }
     built.insert(exe.to_path_buf());
 }
+
+/// Waits (at most `limit`) until a rank has written its pid into `path` (e.g.
+/// `fault_probe stream <pidfile>`), then removes the file and returns the pid.
+///
+/// # Panics
+/// If no pid appears in time. Meant for tests only.
+pub fn wait_for_pid_file(path: &Path, limit: std::time::Duration) -> i32 {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(p) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            let _ = std::fs::remove_file(path);
+            return p;
+        }
+        assert!(t0.elapsed() < limit, "nobody wrote a pid into {}", path.display());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}

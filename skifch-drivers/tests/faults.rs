@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use skifch_drivers::testing::{example_exe, skifrun_exe};
+use skifch_drivers::testing::{example_exe, skifrun_exe, wait_for_pid_file};
 
 /// Exit status of rank 0 when it saw PeerLost as expected (and in time).
 const SAW_PEER_LOST: i32 = 42;
@@ -126,17 +126,7 @@ fn sigkill_mid_stream_leaves_a_clean_prefix() {
         let _ = std::fs::remove_file(&pidfile);
         let path = pidfile.to_str().expect("a UTF-8 temp path").to_string();
         let r = job(&["-n", "2", "--lane-kb", "16"], &["stream", &path], || {
-            let t0 = Instant::now();
-            let pid: i32 = loop {
-                if let Some(p) = std::fs::read_to_string(&pidfile)
-                    .ok()
-                    .and_then(|s| s.trim().parse().ok())
-                {
-                    break p;
-                }
-                assert!(t0.elapsed() < LIMIT, "rank 1 never wrote {path}");
-                std::thread::sleep(Duration::from_millis(2));
-            };
+            let pid = wait_for_pid_file(&pidfile, LIMIT);
             std::thread::sleep(Duration::from_millis(delay_ms));
             // SAFETY: kill takes integers; the pid is rank 1, alive until this signal (it
             // streams until killed, and its launcher is our child, which cannot reap it

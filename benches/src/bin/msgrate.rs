@@ -5,6 +5,7 @@
 //! cargo run --release -p skifch-benches --bin msgrate                  # 2 ranks, everything
 //! cargo run --release -p skifch-benches --bin msgrate -- --quick       # a few seconds
 //! skifrun -n 4 -- target/release/msgrate --tests n2one                 # 3 senders -> rank 0
+//! skifrun -n 2 --driver fpga-model -- target/release/msgrate --quick   # over the device model
 //! ```
 //! Started without a launcher it re-starts itself as a `--ranks`-rank job (default 2);
 //! started by `skifrun` it is one rank of that job. `--local` runs the ranks as threads
@@ -21,6 +22,7 @@ use skifch_benches::measure::MeasureArgs;
 use skifch_benches::msgrate::{parse_tests, run_rank, table, Config, Gate, Report};
 use skifch_benches::results::{read_csv, write_csv, Row};
 use skifch_benches::{parse_sizes, plot::plot_svg, BenchError, Result};
+use skifch_drivers::ConcreteJob;
 
 /// The peers' sizes (`../shared/peers`).
 const SIZES: &str = "1,8,16,32,64,128,256,512,1024,2048,4096,16384,65536";
@@ -141,13 +143,24 @@ fn run_job(args: &Args, cfg: &Config) -> Option<Report> {
     if let Some(status) = skifch_drivers::launch::self_launch(args.ranks) {
         exit(status);
     }
-    let job = skifch_drivers::init().unwrap_or_else(|e| fail("joining the job", e.into()));
-    match run_rank(&job, cfg) {
-        Ok(rep) => rep,
-        Err(e) => {
-            // Lost, not finalized: the peers stop at once instead of waiting for us.
-            job.driver().fabric().mark_lost(job.rank());
-            fail(&format!("rank {}", job.rank()), e)
+    // The driver is chosen once, here: each arm runs the generic measurement loop over
+    // its concrete driver (no per-message dispatch).
+    let job = skifch_drivers::init_concrete().unwrap_or_else(|e| fail("joining the job", e.into()));
+    match job {
+        ConcreteJob::Shm(job) => match run_rank(&job, cfg) {
+            Ok(rep) => rep,
+            Err(e) => {
+                // Lost, not finalized: the peers stop at once instead of waiting for us.
+                job.driver().fabric().mark_lost(job.rank());
+                fail(&format!("rank {}", job.rank()), e)
+            }
+        },
+        ConcreteJob::Fpga(job) => {
+            let mut cfg = cfg.clone();
+            cfg.imp.get_or_insert_with(|| "skifch-fpga-model-mp".into());
+            cfg.pin = false; // the device model's threads run in skifrun, unpinned
+                             // On an error `fail` exits without finalizing: skifrun marks this rank lost.
+            run_rank(&job, &cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))
         }
     }
 }

@@ -104,7 +104,15 @@ fn main() {
     if let Some(status) = skifch_drivers::launch::self_launch(2) {
         exit(status);
     }
-    let job = skifch_drivers::init().unwrap_or_else(|e| fail("joining the job", e.into()));
+    // The shm driver's waiting is what this tool measures.
+    let job = match skifch_drivers::init_concrete() {
+        Ok(skifch_drivers::ConcreteJob::Shm(job)) => job,
+        Ok(_) => fail(
+            "setup",
+            BenchError::Setup("waitcheck measures the shm driver: run it with --driver shm".into()),
+        ),
+        Err(e) => fail("joining the job", e.into()),
+    };
     if job.size() != 2 {
         fail(
             "setup",

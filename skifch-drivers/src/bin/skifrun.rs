@@ -11,12 +11,18 @@ use skifch_drivers::launch::{launch, DriverKind, LaunchOptions, DEFAULT_GRACE};
 enum Driver {
     /// Shared-memory emulator (one memfd segment per job)
     Shm,
+    /// FPGA adapter driver over the device model hosted by skifrun (one torus node per rank)
+    FpgaModel,
 }
 
 /// Starts N copies of a program as one SkifCh job (ranks 0..N-1).
 ///
 /// Each rank gets SKIFCH_RANK, SKIFCH_SIZE, SKIFCH_FD (the job segment) and
 /// SKIFCH_DRIVER (and SKIFCH_WAIT with --wait). Ranks die with the launcher.
+/// With --driver fpga-model, skifrun runs the FPGA adapter's device model (X*Y*Z torus,
+/// --torus or the most cube-like one for N) in its own threads; rank r is torus node r
+/// and gets its adapter's registers and DMA memory as SKIFCH_FPGA_FD. The same program
+/// binaries run over either driver.
 /// When a rank fails (non-zero exit, signal, or exit without finalizing), its peers'
 /// calls fail with "peer lost" (EPIPE); survivors get --grace seconds to exit, then
 /// SIGKILL. SIGINT/SIGTERM/SIGHUP: SIGTERM to every rank, SIGKILL after --grace.
@@ -51,6 +57,9 @@ struct Cli {
     /// Driver
     #[arg(long, value_enum, default_value_t = Driver::Shm)]
     driver: Driver,
+    /// fpga-model: torus size XxYxZ (each 1..=16; X*Y*Z must be N) [default: most cube-like for N]
+    #[arg(long, value_name = "XxYxZ", value_parser = parse_torus)]
+    torus: Option<fpga::regs::Dims>,
     /// The program and its arguments
     #[arg(
         required = true,
@@ -63,6 +72,10 @@ struct Cli {
 
 fn parse_wait(s: &str) -> Result<WaitPolicy, String> {
     WaitPolicy::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_torus(s: &str) -> Result<fpga::regs::Dims, String> {
+    skifch_drivers::fpga::remote::parse_dims(s).map_err(|e| e.to_string())
 }
 
 fn parse_grace(s: &str) -> Result<f64, String> {
@@ -83,7 +96,9 @@ fn main() {
     opts.lane_kb = cli.lane_kb;
     opts.driver = match cli.driver {
         Driver::Shm => DriverKind::Shm,
+        Driver::FpgaModel => DriverKind::FpgaModel,
     };
+    opts.torus = cli.torus;
     let status = match launch(&opts) {
         Ok(status) => status,
         Err(e @ (Error::InvalidArgument(_) | Error::Bootstrap(_))) => {

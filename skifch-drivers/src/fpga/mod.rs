@@ -7,6 +7,9 @@
 //! * [`vfio`] — a real card through Linux VFIO, over the syscall layer [`vfio_sys`]
 //!   ([`vfio_sys::LinuxVfio`]; [`vfio_fake::FakeVfio`] in tests). Bring-up: `docs/VFIO.md`.
 //! * [`iova`] — the IOVA allocator of the vfio backend.
+//! * [`model`] — the behavioural device of the `fpga` crate in this process (threads as
+//!   ranks); [`remote`] — the same device hosted by `skifrun --driver fpga-model`, one
+//!   process per rank.
 //!
 //! The driver logic (rings, doorbells, completions) is written once as `Driver<H: Hw>`
 //! against the register map of the `fpga` crate; the behavioural model of that crate is
@@ -29,6 +32,7 @@ pub mod driver;
 pub mod hw;
 pub mod iova;
 pub mod model;
+pub mod remote;
 pub mod vfio;
 pub mod vfio_fake;
 pub mod vfio_sys;

@@ -57,15 +57,34 @@ impl std::fmt::Debug for ModelHw {
     }
 }
 
-/// The device side of [`MemDma`] as the model's host memory.
+/// The device side of a backend's DMA memory: copies by IOVA, refused outside what the
+/// IOMMU maps ([`Error::Corrupt`]). [`MemDma`] (heap memory, in-process jobs) and the node
+/// windows of multi-process jobs ([`super::remote::WindowDevice`]) implement it.
+pub trait DeviceDma: Send + Sync {
+    /// The device reads `dst.len()` bytes at `iova`.
+    fn device_read(&self, iova: u64, dst: &mut [u8]) -> Result<()>;
+    /// The device writes `src` at `iova`.
+    fn device_write(&self, iova: u64, src: &[u8]) -> Result<()>;
+}
+
+impl DeviceDma for MemDma {
+    fn device_read(&self, iova: u64, dst: &mut [u8]) -> Result<()> {
+        MemDma::device_read(self, iova, dst)
+    }
+    fn device_write(&self, iova: u64, src: &[u8]) -> Result<()> {
+        MemDma::device_write(self, iova, src)
+    }
+}
+
+/// The device side of DMA memory ([`DeviceDma`]) as the model's host memory.
 ///
 /// Ordering: a release fence before every device write and an acquire fence after every
 /// device read, so a word the device writes last (a completion's tag, the TX write-back)
 /// publishes what it wrote before to a driver that loads that word with `Acquire`, and
 /// the device sees what the driver stored before its doorbell.
-pub struct ModelMemory(pub MemDma);
+pub struct ModelMemory<M: DeviceDma = MemDma>(pub M);
 
-impl HostMemory for ModelMemory {
+impl<M: DeviceDma> HostMemory for ModelMemory<M> {
     fn dma_read(&self, iova: u64, dst: &mut [u8]) -> fpga::Result<()> {
         let r = self.0.device_read(iova, dst);
         fence(Ordering::Acquire);
