@@ -688,7 +688,8 @@ pub type RemoteDriver = FpgaDriver<RemoteHw>;
 pub type RemoteJob = Job<RemoteDriver>;
 
 /// The driver configuration of `skifrun --driver fpga-model` ranks: the defaults, with
-/// `SKIFCH_PORTS` ports (1..=[`MAX_PORTS`], default [`DEFAULT_PORTS`]).
+/// `SKIFCH_PORTS` ports (1..=[`MAX_PORTS`], default [`DEFAULT_PORTS`]) and a TX ring of
+/// twice the completion ring's entries.
 pub fn config_from_env() -> Result<FpgaConfig> {
     let ports = env_u32("SKIFCH_PORTS")?.unwrap_or(DEFAULT_PORTS);
     if !(1..=MAX_PORTS).contains(&ports) {
@@ -699,9 +700,14 @@ pub fn config_from_env() -> Result<FpgaConfig> {
             .into(),
         ));
     }
+    let d = FpgaConfig::default();
     Ok(FpgaConfig {
         max_ports: ports,
-        ..FpgaConfig::default()
+        // A TX ring larger than any credit window: towards one destination the window
+        // (the receiver's free space), not the local ring, refuses a send, so a
+        // WouldBlock lasts until the receiver consumes — as with the shm driver.
+        tx_entries: 2 * d.rxc_entries,
+        ..d
     })
 }
 
