@@ -1,4 +1,16 @@
 //! # mpi-lite — MPI on SkifCh channels (issue 5; under construction)
-//!
-//! Nothing is built yet: this crate is a placeholder so the workspace has its final shape.
 #![deny(unsafe_code)]
+
+pub mod datatype;
+pub mod engine;
+pub mod error;
+pub mod group;
+pub mod mem;
+pub mod wire;
+
+pub use error::{Error, Result};
+pub mod comm;
+pub mod api;
+
+pub use comm::Mpi;
+pub use engine::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL};

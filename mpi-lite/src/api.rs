@@ -1,0 +1,283 @@
+//! The idiomatic Rust API: a [`Comm`] borrowed from an [`Mpi`], typed send/receive over
+//! slices, and requests that own their buffers until waited or tested.
+//!
+//! ```
+//! use mpi_lite::{api::Comm, Mpi};
+//! let out = skifch::local::run(2, |job| {
+//!     let mpi = Mpi::new(&job).map_err(|e| skifch::Error::Bootstrap(e.to_string().into()))?;
+//!     let world = Comm::world(&mpi);
+//!     let mut got = [0i32; 3];
+//!     if world.rank() == 0 {
+//!         world.send(&[1, 2, 3], 1, 7).unwrap();
+//!     } else {
+//!         let st = world.recv(&mut got, 0, 7).unwrap();
+//!         assert_eq!((st.source, st.tag, st.bytes), (0, 7, 12));
+//!     }
+//!     mpi.finalize().unwrap();
+//!     Ok(got)
+//! }).unwrap();
+//! assert_eq!(out[1], [1, 2, 3]);
+//! ```
+#![allow(unsafe_code)] // typed slices become `UserBuf`s (one constructor, below)
+
+use std::sync::Arc;
+
+use skifch::Port;
+
+use crate::comm::{CommData, Mpi};
+use crate::datatype::Equivalence;
+use crate::engine::{Mode, ReqId, Status};
+use crate::error::Result;
+use crate::group::Group;
+use crate::mem::UserBuf;
+
+/// A communicator of an [`Mpi`] instance.
+#[derive(Clone)]
+pub struct Comm<'m, P: Port> {
+    mpi: &'m Mpi<P>,
+    data: Arc<CommData>,
+}
+
+/// A slice as a user buffer.
+///
+/// # Safety
+/// The slice must outlive the returned buffer, and (for receives) not be accessed while it
+/// exists; callers below keep both (blocking calls drop it before returning, requests own
+/// the vector).
+unsafe fn slice_buf<T: Equivalence>(s: &[T]) -> UserBuf {
+    // SAFETY: `s` is `len` contiguous `T`s, the exact type map of (len, T::datatype());
+    // validity and exclusivity are forwarded from the caller.
+    unsafe { UserBuf::new(s.as_ptr().cast(), s.len(), T::datatype()) }
+}
+
+impl<'m, P: Port> Comm<'m, P> {
+    /// `MPI_COMM_WORLD`.
+    pub fn world(mpi: &'m Mpi<P>) -> Self {
+        Comm {
+            mpi,
+            data: mpi.world_data().clone(),
+        }
+    }
+    /// `MPI_COMM_SELF`.
+    pub fn self_comm(mpi: &'m Mpi<P>) -> Self {
+        Comm {
+            mpi,
+            data: mpi.self_data().clone(),
+        }
+    }
+    /// The communicator's description (context, group, rank).
+    pub fn data(&self) -> &Arc<CommData> {
+        &self.data
+    }
+    /// This process's rank.
+    pub fn rank(&self) -> usize {
+        self.data.rank
+    }
+    /// Number of processes.
+    pub fn size(&self) -> usize {
+        self.data.size()
+    }
+    /// The group.
+    pub fn group(&self) -> Group {
+        self.data.group.clone()
+    }
+
+    /// `MPI_Send` of a slice to rank `dst` (or `PROC_NULL`).
+    pub fn send<T: Equivalence>(&self, data: &[T], dst: i32, tag: i32) -> Result<()> {
+        self.send_mode(data, dst, tag, Mode::Standard, "MPI_Send")
+    }
+
+    /// `MPI_Ssend`: returns once the receive is matched.
+    pub fn ssend<T: Equivalence>(&self, data: &[T], dst: i32, tag: i32) -> Result<()> {
+        self.send_mode(data, dst, tag, Mode::Sync, "MPI_Ssend")
+    }
+
+    fn send_mode<T: Equivalence>(
+        &self,
+        data: &[T],
+        dst: i32,
+        tag: i32,
+        mode: Mode,
+        call: &str,
+    ) -> Result<()> {
+        // SAFETY: `data` outlives the request: it is waited for before returning (the
+        // engine drops the buffer when the request completes).
+        let b = unsafe { slice_buf(data) };
+        let id = self.mpi.isend(&self.data, b, dst, tag, mode, call)?;
+        self.mpi.wait(id).map(|_| ())
+    }
+
+    /// `MPI_Recv` into a slice from `src` (or `ANY_SOURCE`/`PROC_NULL`) with `tag` (or
+    /// `ANY_TAG`). `MPI_ERR_TRUNCATE` if the message is longer than the slice.
+    pub fn recv<T: Equivalence>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
+        // SAFETY: `buf` is borrowed mutably for the whole call and the request is
+        // complete (its buffer dropped) when `wait` returns.
+        let b = unsafe { slice_buf(buf) };
+        let id = self.mpi.irecv(&self.data, b, src, tag, "MPI_Recv")?;
+        self.mpi.wait(id)
+    }
+
+    /// `MPI_Sendrecv`.
+    pub fn sendrecv<T: Equivalence, U: Equivalence>(
+        &self,
+        data: &[T],
+        dst: i32,
+        stag: i32,
+        buf: &mut [U],
+        src: i32,
+        rtag: i32,
+    ) -> Result<Status> {
+        // SAFETY: both slices outlive the requests, which complete before returning.
+        let (sb, rb) = unsafe { (slice_buf(data), slice_buf(buf)) };
+        let r = self.mpi.irecv(&self.data, rb, src, rtag, "MPI_Sendrecv")?;
+        let s = self.mpi.isend(&self.data, sb, dst, stag, Mode::Standard, "MPI_Sendrecv");
+        let s = match s {
+            Ok(s) => s,
+            Err(e) => {
+                // Do not leave a receive into `buf` behind.
+                let mut eng = self.mpi.engine();
+                let _ = eng.cancel(r);
+                let _ = eng.wait(r);
+                return Err(e);
+            }
+        };
+        let st = self.mpi.wait(r);
+        self.mpi.wait(s)?;
+        st
+    }
+
+    /// `MPI_Isend`: the request owns `data` and gives it back when complete.
+    pub fn isend<T: Equivalence>(&self, data: Vec<T>, dst: i32, tag: i32) -> Result<Request<'m, P, T>> {
+        self.istart(data, |b| self.mpi.isend(&self.data, b, dst, tag, Mode::Standard, "MPI_Isend"))
+    }
+
+    /// `MPI_Issend`.
+    pub fn issend<T: Equivalence>(&self, data: Vec<T>, dst: i32, tag: i32) -> Result<Request<'m, P, T>> {
+        self.istart(data, |b| self.mpi.isend(&self.data, b, dst, tag, Mode::Sync, "MPI_Issend"))
+    }
+
+    /// `MPI_Irecv` into `buf` (its length is the capacity).
+    pub fn irecv<T: Equivalence>(&self, buf: Vec<T>, src: i32, tag: i32) -> Result<Request<'m, P, T>> {
+        self.istart(buf, |b| self.mpi.irecv(&self.data, b, src, tag, "MPI_Irecv"))
+    }
+
+    fn istart<T: Equivalence>(
+        &self,
+        buf: Vec<T>,
+        start: impl FnOnce(UserBuf) -> Result<ReqId>,
+    ) -> Result<Request<'m, P, T>> {
+        // SAFETY: the heap block of `buf` does not move while the `Request` owns the
+        // vector, and the request is complete before the vector is handed back or
+        // dropped (see `Request`'s `Drop`). A leaked request leaks the vector too.
+        let b = unsafe { slice_buf(&buf) };
+        let id = start(b)?;
+        Ok(Request {
+            mpi: self.mpi,
+            id: Some(id),
+            buf,
+        })
+    }
+
+    /// `MPI_Probe`.
+    pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
+        self.mpi.probe(&self.data, src, tag)
+    }
+
+    /// `MPI_Iprobe`.
+    pub fn iprobe(&self, src: i32, tag: i32) -> Result<Option<Status>> {
+        self.mpi.iprobe(&self.data, src, tag)
+    }
+
+    /// `MPI_Barrier` (see [`Mpi::barrier`]).
+    pub fn barrier(&self) -> Result<()> {
+        self.mpi.barrier(&self.data)
+    }
+
+    /// `MPI_Comm_dup` (collective).
+    pub fn dup(&self) -> Result<Comm<'m, P>> {
+        Ok(Comm {
+            mpi: self.mpi,
+            data: self.mpi.dup(&self.data)?,
+        })
+    }
+
+    /// `MPI_Comm_split` (collective); `None` for `color == UNDEFINED`.
+    pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm<'m, P>>> {
+        Ok(self.mpi.split(&self.data, color, key)?.map(|data| Comm {
+            mpi: self.mpi,
+            data,
+        }))
+    }
+
+    /// `MPI_Comm_create` (collective); `None` outside `g`.
+    pub fn create(&self, g: &Group) -> Result<Option<Comm<'m, P>>> {
+        Ok(self.mpi.create(&self.data, g)?.map(|data| Comm {
+            mpi: self.mpi,
+            data,
+        }))
+    }
+}
+
+/// A nonblocking operation that owns its buffer. [`Request::wait`] or a successful
+/// [`Request::test`] hands the buffer back; dropping a pending request waits for it
+/// (a receive not yet matched is cancelled first), so the buffer is never freed under
+/// the engine.
+pub struct Request<'m, P: Port, T> {
+    mpi: &'m Mpi<P>,
+    id: Option<ReqId>,
+    buf: Vec<T>,
+}
+
+impl<P: Port, T> Request<'_, P, T> {
+    /// `MPI_Wait`: the buffer (received data for a receive) and the status.
+    pub fn wait(mut self) -> Result<(Vec<T>, Status)> {
+        let id = self.id.take().expect("a live request has an id");
+        match self.mpi.wait(id) {
+            Ok(st) => Ok((std::mem::take(&mut self.buf), st)),
+            Err(e) => {
+                self.abandon(id);
+                Err(e)
+            }
+        }
+    }
+
+    /// `MPI_Test`: `Ok(Err(self))` while pending.
+    #[allow(clippy::type_complexity)]
+    pub fn test(mut self) -> Result<std::result::Result<(Vec<T>, Status), Self>> {
+        let id = self.id.expect("a live request has an id");
+        match self.mpi.test(id) {
+            Ok(Some(st)) => {
+                self.id = None;
+                Ok(Ok((std::mem::take(&mut self.buf), st)))
+            }
+            Ok(None) => Ok(Err(self)),
+            Err(e) => {
+                self.id = None;
+                self.abandon(id);
+                Err(e)
+            }
+        }
+    }
+
+    /// After an error: if the engine still holds the request (a lost peer ended the
+    /// wait), the buffer is leaked rather than freed under it.
+    fn abandon(&mut self, id: ReqId) {
+        if self.mpi.engine().is_request(id) {
+            std::mem::forget(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
+impl<P: Port, T> Drop for Request<'_, P, T> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let mut e = self.mpi.engine();
+            let _ = e.cancel(id);
+            let failed = e.wait(id).is_err();
+            drop(e);
+            if failed {
+                self.abandon(id);
+            }
+        }
+    }
+}

@@ -1,0 +1,427 @@
+//! Communicators (MPI-3.1 chapter 6) and the library object [`Mpi`] that owns the
+//! engine. Both the Rust API ([`crate::api`]) and the C ABI call the methods here, so
+//! argument checks and semantics are written once.
+//!
+//! A communicator is a group plus a context id. Context ids are agreed on collectively:
+//! every process keeps the next id it has not used; a new communicator takes the maximum
+//! over the parent's members (so no member has used it), and each member moves past it.
+//! Ids are even; `id + 1` is the communicator's collective context, so collective traffic
+//! never matches user receives (§6.1.2).
+
+use std::cell::{Cell, RefCell, RefMut};
+use std::sync::Arc;
+use std::time::Instant;
+
+use skifch::{Driver, Job, Port};
+
+use crate::engine::{Engine, Mode, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+use crate::error::{Error, Result};
+use crate::group::{Compare, Group};
+use crate::mem::UserBuf;
+
+/// The channel port of mpi-lite (port assignment in ARCHITECTURE.md).
+pub const MPI_PORT: u32 = 1;
+
+/// `MPI_UNDEFINED`.
+pub const UNDEFINED: i32 = -32766;
+
+/// A virtual topology attached to a communicator (§7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// `MPI_Cart_create`: row-major process grid.
+    Cart {
+        /// Extent of each dimension.
+        dims: Vec<i32>,
+        /// Periodicity of each dimension.
+        periods: Vec<bool>,
+    },
+    /// `MPI_Dist_graph_create_adjacent`.
+    DistGraph {
+        /// Ranks this one receives from, with weights.
+        sources: Vec<(i32, i32)>,
+        /// Ranks this one sends to, with weights.
+        dests: Vec<(i32, i32)>,
+        /// Whether weights were given.
+        weighted: bool,
+    },
+}
+
+/// What a communicator is: context, group, this process's rank in it, topology.
+#[derive(Debug)]
+pub struct CommData {
+    /// Point-to-point context id (even); collectives use `ctx + 1`.
+    pub ctx: u16,
+    /// The members.
+    pub group: Group,
+    /// This process's rank.
+    pub rank: usize,
+    /// Virtual topology, if any.
+    pub topo: Option<Topology>,
+}
+
+impl CommData {
+    /// Number of members.
+    pub fn size(&self) -> usize {
+        self.group.size()
+    }
+    /// Collective context id.
+    pub fn coll_ctx(&self) -> u16 {
+        self.ctx + 1
+    }
+    /// World rank of member `r` (checked by callers).
+    pub fn world_of(&self, r: usize) -> u32 {
+        self.group.ranks()[r]
+    }
+}
+
+/// The library: one engine on the job's MPI channel, the predefined communicators and
+/// process-wide state. One per process (for C: created by `MPI_Init`).
+///
+/// Not `Sync`: one thread at a time (`MPI_THREAD_SERIALIZED`).
+pub struct Mpi<P: Port> {
+    eng: RefCell<Engine<P>>,
+    next_ctx: Cell<u16>,
+    world: Arc<CommData>,
+    selfc: Arc<CommData>,
+    start: Instant,
+    bsend_cap: Cell<usize>,
+}
+
+/// Bytes of attached buffer each `MPI_Bsend` needs beyond its data (`MPI_BSEND_OVERHEAD`).
+pub const BSEND_OVERHEAD: usize = 96;
+
+impl<P: Port> Mpi<P> {
+    /// Joins MPI on `job`: opens the MPI channel (port 1).
+    pub fn new<D: Driver<Port = P>>(job: &Job<D>) -> Result<Self> {
+        let ch = job.open(MPI_PORT)?;
+        let (me, n) = (job.rank(), job.size());
+        let eng = Engine::new(ch, me, n, job.max_message())?;
+        Ok(Mpi {
+            eng: RefCell::new(eng),
+            next_ctx: Cell::new(4),
+            world: Arc::new(CommData {
+                ctx: 0,
+                group: Group::world(n),
+                rank: me as usize,
+                topo: None,
+            }),
+            selfc: Arc::new(CommData {
+                ctx: 2,
+                group: Group::from_ranks(vec![me]),
+                rank: 0,
+                topo: None,
+            }),
+            start: Instant::now(),
+            bsend_cap: Cell::new(0),
+        })
+    }
+
+    /// The engine (for the C ABI's request calls).
+    pub fn engine(&self) -> RefMut<'_, Engine<P>> {
+        self.eng.borrow_mut()
+    }
+
+    /// `MPI_COMM_WORLD`.
+    pub fn world_data(&self) -> &Arc<CommData> {
+        &self.world
+    }
+    /// `MPI_COMM_SELF`.
+    pub fn self_data(&self) -> &Arc<CommData> {
+        &self.selfc
+    }
+
+    /// `MPI_Wtime`: seconds since `MPI_Init` (a monotonic clock).
+    pub fn wtime(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// The eager limit in bytes.
+    pub fn eager_limit(&self) -> usize {
+        self.eng.borrow().eager_limit()
+    }
+
+    fn check_peer(c: &CommData, r: i32, any: bool, call: &str) -> Result<()> {
+        if r == PROC_NULL || (any && r == ANY_SOURCE) || (0..c.size() as i32).contains(&r) {
+            Ok(())
+        } else {
+            Err(Error::Rank(format!(
+                "{call}: rank {r} is not in a communicator of {} processes",
+                c.size()
+            )))
+        }
+    }
+
+    fn check_tag(tag: i32, any: bool, call: &str) -> Result<()> {
+        if (0..=TAG_UB).contains(&tag) || (any && tag == ANY_TAG) {
+            Ok(())
+        } else {
+            Err(Error::Tag(format!("{call}: tag {tag} is outside 0..={TAG_UB}")))
+        }
+    }
+
+    /// Starts a send (`MPI_Isend`, `MPI_Issend`); `bsend` > 0 for `MPI_Ibsend`.
+    pub fn isend(
+        &self,
+        c: &CommData,
+        buf: UserBuf,
+        dst: i32,
+        tag: i32,
+        mode: Mode,
+        call: &str,
+    ) -> Result<ReqId> {
+        Self::check_peer(c, dst, false, call)?;
+        Self::check_tag(tag, false, call)?;
+        let mut e = self.eng.borrow_mut();
+        if dst == PROC_NULL {
+            return Ok(e.done_request());
+        }
+        e.isend(c.ctx, c.rank as i32, c.world_of(dst as usize), tag, buf, mode, 0)
+    }
+
+    /// `MPI_Ibsend`: copies the data now (checked against the attached buffer), so
+    /// the request completes at once.
+    pub fn ibsend(&self, c: &CommData, buf: &UserBuf, dst: i32, tag: i32) -> Result<ReqId> {
+        Self::check_peer(c, dst, false, "MPI_Bsend")?;
+        Self::check_tag(tag, false, "MPI_Bsend")?;
+        let mut e = self.eng.borrow_mut();
+        if dst == PROC_NULL {
+            return Ok(e.done_request());
+        }
+        let need = buf.packed_len() + BSEND_OVERHEAD;
+        let (used, cap) = (e.bsend_used(), self.bsend_cap.get());
+        if used + need > cap {
+            return Err(Error::Buffer(format!(
+                "MPI_Bsend of {} bytes needs {need} bytes of attached buffer; {} of {cap} are free \
+                 (MPI_Buffer_attach a larger one)",
+                buf.packed_len(),
+                cap - used
+            )));
+        }
+        let copy = UserBuf::owned(buf.to_packed());
+        let id = e.isend(c.ctx, c.rank as i32, c.world_of(dst as usize), tag, copy, Mode::Standard, need)?;
+        Ok(id)
+    }
+
+    /// `MPI_Buffer_attach` (size only: Bsend copies into memory of its own, accounted
+    /// against the attached size).
+    pub fn buffer_attach(&self, size: usize) -> Result<()> {
+        if self.bsend_cap.get() > 0 {
+            return Err(Error::Buffer(
+                "MPI_Buffer_attach: a buffer is already attached".into(),
+            ));
+        }
+        self.bsend_cap.set(size);
+        Ok(())
+    }
+
+    /// `MPI_Buffer_detach`: waits until the buffered sends are out; returns the size.
+    pub fn buffer_detach(&self) -> Result<usize> {
+        self.eng.borrow_mut().wait_until(|e| e.bsend_used() == 0)?;
+        Ok(self.bsend_cap.replace(0))
+    }
+
+    /// Posts a receive (`MPI_Irecv`).
+    pub fn irecv(&self, c: &CommData, buf: UserBuf, src: i32, tag: i32, call: &str) -> Result<ReqId> {
+        Self::check_peer(c, src, true, call)?;
+        Self::check_tag(tag, true, call)?;
+        self.eng.borrow_mut().irecv(c.ctx, src, tag, buf)
+    }
+
+    /// `MPI_Wait`.
+    pub fn wait(&self, id: ReqId) -> Result<Status> {
+        self.eng.borrow_mut().wait(id)
+    }
+
+    /// `MPI_Test`.
+    pub fn test(&self, id: ReqId) -> Result<Option<Status>> {
+        let mut e = self.eng.borrow_mut();
+        if !e.is_done(id) {
+            e.progress()?;
+        }
+        e.test(id)
+    }
+
+    /// `MPI_Probe`.
+    pub fn probe(&self, c: &CommData, src: i32, tag: i32) -> Result<Status> {
+        Self::check_peer(c, src, true, "MPI_Probe")?;
+        Self::check_tag(tag, true, "MPI_Probe")?;
+        self.eng.borrow_mut().probe(c.ctx, src, tag)
+    }
+
+    /// `MPI_Iprobe`.
+    pub fn iprobe(&self, c: &CommData, src: i32, tag: i32) -> Result<Option<Status>> {
+        Self::check_peer(c, src, true, "MPI_Iprobe")?;
+        Self::check_tag(tag, true, "MPI_Iprobe")?;
+        self.eng.borrow_mut().iprobe(c.ctx, src, tag)
+    }
+
+    // ---- communicator management (collective over the parent) ----
+
+    /// Exchanges `mine` (same length everywhere) among the members of `c` on its
+    /// collective context; element `r` of the result is rank `r`'s. Used to agree on
+    /// context ids and split colors.
+    pub(crate) fn exchange(&self, c: &CommData, tag: i32, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let n = c.size();
+        let mut e = self.eng.borrow_mut();
+        let mut sends = Vec::new();
+        for r in (0..n).filter(|&r| r != c.rank) {
+            let b = UserBuf::owned(mine.to_vec());
+            sends.push(e.isend(c.coll_ctx(), c.rank as i32, c.world_of(r), tag, b, Mode::Standard, 0)?);
+        }
+        let mut out = Vec::with_capacity(n);
+        for r in 0..n {
+            if r == c.rank {
+                out.push(mine.to_vec());
+            } else {
+                out.push(e.coll_recv(c.coll_ctx(), r as i32, tag, mine.len())?);
+            }
+        }
+        for s in sends {
+            e.wait(s)?;
+        }
+        Ok(out)
+    }
+
+    /// Agrees on a fresh context id over `c` (collective).
+    fn new_ctx(&self, c: &CommData) -> Result<u16> {
+        let all = self.exchange(c, -10, &self.next_ctx.get().to_le_bytes())?;
+        let ctx = all
+            .iter()
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .max()
+            .unwrap_or(0);
+        if ctx >= u16::MAX - 2 {
+            return Err(Error::Intern(
+                "out of communicator context ids (32 766 communicators created)".into(),
+            ));
+        }
+        self.next_ctx.set(ctx + 2);
+        Ok(ctx)
+    }
+
+    /// `MPI_Comm_dup`.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it; it returns once all have (context agreement).
+    pub fn dup(&self, c: &CommData) -> Result<Arc<CommData>> {
+        let ctx = self.new_ctx(c)?;
+        Ok(Arc::new(CommData {
+            ctx,
+            group: c.group.clone(),
+            rank: c.rank,
+            topo: c.topo.clone(),
+        }))
+    }
+
+    /// `MPI_Comm_split`: members with the same `color` form a communicator, ordered by
+    /// `key` then by rank in `c`; `color == UNDEFINED` gets `None`.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it.
+    pub fn split(&self, c: &CommData, color: i32, key: i32) -> Result<Option<Arc<CommData>>> {
+        if color < 0 && color != UNDEFINED {
+            return Err(Error::Arg(format!(
+                "MPI_Comm_split: color {color} is negative (and not MPI_UNDEFINED)"
+            )));
+        }
+        let mut mine = color.to_le_bytes().to_vec();
+        mine.extend_from_slice(&key.to_le_bytes());
+        let all = self.exchange(c, -11, &mine)?;
+        let ctx = self.new_ctx(c)?;
+        if color == UNDEFINED {
+            return Ok(None);
+        }
+        let mut members: Vec<(i32, usize)> = all
+            .iter()
+            .enumerate()
+            .filter_map(|(r, b)| {
+                let col = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let k = i32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+                (col == color).then_some((k, r))
+            })
+            .collect();
+        members.sort();
+        let ranks: Vec<u32> = members.iter().map(|&(_, r)| c.world_of(r)).collect();
+        let rank = members
+            .iter()
+            .position(|&(_, r)| r == c.rank)
+            .ok_or_else(|| Error::Intern("split lost this process".into()))?;
+        Ok(Some(Arc::new(CommData {
+            ctx,
+            group: Group::from_ranks(ranks),
+            rank,
+            topo: None,
+        })))
+    }
+
+    /// `MPI_Comm_create`: the members of `g` (a subgroup of `c`'s) get a communicator,
+    /// the others `None`.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it with the same group.
+    pub fn create(&self, c: &CommData, g: &Group) -> Result<Option<Arc<CommData>>> {
+        if g.ranks().iter().any(|w| !c.group.ranks().contains(w)) {
+            return Err(Error::Group(
+                "MPI_Comm_create: the group is not a subset of the communicator's".into(),
+            ));
+        }
+        let ctx = self.new_ctx(c)?;
+        let me = c.world_of(c.rank);
+        Ok(g.rank_of(me).map(|rank| {
+            Arc::new(CommData {
+                ctx,
+                group: g.clone(),
+                rank,
+                topo: None,
+            })
+        }))
+    }
+
+    /// `MPI_Comm_compare`.
+    pub fn compare(a: &CommData, b: &CommData) -> Compare {
+        if a.ctx == b.ctx && a.group == b.group {
+            return Compare::Ident;
+        }
+        match a.group.compare(&b.group) {
+            Compare::Ident => Compare::Congruent,
+            other => other,
+        }
+    }
+
+    /// A barrier over `c` (dissemination, ⌈log₂ n⌉ rounds) on its collective context.
+    ///
+    /// # Collective Operation
+    /// Every member calls it; it returns once all have entered.
+    pub fn barrier(&self, c: &CommData) -> Result<()> {
+        let n = c.size();
+        let mut d = 1;
+        let mut round = 0;
+        while d < n {
+            let to = (c.rank + d) % n;
+            let from = (c.rank + n - d) % n;
+            let mut e = self.eng.borrow_mut();
+            let s = e.isend(
+                c.coll_ctx(),
+                c.rank as i32,
+                c.world_of(to),
+                -20 - round,
+                UserBuf::owned(Vec::new()),
+                Mode::Standard,
+                0,
+            )?;
+            e.coll_recv(c.coll_ctx(), from as i32, -20 - round, 0)?;
+            e.wait(s)?;
+            d *= 2;
+            round += 1;
+        }
+        Ok(())
+    }
+
+    /// Leaves MPI: pushes queued sends out, then a world barrier so no peer still sends
+    /// here when the channel closes.
+    pub fn finalize(self) -> Result<()> {
+        self.eng.borrow_mut().flush_all()?;
+        self.barrier(&self.world.clone())?;
+        self.eng.borrow_mut().flush_all()
+    }
+}

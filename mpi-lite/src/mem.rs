@@ -1,0 +1,148 @@
+//! The raw tier: user memory described by (address, count, datatype), as MPI calls
+//! receive it. Only this module dereferences user pointers; everything above moves bytes
+//! through [`UserBuf`]'s safe methods, whose soundness rests on the contract of
+//! [`UserBuf::new`].
+#![allow(unsafe_code)] // user buffers arrive as raw pointers (C ABI, nonblocking requests)
+
+use crate::datatype::Datatype;
+
+/// A user buffer: `count` elements of `dt` at `base`.
+#[derive(Debug)]
+pub struct UserBuf {
+    base: *mut u8,
+    count: usize,
+    dt: Datatype,
+    /// Storage owned by the buffer itself (copies made by Bsend, the Rust API's owned
+    /// requests); `base` points into it.
+    owned: Option<Vec<u8>>,
+}
+
+// SAFETY: `UserBuf` is a pointer plus a contract (`new`): the memory stays valid while the
+// buffer exists and is touched only by the thread that runs the engine owning the buffer
+// (MPI calls are serialized by the engine's lock), never by two threads at once.
+unsafe impl Send for UserBuf {}
+
+impl UserBuf {
+    /// Describes `count` elements of `dt` at `base`.
+    ///
+    /// # Safety
+    /// Every byte the type map reaches (`for_each_piece` over `count` elements) is valid
+    /// for reads — and for writes if the buffer is received into — until this `UserBuf` is
+    /// dropped, and nothing else accesses those bytes meanwhile except through it (MPI's
+    /// rule: the user does not touch a buffer of a pending request).
+    pub unsafe fn new(base: *const u8, count: usize, dt: Datatype) -> Self {
+        UserBuf {
+            base: base as *mut u8,
+            count,
+            dt,
+            owned: None,
+        }
+    }
+
+    /// A buffer owning its bytes (a packed `MPI_BYTE` array).
+    pub fn owned(mut v: Vec<u8>) -> Self {
+        let base = v.as_mut_ptr();
+        UserBuf {
+            base,
+            count: v.len(),
+            dt: Datatype::basic(crate::datatype::Basic::Byte),
+            owned: Some(v),
+        }
+    }
+
+    /// Packed size in bytes (`count × size`).
+    pub fn packed_len(&self) -> usize {
+        self.count * self.dt.size()
+    }
+
+    /// The bytes of a buffer made by [`UserBuf::owned`] (`None` for user memory).
+    pub fn into_owned(self) -> Option<Vec<u8>> {
+        self.owned
+    }
+
+    /// The element count.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The datatype.
+    pub fn datatype(&self) -> &Datatype {
+        &self.dt
+    }
+
+    /// The buffer as one slice when the type map is contiguous (zero-copy send).
+    pub fn as_contiguous(&self) -> Option<&[u8]> {
+        let (off, len) = self.dt.contiguous_span(self.count)?;
+        if len == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: `new`'s contract: the `len` bytes at `base + off` (the whole type map)
+        // are readable while `self` lives; the slice borrows `self`.
+        Some(unsafe { std::slice::from_raw_parts(self.base.offset(off), len) })
+    }
+
+    /// Copies packed bytes `[from, from + out.len())` of the buffer into `out` (pack).
+    pub fn read_packed(&self, from: usize, out: &mut [u8]) {
+        debug_assert!(from + out.len() <= self.packed_len());
+        self.dt.for_each_piece(from, out.len(), |addr, pos, n| {
+            let dst = &mut out[pos - from..pos - from + n];
+            // SAFETY: `addr..addr + n` is inside the type map of `count` elements, readable
+            // per `new`'s contract; `dst` is a distinct Rust buffer.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.base.offset(addr), dst.as_mut_ptr(), n)
+            }
+        });
+    }
+
+    /// The whole buffer packed into a vector.
+    pub fn to_packed(&self) -> Vec<u8> {
+        let mut v = vec![0u8; self.packed_len()];
+        self.read_packed(0, &mut v);
+        v
+    }
+
+    /// Writes `data` as packed bytes `[from, from + data.len())` of the buffer (unpack);
+    /// bytes past the buffer's packed length are dropped (the caller reports truncation).
+    pub fn write_packed(&mut self, from: usize, data: &[u8]) {
+        let cap = self.packed_len();
+        if from >= cap {
+            return;
+        }
+        let data = &data[..data.len().min(cap - from)];
+        self.dt.for_each_piece(from, data.len(), |addr, pos, n| {
+            let src = &data[pos - from..pos - from + n];
+            // SAFETY: `addr..addr + n` is inside the type map, writable per `new`'s
+            // contract (a receive buffer); `src` is a distinct Rust buffer (message
+            // memory or a copy), so the ranges do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.base.offset(addr), n) }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::{Basic, Datatype};
+
+    #[test]
+    fn pack_and_unpack_a_vector_round_trip() {
+        let int = Datatype::basic(Basic::Int);
+        let v = Datatype::vector(3, 1, 2, &int).unwrap().commit();
+        let src: Vec<i32> = (0..6).collect();
+        // SAFETY: `src` holds the 6 ints the type map reaches and outlives `b`.
+        let b = unsafe { UserBuf::new(src.as_ptr().cast(), 1, v.clone()) };
+        let packed = b.to_packed();
+        let vals: Vec<i32> = packed
+            .chunks(4)
+            .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(vals, [0, 2, 4]);
+        let mut dst = vec![-1i32; 6];
+        // SAFETY: as above, `dst` is writable and outlives `d`.
+        let mut d = unsafe { UserBuf::new(dst.as_mut_ptr().cast(), 1, v) };
+        d.write_packed(0, &packed[..5]);
+        d.write_packed(5, &packed[5..]);
+        drop(d);
+        assert_eq!(dst, [0, -1, 2, -1, 4, -1]);
+    }
+}

@@ -1,0 +1,182 @@
+//! The Rust API in-process (ranks as threads over `skifch::local`): point-to-point
+//! semantics, protocols, communicators.
+
+use mpi_lite::api::Comm;
+use mpi_lite::{Error, Mpi, ANY_SOURCE, ANY_TAG, PROC_NULL};
+use skifch::local::LocalJob;
+
+type R<T> = skifch::Result<T>;
+
+fn fail(e: Error) -> skifch::Error {
+    skifch::Error::Bootstrap(e.to_string().into())
+}
+
+/// Runs `f(world)` on `n` thread-ranks, each with its own `Mpi`.
+fn run<T: Send + 'static>(
+    n: u32,
+    f: impl Fn(&Comm<'_, <skifch::local::LocalDriver as skifch::Driver>::Port>) -> mpi_lite::Result<T>
+        + Send
+        + Sync
+        + 'static,
+) -> Vec<T> {
+    skifch::local::run(n, move |job: LocalJob| -> R<T> {
+        let mpi = Mpi::new(&job).map_err(fail)?;
+        let v = f(&Comm::world(&mpi)).map_err(fail)?;
+        mpi.finalize().map_err(fail)?;
+        Ok(v)
+    })
+    .unwrap()
+}
+
+#[test]
+fn non_overtaking_and_wildcards() {
+    let out = run(3, |w| {
+        if w.rank() > 0 {
+            for i in 0..50i32 {
+                w.send(&[w.rank() as i32, i], 0, i % 3)?;
+            }
+            return Ok(vec![]);
+        }
+        // Per sender, messages arrive in send order whatever the tag filter.
+        let mut next = [0i32; 3];
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            let mut b = [0i32; 2];
+            let st = w.recv(&mut b, ANY_SOURCE, ANY_TAG)?;
+            assert_eq!(st.source, b[0]);
+            assert_eq!(st.tag, b[1] % 3);
+            assert_eq!(b[1], next[b[0] as usize], "overtaking from {}", b[0]);
+            next[b[0] as usize] += 1;
+            got.push(b[0]);
+        }
+        Ok(got)
+    });
+    assert_eq!(out[0].len(), 100);
+}
+
+#[test]
+fn tag_selection_takes_the_first_match_and_leaves_others() {
+    run(2, |w| {
+        if w.rank() == 0 {
+            for t in [5, 6, 5, 7] {
+                w.send(&[t * 10], 1, t)?;
+            }
+            w.ssend(&[0u8], 1, 99)?; // all four are there before the probe below
+        } else {
+            let mut b = [0u8];
+            w.recv(&mut b, 0, 99)?;
+            assert_eq!(w.iprobe(0, 7)?.map(|s| s.bytes), Some(4));
+            let mut x = [0i32];
+            w.recv(&mut x, 0, 6)?;
+            assert_eq!(x[0], 60);
+            w.recv(&mut x, 0, 5)?;
+            assert_eq!(x[0], 50);
+            let st = w.recv(&mut x, ANY_SOURCE, ANY_TAG)?;
+            assert_eq!((x[0], st.tag), (50, 5));
+            w.recv(&mut x, 0, 7)?;
+            assert_eq!(x[0], 70);
+            assert!(w.iprobe(ANY_SOURCE, ANY_TAG)?.is_none());
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn truncation_zero_size_self_and_proc_null() {
+    run(2, |w| {
+        let peer = 1 - w.rank() as i32;
+        if w.rank() == 0 {
+            w.send(&[1i64, 2, 3], 1, 1)?;
+            w.send::<u8>(&[], 1, 2)?;
+            let big: Vec<u32> = (0..100_000).collect();
+            w.send(&big, 1, 3)?;
+        } else {
+            let mut small = [0i64; 2];
+            match w.recv(&mut small, 0, 1) {
+                Err(Error::Truncate { len: 24, cap: 16 }) => {}
+                other => panic!("expected MPI_ERR_TRUNCATE, got {other:?}"),
+            }
+            assert_eq!(small, [1, 2]);
+            let st = w.recv::<u8>(&mut [], 0, 2)?;
+            assert_eq!(st.bytes, 0);
+            let mut part = vec![0u32; 1000];
+            assert!(matches!(w.recv(&mut part, 0, 3), Err(Error::Truncate { .. })));
+            assert_eq!(part[999], 999);
+        }
+        // Self-send: eager and rendezvous to myself.
+        let r = w.irecv(vec![0u16; 50_000], w.rank() as i32, 4)?;
+        let data: Vec<u16> = (0..50_000u32).map(|i| i as u16).collect();
+        w.send(&data, w.rank() as i32, 4)?;
+        assert_eq!(r.wait()?.0, data);
+        let st = w.recv::<u8>(&mut [0; 4], PROC_NULL, 0)?;
+        assert_eq!((st.source, st.bytes), (PROC_NULL, 0));
+        w.send(&[1u8], PROC_NULL, 0)?;
+        let _ = peer;
+        Ok(())
+    });
+}
+
+#[test]
+fn rendezvous_both_ways_at_once_does_not_deadlock() {
+    run(2, |w| {
+        let peer = 1 - w.rank() as i32;
+        let n = 3 << 20; // 12 MiB of u32 each way, far beyond the lanes
+        let data: Vec<u32> = (0..n as u32).map(|i| i ^ w.rank() as u32).collect();
+        let mut back = vec![0u32; n];
+        w.sendrecv(&data, peer, 0, &mut back, peer, 0)?;
+        assert!(back.iter().enumerate().all(|(i, &v)| v == i as u32 ^ peer as u32));
+        // Blocking sends of many eager messages both ways before any receive: the
+        // engine queues what does not fit and keeps draining.
+        let rs: Vec<_> = (0..2000).map(|i| w.irecv(vec![0u64; 16], peer, i)).collect::<Result<_, _>>()?;
+        for i in 0..2000 {
+            w.send(&[i as u64; 16], peer, i)?;
+        }
+        for (i, r) in rs.into_iter().enumerate() {
+            assert_eq!(r.wait()?.0, vec![i as u64; 16]);
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn ssend_waits_for_the_match() {
+    run(2, |w| {
+        if w.rank() == 0 {
+            let r = w.issend(vec![7i32], 1, 0)?;
+            let r = match r.test()? {
+                Ok(_) => panic!("Issend completed before the receive was posted"),
+                Err(r) => r,
+            };
+            w.send(&[0u8], 1, 1)?; // "now post it"
+            r.wait()?;
+        } else {
+            w.recv(&mut [0u8], 0, 1)?;
+            let mut x = [0i32];
+            w.recv(&mut x, 0, 0)?;
+            assert_eq!(x[0], 7);
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn split_dup_and_bad_arguments() {
+    let out = run(4, |w| {
+        let half = w.split((w.rank() % 2) as i32, -(w.rank() as i32))?.expect("colored");
+        assert_eq!(half.size(), 2);
+        // key reverses the order
+        let expect_rank = if w.rank() < 2 { 1 } else { 0 };
+        assert_eq!(half.rank(), expect_rank);
+        let d = half.dup()?;
+        let peer = 1 - d.rank() as i32;
+        let mut x = [0usize];
+        d.sendrecv(&[w.rank()], peer, 0, &mut x, peer, 0)?;
+        // Traffic on `half` with the same tag must not match on `d`.
+        assert!(matches!(w.send(&[0u8], 4, 0), Err(Error::Rank(_))));
+        assert!(matches!(w.send(&[0u8], 0, -5), Err(Error::Tag(_))));
+        assert!(w.split(mpi_lite::comm::UNDEFINED, 0)?.is_none());
+        w.barrier()?;
+        Ok(x[0])
+    });
+    assert_eq!(out, vec![2, 3, 0, 1]);
+}
