@@ -129,36 +129,46 @@ impl<'m, P: Port> Comm<'m, P> {
     ) -> Result<Status> {
         // SAFETY: both slices outlive the requests, which complete before returning.
         let (sb, rb) = unsafe { (slice_buf(data), slice_buf(buf)) };
-        let r = self.mpi.irecv(&self.data, rb, src, rtag, "MPI_Sendrecv")?;
-        let s = self.mpi.isend(&self.data, sb, dst, stag, Mode::Standard, "MPI_Sendrecv");
-        let s = match s {
-            Ok(s) => s,
-            Err(e) => {
-                // Do not leave a receive into `buf` behind.
-                let mut eng = self.mpi.engine();
-                let _ = eng.cancel(r);
-                let _ = eng.wait(r);
-                return Err(e);
-            }
-        };
-        let st = self.mpi.wait(r);
-        self.mpi.wait(s)?;
-        st
+        self.mpi
+            .sendrecv(&self.data, sb, dst, stag, rb, src, rtag, "MPI_Sendrecv")
     }
 
     /// `MPI_Isend`: the request owns `data` and gives it back when complete.
-    pub fn isend<T: Equivalence>(&self, data: Vec<T>, dst: i32, tag: i32) -> Result<Request<'m, P, T>> {
-        self.istart(data, |b| self.mpi.isend(&self.data, b, dst, tag, Mode::Standard, "MPI_Isend"))
+    pub fn isend<T: Equivalence>(
+        &self,
+        data: Vec<T>,
+        dst: i32,
+        tag: i32,
+    ) -> Result<Request<'m, P, T>> {
+        self.istart(data, |b| {
+            self.mpi
+                .isend(&self.data, b, dst, tag, Mode::Standard, "MPI_Isend")
+        })
     }
 
     /// `MPI_Issend`.
-    pub fn issend<T: Equivalence>(&self, data: Vec<T>, dst: i32, tag: i32) -> Result<Request<'m, P, T>> {
-        self.istart(data, |b| self.mpi.isend(&self.data, b, dst, tag, Mode::Sync, "MPI_Issend"))
+    pub fn issend<T: Equivalence>(
+        &self,
+        data: Vec<T>,
+        dst: i32,
+        tag: i32,
+    ) -> Result<Request<'m, P, T>> {
+        self.istart(data, |b| {
+            self.mpi
+                .isend(&self.data, b, dst, tag, Mode::Sync, "MPI_Issend")
+        })
     }
 
     /// `MPI_Irecv` into `buf` (its length is the capacity).
-    pub fn irecv<T: Equivalence>(&self, buf: Vec<T>, src: i32, tag: i32) -> Result<Request<'m, P, T>> {
-        self.istart(buf, |b| self.mpi.irecv(&self.data, b, src, tag, "MPI_Irecv"))
+    pub fn irecv<T: Equivalence>(
+        &self,
+        buf: Vec<T>,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'m, P, T>> {
+        self.istart(buf, |b| {
+            self.mpi.irecv(&self.data, b, src, tag, "MPI_Irecv")
+        })
     }
 
     fn istart<T: Equivalence>(

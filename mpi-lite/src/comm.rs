@@ -155,7 +155,9 @@ impl<P: Port> Mpi<P> {
         if (0..=TAG_UB).contains(&tag) || (any && tag == ANY_TAG) {
             Ok(())
         } else {
-            Err(Error::Tag(format!("{call}: tag {tag} is outside 0..={TAG_UB}")))
+            Err(Error::Tag(format!(
+                "{call}: tag {tag} is outside 0..={TAG_UB}"
+            )))
         }
     }
 
@@ -175,7 +177,15 @@ impl<P: Port> Mpi<P> {
         if dst == PROC_NULL {
             return Ok(e.done_request());
         }
-        e.isend(c.ctx, c.rank as i32, c.world_of(dst as usize), tag, buf, mode, 0)
+        e.isend(
+            c.ctx,
+            c.rank as i32,
+            c.world_of(dst as usize),
+            tag,
+            buf,
+            mode,
+            0,
+        )
     }
 
     /// `MPI_Ibsend`: copies the data now (checked against the attached buffer), so
@@ -198,7 +208,15 @@ impl<P: Port> Mpi<P> {
             )));
         }
         let copy = UserBuf::owned(buf.to_packed());
-        let id = e.isend(c.ctx, c.rank as i32, c.world_of(dst as usize), tag, copy, Mode::Standard, need)?;
+        let id = e.isend(
+            c.ctx,
+            c.rank as i32,
+            c.world_of(dst as usize),
+            tag,
+            copy,
+            Mode::Standard,
+            need,
+        )?;
         Ok(id)
     }
 
@@ -221,10 +239,46 @@ impl<P: Port> Mpi<P> {
     }
 
     /// Posts a receive (`MPI_Irecv`).
-    pub fn irecv(&self, c: &CommData, buf: UserBuf, src: i32, tag: i32, call: &str) -> Result<ReqId> {
+    pub fn irecv(
+        &self,
+        c: &CommData,
+        buf: UserBuf,
+        src: i32,
+        tag: i32,
+        call: &str,
+    ) -> Result<ReqId> {
         Self::check_peer(c, src, true, call)?;
         Self::check_tag(tag, true, call)?;
         self.eng.borrow_mut().irecv(c.ctx, src, tag, buf)
+    }
+
+    /// `MPI_Sendrecv`: posts the receive, sends, waits for both.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sendrecv(
+        &self,
+        c: &CommData,
+        send: UserBuf,
+        dst: i32,
+        stag: i32,
+        recv: UserBuf,
+        src: i32,
+        rtag: i32,
+        call: &str,
+    ) -> Result<Status> {
+        let r = self.irecv(c, recv, src, rtag, call)?;
+        let s = match self.isend(c, send, dst, stag, Mode::Standard, call) {
+            Ok(s) => s,
+            Err(e) => {
+                // Do not leave a receive into the caller's buffer behind.
+                let mut eng = self.eng.borrow_mut();
+                let _ = eng.cancel(r);
+                let _ = eng.wait(r);
+                return Err(e);
+            }
+        };
+        let st = self.wait(r);
+        self.wait(s)?;
+        st
     }
 
     /// `MPI_Wait`.
@@ -266,7 +320,15 @@ impl<P: Port> Mpi<P> {
         let mut sends = Vec::new();
         for r in (0..n).filter(|&r| r != c.rank) {
             let b = UserBuf::owned(mine.to_vec());
-            sends.push(e.isend(c.coll_ctx(), c.rank as i32, c.world_of(r), tag, b, Mode::Standard, 0)?);
+            sends.push(e.isend(
+                c.coll_ctx(),
+                c.rank as i32,
+                c.world_of(r),
+                tag,
+                b,
+                Mode::Standard,
+                0,
+            )?);
         }
         let mut out = Vec::with_capacity(n);
         for r in 0..n {
@@ -423,5 +485,78 @@ impl<P: Port> Mpi<P> {
         self.eng.borrow_mut().flush_all()?;
         self.barrier(&self.world.clone())?;
         self.eng.borrow_mut().flush_all()
+    }
+}
+
+impl<P: Port> Mpi<P> {
+    /// `MPI_Cart_create` (no reordering): the first `∏ dims` ranks of `c` form the grid,
+    /// the others get `None`.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it with the same arguments.
+    pub fn cart_create(
+        &self,
+        c: &CommData,
+        dims: &[i32],
+        periods: &[bool],
+    ) -> Result<Option<Arc<CommData>>> {
+        if dims.len() != periods.len() || dims.iter().any(|&d| d <= 0) {
+            return Err(Error::Dims(
+                "MPI_Cart_create: dimensions must be positive".into(),
+            ));
+        }
+        let n: i64 = dims.iter().map(|&d| d as i64).product();
+        if n > c.size() as i64 {
+            return Err(Error::Topology(format!(
+                "MPI_Cart_create: a grid of {n} processes in a communicator of {}",
+                c.size()
+            )));
+        }
+        let color = if (c.rank as i64) < n { 0 } else { UNDEFINED };
+        let sub = self.split(c, color, c.rank as i32)?;
+        Ok(sub.map(|s| {
+            Arc::new(CommData {
+                ctx: s.ctx,
+                group: s.group.clone(),
+                rank: s.rank,
+                topo: Some(Topology::Cart {
+                    dims: dims.to_vec(),
+                    periods: periods.to_vec(),
+                }),
+            })
+        }))
+    }
+
+    /// `MPI_Dist_graph_create_adjacent` (no reordering): a duplicate of `c` carrying this
+    /// process's neighbours.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it (with its own neighbour lists).
+    pub fn dist_graph_adjacent(
+        &self,
+        c: &CommData,
+        sources: Vec<(i32, i32)>,
+        dests: Vec<(i32, i32)>,
+        weighted: bool,
+    ) -> Result<Arc<CommData>> {
+        for &(r, _) in sources.iter().chain(&dests) {
+            if !(0..c.size() as i32).contains(&r) {
+                return Err(Error::Rank(format!(
+                    "MPI_Dist_graph_create_adjacent: neighbour {r} is not in a communicator of {}",
+                    c.size()
+                )));
+            }
+        }
+        let d = self.dup(c)?;
+        Ok(Arc::new(CommData {
+            ctx: d.ctx,
+            group: d.group.clone(),
+            rank: d.rank,
+            topo: Some(Topology::DistGraph {
+                sources,
+                dests,
+                weighted,
+            }),
+        }))
     }
 }

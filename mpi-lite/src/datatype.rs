@@ -213,8 +213,8 @@ impl Basic {
             Char | SignedChar | UnsignedChar | Byte | Packed | CBool | Int8 | Uint8 => one(1),
             Short | UnsignedShort | Int16 | Uint16 => one(2),
             Int | Unsigned | WChar | Int32 | Uint32 | Float => one(4),
-            Long | UnsignedLong | LongLong | UnsignedLongLong | Int64 | Uint64 | Double
-            | Aint | Offset | Count | CFloatComplex => one(8),
+            Long | UnsignedLong | LongLong | UnsignedLongLong | Int64 | Uint64 | Double | Aint
+            | Offset | Count | CFloatComplex => one(8),
             LongDouble | CDoubleComplex => one(16),
             FloatInt | TwoInt => one(8),
             DoubleInt | LongInt => (vec![Block { disp: 0, len: 12 }], 16),
@@ -287,12 +287,7 @@ impl Datatype {
         t
     }
 
-    fn from_blocks(
-        raw: Vec<Block>,
-        lb: isize,
-        ub: isize,
-        homog: Option<(Basic, usize)>,
-    ) -> Self {
+    fn from_blocks(raw: Vec<Block>, lb: isize, ub: isize, homog: Option<(Basic, usize)>) -> Self {
         let mut blocks: Vec<Block> = Vec::with_capacity(raw.len());
         for b in raw.into_iter().filter(|b| b.len > 0) {
             match blocks.last_mut() {
@@ -398,12 +393,7 @@ impl Datatype {
 
     /// Calls `f(address offset, packed offset, len)` for the pieces of the packed byte
     /// range `[from, from + len)` of `count` elements, in order.
-    pub fn for_each_piece(
-        &self,
-        from: usize,
-        len: usize,
-        mut f: impl FnMut(isize, usize, usize),
-    ) {
+    pub fn for_each_piece(&self, from: usize, len: usize, mut f: impl FnMut(isize, usize, usize)) {
         let i = &self.0;
         if len == 0 || i.size == 0 {
             return;
@@ -438,7 +428,12 @@ impl Datatype {
     }
 
     /// `MPI_Type_vector`: `count` blocks of `blocklen` elements, `stride` elements apart.
-    pub fn vector(count: usize, blocklen: usize, stride: isize, old: &Datatype) -> Result<Datatype> {
+    pub fn vector(
+        count: usize,
+        blocklen: usize,
+        stride: isize,
+        old: &Datatype,
+    ) -> Result<Datatype> {
         let s = stride
             .checked_mul(old.extent())
             .ok_or_else(|| span_err("MPI_Type_vector"))?;
@@ -461,7 +456,10 @@ impl Datatype {
         let ext = old.extent();
         let d: Vec<isize> = displs
             .iter()
-            .map(|&d| d.checked_mul(ext).ok_or_else(|| span_err("MPI_Type_indexed")))
+            .map(|&d| {
+                d.checked_mul(ext)
+                    .ok_or_else(|| span_err("MPI_Type_indexed"))
+            })
             .collect::<Result<_>>()?;
         Self::hindexed(blocklens, &d, old)
     }
@@ -596,7 +594,10 @@ mod tests {
         let s = Datatype::basic(Basic::ShortInt);
         assert_eq!((s.size(), s.extent(), s.blocks().len()), (6, 8, 2));
         assert!(s.contiguous_span(2).is_none());
-        assert_eq!(Datatype::basic(Basic::TwoInt).contiguous_span(3), Some((0, 24)));
+        assert_eq!(
+            Datatype::basic(Basic::TwoInt).contiguous_span(3),
+            Some((0, 24))
+        );
     }
 
     #[test]

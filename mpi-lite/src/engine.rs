@@ -46,8 +46,6 @@ pub const ANY_TAG: i32 = -1;
 /// `MPI_TAG_UB`: the largest tag.
 pub const TAG_UB: i32 = i32::MAX;
 
-
-
 /// Default eager limit in bytes (override with `SKIFMPI_EAGER`); capped by what one
 /// channel message can carry.
 pub const DEFAULT_EAGER: usize = 16 << 10;
@@ -125,7 +123,6 @@ pub type ReqId = u32;
 enum ReqKind {
     /// A send: `buf` kept (rendezvous) until all of it is out.
     Send {
-        dst: u32,
         buf: Option<UserBuf>,
         sent: usize,
         rreq: u32,
@@ -183,7 +180,11 @@ impl Unex {
     fn envelope(&self) -> (u16, i32, i32, usize) {
         match self {
             Unex::Eager {
-                ctx, src, tag, data, ..
+                ctx,
+                src,
+                tag,
+                data,
+                ..
             } => (*ctx, *src, *tag, data.len()),
             Unex::Rts {
                 ctx, src, tag, len, ..
@@ -242,9 +243,10 @@ impl<P: Port> Engine<P> {
             )));
         }
         let eager = match std::env::var("SKIFMPI_EAGER") {
-            Ok(v) => v.trim().parse::<usize>().map_err(|_| {
-                Error::Arg(format!("SKIFMPI_EAGER={v:?} is not a byte count"))
-            })?,
+            Ok(v) => v
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| Error::Arg(format!("SKIFMPI_EAGER={v:?} is not a byte count")))?,
             Err(_) => DEFAULT_EAGER,
         };
         let port = ch.addr().port() as u16;
@@ -302,7 +304,6 @@ impl<P: Port> Engine<P> {
         let seq = self.st.next_seq();
         let id = self.st.alloc(Req {
             kind: ReqKind::Send {
-                dst,
                 buf: None,
                 sent: 0,
                 rreq: 0,
@@ -330,8 +331,11 @@ impl<P: Port> Engine<P> {
                     &packed
                 }
             };
-            self.st
-                .send_or_queue(&self.ch, dst, &[IoSlice::new(&h[..HDR]), IoSlice::new(data)])?;
+            self.st.send_or_queue(
+                &self.ch,
+                dst,
+                &[IoSlice::new(&h[..HDR]), IoSlice::new(data)],
+            )?;
             if mode == Mode::Standard {
                 self.st.complete(id);
             }
@@ -432,6 +436,22 @@ impl<P: Port> Engine<P> {
                     None => Ok(Some(r.status)),
                 }
             }
+        }
+    }
+
+    /// `MPI_Request_get_status`: one round of progress, then the status of a complete
+    /// request (or its error) without releasing it; `None` while pending.
+    pub fn peek(&mut self, id: ReqId) -> Result<Option<Status>> {
+        if !self.is_done(id) {
+            self.progress()?;
+        }
+        match self.st.get(id) {
+            None => Err(Error::Request(format!("request {id} does not exist"))),
+            Some(r) if !r.done => Ok(None),
+            Some(r) => match &r.err {
+                Some(e) => Err(e.clone()),
+                None => Ok(Some(r.status)),
+            },
         }
     }
 
@@ -732,7 +752,10 @@ impl State {
             let n = chunk.min(data.len() - *sent);
             match ch.send_whole(
                 addr,
-                &[IoSlice::new(&h[..HDR]), IoSlice::new(&data[*sent..*sent + n])],
+                &[
+                    IoSlice::new(&h[..HDR]),
+                    IoSlice::new(&data[*sent..*sent + n]),
+                ],
             ) {
                 Ok(()) => *sent += n,
                 Err(skifch::Error::WouldBlock) => return Ok(false),
@@ -773,9 +796,7 @@ impl State {
                 let ack = (h.kind == Kind::Sync).then_some((world, h.b));
                 match self.match_posted(h.ctx, src, h.tag) {
                     Some(id) => {
-                        self.fill_eager(id, src, h.tag, payload_len, |buf| {
-                            copy_payload(&m, buf)
-                        });
+                        self.fill_eager(id, src, h.tag, payload_len, |buf| copy_payload(&m, buf));
                         if let Some((w, s)) = ack {
                             self.ack(w, s);
                         }
@@ -825,7 +846,10 @@ impl State {
                 let id = h.a;
                 let done = match self.get_mut(id) {
                     Some(Req {
-                        kind: ReqKind::Recv { buf, total, got, .. },
+                        kind:
+                            ReqKind::Recv {
+                                buf, total, got, ..
+                            },
                         ..
                     }) => {
                         let mut off = *got;
@@ -946,10 +970,7 @@ impl State {
     /// The earliest posted receive matching an incoming envelope, removed from the queues.
     fn match_posted(&mut self, ctx: u16, src: i32, tag: i32) -> Option<ReqId> {
         let key = (ctx, src, tag);
-        let exact = self
-            .posted_exact
-            .get(&key)
-            .and_then(|q| q.front().copied());
+        let exact = self.posted_exact.get(&key).and_then(|q| q.front().copied());
         let wild = self.posted_wild.iter().position(|&id| {
             matches!(self.get(id), Some(Req { kind: ReqKind::Recv { ctx: c, src: s, tag: t, .. }, .. })
                 if *c == ctx && matches(*s, *t, src, tag))

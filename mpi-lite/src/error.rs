@@ -107,7 +107,9 @@ pub enum Error {
     Request(String),
     /// `MPI_ERR_TRUNCATE`: the message is longer than the receive buffer. The buffer
     /// holds the first bytes that fit.
-    #[error("MPI_ERR_TRUNCATE: a message of {len} bytes does not fit a receive buffer of {cap} bytes")]
+    #[error(
+        "MPI_ERR_TRUNCATE: a message of {len} bytes does not fit a receive buffer of {cap} bytes"
+    )]
     Truncate {
         /// Bytes sent.
         len: usize,

@@ -63,7 +63,10 @@ impl Group {
                 .ok()
                 .filter(|&i| i < self.size())
                 .ok_or_else(|| {
-                    Error::Rank(format!("{call}: rank {r} is not in a group of {}", self.size()))
+                    Error::Rank(format!(
+                        "{call}: rank {r} is not in a group of {}",
+                        self.size()
+                    ))
                 })?;
             if std::mem::replace(&mut seen[i], true) {
                 return Err(Error::Rank(format!("{call}: rank {r} given twice")));
@@ -101,14 +104,22 @@ impl Group {
     /// `MPI_Group_intersection`: members of both, in this group's order.
     pub fn intersection(&self, other: &Group) -> Group {
         Group(Arc::new(
-            self.0.iter().copied().filter(|r| other.0.contains(r)).collect(),
+            self.0
+                .iter()
+                .copied()
+                .filter(|r| other.0.contains(r))
+                .collect(),
         ))
     }
 
     /// `MPI_Group_difference`: members of this group not in the other.
     pub fn difference(&self, other: &Group) -> Group {
         Group(Arc::new(
-            self.0.iter().copied().filter(|r| !other.0.contains(r)).collect(),
+            self.0
+                .iter()
+                .copied()
+                .filter(|r| !other.0.contains(r))
+                .collect(),
         ))
     }
 

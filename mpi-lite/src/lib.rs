@@ -9,8 +9,9 @@ pub mod mem;
 pub mod wire;
 
 pub use error::{Error, Result};
-pub mod comm;
 pub mod api;
+pub mod comm;
+pub mod topo;
 
 pub use comm::Mpi;
 pub use engine::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL};

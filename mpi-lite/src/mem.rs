@@ -88,9 +88,7 @@ impl UserBuf {
             let dst = &mut out[pos - from..pos - from + n];
             // SAFETY: `addr..addr + n` is inside the type map of `count` elements, readable
             // per `new`'s contract; `dst` is a distinct Rust buffer.
-            unsafe {
-                std::ptr::copy_nonoverlapping(self.base.offset(addr), dst.as_mut_ptr(), n)
-            }
+            unsafe { std::ptr::copy_nonoverlapping(self.base.offset(addr), dst.as_mut_ptr(), n) }
         });
     }
 

@@ -100,7 +100,10 @@ fn truncation_zero_size_self_and_proc_null() {
             let st = w.recv::<u8>(&mut [], 0, 2)?;
             assert_eq!(st.bytes, 0);
             let mut part = vec![0u32; 1000];
-            assert!(matches!(w.recv(&mut part, 0, 3), Err(Error::Truncate { .. })));
+            assert!(matches!(
+                w.recv(&mut part, 0, 3),
+                Err(Error::Truncate { .. })
+            ));
             assert_eq!(part[999], 999);
         }
         // Self-send: eager and rendezvous to myself.
@@ -124,10 +127,15 @@ fn rendezvous_both_ways_at_once_does_not_deadlock() {
         let data: Vec<u32> = (0..n as u32).map(|i| i ^ w.rank() as u32).collect();
         let mut back = vec![0u32; n];
         w.sendrecv(&data, peer, 0, &mut back, peer, 0)?;
-        assert!(back.iter().enumerate().all(|(i, &v)| v == i as u32 ^ peer as u32));
+        assert!(back
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| v == i as u32 ^ peer as u32));
         // Blocking sends of many eager messages both ways before any receive: the
         // engine queues what does not fit and keeps draining.
-        let rs: Vec<_> = (0..2000).map(|i| w.irecv(vec![0u64; 16], peer, i)).collect::<Result<_, _>>()?;
+        let rs: Vec<_> = (0..2000)
+            .map(|i| w.irecv(vec![0u64; 16], peer, i))
+            .collect::<Result<_, _>>()?;
         for i in 0..2000 {
             w.send(&[i as u64; 16], peer, i)?;
         }
@@ -162,7 +170,9 @@ fn ssend_waits_for_the_match() {
 #[test]
 fn split_dup_and_bad_arguments() {
     let out = run(4, |w| {
-        let half = w.split((w.rank() % 2) as i32, -(w.rank() as i32))?.expect("colored");
+        let half = w
+            .split((w.rank() % 2) as i32, -(w.rank() as i32))?
+            .expect("colored");
         assert_eq!(half.size(), 2);
         // key reverses the order
         let expect_rank = if w.rank() < 2 { 1 } else { 0 };

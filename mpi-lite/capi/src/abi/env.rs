@@ -1,0 +1,219 @@
+//! Environment (MPI-3.1 chapter 8 and §12.4): Init/Finalize, clocks, names, versions,
+//! error classes and handlers.
+
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use mpi_lite::error::{class, class_string};
+use mpi_lite::{Error, Mpi};
+
+use super::{mpi_fn, put, put_str};
+use crate::state::{self, call, h, lock, raise, CState, PHASE, WORLD_ERRH};
+
+const THREAD_SERIALIZED: c_int = 2;
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+static MAIN_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
+
+fn init(required: c_int) -> c_int {
+    let name = "MPI_Init";
+    let mut g = lock();
+    let r = (|| {
+        match PHASE.load(Ordering::Acquire) {
+            0 => {}
+            1 => return Err(Error::Other("MPI_Init called twice".into())),
+            _ => return Err(Error::Other("MPI_Init after MPI_Finalize".into())),
+        }
+        if !(0..=3).contains(&required) {
+            return Err(Error::Arg(format!(
+                "MPI_Init_thread: required level {required}"
+            )));
+        }
+        let job = skifch_drivers::init()?;
+        let mpi = Mpi::new(&job)?;
+        EPOCH.get_or_init(Instant::now);
+        MAIN_THREAD.get_or_init(|| std::thread::current().id());
+        *g = Some(CState::new(job, mpi, required.min(THREAD_SERIALIZED)));
+        PHASE.store(1, Ordering::Release);
+        Ok(())
+    })();
+    match r {
+        Ok(()) => class::SUCCESS,
+        Err(e) => raise(g.as_ref(), h::COMM_WORLD, name, &e),
+    }
+}
+
+mpi_fn!(MPI_Init, PMPI_Init, (_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    init(0)
+});
+
+mpi_fn!(MPI_Init_thread, PMPI_Init_thread, (_argc: *mut c_int, _argv: *mut *mut *mut c_char,
+        required: c_int, provided: *mut c_int) -> c_int {
+    if provided.is_null() {
+        return raise(None, h::COMM_WORLD, "MPI_Init_thread",
+            &Error::Arg("MPI_Init_thread: provided is NULL".into()));
+    }
+    let r = init(required);
+    if r == class::SUCCESS {
+        // SAFETY: checked non-null; the caller's int.
+        unsafe { provided.write(required.clamp(0, THREAD_SERIALIZED)) };
+    }
+    r
+});
+
+mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
+    let mut g = lock();
+    let Some(st) = g.take() else {
+        let e = Error::Other(if PHASE.load(Ordering::Acquire) == 2 {
+            "MPI_Finalize called twice".into()
+        } else {
+            "MPI_Finalize before MPI_Init".into()
+        });
+        return raise(None, h::COMM_WORLD, "MPI_Finalize", &e);
+    };
+    WORLD_ERRH.store(st.comm_entry(h::COMM_WORLD).map_or(h::ERRORS_ARE_FATAL, |c| c.errh), Ordering::Relaxed);
+    PHASE.store(2, Ordering::Release);
+    let CState { mpi, job, .. } = st;
+    let r = mpi.finalize();
+    drop(job);
+    match r {
+        Ok(()) => class::SUCCESS,
+        Err(e) => raise(None, h::COMM_WORLD, "MPI_Finalize", &e),
+    }
+});
+
+mpi_fn!(MPI_Initialized, PMPI_Initialized, (flag: *mut c_int) -> c_int {
+    let v = (PHASE.load(Ordering::Acquire) >= 1) as c_int;
+    // SAFETY: the caller's int.
+    state::call_pure("MPI_Initialized", || unsafe { put(flag, v, "flag") })
+});
+
+mpi_fn!(MPI_Finalized, PMPI_Finalized, (flag: *mut c_int) -> c_int {
+    let v = (PHASE.load(Ordering::Acquire) == 2) as c_int;
+    // SAFETY: the caller's int.
+    state::call_pure("MPI_Finalized", || unsafe { put(flag, v, "flag") })
+});
+
+mpi_fn!(MPI_Abort, PMPI_Abort, (_comm: c_int, errorcode: c_int) -> c_int {
+    let rank = lock().as_ref().map_or(-1, |s| s.mpi.world_data().rank as i64);
+    eprintln!("mpi-lite: rank {rank}: MPI_Abort({errorcode}) called: aborting the job");
+    // skifrun ends the other ranks when one fails.
+    std::process::exit(if errorcode == 0 { 1 } else { errorcode & 0xff })
+});
+
+mpi_fn!(MPI_Query_thread, PMPI_Query_thread, (provided: *mut c_int) -> c_int {
+    // SAFETY: the caller's int.
+    call("MPI_Query_thread", h::COMM_WORLD, |st| unsafe { put(provided, st.provided, "provided") })
+});
+
+mpi_fn!(MPI_Is_thread_main, PMPI_Is_thread_main, (flag: *mut c_int) -> c_int {
+    call("MPI_Is_thread_main", h::COMM_WORLD, |_| {
+        let v = MAIN_THREAD.get() == Some(&std::thread::current().id());
+        // SAFETY: the caller's int.
+        unsafe { put(flag, v as c_int, "flag") }
+    })
+});
+
+mpi_fn!(MPI_Wtime, PMPI_Wtime, () -> f64 {
+    EPOCH.get_or_init(Instant::now).elapsed().as_secs_f64()
+});
+
+mpi_fn!(MPI_Wtick, PMPI_Wtick, () -> f64 {
+    1e-9
+});
+
+mpi_fn!(MPI_Get_processor_name, PMPI_Get_processor_name, (name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    state::call_pure("MPI_Get_processor_name", || {
+        let mut buf = [0u8; 256];
+        // SAFETY: `buf` is writable for its length; gethostname NUL-terminates within it
+        // or truncates (we terminate below).
+        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+        let host = if rc == 0 {
+            let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        } else {
+            "localhost".into()
+        };
+        // SAFETY: MPI_MAX_PROCESSOR_NAME (128) bytes at `name`, `resultlen` an int.
+        unsafe { put_str(name, resultlen, &host, 128) }
+    })
+});
+
+mpi_fn!(MPI_Get_version, PMPI_Get_version, (version: *mut c_int, subversion: *mut c_int) -> c_int {
+    state::call_pure("MPI_Get_version", || {
+        // SAFETY: the caller's ints.
+        unsafe {
+            put(version, 3, "version")?;
+            put(subversion, 1, "subversion")
+        }
+    })
+});
+
+mpi_fn!(MPI_Get_library_version, PMPI_Get_library_version, (version: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let s = format!("mpi-lite {} (MPI 3.1 on SkifCh channels)", env!("CARGO_PKG_VERSION"));
+    // SAFETY: MPI_MAX_LIBRARY_VERSION_STRING bytes at `version`.
+    state::call_pure("MPI_Get_library_version", || unsafe { put_str(version, resultlen, &s, 8192) })
+});
+
+mpi_fn!(MPI_Error_class, PMPI_Error_class, (errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    state::call_pure("MPI_Error_class", || {
+        // Codes are classes in mpi-lite.
+        if class_string(errorcode).is_none() {
+            return Err(Error::Arg(format!("MPI_Error_class: {errorcode} is not an error code")));
+        }
+        // SAFETY: the caller's int.
+        unsafe { put(errorclass, errorcode, "errorclass") }
+    })
+});
+
+mpi_fn!(MPI_Error_string, PMPI_Error_string, (errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
+    state::call_pure("MPI_Error_string", || {
+        let s = class_string(errorcode).ok_or_else(|| {
+            Error::Arg(format!("MPI_Error_string: {errorcode} is not an error code"))
+        })?;
+        // SAFETY: MPI_MAX_ERROR_STRING bytes at `string`.
+        unsafe { put_str(string, resultlen, s, 512) }
+    })
+});
+
+mpi_fn!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler, (comm: c_int, errhandler: c_int) -> c_int {
+    if errhandler != h::ERRORS_ARE_FATAL && errhandler != h::ERRORS_RETURN {
+        let e = Error::Arg(format!(
+            "MPI_Comm_set_errhandler: handler {errhandler} is not MPI_ERRORS_ARE_FATAL or MPI_ERRORS_RETURN"));
+        return raise(lock().as_ref(), comm, "MPI_Comm_set_errhandler", &e);
+    }
+    // Allowed on MPI_COMM_WORLD before Init and after Finalize too, so that errors of
+    // calls made then can be returned (as MPI-4 allows).
+    if comm == h::COMM_WORLD && PHASE.load(Ordering::Acquire) != 1 {
+        WORLD_ERRH.store(errhandler, Ordering::Relaxed);
+        return class::SUCCESS;
+    }
+    call("MPI_Comm_set_errhandler", comm, |st| {
+        st.comm_entry(comm)?;
+        if let Some(Some(e)) = st.comms.get_mut(comm as usize) {
+            e.errh = errhandler;
+        }
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Comm_get_errhandler, PMPI_Comm_get_errhandler, (comm: c_int, errhandler: *mut c_int) -> c_int {
+    call("MPI_Comm_get_errhandler", comm, |st| {
+        let e = st.comm_entry(comm)?.errh;
+        // SAFETY: the caller's int.
+        unsafe { put(errhandler, e, "errhandler") }
+    })
+});
+
+mpi_fn!(MPI_Errhandler_free, PMPI_Errhandler_free, (errhandler: *mut c_int) -> c_int {
+    // The predefined handlers are the only ones; freeing one just nulls the handle.
+    // SAFETY: the caller's int.
+    state::call_pure("MPI_Errhandler_free", || unsafe { put(errhandler, 0, "errhandler") })
+});
+
+mpi_fn!(MPI_Comm_create_errhandler, PMPI_Comm_create_errhandler, (_f: *mut std::ffi::c_void, _errhandler: *mut c_int) -> c_int {
+    state::call_pure("MPI_Comm_create_errhandler", || {
+        Err(Error::Unsupported("MPI_Comm_create_errhandler (user error handlers)".into()))
+    })
+});

@@ -1,0 +1,215 @@
+//! The `extern "C"` functions of `mpi.h`, grouped as in the header.
+#![allow(unsafe_code)] // `#[no_mangle]` entry points taking raw pointers from C
+#![allow(non_snake_case, non_camel_case_types, clippy::missing_safety_doc)]
+// The C signatures are the MPI standard's.
+#![allow(clippy::too_many_arguments)]
+
+use std::ffi::{c_char, c_int, c_void};
+
+use mpi_lite::datatype::Datatype;
+use mpi_lite::mem::UserBuf;
+use mpi_lite::{Error, Result, Status};
+
+use crate::state::CState;
+
+mod coll;
+mod comms;
+mod env;
+mod p2p;
+mod rma;
+mod topo;
+mod types;
+
+pub use coll::*;
+pub use comms::*;
+pub use env::*;
+pub use p2p::*;
+pub use rma::*;
+pub use topo::*;
+pub use types::*;
+
+/// Defines `PMPI_<name>` with the body and `MPI_<name>` forwarding to it. The contract of
+/// each is the MPI standard's for the call (pointers valid as documented in `mpi.h`).
+macro_rules! mpi_fn {
+    ($mpi:ident, $pmpi:ident, ($($a:ident : $t:ty),* $(,)?) -> $ret:ty $body:block) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $pmpi($($a: $t),*) -> $ret $body
+        #[no_mangle]
+        pub unsafe extern "C" fn $mpi($($a: $t),*) -> $ret {
+            // SAFETY: the same contract as the PMPI function.
+            unsafe { $pmpi($($a),*) }
+        }
+    };
+}
+pub(crate) use mpi_fn;
+
+/// `MPI_Status` of `mpi.h`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MPI_Status {
+    pub MPI_SOURCE: c_int,
+    pub MPI_TAG: c_int,
+    pub MPI_ERROR: c_int,
+    pub cancelled: c_int,
+    pub count: i64,
+}
+
+/// `MPI_STATUS(ES)_IGNORE`.
+pub(crate) const STATUS_IGNORE: usize = 1;
+/// `MPI_IN_PLACE`.
+#[allow(dead_code)] // collectives
+pub(crate) const IN_PLACE: usize = usize::MAX;
+
+pub(crate) fn to_c_status(s: &Status) -> MPI_Status {
+    MPI_Status {
+        MPI_SOURCE: s.source,
+        MPI_TAG: s.tag,
+        MPI_ERROR: s.error,
+        cancelled: s.cancelled as c_int,
+        count: s.bytes as i64,
+    }
+}
+
+pub(crate) fn from_c_status(s: &MPI_Status) -> Status {
+    Status {
+        source: s.MPI_SOURCE,
+        tag: s.MPI_TAG,
+        error: s.MPI_ERROR,
+        bytes: s.count.max(0) as usize,
+        cancelled: s.cancelled != 0,
+    }
+}
+
+/// Writes a status unless `p` is NULL or `MPI_STATUS_IGNORE`.
+///
+/// # Safety
+/// `p` is NULL, `MPI_STATUS_IGNORE`, or points to a writable `MPI_Status`.
+pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: &Status) {
+    if !p.is_null() && p as usize != STATUS_IGNORE {
+        // SAFETY: caller's contract.
+        unsafe { p.write(to_c_status(s)) }
+    }
+}
+
+/// Writes `v` to an output argument.
+///
+/// # Safety
+/// `p` is NULL (an error) or valid for writing a `T`.
+pub(crate) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> Result<()> {
+    if p.is_null() {
+        return Err(Error::Arg(format!("{what} is NULL")));
+    }
+    // SAFETY: non-null, writable per the caller's contract.
+    unsafe { p.write(v) };
+    Ok(())
+}
+
+/// Reads an input argument.
+///
+/// # Safety
+/// `p` is NULL (an error) or valid for reading a `T`.
+pub(crate) unsafe fn get<T: Copy>(p: *const T, what: &str) -> Result<T> {
+    if p.is_null() {
+        return Err(Error::Arg(format!("{what} is NULL")));
+    }
+    // SAFETY: non-null, readable per the caller's contract.
+    Ok(unsafe { p.read() })
+}
+
+/// A C array as a slice (`n == 0`: empty, whatever the pointer).
+///
+/// # Safety
+/// If `n > 0`, `p` is NULL (an error) or points to `n` readable `T`s that outlive `'a`.
+pub(crate) unsafe fn arr<'a, T>(p: *const T, n: c_int, what: &str) -> Result<&'a [T]> {
+    let n =
+        usize::try_from(n).map_err(|_| Error::Count(format!("{what}: count {n} is negative")))?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::Arg(format!("{what} is NULL")));
+    }
+    // SAFETY: non-null, `n` readable elements per the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// A writable C array as a slice.
+///
+/// # Safety
+/// If `n > 0`, `p` is NULL (an error) or points to `n` writable `T`s, not otherwise
+/// referenced during `'a`.
+pub(crate) unsafe fn arr_mut<'a, T>(p: *mut T, n: usize, what: &str) -> Result<&'a mut [T]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Error::Arg(format!("{what} is NULL")));
+    }
+    // SAFETY: non-null, `n` writable elements per the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+pub(crate) fn count(n: c_int, call: &str) -> Result<usize> {
+    usize::try_from(n).map_err(|_| Error::Count(format!("{call}: count {n} is negative")))
+}
+
+/// The user buffer (`buf`, `count`, `datatype`) of a communication call.
+///
+/// # Safety
+/// The MPI contract: the buffer holds `count` elements of the type and stays valid (and
+/// untouched by the program, for receives) until the operation completes.
+pub(crate) unsafe fn user_buf(
+    st: &CState,
+    buf: *const c_void,
+    n: c_int,
+    dt: c_int,
+    call: &str,
+) -> Result<UserBuf> {
+    let n = count(n, call)?;
+    let d: Datatype = st.dtype(dt)?;
+    // NULL is MPI_BOTTOM, legal with derived types of absolute addresses only.
+    if buf.is_null() && n > 0 && d.size() > 0 && d.predefined().is_some() {
+        return Err(Error::Buffer(format!(
+            "{call}: buffer is NULL for {n} elements of {}",
+            d.name()
+        )));
+    }
+    // SAFETY: forwarded contract.
+    Ok(unsafe { UserBuf::new(buf.cast(), n, d) })
+}
+
+/// Copies `s` into a C string buffer of `max` bytes (NUL included), length to `len`.
+///
+/// # Safety
+/// `dst` has room for `max` bytes; `len` is writable.
+pub(crate) unsafe fn put_str(dst: *mut c_char, len: *mut c_int, s: &str, max: usize) -> Result<()> {
+    if dst.is_null() {
+        return Err(Error::Arg("output string is NULL".into()));
+    }
+    let b = s.as_bytes();
+    let n = b.len().min(max - 1);
+    // SAFETY: `dst` has `max` bytes (caller), `n + 1 <= max`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(b.as_ptr(), dst.cast::<u8>(), n);
+        dst.add(n).write(0);
+    }
+    if !len.is_null() {
+        // SAFETY: non-null, writable (caller).
+        unsafe { len.write(n as c_int) };
+    }
+    Ok(())
+}
+
+/// Reads a C string argument.
+///
+/// # Safety
+/// `p` is NULL (an error) or a NUL-terminated string.
+pub(crate) unsafe fn get_str(p: *const c_char, what: &str) -> Result<String> {
+    if p.is_null() {
+        return Err(Error::Arg(format!("{what} is NULL")));
+    }
+    // SAFETY: NUL-terminated per the caller's contract.
+    Ok(unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned())
+}

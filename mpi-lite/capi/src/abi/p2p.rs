@@ -1,0 +1,623 @@
+//! Point-to-point (MPI-3.1 chapter 3): sends in the four modes, receives, requests and
+//! their completion calls, probes, status queries.
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use mpi_lite::engine::{Mode, ReqId, Status, ANY_SOURCE, ANY_TAG};
+use mpi_lite::error::class;
+use mpi_lite::mem::UserBuf;
+use mpi_lite::{Error, Result};
+
+use super::{
+    arr_mut, from_c_status, get, mpi_fn, put, put_status, user_buf, MPI_Status, STATUS_IGNORE,
+};
+use crate::state::{call, h, CState};
+
+const UNDEFINED: c_int = -32766;
+
+fn req_handle(id: ReqId) -> c_int {
+    id as c_int + 1
+}
+
+fn req_id(r: c_int) -> Result<ReqId> {
+    if r <= 0 {
+        return Err(Error::Request(format!(
+            "request handle {r} is not an active request"
+        )));
+    }
+    Ok((r - 1) as ReqId)
+}
+
+fn empty_status() -> Status {
+    Status {
+        source: ANY_SOURCE,
+        tag: ANY_TAG,
+        ..Status::default()
+    }
+}
+
+/// # Safety
+/// MPI buffer contract (see `user_buf`).
+unsafe fn start_send(
+    st: &mut CState,
+    buf: *const c_void,
+    n: c_int,
+    dt: c_int,
+    dst: c_int,
+    tag: c_int,
+    comm: c_int,
+    mode: Option<Mode>,
+    call: &str,
+) -> Result<ReqId> {
+    let c = st.comm(comm)?;
+    // SAFETY: forwarded MPI buffer contract.
+    let b = unsafe { user_buf(st, buf, n, dt, call)? };
+    match mode {
+        Some(m) => st.mpi.isend(&c, b, dst, tag, m, call),
+        None => st.mpi.ibsend(&c, &b, dst, tag),
+    }
+}
+
+macro_rules! blocking_send {
+    ($mpi:ident, $pmpi:ident, $mode:expr, $name:literal) => {
+        mpi_fn!($mpi, $pmpi, (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int,
+                tag: c_int, comm: c_int) -> c_int {
+            call($name, comm, |st| {
+                // SAFETY: blocking: the buffer is valid for the whole call.
+                let id = unsafe { start_send(st, buf, count, datatype, dest, tag, comm, $mode, $name)? };
+                st.mpi.wait(id).map(|_| ())
+            })
+        });
+    };
+}
+blocking_send!(MPI_Send, PMPI_Send, Some(Mode::Standard), "MPI_Send");
+blocking_send!(MPI_Ssend, PMPI_Ssend, Some(Mode::Sync), "MPI_Ssend");
+// Ready mode: the receive is posted by contract, standard mode is a correct implementation.
+blocking_send!(MPI_Rsend, PMPI_Rsend, Some(Mode::Standard), "MPI_Rsend");
+blocking_send!(MPI_Bsend, PMPI_Bsend, None, "MPI_Bsend");
+
+macro_rules! nonblocking_send {
+    ($mpi:ident, $pmpi:ident, $mode:expr, $name:literal) => {
+        mpi_fn!($mpi, $pmpi, (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int,
+                tag: c_int, comm: c_int, request: *mut c_int) -> c_int {
+            call($name, comm, |st| {
+                if request.is_null() {
+                    return Err(Error::Arg(concat!($name, ": request is NULL").into()));
+                }
+                // SAFETY: MPI contract: the buffer stays valid until the request completes.
+                let id = unsafe { start_send(st, buf, count, datatype, dest, tag, comm, $mode, $name)? };
+                // SAFETY: checked non-null, the caller's MPI_Request.
+                unsafe { put(request, req_handle(id), "request") }
+            })
+        });
+    };
+}
+nonblocking_send!(MPI_Isend, PMPI_Isend, Some(Mode::Standard), "MPI_Isend");
+nonblocking_send!(MPI_Issend, PMPI_Issend, Some(Mode::Sync), "MPI_Issend");
+nonblocking_send!(MPI_Irsend, PMPI_Irsend, Some(Mode::Standard), "MPI_Irsend");
+nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, None, "MPI_Ibsend");
+
+mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int,
+        tag: c_int, comm: c_int, status: *mut MPI_Status) -> c_int {
+    call("MPI_Recv", comm, |st| {
+        let c = st.comm(comm)?;
+        // SAFETY: blocking: the buffer is valid and ours for the whole call.
+        let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Recv")? };
+        let id = st.mpi.irecv(&c, b, source, tag, "MPI_Recv")?;
+        let s = st.mpi.wait(id)?;
+        // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
+        unsafe { put_status(status, &s) };
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int,
+        tag: c_int, comm: c_int, request: *mut c_int) -> c_int {
+    call("MPI_Irecv", comm, |st| {
+        if request.is_null() {
+            return Err(Error::Arg("MPI_Irecv: request is NULL".into()));
+        }
+        let c = st.comm(comm)?;
+        // SAFETY: MPI contract: the buffer is the library's until the request completes.
+        let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Irecv")? };
+        let id = st.mpi.irecv(&c, b, source, tag, "MPI_Irecv")?;
+        // SAFETY: checked non-null.
+        unsafe { put(request, req_handle(id), "request") }
+    })
+});
+
+mpi_fn!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int,
+        dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int,
+        source: c_int, recvtag: c_int, comm: c_int, status: *mut MPI_Status) -> c_int {
+    call("MPI_Sendrecv", comm, |st| {
+        let c = st.comm(comm)?;
+        // SAFETY: blocking: both buffers are valid for the whole call.
+        let (sb, rb) = unsafe {
+            (user_buf(st, sendbuf, sendcount, sendtype, "MPI_Sendrecv")?,
+             user_buf(st, recvbuf, recvcount, recvtype, "MPI_Sendrecv")?)
+        };
+        let rs = st.mpi.sendrecv(&c, sb, dest, sendtag, rb, source, recvtag, "MPI_Sendrecv")?;
+        // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
+        unsafe { put_status(status, &rs) };
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c_int, datatype: c_int,
+        dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int,
+        status: *mut MPI_Status) -> c_int {
+    call("MPI_Sendrecv_replace", comm, |st| {
+        let c = st.comm(comm)?;
+        // SAFETY: blocking: the buffer is valid for the whole call.
+        let rb = unsafe { user_buf(st, buf, count, datatype, "MPI_Sendrecv_replace")? };
+        // The outgoing data is copied first: the receive overwrites the buffer.
+        let sb = UserBuf::owned(rb.to_packed());
+        let rs = st.mpi.sendrecv(&c, sb, dest, sendtag, rb, source, recvtag, "MPI_Sendrecv_replace")?;
+        // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
+        unsafe { put_status(status, &rs) };
+        Ok(())
+    })
+});
+
+/// The address given to `MPI_Buffer_attach`, handed back by `MPI_Buffer_detach`.
+static BSEND_ADDR: AtomicUsize = AtomicUsize::new(0);
+
+mpi_fn!(MPI_Buffer_attach, PMPI_Buffer_attach, (buffer: *mut c_void, size: c_int) -> c_int {
+    call("MPI_Buffer_attach", h::COMM_WORLD, |st| {
+        let n = usize::try_from(size).map_err(|_| Error::Buffer(format!("MPI_Buffer_attach: size {size}")))?;
+        if buffer.is_null() && n > 0 {
+            return Err(Error::Buffer("MPI_Buffer_attach: buffer is NULL".into()));
+        }
+        st.mpi.buffer_attach(n)?;
+        BSEND_ADDR.store(buffer as usize, Ordering::Relaxed);
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Buffer_detach, PMPI_Buffer_detach, (buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    call("MPI_Buffer_detach", h::COMM_WORLD, |st| {
+        let n = st.mpi.buffer_detach()?;
+        let addr = BSEND_ADDR.swap(0, Ordering::Relaxed);
+        // SAFETY: `buffer_addr` is the address of the caller's `void *` (MPI-3.1 §3.6.1).
+        unsafe {
+            put(buffer_addr.cast::<*mut c_void>(), addr as *mut c_void, "buffer_addr")?;
+            put(size, n as c_int, "size")
+        }
+    })
+});
+
+/// Completes request handle `*r` (already known complete or to wait for): status out,
+/// handle to MPI_REQUEST_NULL.
+fn finish(st: &CState, r: &mut c_int, wait: bool) -> Result<Option<Status>> {
+    if *r == h::REQUEST_NULL {
+        return Ok(Some(empty_status()));
+    }
+    let id = req_id(*r)?;
+    let res = if wait {
+        st.mpi.wait(id).map(Some)
+    } else {
+        st.mpi.test(id)
+    };
+    match res {
+        Ok(Some(s)) => {
+            *r = h::REQUEST_NULL;
+            Ok(Some(s))
+        }
+        Ok(None) => Ok(None),
+        Err(e) => {
+            // A failed request is released (unless the wait itself failed: peer lost).
+            if !st.mpi.engine().is_request(id) {
+                *r = h::REQUEST_NULL;
+            }
+            Err(e)
+        }
+    }
+}
+
+mpi_fn!(MPI_Wait, PMPI_Wait, (request: *mut c_int, status: *mut MPI_Status) -> c_int {
+    call("MPI_Wait", h::COMM_WORLD, |st| {
+        // SAFETY: the caller's MPI_Request (checked non-null by arr_mut).
+        let r = unsafe { arr_mut(request, 1, "request")? };
+        let s = finish(st, &mut r[0], true)?.unwrap_or_else(empty_status);
+        // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
+        unsafe { put_status(status, &s) };
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Test, PMPI_Test, (request: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    call("MPI_Test", h::COMM_WORLD, |st| {
+        // SAFETY: the caller's MPI_Request and flag.
+        let r = unsafe { arr_mut(request, 1, "request")? };
+        match finish(st, &mut r[0], false)? {
+            Some(s) => {
+                // SAFETY: as above; the status as in MPI_Wait.
+                unsafe {
+                    put(flag, 1, "flag")?;
+                    put_status(status, &s);
+                }
+            }
+            // SAFETY: the caller's flag.
+            None => unsafe { put(flag, 0, "flag")? },
+        }
+        Ok(())
+    })
+});
+
+/// Statuses array (or `None` for MPI_STATUSES_IGNORE).
+///
+/// # Safety
+/// `p` is NULL, `MPI_STATUSES_IGNORE`, or `n` writable statuses.
+unsafe fn statuses<'a>(p: *mut MPI_Status, n: usize) -> Option<&'a mut [MPI_Status]> {
+    if p.is_null() || p as usize == STATUS_IGNORE {
+        None
+    } else {
+        // SAFETY: caller's contract.
+        Some(unsafe { std::slice::from_raw_parts_mut(p, n) })
+    }
+}
+
+/// Waits for (or tests) every request; per-request errors go to the statuses.
+fn complete_all(
+    st: &CState,
+    reqs: &mut [c_int],
+    mut sts: Option<&mut [MPI_Status]>,
+    wait: bool,
+) -> Result<bool> {
+    if !wait {
+        st.mpi.engine().progress()?;
+        let e = st.mpi.engine();
+        let all = reqs.iter().all(|&r| {
+            r == h::REQUEST_NULL || req_id(r).is_ok_and(|id| e.is_done(id) || !e.is_request(id))
+        });
+        if !all {
+            return Ok(false);
+        }
+    }
+    let mut first_err = None;
+    let mut failed = false;
+    for (i, r) in reqs.iter_mut().enumerate() {
+        let (s, err) = match finish(st, r, true) {
+            Ok(s) => (s.unwrap_or_else(empty_status), None),
+            Err(e) => {
+                failed = true;
+                let mut s = empty_status();
+                s.error = e.class();
+                if matches!(e, Error::Transport(_)) {
+                    return Err(e); // the job is broken: no point going on
+                }
+                (s, Some(e))
+            }
+        };
+        if let Some(sts) = sts.as_deref_mut() {
+            let mut c = super::to_c_status(&s);
+            if err.is_none() {
+                c.MPI_ERROR = class::SUCCESS;
+            }
+            sts[i] = c;
+        }
+        if first_err.is_none() {
+            first_err = err;
+        }
+    }
+    match (failed, sts.is_some()) {
+        (false, _) => Ok(true),
+        (true, true) => Err(Error::InStatus),
+        (true, false) => Err(first_err.unwrap_or(Error::InStatus)),
+    }
+}
+
+mpi_fn!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut c_int,
+        array_of_statuses: *mut MPI_Status) -> c_int {
+    call("MPI_Waitall", h::COMM_WORLD, |st| {
+        let n = super::count(count, "MPI_Waitall")?;
+        // SAFETY: `count` requests and statuses of the caller.
+        let (reqs, sts) = unsafe { (arr_mut(array_of_requests, n, "array_of_requests")?, statuses(array_of_statuses, n)) };
+        complete_all(st, reqs, sts, true).map(|_| ())
+    })
+});
+
+mpi_fn!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut c_int, flag: *mut c_int,
+        array_of_statuses: *mut MPI_Status) -> c_int {
+    call("MPI_Testall", h::COMM_WORLD, |st| {
+        let n = super::count(count, "MPI_Testall")?;
+        // SAFETY: `count` requests and statuses of the caller.
+        let (reqs, sts) = unsafe { (arr_mut(array_of_requests, n, "array_of_requests")?, statuses(array_of_statuses, n)) };
+        if flag.is_null() {
+            return Err(Error::Arg("MPI_Testall: flag is NULL".into()));
+        }
+        let done = complete_all(st, reqs, sts, false);
+        // SAFETY: checked non-null.
+        unsafe { flag.write(matches!(done, Ok(true) | Err(_)) as c_int) };
+        done.map(|_| ())
+    })
+});
+
+/// Indices of the live requests that are complete.
+fn done_indices(st: &CState, reqs: &[c_int]) -> Vec<usize> {
+    let e = st.mpi.engine();
+    reqs.iter()
+        .enumerate()
+        .filter(|(_, &r)| {
+            r != h::REQUEST_NULL && req_id(r).is_ok_and(|id| e.is_done(id) || !e.is_request(id))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn any_some(
+    st: &CState,
+    reqs: &mut [c_int],
+    wait: bool,
+    all: bool,
+) -> Result<Vec<(usize, Result<Status>)>> {
+    for &r in reqs.iter() {
+        if r != h::REQUEST_NULL {
+            req_id(r)?;
+        }
+    }
+    if reqs.iter().all(|&r| r == h::REQUEST_NULL) {
+        return Ok(Vec::new());
+    }
+    if wait {
+        let ids: Vec<ReqId> = reqs
+            .iter()
+            .filter(|&&r| r != h::REQUEST_NULL)
+            .map(|&r| (r - 1) as ReqId)
+            .collect();
+        st.mpi
+            .engine()
+            .wait_until(|e| ids.iter().any(|&id| e.is_done(id) || !e.is_request(id)))?;
+    } else {
+        st.mpi.engine().progress()?;
+    }
+    let mut idx = done_indices(st, reqs);
+    if !all {
+        idx.truncate(1);
+    }
+    Ok(idx
+        .into_iter()
+        .map(|i| {
+            (
+                i,
+                finish(st, &mut reqs[i], true).map(|s| s.unwrap_or_else(empty_status)),
+            )
+        })
+        .collect())
+}
+
+mpi_fn!(MPI_Waitany, PMPI_Waitany, (count: c_int, array_of_requests: *mut c_int, index: *mut c_int,
+        status: *mut MPI_Status) -> c_int {
+    call("MPI_Waitany", h::COMM_WORLD, |st| {
+        let n = super::count(count, "MPI_Waitany")?;
+        // SAFETY: `count` requests of the caller.
+        let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
+        let got = any_some(st, reqs, true, false)?;
+        let (i, s) = match got.into_iter().next() {
+            Some((i, s)) => (i as c_int, s?),
+            None => (UNDEFINED, empty_status()),
+        };
+        // SAFETY: the caller's index and status.
+        unsafe {
+            put(index, i, "index")?;
+            put_status(status, &s);
+        }
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Testany, PMPI_Testany, (count: c_int, array_of_requests: *mut c_int, index: *mut c_int,
+        flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    call("MPI_Testany", h::COMM_WORLD, |st| {
+        let n = super::count(count, "MPI_Testany")?;
+        // SAFETY: `count` requests of the caller.
+        let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
+        let none_active = reqs.iter().all(|&r| r == h::REQUEST_NULL);
+        let got = any_some(st, reqs, false, false)?;
+        let (i, f, s) = match got.into_iter().next() {
+            Some((i, s)) => (i as c_int, 1, s?),
+            None => (UNDEFINED, none_active as c_int, empty_status()),
+        };
+        // SAFETY: the caller's index, flag and status.
+        unsafe {
+            put(index, i, "index")?;
+            put(flag, f, "flag")?;
+            if f == 1 {
+                put_status(status, &s);
+            }
+        }
+        Ok(())
+    })
+});
+
+fn some(
+    st: &CState,
+    reqs: &mut [c_int],
+    wait: bool,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    sts: *mut MPI_Status,
+) -> Result<()> {
+    let n = reqs.len();
+    let got = any_some(st, reqs, wait, true)?;
+    if reqs.iter().all(|&r| r == h::REQUEST_NULL) && got.is_empty() {
+        // SAFETY: the caller's int.
+        return unsafe { put(outcount, UNDEFINED, "outcount") };
+    }
+    // SAFETY: up to `n` indices and statuses of the caller.
+    let (idx, mut sts) = unsafe { (arr_mut(indices, n, "array_of_indices")?, statuses(sts, n)) };
+    let mut failed = false;
+    for (k, (i, r)) in got.iter().enumerate() {
+        idx[k] = *i as c_int;
+        let s = match r {
+            Ok(s) => *s,
+            Err(e) => {
+                failed = true;
+                Status {
+                    error: e.class(),
+                    ..empty_status()
+                }
+            }
+        };
+        if let Some(sts) = sts.as_deref_mut() {
+            sts[k] = super::to_c_status(&s);
+        }
+    }
+    // SAFETY: the caller's int.
+    unsafe { put(outcount, got.len() as c_int, "outcount")? };
+    if failed {
+        return Err(Error::InStatus);
+    }
+    Ok(())
+}
+
+mpi_fn!(MPI_Waitsome, PMPI_Waitsome, (incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int,
+        array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    call("MPI_Waitsome", h::COMM_WORLD, |st| {
+        let n = super::count(incount, "MPI_Waitsome")?;
+        // SAFETY: `incount` requests of the caller.
+        let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
+        some(st, reqs, true, outcount, array_of_indices, array_of_statuses)
+    })
+});
+
+mpi_fn!(MPI_Testsome, PMPI_Testsome, (incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int,
+        array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    call("MPI_Testsome", h::COMM_WORLD, |st| {
+        let n = super::count(incount, "MPI_Testsome")?;
+        // SAFETY: `incount` requests of the caller.
+        let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
+        some(st, reqs, false, outcount, array_of_indices, array_of_statuses)
+    })
+});
+
+mpi_fn!(MPI_Request_free, PMPI_Request_free, (request: *mut c_int) -> c_int {
+    call("MPI_Request_free", h::COMM_WORLD, |st| {
+        // SAFETY: the caller's MPI_Request.
+        let r = unsafe { arr_mut(request, 1, "request")? };
+        let id = req_id(r[0])?;
+        st.mpi.engine().request_free(id)?;
+        r[0] = h::REQUEST_NULL;
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Request_get_status, PMPI_Request_get_status, (request: c_int, flag: *mut c_int,
+        status: *mut MPI_Status) -> c_int {
+    call("MPI_Request_get_status", h::COMM_WORLD, |st| {
+        let s = if request == h::REQUEST_NULL {
+            Some(empty_status())
+        } else {
+            st.mpi.engine().peek(req_id(request)?)?
+        };
+        // SAFETY: the caller's flag and status.
+        unsafe {
+            put(flag, s.is_some() as c_int, "flag")?;
+            if let Some(s) = s {
+                put_status(status, &s);
+            }
+        }
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Cancel, PMPI_Cancel, (request: *mut c_int) -> c_int {
+    call("MPI_Cancel", h::COMM_WORLD, |st| {
+        // SAFETY: the caller's MPI_Request.
+        let r = unsafe { get(request, "request")? };
+        st.mpi.engine().cancel(req_id(r)?)
+    })
+});
+
+mpi_fn!(MPI_Test_cancelled, PMPI_Test_cancelled, (status: *const MPI_Status, flag: *mut c_int) -> c_int {
+    call("MPI_Test_cancelled", h::COMM_WORLD, |_| {
+        // SAFETY: the caller's status and flag.
+        unsafe {
+            let s = get(status, "status")?;
+            put(flag, s.cancelled, "flag")
+        }
+    })
+});
+
+mpi_fn!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm: c_int, status: *mut MPI_Status) -> c_int {
+    call("MPI_Probe", comm, |st| {
+        let c = st.comm(comm)?;
+        let s = st.mpi.probe(&c, source, tag)?;
+        // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
+        unsafe { put_status(status, &s) };
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Iprobe, PMPI_Iprobe, (source: c_int, tag: c_int, comm: c_int, flag: *mut c_int,
+        status: *mut MPI_Status) -> c_int {
+    call("MPI_Iprobe", comm, |st| {
+        let c = st.comm(comm)?;
+        let s = st.mpi.iprobe(&c, source, tag)?;
+        // SAFETY: the caller's flag and status.
+        unsafe {
+            put(flag, s.is_some() as c_int, "flag")?;
+            if let Some(s) = s {
+                put_status(status, &s);
+            }
+        }
+        Ok(())
+    })
+});
+
+fn count_of(st: &CState, status: *const MPI_Status, dt: c_int, elements: bool) -> Result<c_int> {
+    if status.is_null() || status as usize == STATUS_IGNORE {
+        return Err(Error::Arg("status is NULL or MPI_STATUS_IGNORE".into()));
+    }
+    // SAFETY: non-null: the caller's status.
+    let s = from_c_status(unsafe { &*status });
+    let d = st.dtype_any(dt)?;
+    let unit = match (elements, d.homogeneous()) {
+        (true, Some((_, n))) if n > 0 => d.size() / n,
+        (true, None) if d.size() > 0 => {
+            return Err(Error::Unsupported(
+                "MPI_Get_elements on a derived type of mixed basic types".into(),
+            ))
+        }
+        _ => d.size(),
+    };
+    if unit == 0 {
+        return Ok(0);
+    }
+    if s.bytes % unit != 0 {
+        return Ok(UNDEFINED);
+    }
+    i32::try_from(s.bytes / unit).map_err(|_| Error::Count("count does not fit an int".into()))
+}
+
+mpi_fn!(MPI_Get_count, PMPI_Get_count, (status: *const MPI_Status, datatype: c_int, count: *mut c_int) -> c_int {
+    call("MPI_Get_count", h::COMM_WORLD, |st| {
+        let n = count_of(st, status, datatype, false)?;
+        // SAFETY: the caller's int.
+        unsafe { put(count, n, "count") }
+    })
+});
+
+mpi_fn!(MPI_Get_elements, PMPI_Get_elements, (status: *const MPI_Status, datatype: c_int, count: *mut c_int) -> c_int {
+    call("MPI_Get_elements", h::COMM_WORLD, |st| {
+        let n = count_of(st, status, datatype, true)?;
+        // SAFETY: the caller's int.
+        unsafe { put(count, n, "count") }
+    })
+});
+
+mpi_fn!(MPI_Send_init, PMPI_Send_init, (_buf: *const c_void, _count: c_int, _datatype: c_int, _dest: c_int,
+        _tag: c_int, comm: c_int, _request: *mut c_int) -> c_int {
+    call("MPI_Send_init", comm, |_| Err(Error::Unsupported("MPI_Send_init (persistent requests)".into())))
+});
+mpi_fn!(MPI_Recv_init, PMPI_Recv_init, (_buf: *mut c_void, _count: c_int, _datatype: c_int, _source: c_int,
+        _tag: c_int, comm: c_int, _request: *mut c_int) -> c_int {
+    call("MPI_Recv_init", comm, |_| Err(Error::Unsupported("MPI_Recv_init (persistent requests)".into())))
+});
+mpi_fn!(MPI_Start, PMPI_Start, (_request: *mut c_int) -> c_int {
+    call("MPI_Start", h::COMM_WORLD, |_| Err(Error::Unsupported("MPI_Start (persistent requests)".into())))
+});
+mpi_fn!(MPI_Startall, PMPI_Startall, (_count: c_int, _requests: *mut c_int) -> c_int {
+    call("MPI_Startall", h::COMM_WORLD, |_| Err(Error::Unsupported("MPI_Startall (persistent requests)".into())))
+});

@@ -1,0 +1,227 @@
+//! Topologies (MPI-3.1 chapter 7): Dims_create, Cartesian and distributed-graph calls.
+
+use std::ffi::c_int;
+
+use mpi_lite::comm::Topology;
+use mpi_lite::topo;
+use mpi_lite::{Error, Result};
+
+use super::{arr, arr_mut, mpi_fn, put};
+use crate::state::{call, call_pure, h, CState};
+
+const UNWEIGHTED: usize = 2;
+const WEIGHTS_EMPTY: usize = 3;
+
+fn cart(st: &CState, comm: c_int) -> Result<(Vec<i32>, Vec<bool>, usize)> {
+    let c = st.comm(comm)?;
+    match &c.topo {
+        Some(Topology::Cart { dims, periods }) => Ok((dims.clone(), periods.clone(), c.rank)),
+        _ => Err(Error::Topology(format!(
+            "communicator {comm} has no Cartesian topology"
+        ))),
+    }
+}
+
+mpi_fn!(MPI_Dims_create, PMPI_Dims_create, (nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
+    call_pure("MPI_Dims_create", || {
+        let n = usize::try_from(ndims).map_err(|_| Error::Dims(format!("ndims {ndims} is negative")))?;
+        // SAFETY: `ndims` ints of the caller.
+        let d = unsafe { arr_mut(dims, n, "dims")? };
+        topo::dims_create(nnodes, d)
+    })
+});
+
+mpi_fn!(MPI_Cart_create, PMPI_Cart_create, (comm_old: c_int, ndims: c_int, dims: *const c_int,
+        periods: *const c_int, _reorder: c_int, comm_cart: *mut c_int) -> c_int {
+    call("MPI_Cart_create", comm_old, |st| {
+        let c = st.comm(comm_old)?;
+        // SAFETY: `ndims` ints in each array.
+        let (d, p) = unsafe { (arr(dims, ndims, "dims")?, arr(periods, ndims, "periods")?) };
+        let p: Vec<bool> = p.iter().map(|&x| x != 0).collect();
+        let r = st.mpi.cart_create(&c, d, &p)?;
+        let hd = match r {
+            Some(x) => st.add_comm(x),
+            None => h::COMM_NULL,
+        };
+        // SAFETY: the caller's handle.
+        unsafe { put(comm_cart, hd, "comm_cart") }
+    })
+});
+
+mpi_fn!(MPI_Cart_coords, PMPI_Cart_coords, (comm: c_int, rank: c_int, maxdims: c_int, coords: *mut c_int) -> c_int {
+    call("MPI_Cart_coords", comm, |st| {
+        let (dims, _, _) = cart(st, comm)?;
+        let n: i32 = dims.iter().product();
+        if !(0..n).contains(&rank) {
+            return Err(Error::Rank(format!("MPI_Cart_coords: rank {rank} not in a grid of {n}")));
+        }
+        if (maxdims as usize) < dims.len() || maxdims < 0 {
+            return Err(Error::Arg(format!("MPI_Cart_coords: maxdims {maxdims} < {}", dims.len())));
+        }
+        // SAFETY: `maxdims` ints of the caller.
+        let out = unsafe { arr_mut(coords, dims.len(), "coords")? };
+        out.copy_from_slice(&topo::cart_coords(&dims, rank));
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Cart_rank, PMPI_Cart_rank, (comm: c_int, coords: *const c_int, rank: *mut c_int) -> c_int {
+    call("MPI_Cart_rank", comm, |st| {
+        let (dims, periods, _) = cart(st, comm)?;
+        // SAFETY: ndims ints of the caller.
+        let c = unsafe { arr(coords, dims.len() as c_int, "coords")? };
+        let r = topo::cart_rank(&dims, &periods, c)?;
+        // SAFETY: the caller's int.
+        unsafe { put(rank, r, "rank") }
+    })
+});
+
+mpi_fn!(MPI_Cart_shift, PMPI_Cart_shift, (comm: c_int, direction: c_int, disp: c_int, rank_source: *mut c_int,
+        rank_dest: *mut c_int) -> c_int {
+    call("MPI_Cart_shift", comm, |st| {
+        let (dims, periods, me) = cart(st, comm)?;
+        let dir = usize::try_from(direction).ok().filter(|&d| d < dims.len())
+            .ok_or_else(|| Error::Arg(format!("MPI_Cart_shift: direction {direction} of {} dimensions", dims.len())))?;
+        let (s, d) = topo::cart_shift(&dims, &periods, me as i32, dir, disp);
+        // SAFETY: the caller's ints.
+        unsafe {
+            put(rank_source, s, "rank_source")?;
+            put(rank_dest, d, "rank_dest")
+        }
+    })
+});
+
+mpi_fn!(MPI_Cart_get, PMPI_Cart_get, (comm: c_int, maxdims: c_int, dims: *mut c_int, periods: *mut c_int,
+        coords: *mut c_int) -> c_int {
+    call("MPI_Cart_get", comm, |st| {
+        let (d, p, me) = cart(st, comm)?;
+        if maxdims < 0 || (maxdims as usize) < d.len() {
+            return Err(Error::Arg(format!("MPI_Cart_get: maxdims {maxdims} < {}", d.len())));
+        }
+        // SAFETY: `maxdims` ints in each array of the caller.
+        let (od, op, oc) = unsafe {
+            (arr_mut(dims, d.len(), "dims")?, arr_mut(periods, d.len(), "periods")?, arr_mut(coords, d.len(), "coords")?)
+        };
+        od.copy_from_slice(&d);
+        for (o, &x) in op.iter_mut().zip(&p) {
+            *o = x as c_int;
+        }
+        oc.copy_from_slice(&topo::cart_coords(&d, me as i32));
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Cartdim_get, PMPI_Cartdim_get, (comm: c_int, ndims: *mut c_int) -> c_int {
+    call("MPI_Cartdim_get", comm, |st| {
+        let (d, _, _) = cart(st, comm)?;
+        // SAFETY: the caller's int.
+        unsafe { put(ndims, d.len() as c_int, "ndims") }
+    })
+});
+
+mpi_fn!(MPI_Topo_test, PMPI_Topo_test, (comm: c_int, status: *mut c_int) -> c_int {
+    call("MPI_Topo_test", comm, |st| {
+        let t = match st.comm(comm)?.topo {
+            None => -32766,
+            Some(Topology::Cart { .. }) => 2,
+            Some(Topology::DistGraph { .. }) => 3,
+        };
+        // SAFETY: the caller's int.
+        unsafe { put(status, t, "status") }
+    })
+});
+
+/// Neighbour list with weights (1 each when unweighted).
+///
+/// # Safety
+/// `ranks` holds `n` ints; `w` is MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY or `n` ints.
+unsafe fn neighbours(
+    n: c_int,
+    ranks: *const c_int,
+    w: *const c_int,
+    what: &str,
+) -> Result<(Vec<(i32, i32)>, bool)> {
+    // SAFETY: forwarded.
+    let r = unsafe { arr(ranks, n, what)? };
+    let weighted = !(w as usize == UNWEIGHTED || (w as usize == WEIGHTS_EMPTY && n == 0));
+    let ws: Vec<i32> = if weighted {
+        // SAFETY: forwarded.
+        unsafe { arr(w, n, "weights")? }.to_vec()
+    } else {
+        vec![1; r.len()]
+    };
+    Ok((r.iter().copied().zip(ws).collect(), weighted))
+}
+
+mpi_fn!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent, (comm_old: c_int, indegree: c_int,
+        sources: *const c_int, sourceweights: *const c_int, outdegree: c_int, destinations: *const c_int,
+        destweights: *const c_int, _info: c_int, _reorder: c_int, comm_dist_graph: *mut c_int) -> c_int {
+    call("MPI_Dist_graph_create_adjacent", comm_old, |st| {
+        let c = st.comm(comm_old)?;
+        // SAFETY: MPI contract for the four arrays.
+        let ((s, ws), (d, wd)) = unsafe {
+            (neighbours(indegree, sources, sourceweights, "sources")?,
+             neighbours(outdegree, destinations, destweights, "destinations")?)
+        };
+        let g = st.mpi.dist_graph_adjacent(&c, s, d, ws || wd)?;
+        let hd = st.add_comm(g);
+        // SAFETY: the caller's handle.
+        unsafe { put(comm_dist_graph, hd, "comm_dist_graph") }
+    })
+});
+
+/// (sources, destinations, weighted) of a distributed graph.
+type Graph = (Vec<(i32, i32)>, Vec<(i32, i32)>, bool);
+
+fn graph(st: &CState, comm: c_int) -> Result<Graph> {
+    match &st.comm(comm)?.topo {
+        Some(Topology::DistGraph {
+            sources,
+            dests,
+            weighted,
+        }) => Ok((sources.clone(), dests.clone(), *weighted)),
+        _ => Err(Error::Topology(format!(
+            "communicator {comm} has no distributed graph topology"
+        ))),
+    }
+}
+
+mpi_fn!(MPI_Dist_graph_neighbors_count, PMPI_Dist_graph_neighbors_count, (comm: c_int, indegree: *mut c_int,
+        outdegree: *mut c_int, weighted: *mut c_int) -> c_int {
+    call("MPI_Dist_graph_neighbors_count", comm, |st| {
+        let (s, d, w) = graph(st, comm)?;
+        // SAFETY: the caller's ints.
+        unsafe {
+            put(indegree, s.len() as c_int, "indegree")?;
+            put(outdegree, d.len() as c_int, "outdegree")?;
+            put(weighted, w as c_int, "weighted")
+        }
+    })
+});
+
+mpi_fn!(MPI_Dist_graph_neighbors, PMPI_Dist_graph_neighbors, (comm: c_int, maxindegree: c_int, sources: *mut c_int,
+        sourceweights: *mut c_int, maxoutdegree: c_int, destinations: *mut c_int, destweights: *mut c_int) -> c_int {
+    call("MPI_Dist_graph_neighbors", comm, |st| {
+        let (s, d, w) = graph(st, comm)?;
+        if (maxindegree as usize) < s.len() || (maxoutdegree as usize) < d.len() || maxindegree < 0 || maxoutdegree < 0 {
+            return Err(Error::Arg("MPI_Dist_graph_neighbors: arrays shorter than the degrees".into()));
+        }
+        let fill = |list: &[(i32, i32)], r: *mut c_int, wt: *mut c_int, what: &str| -> Result<()> {
+            // SAFETY: at least `list.len()` ints of the caller (checked against max*degree).
+            let out = unsafe { arr_mut(r, list.len(), what)? };
+            for (o, &(x, _)) in out.iter_mut().zip(list) {
+                *o = x;
+            }
+            if w && wt as usize != UNWEIGHTED && !wt.is_null() {
+                // SAFETY: as above, for the weights.
+                let ow = unsafe { arr_mut(wt, list.len(), "weights")? };
+                for (o, &(_, y)) in ow.iter_mut().zip(list) {
+                    *o = y;
+                }
+            }
+            Ok(())
+        };
+        fill(&s, sources, sourceweights, "sources")?;
+        fill(&d, destinations, destweights, "destinations")
+    })
+});

@@ -1,0 +1,21 @@
+//! # libskifmpi — mpi-lite's C ABI
+//!
+//! Builds `libskifmpi.so` and `libskifmpi.a` for `mpi-lite/include/mpi.h` (MPI 3.1 names,
+//! integer handles as in MPICH). Programs are compiled with `mpi-lite/bin/skif-mpicc`
+//! (or `skif-mpicxx`) and run with `skifrun -n N ./prog`.
+//!
+//! ## Layers
+//! * `state` — the process-wide [`mpi_lite::Mpi`] created by `MPI_Init`, the handle
+//!   tables and error-handler dispatch (MPI-3.1 §8.3); one lock serializes calls
+//!   (`MPI_THREAD_SERIALIZED`).
+//! * `abi` — the `extern "C"` functions, each exported as `PMPI_X` and as `MPI_X`
+//!   calling it (MPI-3.1 §14.2 profiling interface): pointer checks, handle lookup,
+//!   statuses; no panic unwinds into C.
+//!
+//! All MPI semantics live in the `mpi-lite` crate; this crate only translates.
+#![deny(unsafe_code)]
+
+mod abi;
+mod state;
+
+pub use abi::*;

@@ -1,0 +1,222 @@
+//! Process-wide state behind the C handles: the [`Mpi`] object made by `MPI_Init`, the
+//! handle tables (communicators, datatypes, groups, user ops) and error-handler dispatch
+//! (MPI-3.1 §8.3). One lock serializes MPI calls: the library provides
+//! `MPI_THREAD_SERIALIZED`.
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mpi_lite::comm::CommData;
+use mpi_lite::datatype::{Basic, Datatype};
+use mpi_lite::error::class;
+use mpi_lite::group::Group;
+use mpi_lite::{Error, Mpi, Result};
+use skifch_drivers::{DefaultJob, DefaultPort};
+
+/// Handle values of `mpi.h`.
+pub mod h {
+    pub const COMM_NULL: i32 = 0;
+    pub const COMM_WORLD: i32 = 1;
+    pub const COMM_SELF: i32 = 2;
+    pub const GROUP_EMPTY: i32 = 1;
+    pub const REQUEST_NULL: i32 = 0;
+    pub const ERRORS_ARE_FATAL: i32 = 1;
+    pub const ERRORS_RETURN: i32 = 2;
+    pub const DATATYPE_NULL: i32 = 0;
+    /// First handle of a user datatype (after the predefined ones).
+    pub const FIRST_USER_TYPE: usize = 1 + mpi_lite::datatype::Basic::ALL.len();
+}
+
+/// A communicator handle's entry.
+pub struct CommEntry {
+    pub data: Arc<CommData>,
+    pub errh: i32,
+    pub name: String,
+}
+
+/// Everything `MPI_Init` creates.
+pub struct CState {
+    pub mpi: Mpi<DefaultPort>,
+    pub comms: Vec<Option<CommEntry>>,
+    pub types: Vec<Option<Datatype>>,
+    pub groups: Vec<Option<Group>>,
+    pub provided: i32,
+    // Dropped after `mpi` (field order): the job outlives its channel.
+    pub job: DefaultJob,
+}
+
+/// 0: before `MPI_Init`, 1: initialized, 2: finalized.
+pub static PHASE: AtomicU8 = AtomicU8::new(0);
+/// The error handler of `MPI_COMM_WORLD`, readable before Init and after Finalize (errors
+/// of calls made then are raised on it).
+pub static WORLD_ERRH: AtomicI32 = AtomicI32::new(h::ERRORS_ARE_FATAL);
+static STATE: Mutex<Option<CState>> = Mutex::new(None);
+
+/// The state lock (poisoning is ignored: a panic inside a call becomes MPI_ERR_INTERN and
+/// leaves tables consistent, each update being a single assignment).
+pub fn lock() -> MutexGuard<'static, Option<CState>> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn alloc<T>(v: &mut Vec<Option<T>>, first: usize, x: T) -> i32 {
+    match (first..v.len()).find(|&i| v[i].is_none()) {
+        Some(i) => {
+            v[i] = Some(x);
+            i as i32
+        }
+        None => {
+            v.push(Some(x));
+            (v.len() - 1) as i32
+        }
+    }
+}
+
+impl CState {
+    pub fn new(job: DefaultJob, mpi: Mpi<DefaultPort>, provided: i32) -> Self {
+        let mut types = vec![None];
+        types.extend(Basic::ALL.iter().map(|&b| Some(Datatype::basic(b))));
+        let comms = vec![
+            None,
+            Some(CommEntry {
+                data: mpi.world_data().clone(),
+                errh: WORLD_ERRH.load(Ordering::Relaxed),
+                name: "MPI_COMM_WORLD".into(),
+            }),
+            Some(CommEntry {
+                data: mpi.self_data().clone(),
+                errh: h::ERRORS_ARE_FATAL,
+                name: "MPI_COMM_SELF".into(),
+            }),
+        ];
+        CState {
+            mpi,
+            comms,
+            types,
+            groups: vec![None, Some(Group::empty())],
+            provided,
+            job,
+        }
+    }
+
+    pub fn comm_entry(&self, c: i32) -> Result<&CommEntry> {
+        usize::try_from(c)
+            .ok()
+            .and_then(|i| self.comms.get(i))
+            .and_then(|e| e.as_ref())
+            .ok_or_else(|| Error::Comm(format!("communicator handle {c} is not valid")))
+    }
+    pub fn comm(&self, c: i32) -> Result<Arc<CommData>> {
+        self.comm_entry(c).map(|e| e.data.clone())
+    }
+    pub fn add_comm(&mut self, data: Arc<CommData>) -> i32 {
+        let errh = self.comms[h::COMM_WORLD as usize]
+            .as_ref()
+            .map_or(h::ERRORS_ARE_FATAL, |e| e.errh);
+        alloc(
+            &mut self.comms,
+            3,
+            CommEntry {
+                data,
+                errh,
+                name: String::new(),
+            },
+        )
+    }
+
+    /// A datatype handle (committed or not).
+    pub fn dtype_any(&self, t: i32) -> Result<Datatype> {
+        usize::try_from(t)
+            .ok()
+            .and_then(|i| self.types.get(i))
+            .and_then(|e| e.clone())
+            .ok_or_else(|| Error::Type(format!("datatype handle {t} is not valid")))
+    }
+    /// A datatype for communication: must be committed.
+    pub fn dtype(&self, t: i32) -> Result<Datatype> {
+        let d = self.dtype_any(t)?;
+        if !d.is_committed() {
+            return Err(Error::Type(format!(
+                "datatype {t} is not committed (MPI_Type_commit)"
+            )));
+        }
+        Ok(d)
+    }
+    pub fn add_type(&mut self, d: Datatype) -> i32 {
+        alloc(&mut self.types, h::FIRST_USER_TYPE, d)
+    }
+
+    pub fn group(&self, g: i32) -> Result<Group> {
+        usize::try_from(g)
+            .ok()
+            .and_then(|i| self.groups.get(i))
+            .and_then(|e| e.clone())
+            .ok_or_else(|| Error::Group(format!("group handle {g} is not valid")))
+    }
+    pub fn add_group(&mut self, g: Group) -> i32 {
+        alloc(&mut self.groups, 2, g)
+    }
+}
+
+/// Raises `e` from call `name` on the error handler of communicator `comm` (world's if the
+/// handle is bad or the error is not tied to one): returns the error class, or aborts the
+/// job with a message under `MPI_ERRORS_ARE_FATAL`.
+pub fn raise(st: Option<&CState>, comm: i32, name: &str, e: &Error) -> c_int {
+    let errh = match st {
+        Some(s) => s
+            .comm_entry(comm)
+            .or_else(|_| s.comm_entry(h::COMM_WORLD))
+            .map_or(h::ERRORS_ARE_FATAL, |c| c.errh),
+        None => WORLD_ERRH.load(Ordering::Relaxed),
+    };
+    let cls = e.class();
+    if errh == h::ERRORS_RETURN {
+        return cls;
+    }
+    let rank = st.map_or(-1, |s| s.mpi.world_data().rank as i64);
+    eprintln!("mpi-lite: rank {rank}: {name}: {e} (MPI_ERRORS_ARE_FATAL: aborting the job)");
+    std::process::exit(cls.clamp(1, 255));
+}
+
+fn not_running(name: &str) -> Error {
+    let when = if PHASE.load(Ordering::Acquire) == 2 {
+        "after MPI_Finalize"
+    } else {
+        "before MPI_Init"
+    };
+    Error::Other(format!("{name} called {when}"))
+}
+
+/// Runs MPI call `name` on the initialized state; errors are raised on `comm`'s handler;
+/// a panic (a bug) becomes `MPI_ERR_INTERN`, never unwinding into C.
+#[inline]
+pub fn call(name: &str, comm: i32, f: impl FnOnce(&mut CState) -> Result<()>) -> c_int {
+    let mut g = lock();
+    let r = match g.as_mut() {
+        None => Err(not_running(name)),
+        Some(st) => match catch_unwind(AssertUnwindSafe(|| f(st))) {
+            Ok(r) => r,
+            Err(_) => Err(Error::Intern(format!("{name}: internal panic (a bug)"))),
+        },
+    };
+    match r {
+        Ok(()) => class::SUCCESS,
+        Err(e) => raise(g.as_ref(), comm, name, &e),
+    }
+}
+
+/// As [`call`] for calls that need no state (pure functions of their arguments) but must
+/// still report errors through the world's handler.
+pub fn call_pure(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => class::SUCCESS,
+        Ok(Err(e)) => raise(lock().as_ref(), h::COMM_WORLD, name, &e),
+        Err(_) => raise(
+            lock().as_ref(),
+            h::COMM_WORLD,
+            name,
+            &Error::Intern(format!("{name}: internal panic (a bug)")),
+        ),
+    }
+}

@@ -1,0 +1,268 @@
+//! mpi-lite from C: compiles the programs of `mpi-lite/tests/c/` with `bin/skif-mpicc`
+//! (shared and static library), runs them under `skifrun` with 2, 3 and 4 ranks and checks
+//! the exit status (the programs exit non-zero on any wrong value). Also checks that
+//! `mpi.h` declares exactly the exported `MPI_`/`PMPI_` functions and compiles as C and C++.
+//!
+//! The library is a `cdylib`/`staticlib`, built with `cargo build` (same profile) through
+//! the workspace's test-build helper. Needs a C compiler (`cc`); without one the tests
+//! are skipped with a message.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn mpi_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("capi lives in mpi-lite/")
+}
+
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = skifch_drivers::testing::profile_dir();
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        for lib in ["libskifmpi.so", "libskifmpi.a"] {
+            skifch_drivers::testing::cargo_build(&manifest, &["--lib"], &dir.join(lib));
+        }
+        dir
+    })
+}
+
+fn have_cc() -> bool {
+    static CC: OnceLock<bool> = OnceLock::new();
+    *CC.get_or_init(|| {
+        let ok = Command::new("cc")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: no C compiler `cc` on PATH (install build-essential)");
+        }
+        ok
+    })
+}
+
+/// Compiles `tests/c/<name>.c` with skif-mpicc (`static`: libskifmpi.a).
+fn compile(name: &str, stat: bool) -> PathBuf {
+    let lib = lib_dir();
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-c");
+    std::fs::create_dir_all(&out_dir).expect("scratch directory");
+    let exe = out_dir.join(format!("{name}-{}", if stat { "static" } else { "shared" }));
+    let out = Command::new(mpi_root().join("bin/skif-mpicc"))
+        .env("SKIFMPI_LIBDIR", lib)
+        .env("SKIFMPI_STATIC", if stat { "1" } else { "0" })
+        .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
+        .arg(mpi_root().join(format!("tests/c/{name}.c")))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("running skif-mpicc");
+    assert!(
+        out.status.success(),
+        "skif-mpicc failed for {name}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+struct Outcome {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(exe: &Path, n: u32, env: &[(&str, &str)]) -> Outcome {
+    let mut cmd = Command::new(skifch_drivers::testing::skifrun_exe());
+    cmd.arg("-n").arg(n.to_string()).arg("--").arg(exe);
+    for v in [
+        "SKIFCH_RANK",
+        "SKIFCH_SIZE",
+        "SKIFCH_FD",
+        "SKIFCH_WAIT",
+        "SKIFCH_PORTS",
+        "SKIFCH_LANE_KB",
+        "SKIFMPI_EAGER",
+    ] {
+        cmd.env_remove(v);
+    }
+    cmd.envs(env.iter().copied());
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the job");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waiting for the job") {
+            break s;
+        }
+        if start.elapsed() > JOB_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} with {n} ranks still running after {JOB_TIMEOUT:?}; killed",
+                exe.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Outcome {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
+fn run_ok(exe: &Path, n: u32, env: &[(&str, &str)]) -> String {
+    let o = run(exe, n, env);
+    assert!(
+        o.status.success(),
+        "{} with {n} ranks {env:?}: {}\nstdout:\n{}\nstderr:\n{}",
+        exe.display(),
+        o.status,
+        o.stdout,
+        o.stderr
+    );
+    o.stdout
+}
+
+/// Compiles `name` and runs it with 2, 3 and 4 ranks (shared library), then with 2 ranks
+/// linked statically.
+fn check(name: &str, env: &[(&str, &str)]) {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile(name, false);
+    for n in [2, 3, 4] {
+        run_ok(&exe, n, env);
+    }
+    run_ok(&compile(name, true), 2, env);
+}
+
+#[test]
+fn point_to_point() {
+    check("p2p", &[]);
+}
+
+#[test]
+fn point_to_point_all_rendezvous() {
+    // Eager limit 0: every message (even 4 bytes) goes RTS/CTS/DATA.
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("p2p", false);
+    run_ok(&exe, 3, &[("SKIFMPI_EAGER", "0")]);
+}
+
+/// The `MPI_LITE_FN(ret, Name, (args))` declarations of mpi.h.
+fn declared() -> Vec<String> {
+    let h = std::fs::read_to_string(mpi_root().join("include/mpi.h")).expect("reading mpi.h");
+    let mut v: Vec<String> = h
+        .lines()
+        .filter_map(|l| l.strip_prefix("MPI_LITE_FN("))
+        .filter_map(|l| l.split(',').nth(1))
+        .map(|n| n.trim().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn header_declares_exactly_the_exported_functions() {
+    let so = lib_dir().join("libskifmpi.so");
+    let out = match Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+    {
+        Ok(o) if o.status.success() => o,
+        _ => {
+            eprintln!("SKIPPED: `nm` (binutils) is not available");
+            return;
+        }
+    };
+    let syms: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last().map(String::from))
+        .collect();
+    let mut mpi: Vec<String> = syms
+        .iter()
+        .filter_map(|s| s.strip_prefix("MPI_"))
+        .map(String::from)
+        .collect();
+    let mut pmpi: Vec<String> = syms
+        .iter()
+        .filter_map(|s| s.strip_prefix("PMPI_"))
+        .map(String::from)
+        .collect();
+    mpi.sort();
+    pmpi.sort();
+    let decl = declared();
+    assert_eq!(decl, mpi, "mpi.h vs MPI_ symbols of {}", so.display());
+    assert_eq!(decl, pmpi, "mpi.h vs PMPI_ symbols of {}", so.display());
+    // Build systems probe for MPI-4 session symbols: they must not exist until they work.
+    assert!(
+        !syms.iter().any(|s| s.contains("Session")),
+        "MPI-4 session symbols exported"
+    );
+}
+
+#[test]
+fn header_compiles_as_c_and_cpp_with_the_wrappers() {
+    if !have_cc() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-c");
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let src = dir.join("header_only.c");
+    std::fs::write(
+        &src,
+        "#include <mpi.h>\n#include <mpi.h>\n\
+         int main(int argc, char **argv) { MPI_Status s; MPI_Request r = MPI_REQUEST_NULL;\n\
+         MPI_Init(&argc, &argv); MPI_Wait(&r, &s); MPI_Finalize();\n\
+         return MPI_VERSION == 3 && MPI_SUBVERSION == 1 ? 0 : 1; }\n",
+    )
+    .expect("writing a test source");
+    for (wrapper, std) in [("skif-mpicc", "-std=c99"), ("skif-mpicxx", "-std=c++11")] {
+        let mut cmd = Command::new(mpi_root().join("bin").join(wrapper));
+        cmd.env("SKIFMPI_LIBDIR", lib_dir()).args([
+            std,
+            "-pedantic",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+        ]);
+        if wrapper == "skif-mpicxx" {
+            cmd.args(["-x", "c++"]);
+        }
+        let exe = dir.join(format!("header_only_{wrapper}"));
+        match cmd.arg(&src).arg("-o").arg(&exe).output() {
+            Ok(o) => {
+                assert!(
+                    o.status.success(),
+                    "{wrapper} {std}:\n{}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                run_ok(&exe, 2, &[]);
+            }
+            Err(e) => panic!("running {wrapper}: {e}"),
+        }
+    }
+}

@@ -1,0 +1,393 @@
+/*
+ * mpi.h of mpi-lite: MPI 3.1 on SkifCh channels (the `mpi-lite` crate of the SkifCh
+ * workspace; library libskifmpi.so / libskifmpi.a, wrappers bin/skif-mpicc and
+ * bin/skif-mpicxx).
+ *
+ * Handles are integers (as in MPICH): a program that compiles against a standard MPI
+ * header compiles against this one; it is not binary compatible with other MPIs.
+ * Every MPI_X function also exists as PMPI_X (the profiling interface, MPI-3.1 §14.2):
+ * MPI_X calls PMPI_X, so a tool linked before the shared library may define MPI_X and
+ * call PMPI_X.
+ *
+ * What is not implemented returns MPI_ERR_UNSUPPORTED_OPERATION (or, under
+ * MPI_ERRORS_ARE_FATAL, aborts with a message naming the call): see mpi-lite/README.md.
+ */
+#ifndef SKIF_MPI_LITE_MPI_H
+#define SKIF_MPI_LITE_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPI_VERSION 3
+#define MPI_SUBVERSION 1
+#define MPI_LITE 1
+
+/* ---- handles ---- */
+typedef int MPI_Comm;
+typedef int MPI_Datatype;
+typedef int MPI_Group;
+typedef int MPI_Request;
+typedef int MPI_Op;
+typedef int MPI_Errhandler;
+typedef int MPI_Win;
+typedef int MPI_Info;
+typedef int MPI_Message;
+typedef int MPI_File;
+typedef int MPI_Fint;
+typedef intptr_t MPI_Aint;
+typedef long long MPI_Offset;
+typedef long long MPI_Count;
+
+typedef struct MPI_Status {
+    int MPI_SOURCE;
+    int MPI_TAG;
+    int MPI_ERROR;
+    int mpi_lite_cancelled;
+    long long mpi_lite_count; /* bytes received */
+} MPI_Status;
+
+#define MPI_COMM_NULL ((MPI_Comm)0)
+#define MPI_COMM_WORLD ((MPI_Comm)1)
+#define MPI_COMM_SELF ((MPI_Comm)2)
+
+#define MPI_GROUP_NULL ((MPI_Group)0)
+#define MPI_GROUP_EMPTY ((MPI_Group)1)
+
+#define MPI_REQUEST_NULL ((MPI_Request)0)
+#define MPI_MESSAGE_NULL ((MPI_Message)0)
+#define MPI_WIN_NULL ((MPI_Win)0)
+#define MPI_INFO_NULL ((MPI_Info)0)
+#define MPI_FILE_NULL ((MPI_File)0)
+
+#define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
+#define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
+#define MPI_ERRORS_RETURN ((MPI_Errhandler)2)
+
+/* Datatypes: the order of mpi_lite::datatype::Basic::ALL. */
+#define MPI_DATATYPE_NULL ((MPI_Datatype)0)
+#define MPI_CHAR ((MPI_Datatype)1)
+#define MPI_SIGNED_CHAR ((MPI_Datatype)2)
+#define MPI_UNSIGNED_CHAR ((MPI_Datatype)3)
+#define MPI_BYTE ((MPI_Datatype)4)
+#define MPI_PACKED ((MPI_Datatype)5)
+#define MPI_WCHAR ((MPI_Datatype)6)
+#define MPI_SHORT ((MPI_Datatype)7)
+#define MPI_UNSIGNED_SHORT ((MPI_Datatype)8)
+#define MPI_INT ((MPI_Datatype)9)
+#define MPI_UNSIGNED ((MPI_Datatype)10)
+#define MPI_LONG ((MPI_Datatype)11)
+#define MPI_UNSIGNED_LONG ((MPI_Datatype)12)
+#define MPI_LONG_LONG ((MPI_Datatype)13)
+#define MPI_LONG_LONG_INT MPI_LONG_LONG
+#define MPI_UNSIGNED_LONG_LONG ((MPI_Datatype)14)
+#define MPI_FLOAT ((MPI_Datatype)15)
+#define MPI_DOUBLE ((MPI_Datatype)16)
+#define MPI_LONG_DOUBLE ((MPI_Datatype)17)
+#define MPI_C_BOOL ((MPI_Datatype)18)
+#define MPI_INT8_T ((MPI_Datatype)19)
+#define MPI_INT16_T ((MPI_Datatype)20)
+#define MPI_INT32_T ((MPI_Datatype)21)
+#define MPI_INT64_T ((MPI_Datatype)22)
+#define MPI_UINT8_T ((MPI_Datatype)23)
+#define MPI_UINT16_T ((MPI_Datatype)24)
+#define MPI_UINT32_T ((MPI_Datatype)25)
+#define MPI_UINT64_T ((MPI_Datatype)26)
+#define MPI_AINT ((MPI_Datatype)27)
+#define MPI_OFFSET ((MPI_Datatype)28)
+#define MPI_COUNT ((MPI_Datatype)29)
+#define MPI_C_FLOAT_COMPLEX ((MPI_Datatype)30)
+#define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX ((MPI_Datatype)31)
+#define MPI_FLOAT_INT ((MPI_Datatype)32)
+#define MPI_DOUBLE_INT ((MPI_Datatype)33)
+#define MPI_LONG_INT ((MPI_Datatype)34)
+#define MPI_2INT ((MPI_Datatype)35)
+#define MPI_SHORT_INT ((MPI_Datatype)36)
+#define MPI_LONG_DOUBLE_INT ((MPI_Datatype)37)
+
+/* Reduction operations. */
+#define MPI_OP_NULL ((MPI_Op)0)
+#define MPI_MAX ((MPI_Op)1)
+#define MPI_MIN ((MPI_Op)2)
+#define MPI_SUM ((MPI_Op)3)
+#define MPI_PROD ((MPI_Op)4)
+#define MPI_LAND ((MPI_Op)5)
+#define MPI_BAND ((MPI_Op)6)
+#define MPI_LOR ((MPI_Op)7)
+#define MPI_BOR ((MPI_Op)8)
+#define MPI_LXOR ((MPI_Op)9)
+#define MPI_BXOR ((MPI_Op)10)
+#define MPI_MINLOC ((MPI_Op)11)
+#define MPI_MAXLOC ((MPI_Op)12)
+#define MPI_REPLACE ((MPI_Op)13)
+#define MPI_NO_OP ((MPI_Op)14)
+
+/* ---- constants ---- */
+#define MPI_ANY_SOURCE (-2)
+#define MPI_PROC_NULL (-1)
+#define MPI_ROOT (-3)
+#define MPI_ANY_TAG (-1)
+#define MPI_UNDEFINED (-32766)
+#define MPI_KEYVAL_INVALID 0x24000000
+#define MPI_BSEND_OVERHEAD 96
+#define MPI_MAX_PROCESSOR_NAME 128
+#define MPI_MAX_ERROR_STRING 512
+#define MPI_MAX_OBJECT_NAME 128
+#define MPI_MAX_LIBRARY_VERSION_STRING 8192
+#define MPI_MAX_INFO_KEY 255
+#define MPI_MAX_INFO_VAL 1024
+
+#define MPI_STATUS_IGNORE ((MPI_Status *)1)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)1)
+#define MPI_IN_PLACE ((void *)-1)
+#define MPI_BOTTOM ((void *)0)
+#define MPI_UNWEIGHTED ((int *)2)
+#define MPI_WEIGHTS_EMPTY ((int *)3)
+#define MPI_ERRCODES_IGNORE ((int *)0)
+
+#define MPI_THREAD_SINGLE 0
+#define MPI_THREAD_FUNNELED 1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE 3
+
+#define MPI_IDENT 0
+#define MPI_CONGRUENT 1
+#define MPI_SIMILAR 2
+#define MPI_UNEQUAL 3
+
+#define MPI_GRAPH 1
+#define MPI_CART 2
+#define MPI_DIST_GRAPH 3
+
+#define MPI_ORDER_C 56
+#define MPI_ORDER_FORTRAN 57
+#define MPI_COMM_TYPE_SHARED 1
+
+/* Predefined attribute keys (MPI_Comm_get_attr). */
+#define MPI_TAG_UB 0x64400001
+#define MPI_HOST 0x64400003
+#define MPI_IO 0x64400005
+#define MPI_WTIME_IS_GLOBAL 0x64400007
+#define MPI_UNIVERSE_SIZE 0x64400009
+#define MPI_APPNUM 0x6440000b
+
+/* One-sided constants (the calls return MPI_ERR_UNSUPPORTED_OPERATION for now). */
+#define MPI_LOCK_EXCLUSIVE 234
+#define MPI_LOCK_SHARED 235
+#define MPI_MODE_NOCHECK 1024
+#define MPI_MODE_NOSTORE 2048
+#define MPI_MODE_NOPUT 4096
+#define MPI_MODE_NOPRECEDE 8192
+#define MPI_MODE_NOSUCCEED 16384
+
+/* ---- error classes (MPICH's numbers) ---- */
+#define MPI_SUCCESS 0
+#define MPI_ERR_BUFFER 1
+#define MPI_ERR_COUNT 2
+#define MPI_ERR_TYPE 3
+#define MPI_ERR_TAG 4
+#define MPI_ERR_COMM 5
+#define MPI_ERR_RANK 6
+#define MPI_ERR_ROOT 7
+#define MPI_ERR_GROUP 8
+#define MPI_ERR_OP 9
+#define MPI_ERR_TOPOLOGY 10
+#define MPI_ERR_DIMS 11
+#define MPI_ERR_ARG 12
+#define MPI_ERR_UNKNOWN 13
+#define MPI_ERR_TRUNCATE 14
+#define MPI_ERR_OTHER 15
+#define MPI_ERR_INTERN 16
+#define MPI_ERR_IN_STATUS 17
+#define MPI_ERR_PENDING 18
+#define MPI_ERR_REQUEST 19
+#define MPI_ERR_WIN 45
+#define MPI_ERR_UNSUPPORTED_OPERATION 52
+#define MPI_ERR_LASTCODE 0x3fffffff
+
+typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+typedef void(MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...);
+
+/* ---- functions (each also as PMPI_...) ---- */
+#define MPI_LITE_FN(ret, name, args) ret MPI_##name args; ret PMPI_##name args;
+
+/* environment */
+MPI_LITE_FN(int, Init, (int *argc, char ***argv))
+MPI_LITE_FN(int, Init_thread, (int *argc, char ***argv, int required, int *provided))
+MPI_LITE_FN(int, Finalize, (void))
+MPI_LITE_FN(int, Initialized, (int *flag))
+MPI_LITE_FN(int, Finalized, (int *flag))
+MPI_LITE_FN(int, Abort, (MPI_Comm comm, int errorcode))
+MPI_LITE_FN(int, Query_thread, (int *provided))
+MPI_LITE_FN(int, Is_thread_main, (int *flag))
+MPI_LITE_FN(double, Wtime, (void))
+MPI_LITE_FN(double, Wtick, (void))
+MPI_LITE_FN(int, Get_processor_name, (char *name, int *resultlen))
+MPI_LITE_FN(int, Get_version, (int *version, int *subversion))
+MPI_LITE_FN(int, Get_library_version, (char *version, int *resultlen))
+MPI_LITE_FN(int, Error_string, (int errorcode, char *string, int *resultlen))
+MPI_LITE_FN(int, Error_class, (int errorcode, int *errorclass))
+MPI_LITE_FN(int, Comm_set_errhandler, (MPI_Comm comm, MPI_Errhandler errhandler))
+MPI_LITE_FN(int, Comm_get_errhandler, (MPI_Comm comm, MPI_Errhandler *errhandler))
+MPI_LITE_FN(int, Errhandler_free, (MPI_Errhandler *errhandler))
+MPI_LITE_FN(int, Comm_create_errhandler, (MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler))
+
+/* point-to-point */
+MPI_LITE_FN(int, Send, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm))
+MPI_LITE_FN(int, Ssend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm))
+MPI_LITE_FN(int, Rsend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm))
+MPI_LITE_FN(int, Bsend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm))
+MPI_LITE_FN(int, Recv, (void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status))
+MPI_LITE_FN(int, Isend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+MPI_LITE_FN(int, Issend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+MPI_LITE_FN(int, Irsend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+MPI_LITE_FN(int, Ibsend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+MPI_LITE_FN(int, Irecv, (void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request))
+MPI_LITE_FN(int, Sendrecv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status))
+MPI_LITE_FN(int, Sendrecv_replace, (void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status))
+MPI_LITE_FN(int, Buffer_attach, (void *buffer, int size))
+MPI_LITE_FN(int, Buffer_detach, (void *buffer_addr, int *size))
+MPI_LITE_FN(int, Wait, (MPI_Request *request, MPI_Status *status))
+MPI_LITE_FN(int, Waitall, (int count, MPI_Request *array_of_requests, MPI_Status *array_of_statuses))
+MPI_LITE_FN(int, Waitany, (int count, MPI_Request *array_of_requests, int *index, MPI_Status *status))
+MPI_LITE_FN(int, Waitsome, (int incount, MPI_Request *array_of_requests, int *outcount, int array_of_indices[], MPI_Status *array_of_statuses))
+MPI_LITE_FN(int, Test, (MPI_Request *request, int *flag, MPI_Status *status))
+MPI_LITE_FN(int, Testall, (int count, MPI_Request *array_of_requests, int *flag, MPI_Status *array_of_statuses))
+MPI_LITE_FN(int, Testany, (int count, MPI_Request *array_of_requests, int *index, int *flag, MPI_Status *status))
+MPI_LITE_FN(int, Testsome, (int incount, MPI_Request *array_of_requests, int *outcount, int array_of_indices[], MPI_Status *array_of_statuses))
+MPI_LITE_FN(int, Request_free, (MPI_Request *request))
+MPI_LITE_FN(int, Request_get_status, (MPI_Request request, int *flag, MPI_Status *status))
+MPI_LITE_FN(int, Cancel, (MPI_Request *request))
+MPI_LITE_FN(int, Test_cancelled, (const MPI_Status *status, int *flag))
+MPI_LITE_FN(int, Probe, (int source, int tag, MPI_Comm comm, MPI_Status *status))
+MPI_LITE_FN(int, Iprobe, (int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status))
+MPI_LITE_FN(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *count))
+MPI_LITE_FN(int, Get_elements, (const MPI_Status *status, MPI_Datatype datatype, int *count))
+MPI_LITE_FN(int, Send_init, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+MPI_LITE_FN(int, Recv_init, (void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request))
+MPI_LITE_FN(int, Start, (MPI_Request *request))
+MPI_LITE_FN(int, Startall, (int count, MPI_Request *array_of_requests))
+
+/* datatypes */
+MPI_LITE_FN(int, Type_contiguous, (int count, MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_vector, (int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_create_hvector, (int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_indexed, (int count, const int array_of_blocklengths[], const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_create_hindexed, (int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_create_indexed_block, (int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_create_struct, (int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_create_resized, (MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_dup, (MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_commit, (MPI_Datatype *datatype))
+MPI_LITE_FN(int, Type_free, (MPI_Datatype *datatype))
+MPI_LITE_FN(int, Type_size, (MPI_Datatype datatype, int *size))
+MPI_LITE_FN(int, Type_size_x, (MPI_Datatype datatype, MPI_Count *size))
+MPI_LITE_FN(int, Type_get_extent, (MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent))
+MPI_LITE_FN(int, Type_get_true_extent, (MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent))
+MPI_LITE_FN(int, Type_get_name, (MPI_Datatype datatype, char *type_name, int *resultlen))
+MPI_LITE_FN(int, Type_set_name, (MPI_Datatype datatype, const char *type_name))
+MPI_LITE_FN(int, Pack, (const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm))
+MPI_LITE_FN(int, Unpack, (const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm))
+MPI_LITE_FN(int, Pack_size, (int incount, MPI_Datatype datatype, MPI_Comm comm, int *size))
+MPI_LITE_FN(int, Get_address, (const void *location, MPI_Aint *address))
+MPI_LITE_FN(MPI_Aint, Aint_add, (MPI_Aint base, MPI_Aint disp))
+MPI_LITE_FN(MPI_Aint, Aint_diff, (MPI_Aint addr1, MPI_Aint addr2))
+
+/* groups */
+MPI_LITE_FN(int, Comm_group, (MPI_Comm comm, MPI_Group *group))
+MPI_LITE_FN(int, Group_size, (MPI_Group group, int *size))
+MPI_LITE_FN(int, Group_rank, (MPI_Group group, int *rank))
+MPI_LITE_FN(int, Group_incl, (MPI_Group group, int n, const int ranks[], MPI_Group *newgroup))
+MPI_LITE_FN(int, Group_excl, (MPI_Group group, int n, const int ranks[], MPI_Group *newgroup))
+MPI_LITE_FN(int, Group_union, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
+MPI_LITE_FN(int, Group_intersection, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
+MPI_LITE_FN(int, Group_difference, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
+MPI_LITE_FN(int, Group_translate_ranks, (MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]))
+MPI_LITE_FN(int, Group_compare, (MPI_Group group1, MPI_Group group2, int *result))
+MPI_LITE_FN(int, Group_free, (MPI_Group *group))
+
+/* communicators */
+MPI_LITE_FN(int, Comm_size, (MPI_Comm comm, int *size))
+MPI_LITE_FN(int, Comm_rank, (MPI_Comm comm, int *rank))
+MPI_LITE_FN(int, Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm))
+MPI_LITE_FN(int, Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *newcomm))
+MPI_LITE_FN(int, Comm_split_type, (MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm))
+MPI_LITE_FN(int, Comm_create, (MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm))
+MPI_LITE_FN(int, Comm_free, (MPI_Comm *comm))
+MPI_LITE_FN(int, Comm_compare, (MPI_Comm comm1, MPI_Comm comm2, int *result))
+MPI_LITE_FN(int, Comm_test_inter, (MPI_Comm comm, int *flag))
+MPI_LITE_FN(int, Comm_set_name, (MPI_Comm comm, const char *comm_name))
+MPI_LITE_FN(int, Comm_get_name, (MPI_Comm comm, char *comm_name, int *resultlen))
+MPI_LITE_FN(int, Comm_get_attr, (MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag))
+
+/* collectives */
+MPI_LITE_FN(int, Barrier, (MPI_Comm comm))
+MPI_LITE_FN(int, Bcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm))
+MPI_LITE_FN(int, Reduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm))
+MPI_LITE_FN(int, Allreduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+MPI_LITE_FN(int, Reduce_local, (const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op))
+MPI_LITE_FN(int, Gather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm))
+MPI_LITE_FN(int, Gatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm))
+MPI_LITE_FN(int, Scatter, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm))
+MPI_LITE_FN(int, Scatterv, (const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm))
+MPI_LITE_FN(int, Allgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm))
+MPI_LITE_FN(int, Allgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm))
+MPI_LITE_FN(int, Alltoall, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm))
+MPI_LITE_FN(int, Alltoallv, (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm))
+MPI_LITE_FN(int, Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+MPI_LITE_FN(int, Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+MPI_LITE_FN(int, Scan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+MPI_LITE_FN(int, Exscan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+MPI_LITE_FN(int, Op_create, (MPI_User_function *user_fn, int commute, MPI_Op *op))
+MPI_LITE_FN(int, Op_free, (MPI_Op *op))
+
+/* topologies */
+MPI_LITE_FN(int, Dims_create, (int nnodes, int ndims, int dims[]))
+MPI_LITE_FN(int, Cart_create, (MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart))
+MPI_LITE_FN(int, Cart_coords, (MPI_Comm comm, int rank, int maxdims, int coords[]))
+MPI_LITE_FN(int, Cart_rank, (MPI_Comm comm, const int coords[], int *rank))
+MPI_LITE_FN(int, Cart_shift, (MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest))
+MPI_LITE_FN(int, Cart_get, (MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]))
+MPI_LITE_FN(int, Cartdim_get, (MPI_Comm comm, int *ndims))
+MPI_LITE_FN(int, Topo_test, (MPI_Comm comm, int *status))
+MPI_LITE_FN(int, Dist_graph_create_adjacent, (MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[], int outdegree, const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph))
+MPI_LITE_FN(int, Dist_graph_neighbors_count, (MPI_Comm comm, int *indegree, int *outdegree, int *weighted))
+MPI_LITE_FN(int, Dist_graph_neighbors, (MPI_Comm comm, int maxindegree, int sources[], int sourceweights[], int maxoutdegree, int destinations[], int destweights[]))
+
+/* one-sided (MPI-3): present, return MPI_ERR_UNSUPPORTED_OPERATION */
+MPI_LITE_FN(int, Win_create, (void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win))
+MPI_LITE_FN(int, Win_allocate, (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win))
+MPI_LITE_FN(int, Win_create_dynamic, (MPI_Info info, MPI_Comm comm, MPI_Win *win))
+MPI_LITE_FN(int, Win_attach, (MPI_Win win, void *base, MPI_Aint size))
+MPI_LITE_FN(int, Win_detach, (MPI_Win win, const void *base))
+MPI_LITE_FN(int, Win_free, (MPI_Win *win))
+MPI_LITE_FN(int, Put, (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win))
+MPI_LITE_FN(int, Get, (void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win))
+MPI_LITE_FN(int, Accumulate, (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win))
+MPI_LITE_FN(int, Get_accumulate, (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win))
+MPI_LITE_FN(int, Fetch_and_op, (const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win))
+MPI_LITE_FN(int, Compare_and_swap, (const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win))
+MPI_LITE_FN(int, Win_fence, (int assert, MPI_Win win))
+MPI_LITE_FN(int, Win_lock, (int lock_type, int rank, int assert, MPI_Win win))
+MPI_LITE_FN(int, Win_unlock, (int rank, MPI_Win win))
+MPI_LITE_FN(int, Win_lock_all, (int assert, MPI_Win win))
+MPI_LITE_FN(int, Win_unlock_all, (MPI_Win win))
+MPI_LITE_FN(int, Win_flush, (int rank, MPI_Win win))
+MPI_LITE_FN(int, Win_flush_all, (MPI_Win win))
+MPI_LITE_FN(int, Win_flush_local, (int rank, MPI_Win win))
+MPI_LITE_FN(int, Win_flush_local_all, (MPI_Win win))
+MPI_LITE_FN(int, Win_post, (MPI_Group group, int assert, MPI_Win win))
+MPI_LITE_FN(int, Win_start, (MPI_Group group, int assert, MPI_Win win))
+MPI_LITE_FN(int, Win_complete, (MPI_Win win))
+MPI_LITE_FN(int, Win_wait, (MPI_Win win))
+
+#undef MPI_LITE_FN
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SKIF_MPI_LITE_MPI_H */
