@@ -17,7 +17,9 @@
 //! * [`proto`] — active messages over one channel (inline header + payload, handlers,
 //!   request/reply, chunked long transfers, progress engine): the protocol layer of the
 //!   higher libraries.
-//! * [`coll`] — a barrier over channels (used by the MsgRate tool and the conformance suite).
+//! * [`coll`] — collective algorithms over a small transport trait (barrier, broadcast,
+//!   reductions, gather/scatter, all-to-all, scans) and the reduction kernels, written
+//!   once for every library; plus a barrier straight over a channel (MsgRate, conformance).
 //!
 //! Unsafe code lives only in [`ring`] (shared memory, syscalls) and [`channel`] (turning
 //! driver pointers into borrows); the rest of the crate denies it.

@@ -21,9 +21,6 @@ use crate::{Error, Result};
 
 /// First handler id reserved for skifch's own layers (collectives, …).
 pub const FIRST_RESERVED: u8 = 0xF0;
-/// Handler id of the collective layer's messages ([`crate::coll::ProtoGroup`]).
-#[allow(dead_code)]
-pub const H_COLL: u8 = 0xF0;
 /// Handler id of a chunk of a long transfer.
 pub const H_CHUNK: u8 = 0xFE;
 /// Handler id of a reply.

@@ -65,6 +65,11 @@ impl Landing {
         unsafe { Landing::raw(out.as_mut_ptr(), out.len()) }
     }
 
+    /// Where it writes (to recognise a caller's buffer).
+    pub(crate) fn ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
     /// Capacity in bytes.
     pub fn len(&self) -> usize {
         self.len

@@ -428,6 +428,31 @@ impl<P: Port> Endpoint<P> {
         self.emit(dst, &Head::new(h, 0, 0, arg, args), data)
     }
 
+    /// As [`Endpoint::send`] for the handlers of skifch's own layers.
+    pub(crate) fn send_reserved(
+        &self,
+        dst: u32,
+        h: u8,
+        arg: u32,
+        args: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
+        self.emit(dst, &Head::new(h, 0, 0, arg, args), data)
+    }
+
+    /// Stops every incoming long transfer that lands at `ptr` from writing there (its
+    /// remaining chunks are dropped; its handler still gets `LongDone`, with an empty
+    /// landing). For a layer whose wait on caller memory failed.
+    pub(crate) fn forget_landing(&self, ptr: *const u8) {
+        for x in self.inx.borrow_mut().values_mut() {
+            if let Target::Am { landing, .. } = &mut x.target {
+                if landing.ptr() == ptr {
+                    *landing = Landing::discard();
+                }
+            }
+        }
+    }
+
     /// Sends a request to handler `h` of `dst`; its reply's data lands in `reply`.
     /// Returns at once after sending; finish with [`Endpoint::wait`] / [`Endpoint::test`]
     /// (each request gets exactly one reply).

@@ -1,5 +1,6 @@
-//! Collective operations over channels. For now the barrier that the MsgRate tool and the
-//! conformance suite need; the full collective layer (broadcast, reduce, …) joins it here.
+//! The channel barrier: a dissemination barrier straight over a [`Channel`] port reserved
+//! for it (used by the MsgRate tool and the conformance suite, which test the channel
+//! itself and so must not depend on the protocol layer).
 
 use std::io::IoSlice;
 

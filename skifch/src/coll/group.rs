@@ -1,0 +1,342 @@
+//! The collective [`Transport`] over active messages: tagged messages between the members
+//! of a group, matched by (group id, source, tag) with an unexpected queue; a receive
+//! posted before its message arrives gets it straight from the channel's receive memory
+//! (long messages chunk by chunk, see [`crate::proto`]).
+
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::Transport;
+use crate::proto::{Am, Endpoint, Landing, Phase};
+use crate::{Error, Port, Result};
+
+/// Handler id of collective traffic (reserved for skifch's layers).
+pub(crate) const H_COLL: u8 = 0xF0;
+
+/// (group id, source world rank, tag).
+type Key = (u32, u32, u32);
+
+enum Posted {
+    /// A receive waits; its buffer.
+    Waiting(Landing),
+    /// The buffer was given to a long transfer now arriving.
+    Landing,
+    Done {
+        len: u64,
+        truncated: bool,
+    },
+}
+
+#[derive(Default)]
+struct State {
+    /// Messages that came before their receive, in order; `None` while a long one arrives.
+    unexpected: HashMap<Key, VecDeque<Option<Vec<u8>>>>,
+    posted: HashMap<Key, Posted>,
+}
+
+/// The collective layer installed on an endpoint (one per endpoint): makes groups.
+pub struct ProtoColl {
+    st: Arc<Mutex<State>>,
+}
+
+fn lock(st: &Mutex<State>) -> MutexGuard<'_, State> {
+    st.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ProtoColl {
+    /// Registers the collective handler on `ep` (once per endpoint; every rank installs it
+    /// before collective traffic can reach it, e.g. before an [`Endpoint::barrier`]).
+    pub fn install<P: Port>(ep: &Endpoint<P>) -> Result<ProtoColl> {
+        let st = Arc::new(Mutex::new(State::default()));
+        let s = st.clone();
+        ep.register_any(
+            H_COLL,
+            Arc::new(move |_ep: &Endpoint<P>, am: &Am<'_>| on_message(&s, am)),
+        )?;
+        Ok(ProtoColl { st })
+    }
+
+    /// The group of every rank of the job (group id `u32::MAX`).
+    pub fn world<'e, P: Port>(&self, ep: &'e Endpoint<P>) -> ProtoGroup<'e, P> {
+        ProtoGroup {
+            ep,
+            st: self.st.clone(),
+            gid: u32::MAX,
+            me: ep.rank() as usize,
+            members: (0..ep.size()).collect(),
+            seq: Cell::new(0),
+        }
+    }
+
+    /// A group of the given job ranks (member i = `members[i]`; this rank must be one).
+    /// `gid` names the group: the same on every member, unique among live groups.
+    pub fn group<'e, P: Port>(
+        &self,
+        ep: &'e Endpoint<P>,
+        gid: u32,
+        members: Vec<u32>,
+    ) -> Result<ProtoGroup<'e, P>> {
+        let me = members
+            .iter()
+            .position(|&m| m == ep.rank())
+            .ok_or_else(|| {
+                Error::InvalidArgument(
+                    format!("collective group {gid}: rank {} is not a member", ep.rank()).into(),
+                )
+            })?;
+        let mut sorted = members.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != members.len() || sorted.last().is_some_and(|&m| m >= ep.size()) {
+            return Err(Error::InvalidArgument(
+                format!("collective group {gid}: members must be distinct ranks of the job").into(),
+            ));
+        }
+        Ok(ProtoGroup {
+            ep,
+            st: self.st.clone(),
+            gid,
+            me,
+            members,
+            seq: Cell::new(0),
+        })
+    }
+}
+
+fn on_message(st: &Mutex<State>, am: &Am<'_>) -> Result<()> {
+    let gid = am.args().first().copied().unwrap_or(0) as u32;
+    let key = (gid, am.src(), am.arg());
+    let mut st = lock(st);
+    let st = &mut *st;
+    let queued = st.unexpected.get(&key).is_some_and(|q| !q.is_empty());
+    let waiting = !queued && matches!(st.posted.get(&key), Some(Posted::Waiting(_)));
+    match am.phase() {
+        Phase::Whole if waiting => {
+            if let Some(Posted::Waiting(mut l)) = st.posted.remove(&key) {
+                l.write_segs(0, am.payload().segments());
+                let truncated = l.truncated();
+                st.posted.insert(
+                    key,
+                    Posted::Done {
+                        len: am.payload().len() as u64,
+                        truncated,
+                    },
+                );
+            }
+        }
+        Phase::Whole => st
+            .unexpected
+            .entry(key)
+            .or_default()
+            .push_back(Some(am.payload().to_vec())),
+        Phase::LongStart { .. } if waiting => {
+            if let Some(Posted::Waiting(l)) = st.posted.insert(key, Posted::Landing) {
+                am.place(l);
+            }
+        }
+        Phase::LongStart { total } => {
+            let len = usize::try_from(total).map_err(|_| {
+                Error::InvalidArgument("collective message too large for memory".into())
+            })?;
+            st.unexpected.entry(key).or_default().push_back(None);
+            am.place(Landing::vec(len));
+        }
+        Phase::LongDone { total } => {
+            let l = am.take_landing();
+            if matches!(st.posted.get(&key), Some(Posted::Landing)) {
+                let truncated = l.as_ref().map_or(true, |l| l.truncated());
+                st.posted.insert(
+                    key,
+                    Posted::Done {
+                        len: total,
+                        truncated,
+                    },
+                );
+            } else if let Some(slot) = st
+                .unexpected
+                .get_mut(&key)
+                .and_then(|q| q.iter_mut().find(|m| m.is_none()))
+            {
+                *slot = Some(l.and_then(Landing::into_vec).unwrap_or_default());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A group of ranks on an endpoint, as a collective [`Transport`]. Collective calls on one
+/// group are made in the same order by every member, one at a time.
+pub struct ProtoGroup<'e, P: Port> {
+    ep: &'e Endpoint<P>,
+    st: Arc<Mutex<State>>,
+    gid: u32,
+    me: usize,
+    members: Vec<u32>,
+    seq: Cell<u32>,
+}
+
+enum Recv {
+    /// Not matched yet, nothing posted (an earlier long message is still arriving).
+    Pending,
+    Posted,
+    Done(usize),
+}
+
+impl<P: Port> ProtoGroup<'_, P> {
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Endpoint<P> {
+        self.ep
+    }
+    /// Job rank of member `i`.
+    pub fn member(&self, i: usize) -> u32 {
+        self.members[i]
+    }
+
+    fn key(&self, from: usize, tag: u32) -> Result<Key> {
+        let src = *self.members.get(from).ok_or_else(|| {
+            Error::InvalidArgument(format!("no member {from} in group {}", self.gid).into())
+        })?;
+        Ok((self.gid, src, tag))
+    }
+
+    /// One step of a receive into `dest` (`room` bytes): match an unexpected message or
+    /// post `dest`. The caller's buffer is reached only through `dest` from the start, so
+    /// no reborrow of it invalidates the pointer that a posted landing writes through.
+    fn step(
+        &self,
+        key: Key,
+        dest: &mut Option<Landing>,
+        room: usize,
+        state: &mut Recv,
+    ) -> Result<bool> {
+        let mut st = lock(&self.st);
+        match state {
+            Recv::Done(_) => Ok(true),
+            Recv::Posted => match st.posted.get(&key) {
+                Some(Posted::Done { len, truncated }) => {
+                    let (len, truncated) = (*len, *truncated);
+                    st.posted.remove(&key);
+                    if truncated {
+                        return Err(too_long(key, len, room));
+                    }
+                    *state = Recv::Done(len as usize);
+                    Ok(true)
+                }
+                _ => Ok(false),
+            },
+            Recv::Pending => {
+                let q = st.unexpected.entry(key).or_default();
+                match q.front() {
+                    Some(Some(_)) => {
+                        let v = q.pop_front().flatten().unwrap_or_default();
+                        if q.is_empty() {
+                            st.unexpected.remove(&key);
+                        }
+                        if v.len() > room {
+                            return Err(too_long(key, v.len() as u64, room));
+                        }
+                        if let Some(d) = dest.as_mut() {
+                            d.write_segs(0, [&v, &[]]);
+                        }
+                        *state = Recv::Done(v.len());
+                        Ok(true)
+                    }
+                    Some(None) => Ok(false),
+                    None => {
+                        let d = dest.take().unwrap_or_else(Landing::discard);
+                        st.posted.insert(key, Posted::Waiting(d));
+                        *state = Recv::Posted;
+                        Ok(false)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Posts or matches a receive into `buf`, sends `sdata` if any, waits for the receive.
+    fn exchange(&self, key: Key, buf: &mut [u8], send: Option<(usize, &[u8])>) -> Result<usize> {
+        let room = buf.len();
+        let ptr = buf.as_ptr();
+        let mut dest = Some(Landing::scoped(buf));
+        let mut s = Recv::Pending;
+        let r = (|| {
+            self.step(key, &mut dest, room, &mut s)?;
+            if let Some((to, data)) = send {
+                self.send(to, key.2, data)?;
+            }
+            let mut err = None;
+            self.ep.progress_until(
+                |_| match self.step(key, &mut dest, room, &mut s) {
+                    Ok(done) => done,
+                    Err(e) => {
+                        err = Some(e);
+                        true
+                    }
+                },
+                None,
+            )?;
+            match (err, &s) {
+                (Some(e), _) => Err(e),
+                (None, Recv::Done(n)) => Ok(*n),
+                _ => Err(Error::InvalidArgument(
+                    "collective receive ended early".into(),
+                )),
+            }
+        })();
+        if r.is_err() {
+            // The posted buffer must never be written again.
+            let mut st = lock(&self.st);
+            if let Some(Posted::Landing) = st.posted.remove(&key) {
+                drop(st);
+                self.ep.forget_landing(ptr);
+            }
+        }
+        r
+    }
+}
+
+fn too_long(key: Key, len: u64, room: usize) -> Error {
+    Error::InvalidArgument(
+        format!(
+            "collective: rank {} sent {len} bytes into a {room}-byte buffer (mismatched arguments)",
+            key.1
+        )
+        .into(),
+    )
+}
+
+impl<P: Port> Transport for ProtoGroup<'_, P> {
+    fn rank(&self) -> usize {
+        self.me
+    }
+    fn size(&self) -> usize {
+        self.members.len()
+    }
+    fn next_tag(&self) -> u32 {
+        let s = self.seq.get();
+        self.seq.set(s.wrapping_add(1) & 0x7fff_ffff);
+        s
+    }
+    fn send(&self, to: usize, tag: u32, data: &[u8]) -> Result<()> {
+        let (_, dst, _) = self.key(to, tag)?;
+        self.ep
+            .send_reserved(dst, H_COLL, tag, &[self.gid as u64], data)
+    }
+    fn recv(&self, from: usize, tag: u32, buf: &mut [u8]) -> Result<usize> {
+        let key = self.key(from, tag)?;
+        self.exchange(key, buf, None)
+    }
+    fn sendrecv(
+        &self,
+        to: usize,
+        sdata: &[u8],
+        from: usize,
+        rbuf: &mut [u8],
+        tag: u32,
+    ) -> Result<usize> {
+        // Posted first: the incoming message may land in place while we send.
+        let key = self.key(from, tag)?;
+        self.exchange(key, rbuf, Some((to, sdata)))
+    }
+}
