@@ -733,3 +733,30 @@ fn shutdown_with_traffic_in_flight_ends_promptly() {
     assert_eq!(nodes[0].r(regs::STATUS), status::READY);
     drop(m);
 }
+
+#[test]
+fn traffic_for_a_gone_host_is_dropped_so_the_sender_drains() {
+    let (m, mut a, b) = pair();
+    let mut k = 0u32;
+    let mut last_progress = Instant::now();
+    // b never recycles: a's TX ring fills and stays full (back-pressure, nothing dropped).
+    while last_progress.elapsed() < Duration::from_millis(100) {
+        if a.try_send(1, 0, 0, &payload(0, 1, k, 600), 0) {
+            k += 1;
+            last_progress = Instant::now();
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(k < 1000, "the sender never stalls");
+    }
+    assert_eq!(a.tail.wrapping_sub(a.tx_head()), TX_ENTRIES);
+    assert_eq!(b.counter(regs::CNT_RX_DROPPED), 0);
+    // b's host is gone (its process died): the network drops what arrives for it, and
+    // a's ring drains.
+    m.host_gone(1).unwrap();
+    wait_until("a's TX ring to drain", || a.tx_head() == a.tail);
+    assert!(b.counter(regs::CNT_RX_DROPPED) > 0);
+    assert!(a.try_send(1, 0, 0, &payload(0, 1, k, 600), 0));
+    assert!(m.host_gone(7).is_err()); // no such node
+    assert!(m.shutdown());
+}

@@ -685,6 +685,10 @@ impl<'a> Watch<'a> {
             let r = &self.ranks[i];
             (r.rank, r.child.id(), r.sent)
         };
+        if let Some(m) = self.model {
+            // Its adapter's traffic must not back up into the torus now.
+            let _ = m.machine().host_gone(rank as u16);
+        }
         let state = self.fab.rank_state(rank);
         let finalized = state == rank_state::FINALIZED;
         let joined = state != rank_state::STARTING;

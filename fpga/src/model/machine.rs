@@ -166,6 +166,17 @@ impl Machine {
         Ok(())
     }
 
+    /// Node `node`'s host is gone for good (its process exited or died): from now on the
+    /// network drops the packets that arrive for it (counted in its `CNT_RX_DROPPED`)
+    /// instead of back-pressuring them, so that one absent node cannot stall the traffic
+    /// of the others behind its full ejection buffer. Before this, packets for a node whose
+    /// adapter is not enabled wait (a rank that has not started yet loses nothing).
+    pub fn host_gone(&self, node: u16) -> Result<()> {
+        self.bar(node)?;
+        self.net.set_host_gone(node);
+        Ok(())
+    }
+
     /// Stops every thread of the machine and waits for them (at most a few seconds in all;
     /// a thread stuck in a host-memory callback is left detached rather than hang the
     /// caller). Idempotent; also run on drop. Returns whether every thread ended.

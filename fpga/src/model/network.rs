@@ -67,6 +67,8 @@ struct NetState {
     routers: Vec<Router>,
     /// Per node: links whose cable is down.
     down: Vec<u8>,
+    /// Per node: its host is gone ([`Network::set_host_gone`]); arriving packets are dropped.
+    gone: Vec<bool>,
 }
 
 pub(crate) struct Network {
@@ -90,6 +92,7 @@ impl Network {
             state: Mutex::new(NetState {
                 routers: (0..n).map(|_| Router::default()).collect(),
                 down: vec![0; n],
+                gone: vec![false; n],
             }),
             wake: Wake::default(),
             bars,
@@ -150,6 +153,26 @@ impl Network {
         }
     }
 
+    /// Node `node`'s host is gone: packets that arrive for it from now on, and those
+    /// waiting in its ejection buffer, are dropped (counted in its `CNT_RX_DROPPED`).
+    pub(crate) fn set_host_gone(&self, node: u16) {
+        let dropped = {
+            let mut s = lock(&self.state);
+            let Some(g) = s.gone.get_mut(node as usize) else {
+                return;
+            };
+            *g = true;
+            let r = &mut s.routers[node as usize];
+            let n = r.eject.len();
+            r.eject.clear();
+            n
+        };
+        if let Some(b) = self.bars.get(node as usize) {
+            b.count(Counter::RxDropped, dropped as u64);
+        }
+        self.wake.notify();
+    }
+
     /// The network thread: routes until `stop`.
     pub(crate) fn run(&self) {
         let mut seen = self.wake.generation();
@@ -179,7 +202,8 @@ impl Network {
         let cap = self.cfg.credits;
         {
             let mut s = lock(&self.state);
-            let routers = &mut s.routers;
+            let st = &mut *s;
+            let (routers, gone) = (&mut st.routers, &st.gone);
             let nodes = routers.len();
             for n in 0..nodes {
                 let start = routers[n].rr;
@@ -219,7 +243,14 @@ impl Network {
                     }
                     let Some(port) = topology::next_port(&self.dims, f.src_node, here, f.dst_node)
                     else {
-                        // Arrived: eject.
+                        // Arrived: eject (or drop, when the host is gone).
+                        if gone[n] {
+                            if take(&mut routers[n], from_link, queue_vc).is_some() {
+                                self.bars[n].count(Counter::RxDropped, 1);
+                                moved = true;
+                            }
+                            continue;
+                        }
                         if routers[n].eject.len() < cap {
                             let Some(mut p) = take(&mut routers[n], from_link, queue_vc) else {
                                 continue;
