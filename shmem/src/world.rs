@@ -323,8 +323,9 @@ impl<P: Port> World<P> {
     /// The symmetric address of local address `addr` spanning `len` bytes, if it lies in a
     /// symmetric segment.
     pub fn sym(&self, addr: usize, len: usize) -> Option<SymAddr> {
+        let end = addr.checked_add(len)?;
         self.segs.iter().enumerate().find_map(|(i, &(b, l))| {
-            (l > 0 && addr >= b && addr.checked_add(len)? <= b + l).then_some(SymAddr {
+            (l > 0 && addr >= b && end <= b + l).then(|| SymAddr {
                 seg: i as u8,
                 off: addr - b,
             })

@@ -1,7 +1,7 @@
 //! The Rust API on the in-process job (ranks as threads), on both access paths: the
 //! direct path through `skifch::rma::LocalRma` and the message path (no RMA).
 
-use shmem::{Options, Path, ReduceOp, SymVec, Team, World};
+use skifshmem::{Options, Path, ReduceOp, SymVec, Team, World};
 use skifch::local::{self, LocalJob};
 use skifch::rma::{Amo, LocalRma};
 
@@ -92,7 +92,7 @@ fn properties(job: LocalJob, direct: bool, progress_thread: bool) -> skifch::Res
         dst.addr(0),
         src.addr(0),
         4,
-        shmem::coll::Num::I(4),
+        skifshmem::coll::Num::I(4),
         ReduceOp::Sum,
     )
     .unwrap();
@@ -105,7 +105,7 @@ fn properties(job: LocalJob, direct: bool, progress_thread: bool) -> skifch::Res
         src.addr(0),
         src.addr(0),
         1,
-        shmem::coll::Num::I(4),
+        skifshmem::coll::Num::I(4),
         ReduceOp::Max,
     )
     .unwrap();
@@ -139,7 +139,7 @@ fn properties(job: LocalJob, direct: bool, progress_thread: bool) -> skifch::Res
             dst.addr(0),
             src.addr(0),
             1,
-            shmem::coll::Num::I(4),
+            skifshmem::coll::Num::I(4),
             ReduceOp::Sum,
         )
         .unwrap();
@@ -151,13 +151,13 @@ fn properties(job: LocalJob, direct: bool, progress_thread: bool) -> skifch::Res
     // bad input is an error, not an access
     assert!(matches!(
         w.put(n, v.addr(0), &[0]),
-        Err(shmem::Error::BadPe { .. })
+        Err(skifshmem::Error::BadPe { .. })
     ));
     assert!(v.put(&w, 39_999, &[1, 2], right).is_err());
     assert!(w
         .put(
             right,
-            shmem::SymAddr {
+            skifshmem::SymAddr {
                 seg: 0,
                 off: 8 << 20
             },
@@ -166,7 +166,7 @@ fn properties(job: LocalJob, direct: bool, progress_thread: bool) -> skifch::Res
         .is_err());
     assert!(matches!(
         SymVec::<u8>::new(&w, 64 << 20),
-        Err(shmem::Error::HeapExhausted { .. })
+        Err(skifshmem::Error::HeapExhausted { .. })
     ));
     w.barrier_all().unwrap();
     w.finalize().unwrap();

@@ -1,0 +1,16 @@
+/* shmemx.h — extensions of libskifshmem beyond OpenSHMEM 1.5. */
+#ifndef SKIF_SHMEMX_H
+#define SKIF_SHMEMX_H
+#include <shmem.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 if this job reaches remote memory directly (the shm driver's RMA capability),
+ * 0 if it uses the message path (a driver without RMA, or SKIFSHMEM_RMA=off). */
+int shmemx_direct_access(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SKIF_SHMEMX_H */
