@@ -78,8 +78,13 @@ pub enum Error {
     NotImplemented(&'static str),
 }
 
+/// Set once a fatal error is being reported: the exit handlers must not finalize then.
+pub(crate) static FAILING: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// Prints `skifshmem: <call>: <error>` and exits with status 1 (the C ABI's way to fail).
 pub(crate) fn fatal(call: &str, e: &dyn std::fmt::Display) -> ! {
+    FAILING.store(true, std::sync::atomic::Ordering::SeqCst);
     eprintln!("skifshmem: {call}: {e}");
     std::process::exit(1)
 }

@@ -98,7 +98,10 @@ fn do_init(call: &str, requested: c_int) -> c_int {
         .or_else(|_| std::env::var("SMA_SYMMETRIC_SIZE"))
     {
         Ok(s) => parse_size(&s).unwrap_or_else(|| {
-            fatal(call, &format!("SHMEM_SYMMETRIC_SIZE={s:?} is not a size (e.g. 512M, 2G)"))
+            fatal(
+                call,
+                &format!("SHMEM_SYMMETRIC_SIZE={s:?} is not a size (e.g. 512M, 2G)"),
+            )
         }),
         Err(_) => DEFAULT_HEAP,
     };
@@ -136,7 +139,7 @@ fn do_init(call: &str, requested: c_int) -> c_int {
 
 extern "C" fn at_exit() {
     // A program that returns from main without shmem_finalize still leaves the job cleanly.
-    if !STATE.load(Ordering::Acquire).is_null() {
+    if !STATE.load(Ordering::Acquire).is_null() && !crate::FAILING.load(Ordering::SeqCst) {
         shmem_finalize();
     }
 }
@@ -230,7 +233,9 @@ pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
         return std::ptr::null_mut();
     }
     match w.sym(dest as usize, 1) {
-        Some(a) => w.ptr(pe as u32, a).map_or(std::ptr::null_mut(), |p| p as *mut c_void),
+        Some(a) => w
+            .ptr(pe as u32, a)
+            .map_or(std::ptr::null_mut(), |p| p as *mut c_void),
         None => std::ptr::null_mut(),
     }
 }
@@ -340,7 +345,10 @@ fn realloc(call: &str, p: *mut c_void, size: usize) -> *mut c_void {
     let w = w(call);
     let old = sym(call, p, 1);
     let Some(old_len) = w.block_size(old) else {
-        fatal(call, &Error::BadArgument(format!("{p:p} is not a block of the symmetric heap")));
+        fatal(
+            call,
+            &Error::BadArgument(format!("{p:p} is not a block of the symmetric heap")),
+        );
     };
     let q = alloc(call, size, 16);
     if q.is_null() {
@@ -366,7 +374,12 @@ pub extern "C" fn shrealloc(p: *mut c_void, size: usize) -> *mut c_void {
 
 fn check_ctx(call: &str, ctx: usize) {
     let s = st(call);
-    let live = ctx >= 1 && s.ctxs.lock().unwrap_or_else(|p| p.into_inner()).get(ctx - 1) == Some(&true);
+    let live = ctx >= 1
+        && s.ctxs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(ctx - 1)
+            == Some(&true);
     if !live {
         fatal(call, &"invalid or destroyed shmem_ctx_t");
     }
@@ -374,7 +387,14 @@ fn check_ctx(call: &str, ctx: usize) {
 
 /// `skifshmem_put(call, ctx, dest, src, bytes, pe)`: every blocking and `_nbi` put.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_put(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, bytes: usize, pe: c_int) {
+pub unsafe extern "C" fn skifshmem_put(
+    call: *const c_char,
+    ctx: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    pe: c_int,
+) {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     if ctx != 1 {
@@ -392,7 +412,14 @@ pub unsafe extern "C" fn skifshmem_put(call: *const c_char, ctx: usize, dest: *m
 
 /// Every blocking and `_nbi` get (the `_nbi` forms complete at return too).
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_get(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, bytes: usize, pe: c_int) {
+pub unsafe extern "C" fn skifshmem_get(
+    call: *const c_char,
+    ctx: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    pe: c_int,
+) {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     if ctx != 1 {
@@ -411,7 +438,17 @@ pub unsafe extern "C" fn skifshmem_get(call: *const c_char, ctx: usize, dest: *m
 /// Strided put (`iput`): element `k` of `src` (stride `sst`) to element `k` of `dest`
 /// (stride `dst`) on `pe`, elements of `size` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_iput(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, nelems: usize, size: usize, pe: c_int) {
+pub unsafe extern "C" fn skifshmem_iput(
+    call: *const c_char,
+    ctx: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     if ctx != 1 {
@@ -423,14 +460,26 @@ pub unsafe extern "C" fn skifshmem_iput(call: *const c_char, ctx: usize, dest: *
         let d = (dest as isize + k * dst * size as isize) as *mut c_void;
         let a = sym(call, d, size);
         // SAFETY: the caller's strided source holds `nelems` elements of `size` bytes.
-        let s = unsafe { std::slice::from_raw_parts((src as isize + k * sst * size as isize) as *const u8, size) };
+        let s = unsafe {
+            std::slice::from_raw_parts((src as isize + k * sst * size as isize) as *const u8, size)
+        };
         ok(call, w.put(pe, a, s));
     }
 }
 
 /// Strided get (`iget`), as [`skifshmem_iput`] the other way.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_iget(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, nelems: usize, size: usize, pe: c_int) {
+pub unsafe extern "C" fn skifshmem_iget(
+    call: *const c_char,
+    ctx: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     if ctx != 1 {
@@ -442,7 +491,12 @@ pub unsafe extern "C" fn skifshmem_iget(call: *const c_char, ctx: usize, dest: *
         let s = (src as isize + k * sst * size as isize) as *const c_void;
         let a = sym(call, s, size);
         // SAFETY: the caller's strided destination holds `nelems` elements.
-        let d = unsafe { std::slice::from_raw_parts_mut((dest as isize + k * dst * size as isize) as *mut u8, size) };
+        let d = unsafe {
+            std::slice::from_raw_parts_mut(
+                (dest as isize + k * dst * size as isize) as *mut u8,
+                size,
+            )
+        };
         ok(call, w.get(pe, a, d));
     }
 }
@@ -495,7 +549,10 @@ fn amo_op(code: c_int, a: u64, b: u64) -> Option<Amo> {
         0 => Amo::Fetch,
         1 => Amo::Set(a),
         2 => Amo::Swap(a),
-        3 => Amo::CompareSwap { expected: a, new: b },
+        3 => Amo::CompareSwap {
+            expected: a,
+            new: b,
+        },
         4 => Amo::Add(a),
         5 => Amo::And(a),
         6 => Amo::Or(a),
@@ -507,7 +564,17 @@ fn amo_op(code: c_int, a: u64, b: u64) -> Option<Amo> {
 /// Every atomic: `op` on the `width`-byte object at `dest` on `pe`; returns the old
 /// value's bits (0 when `fetch` is 0: not waited for).
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_amo(call: *const c_char, ctx: usize, dest: *mut c_void, width: usize, op: c_int, a: u64, b: u64, fetch: c_int, pe: c_int) -> u64 {
+pub unsafe extern "C" fn skifshmem_amo(
+    call: *const c_char,
+    ctx: usize,
+    dest: *mut c_void,
+    width: usize,
+    op: c_int,
+    a: u64,
+    b: u64,
+    fetch: c_int,
+    pe: c_int,
+) -> u64 {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     if ctx != 1 {
@@ -516,9 +583,15 @@ pub unsafe extern "C" fn skifshmem_amo(call: *const c_char, ctx: usize, dest: *m
     let pe = pe_u32(call, pe);
     let addr = sym(call, dest, width);
     let Some(op) = amo_op(op, a, b) else {
-        fatal(call, &Error::BadArgument(format!("atomic operation code {op}")));
+        fatal(
+            call,
+            &Error::BadArgument(format!("atomic operation code {op}")),
+        );
     };
-    ok(call, w(call).amo(pe, addr, width, op, fetch != 0 || matches!(op, Amo::Fetch)))
+    ok(
+        call,
+        w(call).amo(pe, addr, width, op, fetch != 0 || matches!(op, Amo::Fetch)),
+    )
 }
 
 /// Signal operations: `SHMEM_SIGNAL_SET` 0, `SHMEM_SIGNAL_ADD` 1.
@@ -540,7 +613,17 @@ fn signal(call: &str, ctx: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int
 
 /// `put_signal` (and `_nbi`): the data, then the signal, delivered after the data.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_put_signal(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, bytes: usize, sig_addr: *mut u64, sigval: u64, sig_op: c_int, pe: c_int) {
+pub unsafe extern "C" fn skifshmem_put_signal(
+    call: *const c_char,
+    ctx: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    sig_addr: *mut u64,
+    sigval: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
     // SAFETY: forwards the caller's contract.
     unsafe { skifshmem_put(call, ctx, dest, src, bytes, pe) };
     // SAFETY: see `name`.
@@ -548,14 +631,54 @@ pub unsafe extern "C" fn skifshmem_put_signal(call: *const c_char, ctx: usize, d
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_putmem_signal(dest: *mut c_void, src: *const c_void, bytes: usize, sig_addr: *mut u64, sigval: u64, sig_op: c_int, pe: c_int) {
+pub unsafe extern "C" fn shmem_putmem_signal(
+    dest: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    sig_addr: *mut u64,
+    sigval: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
     // SAFETY: forwards the caller's contract.
-    unsafe { skifshmem_put_signal(c"shmem_putmem_signal".as_ptr(), 1, dest, src, bytes, sig_addr, sigval, sig_op, pe) }
+    unsafe {
+        skifshmem_put_signal(
+            c"shmem_putmem_signal".as_ptr(),
+            1,
+            dest,
+            src,
+            bytes,
+            sig_addr,
+            sigval,
+            sig_op,
+            pe,
+        )
+    }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_putmem_signal_nbi(dest: *mut c_void, src: *const c_void, bytes: usize, sig_addr: *mut u64, sigval: u64, sig_op: c_int, pe: c_int) {
+pub unsafe extern "C" fn shmem_putmem_signal_nbi(
+    dest: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    sig_addr: *mut u64,
+    sigval: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
     // SAFETY: forwards the caller's contract.
-    unsafe { skifshmem_put_signal(c"shmem_putmem_signal_nbi".as_ptr(), 1, dest, src, bytes, sig_addr, sigval, sig_op, pe) }
+    unsafe {
+        skifshmem_put_signal(
+            c"shmem_putmem_signal_nbi".as_ptr(),
+            1,
+            dest,
+            src,
+            bytes,
+            sig_addr,
+            sigval,
+            sig_op,
+            pe,
+        )
+    }
 }
 
 #[no_mangle]
@@ -593,7 +716,11 @@ fn cmp(call: &str, c: c_int, v: u64, val: u64, width: usize, signed: bool) -> bo
         let sh = 64 - 8 * width as u32;
         (((v << sh) as i64) >> sh).cmp(&(((val << sh) as i64) >> sh))
     } else {
-        let m = if width >= 8 { u64::MAX } else { (1u64 << (8 * width)) - 1 };
+        let m = if width >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * width)) - 1
+        };
         (v & m).cmp(&(val & m))
     };
     match c {
@@ -609,30 +736,57 @@ fn cmp(call: &str, c: c_int, v: u64, val: u64, width: usize, signed: bool) -> bo
 
 fn local_var(call: &str, ivar: *const c_void, width: usize) -> usize {
     if ivar.is_null() || (ivar as usize) % width != 0 {
-        fatal(call, &Error::BadArgument(format!("{ivar:p} is not an aligned {width}-byte variable")));
+        fatal(
+            call,
+            &Error::BadArgument(format!("{ivar:p} is not an aligned {width}-byte variable")),
+        );
     }
     ivar as usize
 }
 
 /// `wait_until` on one variable: returns when `*ivar cmp value`.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_wait(call: *const c_char, ivar: *const c_void, width: usize, signed: c_int, c: c_int, value: u64) -> u64 {
+pub unsafe extern "C" fn skifshmem_wait(
+    call: *const c_char,
+    ivar: *const c_void,
+    width: usize,
+    signed: c_int,
+    c: c_int,
+    value: u64,
+) -> u64 {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     let p = local_var(call, ivar, width);
     cmp(call, c, 0, 0, width, false); // validates the code before waiting
-    ok(call, w(call).wait_local(p, width, |v| cmp(call, c, v, value, width, signed != 0)))
+    ok(
+        call,
+        w(call).wait_local(p, width, |v| cmp(call, c, v, value, width, signed != 0)),
+    )
 }
 
 /// `test` on one variable: 1 if `*ivar cmp value` now.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_test(call: *const c_char, ivar: *const c_void, width: usize, signed: c_int, c: c_int, value: u64) -> c_int {
+pub unsafe extern "C" fn skifshmem_test(
+    call: *const c_char,
+    ivar: *const c_void,
+    width: usize,
+    signed: c_int,
+    c: c_int,
+    value: u64,
+) -> c_int {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     let p = local_var(call, ivar, width);
     let w = w(call);
     ok(call, w.poll());
-    c_int::from(cmp(call, c, w.load_local(p, width), value, width, signed != 0))
+    c_int::from(cmp(
+        call,
+        c,
+        w.load_local(p, width),
+        value,
+        width,
+        signed != 0,
+    ))
 }
 
 /// The `_all/_any/_some` (and `_vector`) waits and tests over `nelems` variables.
@@ -641,7 +795,20 @@ pub unsafe extern "C" fn skifshmem_test(call: *const c_char, ivar: *const c_void
 /// satisfied; any → the index satisfied (`SIZE_MAX` if none); some → how many indices
 /// were written to `indices`.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_wait_set(call: *const c_char, ivars: *const c_void, nelems: usize, width: usize, signed: c_int, status: *const c_int, c: c_int, values: *const c_void, value: u64, mode: c_int, indices: *mut usize, wait: c_int) -> usize {
+pub unsafe extern "C" fn skifshmem_wait_set(
+    call: *const c_char,
+    ivars: *const c_void,
+    nelems: usize,
+    width: usize,
+    signed: c_int,
+    status: *const c_int,
+    c: c_int,
+    values: *const c_void,
+    value: u64,
+    mode: c_int,
+    indices: *mut usize,
+    wait: c_int,
+) -> usize {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     let w = w(call);
@@ -664,7 +831,16 @@ pub unsafe extern "C" fn skifshmem_wait_set(call: *const c_char, ivars: *const c
         }
     };
     let base = local_var(call, ivars, width);
-    let sat = |i: usize| cmp(call, c, w.load_local(base + i * width, width), want(i), width, signed != 0);
+    let sat = |i: usize| {
+        cmp(
+            call,
+            c,
+            w.load_local(base + i * width, width),
+            want(i),
+            width,
+            signed != 0,
+        )
+    };
     let mut spins = 0u32;
     loop {
         match mode {
@@ -730,7 +906,9 @@ pub extern "C" fn shmem_team_my_pe(t: usize) -> c_int {
         return -1;
     }
     let me = w("shmem_team_my_pe").my_pe();
-    team("shmem_team_my_pe", t).index_of(me).map_or(-1, |i| i as c_int)
+    team("shmem_team_my_pe", t)
+        .index_of(me)
+        .map_or(-1, |i| i as c_int)
 }
 
 #[no_mangle]
@@ -748,14 +926,25 @@ pub extern "C" fn shmem_team_translate_pe(src: usize, pe: c_int, dst: usize) -> 
         return -1;
     }
     let (a, b) = (team(call, src), team(call, dst));
-    a.members.get(pe as usize).and_then(|&g| b.index_of(g)).map_or(-1, |i| i as c_int)
+    a.members
+        .get(pe as usize)
+        .and_then(|&g| b.index_of(g))
+        .map_or(-1, |i| i as c_int)
 }
 
 /// `shmem_team_split_strided(parent, start, stride, size, config, config_mask, new_team)`:
 /// collective over the parent; members of the new team get a handle, others
 /// `SHMEM_TEAM_INVALID`. Returns 0, or non-zero for a bad triplet.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_team_split_strided(parent: usize, start: c_int, stride: c_int, size: c_int, _config: *const c_void, _mask: c_long, new_team: *mut usize) -> c_int {
+pub unsafe extern "C" fn shmem_team_split_strided(
+    parent: usize,
+    start: c_int,
+    stride: c_int,
+    size: c_int,
+    _config: *const c_void,
+    _mask: c_long,
+    new_team: *mut usize,
+) -> c_int {
     let call = "shmem_team_split_strided";
     let s = st(call);
     let p = team(call, parent);
@@ -795,7 +984,12 @@ pub extern "C" fn shmem_team_destroy(t: usize) {
         return;
     }
     team(call, t);
-    if let Some(slot) = st(call).teams.lock().unwrap_or_else(|p| p.into_inner()).get_mut(t - 3) {
+    if let Some(slot) = st(call)
+        .teams
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_mut(t - 3)
+    {
         *slot = None;
     }
 }
@@ -812,7 +1006,11 @@ pub extern "C" fn shmem_team_sync(t: usize) -> c_int {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_team_get_config(t: usize, _mask: c_long, config: *mut c_int) -> c_int {
+pub unsafe extern "C" fn shmem_team_get_config(
+    t: usize,
+    _mask: c_long,
+    config: *mut c_int,
+) -> c_int {
     if t == 0 {
         return -1;
     }
@@ -825,8 +1023,20 @@ pub unsafe extern "C" fn shmem_team_get_config(t: usize, _mask: c_long, config: 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_team_split_2d(_parent: usize, _xrange: c_int, _xc: *const c_void, _xm: c_long, _xt: *mut usize, _yc: *const c_void, _ym: c_long, _yt: *mut usize) -> c_int {
-    fatal("shmem_team_split_2d", &Error::NotImplemented("shmem_team_split_2d"))
+pub unsafe extern "C" fn shmem_team_split_2d(
+    _parent: usize,
+    _xrange: c_int,
+    _xc: *const c_void,
+    _xm: c_long,
+    _xt: *mut usize,
+    _yc: *const c_void,
+    _ym: c_long,
+    _yt: *mut usize,
+) -> c_int {
+    fatal(
+        "shmem_team_split_2d",
+        &Error::NotImplemented("shmem_team_split_2d"),
+    )
 }
 
 fn ctx_create(call: &str) -> usize {
@@ -849,7 +1059,11 @@ pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut usize) -> 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_team_create_ctx(t: usize, _options: c_long, ctx: *mut usize) -> c_int {
+pub unsafe extern "C" fn shmem_team_create_ctx(
+    t: usize,
+    _options: c_long,
+    ctx: *mut usize,
+) -> c_int {
     if t == 0 {
         return -1;
     }
@@ -866,7 +1080,12 @@ pub extern "C" fn shmem_ctx_destroy(ctx: usize) {
     }
     check_ctx(call, ctx);
     shmem_quiet();
-    if let Some(c) = st(call).ctxs.lock().unwrap_or_else(|p| p.into_inner()).get_mut(ctx - 1) {
+    if let Some(c) = st(call)
+        .ctxs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_mut(ctx - 1)
+    {
         *c = false;
     }
 }
@@ -914,7 +1133,11 @@ pub extern "C" fn shmem_sync(start: c_int, log: c_int, size: c_int, _psync: *mut
 
 /// Team (`t` ≠ 0) or active-set (`t` = 0, `start/log/size`) of a collective.
 fn coll_team(call: &str, t: usize, start: c_int, log: c_int, size: c_int) -> Option<Team> {
-    let tm = if t != 0 { team(call, t) } else { active(call, start, log, size) };
+    let tm = if t != 0 {
+        team(call, t)
+    } else {
+        active(call, start, log, size)
+    };
     tm.index_of(w(call).my_pe()).map(|_| tm)
 }
 
@@ -924,34 +1147,82 @@ fn coll_team(call: &str, t: usize, start: c_int, log: c_int, size: c_int) -> Opt
 /// (strides and `nelems` in elements of `elem` bytes). Returns 0, or −1 for
 /// `SHMEM_TEAM_INVALID`.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_coll(call: *const c_char, kind: c_int, t: usize, dest: *mut c_void, src: *const c_void, bytes: usize, root: c_int, dst: isize, sst: isize, elem: usize, start: c_int, log: c_int, size: c_int) -> c_int {
+pub unsafe extern "C" fn skifshmem_coll(
+    call: *const c_char,
+    kind: c_int,
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    root: c_int,
+    dst: isize,
+    sst: isize,
+    elem: usize,
+    start: c_int,
+    log: c_int,
+    size: c_int,
+) -> c_int {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     let Some(tm) = coll_team(call, t, start, log, size) else {
         if t != 0 {
             return -1;
         }
-        fatal(call, &Error::BadArgument("this PE is not in the active set".into()));
+        fatal(
+            call,
+            &Error::BadArgument("this PE is not in the active set".into()),
+        );
     };
     let w = w(call);
     let n = tm.size();
     let r = match kind {
         0 => {
             if root < 0 || root as usize >= n {
-                fatal(call, &Error::BadArgument(format!("root {root} of a {n}-PE team")));
+                fatal(
+                    call,
+                    &Error::BadArgument(format!("root {root} of a {n}-PE team")),
+                );
             }
-            w.broadcast(&tm, sym(call, dest, bytes), sym(call, src, bytes), bytes, root as usize, t != 0)
+            w.broadcast(
+                &tm,
+                sym(call, dest, bytes),
+                sym(call, src, bytes),
+                bytes,
+                root as usize,
+                t != 0,
+            )
         }
         1 => w.collect(&tm, sym(call, dest, 1), sym(call, src, bytes), bytes),
-        2 => w.collect(&tm, sym(call, dest, bytes * n), sym(call, src, bytes), bytes),
-        3 => w.alltoall(&tm, sym(call, dest, bytes * n), sym(call, src, bytes * n), bytes),
+        2 => w.collect(
+            &tm,
+            sym(call, dest, bytes * n),
+            sym(call, src, bytes),
+            bytes,
+        ),
+        3 => w.alltoall(
+            &tm,
+            sym(call, dest, bytes * n),
+            sym(call, src, bytes * n),
+            bytes,
+        ),
         4 => {
             if dst < 1 || sst < 1 {
-                fatal(call, &Error::BadArgument(format!("strides {dst} and {sst} must be ≥ 1")));
+                fatal(
+                    call,
+                    &Error::BadArgument(format!("strides {dst} and {sst} must be ≥ 1")),
+                );
             }
             let (d, s) = (dst as usize, sst as usize);
             let span = |st: usize| ((n * bytes).saturating_sub(1) * st + 1) * elem;
-            w.alltoalls(&tm, sym(call, dest, span(d)), sym(call, src, span(s)), d, s, bytes, elem)
+            w.alltoalls(
+                &tm,
+                sym(call, dest, span(d)),
+                sym(call, src, span(s)),
+                d,
+                s,
+                bytes,
+                elem,
+            )
         }
         k => fatal(call, &Error::BadArgument(format!("collective kind {k}"))),
     };
@@ -967,7 +1238,10 @@ fn num(call: &str, code: c_int) -> Num {
         21 => Num::F64,
         30 => Num::C32,
         31 => Num::C64,
-        _ => fatal(call, &Error::NotImplemented("this reduction type (long double)")),
+        _ => fatal(
+            call,
+            &Error::NotImplemented("this reduction type (long double)"),
+        ),
     }
 }
 
@@ -980,14 +1254,28 @@ fn rop(call: &str, code: c_int) -> ReduceOp {
         4 => ReduceOp::Max,
         5 => ReduceOp::Sum,
         6 => ReduceOp::Prod,
-        _ => fatal(call, &Error::BadArgument(format!("reduction operator {code}"))),
+        _ => fatal(
+            call,
+            &Error::BadArgument(format!("reduction operator {code}")),
+        ),
     }
 }
 
 /// Reductions: team form (`t` ≠ 0) or legacy `_to_all` (`t` = 0 and the active set).
 /// `ty`: shmem.h's `SKIF_T_*` codes; `op`: `SKIF_OP_*`. Returns 0, or −1 for an invalid team.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_reduce(call: *const c_char, t: usize, dest: *mut c_void, src: *const c_void, nreduce: usize, ty: c_int, op: c_int, start: c_int, log: c_int, size: c_int) -> c_int {
+pub unsafe extern "C" fn skifshmem_reduce(
+    call: *const c_char,
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    nreduce: usize,
+    ty: c_int,
+    op: c_int,
+    start: c_int,
+    log: c_int,
+    size: c_int,
+) -> c_int {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     let ty = num(call, ty);
@@ -996,38 +1284,159 @@ pub unsafe extern "C" fn skifshmem_reduce(call: *const c_char, t: usize, dest: *
         if t != 0 {
             return -1;
         }
-        fatal(call, &Error::BadArgument("this PE is not in the active set".into()));
+        fatal(
+            call,
+            &Error::BadArgument("this PE is not in the active set".into()),
+        );
     };
     let bytes = nreduce * ty.size();
     let w = w(call);
-    ok(call, w.reduce(&tm, sym(call, dest, bytes), sym(call, src, bytes), nreduce, ty, op));
+    ok(
+        call,
+        w.reduce(
+            &tm,
+            sym(call, dest, bytes),
+            sym(call, src, bytes),
+            nreduce,
+            ty,
+            op,
+        ),
+    );
     0
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_broadcastmem(t: usize, dest: *mut c_void, src: *const c_void, n: usize, root: c_int) -> c_int {
+pub unsafe extern "C" fn shmem_broadcastmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    root: c_int,
+) -> c_int {
     // SAFETY: forwards the caller's contract.
-    unsafe { skifshmem_coll(c"shmem_broadcastmem".as_ptr(), 0, t, dest, src, n, root, 0, 0, 1, 0, 0, 0) }
+    unsafe {
+        skifshmem_coll(
+            c"shmem_broadcastmem".as_ptr(),
+            0,
+            t,
+            dest,
+            src,
+            n,
+            root,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_collectmem(t: usize, dest: *mut c_void, src: *const c_void, n: usize) -> c_int {
+pub unsafe extern "C" fn shmem_collectmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> c_int {
     // SAFETY: forwards the caller's contract.
-    unsafe { skifshmem_coll(c"shmem_collectmem".as_ptr(), 1, t, dest, src, n, 0, 0, 0, 1, 0, 0, 0) }
+    unsafe {
+        skifshmem_coll(
+            c"shmem_collectmem".as_ptr(),
+            1,
+            t,
+            dest,
+            src,
+            n,
+            0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_fcollectmem(t: usize, dest: *mut c_void, src: *const c_void, n: usize) -> c_int {
+pub unsafe extern "C" fn shmem_fcollectmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> c_int {
     // SAFETY: forwards the caller's contract.
-    unsafe { skifshmem_coll(c"shmem_fcollectmem".as_ptr(), 2, t, dest, src, n, 0, 0, 0, 1, 0, 0, 0) }
+    unsafe {
+        skifshmem_coll(
+            c"shmem_fcollectmem".as_ptr(),
+            2,
+            t,
+            dest,
+            src,
+            n,
+            0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_alltoallmem(t: usize, dest: *mut c_void, src: *const c_void, n: usize) -> c_int {
+pub unsafe extern "C" fn shmem_alltoallmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> c_int {
     // SAFETY: forwards the caller's contract.
-    unsafe { skifshmem_coll(c"shmem_alltoallmem".as_ptr(), 3, t, dest, src, n, 0, 0, 0, 1, 0, 0, 0) }
+    unsafe {
+        skifshmem_coll(
+            c"shmem_alltoallmem".as_ptr(),
+            3,
+            t,
+            dest,
+            src,
+            n,
+            0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_alltoallsmem(t: usize, dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, n: usize) -> c_int {
+pub unsafe extern "C" fn shmem_alltoallsmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    dst: isize,
+    sst: isize,
+    n: usize,
+) -> c_int {
     // SAFETY: forwards the caller's contract.
-    unsafe { skifshmem_coll(c"shmem_alltoallsmem".as_ptr(), 4, t, dest, src, n, 0, dst, sst, 1, 0, 0, 0) }
+    unsafe {
+        skifshmem_coll(
+            c"shmem_alltoallsmem".as_ptr(),
+            4,
+            t,
+            dest,
+            src,
+            n,
+            0,
+            dst,
+            sst,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
 }
 
 macro_rules! legacy {
@@ -1078,7 +1487,19 @@ pub extern "C" fn shmem_set_lock(lock: *mut c_long) {
     let me = u64::from(w.my_pe()) + 1;
     let mut spins = 0u32;
     loop {
-        let old = ok(call, w.amo(0, a, 8, Amo::CompareSwap { expected: 0, new: me }, true));
+        let old = ok(
+            call,
+            w.amo(
+                0,
+                a,
+                8,
+                Amo::CompareSwap {
+                    expected: 0,
+                    new: me,
+                },
+                true,
+            ),
+        );
         if old == 0 {
             return;
         }
@@ -1100,7 +1521,19 @@ pub extern "C" fn shmem_clear_lock(lock: *mut c_long) {
     let a = lock_word(call, lock);
     ok(call, w.quiet());
     let me = u64::from(w.my_pe()) + 1;
-    let old = ok(call, w.amo(0, a, 8, Amo::CompareSwap { expected: me, new: 0 }, true));
+    let old = ok(
+        call,
+        w.amo(
+            0,
+            a,
+            8,
+            Amo::CompareSwap {
+                expected: me,
+                new: 0,
+            },
+            true,
+        ),
+    );
     if old != me {
         fatal(call, &"clearing a lock this PE does not hold");
     }
@@ -1112,7 +1545,19 @@ pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
     let w = w(call);
     let a = lock_word(call, lock);
     let me = u64::from(w.my_pe()) + 1;
-    let old = ok(call, w.amo(0, a, 8, Amo::CompareSwap { expected: 0, new: me }, true));
+    let old = ok(
+        call,
+        w.amo(
+            0,
+            a,
+            8,
+            Amo::CompareSwap {
+                expected: 0,
+                new: me,
+            },
+            true,
+        ),
+    );
     c_int::from(old != 0)
 }
 

@@ -1,0 +1,305 @@
+//! The C ABI from unmodified-style OpenSHMEM C programs: compiles `tests/c/*.c` with
+//! `bin/skif-oshcc` (and once against `libskifshmem.a`), runs them under `skifrun` with 2
+//! and 4 PEs on the direct path and on the message path (`SKIFSHMEM_RMA=off`, once with
+//! the progress thread), and checks the exit status (the programs exit non-zero on any
+//! wrong value). Bad input must end the job with a clear message and a non-zero status.
+//! Also checks that the committed `shmem.h` is what `gen/gen_header.py` writes.
+//!
+//! Needs a C compiler (`cc`); without one the tests are skipped with a message.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Each job must finish within this (they take about a second).
+const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Native libraries `libskifshmem.a` needs (as for `libskifch.a`).
+const STATIC_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+
+fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory holding `libskifshmem.so`/`.a`, built if missing or stale.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = skifch_drivers::testing::profile_dir();
+        let manifest = crate_dir().join("Cargo.toml");
+        for lib in ["libskifshmem.so", "libskifshmem.a"] {
+            skifch_drivers::testing::cargo_build(&manifest, &["--lib"], &dir.join(lib));
+        }
+        dir
+    })
+}
+
+fn have_cc() -> bool {
+    static CC: OnceLock<bool> = OnceLock::new();
+    *CC.get_or_init(|| {
+        let ok = Command::new("cc")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: no C compiler `cc` on PATH (install build-essential)");
+        }
+        ok
+    })
+}
+
+/// Compiles `tests/c/<name>.c` with skif-oshcc (shared) or cc + the static library.
+fn compile(name: &str, shared: bool) -> PathBuf {
+    let lib = lib_dir();
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c");
+    std::fs::create_dir_all(&out_dir).expect("scratch directory");
+    let exe = out_dir.join(format!("{name}-{}", if shared { "so" } else { "a" }));
+    let src = crate_dir().join(format!("tests/c/{name}.c"));
+    let flags = ["-Wall", "-Wextra", "-Werror", "-O1", "-g"];
+    let mut cmd = if shared {
+        let mut c = Command::new(crate_dir().join("bin/skif-oshcc"));
+        c.env("SKIFSHMEM_LIBDIR", lib)
+            .args(flags)
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe);
+        c
+    } else {
+        let mut c = Command::new("cc");
+        c.arg("-std=gnu11")
+            .arg("-I")
+            .arg(crate_dir().join("include"))
+            .args(flags)
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .arg(lib.join("libskifshmem.a"))
+            .args(STATIC_LIBS);
+        c
+    };
+    let out = cmd.output().expect("running the compiler");
+    assert!(
+        out.status.success(),
+        "compiling {name} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+struct Outcome {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `exe args` under `skifrun -n <n>` with extra environment, killed after JOB_TIMEOUT.
+fn run(exe: &Path, n: u32, env: &[(&str, &str)], args: &[&str]) -> Outcome {
+    let mut cmd = Command::new(skifch_drivers::testing::skifrun_exe());
+    cmd.arg("-n")
+        .arg(n.to_string())
+        .arg("--")
+        .arg(exe)
+        .args(args);
+    for v in [
+        "SKIFCH_RANK",
+        "SKIFCH_SIZE",
+        "SKIFCH_FD",
+        "SKIFSHMEM_RMA",
+        "SKIFSHMEM_PROGRESS_THREAD",
+        "SHMEM_SYMMETRIC_SIZE",
+    ] {
+        cmd.env_remove(v);
+    }
+    cmd.envs(env.iter().copied());
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the job");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waiting for the job") {
+            break s;
+        }
+        if start.elapsed() > JOB_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} with {n} PEs {env:?} {args:?} still running after {JOB_TIMEOUT:?}; killed",
+                exe.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Outcome {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
+const DIRECT: &[(&str, &str)] = &[];
+const MESSAGES: &[(&str, &str)] = &[("SKIFSHMEM_RMA", "off")];
+const MESSAGES_THREAD: &[(&str, &str)] =
+    &[("SKIFSHMEM_RMA", "off"), ("SKIFSHMEM_PROGRESS_THREAD", "1")];
+
+/// Compiles `name` and runs it with 2 and 4 PEs on both paths (and with the progress
+/// thread on 2 PEs), then once statically linked.
+fn check_program(name: &str) {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile(name, true);
+    for (n, env) in [
+        (2, DIRECT),
+        (4, DIRECT),
+        (2, MESSAGES),
+        (4, MESSAGES),
+        (2, MESSAGES_THREAD),
+    ] {
+        let o = run(&exe, n, env, &[]);
+        assert!(
+            o.status.success(),
+            "{name} with {n} PEs {env:?}: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status,
+            o.stdout,
+            o.stderr
+        );
+    }
+    let stat = compile(name, false);
+    let o = run(&stat, 2, DIRECT, &[]);
+    assert!(
+        o.status.success(),
+        "{name} (static) with 2 PEs: {}\n{}",
+        o.status,
+        o.stderr
+    );
+}
+
+#[test]
+fn setup_and_heap() {
+    check_program("setup_heap");
+}
+
+#[test]
+fn rma() {
+    check_program("rma");
+}
+
+#[test]
+fn atomics() {
+    check_program("amo");
+}
+
+#[test]
+fn ordering_wait_and_signals() {
+    check_program("sync");
+}
+
+#[test]
+fn collectives() {
+    check_program("coll");
+}
+
+#[test]
+fn teams_contexts_locks() {
+    check_program("teams_ctx_locks");
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("bad_input", true);
+    let cases: &[(&str, &str, Option<i32>)] = &[
+        ("addr", "shmem_long_put: address is not symmetric", Some(1)),
+        (
+            "pe",
+            "shmem_long_p: PE 2 is out of range (the job has 2 PEs)",
+            Some(1),
+        ),
+        ("range", "shmem_getmem: address is not symmetric", Some(1)),
+        ("heap", "shmem_malloc: symmetric heap exhausted", Some(3)),
+        ("dead", "shmem_long_wait_until: peer lost: rank 1", None),
+        ("free", "shmem_free: address is not symmetric", Some(1)),
+    ];
+    for env in [DIRECT, MESSAGES] {
+        for &(mode, msg, code) in cases {
+            let o = run(&exe, 2, env, &[mode]);
+            assert!(
+                !o.status.success(),
+                "{mode} {env:?} succeeded:\n{}",
+                o.stderr
+            );
+            if let Some(c) = code {
+                assert_eq!(o.status.code(), Some(c), "{mode} {env:?}:\n{}", o.stderr);
+            }
+            assert!(
+                o.stderr.contains(msg),
+                "{mode} {env:?}: no {msg:?} in\n{}",
+                o.stderr
+            );
+            assert!(
+                !o.stderr.contains("panicked"),
+                "{mode} {env:?}:\n{}",
+                o.stderr
+            );
+        }
+        let o = run(&exe, 2, env, &["none"]);
+        assert!(
+            o.status.success(),
+            "none {env:?}: {}\n{}",
+            o.status,
+            o.stderr
+        );
+    }
+}
+
+#[test]
+fn header_is_generated() {
+    let Ok(st) = Command::new("python3")
+        .arg(crate_dir().join("gen/gen_header.py"))
+        .arg("--check")
+        .status()
+    else {
+        eprintln!("SKIPPED: no python3 to check the generated header");
+        return;
+    };
+    assert!(st.success(), "include/shmem.h differs from gen/gen_header.py's output: run python3 shmem/gen/gen_header.py");
+}
+
+#[test]
+fn oshcc_showme_and_missing_library() {
+    let out = Command::new(crate_dir().join("bin/skif-oshcc"))
+        .env("SKIFSHMEM_LIBDIR", lib_dir())
+        .args(["--showme", "x.c", "-o", "x"])
+        .output()
+        .expect("running skif-oshcc");
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && s.contains("-lskifshmem") && s.contains("include"),
+        "{s}"
+    );
+    let out = Command::new(crate_dir().join("bin/skif-oshcc"))
+        .env("SKIFSHMEM_LIBDIR", "/nonexistent")
+        .arg("x.c")
+        .output()
+        .expect("running skif-oshcc");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no libskifshmem"));
+}
