@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! skifrun -n N [--wait spin|fixed|fixed:<us>|block] [--grace SECS] [--ports P]
-//!              [--lane-kb K] [--driver shm] -- program args...
+//!              [--lane-kb K] [--driver shm|fpga-model] [--torus XxYxZ] -- program args...
 //! ```
 //!
 //! The launcher creates the job's segment (an anonymous memfd, see [`crate::shm`]), starts
@@ -19,17 +19,21 @@
 //! | `--grace S` | 3 | seconds that survivors get to exit on their own after a failure or after SIGTERM |
 //! | `--ports P` | `SKIFCH_PORTS`, else 4 | ports per rank |
 //! | `--lane-kb K` | `SKIFCH_LANE_KB`, else by job size | bytes of each lane, in KiB (power of two) |
-//! | `--driver D` | `shm` | the driver (only `shm` so far) |
+//! | `--driver D` | `shm` | `shm`, or `fpga-model`: the FPGA adapter driver over the device model, which the launcher hosts ([`crate::fpga::remote`]) |
+//! | `--torus XxYxZ` | most cube-like for N | `fpga-model` only: the torus; X·Y·Z must be N (rank r is node r) |
 //!
 //! ## What each rank gets
 //! * Environment: `SKIFCH_RANK`, `SKIFCH_SIZE`, `SKIFCH_FD` (the inherited segment
-//!   descriptor), `SKIFCH_DRIVER=shm`, and `SKIFCH_WAIT` when `--wait` is given.
+//!   descriptor), `SKIFCH_DRIVER` (`shm` or `fpga-model`), and `SKIFCH_WAIT` when
+//!   `--wait` is given; with `fpga-model` also `SKIFCH_FPGA_FD` (this rank's node window,
+//!   a memfd no other rank gets) and `SKIFCH_PORTS` when `--ports` is given.
 //!   [`crate::init`] reads them; a program started without `skifrun` is a 1-rank job.
 //! * Standard input for rank 0 only (the others read `/dev/null`); stdout and stderr are
 //!   shared with the launcher.
 //! * `PR_SET_PDEATHSIG = SIGKILL`: if the launcher dies (even by `kill -9`), every rank dies
-//!   with it, and the segment — referenced only by these processes — vanishes with them.
-//!   Nothing is ever left in `/dev/shm`.
+//!   with it, and the segment — referenced only by these processes — vanishes with them
+//!   (the device model of `fpga-model` runs in the launcher's threads and its node windows
+//!   are memfds too). Nothing is ever left in `/dev/shm`.
 //!
 //! ## Failure handling
 //! A rank **fails** when it exits non-zero, is killed by a signal, or exits 0 after joining

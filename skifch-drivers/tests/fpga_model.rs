@@ -279,3 +279,25 @@ fn killing_the_launcher_takes_the_ranks_with_it() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+#[test]
+fn a_hostile_rank_cannot_reach_outside_its_window_or_stop_the_launcher() {
+    // examples/hostile_rank.rs: rank 1 points its adapter's DMA outside its node window
+    // and corrupts its register queue; rank 0 keeps working throughout.
+    let r = job(&fpga("2", &[]), "hostile_rank", &[], || {});
+    assert_eq!(r.code, Some(0), "{}", r.out);
+    assert!(
+        r.out
+            .contains("hostile: ERR_STATUS 0x2 (DMA_FAULT), halted true"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.contains("skifrun: rank 1: register queue tail 10")
+            && r.out
+                .contains("its adapter no longer takes register accesses"),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains("victim: rank 0 unaffected"), "{}", r.out);
+}
