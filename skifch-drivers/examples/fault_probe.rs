@@ -14,6 +14,8 @@
 //! skifrun -n 2 --lane-kb 4 -- fault_probe too-large   send_whole/send/send_all of messages larger
 //!                                                     than the lane
 //! skifrun -n 2 -- fault_probe bad-args                Unreachable and InvalidArgument (IOV_MAX)
+//! skifrun -n 2 -- fault_probe finalized               rank 1 finalizes and exits; rank 0 sends to
+//!                                                     it until Unreachable (Closed): exit 42
 //! ```
 //! Every mode runs over the driver `skifrun --driver` chose (`tests/fpga_model.rs` runs
 //! the stream and full modes over the FPGA device model; `--lane-kb` is then not given).
@@ -64,6 +66,8 @@ fn main() {
         (Some("too-large"), _) => too_large_receiver(&job),
         (Some("bad-args"), 0) => bad_args_sender(&job),
         (Some("bad-args"), _) => bad_args_receiver(&job),
+        (Some("finalized"), 0) => finalized_sender(&job),
+        (Some("finalized"), _) => finalized_receiver(&job),
         (mode, _) => Err(format!(
             "unknown mode {mode:?} (see the source for the modes)"
         )),
@@ -445,6 +449,43 @@ fn bad_args_receiver(job: &Job) -> Outcome {
     }
     let ctl = job.open(CONTROL).map_err(|e| e.to_string())?;
     ctl.send_all(job.addr(0, CONTROL), &[IoSlice::new(b"ok")])
+        .map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+/// Rank 0 of `finalized`: after rank 1 said goodbye, sends to it until `Unreachable`.
+fn finalized_sender(job: &Job) -> Outcome {
+    let ch = job.open(DATA).map_err(|e| e.to_string())?;
+    let ctl = job.open(CONTROL).map_err(|e| e.to_string())?;
+    if control(&ctl)? != b"bye" {
+        return Err("expected goodbye".into());
+    }
+    let t0 = Instant::now();
+    let to = job.addr(1, DATA);
+    let mut sent = 0u64;
+    loop {
+        match ch.send(to, &[IoSlice::new(b"anyone?")]) {
+            Ok(_) | Err(Error::WouldBlock) => sent += 1,
+            Err(Error::Unreachable {
+                why: Unreachable::Closed,
+                ..
+            }) => {
+                println!("finalized: Unreachable (closed) after {sent} sends");
+                return Ok(SAW_PEER_LOST);
+            }
+            Err(e) => return Err(format!("expected Unreachable (closed), got {e}")),
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            return Err(format!("{sent} sends in 5 s, none Unreachable"));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Rank 1 of `finalized`: says goodbye and finalizes (status 0 drops the job).
+fn finalized_receiver(job: &Job) -> Outcome {
+    let ctl = job.open(CONTROL).map_err(|e| e.to_string())?;
+    ctl.send_all(job.addr(0, CONTROL), &[IoSlice::new(b"bye")])
         .map_err(|e| e.to_string())?;
     Ok(0)
 }

@@ -176,3 +176,14 @@ fn unreachable_destinations_and_overlong_iovecs() {
         r.stdout
     );
 }
+
+#[test]
+fn sends_to_a_finalized_rank_are_unreachable() {
+    let r = job(&["-n", "2"], &["finalized"], || {});
+    assert_eq!(r.code, SAW_PEER_LOST, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("finalized: Unreachable (closed)"),
+        "{}",
+        r.stdout
+    );
+}

@@ -301,3 +301,16 @@ fn a_hostile_rank_cannot_reach_outside_its_window_or_stop_the_launcher() {
     );
     assert!(r.out.contains("victim: rank 0 unaffected"), "{}", r.out);
 }
+
+#[test]
+fn sends_to_a_finalized_rank_are_unreachable() {
+    // Rank 1 finalizes and exits; rank 0's sends to it fail with Unreachable (Closed), as
+    // on shm, instead of vanishing into the network.
+    let r = job(&fpga("2", &[]), "fault_probe", &["finalized"], || {});
+    assert_eq!(r.code, Some(SAW_PEER_LOST), "{}", r.out);
+    assert!(
+        r.out.contains("finalized: Unreachable (closed)"),
+        "{}",
+        r.out
+    );
+}

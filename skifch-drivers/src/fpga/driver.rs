@@ -108,6 +108,13 @@ pub trait JobControl: Send + Sync + 'static {
     fn lost(&self) -> Option<u32> {
         None
     }
+    /// Whether `rank` left the job cleanly (finalized): sends to it are then
+    /// `Unreachable` (`Closed`), as on the shm driver, instead of going into a network
+    /// nobody drains. The default knows of no such rank.
+    fn finalized(&self, rank: u32) -> bool {
+        let _ = rank;
+        false
+    }
 }
 
 /// A [`JobControl`] that never reports a loss (peer loss is then seen only through the
@@ -1357,6 +1364,12 @@ unsafe impl<H: Hw + Send + Sync + 'static> Port for FpgaPort<H> {
         }
         if drv.lost_peer() == Some(dst.rank()) {
             return Err(Error::PeerLost { rank: dst.rank() });
+        }
+        if drv.job.finalized(dst.rank()) {
+            return Err(Error::Unreachable {
+                addr: dst,
+                why: Unreachable::Closed,
+            });
         }
         let total = iov_total(iov)?;
         let want = match mode {

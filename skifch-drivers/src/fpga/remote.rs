@@ -667,6 +667,10 @@ impl JobControl for LauncherControl {
     fn lost(&self) -> Option<u32> {
         self.fab.lost()
     }
+    fn finalized(&self, rank: u32) -> bool {
+        rank < self.fab.layout().params.nranks
+            && self.fab.rank_state(rank) == skifch::ring::rank_state::FINALIZED
+    }
 }
 
 impl Drop for LauncherControl {
