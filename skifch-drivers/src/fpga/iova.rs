@@ -1,4 +1,7 @@
-//! The IOVA allocator: which device addresses the driver gives its DMA buffers.
+//! Device addresses: the IOVA allocator (which device addresses the driver gives its DMA
+//! buffers) and [`IovaMap`], the translation of live mappings back to host memory (what
+//! an IOMMU's tables hold; the heap backend and the fake VFIO layer use it to play the
+//! device's side of DMA).
 //!
 //! A first-fit free list over one window `[base, limit)`, in units of `align` bytes (a
 //! page, or more): every allocation is rounded up to a multiple of `align` and starts
@@ -127,6 +130,83 @@ impl IovaAllocator {
     /// The window `[base, limit)`.
     pub fn window(&self) -> (u64, u64) {
         (self.base, self.limit)
+    }
+}
+
+/// Live DMA mappings, device address → host memory: the lookup an IOMMU makes for every
+/// device access. Mappings never overlap. `H` is how the owner names host memory (a
+/// pointer that keeps its provenance, or an address).
+///
+/// ```
+/// use skifch_drivers::fpga::iova::IovaMap;
+/// let mut m = IovaMap::default();
+/// m.insert(0x1000, 0x7000_0000usize, 0x1000)?;
+/// assert_eq!(m.translate(0x1ff0, 16), Some((0x7000_0000, 0xff0))); // (host, offset)
+/// assert_eq!(m.translate(0x1ff0, 17), None); // runs past the mapping
+/// assert!(m.insert(0x1800, 0x9000_0000, 0x1000).is_err()); // overlaps
+/// assert_eq!(m.remove(0x1000), Some((0x7000_0000, 0x1000)));
+/// assert_eq!(m.translate(0x1000, 1), None);
+/// # Ok::<(), skifch::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct IovaMap<H: Copy> {
+    /// iova -> (host memory, length)
+    maps: BTreeMap<u64, (H, u64)>,
+}
+
+impl<H: Copy> Default for IovaMap<H> {
+    fn default() -> Self {
+        IovaMap {
+            maps: BTreeMap::new(),
+        }
+    }
+}
+
+impl<H: Copy> IovaMap<H> {
+    /// Records `len` bytes of host memory `host` as device addresses `iova..iova + len`.
+    /// An empty range, or one that overlaps a live mapping or wraps, is
+    /// [`Error::InvalidArgument`].
+    pub fn insert(&mut self, iova: u64, host: H, len: u64) -> Result<()> {
+        let overlap = || {
+            Error::InvalidArgument(
+                format!("DMA mapping {iova:#x}+{len:#x} overlaps a live mapping").into(),
+            )
+        };
+        let end = iova.checked_add(len).ok_or_else(overlap)?;
+        if len == 0
+            || self
+                .maps
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&s, &(_, l))| s + l > iova)
+        {
+            return Err(overlap());
+        }
+        self.maps.insert(iova, (host, len));
+        Ok(())
+    }
+
+    /// The mapping that starts at `iova`: `(host memory, length)`.
+    pub fn get(&self, iova: u64) -> Option<(H, u64)> {
+        self.maps.get(&iova).copied()
+    }
+
+    /// Forgets the mapping that starts at `iova`; returns it.
+    pub fn remove(&mut self, iova: u64) -> Option<(H, u64)> {
+        self.maps.remove(&iova)
+    }
+
+    /// Where `iova..iova + n` lies, if one mapping holds all of it: that mapping's host
+    /// memory and the byte offset in it.
+    pub fn translate(&self, iova: u64, n: usize) -> Option<(H, usize)> {
+        let (&start, &(host, len)) = self.maps.range(..=iova).next_back()?;
+        let end = (iova - start).checked_add(n as u64)?;
+        (end <= len).then_some((host, (iova - start) as usize))
+    }
+
+    /// The live mappings as `(iova, length)`, in address order.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.maps.iter().map(|(&i, &(_, l))| (i, l))
     }
 }
 

@@ -14,7 +14,6 @@
 //! check a value.
 #![allow(unsafe_code)] // the fake BAR handed out as a mapping; device-side DMA copies
 
-use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
@@ -24,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use skifch::{Error, Result};
 
 use super::hw::{copy_from_shared, copy_to_shared};
+use super::iova::IovaMap;
 use super::vfio_sys::*;
 
 /// What the group's file does when opened.
@@ -98,7 +98,7 @@ const fn region_offset(index: u32) -> u64 {
 struct State {
     cfg: FakeConfig,
     config_space: [u8; 256],
-    dma: BTreeMap<u64, (usize, u64)>, // iova -> (host address, size)
+    dma: IovaMap<usize>, // host addresses
     irq: Option<(u32, Vec<OwnedFd>)>,
     bar_mapped: bool,
     intx_unmasks: u32,
@@ -144,7 +144,7 @@ impl FakeVfio {
                 state: Mutex::new(State {
                     cfg,
                     config_space: [0; 256],
-                    dma: BTreeMap::new(),
+                    dma: IovaMap::default(),
                     irq: None,
                     bar_mapped: false,
                     intx_unmasks: 0,
@@ -195,16 +195,7 @@ impl FakeVfio {
 
     fn with_dma(&self, iova: u64, n: usize, f: impl FnOnce(*mut u8)) -> Result<()> {
         let st = self.lock();
-        let hit = st
-            .dma
-            .range(..=iova)
-            .next_back()
-            .filter(|(&start, &(_, size))| {
-                (iova - start)
-                    .checked_add(n as u64)
-                    .is_some_and(|end| end <= size)
-            });
-        let Some((&start, &(host, _))) = hit else {
+        let Some((host, off)) = st.dma.translate(iova, n) else {
             return Err(Error::Corrupt(
                 format!("fake IOMMU fault: DMA to IOVA {iova:#x}+{n:#x}, which is not mapped")
                     .into(),
@@ -212,7 +203,7 @@ impl FakeVfio {
         };
         // The lock is held: the mapping cannot be unmapped (nor its memory freed, which
         // the backend does only after a successful unmap) during the copy.
-        f((host + (iova - start) as usize) as *mut u8);
+        f((host + off) as *mut u8);
         Ok(())
     }
 
@@ -229,7 +220,7 @@ impl FakeVfio {
     }
     /// The live DMA mappings as `(iova, size)`.
     pub fn dma_mappings(&self) -> Vec<(u64, u64)> {
-        self.lock().dma.iter().map(|(&i, &(_, s))| (i, s)).collect()
+        self.lock().dma.ranges().collect()
     }
 
     /// Fires interrupt vector `vector` (signals the eventfd the backend registered).
@@ -500,23 +491,17 @@ impl VfioSys for FakeVfio {
         if let Some(e) = st.cfg.dma_map_errno {
             return Err(errno(e));
         }
-        if st
-            .dma
-            .range(..iova + size)
-            .next_back()
-            .is_some_and(|(&s, &(_, l))| s + l > iova)
-        {
+        if st.dma.insert(iova, vaddr.as_ptr() as usize, size).is_err() {
             return Err(errno(libc::EEXIST));
         }
-        st.dma.insert(iova, (vaddr.as_ptr() as usize, size));
         st.events.push(format!("map_dma {iova:#x}+{size:#x}"));
         Ok(())
     }
     fn unmap_dma(&self, _: &FakeHandle, iova: u64, size: u64) -> io::Result<u64> {
         let mut st = self.lock();
-        match st.dma.get(&iova) {
-            Some(&(_, s)) if s == size => {
-                st.dma.remove(&iova);
+        match st.dma.get(iova) {
+            Some((_, s)) if s == size => {
+                st.dma.remove(iova);
                 st.events.push(format!("unmap_dma {iova:#x}+{size:#x}"));
                 Ok(size)
             }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use skifch::{Error, Result};
 
 use super::{check_access, copy_from_shared, copy_to_shared, DmaMemory, DmaRaw, Mmio};
-use crate::fpga::iova::IovaAllocator;
+use crate::fpga::iova::{IovaAllocator, IovaMap};
 
 /// A register window of `len` bytes backed by atomics (acquire loads, release stores), so
 /// a model thread and the driver can both use it.
@@ -56,15 +56,9 @@ impl Mmio for MemBar {
 const PAGE: u64 = 4096;
 
 #[derive(Debug)]
-struct Mapping {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-#[derive(Debug)]
 struct Table {
     iova: IovaAllocator,
-    maps: std::collections::BTreeMap<u64, Mapping>,
+    maps: IovaMap<NonNull<u8>>,
 }
 
 // SAFETY: the table only stores pointers to heap blocks it owns; they are reached under
@@ -101,20 +95,19 @@ impl MemDma {
 
     /// The current mappings as `(iova, len)`.
     pub fn mappings(&self) -> Vec<(u64, usize)> {
-        self.lock().maps.iter().map(|(&i, m)| (i, m.len)).collect()
+        self.lock()
+            .maps
+            .ranges()
+            .map(|(i, l)| (i, l as usize))
+            .collect()
     }
 
     fn with_range(&self, iova: u64, n: usize, f: impl FnOnce(*mut u8)) -> Result<()> {
         let t = self.lock();
-        let hit = t.maps.range(..=iova).next_back().filter(|(&start, m)| {
-            (iova - start)
-                .checked_add(n as u64)
-                .is_some_and(|end| end <= m.len as u64)
-        });
-        match hit {
-            // SAFETY: `iova - start + n <= len` (checked), so the pointer stays inside the
-            // mapping, which cannot be freed while we hold the table lock.
-            Some((&start, m)) => f(unsafe { m.ptr.as_ptr().add((iova - start) as usize) }),
+        match t.maps.translate(iova, n) {
+            // SAFETY: `off + n` is within one mapping (translate), so the pointer stays
+            // inside the block, which cannot be freed while we hold the table lock.
+            Some((p, off)) => f(unsafe { p.as_ptr().add(off) }),
             None => {
                 return Err(Error::Corrupt(
                     format!(
@@ -159,13 +152,13 @@ unsafe impl DmaMemory for MemDma {
                 std::io::Error::from(std::io::ErrorKind::OutOfMemory),
             ));
         };
-        t.maps.insert(
-            iova,
-            Mapping {
-                ptr,
-                len: size as usize,
-            },
-        );
+        if let Err(e) = t.maps.insert(iova, ptr, size) {
+            // Cannot happen (the allocator hands out disjoint ranges); give it all back.
+            // SAFETY: just allocated with `layout`, never handed out.
+            unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+            t.iova.free(iova, size)?;
+            return Err(e);
+        }
         Ok(DmaRaw {
             ptr,
             len: size as usize,
@@ -175,18 +168,18 @@ unsafe impl DmaMemory for MemDma {
 
     unsafe fn dma_unmap(&self, raw: &DmaRaw) -> Result<()> {
         let mut t = self.lock();
-        let Some(m) = t.maps.remove(&raw.iova) else {
+        let Some((host, len)) = t.maps.remove(raw.iova) else {
             return Err(Error::InvalidArgument(
                 format!("unmapping IOVA {:#x}, which is not mapped", raw.iova).into(),
             ));
         };
-        t.iova.free(raw.iova, m.len as u64)?;
-        // SAFETY: allocated in `dma_map` with this size and alignment, removed from the
-        // table (no device copy can reach it) and unused by the caller (contract).
+        t.iova.free(raw.iova, len)?;
+        // SAFETY: allocated in `dma_map` with this size and alignment at `host`, removed
+        // from the table (no device copy can reach it) and unused by the caller (contract).
         unsafe {
             std::alloc::dealloc(
-                m.ptr.as_ptr(),
-                Layout::from_size_align_unchecked(m.len, PAGE as usize),
+                host.as_ptr(),
+                Layout::from_size_align_unchecked(len as usize, PAGE as usize),
             )
         };
         Ok(())
