@@ -314,3 +314,32 @@ fn sends_to_a_finalized_rank_are_unreachable() {
         r.out
     );
 }
+
+#[test]
+fn sigterm_to_the_launcher_ends_the_ranks_and_the_model() {
+    let pidfile: PathBuf =
+        std::env::temp_dir().join(format!("fpga-model-sigterm-{}.pid", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    let path = pidfile.to_str().expect("a UTF-8 temp path").to_string();
+    let r = job(&fpga("2", &[]), "fault_probe", &["stream", &path], || {
+        let rank1 = wait_for_pid_file(&pidfile, LIMIT);
+        std::thread::sleep(Duration::from_millis(100));
+        // The launcher is rank 1's parent; SIGTERM it as a shell's `kill` would.
+        let launcher = std::fs::read_to_string(format!("/proc/{rank1}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit(") ")
+                    .next()?
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse()
+                    .ok()
+            })
+            .expect("rank 1's parent pid");
+        // SAFETY: kill takes integers; the pid is our child skifrun, not yet reaped.
+        assert_eq!(unsafe { libc::kill(launcher, libc::SIGTERM) }, 0);
+    });
+    assert_eq!(r.code, Some(128 + libc::SIGTERM), "{}", r.out);
+    assert!(r.out.contains("skifrun: got SIGTERM"), "{}", r.out);
+    assert!(r.took < Duration::from_secs(20), "took {:?}", r.took);
+}
