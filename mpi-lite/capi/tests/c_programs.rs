@@ -171,6 +171,49 @@ fn point_to_point_all_rendezvous() {
     run_ok(&exe, 3, &[("SKIFMPI_EAGER", "0")]);
 }
 
+#[test]
+fn datatypes() {
+    check("types", &[]);
+}
+
+#[test]
+fn groups_communicators_topologies() {
+    check("comms", &[]);
+}
+
+#[test]
+fn bad_input_returns_error_classes() {
+    check("errors", &[]);
+}
+
+#[test]
+fn large_zero_size_self_and_unexpected_messages() {
+    check("big", &[]);
+}
+
+#[test]
+fn dead_peer_is_an_error_not_a_hang() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("peerdead", false);
+    for n in [2, 3, 4] {
+        let o = run(&exe, n, &[]);
+        let ctx = format!(
+            "{n} ranks: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status, o.stdout, o.stderr
+        );
+        // Rank 1 exited with status 3: the job's status.
+        assert_eq!(o.status.code(), Some(3), "{ctx}");
+        for r in (0..n).filter(|&r| r != 1) {
+            assert!(
+                o.stdout.contains(&format!("peerdead: rank {r} ok")),
+                "rank {r} did not get an error: {ctx}"
+            );
+        }
+    }
+}
+
 /// The `MPI_LITE_FN(ret, Name, (args))` declarations of mpi.h.
 fn declared() -> Vec<String> {
     let h = std::fs::read_to_string(mpi_root().join("include/mpi.h")).expect("reading mpi.h");
