@@ -1,17 +1,22 @@
 //! Teams and collectives (OpenSHMEM 1.5 §9.9–9.10): barrier, broadcast, collect,
 //! fcollect, alltoall(s) and reductions over a [`Team`] (the world, a strided split, or a
-//! legacy active set `(PE_start, logPE_stride, PE_size)`), built on the one-sided
-//! operations of [`World`], so they run on both access paths.
+//! legacy active set `(PE_start, logPE_stride, PE_size)`). The algorithms and reduction
+//! kernels are those of [`skifch::coll`], run over this library's active-message endpoint
+//! ([`skifch::coll::ProtoGroup`], one group id per call, see `World::group_id`); only
+//! the complex sum/product, which the collective layer does not have, is a local
+//! [`Reducer`]. They run the same way on both access paths.
 //!
 //! # Collective Operation
 //! Every member of the team calls the operation with the same sizes, root and operation,
 //! and in the same order with respect to other collectives on overlapping teams. Source
-//! and destination are symmetric. Each call starts and ends with a team barrier: on
-//! return this PE's destination holds the result and every member has finished reading
-//! this PE's source, so both may be reused. `pSync`/`pWrk` arguments of the legacy forms
-//! are accepted and not used (the barrier needs no per-call state: see
-//! [`World::barrier`]).
+//! and destination are symmetric. Each call first completes this PE's outstanding puts
+//! (`quiet`) and reads its source; on return this PE's destination holds the result and
+//! its source may be reused (members do not wait for each other beyond what the
+//! algorithm needs; [`World::barrier`] is the synchronizing call). `pSync`/`pWrk`
+//! arguments of the legacy forms are accepted and not used, so they need not be
+//! initialized or kept apart between calls.
 
+use skifch::coll::{DType, Kernel, Op, ProtoGroup, Reducer};
 use skifch::Port;
 
 use crate::{Error, SymAddr, World};
@@ -119,96 +124,79 @@ impl Num {
     }
 }
 
-fn rd(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a[..b.len()].copy_from_slice(b);
-    u64::from_le_bytes(a)
+/// `float _Complex` / `double _Complex` sum and product: the one reduction OpenSHMEM has
+/// that [`skifch::coll::ops`] does not (the other pairs use its kernels).
+struct Complex {
+    half: usize,
+    prod: bool,
 }
 
-fn sext(v: u64, s: usize) -> i64 {
-    let sh = 64 - 8 * s as u32;
-    ((v << sh) as i64) >> sh
-}
-
-/// `acc = acc op x` elementwise, for element type `t`.
-pub fn combine(t: Num, op: ReduceOp, acc: &mut [u8], x: &[u8]) -> Result<(), Error> {
-    use ReduceOp::*;
-    let s = t.size();
-    let bad = || Error::BadArgument(format!("reduction {op:?} on {t:?}"));
-    for (a, b) in acc.chunks_exact_mut(s).zip(x.chunks_exact(s)) {
-        match t {
-            Num::I(_) | Num::U(_) => {
-                let (u, v) = (rd(a), rd(b));
-                let signed = matches!(t, Num::I(_));
-                let r = match op {
-                    And => u & v,
-                    Or => u | v,
-                    Xor => u ^ v,
-                    Sum => u.wrapping_add(v),
-                    Prod => u.wrapping_mul(v),
-                    Min | Max => {
-                        let less = if signed {
-                            sext(u, s) < sext(v, s)
-                        } else {
-                            u < v
-                        };
-                        if less == (op == Min) {
-                            u
-                        } else {
-                            v
-                        }
-                    }
-                };
-                a.copy_from_slice(&r.to_le_bytes()[..s]);
+impl Reducer for Complex {
+    fn elem_size(&self) -> usize {
+        2 * self.half
+    }
+    fn apply(&self, a: &[u8], io: &mut [u8]) {
+        let h = self.half;
+        let rd = |b: &[u8]| -> f64 {
+            if h == 4 {
+                f64::from(f32::from_ne_bytes(b[..4].try_into().unwrap_or_default()))
+            } else {
+                f64::from_ne_bytes(b[..8].try_into().unwrap_or_default())
             }
-            Num::F32 | Num::F64 => {
-                let f = |b: &[u8]| {
-                    if s == 4 {
-                        f64::from(f32::from_bits(rd(b) as u32))
-                    } else {
-                        f64::from_bits(rd(b))
-                    }
-                };
-                let (u, v) = (f(a), f(b));
-                let r = match op {
-                    Sum => u + v,
-                    Prod => u * v,
-                    Min => u.min(v),
-                    Max => u.max(v),
-                    _ => return Err(bad()),
-                };
-                if s == 4 {
-                    a.copy_from_slice(&(r as f32).to_le_bytes());
-                } else {
-                    a.copy_from_slice(&r.to_le_bytes());
-                }
-            }
-            Num::C32 | Num::C64 => {
-                let h = s / 2;
-                let f = |b: &[u8]| {
-                    if h == 4 {
-                        f64::from(f32::from_bits(rd(b) as u32))
-                    } else {
-                        f64::from_bits(rd(b))
-                    }
-                };
-                let (ar, ai, br, bi) = (f(&a[..h]), f(&a[h..]), f(&b[..h]), f(&b[h..]));
-                let (r, i) = match op {
-                    Sum => (ar + br, ai + bi),
-                    Prod => (ar * br - ai * bi, ar * bi + ai * br),
-                    _ => return Err(bad()),
-                };
-                if h == 4 {
-                    a[..4].copy_from_slice(&(r as f32).to_le_bytes());
-                    a[4..].copy_from_slice(&(i as f32).to_le_bytes());
-                } else {
-                    a[..8].copy_from_slice(&r.to_le_bytes());
-                    a[8..].copy_from_slice(&i.to_le_bytes());
-                }
+        };
+        for (x, y) in a.chunks_exact(2 * h).zip(io.chunks_exact_mut(2 * h)) {
+            let (ar, ai, br, bi) = (rd(&x[..h]), rd(&x[h..]), rd(&y[..h]), rd(&y[h..]));
+            let (r, i) = if self.prod {
+                (ar * br - ai * bi, ar * bi + ai * br)
+            } else {
+                (ar + br, ai + bi)
+            };
+            if h == 4 {
+                y[..4].copy_from_slice(&(r as f32).to_ne_bytes());
+                y[4..].copy_from_slice(&(i as f32).to_ne_bytes());
+            } else {
+                y[..8].copy_from_slice(&r.to_ne_bytes());
+                y[8..].copy_from_slice(&i.to_ne_bytes());
             }
         }
     }
-    Ok(())
+}
+
+/// The reduction of `op` on `t`: a [`Kernel`] of the collective layer, or the local
+/// complex sum/product.
+pub fn reducer(t: Num, op: ReduceOp) -> Result<Box<dyn Reducer>, Error> {
+    let bad = || Error::BadArgument(format!("reduction {op:?} is not defined on {t:?}"));
+    let dt = match t {
+        Num::I(1) => DType::I8,
+        Num::I(2) => DType::I16,
+        Num::I(4) => DType::I32,
+        Num::I(8) => DType::I64,
+        Num::U(1) => DType::U8,
+        Num::U(2) => DType::U16,
+        Num::U(4) => DType::U32,
+        Num::U(8) => DType::U64,
+        Num::F32 => DType::F32,
+        Num::F64 => DType::F64,
+        Num::C32 | Num::C64 => {
+            let half = t.size() / 2;
+            return match op {
+                ReduceOp::Sum => Ok(Box::new(Complex { half, prod: false })),
+                ReduceOp::Prod => Ok(Box::new(Complex { half, prod: true })),
+                _ => Err(bad()),
+            };
+        }
+        Num::I(_) | Num::U(_) => return Err(bad()),
+    };
+    let o = match op {
+        ReduceOp::And => Op::Band,
+        ReduceOp::Or => Op::Bor,
+        ReduceOp::Xor => Op::Bxor,
+        ReduceOp::Min => Op::Min,
+        ReduceOp::Max => Op::Max,
+        ReduceOp::Sum => Op::Sum,
+        ReduceOp::Prod => Op::Prod,
+    };
+    Ok(Box::new(Kernel::new(dt, o).map_err(|_| bad())?))
 }
 
 impl<P: Port> World<P> {
@@ -220,6 +208,25 @@ impl<P: Port> World<P> {
                 t.members
             ))
         })
+    }
+
+    /// Runs `f` on this call's active-message group of team `t`.
+    fn with_group<R>(
+        &self,
+        t: &Team,
+        f: impl FnOnce(&ProtoGroup<'_, P>) -> skifch::Result<R>,
+    ) -> Result<R, Error> {
+        self.me_in(t)?;
+        let gid = self.group_id(&t.members);
+        let ep = self.ep();
+        let g = self.coll().group(&ep, gid, t.members.clone())?;
+        Ok(f(&g)?)
+    }
+
+    fn read_vec(&self, a: SymAddr, len: usize) -> Result<Vec<u8>, Error> {
+        let mut v = vec![0u8; len];
+        self.read_local(a, &mut v)?;
+        Ok(v)
     }
 
     /// Broadcast of `bytes` from `root` (team index) `src` into every member's `dst`
@@ -234,19 +241,23 @@ impl<P: Port> World<P> {
         to_root: bool,
     ) -> Result<(), Error> {
         let me = self.me_in(t)?;
-        let Some(&rpe) = t.members.get(root) else {
+        if root >= t.size() {
             return Err(Error::BadArgument(format!(
                 "root {root} of a {}-PE team",
                 t.size()
             )));
+        }
+        self.quiet()?;
+        let mut b = if me == root {
+            self.read_vec(src, bytes)?
+        } else {
+            vec![0u8; bytes]
         };
-        self.barrier(&t.members)?;
+        self.with_group(t, |g| skifch::coll::bcast(g, root, &mut b))?;
         if me != root || to_root {
-            let mut b = vec![0u8; bytes];
-            self.get(rpe, src, &mut b)?;
             self.write_local(dst, &b)?;
         }
-        self.barrier(&t.members)
+        Ok(())
     }
 
     /// Concatenation of every member's `my_bytes` from `src`, in team order, into every
@@ -259,26 +270,52 @@ impl<P: Port> World<P> {
         my_bytes: usize,
     ) -> Result<(), Error> {
         self.me_in(t)?;
-        let s = self.scratch();
-        self.write_local(s, &(my_bytes as u64).to_le_bytes())?;
-        self.barrier(&t.members)?;
-        let mut out = Vec::new();
-        for &pe in &t.members {
-            let mut c = [0u8; 8];
-            self.get(pe, s, &mut c)?;
-            let n = u64::from_le_bytes(c) as usize;
-            let at = out.len();
-            out.resize(at + n, 0);
-            self.get(pe, src, &mut out[at..])?;
-        }
-        self.write_local(dst, &out)?;
-        self.barrier(&t.members)
+        self.quiet()?;
+        let mine = self.read_vec(src, my_bytes)?;
+        let n = t.size();
+        let out = self.with_group(t, |g| {
+            let mut lens = vec![0u8; 8 * n];
+            skifch::coll::allgather(g, &(my_bytes as u64).to_le_bytes(), &mut lens)?;
+            let counts: Vec<usize> = lens
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()) as usize)
+                .collect();
+            let displs: Vec<usize> = counts
+                .iter()
+                .scan(0, |at, &c| {
+                    let d = *at;
+                    *at += c;
+                    Some(d)
+                })
+                .collect();
+            let mut out = vec![0u8; counts.iter().sum()];
+            skifch::coll::allgatherv(g, &mine, &mut out, &counts, &displs)?;
+            Ok(out)
+        })?;
+        self.write_local(dst, &out)
     }
 
-    /// Block `j` (of `bytes` each) of every member's `src` goes to block `i` of member
-    /// `j`'s `dst`, where `i` is this PE's team index (`alltoall`). With strides (in
-    /// elements of `elem` bytes) this is `alltoalls`: element `k` of the block for member
-    /// `j` is at `src + (j·n + k)·sst·elem` and lands at `dst + (i·n + k)·dst_stride·elem`.
+    /// Block `j` of every member's `src` goes to block `i` of member `j`'s `dst`, where
+    /// `i` is this PE's team index (`alltoall`); blocks of `bytes`.
+    pub fn alltoall(
+        &self,
+        t: &Team,
+        dst: SymAddr,
+        src: SymAddr,
+        bytes: usize,
+    ) -> Result<(), Error> {
+        self.me_in(t)?;
+        self.quiet()?;
+        let n = t.size();
+        let send = self.read_vec(src, n * bytes)?;
+        let mut recv = vec![0u8; n * bytes];
+        self.with_group(t, |g| skifch::coll::alltoall(g, &send, &mut recv))?;
+        self.write_local(dst, &recv)
+    }
+
+    /// Strided `alltoall` (`alltoalls`), in elements of `elem` bytes: element `k` of the
+    /// block for member `j` is at `src + (j·nelems + k)·sst·elem` and lands at
+    /// `dst + (i·nelems + k)·dst_stride·elem` of member `j`.
     #[allow(clippy::too_many_arguments)] // mirrors the OpenSHMEM call
     pub fn alltoalls(
         &self,
@@ -290,38 +327,23 @@ impl<P: Port> World<P> {
         nelems: usize,
         elem: usize,
     ) -> Result<(), Error> {
-        let me = self.me_in(t)?;
-        self.barrier(&t.members)?;
-        let mut e = vec![0u8; elem];
-        for (j, &pe) in t.members.iter().enumerate() {
-            for k in 0..nelems {
-                self.get(pe, src.offset((me * nelems + k) * sst * elem), &mut e)?;
-                self.write_local(dst.offset((j * nelems + k) * dst_stride * elem), &e)?;
-            }
+        self.me_in(t)?;
+        self.quiet()?;
+        let n = t.size();
+        let mut send = vec![0u8; n * nelems * elem];
+        for (k, e) in send.chunks_exact_mut(elem).enumerate() {
+            self.read_local(src.offset(k * sst * elem), e)?;
         }
-        self.barrier(&t.members)
-    }
-
-    /// Contiguous `alltoall` (see [`World::alltoalls`]) of `bytes` per member.
-    pub fn alltoall(
-        &self,
-        t: &Team,
-        dst: SymAddr,
-        src: SymAddr,
-        bytes: usize,
-    ) -> Result<(), Error> {
-        let me = self.me_in(t)?;
-        self.barrier(&t.members)?;
-        let mut b = vec![0u8; bytes];
-        for (j, &pe) in t.members.iter().enumerate() {
-            self.get(pe, src.offset(me * bytes), &mut b)?;
-            self.write_local(dst.offset(j * bytes), &b)?;
+        let mut recv = vec![0u8; n * nelems * elem];
+        self.with_group(t, |g| skifch::coll::alltoall(g, &send, &mut recv))?;
+        for (k, e) in recv.chunks_exact(elem).enumerate() {
+            self.write_local(dst.offset(k * dst_stride * elem), e)?;
         }
-        self.barrier(&t.members)
+        Ok(())
     }
 
     /// `dst[k] = op over members of src[k]` for `k < nelems`, on every member (`dst` and
-    /// `src` may be the same object).
+    /// `src` may be the same object): [`skifch::coll::allreduce`].
     pub fn reduce(
         &self,
         t: &Team,
@@ -332,24 +354,12 @@ impl<P: Port> World<P> {
         op: ReduceOp,
     ) -> Result<(), Error> {
         self.me_in(t)?;
-        let bytes = nelems * ty.size();
-        // Validate the operator/type pair before any PE waits on another.
-        combine(ty, op, &mut vec![0u8; ty.size()], &vec![0u8; ty.size()])?;
-        self.barrier(&t.members)?;
-        let mut acc = vec![0u8; bytes];
-        let mut x = vec![0u8; bytes];
-        for (j, &pe) in t.members.iter().enumerate() {
-            if j == 0 {
-                self.get(pe, src, &mut acc)?;
-            } else {
-                self.get(pe, src, &mut x)?;
-                combine(ty, op, &mut acc, &x)?;
-            }
-        }
-        // Everyone has read every source before anyone overwrites (dst may alias src).
-        self.barrier(&t.members)?;
-        self.write_local(dst, &acc)?;
-        self.barrier(&t.members)
+        let r = reducer(ty, op)?;
+        self.quiet()?;
+        let send = self.read_vec(src, nelems * ty.size())?;
+        let mut recv = vec![0u8; send.len()];
+        self.with_group(t, |g| skifch::coll::allreduce(g, &send, &mut recv, &*r))?;
+        self.write_local(dst, &recv)
     }
 }
 
@@ -357,23 +367,35 @@ impl<P: Port> World<P> {
 mod tests {
     use super::*;
 
+    fn run(t: Num, op: ReduceOp, a: &[u8], b: &[u8]) -> Vec<u8> {
+        let mut io = b.to_vec();
+        reducer(t, op).unwrap().apply(a, &mut io);
+        io
+    }
+
     #[test]
-    fn combine_ops() {
-        let mut a = (-5i32).to_le_bytes().to_vec();
-        combine(Num::I(4), ReduceOp::Max, &mut a, &3i32.to_le_bytes()).unwrap();
-        assert_eq!(a, 3i32.to_le_bytes());
-        combine(Num::I(4), ReduceOp::Min, &mut a, &(-7i32).to_le_bytes()).unwrap();
-        assert_eq!(a, (-7i32).to_le_bytes());
-        let mut u = 200u8.to_le_bytes().to_vec();
-        combine(Num::U(1), ReduceOp::Max, &mut u, &100u8.to_le_bytes()).unwrap();
-        assert_eq!(u, [200]);
-        let mut f = 1.5f64.to_le_bytes().to_vec();
-        combine(Num::F64, ReduceOp::Prod, &mut f, &2.0f64.to_le_bytes()).unwrap();
-        assert_eq!(f, 3.0f64.to_le_bytes());
-        assert!(combine(Num::F32, ReduceOp::Xor, &mut [0; 4], &[0; 4]).is_err());
-        let mut c = [1.0f32.to_le_bytes(), 2.0f32.to_le_bytes()].concat();
-        let d = [3.0f32.to_le_bytes(), 4.0f32.to_le_bytes()].concat();
-        combine(Num::C32, ReduceOp::Prod, &mut c, &d).unwrap();
-        assert_eq!(c, [(-5.0f32).to_le_bytes(), 10.0f32.to_le_bytes()].concat());
+    fn reducers() {
+        let r = run(
+            Num::I(4),
+            ReduceOp::Max,
+            &(-5i32).to_ne_bytes(),
+            &3i32.to_ne_bytes(),
+        );
+        assert_eq!(r, 3i32.to_ne_bytes());
+        assert_eq!(run(Num::U(1), ReduceOp::Max, &[200], &[100]), [200]);
+        assert_eq!(run(Num::U(1), ReduceOp::Xor, &[6], &[3]), [5]);
+        let r = run(
+            Num::F64,
+            ReduceOp::Prod,
+            &1.5f64.to_ne_bytes(),
+            &2.0f64.to_ne_bytes(),
+        );
+        assert_eq!(r, 3.0f64.to_ne_bytes());
+        assert!(reducer(Num::F32, ReduceOp::Xor).is_err());
+        assert!(reducer(Num::C64, ReduceOp::Max).is_err());
+        let c = [1.0f32.to_ne_bytes(), 2.0f32.to_ne_bytes()].concat();
+        let d = [3.0f32.to_ne_bytes(), 4.0f32.to_ne_bytes()].concat();
+        let r = run(Num::C32, ReduceOp::Prod, &c, &d);
+        assert_eq!(r, [(-5.0f32).to_ne_bytes(), 10.0f32.to_ne_bytes()].concat());
     }
 }

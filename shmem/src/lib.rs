@@ -14,10 +14,14 @@
 //! * **Direct**: the driver's optional remote-memory capability ([`skifch::rma`]); on the
 //!   shm driver every PE maps every PE's heap and global data, so put/get are one `memcpy`
 //!   and atomics are CPU atomics (`skifch_drivers::shm_rma`).
-//! * **Messages**: put/get/atomics as requests over the channel, served by the target in
-//!   its library calls or by an optional progress thread ([`msg`] documents the protocol).
-//!   Chosen when the driver has no RMA, when any PE cannot open the others' memory, or
-//!   when `SKIFSHMEM_RMA=off`.
+//! * **Messages**: put/get/atomics as [`skifch::proto`] active messages, executed by the
+//!   target in its own address space inside its library calls, or by the optional progress
+//!   thread (`SKIFSHMEM_PROGRESS_THREAD=1`; [`msg`] documents the handlers). Chosen when
+//!   the driver has no RMA, when any PE cannot open the others' memory, or when
+//!   `SKIFSHMEM_RMA=off`.
+//!
+//! Barriers and collectives use [`skifch::coll`] over the same endpoint on both paths
+//! ([`coll`]).
 //!
 //! Both paths give the same guarantees: `put` returns when the source may be reused and is
 //! visible at the target after [`World::quiet`] or a barrier; `get` and fetching atomics
@@ -78,6 +82,12 @@ pub enum Error {
     NotImplemented(&'static str),
 }
 
+/// Writes one line to stderr in a single `write` (lines of several PEs never interleave).
+pub(crate) fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
 /// Set once a fatal error is being reported: the exit handlers must not finalize then.
 pub(crate) static FAILING: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
@@ -85,6 +95,6 @@ pub(crate) static FAILING: std::sync::atomic::AtomicBool =
 /// Prints `skifshmem: <call>: <error>` and exits with status 1 (the C ABI's way to fail).
 pub(crate) fn fatal(call: &str, e: &dyn std::fmt::Display) -> ! {
     FAILING.store(true, std::sync::atomic::Ordering::SeqCst);
-    eprintln!("skifshmem: {call}: {e}");
+    say(&format!("skifshmem: {call}: {e}"));
     std::process::exit(1)
 }

@@ -3,16 +3,18 @@
 //! waits, barrier). See the crate docs for the model.
 #![allow(unsafe_code)] // this PE's own symmetric memory through raw pointers and atomics
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use memmap2::{MmapOptions, MmapRaw};
+use skifch::coll::ProtoColl;
+use skifch::proto::{Endpoint, Landing, ProgressThread};
 use skifch::rma::{self, Amo, Rma, Window};
 use skifch::{Driver, Job, Port};
 
 use crate::heap::Heap;
-use crate::msg::{Net, Segs, PORT};
+use crate::msg::{self, Segs};
 use crate::Error;
 
 /// The symmetric heap's segment number.
@@ -61,12 +63,14 @@ pub struct Options {
     pub progress_thread: bool,
 }
 
-/// Bytes at the start of the heap that the library keeps for itself: one barrier arrival
-/// counter per PE, then a scratch word for collectives.
-fn internal_bytes(n: u32) -> usize {
-    (n as usize * 8 + 64).next_multiple_of(4096)
+/// Bytes at the start of the heap that the library keeps for itself (none are used
+/// today; the page keeps offset 0 from being a valid object).
+fn internal_bytes() -> usize {
+    4096
 }
-const SCRATCH: fn(u32) -> usize = |n| n as usize * 8;
+
+/// The port of this library's endpoint.
+pub const PORT: u32 = 2;
 
 /// One PE's library state (shared by the threads of the PE).
 pub struct World<P: Port> {
@@ -75,13 +79,17 @@ pub struct World<P: Port> {
     path: Path,
     segs: Segs,
     win: [Option<Box<dyn Window>>; 2],
-    net: Mutex<Net<P>>,
+    /// The active-message endpoint (message path, collectives, peer-loss checks), shared
+    /// with the progress thread.
+    ep: Arc<Mutex<Endpoint<P>>>,
+    coll: ProtoColl,
+    /// PEs written by one-way messages since the last quiet (message path).
+    dirty: Mutex<Vec<bool>>,
+    /// Collective calls made per team, to name each call's group (see [`World::group_id`]).
+    calls: Mutex<HashMap<Vec<u32>, u32>>,
     heap: Mutex<Heap>,
-    /// Barrier arrivals seen from each PE (monotonic; see [`World::barrier`]).
-    seen: Mutex<Vec<u64>>,
     _heap_mem: Option<MmapRaw>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    progress: Mutex<Option<std::thread::JoinHandle<()>>>,
+    progress: Mutex<Option<ProgressThread>>,
 }
 
 /// Parses `SHMEM_SYMMETRIC_SIZE`-style sizes: a number with an optional K/M/G/T suffix.
@@ -101,106 +109,100 @@ pub fn parse_size(s: &str) -> Option<usize> {
 /// allocate ~200 MB per PE).
 pub const DEFAULT_HEAP: usize = 512 << 20;
 
+/// Largest descriptor [`World::new`] exchanges per PE (RMA segment tokens are ~16 bytes).
+const SLOT: usize = 120;
+
+/// All-gather of up to [`SLOT`] bytes per PE over the world group (init only).
+fn allgather_small<P: Port>(
+    ep: &Endpoint<P>,
+    coll: &ProtoColl,
+    mine: &[u8],
+) -> skifch::Result<Vec<Vec<u8>>> {
+    if mine.len() > SLOT {
+        return Err(skifch::Error::InvalidArgument(
+            format!("a {}-byte descriptor (at most {SLOT})", mine.len()).into(),
+        ));
+    }
+    let n = ep.size() as usize;
+    let mut slot = vec![0u8; SLOT + 8];
+    slot[..8].copy_from_slice(&(mine.len() as u64).to_le_bytes());
+    slot[8..8 + mine.len()].copy_from_slice(mine);
+    let mut all = vec![0u8; n * (SLOT + 8)];
+    skifch::coll::allgather(&coll.world(ep), &slot, &mut all)?;
+    Ok(all
+        .chunks_exact(SLOT + 8)
+        .map(|c| {
+            let mut l = [0u8; 8];
+            l.copy_from_slice(&c[..8]);
+            let l = (u64::from_le_bytes(l) as usize).min(SLOT);
+            c[8..8 + l].to_vec()
+        })
+        .collect())
+}
+
 impl<P: Port + 'static> World<P> {
     /// Joins PE `job.rank()` of `job.size()` (collective over all ranks: every rank calls
-    /// it, and it returns after a barrier). Opens port 2.
+    /// it, and it returns after a barrier). Opens port 2 as a [`skifch::proto`] endpoint.
     pub fn new<D: Driver<Port = P>>(job: &Job<D>, opts: Options) -> Result<Arc<Self>, Error> {
         let (me, n) = (job.rank(), job.size());
-        let ch = job.open(PORT)?;
-        let mut net = Net::new(ch, me, n, job.max_message());
+        let ep = Endpoint::open(job, PORT)?;
+        let coll = ProtoColl::install(&ep)?;
+        let shared_segs: Arc<OnceLock<Segs>> = Arc::default();
+        msg::install(&ep, shared_segs.clone())?;
+        // Every PE has its handlers before anyone sends to them.
+        ep.barrier()?;
         let heap_len = opts
             .heap_size
-            .max(internal_bytes(n) + 4096)
+            .max(internal_bytes() + 4096)
             .next_multiple_of(4096);
-        let no_segs: Segs = [(0, 0); 2];
-        let mut seq = 0u64;
-        let mut exchange = |net: &mut Net<P>, bytes: &[u8]| -> Result<Vec<Vec<u8>>, Error> {
-            seq += 1;
-            net.exch_send(&no_segs, n, seq, bytes)?;
-            let mut all = vec![None; n as usize];
-            all[me as usize] = Some(bytes.to_vec());
-            while all.iter().any(Option::is_none) {
-                net.progress(&no_segs)?;
-                for pe in 0..n {
-                    if all[pe as usize].is_none() {
-                        all[pe as usize] = net.exch_take(pe, seq);
-                    }
-                }
-                if all.iter().any(Option::is_none) {
-                    std::thread::yield_now();
-                }
-            }
-            Ok(all.into_iter().flatten().collect())
-        };
+        let mut exchange = |b: &[u8]| allgather_small(&ep, &coll, b);
         // Every PE must agree on the sizes (the allocator's offsets are the addresses).
         let mut sizes = (heap_len as u64).to_le_bytes().to_vec();
         sizes.extend_from_slice(&(opts.globals.map_or(0, |g| g.1) as u64).to_le_bytes());
-        let all = exchange(&mut net, &sizes)?;
+        let all = exchange(&sizes)?;
         if let Some((pe, _)) = all.iter().enumerate().find(|(_, s)| **s != sizes) {
             return Err(Error::BadArgument(format!(
                 "PE {pe} has a different symmetric heap size or program image than PE {me} (SHMEM_SYMMETRIC_SIZE must be the same on every PE, and every PE must run the same executable)"
             )));
         }
         let mut win: [Option<Box<dyn Window>>; 2] = [None, None];
-        let mut heap_mem: Option<MmapRaw> = None;
-        let heap_base;
         let mut ok = false;
-        let mut why = String::new();
         if let Some(r) = &opts.rma {
             let attempt = (|| -> Result<[Box<dyn Window>; 2], Error> {
-                let seg = r.alloc(heap_len)?;
-                let hw = {
-                    let mut ex = |b: &[u8]| {
-                        exchange(&mut net, b)
-                            .map_err(|e| skifch::Error::InvalidArgument(e.to_string().into()))
-                    };
-                    rma::expose(r.as_ref(), seg, &mut ex)?
-                };
+                let hw = rma::expose(r.as_ref(), r.alloc(heap_len)?, &mut exchange)?;
                 let dw: Box<dyn Window> = match opts.globals {
                     Some((addr, len)) => {
                         // SAFETY: `globals` is the page-aligned writable data of this
                         // program (shm_rma::data_segment), mapped for the process's life;
                         // init runs before the library starts any thread.
                         let seg = unsafe { r.share_in_place(addr as *mut u8, len)? };
-                        let mut ex = |b: &[u8]| {
-                            exchange(&mut net, b)
-                                .map_err(|e| skifch::Error::InvalidArgument(e.to_string().into()))
-                        };
-                        Box::new(rma::expose(r.as_ref(), seg, &mut ex)?)
+                        Box::new(rma::expose(r.as_ref(), seg, &mut exchange)?)
                     }
                     None => Box::new(EmptyWindow),
                 };
                 Ok([Box::new(hw), dw])
             })();
-            let mine = match &attempt {
-                Ok(_) => vec![1u8],
-                Err(e) => {
-                    why = e.to_string();
-                    vec![0u8]
-                }
-            };
+            let why = attempt.as_ref().err().map(ToString::to_string);
             // Every PE uses the same path: direct only if all PEs opened all segments.
-            let votes = exchange(&mut net, &mine)?;
+            let votes = exchange(&[u8::from(why.is_none())])?;
             ok = votes.iter().all(|v| v == &[1u8]);
-            if let Ok([h, d]) = attempt {
-                if ok {
-                    win = [Some(h), Some(d)];
-                } else {
-                    // another PE failed: everyone closes the windows and uses messages
-                    drop((h, d));
-                }
+            match attempt {
+                Ok(w) if ok => win = w.map(Some),
+                _ => {}
             }
             if !ok && std::env::var_os("SKIFSHMEM_VERBOSE").is_some() {
-                eprintln!(
-                    "skifshmem: PE {me}: remote memory access unavailable ({why}); using messages"
-                );
+                crate::say(&format!(
+                    "skifshmem: PE {me}: remote memory access unavailable ({}); using messages",
+                    why.as_deref().unwrap_or("another PE could not open it")
+                ));
             }
         }
-        if ok {
-            heap_base = win[0]
+        let mut heap_mem = None;
+        let heap_base = if ok {
+            win[0]
                 .as_ref()
                 .and_then(|w| w.direct(me))
-                .map_or(0, |p| p as usize);
+                .map_or(0, |p| p as usize)
         } else {
             // private, lazily backed memory served to peers by messages
             let m = MmapOptions::new()
@@ -208,29 +210,34 @@ impl<P: Port + 'static> World<P> {
                 .map_anon()
                 .map_err(|e| Error::Comm(skifch::Error::os("mapping the symmetric heap", e)))?;
             let m = MmapRaw::from(m);
-            heap_base = m.as_mut_ptr() as usize;
+            let b = m.as_mut_ptr() as usize;
             heap_mem = Some(m);
-        }
+            b
+        };
         let segs: Segs = [(heap_base, heap_len), opts.globals.unwrap_or((0, 0))];
-        net.ready = true;
-        let w = Arc::new(World {
+        let _ = shared_segs.set(segs);
+        // No PE sends a request before every PE has its segments.
+        ep.barrier()?;
+        let ep = Arc::new(Mutex::new(ep));
+        let progress = if opts.progress_thread && !ok {
+            Some(ProgressThread::start_default(ep.clone())?)
+        } else {
+            None
+        };
+        Ok(Arc::new(World {
             me,
             n,
             path: if ok { Path::Direct } else { Path::Messages },
             segs,
             win,
-            net: Mutex::new(net),
-            heap: Mutex::new(Heap::new(internal_bytes(n), heap_len)),
-            seen: Mutex::new(vec![0; n as usize]),
+            ep,
+            coll,
+            dirty: Mutex::new(vec![false; n as usize]),
+            calls: Mutex::new(HashMap::new()),
+            heap: Mutex::new(Heap::new(internal_bytes(), heap_len)),
             _heap_mem: heap_mem,
-            stop: Arc::default(),
-            progress: Mutex::new(None),
-        });
-        if opts.progress_thread && w.path == Path::Messages {
-            w.start_progress_thread()?;
-        }
-        w.barrier_all()?;
-        Ok(w)
+            progress: Mutex::new(progress),
+        }))
     }
 }
 
@@ -241,19 +248,13 @@ impl Window for EmptyWindow {
         0
     }
     fn put(&self, _: u32, _: usize, _: &[u8]) -> skifch::Result<()> {
-        Err(skifch::Error::InvalidArgument(
-            "global variables are not symmetric in this job".into(),
-        ))
+        Err(no_globals())
     }
     fn get(&self, _: u32, _: usize, _: &mut [u8]) -> skifch::Result<()> {
-        Err(skifch::Error::InvalidArgument(
-            "global variables are not symmetric in this job".into(),
-        ))
+        Err(no_globals())
     }
     fn amo(&self, _: u32, _: usize, _: usize, _: Amo) -> skifch::Result<u64> {
-        Err(skifch::Error::InvalidArgument(
-            "global variables are not symmetric in this job".into(),
-        ))
+        Err(no_globals())
     }
     fn quiet(&self) {}
     fn direct(&self, _: u32) -> Option<*mut u8> {
@@ -261,40 +262,8 @@ impl Window for EmptyWindow {
     }
 }
 
-impl<P: Port + 'static> World<P> {
-    fn start_progress_thread(self: &Arc<Self>) -> Result<(), Error> {
-        let weak = Arc::downgrade(self);
-        let stop = self.stop.clone();
-        let h = std::thread::Builder::new()
-            .name("skifshmem-progress".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let Some(w) = weak.upgrade() else { return };
-                    if let Ok(mut g) = w.net.try_lock() {
-                        if let Err(e) = g.progress(&w.segs) {
-                            drop(g);
-                            crate::fatal("progress thread", &e);
-                        }
-                    }
-                    drop(w);
-                    std::thread::sleep(Duration::from_micros(20));
-                }
-            })
-            .map_err(|e| Error::Comm(skifch::Error::os("starting the progress thread", e)))?;
-        *self.progress.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
-        Ok(())
-    }
-}
-
-impl<P: Port> Drop for World<P> {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.progress.get_mut().ok().and_then(Option::take) {
-            if h.thread().id() != std::thread::current().id() {
-                let _ = h.join();
-            }
-        }
-    }
+fn no_globals() -> skifch::Error {
+    skifch::Error::InvalidArgument("global variables are not symmetric in this job".into())
 }
 
 impl<P: Port> World<P> {
@@ -311,8 +280,27 @@ impl<P: Port> World<P> {
         self.path
     }
 
-    fn net(&self) -> MutexGuard<'_, Net<P>> {
-        self.net.lock().unwrap_or_else(|p| p.into_inner())
+    /// The endpoint, locked (the progress thread takes the same lock to poll).
+    pub(crate) fn ep(&self) -> MutexGuard<'_, Endpoint<P>> {
+        self.ep.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The collective layer installed on the endpoint.
+    pub(crate) fn coll(&self) -> &ProtoColl {
+        &self.coll
+    }
+
+    /// A fresh group id for the next collective call on `members`: the same on every
+    /// member (each makes the same sequence of calls on a team), so each call's messages
+    /// are keyed apart from other calls' ([`skifch::coll::ProtoColl::group`]).
+    pub(crate) fn group_id(&self, members: &[u32]) -> u32 {
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let c = calls.entry(members.to_vec()).or_insert(0);
+        *c = c.wrapping_add(1);
+        let h = members
+            .iter()
+            .fold(0x811C_9DC5u32, |h, &m| (h ^ m).wrapping_mul(0x0100_0193));
+        (h.wrapping_add(c.wrapping_mul(0x9E37_79B9))) & 0x7FFF_FFFF
     }
 
     /// This PE's local address range of segment `seg`.
@@ -378,7 +366,10 @@ impl<P: Port> World<P> {
             unsafe { std::ptr::copy(src.as_ptr(), self.local(dst) as *mut u8, src.len()) };
             return Ok(());
         }
-        self.net().put(&self.segs, pe, dst.seg, dst.off, src)
+        self.dirty.lock().unwrap_or_else(|p| p.into_inner())[pe as usize] = true;
+        Ok(self
+            .ep()
+            .send(pe, msg::H_PUT, u32::from(dst.seg), &[dst.off as u64], src)?)
     }
 
     /// Copies `dst.len()` bytes from `src` on `pe` into `dst`; complete at return.
@@ -395,15 +386,24 @@ impl<P: Port> World<P> {
             unsafe { std::ptr::copy(self.local(src) as *const u8, dst.as_mut_ptr(), dst.len()) };
             return Ok(());
         }
-        let tok = self.net().get_start(
-            &self.segs,
-            pe,
-            src.seg,
-            src.off,
-            dst.as_mut_ptr(),
-            dst.len(),
-        )?;
-        self.wait_net(|net| net.get_done(tok))
+        let ep = self.ep();
+        let args = [src.off as u64, dst.len() as u64];
+        // SAFETY: `dst` is borrowed for this whole call, which waits for the reply or
+        // cancels the request (dropping the landing) before returning.
+        let l = unsafe { Landing::raw(dst.as_mut_ptr(), dst.len()) };
+        let id = ep.request(pe, msg::H_GET, u32::from(src.seg), &args, &[], l)?;
+        match ep.wait(id) {
+            Ok(r) if r.len == dst.len() as u64 && !r.truncated => Ok(()),
+            Ok(r) => Err(Error::Protocol(format!(
+                "PE {pe} answered a {}-byte get with {} bytes",
+                dst.len(),
+                r.len
+            ))),
+            Err(e) => {
+                ep.cancel(id);
+                Err(e.into())
+            }
+        }
     }
 
     /// Atomic `op` on the `width`-byte integer at `a` on `pe`; returns the old value
@@ -431,33 +431,16 @@ impl<P: Port> World<P> {
             // atomically or by raw copies.
             return Ok(unsafe { rma::amo_at(self.local(a) as *mut u8, width, op) });
         }
-        let tok = self
-            .net()
-            .amo_start(&self.segs, pe, a.seg, a.off, width, op, fetch)?;
+        let (arg, x, y) = msg::amo_arg(op, width, a.seg);
+        let args = [a.off as u64, x, y];
+        let ep = self.ep();
         if !fetch {
+            self.dirty.lock().unwrap_or_else(|p| p.into_inner())[pe as usize] = true;
+            ep.send(pe, msg::H_AMO, arg, &args, &[])?;
             return Ok(0);
         }
-        let mut v = 0;
-        self.wait_net(|net| net.amo_done(tok).map(|x| v = x).is_some())?;
-        Ok(v)
-    }
-
-    /// Waits (serving requests) until `done` holds.
-    fn wait_net(&self, mut done: impl FnMut(&mut Net<P>) -> bool) -> Result<(), Error> {
-        let mut spins = 0u32;
-        loop {
-            {
-                let mut net = self.net();
-                if done(&mut net) {
-                    return Ok(());
-                }
-                net.progress(&self.segs)?;
-                if done(&mut net) {
-                    return Ok(());
-                }
-            }
-            backoff(&mut spins);
-        }
+        let r = ep.call(pe, msg::H_AMO, arg, &args, &[], &mut [])?;
+        Ok(r.args[0])
     }
 
     /// Remote completion of every put and atomic this PE issued (OpenSHMEM `shmem_quiet`).
@@ -469,7 +452,27 @@ impl<P: Port> World<P> {
                 }
                 Ok(())
             }
-            Path::Messages => self.wait_net(|net| net.all_acked()),
+            Path::Messages => {
+                let to: Vec<u32> = {
+                    let mut d = self.dirty.lock().unwrap_or_else(|p| p.into_inner());
+                    (0..self.n)
+                        .filter(|&p| std::mem::take(&mut d[p as usize]))
+                        .collect()
+                };
+                if to.is_empty() {
+                    return Ok(());
+                }
+                // A reply to a flush follows every earlier message to that PE.
+                let ep = self.ep();
+                let ids = to
+                    .iter()
+                    .map(|&pe| ep.request(pe, msg::H_FLUSH, 0, &[], &[], Landing::discard()))
+                    .collect::<skifch::Result<Vec<_>>>()?;
+                for id in ids {
+                    ep.wait(id)?;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -479,10 +482,11 @@ impl<P: Port> World<P> {
         std::sync::atomic::fence(Ordering::SeqCst);
     }
 
-    /// One progress sweep (message path) and a check that no PE was lost.
+    /// One progress sweep: serves waiting requests, reports a handler error (a peer's
+    /// bad request) or a lost PE.
     pub fn poll(&self) -> Result<(), Error> {
-        let mut net = self.net();
-        net.progress(&self.segs)
+        self.ep().poll()?;
+        Ok(())
     }
 
     /// Waits until `cond(value at local address addr)` holds, reading it atomically with
@@ -534,45 +538,15 @@ impl<P: Port> World<P> {
     /// Barrier among `members` (this PE must be one of them; every member calls it with
     /// the same list, in the same order relative to other collectives it shares with the
     /// members). Completes this PE's puts first (`quiet`), so data put before the barrier
-    /// is visible to every member after it.
-    ///
-    /// Dissemination over pairwise arrival counters: in round k this PE adds 1 to its
-    /// counter at member `i+2^k` and waits for the counter of member `i−2^k` to pass what
-    /// it has seen. Counters only grow, so barriers of different teams and active sets
-    /// need no reset and no per-team state.
+    /// is visible to every member after it; then [`skifch::coll::barrier`] over the
+    /// members' active-message group.
     pub fn barrier(&self, members: &[u32]) -> Result<(), Error> {
         self.quiet()?;
-        let m = members.len();
-        let Some(i) = members.iter().position(|&p| p == self.me) else {
-            return Err(Error::BadArgument(format!(
-                "PE {} is not in the barrier's set {members:?}",
-                self.me
-            )));
-        };
-        let mut dist = 1;
-        while dist < m {
-            let to = members[(i + dist) % m];
-            let from = members[(i + m - dist) % m];
-            self.amo(
-                to,
-                SymAddr {
-                    seg: SEG_HEAP,
-                    off: self.me as usize * 8,
-                },
-                8,
-                Amo::Add(1),
-                false,
-            )?;
-            let want = {
-                let mut s = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-                s[from as usize] += 1;
-                s[from as usize]
-            };
-            let addr = self.segs[0].0 + from as usize * 8;
-            self.wait_local(addr, 8, |v| v >= want)?;
-            dist *= 2;
-        }
-        self.quiet()
+        let gid = self.group_id(members);
+        let ep = self.ep();
+        let g = self.coll.group(&ep, gid, members.to_vec())?;
+        skifch::coll::barrier(&g)?;
+        Ok(())
     }
 
     /// [`World::barrier`] over all PEs.
@@ -615,18 +589,17 @@ impl<P: Port> World<P> {
             .size_of(a.off)
     }
 
-    /// The scratch word of this library at every PE (collective bookkeeping).
-    pub(crate) fn scratch(&self) -> SymAddr {
-        SymAddr {
-            seg: SEG_HEAP,
-            off: SCRATCH(self.n),
-        }
-    }
-
     /// Ends this PE's part in the job: a barrier, then the progress thread stops.
     pub fn finalize(&self) -> Result<(), Error> {
         self.barrier_all()?;
-        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            t.stop()?;
+        }
         Ok(())
     }
 }

@@ -1,9 +1,9 @@
 //! The Rust API on the in-process job (ranks as threads), on both access paths: the
 //! direct path through `skifch::rma::LocalRma` and the message path (no RMA).
 
-use skifshmem::{Options, Path, ReduceOp, SymVec, Team, World};
 use skifch::local::{self, LocalJob};
 use skifch::rma::{Amo, LocalRma};
+use skifshmem::{Options, Path, ReduceOp, SymVec, Team, World};
 
 fn world(
     job: &LocalJob,

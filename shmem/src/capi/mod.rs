@@ -273,7 +273,7 @@ fn alloc(call: &str, size: usize, align: usize) -> *mut c_void {
     match w.malloc(size, align) {
         Ok(a) => w.local(a) as *mut c_void,
         Err(e @ Error::HeapExhausted { .. }) => {
-            eprintln!("skifshmem: {call}: {e}");
+            crate::say(&format!("skifshmem: {call}: {e}"));
             // The other PEs also failed (same allocator, same calls); keep them in step.
             ok(call, w.barrier_all());
             std::ptr::null_mut()
@@ -307,7 +307,9 @@ pub extern "C" fn shmemalign(align: usize, size: usize) -> *mut c_void {
 pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     let call = "shmem_calloc";
     let Some(bytes) = count.checked_mul(size) else {
-        eprintln!("skifshmem: {call}: {count} × {size} bytes overflows");
+        crate::say(&format!(
+            "skifshmem: {call}: {count} × {size} bytes overflows"
+        ));
         return std::ptr::null_mut();
     };
     let p = alloc(call, bytes, 16);
