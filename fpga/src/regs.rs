@@ -665,6 +665,34 @@ impl std::fmt::Display for Dims {
     }
 }
 
+/// Parses `XxYxZ` (`x` or `X`), each extent in `1..=16`.
+///
+/// # Examples
+/// ```
+/// use fpga::regs::Dims;
+/// assert_eq!("4x2X1".parse::<Dims>().unwrap(), Dims::new(4, 2, 1).unwrap());
+/// assert!("4x2".parse::<Dims>().is_err());
+/// assert!("17x1x1".parse::<Dims>().is_err());
+/// ```
+impl std::str::FromStr for Dims {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || Error::BadConfig(format!("dims {s:?}: expected XxYxZ, e.g. 4x4x4"));
+        let v: Vec<u8> = s
+            .split(['x', 'X'])
+            .map(|p| {
+                p.trim().parse::<u8>().map_err(|_| {
+                    Error::BadConfig(format!("dims {s:?}: {p:?} is not an extent in 1..=16"))
+                })
+            })
+            .collect::<Result<_>>()?;
+        match v[..] {
+            [x, y, z] => Dims::new(x, y, z),
+            _ => Err(bad()),
+        }
+    }
+}
+
 impl Dims {
     /// Checked constructor.
     ///
@@ -817,8 +845,9 @@ pub enum Dir {
 }
 
 /// One of a node's six torus links; the discriminant is the link index used by
-/// `LINK_STATE` bits: 0 +X, 1 −X, 2 +Y, 3 −Y, 4 +Z, 5 −Z.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// `LINK_STATE` bits: 0 +X, 1 −X, 2 +Y, 3 −Y, 4 +Z, 5 −Z. Also the router's network ports
+/// in the torus simulator ([`crate::torus::Port`] is this type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Link {
     /// Index 0.
@@ -894,6 +923,38 @@ impl Link {
     /// The link a packet sent on `self` arrives on at the neighbour.
     pub const fn opposite(self) -> Link {
         Link::ALL[(self.index() ^ 1) as usize]
+    }
+
+    /// The link along axis `axis` (0 = X, 1 = Y, 2 = Z; taken modulo 3) in the + (`plus`)
+    /// or − direction: the simulator's indexing.
+    ///
+    /// # Examples
+    /// ```
+    /// use fpga::regs::Link;
+    /// assert_eq!(Link::along(1, false), Link::MinusY);
+    /// assert_eq!((Link::MinusY.axis(), Link::MinusY.plus()), (1, false));
+    /// assert_eq!(Link::MinusY.to_string(), "Y-");
+    /// ```
+    pub const fn along(axis: usize, plus: bool) -> Link {
+        Link::ALL[(axis % 3) * 2 + if plus { 0 } else { 1 }]
+    }
+
+    /// The axis it runs along as an index: 0 (X), 1 (Y) or 2 (Z).
+    pub const fn axis(self) -> usize {
+        (self.index() / 2) as usize
+    }
+
+    /// `true` for the + direction.
+    pub const fn plus(self) -> bool {
+        self.index() & 1 == 0
+    }
+}
+
+/// `X+`, `Y-`, …
+impl std::fmt::Display for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = ["X", "Y", "Z"][self.axis()];
+        write!(f, "{d}{}", if self.plus() { '+' } else { '-' })
     }
 }
 

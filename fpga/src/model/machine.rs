@@ -10,7 +10,6 @@ use super::bar::Bar;
 use super::network::Network;
 use super::{lock, Fault, HostMemory, IrqSink, ModelConfig};
 use crate::regs::Dims;
-use crate::torus::topology;
 use crate::{Error, Result};
 
 /// How long [`Machine::shutdown`] waits for its threads in all.
@@ -72,12 +71,7 @@ impl Machine {
         let bars = (0..dims.nodes())
             .map(|id| Ok(Bar::new(dims.coord(id)?, dims, caps, cfg.max_pkt)))
             .collect::<Result<Vec<_>>>()?;
-        let tdims = topology::Dims::new(
-            dims.get(crate::regs::Dim::X) as u16,
-            dims.get(crate::regs::Dim::Y) as u16,
-            dims.get(crate::regs::Dim::Z) as u16,
-        )?;
-        let net = Arc::new(Network::new(tdims, cfg.clone(), bars.clone()));
+        let net = Arc::new(Network::new(dims, cfg.clone(), bars.clone()));
         let n2 = net.clone();
         let h = std::thread::Builder::new()
             .name("skif-net".into())

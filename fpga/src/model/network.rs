@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use super::bar::{Bar, Counter};
 use super::{lock, ModelConfig, Wake};
 use crate::desc::PacketHeader;
-use crate::regs::{err, Link};
+use crate::regs::{err, Dims, Link};
 use crate::torus::topology::{self, Port};
 
 /// Virtual channels per link (dateline scheme).
@@ -72,7 +72,7 @@ struct NetState {
 }
 
 pub(crate) struct Network {
-    dims: topology::Dims,
+    dims: Dims,
     cfg: ModelConfig,
     state: Mutex<NetState>,
     pub(crate) wake: Wake,
@@ -84,8 +84,8 @@ pub(crate) struct Network {
 const INPUTS: usize = 1 + 6 * VCS as usize;
 
 impl Network {
-    pub(crate) fn new(dims: topology::Dims, cfg: ModelConfig, bars: Vec<Arc<Bar>>) -> Network {
-        let n = dims.nodes();
+    pub(crate) fn new(dims: Dims, cfg: ModelConfig, bars: Vec<Arc<Bar>>) -> Network {
+        let n = dims.nodes() as usize;
         Network {
             dims,
             cfg,
@@ -135,7 +135,7 @@ impl Network {
         topology::route(&self.dims, VCS, src, dst).iter().all(|h| {
             s.down
                 .get(h.node as usize)
-                .is_some_and(|d| d & (1 << h.port.0) == 0)
+                .is_some_and(|d| d & (1 << h.port.index()) == 0)
         })
     }
 
@@ -264,9 +264,9 @@ impl Network {
                     };
                     let prev = from_link.map(|l| (l / 2, queue_vc));
                     let vc = topology::hop_vc(&self.dims, VCS, prev, here, port);
-                    let m = self.dims.neighbour(here, port) as usize;
-                    let arrive = (port.0 ^ 1) as usize;
-                    if let Some(b) = routers[n].busy[port.0 as usize] {
+                    let m = self.dims.next_node(here, port) as usize;
+                    let arrive = port.opposite().index() as usize;
+                    if let Some(b) = routers[n].busy[port.index() as usize] {
                         if b > now {
                             next = Some(next.map_or(b, |x| x.min(b)));
                             continue;
@@ -326,7 +326,7 @@ impl Network {
             Duration::ZERO
         };
         let done = now + ser;
-        r.busy[port.0 as usize] = Some(done);
+        r.busy[port.index() as usize] = Some(done);
         Some(done + lat)
     }
 }

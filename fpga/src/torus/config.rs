@@ -56,7 +56,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            dims: Dims([4, 4, 4]),
+            dims: Dims::new(4, 4, 4).expect("4x4x4 is a valid torus"),
             link_bw: 4.0,
             link_ns: 50.0,
             router_ns: 200.0,
@@ -75,7 +75,6 @@ impl Default for Config {
 impl Config {
     /// Checks every field; the network refuses a configuration this rejects.
     pub fn validate(&self) -> Result<()> {
-        Dims::new(self.dims.0[0], self.dims.0[1], self.dims.0[2])?;
         let bad = |m: String| Err(Error::BadConfig(m));
         for (name, v) in [
             ("link_bw", self.link_bw),

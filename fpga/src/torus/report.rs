@@ -93,7 +93,7 @@ pub fn run(spec: &Spec) -> Result<Report> {
         };
         net.inject(t, msg)?;
     }
-    let n = dims.nodes();
+    let n = dims.nodes() as usize;
     let mut last = vec![0.0f64; n];
     let mut count = vec![0u64; n];
     // 1 ns .. 2^50 ns (13 days of simulated time), 3 significant digits.
@@ -141,7 +141,7 @@ pub fn run(spec: &Spec) -> Result<Report> {
         mean_hops: per(hops as f64),
         util_mean: util(links.iter().map(|l| l.busy_ns).sum::<f64>() / links.len().max(1) as f64),
         util_max: busiest.map_or(0.0, |l| util(l.busy_ns)),
-        busiest: busiest.map_or((0, Port(0)), |l| (l.node, l.port)),
+        busiest: busiest.map_or((0, Port::PlusX), |l| (l.node, l.port)),
         offered: if spec.interval_ns > 0.0 {
             spec.size as f64 / spec.interval_ns
         } else {

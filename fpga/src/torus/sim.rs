@@ -246,7 +246,7 @@ impl Network {
     /// A network at time 0 with empty buffers and all links up.
     pub fn new(cfg: Config) -> Result<Network> {
         cfg.validate()?;
-        let n = cfg.dims.nodes();
+        let n = cfg.dims.nodes() as usize;
         let vcs = cfg.vcs as usize;
         let mut ports = vec![OutPort::default(); 7 * n];
         for p in &mut ports[..6 * n] {
@@ -398,9 +398,9 @@ impl Network {
         let dims = self.cfg.dims;
         (0..self.n as NodeId)
             .flat_map(|node| Port::ALL.into_iter().map(move |port| (node, port)))
-            .filter(|&(_, port)| dims.0[port.dim()] > 1)
+            .filter(|&(_, port)| dims.extents()[port.axis()] > 1)
             .map(|(node, port)| {
-                let p = &self.ports[node as usize * 6 + port.0 as usize];
+                let p = &self.ports[node as usize * 6 + port.index() as usize];
                 LinkStats {
                     node,
                     port,
@@ -460,23 +460,23 @@ impl Network {
     }
 
     fn link_id(&self, node: NodeId, port: Port) -> Result<u32> {
-        if node as usize >= self.n || port.0 >= 6 || self.cfg.dims.0[port.dim()] < 2 {
+        if node as usize >= self.n || self.cfg.dims.extents()[port.axis()] < 2 {
             return Err(Error::BadConfig(format!(
                 "no link node{node}.{port} in a {} torus",
                 self.cfg.dims
             )));
         }
-        Ok(node as u32 * 6 + port.0 as u32)
+        Ok(node as u32 * 6 + port.index() as u32)
     }
 
     fn route_down(&self, src: NodeId, dst: NodeId) -> Option<(NodeId, Port)> {
         let dims = &self.cfg.dims;
         let mut cur = src;
         while let Some(port) = next_port(dims, src, cur, dst) {
-            if self.ports[cur as usize * 6 + port.0 as usize].down {
+            if self.ports[cur as usize * 6 + port.index() as usize].down {
                 return Some((cur, port));
             }
-            cur = dims.neighbour(cur, port);
+            cur = dims.next_node(cur, port);
         }
         None
     }
@@ -590,7 +590,7 @@ impl Network {
             Some(port) => {
                 let prev = (pk.dim != NONE_DIM).then_some((pk.dim as usize, pk.vc));
                 pk.vc = hop_vc(&dims, self.cfg.vcs, prev, pk.cur, port);
-                pk.port = pk.cur as u32 * 6 + port.0 as u32;
+                pk.port = pk.cur as u32 * 6 + port.index() as u32;
             }
         }
         let input = pk.input;
@@ -667,11 +667,11 @@ impl Network {
             self.schedule(finish, Ev::Deliver(p));
         } else {
             op.credits[pk.vc as usize] -= self.cfg.flits(pk.wire);
-            let dir = Port((port % 6) as u8);
+            let dir = Port::ALL[(port % 6) as usize];
             pk.hops += 1;
-            pk.dim = dir.dim() as u8;
+            pk.dim = dir.axis() as u8;
             pk.input = 2 * port + pk.vc as u32;
-            pk.cur = self.cfg.dims.neighbour(pk.cur, dir);
+            pk.cur = self.cfg.dims.next_node(pk.cur, dir);
             pk.tail_ps = finish + link_ps + router_ps;
             self.schedule(now + link_ps + router_ps, Ev::Arrive(p));
         }
@@ -711,7 +711,7 @@ impl Network {
                 src: m.src,
                 dst: m.dst,
                 node: pk.cur,
-                port: Port((port % 6) as u8),
+                port: Port::ALL[(port % 6) as usize],
                 at_ns: to_ns(self.now),
             });
             self.packet_done(pk.msg);
@@ -784,7 +784,7 @@ impl Network {
                 let first = b;
                 loop {
                     let link = b / 2;
-                    cycle.push(((link / 6) as NodeId, Port((link % 6) as u8), (b % 2) as u8));
+                    cycle.push(((link / 6) as NodeId, Port::ALL[link % 6], (b % 2) as u8));
                     b = next(b).expect("on a cycle");
                     if b == first {
                         break;

@@ -1,19 +1,14 @@
 //! Torus geometry: node numbering, ports, dimension-order routes and the closed forms the
 //! tests check the simulator against.
 
-use std::fmt;
-use std::str::FromStr;
+use crate::regs::Dim;
 
-use crate::{Error, Result};
-
-/// Largest size of one torus dimension (16×16×16 = 4096 nodes).
-pub const MAX_DIM: u16 = 16;
-
-/// A node's index: `x + X·(y + Y·z)`.
+/// A node's index: `x + X·(y + Y·z)` (the adapter's linear node id, `regs::Dims::node_id`).
 pub type NodeId = u16;
 
-/// The size of the torus in X, Y and Z (each `1..=16`; a size of 1 means "no links in that
-/// dimension", so 8×1×1 is a ring).
+/// The torus size: the adapter's `TORUS_DIMS` type, one type for the device model, the
+/// driver and the simulator. Each extent is `1..=16`; an extent of 1 means "no links in
+/// that dimension", so 8×1×1 is a ring.
 ///
 /// # Examples
 /// ```
@@ -23,43 +18,33 @@ pub type NodeId = u16;
 /// assert_eq!(d.distance(0, d.node([2, 3, 1])), 2 + 1 + 1);
 /// assert!("0x4x4".parse::<Dims>().is_err());
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Dims(pub [u16; 3]);
+pub use crate::regs::Dims;
 
+/// The simulator's view of a torus: node ids and `[x, y, z]` coordinates as `u16`, routes,
+/// and the closed forms the tests check the simulator against.
 impl Dims {
-    /// Checked constructor: every size in `1..=16`.
-    pub fn new(x: u16, y: u16, z: u16) -> Result<Self> {
-        let d = Dims([x, y, z]);
-        if d.0.iter().any(|&k| k == 0 || k > MAX_DIM) {
-            return Err(Error::BadConfig(format!(
-                "torus dimensions {d} out of range: each must be 1..={MAX_DIM}"
-            )));
-        }
-        Ok(d)
-    }
-
-    /// Number of nodes `X·Y·Z`.
-    pub fn nodes(&self) -> usize {
-        self.0.iter().map(|&k| k as usize).product()
+    /// The extents `[X, Y, Z]`.
+    pub fn extents(&self) -> [u16; 3] {
+        [Dim::X, Dim::Y, Dim::Z].map(|d| self.get(d) as u16)
     }
 
     /// Coordinates of node `n` (`n < nodes()`).
-    pub fn coord(&self, n: NodeId) -> [u16; 3] {
-        let [x, y, _] = self.0;
+    pub fn coords(&self, n: NodeId) -> [u16; 3] {
+        let [x, y, _] = self.extents();
         [n % x, (n / x) % y, n / (x * y)]
     }
 
     /// Node at coordinates `c` (each taken modulo its dimension).
     pub fn node(&self, c: [u16; 3]) -> NodeId {
-        let [x, y, z] = self.0;
+        let [x, y, z] = self.extents();
         (c[0] % x) + x * ((c[1] % y) + y * (c[2] % z))
     }
 
     /// The neighbour of `n` through `port`.
-    pub fn neighbour(&self, n: NodeId, port: Port) -> NodeId {
-        let mut c = self.coord(n);
-        let k = self.0[port.dim()];
-        let i = port.dim();
+    pub fn next_node(&self, n: NodeId, port: Port) -> NodeId {
+        let mut c = self.coords(n);
+        let i = port.axis();
+        let k = self.extents()[i];
         c[i] = if port.plus() {
             (c[i] + 1) % k
         } else {
@@ -70,10 +55,10 @@ impl Dims {
 
     /// Torus distance: Σ over dimensions of `min(d, k − d)`.
     pub fn distance(&self, a: NodeId, b: NodeId) -> u32 {
-        let (ca, cb) = (self.coord(a), self.coord(b));
+        let (ca, cb, ext) = (self.coords(a), self.coords(b), self.extents());
         (0..3)
             .map(|i| {
-                let k = self.0[i];
+                let k = ext[i];
                 let d = (cb[i] + k - ca[i]) % k;
                 d.min(k - d) as u32
             })
@@ -83,8 +68,8 @@ impl Dims {
     /// Whether the hop from `n` through `port` is the wrap-around link of its dimension (the
     /// dateline of the virtual-channel scheme).
     pub fn is_wrap(&self, n: NodeId, port: Port) -> bool {
-        let c = self.coord(n)[port.dim()];
-        let k = self.0[port.dim()];
+        let c = self.coords(n)[port.axis()];
+        let k = self.extents()[port.axis()];
         if port.plus() {
             c == k - 1
         } else {
@@ -111,7 +96,7 @@ impl Dims {
             return 0.0;
         }
         let per_dim: f64 = self
-            .0
+            .extents()
             .iter()
             .map(|&k| {
                 let k = k as f64;
@@ -137,7 +122,7 @@ impl Dims {
     /// the halves are unequal; the bound uses `⌊k/2⌋` and is then slightly loose.)
     pub fn bisection_bound(&self, link_bw: f64) -> f64 {
         let n = self.nodes() as f64;
-        let k = *self.0.iter().max().unwrap_or(&1);
+        let k = *self.extents().iter().max().unwrap_or(&1);
         if k < 2 {
             return f64::INFINITY;
         }
@@ -148,55 +133,9 @@ impl Dims {
     }
 }
 
-impl fmt::Display for Dims {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}x{}x{}", self.0[0], self.0[1], self.0[2])
-    }
-}
-
-impl FromStr for Dims {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        let bad = || Error::BadConfig(format!("dims {s:?}: expected XxYxZ, e.g. 4x4x4"));
-        let v: Vec<u16> = s
-            .split(['x', 'X'])
-            .map(|p| p.trim().parse().map_err(|_| bad()))
-            .collect::<Result<_>>()?;
-        match v[..] {
-            [x, y, z] => Dims::new(x, y, z),
-            _ => Err(bad()),
-        }
-    }
-}
-
-/// One of a router's six network ports: `2·dim + (0 for +, 1 for −)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Port(pub u8);
-
-impl Port {
-    /// All six ports, in order X+, X−, Y+, Y−, Z+, Z−.
-    pub const ALL: [Port; 6] = [Port(0), Port(1), Port(2), Port(3), Port(4), Port(5)];
-
-    /// Port of dimension `dim` (0..3) in the + (`plus`) or − direction.
-    pub fn new(dim: usize, plus: bool) -> Port {
-        Port((2 * dim + usize::from(!plus)) as u8)
-    }
-    /// Dimension 0 (X), 1 (Y) or 2 (Z).
-    pub fn dim(self) -> usize {
-        (self.0 / 2) as usize
-    }
-    /// `true` for the + direction.
-    pub fn plus(self) -> bool {
-        self.0 & 1 == 0
-    }
-}
-
-impl fmt::Display for Port {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = ["X", "Y", "Z"][self.dim() % 3];
-        write!(f, "{d}{}", if self.plus() { '+' } else { '-' })
-    }
-}
+/// One of a router's six network ports: the adapter's torus link of the same index
+/// (`2·axis + (0 for +, 1 for −)`; [`Port::along`], [`Port::axis`], [`Port::plus`]).
+pub type Port = crate::regs::Link;
 
 /// One hop of a route: leave `node` through `port` on virtual channel `vc`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,16 +153,16 @@ pub struct Hop {
 /// tie (even: +, odd: −), which spreads that traffic over both directions and stays
 /// consistent along the route (after one hop the remaining distance is below `k/2`).
 pub fn next_port(dims: &Dims, src: NodeId, cur: NodeId, dst: NodeId) -> Option<Port> {
-    let (cc, cd) = (dims.coord(cur), dims.coord(dst));
+    let (cc, cd) = (dims.coords(cur), dims.coords(dst));
     (0..3).find(|&i| cc[i] != cd[i]).map(|i| {
-        let k = dims.0[i];
+        let k = dims.extents()[i];
         let d = (cd[i] + k - cc[i]) % k;
         let plus = match (2 * d).cmp(&k) {
             std::cmp::Ordering::Less => true,
             std::cmp::Ordering::Greater => false,
-            std::cmp::Ordering::Equal => dims.coord(src)[i] & 1 == 0,
+            std::cmp::Ordering::Equal => dims.coords(src)[i] & 1 == 0,
         };
-        Port::new(i, plus)
+        Port::along(i, plus)
     })
 }
 
@@ -235,7 +174,7 @@ pub fn hop_vc(dims: &Dims, vcs: u8, prev: Option<(usize, u8)>, node: NodeId, por
         return 0;
     }
     let carried = match prev {
-        Some((dim, vc)) if dim == port.dim() => vc,
+        Some((dim, vc)) if dim == port.axis() => vc,
         _ => 0,
     };
     if dims.is_wrap(node, port) {
@@ -266,8 +205,8 @@ pub fn route(dims: &Dims, vcs: u8, src: NodeId, dst: NodeId) -> Vec<Hop> {
             port,
             vc,
         });
-        prev = Some((port.dim(), vc));
-        cur = dims.neighbour(cur, port);
+        prev = Some((port.axis(), vc));
+        cur = dims.next_node(cur, port);
     }
     hops
 }
@@ -280,15 +219,15 @@ mod tests {
     fn numbering_round_trips() {
         let d = Dims::new(3, 4, 5).unwrap();
         for n in 0..d.nodes() as NodeId {
-            assert_eq!(d.node(d.coord(n)), n);
+            assert_eq!(d.node(d.coords(n)), n);
         }
     }
 
     #[test]
     fn tie_break_spreads_over_both_directions() {
         let d = Dims::new(4, 1, 1).unwrap();
-        assert_eq!(next_port(&d, 0, 0, 2), Some(Port::new(0, true)));
-        assert_eq!(next_port(&d, 1, 1, 3), Some(Port::new(0, false)));
+        assert_eq!(next_port(&d, 0, 0, 2), Some(Port::along(0, true)));
+        assert_eq!(next_port(&d, 1, 1, 3), Some(Port::along(0, false)));
     }
 
     #[test]

@@ -34,7 +34,7 @@ impl Pattern {
 
     /// The node every sender targets under [`Pattern::HotSpot`].
     pub fn hot_node(dims: &Dims) -> NodeId {
-        dims.node(dims.0.map(|k| k / 2))
+        dims.node(dims.extents().map(|k| k / 2))
     }
 
     /// The sending nodes, in order.
@@ -47,7 +47,7 @@ impl Pattern {
                 let hot = Self::hot_node(dims);
                 (0..n).filter(|&i| i != hot).collect()
             }
-            Pattern::Halo if dims.0.iter().all(|&k| k < 2) => Vec::new(),
+            Pattern::Halo if dims.extents().iter().all(|&k| k < 2) => Vec::new(),
             _ => (0..n).collect(),
         }
     }
@@ -69,7 +69,7 @@ impl Pattern {
         let senders = self.senders(dims);
         let ports: Vec<Port> = Port::ALL
             .into_iter()
-            .filter(|p| dims.0[p.dim()] > 1)
+            .filter(|p| dims.extents()[p.axis()] > 1)
             .collect();
         let hot = Self::hot_node(dims);
         let mut rng = SplitMix64(seed);
@@ -79,7 +79,7 @@ impl Pattern {
                 let dst = match self {
                     Pattern::Pairs => s + n / 2,
                     Pattern::AllToAll => ((s as u32 + 1 + j % (n as u32 - 1)) % n as u32) as NodeId,
-                    Pattern::Halo => dims.neighbour(s, ports[j as usize % ports.len()]),
+                    Pattern::Halo => dims.next_node(s, ports[j as usize % ports.len()]),
                     Pattern::HotSpot => hot,
                     Pattern::Uniform => {
                         let r = (rng.next_u64() % (n as u64 - 1)) as NodeId;

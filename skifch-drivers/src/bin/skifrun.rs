@@ -75,7 +75,7 @@ fn parse_wait(s: &str) -> Result<WaitPolicy, String> {
 }
 
 fn parse_torus(s: &str) -> Result<fpga::regs::Dims, String> {
-    skifch_drivers::fpga::remote::parse_dims(s).map_err(|e| e.to_string())
+    s.parse().map_err(|e: fpga::Error| e.to_string())
 }
 
 fn parse_grace(s: &str) -> Result<f64, String> {

@@ -798,26 +798,3 @@ pub fn default_dims(n: u32) -> Result<Dims> {
     Dims::new(x as u8, y as u8, z as u8)
         .map_err(|e| Error::InvalidArgument(format!("torus for {n} ranks: {e}").into()))
 }
-
-/// Parses `--torus XxYxZ` (each extent 1..=16).
-///
-/// ```
-/// use skifch_drivers::fpga::remote::parse_dims;
-/// assert_eq!(parse_dims("4x2x1").unwrap().nodes(), 8);
-/// assert!(parse_dims("4x2").is_err());
-/// assert!(parse_dims("0x2x2").is_err());
-/// assert!(parse_dims("17x1x1").is_err());
-/// ```
-pub fn parse_dims(s: &str) -> Result<Dims> {
-    let bad = |why: String| Error::InvalidArgument(format!("--torus {s:?}: {why}").into());
-    let parts: Vec<&str> = s.split(['x', 'X']).collect();
-    let [x, y, z] = parts[..] else {
-        return Err(bad("expected XxYxZ, e.g. 2x2x1".into()));
-    };
-    let num = |p: &str| {
-        p.trim()
-            .parse::<u8>()
-            .map_err(|_| bad(format!("{p:?} is not an extent in 1..=16")))
-    };
-    Dims::new(num(x)?, num(y)?, num(z)?).map_err(|e| bad(e.to_string()))
-}
