@@ -224,9 +224,15 @@ struct State {
 }
 
 /// The engine: one channel plus [`State`].
+///
+/// After a transport failure (a lost peer, a closed port, a corrupt message) the engine is
+/// *broken*: every later call returns that error and nothing is sent, received or written
+/// any more. This is what makes borrowed buffers sound: a request either completes (and
+/// releases its buffer) or the engine never touches memory again.
 pub struct Engine<P: Port> {
     ch: Channel<P>,
     st: State,
+    broken: Option<Error>,
 }
 
 fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
@@ -270,6 +276,7 @@ impl<P: Port> Engine<P> {
                 nout: 0,
                 bsend_used: 0,
             },
+            broken: None,
         })
     }
 
@@ -300,6 +307,7 @@ impl<P: Port> Engine<P> {
         mode: Mode,
         bsend: usize,
     ) -> Result<ReqId> {
+        self.check()?;
         let len = buf.packed_len();
         let seq = self.st.next_seq();
         let id = self.st.alloc(Req {
@@ -331,11 +339,12 @@ impl<P: Port> Engine<P> {
                     &packed
                 }
             };
-            self.st.send_or_queue(
+            let r = self.st.send_or_queue(
                 &self.ch,
                 dst,
                 &[IoSlice::new(&h[..HDR]), IoSlice::new(data)],
-            )?;
+            );
+            r.map_err(|e| self.fail(e))?;
             if mode == Mode::Standard {
                 self.st.complete(id);
             }
@@ -353,8 +362,8 @@ impl<P: Port> Engine<P> {
             {
                 *b = Some(buf);
             }
-            self.st
-                .send_or_queue(&self.ch, dst, &[IoSlice::new(&h.emit())])?;
+            let r = self.st.send_or_queue(&self.ch, dst, &[IoSlice::new(&h.emit())]);
+            r.map_err(|e| self.fail(e))?;
         }
         Ok(id)
     }
@@ -362,6 +371,7 @@ impl<P: Port> Engine<P> {
     /// Posts a receive into `buf` from rank `src` (or `ANY_SOURCE`) of context `ctx` with
     /// `tag` (or `ANY_TAG`). `src == PROC_NULL` completes at once.
     pub fn irecv(&mut self, ctx: u16, src: i32, tag: i32, buf: UserBuf) -> Result<ReqId> {
+        self.check()?;
         let seq = self.st.next_seq();
         let id = self.st.alloc(Req {
             kind: ReqKind::Nothing,
@@ -493,7 +503,7 @@ impl<P: Port> Engine<P> {
                 // so the loop rechecks `done` and lost peers.
                 match self.ch.wait(Some(Duration::from_millis(50))) {
                     Ok(()) | Err(skifch::Error::TimedOut) => {}
-                    Err(e) => return Err(e.into()),
+                    Err(e) => return Err(self.fail(e.into())),
                 }
             }
         }
@@ -575,6 +585,12 @@ impl<P: Port> Engine<P> {
     /// One round: pushes queued sends, then handles the messages waiting (a bounded
     /// number). `true` if anything happened.
     pub fn progress(&mut self) -> Result<bool> {
+        self.check()?;
+        let r = self.progress_inner();
+        r.map_err(|e| self.fail(e))
+    }
+
+    fn progress_inner(&mut self) -> Result<bool> {
         let mut did = false;
         if self.st.nout > 0 {
             did |= self.st.flush(&self.ch)?;
@@ -590,6 +606,20 @@ impl<P: Port> Engine<P> {
             }
         }
         Ok(did)
+    }
+
+    /// The error that broke the engine, if any.
+    fn check(&self) -> Result<()> {
+        match &self.broken {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the engine broken by `e` (see [`Engine`]); returns `e`.
+    fn fail(&mut self, e: Error) -> Error {
+        self.broken.get_or_insert(e.clone());
+        e
     }
 
     /// Pushes every queued send out (progressing meanwhile), for Finalize.
