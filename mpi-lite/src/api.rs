@@ -30,6 +30,7 @@ use crate::engine::{Mode, ReqId, Status};
 use crate::error::Result;
 use crate::group::Group;
 use crate::mem::UserBuf;
+pub use skifch::coll::Op;
 
 /// A communicator of an [`Mpi`] instance.
 #[derive(Clone)]
@@ -201,6 +202,64 @@ impl<'m, P: Port> Comm<'m, P> {
     /// `MPI_Barrier` (see [`Mpi::barrier`]).
     pub fn barrier(&self) -> Result<()> {
         self.mpi.barrier(&self.data)
+    }
+
+    /// `MPI_Bcast` of a slice from `root` (see [`crate::coll`] for who participates).
+    pub fn bcast<T: Equivalence>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        // SAFETY: `buf` is borrowed mutably for the whole (blocking) call.
+        let mut b = unsafe { slice_buf(buf) };
+        self.mpi.bcast(&self.data, &mut b, root)
+    }
+
+    /// `MPI_Allreduce` of `send` into `recv` (same length) with a predefined operation.
+    pub fn allreduce<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: Op) -> Result<()> {
+        if send.len() != recv.len() {
+            return Err(crate::Error::Count(format!(
+                "MPI_Allreduce: {} elements sent, room for {}",
+                send.len(),
+                recv.len()
+            )));
+        }
+        // SAFETY: both slices are borrowed for the whole (blocking) call.
+        let (s, mut r) = unsafe { (slice_buf(send), slice_buf(recv)) };
+        self.mpi.allreduce(&self.data, Some(&s), &mut r, op)
+    }
+
+    /// `MPI_Reduce` to `root`; `recv` matters at the root only.
+    pub fn reduce<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: Op,
+        root: i32,
+    ) -> Result<()> {
+        // SAFETY: both slices are borrowed for the whole (blocking) call.
+        let (s, mut r) = unsafe { (slice_buf(send), slice_buf(recv)) };
+        let at_root = self.rank() as i32 == root;
+        self.mpi.reduce(
+            &self.data,
+            Some(&s),
+            if at_root { Some(&mut r) } else { None },
+            op,
+            root,
+        )
+    }
+
+    /// `MPI_Allgather`: every member's `send` (same length everywhere) into `recv`
+    /// (`size() × send.len()` elements), in rank order.
+    pub fn allgather<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let n = self.size();
+        let (counts, displs): (Vec<usize>, Vec<usize>) =
+            (0..n).map(|i| (send.len(), i * send.len())).unzip();
+        if recv.len() < n * send.len() {
+            return Err(crate::Error::Count(
+                "MPI_Allgather: receive slice too short".into(),
+            ));
+        }
+        // SAFETY: both slices are borrowed for the whole (blocking) call.
+        let (s, mut r) = unsafe { (slice_buf(send), slice_buf(recv)) };
+        self.mpi
+            .allgatherv(&self.data, Some(&s), &mut r, &counts, &displs)
     }
 
     /// `MPI_Comm_dup` (collective).

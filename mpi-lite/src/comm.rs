@@ -57,9 +57,21 @@ pub struct CommData {
     pub rank: usize,
     /// Virtual topology, if any.
     pub topo: Option<Topology>,
+    /// Collective calls made on this communicator (their tags, see `skifch::coll::Transport`).
+    pub coll_seq: std::sync::atomic::AtomicU32,
 }
 
 impl CommData {
+    /// A communicator description.
+    pub fn new(ctx: u16, group: Group, rank: usize, topo: Option<Topology>) -> Self {
+        CommData {
+            ctx,
+            group,
+            rank,
+            topo,
+            coll_seq: Default::default(),
+        }
+    }
     /// Number of members.
     pub fn size(&self) -> usize {
         self.group.size()
@@ -99,18 +111,8 @@ impl<P: Port> Mpi<P> {
         Ok(Mpi {
             eng: RefCell::new(eng),
             next_ctx: Cell::new(4),
-            world: Arc::new(CommData {
-                ctx: 0,
-                group: Group::world(n),
-                rank: me as usize,
-                topo: None,
-            }),
-            selfc: Arc::new(CommData {
-                ctx: 2,
-                group: Group::from_ranks(vec![me]),
-                rank: 0,
-                topo: None,
-            }),
+            world: Arc::new(CommData::new(0, Group::world(n), me as usize, None)),
+            selfc: Arc::new(CommData::new(2, Group::from_ranks(vec![me]), 0, None)),
             start: Instant::now(),
             bsend_cap: Cell::new(0),
         })
@@ -367,12 +369,12 @@ impl<P: Port> Mpi<P> {
     /// Every member of `c` calls it; it returns once all have (context agreement).
     pub fn dup(&self, c: &CommData) -> Result<Arc<CommData>> {
         let ctx = self.new_ctx(c)?;
-        Ok(Arc::new(CommData {
+        Ok(Arc::new(CommData::new(
             ctx,
-            group: c.group.clone(),
-            rank: c.rank,
-            topo: c.topo.clone(),
-        }))
+            c.group.clone(),
+            c.rank,
+            c.topo.clone(),
+        )))
     }
 
     /// `MPI_Comm_split`: members with the same `color` form a communicator, ordered by
@@ -408,12 +410,12 @@ impl<P: Port> Mpi<P> {
             .iter()
             .position(|&(_, r)| r == c.rank)
             .ok_or_else(|| Error::Intern("split lost this process".into()))?;
-        Ok(Some(Arc::new(CommData {
+        Ok(Some(Arc::new(CommData::new(
             ctx,
-            group: Group::from_ranks(ranks),
+            Group::from_ranks(ranks),
             rank,
-            topo: None,
-        })))
+            None,
+        ))))
     }
 
     /// `MPI_Comm_create`: the members of `g` (a subgroup of `c`'s) get a communicator,
@@ -429,14 +431,8 @@ impl<P: Port> Mpi<P> {
         }
         let ctx = self.new_ctx(c)?;
         let me = c.world_of(c.rank);
-        Ok(g.rank_of(me).map(|rank| {
-            Arc::new(CommData {
-                ctx,
-                group: g.clone(),
-                rank,
-                topo: None,
-            })
-        }))
+        Ok(g.rank_of(me)
+            .map(|rank| Arc::new(CommData::new(ctx, g.clone(), rank, None))))
     }
 
     /// `MPI_Comm_compare`.
@@ -515,15 +511,15 @@ impl<P: Port> Mpi<P> {
         let color = if (c.rank as i64) < n { 0 } else { UNDEFINED };
         let sub = self.split(c, color, c.rank as i32)?;
         Ok(sub.map(|s| {
-            Arc::new(CommData {
-                ctx: s.ctx,
-                group: s.group.clone(),
-                rank: s.rank,
-                topo: Some(Topology::Cart {
+            Arc::new(CommData::new(
+                s.ctx,
+                s.group.clone(),
+                s.rank,
+                Some(Topology::Cart {
                     dims: dims.to_vec(),
                     periods: periods.to_vec(),
                 }),
-            })
+            ))
         }))
     }
 
@@ -548,15 +544,15 @@ impl<P: Port> Mpi<P> {
             }
         }
         let d = self.dup(c)?;
-        Ok(Arc::new(CommData {
-            ctx: d.ctx,
-            group: d.group.clone(),
-            rank: d.rank,
-            topo: Some(Topology::DistGraph {
+        Ok(Arc::new(CommData::new(
+            d.ctx,
+            d.group.clone(),
+            d.rank,
+            Some(Topology::DistGraph {
                 sources,
                 dests,
                 weighted,
             }),
-        }))
+        )))
     }
 }

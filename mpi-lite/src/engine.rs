@@ -362,7 +362,9 @@ impl<P: Port> Engine<P> {
             {
                 *b = Some(buf);
             }
-            let r = self.st.send_or_queue(&self.ch, dst, &[IoSlice::new(&h.emit())]);
+            let r = self
+                .st
+                .send_or_queue(&self.ch, dst, &[IoSlice::new(&h.emit())]);
             r.map_err(|e| self.fail(e))?;
         }
         Ok(id)

@@ -10,6 +10,7 @@ pub mod wire;
 
 pub use error::{Error, Result};
 pub mod api;
+pub mod coll;
 pub mod comm;
 pub mod topo;
 

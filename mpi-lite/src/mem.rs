@@ -81,6 +81,46 @@ impl UserBuf {
         Some(unsafe { std::slice::from_raw_parts(self.base.offset(off), len) })
     }
 
+    /// The buffer as one mutable slice when the type map is contiguous.
+    pub fn as_contiguous_mut(&mut self) -> Option<&mut [u8]> {
+        let (off, len) = self.dt.contiguous_span(self.count)?;
+        if len == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: as `as_contiguous`, writable per `new`'s contract (or owned storage),
+        // borrowed mutably through `self`.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.base.offset(off), len) })
+    }
+
+    /// The memory of `count` elements as the C program lays them out, padding included
+    /// (`count × extent` bytes) — how reductions see arrays of predefined types such as
+    /// `MPI_DOUBLE_INT`. `None` for derived types that are not one dense run.
+    pub fn dense_mut(&mut self) -> Option<&mut [u8]> {
+        if self.dt.predefined().is_none() {
+            return self.as_contiguous_mut();
+        }
+        let len = self.count * self.dt.extent() as usize;
+        if len == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: a predefined type's element is `extent` bytes of C object (padding
+        // included), so `count` of them are `len` bytes at `base`, valid per `new`.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.base, len) })
+    }
+
+    /// Read-only [`UserBuf::dense_mut`].
+    pub fn dense(&self) -> Option<&[u8]> {
+        if self.dt.predefined().is_none() {
+            return self.as_contiguous();
+        }
+        let len = self.count * self.dt.extent() as usize;
+        if len == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: as `dense_mut`, readable.
+        Some(unsafe { std::slice::from_raw_parts(self.base, len) })
+    }
+
     /// Copies packed bytes `[from, from + out.len())` of the buffer into `out` (pack).
     pub fn read_packed(&self, from: usize, out: &mut [u8]) {
         debug_assert!(from + out.len() <= self.packed_len());

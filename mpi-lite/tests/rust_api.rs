@@ -190,3 +190,25 @@ fn split_dup_and_bad_arguments() {
     });
     assert_eq!(out, vec![2, 3, 0, 1]);
 }
+
+#[test]
+fn collectives_from_rust() {
+    let out = run(3, |w| {
+        let mut v = [0u64; 3];
+        if w.rank() == 1 {
+            v = [7, 8, 9];
+        }
+        w.bcast(&mut v, 1)?;
+        assert_eq!(v, [7, 8, 9]);
+        let mut s = [0.0f64; 2];
+        w.allreduce(&[w.rank() as f64, 1.0], &mut s, mpi_lite::api::Op::Sum)?;
+        assert_eq!(s, [3.0, 3.0]);
+        let mut m = [0i32];
+        w.reduce(&[w.rank() as i32 * 5], &mut m, mpi_lite::api::Op::Max, 0)?;
+        let mut all = [0u16; 6];
+        w.allgather(&[w.rank() as u16, 9], &mut all)?;
+        assert_eq!(all, [0, 9, 1, 9, 2, 9]);
+        Ok(m[0])
+    });
+    assert_eq!(out[0], 10);
+}

@@ -172,6 +172,11 @@ fn point_to_point_all_rendezvous() {
 }
 
 #[test]
+fn collectives() {
+    check("coll", &[]);
+}
+
+#[test]
 fn datatypes() {
     check("types", &[]);
 }

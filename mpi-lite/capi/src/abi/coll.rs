@@ -1,13 +1,71 @@
-//! Collectives (MPI-3.1 chapter 5). `MPI_Barrier` works; the others wait for the shared
-//! algorithms of `skifch::coll` and until then fail with `MPI_ERR_UNSUPPORTED_OPERATION`
-//! (abort naming the call under `MPI_ERRORS_ARE_FATAL`).
+//! Collectives (MPI-3.1 chapter 5): argument translation to `mpi_lite::coll` (which runs
+//! the shared algorithms of `skifch::coll`). `MPI_IN_PLACE` is honoured where MPI allows
+//! it; user-defined operations (`MPI_Op_create`) are not supported yet.
 
 use std::ffi::{c_int, c_void};
 
-use mpi_lite::Error;
+use mpi_lite::coll::{kernel, op_from_handle};
+use mpi_lite::mem::UserBuf;
+use mpi_lite::{Error, Result};
+use skifch::coll::Reducer;
 
-use super::mpi_fn;
-use crate::state::{call, h};
+use super::{arr, count, mpi_fn, user_buf, IN_PLACE};
+use crate::state::{call, call_pure, h, CState};
+
+fn in_place(p: *const c_void) -> bool {
+    p as usize == IN_PLACE
+}
+
+/// A send buffer, `None` for `MPI_IN_PLACE`.
+///
+/// # Safety
+/// MPI buffer contract for the duration of the call.
+unsafe fn send_buf(
+    st: &CState,
+    p: *const c_void,
+    n: c_int,
+    dt: c_int,
+    call: &str,
+) -> Result<Option<UserBuf>> {
+    if in_place(p) {
+        return Ok(None);
+    }
+    // SAFETY: forwarded.
+    unsafe { user_buf(st, p, n, dt, call).map(Some) }
+}
+
+/// Element counts of a v-variant (one per member) and the number of elements the buffer
+/// spans (max of displacement + count).
+///
+/// # Safety
+/// `counts` and `displs` hold `n` ints each.
+unsafe fn layout(
+    counts: *const c_int,
+    displs: *const c_int,
+    n: usize,
+    call: &str,
+) -> Result<(Vec<usize>, Vec<usize>, usize)> {
+    // SAFETY: forwarded.
+    let (c, d) = unsafe {
+        (
+            arr(counts, n as c_int, "counts")?,
+            arr(displs, n as c_int, "displs")?,
+        )
+    };
+    let c: Vec<usize> = c.iter().map(|&x| count(x, call)).collect::<Result<_>>()?;
+    let d: Vec<usize> = d
+        .iter()
+        .map(|&x| {
+            usize::try_from(x).map_err(|_| Error::Arg(format!("{call}: negative displacement {x}")))
+        })
+        .collect::<Result<_>>()?;
+    let span = c.iter().zip(&d).map(|(a, b)| a + b).max().unwrap_or(0);
+    Ok((c, d, span))
+}
+
+fn regular(n: usize, k: usize) -> (Vec<usize>, Vec<usize>) {
+    (vec![k; n], (0..n).map(|i| i * k).collect())
+}
 
 mpi_fn!(MPI_Barrier, PMPI_Barrier, (comm: c_int) -> c_int {
     call("MPI_Barrier", comm, |st| {
@@ -16,74 +74,256 @@ mpi_fn!(MPI_Barrier, PMPI_Barrier, (comm: c_int) -> c_int {
     })
 });
 
-mpi_fn!(MPI_Bcast, PMPI_Bcast, (_buffer: *mut c_void, _count: c_int, _datatype: c_int, _root: c_int, comm: c_int) -> c_int {
-    call("MPI_Bcast", comm, |_| Err(Error::Unsupported("MPI_Bcast (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Bcast, PMPI_Bcast, (buffer: *mut c_void, n: c_int, datatype: c_int, root: c_int, comm: c_int) -> c_int {
+    call("MPI_Bcast", comm, |st| {
+        let c = st.comm(comm)?;
+        // SAFETY: the buffer is valid for the call (MPI contract).
+        let mut b = unsafe { user_buf(st, buffer, n, datatype, "MPI_Bcast")? };
+        st.mpi.bcast(&c, &mut b, root)
+    })
 });
 
-mpi_fn!(MPI_Reduce, PMPI_Reduce, (_sendbuf: *const c_void, _recvbuf: *mut c_void, _count: c_int, _datatype: c_int, _op: c_int, _root: c_int, comm: c_int) -> c_int {
-    call("MPI_Reduce", comm, |_| Err(Error::Unsupported("MPI_Reduce (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_void, n: c_int, datatype: c_int,
+        op: c_int, root: c_int, comm: c_int) -> c_int {
+    call("MPI_Reduce", comm, |st| {
+        let c = st.comm(comm)?;
+        let op = op_from_handle(op)?;
+        // SAFETY: the buffers are valid for the call (MPI contract; recvbuf at the root).
+        let (s, mut r) = unsafe {
+            (send_buf(st, sendbuf, n, datatype, "MPI_Reduce")?,
+             if c.rank as c_int == root { Some(user_buf(st, recvbuf, n, datatype, "MPI_Reduce")?) } else { None })
+        };
+        st.mpi.reduce(&c, s.as_ref(), r.as_mut(), op, root)
+    })
 });
 
-mpi_fn!(MPI_Allreduce, PMPI_Allreduce, (_sendbuf: *const c_void, _recvbuf: *mut c_void, _count: c_int, _datatype: c_int, _op: c_int, comm: c_int) -> c_int {
-    call("MPI_Allreduce", comm, |_| Err(Error::Unsupported("MPI_Allreduce (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut c_void, n: c_int, datatype: c_int,
+        op: c_int, comm: c_int) -> c_int {
+    call("MPI_Allreduce", comm, |st| {
+        let c = st.comm(comm)?;
+        let op = op_from_handle(op)?;
+        // SAFETY: the buffers are valid for the call.
+        let (s, mut r) = unsafe {
+            (send_buf(st, sendbuf, n, datatype, "MPI_Allreduce")?, user_buf(st, recvbuf, n, datatype, "MPI_Allreduce")?)
+        };
+        st.mpi.allreduce(&c, s.as_ref(), &mut r, op)
+    })
 });
 
-mpi_fn!(MPI_Gather, PMPI_Gather, (_sendbuf: *const c_void, _sendcount: c_int, _sendtype: c_int, _recvbuf: *mut c_void, _recvcount: c_int, _recvtype: c_int, _root: c_int, comm: c_int) -> c_int {
-    call("MPI_Gather", comm, |_| Err(Error::Unsupported("MPI_Gather (collectives arrive with skifch::coll)".into())))
+macro_rules! scan_fn {
+    ($mpi:ident, $pmpi:ident, $name:literal, $excl:expr) => {
+        mpi_fn!($mpi, $pmpi, (sendbuf: *const c_void, recvbuf: *mut c_void, n: c_int, datatype: c_int,
+                op: c_int, comm: c_int) -> c_int {
+            call($name, comm, |st| {
+                let c = st.comm(comm)?;
+                let op = op_from_handle(op)?;
+                // SAFETY: the buffers are valid for the call.
+                let (s, mut r) = unsafe {
+                    (send_buf(st, sendbuf, n, datatype, $name)?, user_buf(st, recvbuf, n, datatype, $name)?)
+                };
+                st.mpi.scan(&c, s.as_ref(), &mut r, op, $excl)
+            })
+        });
+    };
+}
+scan_fn!(MPI_Scan, PMPI_Scan, "MPI_Scan", false);
+scan_fn!(MPI_Exscan, PMPI_Exscan, "MPI_Exscan", true);
+
+mpi_fn!(MPI_Reduce_local, PMPI_Reduce_local, (inbuf: *const c_void, inoutbuf: *mut c_void, n: c_int,
+        datatype: c_int, op: c_int) -> c_int {
+    call("MPI_Reduce_local", h::COMM_WORLD, |st| {
+        let op = op_from_handle(op)?;
+        // SAFETY: the buffers are valid for the call.
+        let (i, mut io) = unsafe {
+            (user_buf(st, inbuf, n, datatype, "MPI_Reduce_local")?, user_buf(st, inoutbuf, n, datatype, "MPI_Reduce_local")?)
+        };
+        let k = kernel(i.datatype(), op)?;
+        let a = i.dense().map(<[u8]>::to_vec).ok_or_else(|| Error::Type("MPI_Reduce_local: not a dense type".into()))?;
+        let out = io.dense_mut().ok_or_else(|| Error::Type("MPI_Reduce_local: not a dense type".into()))?;
+        k.apply(&a, out);
+        Ok(())
+    })
 });
 
-mpi_fn!(MPI_Gatherv, PMPI_Gatherv, (_sendbuf: *const c_void, _sendcount: c_int, _sendtype: c_int, _recvbuf: *mut c_void, _recvcounts: *const c_int, _displs: *const c_int, _recvtype: c_int, _root: c_int, comm: c_int) -> c_int {
-    call("MPI_Gatherv", comm, |_| Err(Error::Unsupported("MPI_Gatherv (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Reduce_scatter, PMPI_Reduce_scatter, (sendbuf: *const c_void, recvbuf: *mut c_void,
+        recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) -> c_int {
+    call("MPI_Reduce_scatter", comm, |st| {
+        let c = st.comm(comm)?;
+        let op = op_from_handle(op)?;
+        // SAFETY: one count per member.
+        let counts: Vec<usize> = unsafe { arr(recvcounts, c.size() as c_int, "recvcounts")? }
+            .iter().map(|&x| count(x, "MPI_Reduce_scatter")).collect::<Result<_>>()?;
+        let total: usize = counts.iter().sum();
+        let mine = counts[c.rank];
+        // SAFETY: the buffers are valid for the call (the whole input in recvbuf with MPI_IN_PLACE).
+        let (s, mut r) = unsafe {
+            (send_buf(st, sendbuf, total as c_int, datatype, "MPI_Reduce_scatter")?,
+             user_buf(st, recvbuf, if in_place(sendbuf) { total } else { mine } as c_int, datatype, "MPI_Reduce_scatter")?)
+        };
+        st.mpi.reduce_scatter(&c, s.as_ref(), &mut r, &counts, op)
+    })
 });
 
-mpi_fn!(MPI_Scatter, PMPI_Scatter, (_sendbuf: *const c_void, _sendcount: c_int, _sendtype: c_int, _recvbuf: *mut c_void, _recvcount: c_int, _recvtype: c_int, _root: c_int, comm: c_int) -> c_int {
-    call("MPI_Scatter", comm, |_| Err(Error::Unsupported("MPI_Scatter (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, (sendbuf: *const c_void, recvbuf: *mut c_void,
+        recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) -> c_int {
+    call("MPI_Reduce_scatter_block", comm, |st| {
+        let c = st.comm(comm)?;
+        let op = op_from_handle(op)?;
+        let k = count(recvcount, "MPI_Reduce_scatter_block")?;
+        let counts = vec![k; c.size()];
+        let total = k * c.size();
+        // SAFETY: the buffers are valid for the call.
+        let (s, mut r) = unsafe {
+            (send_buf(st, sendbuf, total as c_int, datatype, "MPI_Reduce_scatter_block")?,
+             user_buf(st, recvbuf, if in_place(sendbuf) { total } else { k } as c_int, datatype, "MPI_Reduce_scatter_block")?)
+        };
+        st.mpi.reduce_scatter(&c, s.as_ref(), &mut r, &counts, op)
+    })
 });
 
-mpi_fn!(MPI_Scatterv, PMPI_Scatterv, (_sendbuf: *const c_void, _sendcounts: *const c_int, _displs: *const c_int, _sendtype: c_int, _recvbuf: *mut c_void, _recvcount: c_int, _recvtype: c_int, _root: c_int, comm: c_int) -> c_int {
-    call("MPI_Scatterv", comm, |_| Err(Error::Unsupported("MPI_Scatterv (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Gather, PMPI_Gather, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void,
+        recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) -> c_int {
+    call("MPI_Gather", comm, |st| {
+        let c = st.comm(comm)?;
+        let is_root = c.rank as c_int == root;
+        let k = if is_root { count(recvcount, "MPI_Gather")? } else { 0 };
+        let (cs, ds) = regular(c.size(), k);
+        // SAFETY: the buffers are valid for the call (recvbuf at the root).
+        let (s, mut r) = unsafe {
+            (send_buf(st, sendbuf, sendcount, sendtype, "MPI_Gather")?,
+             if is_root { Some(user_buf(st, recvbuf, (k * c.size()) as c_int, recvtype, "MPI_Gather")?) } else { None })
+        };
+        st.mpi.gatherv(&c, s.as_ref(), r.as_mut(), &cs, &ds, root)
+    })
 });
 
-mpi_fn!(MPI_Allgather, PMPI_Allgather, (_sendbuf: *const c_void, _sendcount: c_int, _sendtype: c_int, _recvbuf: *mut c_void, _recvcount: c_int, _recvtype: c_int, comm: c_int) -> c_int {
-    call("MPI_Allgather", comm, |_| Err(Error::Unsupported("MPI_Allgather (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Gatherv, PMPI_Gatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void,
+        recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) -> c_int {
+    call("MPI_Gatherv", comm, |st| {
+        let c = st.comm(comm)?;
+        let is_root = c.rank as c_int == root;
+        // SAFETY: the arrays hold one int per member at the root; the buffers are valid.
+        let (s, r, cs, ds) = unsafe {
+            let s = send_buf(st, sendbuf, sendcount, sendtype, "MPI_Gatherv")?;
+            if is_root {
+                let (cs, ds, span) = layout(recvcounts, displs, c.size(), "MPI_Gatherv")?;
+                (s, Some(user_buf(st, recvbuf, span as c_int, recvtype, "MPI_Gatherv")?), cs, ds)
+            } else {
+                (s, None, Vec::new(), Vec::new())
+            }
+        };
+        let mut r = r;
+        st.mpi.gatherv(&c, s.as_ref(), r.as_mut(), &cs, &ds, root)
+    })
 });
 
-mpi_fn!(MPI_Allgatherv, PMPI_Allgatherv, (_sendbuf: *const c_void, _sendcount: c_int, _sendtype: c_int, _recvbuf: *mut c_void, _recvcounts: *const c_int, _displs: *const c_int, _recvtype: c_int, comm: c_int) -> c_int {
-    call("MPI_Allgatherv", comm, |_| Err(Error::Unsupported("MPI_Allgatherv (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Scatter, PMPI_Scatter, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void,
+        recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) -> c_int {
+    call("MPI_Scatter", comm, |st| {
+        let c = st.comm(comm)?;
+        let is_root = c.rank as c_int == root;
+        let k = if is_root { count(sendcount, "MPI_Scatter")? } else { 0 };
+        let (cs, ds) = regular(c.size(), k);
+        // SAFETY: the buffers are valid for the call (sendbuf at the root).
+        let (s, mut r) = unsafe {
+            (if is_root { Some(user_buf(st, sendbuf, (k * c.size()) as c_int, sendtype, "MPI_Scatter")?) } else { None },
+             send_buf(st, recvbuf, recvcount, recvtype, "MPI_Scatter")?)
+        };
+        st.mpi.scatterv(&c, s.as_ref(), &cs, &ds, r.as_mut(), root)
+    })
 });
 
-mpi_fn!(MPI_Alltoall, PMPI_Alltoall, (_sendbuf: *const c_void, _sendcount: c_int, _sendtype: c_int, _recvbuf: *mut c_void, _recvcount: c_int, _recvtype: c_int, comm: c_int) -> c_int {
-    call("MPI_Alltoall", comm, |_| Err(Error::Unsupported("MPI_Alltoall (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Scatterv, PMPI_Scatterv, (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
+        sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) -> c_int {
+    call("MPI_Scatterv", comm, |st| {
+        let c = st.comm(comm)?;
+        let is_root = c.rank as c_int == root;
+        // SAFETY: the arrays hold one int per member at the root; the buffers are valid.
+        let (s, mut r, cs, ds) = unsafe {
+            let r = send_buf(st, recvbuf, recvcount, recvtype, "MPI_Scatterv")?;
+            if is_root {
+                let (cs, ds, span) = layout(sendcounts, displs, c.size(), "MPI_Scatterv")?;
+                (Some(user_buf(st, sendbuf, span as c_int, sendtype, "MPI_Scatterv")?), r, cs, ds)
+            } else {
+                (None, r, Vec::new(), Vec::new())
+            }
+        };
+        st.mpi.scatterv(&c, s.as_ref(), &cs, &ds, r.as_mut(), root)
+    })
 });
 
-mpi_fn!(MPI_Alltoallv, PMPI_Alltoallv, (_sendbuf: *const c_void, _sendcounts: *const c_int, _sdispls: *const c_int, _sendtype: c_int, _recvbuf: *mut c_void, _recvcounts: *const c_int, _rdispls: *const c_int, _recvtype: c_int, comm: c_int) -> c_int {
-    call("MPI_Alltoallv", comm, |_| Err(Error::Unsupported("MPI_Alltoallv (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Allgather, PMPI_Allgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void,
+        recvcount: c_int, recvtype: c_int, comm: c_int) -> c_int {
+    call("MPI_Allgather", comm, |st| {
+        let c = st.comm(comm)?;
+        let k = count(recvcount, "MPI_Allgather")?;
+        let (cs, ds) = regular(c.size(), k);
+        // SAFETY: the buffers are valid for the call.
+        let (s, mut r) = unsafe {
+            (send_buf(st, sendbuf, sendcount, sendtype, "MPI_Allgather")?,
+             user_buf(st, recvbuf, (k * c.size()) as c_int, recvtype, "MPI_Allgather")?)
+        };
+        st.mpi.allgatherv(&c, s.as_ref(), &mut r, &cs, &ds)
+    })
 });
 
-mpi_fn!(MPI_Reduce_scatter, PMPI_Reduce_scatter, (_sendbuf: *const c_void, _recvbuf: *mut c_void, _recvcounts: *const c_int, _datatype: c_int, _op: c_int, comm: c_int) -> c_int {
-    call("MPI_Reduce_scatter", comm, |_| Err(Error::Unsupported("MPI_Reduce_scatter (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Allgatherv, PMPI_Allgatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void,
+        recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) -> c_int {
+    call("MPI_Allgatherv", comm, |st| {
+        let c = st.comm(comm)?;
+        // SAFETY: one int per member in each array; the buffers are valid for the call.
+        let (s, mut r, cs, ds) = unsafe {
+            let (cs, ds, span) = layout(recvcounts, displs, c.size(), "MPI_Allgatherv")?;
+            (send_buf(st, sendbuf, sendcount, sendtype, "MPI_Allgatherv")?,
+             user_buf(st, recvbuf, span as c_int, recvtype, "MPI_Allgatherv")?, cs, ds)
+        };
+        st.mpi.allgatherv(&c, s.as_ref(), &mut r, &cs, &ds)
+    })
 });
 
-mpi_fn!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, (_sendbuf: *const c_void, _recvbuf: *mut c_void, _recvcount: c_int, _datatype: c_int, _op: c_int, comm: c_int) -> c_int {
-    call("MPI_Reduce_scatter_block", comm, |_| Err(Error::Unsupported("MPI_Reduce_scatter_block (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Alltoall, PMPI_Alltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void,
+        recvcount: c_int, recvtype: c_int, comm: c_int) -> c_int {
+    call("MPI_Alltoall", comm, |st| {
+        let c = st.comm(comm)?;
+        let n = c.size();
+        let rk = count(recvcount, "MPI_Alltoall")?;
+        let sk = if in_place(sendbuf) { rk } else { count(sendcount, "MPI_Alltoall")? };
+        let (sc, sd) = regular(n, sk);
+        let (rc, rd) = regular(n, rk);
+        // SAFETY: the buffers are valid for the call.
+        let (s, mut r) = unsafe {
+            (send_buf(st, sendbuf, (sk * n) as c_int, sendtype, "MPI_Alltoall")?,
+             user_buf(st, recvbuf, (rk * n) as c_int, recvtype, "MPI_Alltoall")?)
+        };
+        st.mpi.alltoallv(&c, s.as_ref(), &sc, &sd, &mut r, &rc, &rd)
+    })
 });
 
-mpi_fn!(MPI_Scan, PMPI_Scan, (_sendbuf: *const c_void, _recvbuf: *mut c_void, _count: c_int, _datatype: c_int, _op: c_int, comm: c_int) -> c_int {
-    call("MPI_Scan", comm, |_| Err(Error::Unsupported("MPI_Scan (collectives arrive with skifch::coll)".into())))
-});
-
-mpi_fn!(MPI_Exscan, PMPI_Exscan, (_sendbuf: *const c_void, _recvbuf: *mut c_void, _count: c_int, _datatype: c_int, _op: c_int, comm: c_int) -> c_int {
-    call("MPI_Exscan", comm, |_| Err(Error::Unsupported("MPI_Exscan (collectives arrive with skifch::coll)".into())))
-});
-
-mpi_fn!(MPI_Reduce_local, PMPI_Reduce_local, (_inbuf: *const c_void, _inoutbuf: *mut c_void, _count: c_int, _datatype: c_int, _op: c_int) -> c_int {
-    call("MPI_Reduce_local", h::COMM_WORLD, |_| Err(Error::Unsupported("MPI_Reduce_local (collectives arrive with skifch::coll)".into())))
+mpi_fn!(MPI_Alltoallv, PMPI_Alltoallv, (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+        sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int,
+        comm: c_int) -> c_int {
+    call("MPI_Alltoallv", comm, |st| {
+        let c = st.comm(comm)?;
+        let n = c.size();
+        // SAFETY: one int per member in each array; the buffers are valid for the call.
+        let (s, mut r, sc, sd, rc, rd) = unsafe {
+            let (rc, rd, rspan) = layout(recvcounts, rdispls, n, "MPI_Alltoallv")?;
+            let (sc, sd, s) = if in_place(sendbuf) {
+                (Vec::new(), Vec::new(), None)
+            } else {
+                let (sc, sd, sspan) = layout(sendcounts, sdispls, n, "MPI_Alltoallv")?;
+                (sc, sd, send_buf(st, sendbuf, sspan as c_int, sendtype, "MPI_Alltoallv")?)
+            };
+            (s, user_buf(st, recvbuf, rspan as c_int, recvtype, "MPI_Alltoallv")?, sc, sd, rc, rd)
+        };
+        st.mpi.alltoallv(&c, s.as_ref(), &sc, &sd, &mut r, &rc, &rd)
+    })
 });
 
 mpi_fn!(MPI_Op_create, PMPI_Op_create, (_user_fn: *mut c_void, _commute: c_int, _op: *mut c_int) -> c_int {
-    call("MPI_Op_create", h::COMM_WORLD, |_| Err(Error::Unsupported("MPI_Op_create (collectives arrive with skifch::coll)".into())))
+    call_pure("MPI_Op_create", || Err(Error::Unsupported("MPI_Op_create (user-defined reductions)".into())))
 });
 
 mpi_fn!(MPI_Op_free, PMPI_Op_free, (_op: *mut c_int) -> c_int {
-    call("MPI_Op_free", h::COMM_WORLD, |_| Err(Error::Unsupported("MPI_Op_free (collectives arrive with skifch::coll)".into())))
+    call_pure("MPI_Op_free", || Err(Error::Unsupported("MPI_Op_free (user-defined reductions)".into())))
 });

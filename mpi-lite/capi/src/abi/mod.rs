@@ -57,7 +57,6 @@ pub struct MPI_Status {
 /// `MPI_STATUS(ES)_IGNORE`.
 pub(crate) const STATUS_IGNORE: usize = 1;
 /// `MPI_IN_PLACE`.
-#[allow(dead_code)] // collectives
 pub(crate) const IN_PLACE: usize = usize::MAX;
 
 pub(crate) fn to_c_status(s: &Status) -> MPI_Status {

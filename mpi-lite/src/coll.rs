@@ -1,0 +1,519 @@
+//! Collectives (MPI-3.1 chapter 5) over the shared algorithms of [`skifch::coll`]: a
+//! communicator's collective context is the algorithms' [`Transport`] (blocking tagged
+//! send/recv on the engine, so collective traffic never matches user receives), and this
+//! module turns MPI arguments — datatypes, counts, `MPI_IN_PLACE`, reduction operations —
+//! into the byte buffers the algorithms take.
+//!
+//! Buffers whose type map is contiguous are used in place (no copy); others are packed
+//! into a temporary and unpacked after. Reductions need the elements as the C program
+//! lays them out: predefined types (pair types with their padding) and derived types that
+//! are one dense run of a predefined type; others get `MPI_ERR_TYPE`.
+//!
+//! # Collective Operation
+//! Every member of the communicator calls the same collectives in the same order with
+//! matching arguments (same root; counts that agree as MPI requires). A call returns when
+//! this member's part is done (its receive buffer holds the result); only [`Mpi::barrier`]
+//! implies that every member has entered. Calls fail with the transport's error if a
+//! member is lost.
+#![allow(unsafe_code)] // byte slices of the algorithms lent to the engine (see `CommTransport`)
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+
+use skifch::coll::{self, DType, Kernel, Op, Transport};
+use skifch::Port;
+
+use crate::comm::{CommData, Mpi};
+use crate::datatype::{Basic, Datatype, PairValue, Scalar};
+use crate::engine::Mode;
+use crate::error::{Error, Result};
+use crate::mem::UserBuf;
+
+/// A communicator's collective context as the algorithms' transport.
+pub struct CommTransport<'a, P: Port> {
+    mpi: &'a Mpi<P>,
+    c: &'a CommData,
+    /// The MPI error behind the last failure (the algorithms carry `skifch::Error`).
+    last: RefCell<Option<Error>>,
+}
+
+impl<'a, P: Port> CommTransport<'a, P> {
+    /// The transport of communicator `c`.
+    pub fn new(mpi: &'a Mpi<P>, c: &'a CommData) -> Self {
+        CommTransport {
+            mpi,
+            c,
+            last: RefCell::new(None),
+        }
+    }
+
+    fn keep(&self, e: Error) -> skifch::Error {
+        let out = match &e {
+            Error::Transport(t) => t.clone(),
+            other => skifch::Error::InvalidArgument(other.to_string().into()),
+        };
+        *self.last.borrow_mut() = Some(e);
+        out
+    }
+
+    /// An algorithm's error as an MPI error (the original one when it came from here).
+    fn mpi_error(&self, e: skifch::Error) -> Error {
+        match self.last.borrow_mut().take() {
+            Some(m) => m,
+            None => match e {
+                skifch::Error::InvalidArgument(m) => {
+                    Error::Arg(format!("collective arguments do not match: {m}"))
+                }
+                other => Error::Transport(other),
+            },
+        }
+    }
+
+    fn byte_buf(data: *const u8, len: usize) -> UserBuf {
+        // SAFETY: every caller lends a slice that outlives the request: it waits for the
+        // request before returning, and if the wait fails either the request was released
+        // (request errors) or the engine is broken and never touches a buffer again
+        // (transport errors; see `Engine`).
+        unsafe { UserBuf::new(data, len, Datatype::basic(Basic::Byte)) }
+    }
+}
+
+impl<P: Port> Transport for CommTransport<'_, P> {
+    fn rank(&self) -> usize {
+        self.c.rank
+    }
+    fn size(&self) -> usize {
+        self.c.size()
+    }
+    fn next_tag(&self) -> u32 {
+        self.c.coll_seq.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff
+    }
+    fn send(&self, to: usize, tag: u32, data: &[u8]) -> skifch::Result<()> {
+        let mut e = self.mpi.engine();
+        let b = Self::byte_buf(data.as_ptr(), data.len());
+        let r = e
+            .isend(
+                self.c.coll_ctx(),
+                self.c.rank as i32,
+                self.c.world_of(to),
+                tag as i32,
+                b,
+                Mode::Standard,
+                0,
+            )
+            .and_then(|id| e.wait(id));
+        r.map(|_| ()).map_err(|x| self.keep(x))
+    }
+    fn recv(&self, from: usize, tag: u32, buf: &mut [u8]) -> skifch::Result<usize> {
+        let mut e = self.mpi.engine();
+        let b = Self::byte_buf(buf.as_mut_ptr(), buf.len());
+        let r = e
+            .irecv(self.c.coll_ctx(), from as i32, tag as i32, b)
+            .and_then(|id| e.wait(id));
+        r.map(|s| s.bytes).map_err(|x| self.keep(x))
+    }
+    fn sendrecv(
+        &self,
+        to: usize,
+        sdata: &[u8],
+        from: usize,
+        rbuf: &mut [u8],
+        tag: u32,
+    ) -> skifch::Result<usize> {
+        let mut e = self.mpi.engine();
+        let (ctx, me) = (self.c.coll_ctx(), self.c.rank as i32);
+        let rb = Self::byte_buf(rbuf.as_mut_ptr(), rbuf.len());
+        let sb = Self::byte_buf(sdata.as_ptr(), sdata.len());
+        let r = (|| {
+            let r = e.irecv(ctx, from as i32, tag as i32, rb)?;
+            let s = e.isend(
+                ctx,
+                me,
+                self.c.world_of(to),
+                tag as i32,
+                sb,
+                Mode::Standard,
+                0,
+            )?;
+            let st = e.wait(r);
+            e.wait(s)?;
+            st
+        })();
+        r.map(|s| s.bytes).map_err(|x| self.keep(x))
+    }
+}
+
+/// The predefined reduction operations, as `mpi.h` numbers them (`MPI_MAX` = 1 …).
+pub fn op_from_handle(h: i32) -> Result<Op> {
+    Ok(match h {
+        1 => Op::Max,
+        2 => Op::Min,
+        3 => Op::Sum,
+        4 => Op::Prod,
+        5 => Op::Land,
+        6 => Op::Band,
+        7 => Op::Lor,
+        8 => Op::Bor,
+        9 => Op::Lxor,
+        10 => Op::Bxor,
+        11 => Op::MinLoc,
+        12 => Op::MaxLoc,
+        13 | 14 => {
+            return Err(Error::Op(
+                "MPI_REPLACE and MPI_NO_OP are for one-sided accumulates only".into(),
+            ))
+        }
+        other => return Err(Error::Op(format!("operation handle {other} is not valid"))),
+    })
+}
+
+/// The reduction kernel for `op` on elements of `dt`.
+pub fn kernel(dt: &Datatype, op: Op) -> Result<Kernel> {
+    let (b, _) = dt.homogeneous().ok_or_else(|| {
+        Error::Type("a reduction on a derived type of mixed element types".into())
+    })?;
+    let d = match (b, b.scalar()) {
+        (_, Scalar::I8) => DType::I8,
+        (_, Scalar::U8) | (_, Scalar::Bool) | (Basic::Byte, _) => DType::U8,
+        (_, Scalar::I16) => DType::I16,
+        (_, Scalar::U16) => DType::U16,
+        (_, Scalar::I32) => DType::I32,
+        (_, Scalar::U32) => DType::U32,
+        (_, Scalar::I64) => DType::I64,
+        (_, Scalar::U64) => DType::U64,
+        (_, Scalar::F32) => DType::F32,
+        (_, Scalar::F64) => DType::F64,
+        (_, Scalar::Pair(PairValue::F32, _)) => DType::FloatInt,
+        (_, Scalar::Pair(PairValue::F64, _)) => DType::DoubleInt,
+        (_, Scalar::Pair(PairValue::I64, _)) => DType::LongInt,
+        (_, Scalar::Pair(PairValue::I32, _)) => DType::TwoInt,
+        (_, Scalar::Pair(PairValue::I16, _)) => DType::ShortInt,
+        _ => {
+            return Err(Error::Op(format!(
+                "reductions on {} are not supported by mpi-lite",
+                b.name()
+            )))
+        }
+    };
+    Kernel::new(d, op).map_err(|e| Error::Op(format!("{op:?} on {}: {e}", b.name())))
+}
+
+/// A buffer's bytes for reading: in place when contiguous, else packed.
+fn bytes(b: &UserBuf) -> Cow<'_, [u8]> {
+    match b.as_contiguous() {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(b.to_packed()),
+    }
+}
+
+/// Runs `f` on a buffer's bytes for writing (in place, or packed and unpacked after);
+/// `load`: the bytes start as the buffer's contents.
+fn with_bytes<T>(b: &mut UserBuf, load: bool, f: impl FnOnce(&mut [u8]) -> Result<T>) -> Result<T> {
+    if let Some(s) = b.as_contiguous_mut() {
+        return f(s);
+    }
+    let mut tmp = if load {
+        b.to_packed()
+    } else {
+        vec![0; b.packed_len()]
+    };
+    let r = f(&mut tmp)?;
+    b.write_packed(0, &tmp);
+    Ok(r)
+}
+
+fn dense_in(b: &UserBuf) -> Result<&[u8]> {
+    b.dense()
+        .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
+}
+
+fn dense_out(b: &mut UserBuf) -> Result<&mut [u8]> {
+    b.dense_mut()
+        .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
+}
+
+fn root_of(c: &CommData, root: i32) -> Result<usize> {
+    usize::try_from(root)
+        .ok()
+        .filter(|&r| r < c.size())
+        .ok_or_else(|| {
+            Error::Root(format!(
+                "root {root} is not in a communicator of {}",
+                c.size()
+            ))
+        })
+}
+
+/// Byte counts and displacements from element counts (`displs` in elements of the type).
+fn byte_layout(dt: &Datatype, counts: &[usize], displs: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let s = dt.size();
+    (
+        counts.iter().map(|c| c * s).collect(),
+        displs.iter().map(|d| d * s).collect(),
+    )
+}
+
+impl<P: Port> Mpi<P> {
+    fn run<T>(
+        &self,
+        c: &CommData,
+        f: impl FnOnce(&CommTransport<'_, P>) -> skifch::Result<T>,
+    ) -> Result<T> {
+        let t = CommTransport::new(self, c);
+        f(&t).map_err(|e| t.mpi_error(e))
+    }
+
+    /// `MPI_Bcast` of `buf` from `root`.
+    pub fn bcast(&self, c: &CommData, buf: &mut UserBuf, root: i32) -> Result<()> {
+        let root = root_of(c, root)?;
+        let load = c.rank == root;
+        with_bytes(buf, load, |b| self.run(c, |t| coll::bcast(t, root, b)))
+    }
+
+    /// `MPI_Reduce`: `send == None` is `MPI_IN_PLACE` (root only); `recv` matters at the root.
+    pub fn reduce(
+        &self,
+        c: &CommData,
+        send: Option<&UserBuf>,
+        recv: Option<&mut UserBuf>,
+        op: Op,
+        root: i32,
+    ) -> Result<()> {
+        let root = root_of(c, root)?;
+        let dt = send
+            .or(recv.as_deref())
+            .map(|b| b.datatype().clone())
+            .ok_or_else(|| Error::Buffer("MPI_Reduce: no send buffer".into()))?;
+        let k = kernel(&dt, op)?;
+        match (send, recv) {
+            (Some(s), Some(r)) if c.rank == root => {
+                let s = dense_in(s)?.to_vec();
+                self.run(c, |t| {
+                    coll::reduce(t, root, &s, dense_out(r).map_err(|e| t.keep(e))?, &k)
+                })
+            }
+            (None, Some(r)) if c.rank == root => {
+                let out = dense_out(r)?;
+                let s = out.to_vec();
+                self.run(c, |t| coll::reduce(t, root, &s, out, &k))
+            }
+            (Some(s), _) if c.rank != root => {
+                let s = dense_in(s)?;
+                self.run(c, |t| coll::reduce(t, root, s, &mut [], &k))
+            }
+            _ => Err(Error::Buffer(
+                "MPI_Reduce: MPI_IN_PLACE is for the root's send buffer only".into(),
+            )),
+        }
+    }
+
+    /// `MPI_Allreduce`: `send == None` is `MPI_IN_PLACE`.
+    pub fn allreduce(
+        &self,
+        c: &CommData,
+        send: Option<&UserBuf>,
+        recv: &mut UserBuf,
+        op: Op,
+    ) -> Result<()> {
+        let k = kernel(send.map_or(recv.datatype(), |s| s.datatype()), op)?;
+        let s = match send {
+            Some(s) => dense_in(s)?.to_vec(),
+            None => dense_in(recv)?.to_vec(),
+        };
+        let out = dense_out(recv)?;
+        self.run(c, |t| coll::allreduce(t, &s, out, &k))
+    }
+
+    /// `MPI_Scan` (`exclusive`: `MPI_Exscan`); `send == None` is `MPI_IN_PLACE`.
+    pub fn scan(
+        &self,
+        c: &CommData,
+        send: Option<&UserBuf>,
+        recv: &mut UserBuf,
+        op: Op,
+        exclusive: bool,
+    ) -> Result<()> {
+        let k = kernel(send.map_or(recv.datatype(), |s| s.datatype()), op)?;
+        let s = match send {
+            Some(s) => dense_in(s)?.to_vec(),
+            None => dense_in(recv)?.to_vec(),
+        };
+        let out = dense_out(recv)?;
+        if exclusive {
+            self.run(c, |t| coll::exscan(t, &s, out, &k))
+        } else {
+            self.run(c, |t| coll::scan(t, &s, out, &k))
+        }
+    }
+
+    /// `MPI_Reduce_scatter`: `counts` in elements; `send == None` is `MPI_IN_PLACE` (then
+    /// `recv` holds the whole input and gets this member's block at its start).
+    pub fn reduce_scatter(
+        &self,
+        c: &CommData,
+        send: Option<&UserBuf>,
+        recv: &mut UserBuf,
+        counts: &[usize],
+        op: Op,
+    ) -> Result<()> {
+        let dt = send.map_or(recv.datatype(), |s| s.datatype()).clone();
+        let k = kernel(&dt, op)?;
+        let es = dt.extent() as usize;
+        let bc: Vec<usize> = counts.iter().map(|n| n * es).collect();
+        let s = match send {
+            Some(s) => dense_in(s)?.to_vec(),
+            None => dense_in(recv)?.to_vec(),
+        };
+        let out = dense_out(recv)?;
+        let mine = bc.get(c.rank).copied().unwrap_or(0);
+        if out.len() < mine {
+            return Err(Error::Count(
+                "MPI_Reduce_scatter: receive buffer smaller than the block".into(),
+            ));
+        }
+        self.run(c, |t| {
+            coll::reduce_scatter(t, &s, &mut out[..mine], &bc, &k)
+        })
+    }
+
+    /// `MPI_Gatherv` (and `MPI_Gather` with equal counts): `counts`/`displs` in elements
+    /// of the receive type, significant at the root; `send == None` is `MPI_IN_PLACE` at
+    /// the root (its block is already in place).
+    pub fn gatherv(
+        &self,
+        c: &CommData,
+        send: Option<&UserBuf>,
+        recv: Option<&mut UserBuf>,
+        counts: &[usize],
+        displs: &[usize],
+        root: i32,
+    ) -> Result<()> {
+        let root = root_of(c, root)?;
+        if c.rank != root {
+            let s =
+                send.ok_or_else(|| Error::Buffer("MPI_Gather: MPI_IN_PLACE on a non-root".into()))?;
+            let s = bytes(s);
+            return self.run(c, |t| coll::gatherv(t, root, &s, &mut [], &[], &[]));
+        }
+        let r =
+            recv.ok_or_else(|| Error::Buffer("MPI_Gather: no receive buffer at the root".into()))?;
+        let (bc, bd) = byte_layout(r.datatype(), counts, displs);
+        let own = match send {
+            Some(s) => bytes(s).into_owned(),
+            None => {
+                let mut v = vec![0; bc[c.rank]];
+                r.read_packed(bd[c.rank], &mut v);
+                v
+            }
+        };
+        with_bytes(r, true, |b| {
+            self.run(c, |t| coll::gatherv(t, root, &own, b, &bc, &bd))
+        })
+    }
+
+    /// `MPI_Scatterv` (and `MPI_Scatter`): `counts`/`displs` in elements of the send type,
+    /// significant at the root; `recv == None` is `MPI_IN_PLACE` at the root.
+    pub fn scatterv(
+        &self,
+        c: &CommData,
+        send: Option<&UserBuf>,
+        counts: &[usize],
+        displs: &[usize],
+        recv: Option<&mut UserBuf>,
+        root: i32,
+    ) -> Result<()> {
+        let root = root_of(c, root)?;
+        if c.rank != root {
+            let r = recv
+                .ok_or_else(|| Error::Buffer("MPI_Scatter: MPI_IN_PLACE on a non-root".into()))?;
+            return with_bytes(r, false, |b| {
+                self.run(c, |t| coll::scatterv(t, root, &[], &[], &[], b))
+            });
+        }
+        let s =
+            send.ok_or_else(|| Error::Buffer("MPI_Scatter: no send buffer at the root".into()))?;
+        let (bc, bd) = byte_layout(s.datatype(), counts, displs);
+        let sb = bytes(s);
+        match recv {
+            Some(r) => with_bytes(r, false, |b| {
+                self.run(c, |t| coll::scatterv(t, root, &sb, &bc, &bd, b))
+            }),
+            None => {
+                let mut own = vec![0; bc[c.rank]];
+                self.run(c, |t| coll::scatterv(t, root, &sb, &bc, &bd, &mut own))
+            }
+        }
+    }
+
+    /// `MPI_Allgatherv` (and `MPI_Allgather`): `counts`/`displs` in elements of the receive
+    /// type; `send == None` is `MPI_IN_PLACE` (this member's block is already in place).
+    pub fn allgatherv(
+        &self,
+        c: &CommData,
+        send: Option<&UserBuf>,
+        recv: &mut UserBuf,
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let (bc, bd) = byte_layout(recv.datatype(), counts, displs);
+        let me = c.rank;
+        let own = match send {
+            Some(s) => bytes(s).into_owned(),
+            None => {
+                let mut v = vec![0; bc[me]];
+                recv.read_packed(bd[me], &mut v);
+                v
+            }
+        };
+        let equal =
+            bc.iter().all(|&x| x == bc[0]) && bd.iter().enumerate().all(|(i, &d)| d == i * bc[0]);
+        with_bytes(recv, true, |b| {
+            self.run(c, |t| {
+                if equal {
+                    coll::allgather(t, &own, &mut b[..bc[0] * bc.len()])
+                } else {
+                    coll::allgatherv(t, &own, b, &bc, &bd)
+                }
+            })
+        })
+    }
+
+    /// `MPI_Alltoallv` (and `MPI_Alltoall`): counts/displacements in elements of each
+    /// side's type; `send == None` is `MPI_IN_PLACE` (the data starts in `recv`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoallv(
+        &self,
+        c: &CommData,
+        send: Option<&UserBuf>,
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &mut UserBuf,
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<()> {
+        let (rc, rd) = byte_layout(recv.datatype(), rcounts, rdispls);
+        let (sb, sc, sd) = match send {
+            Some(s) => {
+                let (sc, sd) = byte_layout(s.datatype(), scounts, sdispls);
+                (bytes(s).into_owned(), sc, sd)
+            }
+            None => (recv.to_packed(), rc.clone(), rd.clone()),
+        };
+        let equal = |cs: &[usize], ds: &[usize]| {
+            cs.iter().all(|&x| x == cs[0]) && ds.iter().enumerate().all(|(i, &d)| d == i * cs[0])
+        };
+        let regular = !rc.is_empty() && equal(&rc, &rd) && sc == rc && sd == rd;
+        // Loaded so that bytes between blocks keep their values when unpacked.
+        with_bytes(recv, true, |b| {
+            self.run(c, |t| {
+                if regular {
+                    let n = rc[0] * rc.len();
+                    coll::alltoall(t, &sb[..n], &mut b[..n])
+                } else {
+                    coll::alltoallv(t, &sb, &sc, &sd, b, &rc, &rd)
+                }
+            })
+        })
+    }
+}
