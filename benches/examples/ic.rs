@@ -10,7 +10,19 @@ fn main() {
     let count: u64 = std::env::args()
         .nth(2)
         .map_or(1_000_000, |s| s.parse().unwrap());
-    let job = skifch_drivers::init().unwrap();
+    // Receiving right after sending needs a driver that delivers during the send (shm);
+    // a NIC (the fpga driver) delivers later.
+    match skifch_drivers::init_concrete().unwrap() {
+        skifch_drivers::ConcreteJob::Shm(job) => run(job, size, count),
+        _ => {
+            eprintln!("ic: counts the shm driver's instructions; run it without --driver");
+            std::process::exit(2)
+        }
+    }
+}
+
+/// The loop, over the concrete driver (no per-call dispatch in what is counted).
+fn run<D: skifch::Driver>(job: skifch::Job<D>, size: usize, count: u64) {
     let ch = job.open(0).unwrap();
     let me = ch.addr();
     let msg = vec![7u8; size];

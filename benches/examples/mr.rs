@@ -11,7 +11,12 @@ fn main() {
     }
     let size: usize = std::env::args().nth(1).map_or(8, |s| s.parse().unwrap());
     let backoff: usize = std::env::args().nth(2).map_or(1, |s| s.parse().unwrap());
-    let job = skifch_drivers::init().unwrap();
+    let job = skifch_drivers::init_concrete().unwrap();
+    skifch_drivers::with_driver!(job, |job| run(job, size, backoff));
+}
+
+/// The stream, over the concrete driver (no per-call dispatch).
+fn run<D: skifch::Driver>(job: skifch::Job<D>, size: usize, backoff: usize) {
     let me = job.rank();
     let _ = skifch_benches::affinity::pin_to(me as usize);
     let ch = job.open(0).unwrap();

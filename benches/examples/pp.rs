@@ -16,7 +16,12 @@ fn main() {
     if let Some(c) = skifch_drivers::launch::self_launch(2) {
         std::process::exit(c)
     }
-    let job = skifch_drivers::init().unwrap();
+    let job = skifch_drivers::init_concrete().unwrap();
+    skifch_drivers::with_driver!(job, |job| run(job));
+}
+
+/// The ping-pong, over the concrete driver (no per-call dispatch).
+fn run<D: skifch::Driver>(job: skifch::Job<D>) {
     let me = job.rank();
     pin(me as usize);
     let ch = job.open(0).unwrap();

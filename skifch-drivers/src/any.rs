@@ -2,9 +2,10 @@
 //! --driver`) and returns a job over [`AnyDriver`], one `match` per driver call, so that a
 //! program or a C ABI built once runs over every driver.
 //!
-//! Hot loops that care about the `match` (the MsgRate tool) dispatch once instead:
-//! [`init_concrete`] (or [`concrete`] of a job) gives a [`ConcreteJob`], and each arm calls
-//! the same generic function with the concrete driver.
+//! Hot loops that care about the `match` (the MsgRate tool, the probes in
+//! `benches/examples`) dispatch once instead: [`init_concrete`] (or [`concrete`] of a job)
+//! gives a [`ConcreteJob`], and each arm calls the same generic function with the concrete
+//! driver ([`with_driver!`](crate::with_driver) writes the arms).
 //!
 //! | `SKIFCH_DRIVER` | driver |
 //! | --- | --- |
@@ -162,6 +163,26 @@ impl ConcreteJob {
             ConcreteJob::Fpga(j) => AnyDriver::Fpga(j.driver().clone()),
         }))
     }
+}
+
+/// Runs `$body` with `$job` bound to the concrete job inside a [`ConcreteJob`]: one arm per
+/// driver, each compiled for its own driver type (dispatch once, then generic code).
+///
+/// ```no_run
+/// fn work<D: skifch::Driver>(job: skifch::Job<D>) -> u32 {
+///     job.size()
+/// }
+/// let n = skifch_drivers::with_driver!(skifch_drivers::init_concrete()?, |job| work(job));
+/// # Ok::<(), skifch::Error>(())
+/// ```
+#[macro_export]
+macro_rules! with_driver {
+    ($job:expr, |$j:ident| $body:expr) => {
+        match $job {
+            $crate::ConcreteJob::Shm($j) => $body,
+            $crate::ConcreteJob::Fpga($j) => $body,
+        }
+    };
 }
 
 /// The concrete job under `job` (a second handle on the same driver; the waiting policy
