@@ -2,6 +2,7 @@
 //! `ProtoGroup` on the in-process job, 1..=7 ranks (powers of two and not), every
 //! reduction operation, a non-commutative user operation, small lanes, subgroups.
 
+use skifch::coll::ops::fold;
 use skifch::coll::{self, DType, Kernel, Op, ProtoColl, ProtoGroup, Reducer, Transport};
 use skifch::local::{self, LocalJob};
 use skifch::proto::Endpoint;
@@ -60,17 +61,6 @@ fn elems(dt: DType, seed: usize, r: usize, count: usize) -> Vec<u8> {
         }
     }
     out
-}
-
-/// Left fold in rank order of `inputs[lo..hi]`.
-fn fold<R: Reducer + ?Sized>(red: &R, inputs: &[Vec<u8>]) -> Vec<u8> {
-    let mut acc = inputs[0].clone();
-    for x in &inputs[1..] {
-        let mut next = x.clone();
-        red.apply(&acc, &mut next);
-        acc = next;
-    }
-    acc
 }
 
 /// 2×2 matrices of wrapping u32 under multiplication: associative, not commutative.

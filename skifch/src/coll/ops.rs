@@ -24,6 +24,21 @@ pub trait Reducer {
     fn apply(&self, a: &[u8], inout: &mut [u8]);
 }
 
+/// The sequential reference: `inputs[0] ∘ inputs[1] ∘ …` in order (what every reducing
+/// collective computes over the members' contributions). For tests and small local uses.
+pub fn fold<R: Reducer + ?Sized, B: AsRef<[u8]>>(red: &R, inputs: &[B]) -> Vec<u8> {
+    let Some((first, rest)) = inputs.split_first() else {
+        return Vec::new();
+    };
+    let mut acc = first.as_ref().to_vec();
+    for x in rest {
+        let mut next = x.as_ref().to_vec();
+        red.apply(&acc, &mut next);
+        acc = next;
+    }
+    acc
+}
+
 /// Element types of the predefined reductions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {

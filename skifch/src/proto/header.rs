@@ -73,6 +73,7 @@ impl Head {
     }
 
     /// Encodes into `out`, returns the length.
+    #[inline(always)]
     pub fn encode(&self, out: &mut [u8; MAX_HDR]) -> usize {
         out[0] = self.handler;
         out[1] = self.flags;
@@ -92,6 +93,7 @@ impl Head {
 
     /// Decodes the header at the start of `b` (which holds at least the first
     /// `min(len, MAX_HDR)` bytes of a message of `len` bytes).
+    #[inline(always)]
     pub fn decode(b: &[u8], src: u32) -> Result<Head> {
         let bad =
             |why: &str| Error::Corrupt(format!("active message from rank {src}: {why}").into());

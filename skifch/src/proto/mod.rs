@@ -77,6 +77,7 @@
 mod header;
 mod landing;
 mod progress;
+pub mod suite;
 
 pub use header::{FIRST_RESERVED, MAX_HDR};
 pub use landing::Landing;
@@ -120,7 +121,8 @@ pub struct ReplyTo {
 pub struct Am<'a> {
     src: u32,
     head: &'a Head,
-    payload: Payload<'a>,
+    // By reference: copying it into the `Am` costs a store-forwarding stall per message.
+    payload: &'a Payload<'a>,
     phase: Phase,
     place: Cell<Option<Landing>>,
     landed: Cell<Option<Landing>>,
@@ -145,7 +147,7 @@ impl<'a> Am<'a> {
     }
     /// The payload (borrowed from the channel's receive memory).
     pub fn payload(&self) -> &Payload<'a> {
-        &self.payload
+        self.payload
     }
     /// See [`Phase`].
     pub fn phase(&self) -> Phase {
@@ -401,7 +403,10 @@ impl<P: Port> Endpoint<P> {
 
     /// Registers a handler of skifch's own layers (ids from [`FIRST_RESERVED`]).
     pub(crate) fn register_any(&self, id: u8, f: Handler<P>) -> Result<()> {
-        let mut h = self.handlers.borrow_mut();
+        let mut h = self
+            .handlers
+            .try_borrow_mut()
+            .map_err(|_| in_handler_err("register"))?;
         if h[id as usize].is_some() || id >= H_CHUNK {
             return Err(Error::InvalidArgument(
                 format!("proto: handler id {id} is already registered").into(),
@@ -412,10 +417,15 @@ impl<P: Port> Endpoint<P> {
     }
 
     /// Removes handler `id` (messages for it then get the unregistered-handler error).
-    pub fn unregister(&self, id: u8) {
+    pub fn unregister(&self, id: u8) -> Result<()> {
         if id < FIRST_RESERVED {
-            self.handlers.borrow_mut()[id as usize] = None;
+            let mut h = self
+                .handlers
+                .try_borrow_mut()
+                .map_err(|_| in_handler_err("unregister"))?;
+            h[id as usize] = None;
         }
+        Ok(())
     }
 
     // ----- sending ---------------------------------------------------------------------
@@ -577,7 +587,24 @@ impl<P: Port> Endpoint<P> {
     }
 
     /// One whole channel message `hdr ++ data` to `dst`, behind anything queued for it.
+    #[inline]
     fn push(&self, dst: u32, hdr: &[u8], data: &[u8]) -> Result<()> {
+        if self.queued.get() == 0 {
+            // Fast path: nothing queued anywhere, so nothing to keep order behind.
+            let addr = NetAddr::new(dst as u16, self.port);
+            match self
+                .ch
+                .send_whole(addr, &[IoSlice::new(hdr), IoSlice::new(data)])
+            {
+                Err(Error::WouldBlock) => {}
+                r => return r,
+            }
+        }
+        self.push_slow(dst, hdr, data)
+    }
+
+    #[cold]
+    fn push_slow(&self, dst: u32, hdr: &[u8], data: &[u8]) -> Result<()> {
         let addr = NetAddr::new(dst as u16, self.port);
         let iov = [IoSlice::new(hdr), IoSlice::new(data)];
         if self.in_handler() {
@@ -684,7 +711,11 @@ impl<P: Port> Endpoint<P> {
         self.deferred.borrow_mut().pop_front()
     }
 
+    #[inline]
     fn take_deferred(&self) -> Result<()> {
+        if self.deferred.borrow().is_empty() {
+            return Ok(());
+        }
         match self.deferred.borrow_mut().pop_front() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -696,24 +727,28 @@ impl<P: Port> Endpoint<P> {
     pub(crate) fn service(&self) -> Result<usize> {
         let mut n = 0;
         while n < POLL_BUDGET {
-            let m = match self.ch.try_recv() {
-                Ok(m) => m,
+            // The closure form: the message guard is never moved (see `try_recv_with`).
+            match self.ch.try_recv_with(|m| self.dispatch(m)) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => self.defer(e),
                 Err(Error::WouldBlock) => break,
                 Err(e) => return Err(e),
-            };
-            if let Err(e) = self.dispatch(&m) {
-                let mut d = self.deferred.borrow_mut();
-                // Kept in order; a flood of failures keeps the first ones.
-                if d.len() < MAX_DEFERRED {
-                    d.push_back(e);
-                }
             }
-            m.complete();
             n += 1;
         }
         Ok(n)
     }
 
+    #[cold]
+    fn defer(&self, e: Error) {
+        let mut d = self.deferred.borrow_mut();
+        // Kept in order; a flood of failures keeps the first ones.
+        if d.len() < MAX_DEFERRED {
+            d.push_back(e);
+        }
+    }
+
+    #[inline]
     fn dispatch(&self, m: &Message<'_, P>) -> Result<()> {
         let src = m.src().rank();
         let mut it = m.segments();
@@ -756,8 +791,9 @@ impl<P: Port> Endpoint<P> {
     }
 
     fn on_am(&self, src: u32, head: &Head, payload: Payload<'_>) -> Result<()> {
-        let h = self.handlers.borrow()[head.handler as usize].clone();
-        let Some(h) = h else {
+        // Held during the call: a handler cannot (un)register (refused with an error).
+        let hs = self.handlers.borrow();
+        let Some(h) = hs[head.handler as usize].as_ref() else {
             if let Some((total, xid)) = head.long {
                 self.start_xfer(src, xid, total, payload.len() as u64, Target::Discard)?;
             }
@@ -785,22 +821,23 @@ impl<P: Port> Endpoint<P> {
             let am = Am {
                 src,
                 head,
-                payload,
+                payload: &payload,
                 phase: Phase::Whole,
                 place: Cell::new(None),
                 landed: Cell::new(None),
             };
-            return self.invoke(&h, &am);
+            return self.invoke(h, &am);
         };
         let am = Am {
             src,
             head,
-            payload,
+            payload: &payload,
             phase: Phase::LongStart { total },
             place: Cell::new(None),
             landed: Cell::new(None),
         };
-        let r = self.invoke(&h, &am);
+        let r = self.invoke(h, &am);
+        drop(hs);
         let target = match am.place.take() {
             Some(mut landing) => {
                 landing.write_segs(0, payload.segments());
@@ -886,17 +923,19 @@ impl<P: Port> Endpoint<P> {
         }
         match x.target {
             Target::Am { head, landing } => {
-                let h = self.handlers.borrow()[head.handler as usize].clone();
-                let Some(h) = h else { return Ok(()) };
+                let hs = self.handlers.borrow();
+                let Some(h) = hs[head.handler as usize].as_ref() else {
+                    return Ok(());
+                };
                 let am = Am {
                     src,
                     head: &head,
-                    payload: Payload { a: &[], b: &[] },
+                    payload: &Payload { a: &[], b: &[] },
                     phase: Phase::LongDone { total: x.total },
                     place: Cell::new(None),
                     landed: Cell::new(Some(landing)),
                 };
-                self.invoke(&h, &am)
+                self.invoke(h, &am)
             }
             Target::Reply { idx, head } => {
                 self.complete_req(src, idx, &head, x.total, None);
@@ -1101,9 +1140,7 @@ impl<P: Port> Endpoint<P> {
 
     fn no_handler(&self, what: &str) -> Result<()> {
         if self.in_handler() {
-            return Err(Error::InvalidArgument(
-                format!("proto: {what} would block inside a message handler").into(),
-            ));
+            return Err(in_handler_err(what));
         }
         Ok(())
     }
@@ -1184,6 +1221,10 @@ impl<P: Port> Endpoint<P> {
         }
         Ok(())
     }
+}
+
+fn in_handler_err(what: &str) -> Error {
+    Error::InvalidArgument(format!("proto: {what} is not allowed inside a message handler").into())
 }
 
 fn too_many_args() -> Error {
