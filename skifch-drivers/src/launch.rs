@@ -19,7 +19,7 @@
 //! | `--grace S` | 3 | seconds that survivors get to exit on their own after a failure or after SIGTERM |
 //! | `--ports P` | `SKIFCH_PORTS`, else 4 | ports per rank |
 //! | `--lane-kb K` | `SKIFCH_LANE_KB`, else by job size | bytes of each lane, in KiB (power of two) |
-//! | `--driver D` | `shm` | `shm`, or `fpga-model`: the FPGA adapter driver over the device model, which the launcher hosts ([`crate::fpga::remote`]) |
+//! | `--driver D` | `SKIFCH_DRIVER`, else `shm` | `shm`, or `fpga-model`: the FPGA adapter driver over the device model, which the launcher hosts ([`crate::fpga::remote`]) |
 //! | `--torus XxYxZ` | most cube-like for N | `fpga-model` only: the torus; X·Y·Z must be N (rank r is node r) |
 //!
 //! ## What each rank gets
@@ -125,6 +125,40 @@ pub enum DriverKind {
 }
 
 impl DriverKind {
+    /// Parses a `--driver` / `SKIFCH_DRIVER` value.
+    ///
+    /// ```
+    /// use skifch_drivers::launch::DriverKind;
+    /// assert_eq!(DriverKind::parse("fpga-model")?, DriverKind::FpgaModel);
+    /// assert!(DriverKind::parse("ib").is_err());
+    /// # Ok::<(), skifch::Error>(())
+    /// ```
+    pub fn parse(s: &str) -> Result<DriverKind> {
+        match s {
+            "shm" => Ok(DriverKind::Shm),
+            crate::FPGA_MODEL => Ok(DriverKind::FpgaModel),
+            _ => Err(Error::InvalidArgument(
+                format!("driver {s:?}: unknown (known: shm, {})", crate::FPGA_MODEL).into(),
+            )),
+        }
+    }
+
+    /// `SKIFCH_DRIVER` when set (and not empty), else [`DriverKind::Shm`].
+    pub fn from_env() -> Result<DriverKind> {
+        match std::env::var("SKIFCH_DRIVER") {
+            Ok(v) if !v.is_empty() => DriverKind::parse(&v).map_err(|_| {
+                Error::InvalidArgument(
+                    format!(
+                        "SKIFCH_DRIVER={v:?}: unknown driver (known: shm, {})",
+                        crate::FPGA_MODEL
+                    )
+                    .into(),
+                )
+            }),
+            _ => Ok(DriverKind::Shm),
+        }
+    }
+
     /// The value of `SKIFCH_DRIVER` / `--driver`.
     pub fn name(self) -> &'static str {
         match self {
@@ -362,8 +396,9 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
     Ok(status)
 }
 
-/// Re-runs the current program as an `n`-rank job, unless this process already is a rank
-/// of a job (`SKIFCH_RANK` set): then `None`, and the caller goes on as that rank.
+/// Re-runs the current program as an `n`-rank job over the driver `SKIFCH_DRIVER` names
+/// (default shm), unless this process already is a rank of a job (`SKIFCH_RANK` set):
+/// then `None`, and the caller goes on as that rank.
 /// Otherwise `Some(exit status)` of the job, which the caller should exit with. Launcher
 /// errors are reported on stderr (status 1).
 ///
@@ -387,7 +422,14 @@ pub fn self_launch(n: u32) -> Option<i32> {
             return Some(1);
         }
     };
-    let opts = LaunchOptions::new(n, exe).args(std::env::args_os().skip(1));
+    let mut opts = LaunchOptions::new(n, exe).args(std::env::args_os().skip(1));
+    opts.driver = match DriverKind::from_env() {
+        Ok(d) => d,
+        Err(e) => {
+            say!("{e}");
+            return Some(2);
+        }
+    };
     Some(launch(&opts).unwrap_or_else(|e| {
         say!("{e}");
         1

@@ -25,7 +25,7 @@
 //! ## Environment (set by `skifrun`; all optional for a 1-rank shm job)
 //! | variable | meaning |
 //! | --- | --- |
-//! | `SKIFCH_DRIVER` | `shm` (default) or `fpga-model` (`skifrun --driver`); anything else is an error |
+//! | `SKIFCH_DRIVER` | `shm` (default) or `fpga-model`; anything else is an error. Set for each rank by `skifrun --driver`; also read by `skifrun` itself (the default of `--driver`) and by [`launch::self_launch`] |
 //! | `SKIFCH_RANK`, `SKIFCH_SIZE` | this process's rank and the job size |
 //! | `SKIFCH_FD` | descriptor of the job's segment (a memfd) inherited from the launcher; for `fpga-model` it carries only the job state (rank states, lost ranks) |
 //! | `SKIFCH_FPGA_FD` | `fpga-model`: descriptor of this rank's node window (its adapter's register queue, interrupt word and DMA memory; [`fpga::remote`]) |

@@ -343,3 +343,38 @@ fn sigterm_to_the_launcher_ends_the_ranks_and_the_model() {
     assert!(r.out.contains("skifrun: got SIGTERM"), "{}", r.out);
     assert!(r.took < Duration::from_secs(20), "took {:?}", r.took);
 }
+
+#[test]
+fn skifch_driver_in_the_environment_picks_the_launcher_driver() {
+    let out = Command::new(skifrun_exe())
+        .args(["-n", "2", "--"])
+        .arg(example_exe("conformance"))
+        .args(["--messages", "50"])
+        .env("SKIFCH_DRIVER", "fpga-model")
+        .output()
+        .expect("run skifrun");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("conformance: rank 1 ok (fpga)"), "{text}");
+    // --driver wins over the environment; a bad value is a clear error.
+    let out = Command::new(skifrun_exe())
+        .args(["-n", "2", "--driver", "shm", "--"])
+        .arg(example_exe("conformance"))
+        .args(["--messages", "10"])
+        .env("SKIFCH_DRIVER", "fpga-model")
+        .output()
+        .expect("run skifrun");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("conformance: rank 1 ok (shm)"), "{text}");
+    let out = Command::new(skifrun_exe())
+        .args(["-n", "1", "--", "true"])
+        .env("SKIFCH_DRIVER", "ib")
+        .output()
+        .expect("run skifrun");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("SKIFCH_DRIVER=\"ib\": unknown driver"),
+        "{err}"
+    );
+}

@@ -54,9 +54,9 @@ struct Cli {
     /// Lane size in KiB, a power of two [default: SKIFCH_LANE_KB or chosen by job size]
     #[arg(long, value_name = "K")]
     lane_kb: Option<u32>,
-    /// Driver
-    #[arg(long, value_enum, default_value_t = Driver::Shm)]
-    driver: Driver,
+    /// Driver [default: SKIFCH_DRIVER or shm]
+    #[arg(long, value_enum)]
+    driver: Option<Driver>,
     /// fpga-model: torus size XxYxZ (each 1..=16; X*Y*Z must be N) [default: most cube-like for N]
     #[arg(long, value_name = "XxYxZ", value_parser = parse_torus)]
     torus: Option<fpga::regs::Dims>,
@@ -95,8 +95,12 @@ fn main() {
     opts.ports = cli.ports;
     opts.lane_kb = cli.lane_kb;
     opts.driver = match cli.driver {
-        Driver::Shm => DriverKind::Shm,
-        Driver::FpgaModel => DriverKind::FpgaModel,
+        Some(Driver::Shm) => DriverKind::Shm,
+        Some(Driver::FpgaModel) => DriverKind::FpgaModel,
+        None => DriverKind::from_env().unwrap_or_else(|e| {
+            eprintln!("skifrun: {e}");
+            std::process::exit(2)
+        }),
     };
     opts.torus = cli.torus;
     let status = match launch(&opts) {
