@@ -798,3 +798,91 @@ pub fn default_dims(n: u32) -> Result<Dims> {
     Dims::new(x as u8, y as u8, z as u8)
         .map_err(|e| Error::InvalidArgument(format!("torus for {n} ranks: {e}").into()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window_of(host: &ModelHost, node: u32) -> MemfdRegion {
+        let f = host.window_file(node).unwrap().try_clone().unwrap();
+        MemfdRegion::map(f).unwrap()
+    }
+
+    #[test]
+    fn attach_checks_the_window_it_is_given() {
+        let host = ModelHost::start(Dims::new(2, 1, 1).unwrap(), model_config(), 1 << 20).unwrap();
+        let e = NodeWindow::attach(window_of(&host, 1), 0, 2).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("it is node 1 of 2, this is rank 0 of 2"),
+            "{e}"
+        );
+        let e = NodeWindow::attach(window_of(&host, 0), 0, 3).unwrap_err();
+        assert!(e.to_string().contains("node 0 of 2"), "{e}");
+        let other = MemfdRegion::create(DMA_OFF + 4096).unwrap();
+        let e = NodeWindow::attach(other, 0, 2).unwrap_err();
+        assert!(e.to_string().contains("bad magic"), "{e}");
+        let small = MemfdRegion::create(4096).unwrap();
+        assert!(NodeWindow::attach(small, 0, 2).is_err());
+        assert!(NodeWindow::create(0, 1, 100).is_err()); // not whole pages
+    }
+
+    #[test]
+    fn registers_go_through_the_queue_in_order() {
+        let host = ModelHost::start(Dims::new(2, 1, 1).unwrap(), model_config(), 1 << 20).unwrap();
+        let win = NodeWindow::attach(window_of(&host, 1), 1, 2).unwrap();
+        let hw = RemoteHw::new(Arc::new(win)).unwrap();
+        assert_eq!(hw.read32(regs::ID as usize).unwrap(), regs::ID_VALUE);
+        assert_eq!(hw.read32(regs::NODE_COORD as usize).unwrap(), 1);
+        // More posted writes than the queue holds, then a read that must see the last one.
+        for v in 0..3 * REQ_SLOTS {
+            hw.write32(regs::IRQ_COALESCE_NS as usize, v).unwrap();
+        }
+        assert_eq!(
+            hw.read32(regs::IRQ_COALESCE_NS as usize).unwrap(),
+            3 * REQ_SLOTS - 1
+        );
+        assert!(hw.read32(regs::BAR0_SIZE as usize).is_err()); // checked on the rank's side
+        assert!(hw.write32(2, 0).is_err());
+        assert!(hw.wait_irq(0, Duration::from_millis(1)).is_err()); // nothing raised
+        assert!(hw.wait_irq(1, Duration::ZERO).is_err()); // no such vector
+    }
+
+    #[test]
+    fn the_device_reaches_only_the_window_dma_memory() {
+        let win = Arc::new(NodeWindow::create(0, 1, 1 << 16).unwrap());
+        let dev = WindowDevice(win.clone());
+        let hw = RemoteHw::new(win).unwrap();
+        let buf = hw.dma().alloc(100).unwrap();
+        assert!(buf.iova() >= DMA_OFF as u64);
+        buf.write(0, b"shared").unwrap();
+        let mut got = [0u8; 6];
+        dev.device_read(buf.iova(), &mut got).unwrap();
+        assert_eq!(&got, b"shared");
+        dev.device_write(buf.iova() + 8, b"back").unwrap();
+        let mut back = [0u8; 4];
+        buf.read(8, &mut back).unwrap();
+        assert_eq!(&back, b"back");
+        let end = (DMA_OFF + (1 << 16)) as u64;
+        assert!(dev.device_read(end - 4, &mut got).is_err()); // runs past the end
+        assert!(dev.device_read(0x80, &mut got).is_err()); // the control page
+        assert!(dev.device_write(u64::MAX - 2, b"x!").is_err()); // wraps
+        assert!(hw.dma().alloc(1 << 20).is_err()); // more than the window has
+    }
+
+    #[test]
+    fn default_torus_is_the_most_cube_like() {
+        for (n, want) in [
+            (1, "1x1x1"),
+            (4, "2x2x1"),
+            (6, "3x2x1"),
+            (64, "4x4x4"),
+            (4096, "16x16x16"),
+        ] {
+            assert_eq!(default_dims(n).unwrap().to_string(), want);
+        }
+        assert!(default_dims(0).is_err());
+        assert!(default_dims(4097).is_err());
+        assert!(default_dims(34).is_err()); // 2 x 17
+    }
+}
