@@ -4,7 +4,7 @@
 #![allow(unsafe_code)] // this PE's own symmetric memory through raw pointers and atomics
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use memmap2::{MmapOptions, MmapRaw};
@@ -79,12 +79,15 @@ pub struct World<P: Port> {
     path: Path,
     segs: Segs,
     win: [Option<Box<dyn Window>>; 2],
+    /// Every PE's segment base in this process, where the window maps it
+    /// ([`Window::direct`]): the put/get/atomic fast path after the bounds check.
+    mapped: [Vec<usize>; 2],
     /// The active-message endpoint (message path, collectives, peer-loss checks), shared
     /// with the progress thread.
     ep: Arc<Mutex<Endpoint<P>>>,
     coll: ProtoColl,
     /// PEs written by one-way messages since the last quiet (message path).
-    dirty: Mutex<Vec<bool>>,
+    dirty: Vec<AtomicBool>,
     /// Collective calls made per team, to name each call's group (see [`World::group_id`]).
     calls: Mutex<HashMap<Vec<u32>, u32>>,
     heap: Mutex<Heap>,
@@ -224,15 +227,22 @@ impl<P: Port + 'static> World<P> {
         } else {
             None
         };
+        let mapped = [0, 1].map(|s: usize| match &win[s] {
+            Some(w) => (0..n)
+                .map_while(|pe| w.direct(pe).map(|p| p as usize))
+                .collect(),
+            None => Vec::new(),
+        });
         Ok(Arc::new(World {
             me,
             n,
             path: if ok { Path::Direct } else { Path::Messages },
             segs,
             win,
+            mapped,
             ep,
             coll,
-            dirty: Mutex::new(vec![false; n as usize]),
+            dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
             calls: Mutex::new(HashMap::new()),
             heap: Mutex::new(Heap::new(internal_bytes(), heap_len)),
             _heap_mem: heap_mem,
@@ -334,7 +344,7 @@ impl<P: Port> World<P> {
         }
         let (_, l) = self.segment(a.seg);
         match a.off.checked_add(len) {
-            Some(e) if e <= l => Ok(()),
+            Some(e) if e <= l && a.seg <= SEG_DATA => Ok(()),
             _ => Err(Error::NotSymmetric(format!(
                 "{len} bytes at offset {:#x} of segment {} (of {l} bytes)",
                 a.off, a.seg
@@ -358,6 +368,12 @@ impl<P: Port> World<P> {
         if src.is_empty() {
             return Ok(());
         }
+        if let Some(&base) = self.mapped[dst.seg as usize].get(pe as usize) {
+            // SAFETY: `check` bounded the range by this PE's segment length, which every
+            // PE's segment has (compared at init); the window keeps the mapping alive.
+            unsafe { std::ptr::copy(src.as_ptr(), (base + dst.off) as *mut u8, src.len()) };
+            return Ok(());
+        }
         if let Some(w) = &self.win[dst.seg as usize] {
             return Ok(w.put(pe, dst.off, src)?);
         }
@@ -366,7 +382,7 @@ impl<P: Port> World<P> {
             unsafe { std::ptr::copy(src.as_ptr(), self.local(dst) as *mut u8, src.len()) };
             return Ok(());
         }
-        self.dirty.lock().unwrap_or_else(|p| p.into_inner())[pe as usize] = true;
+        self.mark_dirty(pe);
         Ok(self
             .ep()
             .send(pe, msg::H_PUT, u32::from(dst.seg), &[dst.off as u64], src)?)
@@ -376,6 +392,11 @@ impl<P: Port> World<P> {
     pub fn get(&self, pe: u32, src: SymAddr, dst: &mut [u8]) -> Result<(), Error> {
         self.check(pe, src, dst.len())?;
         if dst.is_empty() {
+            return Ok(());
+        }
+        if let Some(&base) = self.mapped[src.seg as usize].get(pe as usize) {
+            // SAFETY: as in `put`.
+            unsafe { std::ptr::copy((base + src.off) as *const u8, dst.as_mut_ptr(), dst.len()) };
             return Ok(());
         }
         if let Some(w) = &self.win[src.seg as usize] {
@@ -423,6 +444,12 @@ impl<P: Port> World<P> {
                 a.off
             )));
         }
+        if let Some(&base) = self.mapped[a.seg as usize].get(pe as usize) {
+            // SAFETY: bounded by `check`, aligned (the segment bases are page-aligned and
+            // `off` is a multiple of `width`); shared locations are accessed only
+            // atomically or by raw copies.
+            return Ok(unsafe { rma::amo_at((base + a.off) as *mut u8, width, op) });
+        }
         if let Some(w) = &self.win[a.seg as usize] {
             return Ok(w.amo(pe, a.off, width, op)?);
         }
@@ -435,7 +462,7 @@ impl<P: Port> World<P> {
         let args = [a.off as u64, x, y];
         let ep = self.ep();
         if !fetch {
-            self.dirty.lock().unwrap_or_else(|p| p.into_inner())[pe as usize] = true;
+            self.mark_dirty(pe);
             ep.send(pe, msg::H_AMO, arg, &args, &[])?;
             return Ok(0);
         }
@@ -453,12 +480,9 @@ impl<P: Port> World<P> {
                 Ok(())
             }
             Path::Messages => {
-                let to: Vec<u32> = {
-                    let mut d = self.dirty.lock().unwrap_or_else(|p| p.into_inner());
-                    (0..self.n)
-                        .filter(|&p| std::mem::take(&mut d[p as usize]))
-                        .collect()
-                };
+                let to: Vec<u32> = (0..self.n)
+                    .filter(|&p| self.dirty[p as usize].swap(false, Ordering::AcqRel))
+                    .collect();
                 if to.is_empty() {
                     return Ok(());
                 }
@@ -480,6 +504,13 @@ impl<P: Port> World<P> {
     /// is already in order, so this is a compiler/CPU store fence only.
     pub fn fence(&self) {
         std::sync::atomic::fence(Ordering::SeqCst);
+    }
+
+    fn mark_dirty(&self, pe: u32) {
+        let d = &self.dirty[pe as usize];
+        if !d.load(Ordering::Relaxed) {
+            d.store(true, Ordering::Release);
+        }
     }
 
     /// One progress sweep: serves waiting requests, reports a handler error (a peer's
@@ -504,7 +535,11 @@ impl<P: Port> World<P> {
                 return Ok(v);
             }
             if self.path == Path::Messages || spins % 256 == 255 {
-                self.poll()?;
+                // Keep spinning (no yield) while requests are flowing in.
+                if self.ep().poll()? > 0 {
+                    spins = 0;
+                    continue;
+                }
             }
             backoff(&mut spins);
         }

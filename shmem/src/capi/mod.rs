@@ -397,19 +397,52 @@ pub unsafe extern "C" fn skifshmem_put(
     bytes: usize,
     pe: c_int,
 ) {
-    // SAFETY: see `name`.
-    let call = unsafe { name(call) };
-    if ctx != 1 {
-        check_ctx(call, ctx);
-    }
-    let pe = pe_u32(call, pe);
-    let a = sym(call, dest, bytes);
+    let (w, pe, a) = match fast(ctx, pe, dest, bytes) {
+        Some(f) => f,
+        // SAFETY: see `name` (only on this checking path: the name costs a strlen).
+        None => slow(unsafe { name(call) }, ctx, pe, dest, bytes),
+    };
     if bytes == 0 {
         return;
     }
     // SAFETY: the caller passes `bytes` readable bytes at `src` (OpenSHMEM put contract).
     let s = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), bytes) };
-    ok(call, w(call).put(pe, a, s));
+    if let Err(e) = w.put(pe, a, s) {
+        // SAFETY: see `name`.
+        fatal(unsafe { name(call) }, &e);
+    }
+}
+
+/// The checks of every RMA call without building the call's name: the state, the
+/// default context, the PE and the symmetric address. `None` sends the caller to
+/// [`slow`], which repeats them and reports what failed.
+#[inline]
+fn fast(ctx: usize, pe: c_int, p: *const c_void, len: usize) -> Option<(&'static W, u32, SymAddr)> {
+    let st = STATE.load(Ordering::Acquire);
+    if st.is_null() || ctx != 1 {
+        return None;
+    }
+    // SAFETY: as in `st`.
+    let w = unsafe { &(*st).world };
+    if pe < 0 || pe as u32 >= w.n_pes() {
+        return None;
+    }
+    Some((w, pe as u32, w.sym(p as usize, len.max(1))?))
+}
+
+/// As [`fast`], failing with a message naming `call` (a live non-default context passes).
+fn slow(
+    call: &str,
+    ctx: usize,
+    pe: c_int,
+    p: *const c_void,
+    len: usize,
+) -> (&'static W, u32, SymAddr) {
+    if ctx != 1 {
+        check_ctx(call, ctx);
+    }
+    let pe = pe_u32(call, pe);
+    (w(call), pe, sym(call, p, len))
 }
 
 /// Every blocking and `_nbi` get (the `_nbi` forms complete at return too).
@@ -422,19 +455,20 @@ pub unsafe extern "C" fn skifshmem_get(
     bytes: usize,
     pe: c_int,
 ) {
-    // SAFETY: see `name`.
-    let call = unsafe { name(call) };
-    if ctx != 1 {
-        check_ctx(call, ctx);
-    }
-    let pe = pe_u32(call, pe);
-    let a = sym(call, src, bytes);
+    let (w, pe, a) = match fast(ctx, pe, src, bytes) {
+        Some(f) => f,
+        // SAFETY: see `name`.
+        None => slow(unsafe { name(call) }, ctx, pe, src, bytes),
+    };
     if bytes == 0 {
         return;
     }
     // SAFETY: the caller passes `bytes` writable bytes at `dest`, not aliased by Rust.
     let d = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), bytes) };
-    ok(call, w(call).get(pe, a, d));
+    if let Err(e) = w.get(pe, a, d) {
+        // SAFETY: see `name`.
+        fatal(unsafe { name(call) }, &e);
+    }
 }
 
 /// Strided put (`iput`): element `k` of `src` (stride `sst`) to element `k` of `dest`
@@ -577,23 +611,17 @@ pub unsafe extern "C" fn skifshmem_amo(
     fetch: c_int,
     pe: c_int,
 ) -> u64 {
-    // SAFETY: see `name`.
-    let call = unsafe { name(call) };
-    if ctx != 1 {
-        check_ctx(call, ctx);
-    }
-    let pe = pe_u32(call, pe);
-    let addr = sym(call, dest, width);
-    let Some(op) = amo_op(op, a, b) else {
-        fatal(
-            call,
-            &Error::BadArgument(format!("atomic operation code {op}")),
-        );
+    let (w, pe, addr) = match fast(ctx, pe, dest, width) {
+        Some(f) => f,
+        // SAFETY: see `name`.
+        None => slow(unsafe { name(call) }, ctx, pe, dest, width),
     };
-    ok(
-        call,
-        w(call).amo(pe, addr, width, op, fetch != 0 || matches!(op, Amo::Fetch)),
-    )
+    let r = match amo_op(op, a, b) {
+        Some(op) => w.amo(pe, addr, width, op, fetch != 0 || matches!(op, Amo::Fetch)),
+        None => Err(Error::BadArgument(format!("atomic operation code {op}"))),
+    };
+    // SAFETY: see `name`.
+    r.unwrap_or_else(|e| fatal(unsafe { name(call) }, &e))
 }
 
 /// Signal operations: `SHMEM_SIGNAL_SET` 0, `SHMEM_SIGNAL_ADD` 1.
