@@ -1,7 +1,7 @@
 //! Per-message cost probe of the protocol layer against the raw channel (for
 //! `perf stat -e cycles,instructions` or callgrind, which load on a shared machine does not
 //! disturb as much as wall time): one rank sends `count` 8-byte messages to itself and
-//! handles each at once. `proto_ic raw|am|am_args <count>`; the difference between two
+//! handles each at once. `proto_ic raw|raw_drain|am|am_args <count>`; the difference between two
 //! counts divided by their difference is the cost of one message.
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +17,10 @@ fn main() {
     let job = skifch_drivers::init().expect("job");
     let msg = [7u8; 8];
     let mut sum = 0u64;
-    if mode == "raw" {
+    if mode == "raw" || mode == "raw_drain" {
+        // raw_drain: receive until the lane is empty, as a poll loop does (`Endpoint::poll`
+        // dispatches until nothing is waiting, so it pays one empty receive per call).
+        let drain = mode == "raw_drain";
         let ch = job.open(0).expect("port");
         let me = ch.addr();
         for _ in 0..count {
@@ -25,6 +28,9 @@ fn main() {
             sum += ch
                 .try_recv_with(|m| m.as_contiguous().map_or(0, |s| s[0] as u64))
                 .expect("recv");
+            if drain {
+                assert!(ch.try_recv().is_err());
+            }
         }
     } else {
         let args: &[u64] = if mode == "am_args" { &[1, 2] } else { &[] };

@@ -36,6 +36,12 @@ pub const MAX_HDR: usize = 8 + 3 * 8 + 8;
 /// Largest byte count of a long transfer (48 bits).
 pub const MAX_LONG: u64 = (1 << 48) - 1;
 
+/// The first header word (little endian on the wire).
+#[inline(always)]
+pub fn word(handler: u8, flags: u8, id: u16, arg: u32) -> u64 {
+    handler as u64 | (flags as u64) << 8 | (id as u64) << 16 | (arg as u64) << 32
+}
+
 /// The decoded control fields of a message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Head {
@@ -97,20 +103,24 @@ impl Head {
     pub fn decode(b: &[u8], src: u32) -> Result<Head> {
         let bad =
             |why: &str| Error::Corrupt(format!("active message from rank {src}: {why}").into());
-        if b.len() < 8 {
+        let Some(w) = b.get(..8) else {
             return Err(bad("shorter than the 8-byte header"));
-        }
-        let flags = b[1];
+        };
+        let w = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+        let flags = (w >> 8) as u8;
         let mut h = Head {
-            handler: b[0],
+            handler: w as u8,
             flags,
-            id: u16::from_le_bytes([b[2], b[3]]),
-            arg: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            id: (w >> 16) as u16,
+            arg: (w >> 32) as u32,
             args: [0; 3],
             long: None,
         };
         if flags & !(F_NARGS | F_REQUEST | F_LONG | F_ERROR) != 0 {
             return Err(bad("unknown header flags"));
+        }
+        if flags & (F_NARGS | F_LONG) == 0 {
+            return Ok(h);
         }
         if b.len() < h.len() {
             return Err(bad("truncated header"));

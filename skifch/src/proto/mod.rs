@@ -124,8 +124,8 @@ pub struct Am<'a> {
     // By reference: copying it into the `Am` costs a store-forwarding stall per message.
     payload: &'a Payload<'a>,
     phase: Phase,
-    place: Cell<Option<Landing>>,
-    landed: Cell<Option<Landing>>,
+    /// LongStart: the landing chosen by the handler; LongDone: the filled landing.
+    landing: Cell<Option<Landing>>,
 }
 
 impl<'a> Am<'a> {
@@ -163,11 +163,16 @@ impl<'a> Am<'a> {
     /// In [`Phase::LongStart`]: the transfer's bytes land in `l` (from offset 0; bytes past
     /// its length are dropped and reported as truncation).
     pub fn place(&self, l: Landing) {
-        self.place.set(Some(l));
+        if matches!(self.phase, Phase::LongStart { .. }) {
+            self.landing.set(Some(l));
+        }
     }
     /// In [`Phase::LongDone`]: the landing given to [`Am::place`], now filled.
     pub fn take_landing(&self) -> Option<Landing> {
-        self.landed.take()
+        match self.phase {
+            Phase::LongDone { .. } => self.landing.take(),
+            _ => None,
+        }
     }
 }
 
@@ -433,7 +438,16 @@ impl<P: Port> Endpoint<P> {
     /// Sends an active message to handler `h` of rank `dst` (one-way). Blocks (with
     /// progress) until the message is handed to the channel — or, from a handler, queues
     /// what does not fit. Any length: payloads beyond one message go as a long transfer.
+    #[inline]
     pub fn send(&self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> Result<()> {
+        if args.is_empty()
+            && h < FIRST_RESERVED
+            && dst < self.size
+            && data.len() <= self.max_inline()
+        {
+            // The common case: an 8-byte header word, inline payload.
+            return self.push(dst, &header::word(h, 0, 0, arg).to_le_bytes(), data);
+        }
         self.check_user(h, args)?;
         self.emit(dst, &Head::new(h, 0, 0, arg, args), data)
     }
@@ -660,10 +674,16 @@ impl<P: Port> Endpoint<P> {
         Ok(())
     }
 
+    #[inline]
     fn flush_all(&self) -> Result<()> {
         if self.queued.get() == 0 {
             return Ok(());
         }
+        self.flush_queued()
+    }
+
+    #[cold]
+    fn flush_queued(&self) -> Result<()> {
         for d in 0..self.size {
             if !self.out.borrow()[d as usize].is_empty() {
                 self.flush(d)?;
@@ -702,7 +722,9 @@ impl<P: Port> Endpoint<P> {
         self.take_deferred()?;
         self.flush_all()?;
         let n = self.service()?;
-        self.take_deferred()?;
+        if n > 0 {
+            self.take_deferred()?;
+        }
         Ok(n)
     }
 
@@ -755,15 +777,11 @@ impl<P: Port> Endpoint<P> {
         let s0 = it.next().unwrap_or(&[]);
         let s1 = it.next().unwrap_or(&[]);
         let want = m.len().min(MAX_HDR);
-        let mut tmp = [0u8; MAX_HDR];
-        let hb: &[u8] = if s0.len() >= want {
-            s0
+        let head = if s0.len() >= want {
+            Head::decode(s0, src)?
         } else {
-            tmp[..s0.len()].copy_from_slice(s0);
-            tmp[s0.len()..want].copy_from_slice(&s1[..want - s0.len()]);
-            &tmp[..want]
+            split_head(s0, s1, want, src)?
         };
-        let head = Head::decode(hb, src)?;
         let hl = head.len();
         let payload = if s0.len() >= hl {
             Payload {
@@ -779,6 +797,22 @@ impl<P: Port> Endpoint<P> {
         match head.handler {
             H_CHUNK => self.on_chunk(src, head.id, payload),
             H_REPLY => self.on_reply(src, &head, payload),
+            h if head.long.is_none() => {
+                // The fast path: a whole message for a registered handler.
+                let hs = self.handlers.borrow();
+                if let Some(f) = hs[h as usize].as_ref() {
+                    let am = Am {
+                        src,
+                        head: &head,
+                        payload: &payload,
+                        phase: Phase::Whole,
+                        landing: Cell::new(None),
+                    };
+                    return self.invoke(f, &am);
+                }
+                drop(hs);
+                self.on_am(src, &head, payload)
+            }
             _ => self.on_am(src, &head, payload),
         }
     }
@@ -790,6 +824,7 @@ impl<P: Port> Endpoint<P> {
         r
     }
 
+    #[inline(never)]
     fn on_am(&self, src: u32, head: &Head, payload: Payload<'_>) -> Result<()> {
         // Held during the call: a handler cannot (un)register (refused with an error).
         let hs = self.handlers.borrow();
@@ -823,8 +858,7 @@ impl<P: Port> Endpoint<P> {
                 head,
                 payload: &payload,
                 phase: Phase::Whole,
-                place: Cell::new(None),
-                landed: Cell::new(None),
+                landing: Cell::new(None),
             };
             return self.invoke(h, &am);
         };
@@ -833,12 +867,11 @@ impl<P: Port> Endpoint<P> {
             head,
             payload: &payload,
             phase: Phase::LongStart { total },
-            place: Cell::new(None),
-            landed: Cell::new(None),
+            landing: Cell::new(None),
         };
         let r = self.invoke(h, &am);
         drop(hs);
-        let target = match am.place.take() {
+        let target = match am.landing.take() {
             Some(mut landing) => {
                 landing.write_segs(0, payload.segments());
                 Target::Am {
@@ -884,6 +917,7 @@ impl<P: Port> Endpoint<P> {
         Ok(())
     }
 
+    #[inline(never)]
     fn on_chunk(&self, src: u32, xid: u16, payload: Payload<'_>) -> Result<()> {
         let mut inx = self.inx.borrow_mut();
         let Some(x) = inx.get_mut(&(src, xid)) else {
@@ -932,8 +966,7 @@ impl<P: Port> Endpoint<P> {
                     head: &head,
                     payload: &Payload { a: &[], b: &[] },
                     phase: Phase::LongDone { total: x.total },
-                    place: Cell::new(None),
-                    landed: Cell::new(Some(landing)),
+                    landing: Cell::new(Some(landing)),
                 };
                 self.invoke(h, &am)
             }
@@ -945,6 +978,7 @@ impl<P: Port> Endpoint<P> {
         }
     }
 
+    #[inline(never)]
     fn on_reply(&self, src: u32, head: &Head, payload: Payload<'_>) -> Result<()> {
         let idx = head.id;
         {
@@ -1221,6 +1255,15 @@ impl<P: Port> Endpoint<P> {
         }
         Ok(())
     }
+}
+
+/// Decodes a header split by the ring's end (rare: only a message that wraps there).
+#[cold]
+fn split_head(s0: &[u8], s1: &[u8], want: usize, src: u32) -> Result<Head> {
+    let mut tmp = [0u8; MAX_HDR];
+    tmp[..s0.len()].copy_from_slice(s0);
+    tmp[s0.len()..want].copy_from_slice(&s1[..want - s0.len()]);
+    Head::decode(&tmp[..want], src)
 }
 
 fn in_handler_err(what: &str) -> Error {
