@@ -123,6 +123,9 @@ pub type ReqId = u32;
 enum ReqKind {
     /// A send: `buf` kept (rendezvous) until all of it is out.
     Send {
+        /// The first message's header (EAGER/SYNC with the payload, or RTS).
+        hdr: Header,
+        /// The data until it is all out.
         buf: Option<UserBuf>,
         sent: usize,
         rreq: u32,
@@ -196,8 +199,10 @@ impl Unex {
 /// Queued outgoing work for one destination.
 #[derive(Debug)]
 enum Out {
-    /// A whole channel message (header + payload).
+    /// A control message (CTS, ACK) made by a handler.
     Msg(Vec<u8>),
+    /// The first message of send `sreq` (its data stays in user memory meanwhile).
+    Req { sreq: u32 },
     /// The rest of rendezvous send `sreq`.
     Data { sreq: u32 },
 }
@@ -309,64 +314,39 @@ impl<P: Port> Engine<P> {
     ) -> Result<ReqId> {
         self.check()?;
         let len = buf.packed_len();
+        let kind = match (len <= self.st.eager, mode) {
+            (false, _) => Kind::Rts,
+            (true, Mode::Sync) => Kind::Sync,
+            (true, Mode::Standard) => Kind::Eager,
+        };
+        // Payloads go straight from user memory; a noncontiguous one is packed once.
+        let buf = match buf.as_contiguous() {
+            Some(_) => buf,
+            None => UserBuf::owned(buf.to_packed()),
+        };
         let seq = self.st.next_seq();
         let id = self.st.alloc(Req {
-            kind: ReqKind::Send {
-                buf: None,
-                sent: 0,
-                rreq: 0,
-                bsend,
-            },
+            kind: ReqKind::Nothing,
             done: false,
             freed: false,
             status: Status::default(),
             err: None,
             seq,
         });
-        self.st.bsend_used += bsend;
-        if len <= self.st.eager {
-            let kind = if mode == Mode::Sync {
-                Kind::Sync
-            } else {
-                Kind::Eager
+        let mut hdr = Header::new(kind, ctx, tag, src as u32, id);
+        hdr.len = len as u64;
+        if let Some(r) = self.st.get_mut(id) {
+            r.kind = ReqKind::Send {
+                hdr,
+                buf: Some(buf),
+                sent: 0,
+                rreq: 0,
+                bsend,
             };
-            let h = Header::new(kind, ctx, tag, src as u32, id).emit();
-            let packed;
-            let data = match buf.as_contiguous() {
-                Some(d) => d,
-                None => {
-                    packed = buf.to_packed();
-                    &packed
-                }
-            };
-            let r = self.st.send_or_queue(
-                &self.ch,
-                dst,
-                &[IoSlice::new(&h[..HDR]), IoSlice::new(data)],
-            );
-            r.map_err(|e| self.fail(e))?;
-            if mode == Mode::Standard {
-                self.st.complete(id);
-            }
-        } else {
-            let mut h = Header::new(Kind::Rts, ctx, tag, src as u32, id);
-            h.len = len as u64;
-            let buf = match buf.as_contiguous() {
-                Some(_) => buf,
-                None => UserBuf::owned(buf.to_packed()),
-            };
-            if let Some(Req {
-                kind: ReqKind::Send { buf: b, .. },
-                ..
-            }) = self.st.get_mut(id)
-            {
-                *b = Some(buf);
-            }
-            let r = self
-                .st
-                .send_or_queue(&self.ch, dst, &[IoSlice::new(&h.emit())]);
-            r.map_err(|e| self.fail(e))?;
         }
+        self.st.bsend_used += bsend;
+        let r = self.st.start_send(&self.ch, dst, id);
+        r.map_err(|e| self.fail(e))?;
         Ok(id)
     }
 
@@ -607,6 +587,10 @@ impl<P: Port> Engine<P> {
                 Err(e) => return Err(e.into()),
             }
         }
+        if did && self.st.nout > 0 {
+            // Replies the handlers queued (CTS, ACK) go at once.
+            self.st.flush(&self.ch)?;
+        }
         Ok(did)
     }
 
@@ -704,28 +688,57 @@ impl State {
         }
     }
 
-    /// Sends one whole message to `dst` now, or queues a copy behind what is queued.
-    fn send_or_queue<P: Port>(
-        &mut self,
-        ch: &Channel<P>,
-        dst: u32,
-        iov: &[IoSlice<'_>],
-    ) -> Result<()> {
-        let q = &mut self.outq[dst as usize];
-        if q.is_empty() {
-            match ch.send_whole(NetAddr::new(dst as u16, self.port), iov) {
-                Ok(()) => return Ok(()),
-                Err(skifch::Error::WouldBlock) => {}
-                Err(e) => return Err(e.into()),
+    /// Sends the first message of send `sreq` to `dst` now, or queues it behind what is
+    /// queued for `dst` (per-destination order).
+    fn start_send<P: Port>(&mut self, ch: &Channel<P>, dst: u32, sreq: u32) -> Result<()> {
+        if self.outq[dst as usize].is_empty() {
+            let addr = NetAddr::new(dst as u16, self.port);
+            if self.send_req(ch, addr, sreq)? {
+                return Ok(());
             }
         }
-        let mut v = Vec::with_capacity(iov.iter().map(|s| s.len()).sum());
-        for s in iov {
-            v.extend_from_slice(s);
-        }
-        q.push_back(Out::Msg(v));
-        self.nout += 1;
+        self.queue(dst, Out::Req { sreq });
         Ok(())
+    }
+
+    /// Sends the first message of send `sreq`: `false` if the receiver's lane is full.
+    /// A standard eager send completes here; the others wait for ACK or CTS.
+    fn send_req<P: Port>(&mut self, ch: &Channel<P>, addr: NetAddr, sreq: u32) -> Result<bool> {
+        let Some(Req {
+            kind: ReqKind::Send { hdr, buf, .. },
+            ..
+        }) = self.get(sreq)
+        else {
+            return Err(Error::Intern(format!("send {sreq} vanished")));
+        };
+        let h = hdr.emit();
+        let r = match hdr.kind {
+            Kind::Rts => ch.send_whole(addr, &[IoSlice::new(&h)]),
+            _ => {
+                let data = buf.as_ref().and_then(|b| b.as_contiguous()).unwrap_or(&[]);
+                ch.send_whole(addr, &[IoSlice::new(&h[..HDR]), IoSlice::new(data)])
+            }
+        };
+        match r {
+            Ok(()) => {}
+            Err(skifch::Error::WouldBlock) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+        match hdr.kind {
+            Kind::Eager => self.complete(sreq),
+            Kind::Sync => {
+                // The data is out; only the ACK is awaited.
+                if let Some(Req {
+                    kind: ReqKind::Send { buf, .. },
+                    ..
+                }) = self.get_mut(sreq)
+                {
+                    *buf = None;
+                }
+            }
+            _ => {}
+        }
+        Ok(true)
     }
 
     fn queue(&mut self, dst: u32, o: Out) {
@@ -745,6 +758,11 @@ impl State {
                         Err(skifch::Error::WouldBlock) => break,
                         Err(e) => return Err(e.into()),
                     },
+                    &Out::Req { sreq } => {
+                        if !self.send_req(ch, addr, sreq)? {
+                            break;
+                        }
+                    }
                     &Out::Data { sreq } => {
                         if !self.push_data(ch, addr, sreq)? {
                             break;
@@ -993,9 +1011,6 @@ impl State {
             return false;
         };
         q.remove(i);
-        if q.is_empty() {
-            self.posted_exact.remove(&key);
-        }
         true
     }
 
@@ -1013,11 +1028,8 @@ impl State {
                 Some(self.posted_wild.remove(w))
             }
             (Some(e), _) => {
-                let q = self.posted_exact.get_mut(&key).expect("non-empty");
-                q.pop_front();
-                if q.is_empty() {
-                    self.posted_exact.remove(&key);
-                }
+                // Empty queues stay in the map: no allocation per message for a reused key.
+                self.posted_exact.get_mut(&key).and_then(|q| q.pop_front());
                 Some(e)
             }
             (None, Some(w)) => Some(self.posted_wild.remove(w)),
@@ -1059,9 +1071,6 @@ impl State {
         if let Some(q) = self.unex_by_key.get_mut(&(c, s, t)) {
             // The earliest of its key: anything earlier with this key would have matched.
             q.pop_front();
-            if q.is_empty() {
-                self.unex_by_key.remove(&(c, s, t));
-            }
         }
         Some(u)
     }
