@@ -399,6 +399,13 @@ impl Datatype {
             return;
         }
         let ext = self.extent();
+        if let [b] = i.blocks.as_slice() {
+            if b.len as isize == ext {
+                // Dense: consecutive elements touch, the range is one run.
+                f(b.disp + from as isize, from, len);
+                return;
+            }
+        }
         let end = from + len;
         let mut pos = from;
         let mut elem = pos / i.size;
@@ -598,6 +605,14 @@ mod tests {
             Datatype::basic(Basic::TwoInt).contiguous_span(3),
             Some((0, 24))
         );
+    }
+
+    #[test]
+    fn dense_types_are_one_piece() {
+        let c = Datatype::basic(Basic::Char);
+        let mut got = Vec::new();
+        c.for_each_piece(3, 1000, |a, p, n| got.push((a, p, n)));
+        assert_eq!(got, vec![(3, 3, 1000)]);
     }
 
     #[test]
