@@ -39,6 +39,7 @@ mod capi;
 pub mod coll;
 pub mod heap;
 pub mod msg;
+pub mod selftest;
 mod typed;
 pub mod world;
 

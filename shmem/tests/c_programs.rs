@@ -304,3 +304,38 @@ fn oshcc_showme_and_missing_library() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no libskifshmem"));
 }
+
+/// The Rust self-test as a multi-process job: the shm driver's RMA (`ShmRma`) and the
+/// message path, 2 and 4 PEs.
+#[test]
+fn rust_selftest_under_skifrun() {
+    let exe = skifch_drivers::testing::profile_dir().join("examples/selftest");
+    skifch_drivers::testing::cargo_build(
+        &crate_dir().join("Cargo.toml"),
+        &["--example", "selftest"],
+        &exe,
+    );
+    for (n, env, path) in [
+        (2, DIRECT, "direct"),
+        (4, DIRECT, "direct"),
+        (2, MESSAGES, "messages"),
+        (4, MESSAGES, "messages"),
+    ] {
+        let o = run(&exe, n, env, &[]);
+        assert!(
+            o.status.success(),
+            "selftest with {n} PEs {env:?}: {}\n{}{}",
+            o.status,
+            o.stdout,
+            o.stderr
+        );
+        assert_eq!(
+            o.stdout
+                .matches(&format!("selftest passed ({path})"))
+                .count(),
+            n as usize,
+            "{}",
+            o.stdout
+        );
+    }
+}
