@@ -16,6 +16,11 @@
 //! skifrun -n 2 -- fault_probe bad-args                Unreachable and InvalidArgument (IOV_MAX)
 //! skifrun -n 2 -- fault_probe finalized               rank 1 finalizes and exits; rank 0 sends to
 //!                                                     it until Unreachable (Closed): exit 42
+//! skifrun -n 4 -- fault_probe gather <count>         ranks 1.. send <count> messages each to rank 0
+//!                                                     and leave as soon as they are done; rank 0
+//!                                                     checks every sender's order
+//! skifrun -n 2 -- fault_probe closed                  rank 1 opens, closes and reopens port 2; rank 0
+//!                                                     sees Unreachable (Closed), then delivers again
 //! ```
 //! Every mode runs over the driver `skifrun --driver` chose (`tests/fpga_model.rs` runs
 //! the stream and full modes over the FPGA device model; `--lane-kb` is then not given).
@@ -68,6 +73,9 @@ fn main() {
         (Some("bad-args"), _) => bad_args_receiver(&job),
         (Some("finalized"), 0) => finalized_sender(&job),
         (Some("finalized"), _) => finalized_receiver(&job),
+        (Some("gather"), _) => gather(&job, args.get(1)),
+        (Some("closed"), 0) => closed_sender(&job),
+        (Some("closed"), _) => closed_receiver(&job),
         (mode, _) => Err(format!(
             "unknown mode {mode:?} (see the source for the modes)"
         )),
@@ -487,5 +495,121 @@ fn finalized_receiver(job: &Job) -> Outcome {
     let ctl = job.open(CONTROL).map_err(|e| e.to_string())?;
     ctl.send_all(job.addr(0, CONTROL), &[IoSlice::new(b"bye")])
         .map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+/// The port `closed` plays with.
+const SCRATCH: u32 = 2;
+
+/// Sends to `to` until `done` says stop (at most 5 s); returns the sends tried.
+fn send_until(
+    ch: &Chan,
+    to: NetAddr,
+    mut done: impl FnMut(&Result<usize, Error>) -> bool,
+) -> Result<u64, String> {
+    let t0 = Instant::now();
+    let mut n = 0u64;
+    loop {
+        let r = ch.send(to, &[IoSlice::new(b"knock")]);
+        n += 1;
+        if done(&r) {
+            return Ok(n);
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            return Err(format!("after {n} sends in 5 s, the last gave {r:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Rank 0 of `closed`.
+fn closed_sender(job: &Job) -> Outcome {
+    let ch = job.open(DATA).map_err(|e| e.to_string())?;
+    let ctl = job.open(CONTROL).map_err(|e| e.to_string())?;
+    let to = job.addr(1, SCRATCH);
+    if control(&ctl)? != b"closed" {
+        return Err("expected closed".into());
+    }
+    let closed = |r: &Result<usize, Error>| {
+        matches!(
+            r,
+            Err(Error::Unreachable {
+                why: Unreachable::Closed,
+                ..
+            })
+        )
+    };
+    let n = send_until(&ch, to, closed)?;
+    ctl.send_all(job.addr(1, CONTROL), &[IoSlice::new(b"seen")])
+        .map_err(|e| e.to_string())?;
+    if control(&ctl)? != b"open" {
+        return Err("expected open".into());
+    }
+    let m = send_until(&ch, to, |r| r.is_ok())?;
+    if control(&ctl)? != b"got it" {
+        return Err("expected the receiver to get the message".into());
+    }
+    println!("closed: Unreachable (closed) after {n} sends, delivered after reopening ({m} sends)");
+    Ok(SAW_PEER_LOST)
+}
+
+/// Rank 1 of `closed`.
+fn closed_receiver(job: &Job) -> Outcome {
+    let ctl = job.open(CONTROL).map_err(|e| e.to_string())?;
+    let peer = job.addr(0, CONTROL);
+    drop(job.open(SCRATCH).map_err(|e| e.to_string())?); // opened, then closed
+    ctl.send_all(peer, &[IoSlice::new(b"closed")])
+        .map_err(|e| e.to_string())?;
+    if control(&ctl)? != b"seen" {
+        return Err("expected seen".into());
+    }
+    let scratch = job.open(SCRATCH).map_err(|e| e.to_string())?;
+    ctl.send_all(peer, &[IoSlice::new(b"open")])
+        .map_err(|e| e.to_string())?;
+    // Anything sent while the port was closed was refused: the first message is the one
+    // sent after the reopening.
+    let m = scratch.recv().map_err(|e| e.to_string())?;
+    if m.to_vec() != b"knock" {
+        return Err("wrong message".into());
+    }
+    drop(m);
+    ctl.send_all(peer, &[IoSlice::new(b"got it")])
+        .map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+/// `gather`: many to one, senders leaving early (their late credit returns must not stall
+/// the others' traffic).
+fn gather(job: &Job, count: Option<&String>) -> Outcome {
+    let count: u64 = count
+        .and_then(|c| c.parse().ok())
+        .ok_or("gather: the message count argument is missing")?;
+    let ch = job.open(DATA).map_err(|e| e.to_string())?;
+    if job.rank() > 0 {
+        for seq in 0..count {
+            ch.send_whole_wait(job.addr(0, DATA), &[IoSlice::new(&fill_msg(seq))])
+                .map_err(|e| format!("message {seq}: {e}"))?;
+        }
+        return Ok(0);
+    }
+    let mut next = vec![0u64; job.size() as usize];
+    let total = count * (job.size() as u64 - 1);
+    for k in 0..total {
+        let m = ch
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|e| format!("message {k} of {total}: {e}"))?;
+        let src = m.src().rank() as usize;
+        if src == 0 || m.to_vec() != fill_msg(next[src]) {
+            return Err(format!(
+                "message {k}: from {src}, expected its #{}",
+                next[src]
+            ));
+        }
+        next[src] += 1;
+    }
+    println!(
+        "gather: {total} messages from {} ranks in order",
+        job.size() - 1
+    );
     Ok(0)
 }

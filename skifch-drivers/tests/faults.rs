@@ -187,3 +187,14 @@ fn sends_to_a_finalized_rank_are_unreachable() {
         r.stdout
     );
 }
+
+#[test]
+fn sends_to_a_closed_port_are_unreachable_until_it_reopens() {
+    let r = job(&["-n", "2"], &["closed"], || {});
+    assert_eq!(r.code, SAW_PEER_LOST, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("delivered after reopening"),
+        "{}",
+        r.stdout
+    );
+}

@@ -378,3 +378,32 @@ fn skifch_driver_in_the_environment_picks_the_launcher_driver() {
         "{err}"
     );
 }
+
+#[test]
+fn sends_to_a_closed_port_are_unreachable_until_it_reopens() {
+    // Rank 1 opens and closes port 2: rank 0's sends to it fail with Unreachable (Closed)
+    // once the port-state notice arrived; after the reopening they are delivered again.
+    let r = job(&fpga("2", &[]), "fault_probe", &["closed"], || {});
+    assert_eq!(r.code, Some(SAW_PEER_LOST), "{}", r.out);
+    assert!(
+        r.out.contains("closed: Unreachable (closed) after")
+            && r.out.contains("delivered after reopening"),
+        "{}",
+        r.out
+    );
+}
+
+#[test]
+fn many_to_one_with_senders_leaving_early() {
+    // Senders finish and leave while rank 0 still receives: the credits it returns to
+    // them afterwards are dropped by the model (Machine::host_gone), not left to stall the
+    // remaining senders' traffic in shared links (this hung a 4-rank job before).
+    let r = job(&fpga("4", &[]), "fault_probe", &["gather", "3000"], || {});
+    assert_eq!(r.code, Some(0), "{}", r.out);
+    assert!(
+        r.out
+            .contains("gather: 9000 messages from 3 ranks in order"),
+        "{}",
+        r.out
+    );
+}

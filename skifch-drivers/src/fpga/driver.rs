@@ -69,6 +69,12 @@
 //! and all of it whenever the receiving port polls empty. Senders take credit messages
 //! on every send and empty poll. The price: the largest message is `rx_bytes / size`.
 //!
+//! The credit queue also carries *port-state notices* (a message with no credit): a port
+//! closed by its owner (not by a panic: a dying rank is lost, not closing) tells every
+//! live node, and senders then refuse sends to it with `Unreachable` (`Closed`) as on
+//! shm; reopening it tells them again. The owner's own ports learn at once; other nodes
+//! when the notice arrives (what was sent before waits in the closed port's queue).
+//!
 //! # Errors and peer loss (obligation 6)
 //! `ERR_STATUS` and `STATUS` are read on slow paths only (every 64th empty poll or refused
 //! send, after every sleep): a fatal bit (`TX_DESC_BAD`, `DMA_FAULT`, `RING_CONFIG`,
@@ -226,6 +232,8 @@ struct TxRing<D: DmaMemory> {
     stage_end: Box<[u64]>,
     /// Credits in use per destination `node * ports + port`: bytes (spans) and messages.
     used: Vec<(u64, u32)>,
+    /// Per destination: its owner closed the port (a port-state notice said so).
+    closed: Vec<bool>,
     /// Packets the device will have injected once it has sent every descriptor written.
     pkts: u64,
     max_pkt: u64,
@@ -433,6 +441,8 @@ struct RxQueue<D: DmaMemory> {
     /// Credits: per source node, bytes and messages released and not yet returned.
     owed: Vec<(u64, u32)>,
     owed_msgs: u32,
+    /// The port was open and closed: opening it again tells the senders.
+    was_closed: bool,
 }
 
 /// One RX queue's indices, for tests and diagnostics.
@@ -757,6 +767,7 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
             stage_tail: 0,
             stage_end: vec![0; cfg.tx_entries as usize].into_boxed_slice(),
             used: vec![(0, 0); (size * ports) as usize],
+            closed: vec![false; (size * ports) as usize],
             pkts: 0,
             max_pkt: max_pkt as u64,
         };
@@ -794,6 +805,7 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
                 pending: Default::default(),
                 owed: vec![(0, 0); size as usize],
                 owed_msgs: 0,
+                was_closed: false,
             })
         };
         let queues = (0..ports)
@@ -1006,6 +1018,12 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
         let mut tx = lock(&self.tx);
         let d = (dst.rank() * self.ports + dst.port()) as usize;
         if self.ctl.is_some() {
+            if tx.closed.get(d) == Some(&true) {
+                return Err(Error::Unreachable {
+                    addr: dst,
+                    why: Unreachable::Closed,
+                });
+            }
             let (ub, um) = tx.used.get(d).copied().unwrap_or((u64::MAX, u32::MAX));
             let avail = self.win_bytes.saturating_sub(ub);
             if um >= self.win_msgs {
@@ -1066,6 +1084,51 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
         }
     }
 
+    /// Tells every live node that `port` here was closed (`open == false`) or opened
+    /// again: a credit-queue message with no credit (`messages == 0`, `bytes` = 0 closed,
+    /// 1 open). Senders then refuse sends to a closed port with `Unreachable` (`Closed`), as
+    /// on shm; what was sent before the notice arrived waits in the port's queue. Best
+    /// effort and bounded: a full TX ring is retried for a moment, then that node is skipped.
+    fn notify_port_state(&self, port: u32, open: bool) {
+        if self.ctl.is_none() || self.fatal.load(Ordering::Relaxed) {
+            return;
+        }
+        let ctl_port = self.ports as u16;
+        let mut msg = [0u8; 8];
+        msg[0..2].copy_from_slice(&(port as u16).to_le_bytes());
+        msg[4..8].copy_from_slice(&u32::from(open).to_le_bytes());
+        let lost = self.lost_peer();
+        let deadline = Instant::now() + Duration::from_millis(200);
+        for node in (0..self.size).filter(|&n| Some(n) != lost && !self.job.finalized(n)) {
+            if node == self.rank {
+                // This node's own ports learn it at once (no notice through the network).
+                let d = (node * self.ports + port) as usize;
+                if let Some(c) = lock(&self.tx).closed.get_mut(d) {
+                    *c = !open;
+                }
+                continue;
+            }
+            let to = desc::net_addr(node as u16, ctl_port);
+            loop {
+                let sent = lock(&self.tx).send(
+                    &self.hw,
+                    to,
+                    ctl_port,
+                    &[IoSlice::new(&msg)],
+                    msg.len(),
+                    SendMode::Whole,
+                );
+                match sent {
+                    Err(Error::WouldBlock) if Instant::now() < deadline => {
+                        let _ = self.drain_credits();
+                        std::thread::yield_now();
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+
     /// Takes the credit messages that arrived and gives their credit back to the senders
     /// (any thread; one at a time). A bad credit message is a device fault.
     fn drain_credits(&self) -> Result<()> {
@@ -1095,6 +1158,11 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
             let node = desc::addr_node(src);
             let d = (node * self.ports + port) as usize;
             let mut tx = lock(&self.tx);
+            if ok && msgs == 0 && port < self.ports && bytes <= 1 && d < tx.closed.len() {
+                // A port-state notice: the owner closed (0) or reopened (1) the port.
+                tx.closed[d] = bytes == 0;
+                continue;
+            }
             match tx.used.get_mut(d) {
                 Some(u) if ok && port < self.ports && u.0 >= bytes && u.1 >= msgs => {
                     u.0 -= bytes;
@@ -1191,9 +1259,12 @@ impl<H: Hw + Send + Sync + 'static> Driver for FpgaDriver<H> {
             };
             return Err(Error::InvalidArgument(why.into()));
         }
-        let rx = lock(&self.queues[port as usize])
+        let mut rx = lock(&self.queues[port as usize])
             .take()
             .ok_or_else(|| Error::InvalidArgument(format!("port {port} is already open").into()))?;
+        if std::mem::take(&mut rx.was_closed) {
+            self.notify_port_state(port, true);
+        }
         Ok(FpgaPort {
             drv: self.clone(),
             addr: NetAddr::new(self.rank as u16, port as u16),
@@ -1485,6 +1556,11 @@ impl<H: Hw + Send + Sync + 'static> Drop for FpgaPort<H> {
         if let Some(mut rx) = self.rx.take() {
             rx.publish(&self.drv.hw);
             self.drv.return_credits(&mut rx, true);
+            // A rank dying by a panic is lost, not closing its ports (as on shm).
+            if !std::thread::panicking() {
+                self.drv.notify_port_state(rx.port, false);
+                rx.was_closed = true;
+            }
             // The queue keeps its state: a port opened again continues where this one stopped.
             let q = rx.port as usize;
             *lock(&self.drv.queues[q]) = Some(rx);

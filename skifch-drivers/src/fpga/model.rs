@@ -268,6 +268,9 @@ pub fn run_on<T: Send + 'static>(
                     let hw = ModelHw::attach(&m, node as u16)?;
                     let drv = FpgaDriver::with_job_control(hw, cfg, Arc::new(ctl.clone()))?;
                     let r = std::panic::catch_unwind(AssertUnwindSafe(|| f(Job::new(drv))));
+                    // This rank's host is gone (its driver was dropped with the job, unless
+                    // `f` kept a handle): late packets for it must not stall the others.
+                    let _ = m.host_gone(node as u16);
                     r.unwrap_or_else(|p| {
                         ctl.mark_lost(node);
                         let msg = p
