@@ -1273,3 +1273,49 @@ fn in_handler_err(what: &str) -> Error {
 fn too_many_args() -> Error {
     Error::InvalidArgument("proto: at most 3 extra u64 arguments".into())
 }
+
+// Small enough for Miri (the lib tests run under it): the unsafe landing paths — a reply
+// and a long message written through raw pointers into caller memory, chunk by chunk, and
+// a posted collective receive.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coll::{self, DType, Kernel, Op, ProtoColl};
+    use crate::ring::Params;
+
+    #[test]
+    fn long_replies_and_posted_receives_land_in_caller_memory() {
+        let p = Params {
+            nranks: 2,
+            nports: 1,
+            lane_bytes: 1 << 10,
+        };
+        crate::local::run_with(p, |job| {
+            let ep = Endpoint::open(&job, 0)?;
+            let coll = ProtoColl::install(&ep)?;
+            ep.register(1, |ep: &Endpoint<_>, am: &Am<'_>| {
+                let to = am.reply_to().expect("request");
+                let data: Vec<u8> = (0..am.arg()).map(|i| i as u8).collect();
+                ep.reply(to, 0, &[], &data)
+            })?;
+            ep.barrier()?;
+            let peer = 1 - ep.rank();
+            let mut buf = vec![0u8; 3000];
+            let r = ep.call(peer, 1, 2500, &[], &[], &mut buf)?;
+            assert_eq!((r.len, r.truncated), (2500, false));
+            assert!(buf[..2500].iter().enumerate().all(|(i, &b)| b == i as u8));
+            assert!(buf[2500..].iter().all(|&b| b == 0));
+            let w = coll.world(&ep);
+            let mut big = vec![ep.rank() as u8 + 1; 2000];
+            coll::bcast(&w, 1, &mut big)?;
+            assert!(big.iter().all(|&b| b == 2));
+            let k = Kernel::new(DType::U16, Op::Sum)?;
+            let mine = vec![1u8; 1200];
+            let mut sum = vec![0u8; 1200];
+            coll::allreduce(&w, &mine, &mut sum, &k)?;
+            assert!(sum.chunks(2).all(|c| u16::from_ne_bytes([c[0], c[1]]) == 514));
+            ep.barrier()
+        })
+        .unwrap();
+    }
+}
