@@ -343,3 +343,43 @@ fn progress_thread_serves_requests_while_the_target_computes() {
     })
     .unwrap();
 }
+
+#[test]
+fn deferred_replies_timeouts_and_cancel() {
+    // The target keeps the reply address and answers later from application code (as an
+    // MPI receiver answers a rendezvous once its receive is posted). The requester times
+    // out, cancels, and a reply that still comes is dropped without touching its buffer.
+    local::run(2, |job| {
+        let ep = Endpoint::open(&job, PORT)?;
+        let kept: Arc<Mutex<Vec<skifch::proto::ReplyTo>>> = Arc::default();
+        let k = kept.clone();
+        ep.register(H_GET, move |_ep, am: &Am<'_>| {
+            k.lock().unwrap().push(am.reply_to().unwrap());
+            Ok(())
+        })?;
+        ep.barrier()?;
+        if ep.rank() == 0 {
+            let mut first = vec![0u8; 4];
+            let id = ep.request(1, H_GET, 0, &[], &[], Landing::vec(4))?;
+            let r = ep.wait_timeout(id, Some(Duration::from_millis(50)));
+            assert!(matches!(r, Err(Error::TimedOut)), "{r:?}");
+            ep.cancel(id);
+            assert!(matches!(ep.test(id), Err(Error::InvalidArgument(_))));
+            ep.barrier()?; // 1: the target answers the cancelled request now
+                           // A fresh request must get its own reply, not the stale one.
+            let r = ep.call(1, H_GET, 0, &[], &[], &mut first)?;
+            assert_eq!((r.arg, &first[..]), (2, &b"new!"[..]));
+        } else {
+            ep.barrier()?; // 1
+            let stale = kept.lock().unwrap().remove(0); // the oldest (the new one may be here already)
+            ep.reply(stale, 1, &[], b"old!")?;
+            ep.progress_until(|_| !kept.lock().unwrap().is_empty(), None)?;
+            let to = kept.lock().unwrap().remove(0);
+            ep.reply(to, 2, &[], b"new!")?;
+        }
+        ep.barrier()?;
+        assert!(ep.take_error().is_none());
+        Ok(())
+    })
+    .unwrap();
+}

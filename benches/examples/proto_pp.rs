@@ -1,0 +1,98 @@
+//! 8-byte ping-pong over the raw channel and over `skifch::proto` active messages, as a
+//! 2-rank job (self-launched), to measure what the protocol layer adds to latency.
+//! `cargo run --release -p skifch-benches --example proto_pp -- [raw|am] [round trips]`
+//! (both pin rank r to CPU r and spin; on a shared machine run each a few times).
+use std::io::IoSlice;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use skifch::proto::{Am, Endpoint};
+use skifch::{Error, NetAddr, WaitPolicy};
+
+fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_setaffinity only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn main() {
+    if let Some(c) = skifch_drivers::launch::self_launch(2) {
+        std::process::exit(c)
+    }
+    let job = skifch_drivers::init_concrete().expect("job");
+    skifch_drivers::with_driver!(job, |job| run(job));
+}
+
+fn run<D: skifch::Driver>(job: skifch::Job<D>) {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "am".into());
+    let n: u64 = std::env::args()
+        .nth(2)
+        .map_or(500_000, |s| s.parse().expect("round trips"));
+    let me = job.rank();
+    pin(me as usize);
+    let peer = 1 - me;
+    let msg = [7u8; 8];
+    let t0;
+    if mode == "raw" {
+        let ch = job.open(0).expect("port");
+        let to = NetAddr::new(peer as u16, 0);
+        let send = || while ch.send(to, &[IoSlice::new(&msg)]).is_err() {};
+        let recv = || loop {
+            match ch.try_recv_with(|m| std::hint::black_box(m.len())) {
+                Ok(_) => break,
+                Err(Error::WouldBlock) => std::hint::spin_loop(),
+                Err(e) => panic!("{e}"),
+            }
+        };
+        t0 = Instant::now();
+        for _ in 0..n {
+            if me == 0 {
+                send();
+                recv();
+            } else {
+                recv();
+                send();
+            }
+        }
+    } else {
+        let ep = Endpoint::new(
+            job.driver().open_port(0).expect("port"),
+            2,
+            job.max_message(),
+            WaitPolicy::Spin,
+        )
+        .expect("endpoint");
+        let got = Arc::new(AtomicU64::new(0));
+        let g = got.clone();
+        ep.register(1, move |_ep, am: &Am<'_>| {
+            std::hint::black_box(am.payload().len());
+            g.store(g.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            Ok(())
+        })
+        .expect("register");
+        ep.barrier().expect("barrier");
+        let wait = |k: u64| {
+            while got.load(Ordering::Relaxed) < k {
+                ep.poll().expect("poll");
+            }
+        };
+        t0 = Instant::now();
+        for k in 1..=n {
+            if me == 0 {
+                ep.send(peer, 1, 0, &[], &msg).expect("send");
+                wait(k);
+            } else {
+                wait(k);
+                ep.send(peer, 1, 0, &[], &msg).expect("send");
+            }
+        }
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    if me == 0 {
+        println!("{mode}: half-rtt {:.3} us", dt / n as f64 / 2.0 * 1e6);
+    }
+}
