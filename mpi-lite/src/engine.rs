@@ -228,7 +228,7 @@ struct State {
     pub bsend_used: usize,
 }
 
-/// The engine: one channel plus [`State`].
+/// The engine: one channel plus the matching and protocol state.
 ///
 /// After a transport failure (a lost peer, a closed port, a corrupt message) the engine is
 /// *broken*: every later call returns that error and nothing is sent, received or written

@@ -1,4 +1,29 @@
-//! # mpi-lite — MPI on SkifCh channels (issue 5; under construction)
+//! # mpi-lite — MPI on SkifCh channels
+//!
+//! An MPI 3.1 subset for Rust and (through the `skifmpi` crate, `include/mpi.h` and
+//! `bin/skif-mpicc`) for unmodified C programs, on its own SkifCh channel (port 1 of every
+//! rank), so it never sees another library's messages and runs over any driver that
+//! passes the conformance suite. See `README.md` for what is implemented and what is not.
+//!
+//! ## Layers
+//! * [`datatype`], [`mem`] — predefined and derived datatypes flattened to byte blocks;
+//!   user memory as ([`mem::UserBuf`]: address, count, type). Contiguous types move
+//!   straight between the wire and user memory.
+//! * [`wire`] — the 16-byte header; eager payloads travel inline in the same channel
+//!   message.
+//! * [`engine`] — matching (O(1) exact match, wildcards, unexpected queue,
+//!   non-overtaking), eager/rendezvous/synchronous protocols, progress that never
+//!   deadlocks on the non-buffering channel, lost peers as errors.
+//! * [`group`], [`comm`], [`topo`] — groups, communicators with agreed context ids,
+//!   Cartesian and distributed-graph topologies; [`Mpi`] owns the engine.
+//! * [`coll`] — collectives: MPI arguments onto the shared algorithms of
+//!   [`skifch::coll`] (a communicator's collective context is their `Transport`).
+//! * [`api`] — the idiomatic Rust API ([`api::Comm`], typed slices, owned-buffer
+//!   requests).
+//! * [`error`] — the error enum and MPI error classes.
+//!
+//! Unsafe code is confined to [`mem`] (user pointers), [`api`] (slices lent to the
+//! engine) and [`coll`] (byte slices lent to the engine), each with its contract.
 #![deny(unsafe_code)]
 
 pub mod datatype;
