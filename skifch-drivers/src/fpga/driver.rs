@@ -1056,32 +1056,39 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
         if rx.owed_msgs == 0 || self.ctl.is_none() {
             return;
         }
-        let ctl_port = self.ports as u16;
         for node in 0..rx.owed.len() {
             let (b, m) = rx.owed[node];
             if m == 0 || !(idle || b >= self.win_bytes / 4 || m >= (self.win_msgs / 4).max(1)) {
                 continue;
             }
             let (b, m) = (b.min(u32::MAX as u64), m.min(u16::MAX as u32));
-            let mut msg = [0u8; 8];
-            msg[0..2].copy_from_slice(&(rx.port as u16).to_le_bytes());
-            msg[2..4].copy_from_slice(&(m as u16).to_le_bytes());
-            msg[4..8].copy_from_slice(&(b as u32).to_le_bytes());
-            let to = desc::net_addr(node as u16, ctl_port);
-            let sent = lock(&self.tx).send(
-                &self.hw,
-                to,
-                ctl_port,
-                &[IoSlice::new(&msg)],
-                msg.len(),
-                SendMode::Whole,
-            );
-            if sent.is_ok() {
+            if self
+                .send_ctl(node as u32, rx.port, m as u16, b as u32)
+                .is_ok()
+            {
                 rx.owed[node].0 -= b;
                 rx.owed[node].1 -= m;
                 rx.owed_msgs -= m;
             }
         }
+    }
+
+    /// Sends a credit-queue message `(port: u16, messages: u16, bytes: u32)` to `node`
+    /// (outside the credit windows: the credit queue is drained by every send and poll).
+    fn send_ctl(&self, node: u32, port: u32, msgs: u16, bytes: u32) -> Result<usize> {
+        let ctl_port = self.ports as u16;
+        let mut msg = [0u8; 8];
+        msg[0..2].copy_from_slice(&(port as u16).to_le_bytes());
+        msg[2..4].copy_from_slice(&msgs.to_le_bytes());
+        msg[4..8].copy_from_slice(&bytes.to_le_bytes());
+        lock(&self.tx).send(
+            &self.hw,
+            desc::net_addr(node as u16, ctl_port),
+            ctl_port,
+            &[IoSlice::new(&msg)],
+            msg.len(),
+            SendMode::Whole,
+        )
     }
 
     /// Tells every live node that `port` here was closed (`open == false`) or opened
@@ -1093,10 +1100,6 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
         if self.ctl.is_none() || self.fatal.load(Ordering::Relaxed) {
             return;
         }
-        let ctl_port = self.ports as u16;
-        let mut msg = [0u8; 8];
-        msg[0..2].copy_from_slice(&(port as u16).to_le_bytes());
-        msg[4..8].copy_from_slice(&u32::from(open).to_le_bytes());
         let lost = self.lost_peer();
         let deadline = Instant::now() + Duration::from_millis(200);
         for node in (0..self.size).filter(|&n| Some(n) != lost && !self.job.finalized(n)) {
@@ -1108,17 +1111,8 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
                 }
                 continue;
             }
-            let to = desc::net_addr(node as u16, ctl_port);
             loop {
-                let sent = lock(&self.tx).send(
-                    &self.hw,
-                    to,
-                    ctl_port,
-                    &[IoSlice::new(&msg)],
-                    msg.len(),
-                    SendMode::Whole,
-                );
-                match sent {
+                match self.send_ctl(node, port, 0, u32::from(open)) {
                     Err(Error::WouldBlock) if Instant::now() < deadline => {
                         let _ = self.drain_credits();
                         std::thread::yield_now();
