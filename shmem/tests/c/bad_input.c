@@ -1,7 +1,8 @@
 /* Bad input must give a clear message and a non-zero exit, never corruption or a hang.
  * argv[1]: addr (put to a non-symmetric address), pe (PE out of range), range (an access
  * running past the end of the heap), heap (exhaustion: NULL and a message), dead (a PE
- * dies while another waits for it), free (freeing a non-heap pointer). */
+ * dies while another waits for it), coll (mismatched collective sizes), free (freeing a
+ * non-heap pointer). */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(what, "dead")) {
         if (me == 1) _exit(0); /* dies without finalizing */
         shmem_long_wait_until(&sym[0], SHMEM_CMP_EQ, 1); /* nobody will set it */
+    } else if (!strcmp(what, "coll")) {
+        /* mismatched sizes: PE 0 broadcasts 2 elements, the others expect 4 */
+        shmem_long_broadcast(SHMEM_TEAM_WORLD, sym + 4, sym, me == 0 ? 2 : 4, 0);
     } else if (!strcmp(what, "free")) {
         shmem_free(local);
     }
