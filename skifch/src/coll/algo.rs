@@ -8,7 +8,8 @@
 //! | bcast | binomial tree; ≥ 32 KiB and n > 2: binomial scatter + ring allgather |
 //! | reduce | binomial tree (non-commutative: towards rank 0 in rank order, then to root) |
 //! | allreduce | recursive doubling (non-powers of two fold the extra ranks in first); ≥ 16 KiB and commutative: ring reduce-scatter + ring allgather |
-//! | gather(v), scatter(v) | linear at the root, in rank order |
+//! | gather, scatter | binomial tree up to 64 KiB in total, else linear at the root |
+//! | gatherv, scatterv | linear at the root, in rank order |
 //! | allgather | recursive doubling for powers of two up to 64 KiB in total, else ring |
 //! | allgatherv | ring |
 //! | alltoall(v) | pairwise exchange, n − 1 steps |
@@ -25,6 +26,8 @@ use crate::{Error, Result};
 pub const BCAST_LONG: usize = 32 << 10;
 /// Allreduces of at least this many bytes use the ring (commutative operations).
 pub const ALLREDUCE_RING: usize = 16 << 10;
+/// Gathers and scatters of at most this many bytes in total use a binomial tree.
+pub const GATHER_BINOMIAL_MAX: usize = 64 << 10;
 /// Allgathers of at most this many bytes in total use recursive doubling (powers of two).
 pub const ALLGATHER_RD_MAX: usize = 64 << 10;
 
@@ -411,11 +414,37 @@ pub fn gather<T: Transport + ?Sized>(
 ) -> Result<()> {
     let n = t.size();
     let k = send.len();
-    let (c, d) = equal_blocks(n, k);
+    check_root(t, "gather", root)?;
     if t.rank() == root {
         check_len("gather", "the receive buffer", recv.len(), n * k)?;
     }
-    gatherv(t, root, send, recv, &c, &d)
+    if n * k > GATHER_BINOMIAL_MAX {
+        let (c, d) = equal_blocks(n, k);
+        return gatherv(t, root, send, recv, &c, &d);
+    }
+    // Binomial: each member collects its subtree's blocks (in relative-rank order) and
+    // passes them to its parent in one message.
+    let (r, tag) = (t.rank(), t.next_tag());
+    let rel = (r + n - root) % n;
+    let mut tmp = vec![0u8; subtree(rel, n) * k];
+    tmp[..k].copy_from_slice(send);
+    let mut mask = 1;
+    while mask < n {
+        if rel & mask != 0 {
+            return t.send((r + n - mask) % n, tag, &tmp);
+        }
+        let c = rel + mask;
+        if c < n {
+            let at = mask * k;
+            recv_exact(t, (c + root) % n, tag, &mut tmp[at..at + subtree(c, n) * k])?;
+        }
+        mask <<= 1;
+    }
+    for i in 0..n {
+        let a = (i + root) % n * k;
+        recv[a..a + k].copy_from_slice(&tmp[i * k..(i + 1) * k]);
+    }
+    Ok(())
 }
 
 /// Gathers `send` of member i into `recv[displs[i]..][..counts[i]]` at `root` (counts and
@@ -453,11 +482,45 @@ pub fn scatter<T: Transport + ?Sized>(
 ) -> Result<()> {
     let n = t.size();
     let k = recv.len();
-    let (c, d) = equal_blocks(n, k);
+    check_root(t, "scatter", root)?;
     if t.rank() == root {
         check_len("scatter", "the send buffer", send.len(), n * k)?;
     }
-    scatterv(t, root, send, &c, &d, recv)
+    if n * k > GATHER_BINOMIAL_MAX {
+        let (c, d) = equal_blocks(n, k);
+        return scatterv(t, root, send, &c, &d, recv);
+    }
+    // Binomial: each member receives its subtree's blocks (relative-rank order) from its
+    // parent and forwards each child's part.
+    let (r, tag) = (t.rank(), t.next_tag());
+    let rel = (r + n - root) % n;
+    let mut tmp = vec![0u8; subtree(rel, n) * k];
+    let mut mask = 1;
+    if rel == 0 {
+        for i in 0..n {
+            let a = (i + root) % n * k;
+            tmp[i * k..(i + 1) * k].copy_from_slice(&send[a..a + k]);
+        }
+        while mask < n {
+            mask <<= 1;
+        }
+    } else {
+        while rel & mask == 0 {
+            mask <<= 1;
+        }
+        recv_exact(t, (r + n - mask) % n, tag, &mut tmp)?;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        let c = rel + mask;
+        if c < n {
+            let at = mask * k;
+            t.send((c + root) % n, tag, &tmp[at..at + subtree(c, n) * k])?;
+        }
+        mask >>= 1;
+    }
+    recv.copy_from_slice(&tmp[..k]);
+    Ok(())
 }
 
 /// Scatters `send[displs[i]..][..counts[i]]` (at `root`) to member i's `recv`.
