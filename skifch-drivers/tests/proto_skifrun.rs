@@ -47,8 +47,13 @@ fn suite_passes_with_3_and_4_processes() {
 
 #[test]
 fn suite_passes_with_small_lanes() {
-    // 4 KiB lanes: most traffic is chunked and senders block on full lanes constantly.
-    let (code, out) = run(3, &["--rounds", "5"], &[("SKIFCH_LANE_KB", "4")]);
+    // 4 KiB lanes: most traffic is chunked and senders block on full lanes constantly;
+    // waits sleep at once (no spinning), so every wake-up path is exercised.
+    let (code, out) = run(
+        3,
+        &["--rounds", "5"],
+        &[("SKIFCH_LANE_KB", "4"), ("SKIFCH_WAIT", "block")],
+    );
     assert_eq!(code, Some(0), "{out}");
 }
 

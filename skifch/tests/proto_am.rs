@@ -383,3 +383,59 @@ fn deferred_replies_timeouts_and_cancel() {
     })
     .unwrap();
 }
+
+#[test]
+fn non_blocking_sends_queue_and_flush() {
+    // 1 KiB lanes: most of the 200 messages do not fit when sent, so they are queued in
+    // order behind each other; the receiver checks the order and the bytes.
+    local::run_with(params(2, 1 << 10), |job| {
+        let ep = Endpoint::open(&job, PORT)?;
+        let st = install(&ep, 2);
+        ep.barrier()?;
+        if ep.rank() == 0 {
+            for k in 0..200u32 {
+                let len = [16, 300, 3000][k as usize % 3];
+                ep.send_nb(1, H_COUNT, k, &[len as u64], &pattern(k, len))?;
+            }
+            assert!(
+                ep.queued() > 0,
+                "nothing was queued: the test needs smaller lanes"
+            );
+            ep.flush()?;
+            assert_eq!(ep.queued(), 0);
+        } else {
+            ep.progress_until(
+                |_| st.msgs.load(Ordering::Relaxed) == 200,
+                Some(Duration::from_secs(60)),
+            )?;
+        }
+        ep.barrier()?;
+        assert!(ep.take_error().is_none());
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn progress_thread_ends_with_peer_lost() {
+    let seen: Arc<Mutex<Option<Result<()>>>> = Arc::default();
+    let s = seen.clone();
+    let r = local::run(2, move |job| {
+        let ep = Arc::new(Mutex::new(Endpoint::open(&job, PORT)?));
+        ep.lock().unwrap().barrier()?;
+        if job.rank() == 1 {
+            std::thread::sleep(Duration::from_millis(50));
+            panic!("rank 1 dies");
+        }
+        let pt = ProgressThread::start(ep.clone(), Duration::from_micros(20))?;
+        let t0 = Instant::now();
+        while pt.is_running() && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        *s.lock().unwrap() = Some(pt.stop());
+        Ok(())
+    });
+    assert!(r.is_err());
+    let r = seen.lock().unwrap().take().expect("rank 0 finished");
+    assert!(matches!(r, Err(Error::PeerLost { rank: 1 })), "{r:?}");
+}

@@ -62,6 +62,9 @@
 //!   that happened to run the handler is not disturbed. A request to an unregistered handler gets an error reply, so
 //!   its sender's `wait` fails instead of hanging.
 //!
+//! Outside handlers, [`Endpoint::send_nb`] queues the same way instead of waiting (for
+//! non-blocking sends); [`Endpoint::flush`] waits until the queue is empty.
+//!
 //! Waiting follows the channel's [`crate::WaitPolicy`] (fixed spin, then sleep on the
 //! driver's waiter) and ends with `PeerLost` when a rank of the job is lost; waits with
 //! queued outgoing messages poll with short sleeps, since the peer draining its lane does
@@ -452,6 +455,21 @@ impl<P: Port> Endpoint<P> {
         self.emit(dst, &Head::new(h, 0, 0, arg, args), data)
     }
 
+    /// As [`Endpoint::send`], but never waits, even outside a handler: what does not fit the
+    /// receiver's lane now is copied into the queue (as from a handler) and sent by later
+    /// progress. `data` may be reused at once. For non-blocking sends (MPI `isend` eager,
+    /// SHMEM `put_nbi`); [`Endpoint::flush`] waits until the queue is empty.
+    pub fn send_nb(&self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> Result<()> {
+        self.check_user(h, args)?;
+        self.in_handler_scope(|| self.emit(dst, &Head::new(h, 0, 0, arg, args), data))
+    }
+
+    /// Makes progress until every queued outgoing message has been handed to the channel
+    /// (not a delivery guarantee: use a request/reply for that).
+    pub fn flush(&self) -> Result<()> {
+        self.progress_until(|ep| ep.queued.get() == 0, None)
+    }
+
     /// As [`Endpoint::send`] for the handlers of skifch's own layers.
     pub(crate) fn send_reserved(
         &self,
@@ -635,7 +653,7 @@ impl<P: Port> Endpoint<P> {
         let mut idle = 0u32;
         loop {
             if !self.out.borrow()[dst as usize].is_empty() {
-                self.flush(dst)?;
+                self.flush_dst(dst)?;
             }
             if self.out.borrow()[dst as usize].is_empty() {
                 match self.ch.send_whole(addr, &iov) {
@@ -652,7 +670,7 @@ impl<P: Port> Endpoint<P> {
     }
 
     /// Sends what is queued for `dst` until its lane is full.
-    fn flush(&self, dst: u32) -> Result<()> {
+    fn flush_dst(&self, dst: u32) -> Result<()> {
         let addr = NetAddr::new(dst as u16, self.port);
         let mut out = self.out.borrow_mut();
         let q = &mut out[dst as usize];
@@ -686,7 +704,7 @@ impl<P: Port> Endpoint<P> {
     fn flush_queued(&self) -> Result<()> {
         for d in 0..self.size {
             if !self.out.borrow()[d as usize].is_empty() {
-                self.flush(d)?;
+                self.flush_dst(d)?;
             }
         }
         Ok(())
@@ -1313,7 +1331,9 @@ mod tests {
             let mine = vec![1u8; 1200];
             let mut sum = vec![0u8; 1200];
             coll::allreduce(&w, &mine, &mut sum, &k)?;
-            assert!(sum.chunks(2).all(|c| u16::from_ne_bytes([c[0], c[1]]) == 514));
+            assert!(sum
+                .chunks(2)
+                .all(|c| u16::from_ne_bytes([c[0], c[1]]) == 514));
             ep.barrier()
         })
         .unwrap();
