@@ -313,8 +313,9 @@ pub struct Endpoint<P: Port> {
 const H_BARRIER: u8 = 0xFD;
 
 impl<P: Port> Endpoint<P> {
-    /// Opens this rank's `port` of `job` as an endpoint (the waiting policy from
-    /// `SKIFCH_WAIT`, as for channels).
+    /// Opens this rank's `port` of `job` as an endpoint. The waiting policy comes from
+    /// `SKIFCH_WAIT` (as for channels; a policy set on the `Job` does not carry over: use
+    /// [`Endpoint::set_wait_policy`]).
     pub fn open<D: Driver<Port = P>>(job: &Job<D>, port: u32) -> Result<Self> {
         let p = job.driver().open_port(port)?;
         Self::new(p, job.size(), job.max_message(), WaitPolicy::from_env())
