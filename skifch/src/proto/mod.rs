@@ -705,7 +705,11 @@ impl<P: Port> Endpoint<P> {
     fn flush_queued(&self) -> Result<()> {
         for d in 0..self.size {
             if !self.out.borrow()[d as usize].is_empty() {
-                self.flush_dst(d)?;
+                // A destination that is gone loses its queue; that is reported like a
+                // handler error, not as the failure of whatever call is making progress.
+                if let Err(e) = self.flush_dst(d) {
+                    self.defer(e);
+                }
             }
         }
         Ok(())
@@ -1138,7 +1142,9 @@ impl<P: Port> Endpoint<P> {
         if let Some(r) = self.take_done(id) {
             return r.map(Some);
         }
-        self.poll()?;
+        // Progress as in a wait: an unrelated handler error is left for `poll`.
+        self.flush_all()?;
+        self.service()?;
         self.take_done(id).transpose()
     }
 
@@ -1273,6 +1279,16 @@ impl<P: Port> Endpoint<P> {
             round += 1;
         }
         Ok(())
+    }
+}
+
+impl<P: Port> Drop for Endpoint<P> {
+    /// Messages still queued (behind full lanes) are given up to one second of progress to
+    /// leave, so that a rank that sends and then finalizes does not drop them silently.
+    fn drop(&mut self) {
+        if self.queued.get() > 0 && !self.in_handler() {
+            let _ = self.progress_until(|ep| ep.queued.get() == 0, Some(Duration::from_secs(1)));
+        }
     }
 }
 
