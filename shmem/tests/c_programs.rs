@@ -98,13 +98,23 @@ struct Outcome {
 
 /// Runs `exe args` under `skifrun -n <n>` with extra environment, killed after JOB_TIMEOUT.
 fn run(exe: &Path, n: u32, env: &[(&str, &str)], args: &[&str]) -> Outcome {
+    run_with(exe, n, "shm", env, args)
+}
+
+/// As [`run`] over `skifrun --driver <driver>`.
+fn run_driver(exe: &Path, n: u32, driver: &str) -> Outcome {
+    run_with(exe, n, driver, &[], &[])
+}
+
+fn run_with(exe: &Path, n: u32, driver: &str, env: &[(&str, &str)], args: &[&str]) -> Outcome {
     let mut cmd = Command::new(skifch_drivers::testing::skifrun_exe());
     cmd.arg("-n")
         .arg(n.to_string())
-        .arg("--")
+        .args(["--driver", driver, "--"])
         .arg(exe)
         .args(args);
     for v in [
+        "SKIFCH_DRIVER",
         "SKIFCH_RANK",
         "SKIFCH_SIZE",
         "SKIFCH_FD",
@@ -337,6 +347,27 @@ fn rust_selftest_under_skifrun() {
             n as usize,
             "{}",
             o.stdout
+        );
+    }
+}
+
+/// The same programs over another driver: the FPGA adapter's device model
+/// (`skifrun --driver fpga-model`), which offers no RMA, so the library takes the message
+/// path by itself. (`rma` is left out: its 3 MiB transfers take seconds over the model.)
+#[test]
+fn over_the_fpga_model_driver() {
+    if !have_cc() {
+        return;
+    }
+    for name in ["setup_heap", "amo", "sync", "coll", "teams_ctx_locks"] {
+        let exe = compile(name, true);
+        let o = run_driver(&exe, 2, "fpga-model");
+        assert!(
+            o.status.success(),
+            "{name} over fpga-model: {}\n{}{}",
+            o.status,
+            o.stdout,
+            o.stderr
         );
     }
 }

@@ -22,12 +22,15 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 
 use memmap2::MmapRaw;
 use skifch::rma::{PeerMapping, Rma, Segment};
 use skifch::{Driver, Error, Job, Result};
 
-/// The shm RMA provider of one rank.
+/// The shm RMA provider of one rank. Only for jobs whose ranks are processes of this
+/// host (the shm driver); each peer segment is checked by inode, so a rank elsewhere is
+/// an error, never a wrong mapping.
 pub struct ShmRma {
     rank: u32,
     size: u32,
@@ -56,10 +59,17 @@ fn memfd(len: usize) -> Result<File> {
     Ok(file)
 }
 
-fn token(file: &File) -> Vec<u8> {
+/// pid, descriptor and inode of a segment's memfd: the inode lets a peer check that
+/// `/proc/<pid>/fd/<fd>` is this very memfd (and not, e.g., another process's file).
+fn token(file: &File) -> Result<Vec<u8>> {
+    let ino = file
+        .metadata()
+        .map_err(|e| Error::os("fstat of an RMA segment", e))?
+        .ino();
     let mut t = std::process::id().to_le_bytes().to_vec();
     t.extend_from_slice(&file.as_raw_fd().to_le_bytes());
-    t
+    t.extend_from_slice(&ino.to_le_bytes());
+    Ok(t)
 }
 
 const PAGE: usize = 4096;
@@ -81,7 +91,7 @@ impl Rma for ShmRma {
         }
         let file = memfd(len)?;
         let map = MmapRaw::map_raw(&file).map_err(|e| Error::os("mapping an RMA segment", e))?;
-        let tok = token(&file);
+        let tok = token(&file)?;
         // SAFETY: the mapping is `len` bytes and lives in the segment's keep-alive.
         Ok(unsafe { Segment::new(map.as_mut_ptr(), len, tok, Box::new((map, file))) })
     }
@@ -116,34 +126,38 @@ impl Rma for ShmRma {
                 "mapping the data segment onto shared memory",
             ));
         }
-        let tok = token(&file);
+        let tok = token(&file)?;
         // SAFETY: the pages stay mapped for the process's life (caller's contract).
         Ok(unsafe { Segment::new(addr, len, tok, Box::new(file)) })
     }
 
     fn open_peer(&self, rank: u32, token: &[u8]) -> Result<PeerMapping> {
-        let (Ok(pid), Ok(fd)) = (
-            token
-                .get(..4)
-                .unwrap_or_default()
-                .try_into()
-                .map(u32::from_le_bytes),
-            token
-                .get(4..8)
-                .unwrap_or_default()
-                .try_into()
-                .map(i32::from_le_bytes),
-        ) else {
-            return Err(Error::Corrupt(
-                format!("rank {rank}'s segment token has {} bytes", token.len()).into(),
-            ));
+        let word = |r: std::ops::Range<usize>| -> Result<u64> {
+            let mut b = [0u8; 8];
+            let f = token.get(r.clone()).ok_or_else(|| {
+                Error::Corrupt(
+                    format!("rank {rank}'s segment token has {} bytes", token.len()).into(),
+                )
+            })?;
+            b[..f.len()].copy_from_slice(f);
+            Ok(u64::from_le_bytes(b))
         };
+        let (pid, fd, ino) = (word(0..4)? as u32, word(4..8)? as u32 as i32, word(8..16)?);
         let path = format!("/proc/{pid}/fd/{fd}");
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(&path)
             .map_err(|e| Error::os("opening a peer's RMA segment through /proc", e))?;
+        let got = file
+            .metadata()
+            .map_err(|e| Error::os("fstat of a peer's RMA segment", e))?
+            .ino();
+        if got != ino {
+            return Err(Error::Corrupt(
+                format!("{path} is not rank {rank}'s RMA segment (inode {got}, announced {ino}): is that rank on another host?").into(),
+            ));
+        }
         let map =
             MmapRaw::map_raw(&file).map_err(|e| Error::os("mapping a peer's RMA segment", e))?;
         let (ptr, len) = (map.as_mut_ptr(), map.len());

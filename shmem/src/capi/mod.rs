@@ -105,7 +105,10 @@ fn do_init(call: &str, requested: c_int) -> c_int {
         }),
         Err(_) => DEFAULT_HEAP,
     };
-    let rma_off = std::env::var("SKIFSHMEM_RMA").is_ok_and(|v| v == "off" || v == "0");
+    // The memfd mappings of shm_rma need every rank on this host: the shm driver's case.
+    // Other drivers (the FPGA adapter model) use the message path until they offer RMA.
+    let rma_off = std::env::var("SKIFSHMEM_RMA").is_ok_and(|v| v == "off" || v == "0")
+        || job.driver_name() != "shm";
     let rma: Option<Box<dyn skifch::rma::Rma>> = (!rma_off)
         .then(|| Box::new(skifch_drivers::shm_rma::ShmRma::new(&job)) as Box<dyn skifch::rma::Rma>);
     let globals = skifch_drivers::shm_rma::data_segment();
