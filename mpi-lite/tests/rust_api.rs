@@ -212,3 +212,41 @@ fn collectives_from_rust() {
     });
     assert_eq!(out[0], 10);
 }
+
+#[test]
+fn non_overtaking_across_protocols_with_small_lanes() {
+    let params = skifch::ring::Params {
+        nranks: 2,
+        nports: 4,
+        lane_bytes: 4096,
+    };
+    for _ in 0..20 {
+        skifch::local::run_with(params, |job: LocalJob| -> R<()> {
+            let mpi = Mpi::new(&job).map_err(fail)?;
+            let w = Comm::world(&mpi);
+            let peer = 1 - w.rank() as i32;
+            let r = (|| -> mpi_lite::Result<()> {
+                let big: Vec<i32> = (0..100_000).collect();
+                let a = w.isend(vec![1i32], peer, 7)?;
+                let b = w.isend(big, peer, 7)?;
+                let c = w.isend(vec![2i32], peer, 7)?;
+                w.barrier()?;
+                let mut g = [0i32];
+                let st = w.recv(&mut g, peer, 7)?;
+                assert_eq!((g[0], st.bytes), (1, 4));
+                let mut r1 = vec![0i32; 100_000];
+                w.recv(&mut r1, ANY_SOURCE, ANY_TAG)?;
+                assert_eq!(r1[99_999], 99_999);
+                w.recv(&mut g, peer, ANY_TAG)?;
+                assert_eq!(g[0], 2);
+                a.wait()?;
+                b.wait()?;
+                c.wait()?;
+                Ok(())
+            })();
+            r.map_err(fail)?;
+            mpi.finalize().map_err(fail)
+        })
+        .unwrap();
+    }
+}
