@@ -444,16 +444,8 @@ impl<P: Port> Endpoint<P> {
     /// what does not fit. Any length: payloads beyond one message go as a long transfer.
     #[inline]
     pub fn send(&self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> Result<()> {
-        if args.is_empty()
-            && h < FIRST_RESERVED
-            && dst < self.size
-            && data.len() <= self.max_inline()
-        {
-            // The common case: an 8-byte header word, inline payload.
-            return self.push(dst, &header::word(h, 0, 0, arg).to_le_bytes(), data);
-        }
         self.check_user(h, args)?;
-        self.emit(dst, &Head::new(h, 0, 0, arg, args), data)
+        self.emit_fields(dst, h, 0, 0, arg, args, data)
     }
 
     /// As [`Endpoint::send`], but never waits, even outside a handler: what does not fit the
@@ -462,7 +454,7 @@ impl<P: Port> Endpoint<P> {
     /// SHMEM `put_nbi`); [`Endpoint::flush`] waits until the queue is empty.
     pub fn send_nb(&self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> Result<()> {
         self.check_user(h, args)?;
-        self.in_handler_scope(|| self.emit(dst, &Head::new(h, 0, 0, arg, args), data))
+        self.in_handler_scope(|| self.emit_fields(dst, h, 0, 0, arg, args, data))
     }
 
     /// Makes progress until every queued outgoing message has been handed to the channel
@@ -480,7 +472,7 @@ impl<P: Port> Endpoint<P> {
         args: &[u64],
         data: &[u8],
     ) -> Result<()> {
-        self.emit(dst, &Head::new(h, 0, 0, arg, args), data)
+        self.emit_fields(dst, h, 0, 0, arg, args, data)
     }
 
     /// Stops every incoming long transfer that lands at `ptr` from writing there (its
@@ -511,7 +503,7 @@ impl<P: Port> Endpoint<P> {
         self.check_user(h, args)?;
         self.check_dst(dst)?;
         let id = self.alloc_req(dst, reply)?;
-        let r = self.emit(dst, &Head::new(h, F_REQUEST, id.idx, arg, args), data);
+        let r = self.emit_fields(dst, h, F_REQUEST, id.idx, arg, args, data);
         if let Err(e) = r {
             self.free_req(id.idx);
             return Err(e);
@@ -525,7 +517,7 @@ impl<P: Port> Endpoint<P> {
         if args.len() > 3 {
             return Err(too_many_args());
         }
-        self.emit(to.rank, &Head::new(H_REPLY, 0, to.req, arg, args), data)
+        self.emit_fields(to.rank, H_REPLY, 0, to.req, arg, args, data)
     }
 
     /// Replies with a failure: the requester's wait returns `InvalidArgument(why)`.
@@ -583,8 +575,38 @@ impl<P: Port> Endpoint<P> {
         Ok(())
     }
 
+    /// Sends one active message: inline with the header built in place (the fast path),
+    /// else through [`Endpoint::emit`].
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn emit_fields(
+        &self,
+        dst: u32,
+        h: u8,
+        flags: u8,
+        id: u16,
+        arg: u32,
+        args: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
+        let n = 8 + 8 * args.len();
+        if args.len() <= 3 && dst < self.size && n + data.len() <= self.max_msg {
+            let mut hb = [0u8; 32];
+            let w = header::word(h, flags | args.len() as u8, id, arg);
+            hb[..8].copy_from_slice(&w.to_le_bytes());
+            for (i, a) in args.iter().enumerate() {
+                hb[8 + 8 * i..16 + 8 * i].copy_from_slice(&a.to_le_bytes());
+            }
+            return self.push(dst, &hb[..n], data);
+        }
+        if args.len() > 3 {
+            return Err(too_many_args());
+        }
+        self.emit(dst, &Head::new(h, flags, id, arg, args), data)
+    }
+
     /// Sends one active message (inline or long) through the per-destination queue.
-    pub(crate) fn emit(&self, dst: u32, head: &Head, data: &[u8]) -> Result<()> {
+    fn emit(&self, dst: u32, head: &Head, data: &[u8]) -> Result<()> {
         self.check_dst(dst)?;
         let mut hb = [0u8; MAX_HDR];
         let n = head.encode(&mut hb);

@@ -52,7 +52,9 @@ impl ProgressThread {
         self.handle.as_ref().is_some_and(|h| !h.is_finished())
     }
 
-    /// Stops the thread (within one sleep slice, ≤ 10 ms) and returns how it ended.
+    /// Stops the thread (within one sleep slice, ≤ 10 ms) and returns how it ended. Call it
+    /// (or drop the handle) without holding the endpoint's lock: the thread may be waiting
+    /// for it.
     pub fn stop(mut self) -> Result<()> {
         self.halt()
     }
