@@ -3,13 +3,22 @@
 //! own address space. Used when the driver offers no remote memory access, when a PE
 //! cannot open the others' memory, or with `SKIFSHMEM_RMA=off`.
 //!
-//! ## Handlers (ids 1–4)
+//! ## Handlers (ids 1–5)
 //! | id | message | the target |
 //! | --- | --- | --- |
 //! | [`H_PUT`] | one-way; `arg` segment, `args` \[offset\]; payload = data | copies it in; a long put lands straight in the segment ([`Landing::raw`]) |
 //! | [`H_GET`] | request; `arg` segment, `args` \[offset, length\] | replies with the bytes (landing in the caller's buffer) |
 //! | [`H_AMO`] | one-way or request; `arg` = op · width · segment, `args` \[offset, a, b\] | applies the atomic; a request gets the old value |
 //! | [`H_FLUSH`] | request | replies (after every earlier message of this source) |
+//! | [`H_PUTV`] | one-way; payload = records `[segment u8, length u32, offset u64, data]` | applies each put in order |
+//!
+//! Puts of up to 256 bytes are **aggregated** per target into one `H_PUTV` message of up
+//! to 8 KiB, sent when it is full, before any other message to that PE (so per-PE order
+//! holds), and before this PE waits for anything (`quiet`, barriers, collectives, gets,
+//! fetching atomics, `wait_until`/`test`, lock loops) so a peer waiting for one of them is
+//! never stranded by a waiter here. A PE that puts and then computes without calling
+//! the library holds its last small puts until its next call (remote completion is only
+//! promised by `quiet` anyway).
 //!
 //! Every offset and length is checked against this PE's segment (a bad one is a handler
 //! error, reported by this PE's next library call; nothing is written).
@@ -39,6 +48,41 @@ pub const H_GET: u8 = 2;
 pub const H_AMO: u8 = 3;
 /// Handler id of a flush (the completion of `quiet`).
 pub const H_FLUSH: u8 = 4;
+/// Handler id of aggregated small puts.
+pub const H_PUTV: u8 = 5;
+
+/// Bytes of a [`H_PUTV`] record header: segment (1), length (4), offset (8).
+pub(crate) const PUTV_REC: usize = 13;
+
+/// Appends one put record to an [`H_PUTV`] payload.
+pub(crate) fn putv_record(buf: &mut Vec<u8>, seg: u8, off: u64, data: &[u8]) {
+    buf.push(seg);
+    buf.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&off.to_le_bytes());
+    buf.extend_from_slice(data);
+}
+
+/// Applies the records of an [`H_PUTV`] payload (each checked; a bad one stops the rest).
+fn apply_putv(segs: &OnceLock<Segs>, src: u32, mut p: &[u8]) -> Result<(), ChError> {
+    while !p.is_empty() {
+        if p.len() < PUTV_REC {
+            return Err(bad(src, "a truncated put record".into()));
+        }
+        let seg = u32::from(p[0]);
+        let len = u32::from_le_bytes([p[1], p[2], p[3], p[4]]) as usize;
+        let mut o = [0u8; 8];
+        o.copy_from_slice(&p[5..13]);
+        let off = u64::from_le_bytes(o);
+        let Some(data) = p.get(PUTV_REC..PUTV_REC + len) else {
+            return Err(bad(src, "a put record longer than its message".into()));
+        };
+        let dst = local(segs, src, seg, off, len as u64)?;
+        // SAFETY: `local` checked dst..dst+len lies in this PE's live segment.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, len) };
+        p = &p[PUTV_REC + len..];
+    }
+    Ok(())
+}
 
 /// This PE's local segments as the target of requests: (base address, length); set once
 /// the segments exist (before any PE can send a request, see `World::new`).
@@ -182,6 +226,23 @@ pub(crate) fn install<P: Port>(ep: &Endpoint<P>, segs: Arc<OnceLock<Segs>>) -> s
         match am.reply_to() {
             Some(to) => ep.reply(to, 0, &[old], &[]),
             None => Ok(()),
+        }
+    })?;
+    let s = segs.clone();
+    ep.register(H_PUTV, move |_ep: &Endpoint<P>, am: &Am<'_>| {
+        match am.phase() {
+            Phase::Whole => match am.payload().as_contiguous() {
+                Some(p) => apply_putv(&s, am.src(), p),
+                None => apply_putv(&s, am.src(), &am.payload().to_vec()),
+            },
+            Phase::LongStart { total } => {
+                am.place(Landing::vec(total as usize));
+                Ok(())
+            }
+            Phase::LongDone { .. } => match am.take_landing().and_then(Landing::into_vec) {
+                Some(v) => apply_putv(&s, am.src(), &v),
+                None => Err(bad(am.src(), "aggregated puts without their data".into())),
+            },
         }
     })?;
     ep.register(H_FLUSH, |ep: &Endpoint<P>, am: &Am<'_>| {

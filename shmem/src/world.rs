@@ -88,6 +88,10 @@ pub struct World<P: Port> {
     coll: ProtoColl,
     /// PEs written by one-way messages since the last quiet (message path).
     dirty: Vec<AtomicBool>,
+    /// Small puts waiting to go to each PE as one message (message path, see
+    /// [`World::flush`]); `agg_max` bytes at most per message.
+    agg: Mutex<Vec<Vec<u8>>>,
+    agg_max: usize,
     /// Collective calls made per team, to name each call's group (see [`World::group_id`]).
     calls: Mutex<HashMap<Vec<u32>, u32>>,
     heap: Mutex<Heap>,
@@ -111,6 +115,11 @@ pub fn parse_size(s: &str) -> Option<usize> {
 /// Default symmetric heap per PE: 512 MiB of lazily backed memory (rate benchmarks
 /// allocate ~200 MB per PE).
 pub const DEFAULT_HEAP: usize = 512 << 20;
+
+/// Puts of at most this many bytes are aggregated on the message path.
+const AGG_PUT: usize = 256;
+/// Aggregated puts to one PE go as one message of at most this many bytes.
+const AGG_BYTES: usize = 8 << 10;
 
 /// Largest descriptor [`World::new`] exchanges per PE (RMA segment tokens are ~16 bytes).
 const SLOT: usize = 120;
@@ -221,6 +230,7 @@ impl<P: Port + 'static> World<P> {
         let _ = shared_segs.set(segs);
         // No PE sends a request before every PE has its segments.
         ep.barrier()?;
+        let agg_max = AGG_BYTES.min(ep.max_inline().saturating_sub(64));
         let ep = Arc::new(Mutex::new(ep));
         let progress = if opts.progress_thread && !ok {
             Some(ProgressThread::start_default(ep.clone())?)
@@ -243,6 +253,8 @@ impl<P: Port + 'static> World<P> {
             ep,
             coll,
             dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            agg: Mutex::new(vec![Vec::new(); n as usize]),
+            agg_max,
             calls: Mutex::new(HashMap::new()),
             heap: Mutex::new(Heap::new(internal_bytes(), heap_len)),
             _heap_mem: heap_mem,
@@ -383,9 +395,51 @@ impl<P: Port> World<P> {
             return Ok(());
         }
         self.mark_dirty(pe);
+        if src.len() <= AGG_PUT && self.agg_max > 0 {
+            let mut agg = self.agg.lock().unwrap_or_else(|p| p.into_inner());
+            let buf = &mut agg[pe as usize];
+            if buf.len() + msg::PUTV_REC + src.len() > self.agg_max {
+                let full = std::mem::take(buf);
+                self.ep().send(pe, msg::H_PUTV, 0, &[], &full)?;
+            }
+            msg::putv_record(buf, dst.seg, dst.off as u64, src);
+            return Ok(());
+        }
+        self.flush(pe)?;
         Ok(self
             .ep()
             .send(pe, msg::H_PUT, u32::from(dst.seg), &[dst.off as u64], src)?)
+    }
+
+    /// Sends the small puts waiting for `pe` (before any other message to it, so that
+    /// messages to one PE stay in issue order).
+    fn flush(&self, pe: u32) -> Result<(), Error> {
+        if self.path != Path::Messages {
+            return Ok(());
+        }
+        let mut agg = self.agg.lock().unwrap_or_else(|p| p.into_inner());
+        let buf = &mut agg[pe as usize];
+        if !buf.is_empty() {
+            let full = std::mem::take(buf);
+            self.ep().send(pe, msg::H_PUTV, 0, &[], &full)?;
+        }
+        Ok(())
+    }
+
+    /// [`World::flush`] for every PE: before this PE waits for anything (a peer may be
+    /// waiting for one of these puts).
+    fn flush_all(&self) -> Result<(), Error> {
+        if self.path != Path::Messages {
+            return Ok(());
+        }
+        let mut agg = self.agg.lock().unwrap_or_else(|p| p.into_inner());
+        for (pe, buf) in agg.iter_mut().enumerate() {
+            if !buf.is_empty() {
+                let full = std::mem::take(buf);
+                self.ep().send(pe as u32, msg::H_PUTV, 0, &[], &full)?;
+            }
+        }
+        Ok(())
     }
 
     /// Copies `dst.len()` bytes from `src` on `pe` into `dst`; complete at return.
@@ -407,6 +461,7 @@ impl<P: Port> World<P> {
             unsafe { std::ptr::copy(self.local(src) as *const u8, dst.as_mut_ptr(), dst.len()) };
             return Ok(());
         }
+        self.flush_all()?;
         let ep = self.ep();
         let args = [src.off as u64, dst.len() as u64];
         // SAFETY: `dst` is borrowed for this whole call, which waits for the reply or
@@ -460,6 +515,11 @@ impl<P: Port> World<P> {
         }
         let (arg, x, y) = msg::amo_arg(op, width, a.seg);
         let args = [a.off as u64, x, y];
+        if fetch {
+            self.flush_all()?;
+        } else {
+            self.flush(pe)?;
+        }
         let ep = self.ep();
         if !fetch {
             self.mark_dirty(pe);
@@ -480,6 +540,7 @@ impl<P: Port> World<P> {
                 Ok(())
             }
             Path::Messages => {
+                self.flush_all()?;
                 let to: Vec<u32> = (0..self.n)
                     .filter(|&p| self.dirty[p as usize].swap(false, Ordering::AcqRel))
                     .collect();
@@ -516,6 +577,7 @@ impl<P: Port> World<P> {
     /// One progress sweep: serves waiting requests, reports a handler error (a peer's
     /// bad request) or a lost PE.
     pub fn poll(&self) -> Result<(), Error> {
+        self.flush_all()?;
         self.ep().poll()?;
         Ok(())
     }
@@ -535,6 +597,7 @@ impl<P: Port> World<P> {
                 return Ok(v);
             }
             if self.path == Path::Messages || spins % 256 == 255 {
+                self.flush_all()?;
                 // Keep spinning (no yield) while requests are flowing in.
                 if self.ep().poll()? > 0 {
                     spins = 0;
