@@ -1,5 +1,5 @@
-//! The point-to-point engine (MPI-3.1 chapter 3): matching, the eager and rendezvous
-//! protocols and the progress loop, over one SkifCh channel.
+//! The point-to-point engine (MPI-3.1 chapter 3): matching and the eager and rendezvous
+//! protocols, as active messages of [`skifch::proto`] on mpi-lite's channel.
 //!
 //! ## Matching (§3.5 "Semantics of point-to-point communication")
 //! An incoming envelope (context, source, tag) is matched against the posted receives;
@@ -10,32 +10,36 @@
 //! are indexed the same way plus a sequence-ordered map for wildcard scans. The channel
 //! is FIFO per pair of ranks, so envelopes arrive in send order.
 //!
-//! ## Protocols (see [`crate::wire`])
-//! * eager (≤ the eager limit, `SKIFMPI_EAGER` bytes): header + payload in one channel
-//!   message, sent straight from the user's buffer when its type map is contiguous;
-//!   copied out of the ring into the receive buffer (or an unexpected-queue copy);
-//! * rendezvous: RTS → (matched) CTS → DATA chunks copied from the ring straight into the
-//!   user's receive buffer; the send completes when its last chunk is out;
+//! ## Protocols (active messages of [`skifch::proto`]; handler ids are mpi-lite's own)
+//! * eager (≤ the eager limit, `SKIFMPI_EAGER` bytes): one active message whose proto
+//!   header carries the envelope (8 bytes in the common case: context, source and tag
+//!   packed in the header's argument) with the payload inline (no separate size message);
+//!   sent straight from the user's buffer when its type map is contiguous; copied out of
+//!   the ring into the receive buffer (or an unexpected-queue copy);
+//! * rendezvous: RTS (envelope, length, send request) → matched: CTS (receive request) →
+//!   the data as one proto *long* message whose chunks land straight in the user's receive
+//!   buffer (a proto [`Landing`] over it; noncontiguous types land in a temporary and are
+//!   unpacked); the send completes when its data is out;
 //! * `MPI_Ssend` below the eager limit: eager with an ACK on match.
 //!
 //! ## Progress and deadlock freedom
-//! Channels do not buffer: a send may meet a full lane. Nothing here blocks inside a
-//! handler: replies (CTS, ACK) and sends that would block are queued per destination (the
-//! queue keeps per-destination order), and every wait loop alternates between pushing
-//! these queues and draining incoming messages, so two ranks sending to each other always
-//! make progress. A lost peer ends every wait with `PeerLost` (never a hang).
+//! Handlers run inside proto calls; they only match, copy and answer (proto queues an
+//! answer that does not fit). Proto's sends drain incoming messages while they wait for
+//! room, so two ranks sending to each other never deadlock. The state is shared with the
+//! handlers behind a mutex that is never held across a proto call outside a handler.
+//! Rendezvous data is pushed by the waiting loops, never by a handler. A lost peer ends
+//! every wait with `PeerLost` (never a hang).
 #![allow(clippy::too_many_arguments)]
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::io::IoSlice;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use skifch::{Channel, Message, NetAddr, Port};
+use skifch::proto::{Am, Endpoint, Landing, Phase};
+use skifch::Port;
 
 use crate::error::{class, Error, Result};
 use crate::mem::UserBuf;
-use crate::wire::{Header, Kind, HDR, RTS_LEN};
 
 /// `MPI_ANY_SOURCE`.
 pub const ANY_SOURCE: i32 = -2;
@@ -123,12 +127,10 @@ pub type ReqId = u32;
 enum ReqKind {
     /// A send: `buf` kept (rendezvous) until all of it is out.
     Send {
-        /// The first message's header (EAGER/SYNC with the payload, or RTS).
-        hdr: Header,
-        /// The data until it is all out.
+        /// Rendezvous: the data until it is out.
         buf: Option<UserBuf>,
-        sent: usize,
-        rreq: u32,
+        /// World rank of the destination.
+        dst: u32,
         /// Bytes of the attached Bsend buffer to give back on completion.
         bsend: usize,
     },
@@ -196,25 +198,44 @@ impl Unex {
     }
 }
 
-/// Queued outgoing work for one destination.
-#[derive(Debug)]
-enum Out {
-    /// A control message (CTS, ACK) made by a handler.
-    Msg(Vec<u8>),
-    /// The first message of send `sreq` (its data stays in user memory meanwhile).
-    Req { sreq: u32 },
-    /// The rest of rendezvous send `sreq`.
-    Data { sreq: u32 },
+/// A reply decided under the state lock and sent after it is released (a proto send
+/// outside a handler may run handlers, which take the lock).
+#[derive(Debug, Clone, Copy)]
+enum Reply {
+    Cts { dst: u32, sreq: u32, rreq: u32 },
+    Ack { dst: u32, sreq: u32 },
 }
 
-/// Matching state and protocol machinery (everything but the channel, so message
-/// handlers can borrow the channel and this at once).
-struct State {
+// Handler ids on mpi-lite's endpoint.
+/// Eager, envelope packed in `arg`: context (8 bits) | source (8) | tag (16).
+const H_EAGER_S: u8 = 1;
+/// Eager: `arg` = tag, `args[0]` = envelope ([`env`]).
+const H_EAGER: u8 = 2;
+/// Synchronous eager: `arg` = tag, `args` = [envelope, send request].
+const H_SYNC: u8 = 3;
+/// Request to send: `arg` = tag, `args` = [envelope, send request, length].
+const H_RTS: u8 = 4;
+/// Clear to send: `arg` = send request, `args[0]` = receive request.
+const H_CTS: u8 = 5;
+/// Rendezvous data for receive request `arg` (a proto long message).
+const H_DATA: u8 = 6;
+/// A synchronous send was matched: `arg` = send request.
+const H_ACK: u8 = 7;
+
+/// Context and source rank in one argument word.
+fn env(ctx: u16, src: i32) -> u64 {
+    ctx as u64 | (src as u32 as u64) << 16
+}
+
+fn unenv(v: u64) -> (u16, i32) {
+    (v as u16, (v >> 16) as u32 as i32)
+}
+
+/// Matching state and protocol bookkeeping, shared with the handlers.
+pub struct State {
     me: u32,
     size: u32,
-    port: u16,
     eager: usize,
-    chunk: usize,
     reqs: Vec<Option<Req>>,
     free: Vec<u32>,
     posted_exact: FxMap<Key, VecDeque<ReqId>>,
@@ -222,21 +243,21 @@ struct State {
     unex_by_key: FxMap<Key, VecDeque<u64>>,
     unex: BTreeMap<u64, Unex>,
     seq: u64,
-    outq: Vec<VecDeque<Out>>,
-    nout: usize,
+    /// Rendezvous sends whose CTS came: (send request, receive request).
+    cleared: VecDeque<(u32, u32)>,
     /// Bytes of the Bsend buffer in use.
-    pub bsend_used: usize,
+    bsend_used: usize,
 }
 
-/// The engine: one channel plus the matching and protocol state.
+/// The engine: mpi-lite's proto endpoint plus the matching state.
 ///
 /// After a transport failure (a lost peer, a closed port, a corrupt message) the engine is
 /// *broken*: every later call returns that error and nothing is sent, received or written
 /// any more. This is what makes borrowed buffers sound: a request either completes (and
 /// releases its buffer) or the engine never touches memory again.
 pub struct Engine<P: Port> {
-    ch: Channel<P>,
-    st: State,
+    ep: Endpoint<P>,
+    st: Arc<Mutex<State>>,
     broken: Option<Error>,
 }
 
@@ -244,15 +265,140 @@ fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
     (want_src == ANY_SOURCE || want_src == src) && (want_tag == ANY_TAG || want_tag == tag)
 }
 
-impl<P: Port> Engine<P> {
-    /// An engine over `ch`, this rank being `me` of `size` (world).
-    pub fn new(ch: Channel<P>, me: u32, size: u32, max_message: usize) -> Result<Self> {
-        let room = max_message.saturating_sub(RTS_LEN + 64);
-        if room < 256 {
-            return Err(Error::Other(format!(
-                "channel messages of {max_message} bytes are too small for mpi-lite"
-            )));
+fn lock(st: &Mutex<State>) -> MutexGuard<'_, State> {
+    // A panic in a handler cannot leave the tables half-updated in a way later calls
+    // trust (each update completes before the next step); keep going.
+    st.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn send_reply<P: Port>(ep: &Endpoint<P>, r: Reply) -> skifch::Result<()> {
+    match r {
+        Reply::Cts { dst, sreq, rreq } => ep.send(dst, H_CTS, sreq, &[rreq as u64], &[]),
+        Reply::Ack { dst, sreq } => ep.send(dst, H_ACK, sreq, &[], &[]),
+    }
+}
+
+/// The handler of every mpi-lite message (runs inside proto calls of this rank).
+fn on_message<P: Port>(st: &Mutex<State>, ep: &Endpoint<P>, am: &Am<'_>) -> skifch::Result<()> {
+    let world = am.src();
+    let args = am.args();
+    let arg = |i: usize| args.get(i).copied().unwrap_or(0);
+    let mut s = lock(st);
+    let reply = match am.handler() {
+        H_EAGER_S | H_EAGER | H_SYNC => {
+            let (ctx, src, tag) = if am.handler() == H_EAGER_S {
+                let a = am.arg();
+                (
+                    (a & 0xff) as u16,
+                    ((a >> 8) & 0xff) as i32,
+                    (a >> 16) as i32,
+                )
+            } else {
+                let (c, s) = unenv(arg(0));
+                (c, s, am.arg() as i32)
+            };
+            let ack = (am.handler() == H_SYNC).then_some((world, arg(1) as u32));
+            let p = am.payload();
+            match s.match_posted(ctx, src, tag) {
+                Some(id) => {
+                    let [a, b] = p.segments();
+                    s.fill_eager(id, src, tag, p.len(), |buf| {
+                        buf.write_packed(0, a);
+                        buf.write_packed(a.len(), b);
+                    });
+                    ack.map(|(dst, sreq)| Reply::Ack { dst, sreq })
+                }
+                None => {
+                    s.push_unexpected(Unex::Eager {
+                        src,
+                        tag,
+                        ctx,
+                        data: p.to_vec(),
+                        ack,
+                    });
+                    None
+                }
+            }
         }
+        H_RTS => {
+            let ((ctx, src), tag) = (unenv(arg(0)), am.arg() as i32);
+            let (sreq, len) = (arg(1) as u32, arg(2) as usize);
+            match s.match_posted(ctx, src, tag) {
+                Some(id) => s.start_rndv(id, src, tag, world, sreq, len),
+                None => {
+                    s.push_unexpected(Unex::Rts {
+                        src,
+                        tag,
+                        ctx,
+                        world,
+                        sreq,
+                        len,
+                    });
+                    None
+                }
+            }
+        }
+        H_CTS => {
+            s.cleared.push_back((am.arg(), arg(0) as u32));
+            None
+        }
+        H_DATA => {
+            let id = am.arg();
+            let Some(Req {
+                kind: ReqKind::Recv { buf, got, .. },
+                ..
+            }) = s.get_mut(id)
+            else {
+                return Err(skifch::Error::InvalidArgument(
+                    format!("mpi-lite: data for unknown receive {id}").into(),
+                ));
+            };
+            match am.phase() {
+                Phase::Whole => {
+                    let [a, b] = am.payload().segments();
+                    buf.write_packed(0, a);
+                    buf.write_packed(a.len(), b);
+                    *got = a.len() + b.len();
+                    s.complete(id);
+                }
+                Phase::LongStart { total } => {
+                    // Straight into the user's memory when it is one run, else a temporary.
+                    let l = buf
+                        .landing()
+                        .unwrap_or_else(|| Landing::vec(total as usize));
+                    am.place(l);
+                }
+                Phase::LongDone { total } => {
+                    if let Some(v) = am.take_landing().and_then(Landing::into_vec) {
+                        buf.write_packed(0, &v);
+                    }
+                    *got = total as usize;
+                    s.complete(id);
+                }
+            }
+            None
+        }
+        H_ACK => {
+            s.complete(am.arg());
+            None
+        }
+        h => {
+            return Err(skifch::Error::InvalidArgument(
+                format!("mpi-lite: unknown message kind {h} from rank {world}").into(),
+            ))
+        }
+    };
+    drop(s);
+    // From a handler proto never blocks: a reply that does not fit is queued.
+    match reply {
+        Some(r) => send_reply(ep, r),
+        None => Ok(()),
+    }
+}
+
+impl<P: Port> Engine<P> {
+    /// An engine on endpoint `ep` (mpi-lite's port): registers the handlers.
+    pub fn new(ep: Endpoint<P>) -> Result<Self> {
         let eager = match std::env::var("SKIFMPI_EAGER") {
             Ok(v) => v
                 .trim()
@@ -260,44 +406,68 @@ impl<P: Port> Engine<P> {
                 .map_err(|_| Error::Arg(format!("SKIFMPI_EAGER={v:?} is not a byte count")))?,
             Err(_) => DEFAULT_EAGER,
         };
-        let port = ch.addr().port() as u16;
+        // Eager messages fit one channel message with the longest header (4 words).
+        let room = ep.max_inline().saturating_sub(32);
+        let st = Arc::new(Mutex::new(State {
+            me: ep.rank(),
+            size: ep.size(),
+            eager: eager.min(room),
+            reqs: Vec::new(),
+            free: Vec::new(),
+            posted_exact: FxMap::default(),
+            posted_wild: Vec::new(),
+            unex_by_key: FxMap::default(),
+            unex: BTreeMap::new(),
+            seq: 0,
+            cleared: VecDeque::new(),
+            bsend_used: 0,
+        }));
+        for h in [H_EAGER_S, H_EAGER, H_SYNC, H_RTS, H_CTS, H_DATA, H_ACK] {
+            let s = st.clone();
+            ep.register(h, move |ep: &Endpoint<P>, am: &Am<'_>| {
+                on_message(&s, ep, am)
+            })?;
+        }
         Ok(Engine {
-            ch,
-            st: State {
-                me,
-                size,
-                port,
-                eager: eager.min(room),
-                // Chunks of a quarter lane keep several in flight.
-                chunk: (max_message / 4).clamp(256, room),
-                reqs: Vec::new(),
-                free: Vec::new(),
-                posted_exact: FxMap::default(),
-                posted_wild: Vec::new(),
-                unex_by_key: FxMap::default(),
-                unex: BTreeMap::new(),
-                seq: 0,
-                outq: (0..size).map(|_| VecDeque::new()).collect(),
-                nout: 0,
-                bsend_used: 0,
-            },
+            ep,
+            st,
             broken: None,
         })
     }
 
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.st)
+    }
+
     /// World rank and size.
     pub fn world(&self) -> (u32, u32) {
-        (self.st.me, self.st.size)
+        let s = self.lock();
+        (s.me, s.size)
     }
 
     /// The eager limit in bytes.
     pub fn eager_limit(&self) -> usize {
-        self.st.eager
+        self.lock().eager
     }
 
     /// Bytes of the attached Bsend buffer in use.
     pub fn bsend_used(&self) -> usize {
-        self.st.bsend_used
+        self.lock().bsend_used
+    }
+
+    /// The error that broke the engine, if any.
+    fn check(&self) -> Result<()> {
+        match &self.broken {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the engine broken by `e` (see [`Engine`]); returns `e`.
+    fn fail(&mut self, e: impl Into<Error>) -> Error {
+        let e = e.into();
+        self.broken.get_or_insert(e.clone());
+        e
     }
 
     /// Starts a send of `buf` to world rank `dst` as rank `src` of context `ctx`.
@@ -314,39 +484,67 @@ impl<P: Port> Engine<P> {
     ) -> Result<ReqId> {
         self.check()?;
         let len = buf.packed_len();
-        let kind = match (len <= self.st.eager, mode) {
-            (false, _) => Kind::Rts,
-            (true, Mode::Sync) => Kind::Sync,
-            (true, Mode::Standard) => Kind::Eager,
-        };
         // Payloads go straight from user memory; a noncontiguous one is packed once.
         let buf = match buf.as_contiguous() {
             Some(_) => buf,
             None => UserBuf::owned(buf.to_packed()),
         };
-        let seq = self.st.next_seq();
-        let id = self.st.alloc(Req {
-            kind: ReqKind::Nothing,
-            done: false,
-            freed: false,
-            status: Status::default(),
-            err: None,
-            seq,
-        });
-        let mut hdr = Header::new(kind, ctx, tag, src as u32, id);
-        hdr.len = len as u64;
-        if let Some(r) = self.st.get_mut(id) {
-            r.kind = ReqKind::Send {
-                hdr,
-                buf: Some(buf),
-                sent: 0,
-                rreq: 0,
-                bsend,
-            };
-        }
-        self.st.bsend_used += bsend;
-        let r = self.st.start_send(&self.ch, dst, id);
+        let (id, eager) = {
+            let mut s = self.lock();
+            let seq = s.next_seq();
+            let id = s.alloc(Req {
+                kind: ReqKind::Send {
+                    buf: None,
+                    dst,
+                    bsend,
+                },
+                done: false,
+                freed: false,
+                status: Status::default(),
+                err: None,
+                seq,
+            });
+            s.bsend_used += bsend;
+            (id, len <= s.eager)
+        };
+        let r = if eager {
+            let data = buf.as_contiguous().unwrap_or(&[]);
+            match mode {
+                Mode::Standard
+                    if ctx < 256 && (0..256).contains(&src) && (0..65536).contains(&tag) =>
+                {
+                    let a = ctx as u32 | (src as u32) << 8 | (tag as u32) << 16;
+                    self.ep.send(dst, H_EAGER_S, a, &[], data)
+                }
+                Mode::Standard => self
+                    .ep
+                    .send(dst, H_EAGER, tag as u32, &[env(ctx, src)], data),
+                Mode::Sync => {
+                    self.ep
+                        .send(dst, H_SYNC, tag as u32, &[env(ctx, src), id as u64], data)
+                }
+            }
+        } else {
+            // The data waits in the request for the CTS (handled by the wait loops).
+            if let Some(Req {
+                kind: ReqKind::Send { buf: b, .. },
+                ..
+            }) = self.lock().get_mut(id)
+            {
+                *b = Some(buf);
+            }
+            self.ep.send(
+                dst,
+                H_RTS,
+                tag as u32,
+                &[env(ctx, src), id as u64, len as u64],
+                &[],
+            )
+        };
         r.map_err(|e| self.fail(e))?;
+        if eager && mode == Mode::Standard {
+            self.lock().complete(id);
+        }
         Ok(id)
     }
 
@@ -354,53 +552,61 @@ impl<P: Port> Engine<P> {
     /// `tag` (or `ANY_TAG`). `src == PROC_NULL` completes at once.
     pub fn irecv(&mut self, ctx: u16, src: i32, tag: i32, buf: UserBuf) -> Result<ReqId> {
         self.check()?;
-        let seq = self.st.next_seq();
-        let id = self.st.alloc(Req {
-            kind: ReqKind::Nothing,
-            done: false,
-            freed: false,
-            status: Status::default(),
-            err: None,
-            seq,
-        });
-        if src == PROC_NULL {
-            let r = self.st.get_mut(id).expect("fresh");
-            r.status = Status::proc_null();
-            r.done = true;
-            return Ok(id);
-        }
-        let found = self.st.take_unexpected(ctx, src, tag);
-        if let Some(r) = self.st.get_mut(id) {
-            r.kind = ReqKind::Recv {
-                ctx,
-                src,
-                tag,
-                buf,
-                total: 0,
-                got: 0,
-            };
-        }
-        match found {
-            Some(u) => self.st.deliver_unexpected(id, u),
-            None => {
-                if src == ANY_SOURCE || tag == ANY_TAG {
-                    self.st.posted_wild.push(id);
-                } else {
-                    self.st
-                        .posted_exact
-                        .entry((ctx, src, tag))
-                        .or_default()
-                        .push_back(id);
-                }
+        let (id, reply) = {
+            let mut s = self.lock();
+            let seq = s.next_seq();
+            let id = s.alloc(Req {
+                kind: ReqKind::Nothing,
+                done: false,
+                freed: false,
+                status: Status::default(),
+                err: None,
+                seq,
+            });
+            if src == PROC_NULL {
+                let r = s.get_mut(id).expect("fresh");
+                r.status = Status::proc_null();
+                r.done = true;
+                return Ok(id);
             }
+            let found = s.take_unexpected(ctx, src, tag);
+            if let Some(r) = s.get_mut(id) {
+                r.kind = ReqKind::Recv {
+                    ctx,
+                    src,
+                    tag,
+                    buf,
+                    total: 0,
+                    got: 0,
+                };
+            }
+            let reply = match found {
+                Some(u) => s.deliver_unexpected(id, u),
+                None => {
+                    if src == ANY_SOURCE || tag == ANY_TAG {
+                        s.posted_wild.push(id);
+                    } else {
+                        s.posted_exact
+                            .entry((ctx, src, tag))
+                            .or_default()
+                            .push_back(id);
+                    }
+                    None
+                }
+            };
+            (id, reply)
+        };
+        if let Some(r) = reply {
+            send_reply(&self.ep, r).map_err(|e| self.fail(e))?;
         }
         Ok(id)
     }
 
     /// A completed request that needs no communication (PROC_NULL sends, …).
     pub fn done_request(&mut self) -> ReqId {
-        let seq = self.st.next_seq();
-        self.st.alloc(Req {
+        let mut s = self.lock();
+        let seq = s.next_seq();
+        s.alloc(Req {
             kind: ReqKind::Nothing,
             done: true,
             freed: false,
@@ -412,17 +618,23 @@ impl<P: Port> Engine<P> {
 
     /// `true` if `id` names a live request.
     pub fn is_request(&self, id: ReqId) -> bool {
-        self.st.get(id).is_some()
+        self.lock().is_request(id)
+    }
+
+    /// `true` if the request is complete (without releasing it).
+    pub fn is_done(&self, id: ReqId) -> bool {
+        self.lock().is_done(id)
     }
 
     /// `MPI_Test` on one request: `None` while pending; when complete, releases the
     /// request and returns its status, or its error.
     pub fn test(&mut self, id: ReqId) -> Result<Option<Status>> {
-        match self.st.get(id) {
+        let mut s = self.lock();
+        match s.get(id) {
             None => Err(Error::Request(format!("request {id} does not exist"))),
             Some(r) if !r.done => Ok(None),
             Some(_) => {
-                let r = self.st.release(id);
+                let r = s.release(id);
                 match r.err {
                     Some(e) => Err(e),
                     None => Ok(Some(r.status)),
@@ -437,7 +649,8 @@ impl<P: Port> Engine<P> {
         if !self.is_done(id) {
             self.progress()?;
         }
-        match self.st.get(id) {
+        let s = self.lock();
+        match s.get(id) {
             None => Err(Error::Request(format!("request {id} does not exist"))),
             Some(r) if !r.done => Ok(None),
             Some(r) => match &r.err {
@@ -447,56 +660,75 @@ impl<P: Port> Engine<P> {
         }
     }
 
-    /// `true` if the request is complete (without releasing it).
-    pub fn is_done(&self, id: ReqId) -> bool {
-        self.st.get(id).is_some_and(|r| r.done)
-    }
-
     /// `MPI_Wait`: progresses until `id` completes, then as [`Engine::test`].
     pub fn wait(&mut self, id: ReqId) -> Result<Status> {
-        self.wait_until(|e| e.is_done(id) || !e.is_request(id))?;
+        self.wait_until(|s| s.is_done(id) || !s.is_request(id))?;
         self.test(id)?
             .ok_or_else(|| Error::Intern("request not complete after wait".into()))
     }
 
-    /// Progresses until `done(self)`; `PeerLost` and other channel errors end it.
-    pub fn wait_until(&mut self, mut done: impl FnMut(&Self) -> bool) -> Result<()> {
-        let mut idle = 0u32;
+    /// Progresses until `done(state)`; `PeerLost` and other transport errors end it (and
+    /// break the engine).
+    pub fn wait_until(&mut self, mut done: impl FnMut(&State) -> bool) -> Result<()> {
+        self.check()?;
         loop {
-            if done(self) {
+            if done(&self.lock()) {
                 return Ok(());
             }
-            if self.progress()? {
-                idle = 0;
+            if self.push_cleared()? {
                 continue;
             }
-            idle += 1;
-            if idle < 64 {
-                std::hint::spin_loop();
-            } else if self.st.nout > 0 {
-                // Waiting for room at a receiver: let it run.
-                if idle < 4096 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(Duration::from_micros(20));
-                }
-            } else {
-                // Waiting for a message: the channel's policy (spin, then sleep), bounded
-                // so the loop rechecks `done` and lost peers.
-                match self.ch.wait(Some(Duration::from_millis(50))) {
-                    Ok(()) | Err(skifch::Error::TimedOut) => {}
-                    Err(e) => return Err(self.fail(e.into())),
-                }
+            let st = self.st.clone();
+            // Proto's wait: service messages (fixed spin, then sleep on the channel) until
+            // ours is done or a rendezvous send may go.
+            let r = self.ep.progress_until(
+                |_| {
+                    let s = lock(&st);
+                    done(&s) || !s.cleared.is_empty()
+                },
+                None,
+            );
+            r.map_err(|e| self.fail(e))?;
+            if let Some(e) = self.ep.take_error() {
+                return Err(self.fail(e));
             }
         }
     }
 
+    /// Sends the data of one rendezvous send whose CTS came (a proto long message that
+    /// lands in the receiver's buffer); `false` if none is waiting.
+    fn push_cleared(&mut self) -> Result<bool> {
+        let next = {
+            let mut s = self.lock();
+            match s.cleared.pop_front() {
+                None => None,
+                Some((sreq, rreq)) => match s.get_mut(sreq) {
+                    Some(Req {
+                        kind: ReqKind::Send { buf, dst, .. },
+                        ..
+                    }) => Some((sreq, rreq, *dst, buf.take())),
+                    _ => return Err(Error::Intern(format!("CTS for unknown send {sreq}"))),
+                },
+            }
+        };
+        let Some((sreq, rreq, dst, buf)) = next else {
+            return Ok(false);
+        };
+        let data = buf.as_ref().and_then(|b| b.as_contiguous()).unwrap_or(&[]);
+        let r = self.ep.send(dst, H_DATA, rreq, &[], data);
+        r.map_err(|e| self.fail(e))?;
+        drop(buf);
+        self.lock().complete(sreq);
+        Ok(true)
+    }
+
     /// `MPI_Request_free`: the request is released when it completes.
     pub fn request_free(&mut self, id: ReqId) -> Result<()> {
-        match self.st.get_mut(id) {
+        let mut s = self.lock();
+        match s.get_mut(id) {
             None => Err(Error::Request(format!("request {id} does not exist"))),
             Some(r) if r.done => {
-                self.st.release(id);
+                s.release(id);
                 Ok(())
             }
             Some(r) => {
@@ -509,7 +741,8 @@ impl<P: Port> Engine<P> {
     /// `MPI_Cancel`: a receive not yet matched completes as cancelled; anything else
     /// (sends, matched receives) completes normally (the standard allows that).
     pub fn cancel(&mut self, id: ReqId) -> Result<()> {
-        let Some(r) = self.st.get(id) else {
+        let mut s = self.lock();
+        let Some(r) = s.get(id) else {
             return Err(Error::Request(format!("request {id} does not exist")));
         };
         if let ReqKind::Recv {
@@ -524,15 +757,15 @@ impl<P: Port> Engine<P> {
                 return Ok(());
             }
             let removed = if src == ANY_SOURCE || tag == ANY_TAG {
-                let i = self.st.posted_wild.iter().position(|&x| x == id);
-                i.map(|i| self.st.posted_wild.remove(i)).is_some()
+                let i = s.posted_wild.iter().position(|&x| x == id);
+                i.map(|i| s.posted_wild.remove(i)).is_some()
             } else {
-                self.st.remove_posted_exact((ctx, src, tag), id)
+                s.remove_posted_exact((ctx, src, tag), id)
             };
             if removed {
-                let r = self.st.get_mut(id).expect("live");
+                let r = s.get_mut(id).expect("live");
                 r.status.cancelled = true;
-                self.st.complete(id);
+                s.complete(id);
             }
         }
         Ok(())
@@ -544,11 +777,11 @@ impl<P: Port> Engine<P> {
         if src == PROC_NULL {
             return Ok(Some(Status::proc_null()));
         }
-        if let Some(s) = self.st.peek_unexpected(ctx, src, tag) {
+        if let Some(s) = self.lock().peek_unexpected(ctx, src, tag) {
             return Ok(Some(s));
         }
         self.progress()?;
-        Ok(self.st.peek_unexpected(ctx, src, tag))
+        Ok(self.lock().peek_unexpected(ctx, src, tag))
     }
 
     /// `MPI_Probe`: waits for a matching message and returns its envelope.
@@ -557,76 +790,47 @@ impl<P: Port> Engine<P> {
             return Ok(Status::proc_null());
         }
         let mut found = None;
-        self.wait_until(|e| {
-            found = e.st.peek_unexpected(ctx, src, tag);
+        self.wait_until(|s| {
+            found = s.peek_unexpected(ctx, src, tag);
             found.is_some()
         })?;
         found.ok_or_else(|| Error::Intern("probe ended without a message".into()))
     }
 
-    /// One round: pushes queued sends, then handles the messages waiting (a bounded
-    /// number). `true` if anything happened.
+    /// One round: pushes queued sends and rendezvous data, handles the messages waiting.
+    /// `true` if anything happened.
     pub fn progress(&mut self) -> Result<bool> {
         self.check()?;
-        let r = self.progress_inner();
-        r.map_err(|e| self.fail(e))
+        let pushed = self.push_cleared()?;
+        let r = self.ep.poll();
+        let n = r.map_err(|e| self.fail(e))?;
+        Ok(pushed || n > 0)
     }
 
-    fn progress_inner(&mut self) -> Result<bool> {
-        let mut did = false;
-        if self.st.nout > 0 {
-            did |= self.st.flush(&self.ch)?;
-        }
-        for _ in 0..32 {
-            match self.ch.try_recv() {
-                Ok(m) => {
-                    self.st.handle(&self.ch, m)?;
-                    did = true;
-                }
-                Err(skifch::Error::WouldBlock) => break,
-                Err(e) => return Err(e.into()),
+    /// Pushes everything queued out (progressing meanwhile), for Finalize.
+    pub fn flush_all(&mut self) -> Result<()> {
+        self.check()?;
+        loop {
+            if self.push_cleared()? {
+                continue;
+            }
+            let st = self.st.clone();
+            let r = self
+                .ep
+                .progress_until(|ep| ep.queued() == 0 || !lock(&st).cleared.is_empty(), None);
+            r.map_err(|e| self.fail(e))?;
+            if self.lock().cleared.is_empty() {
+                return Ok(());
             }
         }
-        if did && self.st.nout > 0 {
-            // Replies the handlers queued (CTS, ACK) go at once.
-            self.st.flush(&self.ch)?;
-        }
-        Ok(did)
-    }
-
-    /// The error that broke the engine, if any.
-    fn check(&self) -> Result<()> {
-        match &self.broken {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
-    }
-
-    /// Marks the engine broken by `e` (see [`Engine`]); returns `e`.
-    fn fail(&mut self, e: Error) -> Error {
-        self.broken.get_or_insert(e.clone());
-        e
-    }
-
-    /// Pushes every queued send out (progressing meanwhile), for Finalize.
-    pub fn flush_all(&mut self) -> Result<()> {
-        self.wait_until(|e| e.st.nout == 0)
-    }
-
-    /// Blocking send of `data` on a collective context (mpi-lite's own collectives).
-    pub fn coll_send(&mut self, ctx: u16, src: i32, dst: u32, tag: i32, data: &[u8]) -> Result<()> {
-        let b = UserBuf::owned(data.to_vec());
-        let id = self.isend(ctx, src, dst, tag, b, Mode::Standard, 0)?;
-        self.wait(id).map(|_| ())
     }
 
     /// Blocking receive of exactly `len` bytes on a collective context.
     pub fn coll_recv(&mut self, ctx: u16, src: i32, tag: i32, len: usize) -> Result<Vec<u8>> {
-        let mut out = vec![0u8; len];
-        let b = UserBuf::owned(std::mem::take(&mut out));
+        let b = UserBuf::owned(vec![0u8; len]);
         let id = self.irecv(ctx, src, tag, b)?;
-        self.wait_until(|e| e.is_done(id))?;
-        let r = self.st.release(id);
+        self.wait_until(|s| s.is_done(id))?;
+        let r = self.lock().release(id);
         if let Some(e) = r.err {
             return Err(e);
         }
@@ -638,6 +842,21 @@ impl<P: Port> Engine<P> {
 }
 
 impl State {
+    /// `true` if request `id` is complete (not yet released).
+    pub fn is_done(&self, id: ReqId) -> bool {
+        self.get(id).is_some_and(|r| r.done)
+    }
+
+    /// `true` if `id` names a live request.
+    pub fn is_request(&self, id: ReqId) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// Bytes of the attached Bsend buffer in use.
+    pub fn bsend_used(&self) -> usize {
+        self.bsend_used
+    }
+
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
@@ -688,244 +907,6 @@ impl State {
         }
     }
 
-    /// Sends the first message of send `sreq` to `dst` now, or queues it behind what is
-    /// queued for `dst` (per-destination order).
-    fn start_send<P: Port>(&mut self, ch: &Channel<P>, dst: u32, sreq: u32) -> Result<()> {
-        if self.outq[dst as usize].is_empty() {
-            let addr = NetAddr::new(dst as u16, self.port);
-            if self.send_req(ch, addr, sreq)? {
-                return Ok(());
-            }
-        }
-        self.queue(dst, Out::Req { sreq });
-        Ok(())
-    }
-
-    /// Sends the first message of send `sreq`: `false` if the receiver's lane is full.
-    /// A standard eager send completes here; the others wait for ACK or CTS.
-    fn send_req<P: Port>(&mut self, ch: &Channel<P>, addr: NetAddr, sreq: u32) -> Result<bool> {
-        let Some(Req {
-            kind: ReqKind::Send { hdr, buf, .. },
-            ..
-        }) = self.get(sreq)
-        else {
-            return Err(Error::Intern(format!("send {sreq} vanished")));
-        };
-        let h = hdr.emit();
-        let r = match hdr.kind {
-            Kind::Rts => ch.send_whole(addr, &[IoSlice::new(&h)]),
-            _ => {
-                let data = buf.as_ref().and_then(|b| b.as_contiguous()).unwrap_or(&[]);
-                ch.send_whole(addr, &[IoSlice::new(&h[..HDR]), IoSlice::new(data)])
-            }
-        };
-        match r {
-            Ok(()) => {}
-            Err(skifch::Error::WouldBlock) => return Ok(false),
-            Err(e) => return Err(e.into()),
-        }
-        match hdr.kind {
-            Kind::Eager => self.complete(sreq),
-            Kind::Sync => {
-                // The data is out; only the ACK is awaited.
-                if let Some(Req {
-                    kind: ReqKind::Send { buf, .. },
-                    ..
-                }) = self.get_mut(sreq)
-                {
-                    *buf = None;
-                }
-            }
-            _ => {}
-        }
-        Ok(true)
-    }
-
-    fn queue(&mut self, dst: u32, o: Out) {
-        self.outq[dst as usize].push_back(o);
-        self.nout += 1;
-    }
-
-    /// Sends queued work until every queue is empty or blocked. `true` if anything went.
-    fn flush<P: Port>(&mut self, ch: &Channel<P>) -> Result<bool> {
-        let mut did = false;
-        for dst in 0..self.size {
-            let addr = NetAddr::new(dst as u16, self.port);
-            while let Some(front) = self.outq[dst as usize].front() {
-                match front {
-                    Out::Msg(v) => match ch.send_whole(addr, &[IoSlice::new(v)]) {
-                        Ok(()) => {}
-                        Err(skifch::Error::WouldBlock) => break,
-                        Err(e) => return Err(e.into()),
-                    },
-                    &Out::Req { sreq } => {
-                        if !self.send_req(ch, addr, sreq)? {
-                            break;
-                        }
-                    }
-                    &Out::Data { sreq } => {
-                        if !self.push_data(ch, addr, sreq)? {
-                            break;
-                        }
-                    }
-                }
-                self.outq[dst as usize].pop_front();
-                self.nout -= 1;
-                did = true;
-            }
-        }
-        Ok(did)
-    }
-
-    /// Sends chunks of rendezvous send `sreq` until it is all out (`true`) or the
-    /// receiver's lane is full (`false`).
-    fn push_data<P: Port>(&mut self, ch: &Channel<P>, addr: NetAddr, sreq: u32) -> Result<bool> {
-        let chunk = self.chunk;
-        let Some(Req {
-            kind:
-                ReqKind::Send {
-                    buf: Some(buf),
-                    sent,
-                    rreq,
-                    ..
-                },
-            ..
-        }) = self.get_mut(sreq)
-        else {
-            return Err(Error::Intern(format!("rendezvous send {sreq} vanished")));
-        };
-        let h = Header::new(Kind::Data, 0, 0, *rreq, 0).emit();
-        let data = buf
-            .as_contiguous()
-            .ok_or_else(|| Error::Intern("rendezvous buffer not contiguous".into()))?;
-        while *sent < data.len() {
-            let n = chunk.min(data.len() - *sent);
-            match ch.send_whole(
-                addr,
-                &[
-                    IoSlice::new(&h[..HDR]),
-                    IoSlice::new(&data[*sent..*sent + n]),
-                ],
-            ) {
-                Ok(()) => *sent += n,
-                Err(skifch::Error::WouldBlock) => return Ok(false),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        self.complete(sreq);
-        Ok(true)
-    }
-
-    /// Handles one incoming message (never blocks: replies are queued).
-    fn handle<P: Port>(&mut self, ch: &Channel<P>, m: Message<'_, P>) -> Result<()> {
-        let world = m.src().rank();
-        let mut hb = [0u8; RTS_LEN];
-        let mut n = 0;
-        for s in m.segments() {
-            let k = s.len().min(RTS_LEN - n);
-            hb[n..n + k].copy_from_slice(&s[..k]);
-            n += k;
-            if n == RTS_LEN {
-                break;
-            }
-        }
-        let Some(h) = Header::parse(&hb[..n]) else {
-            return Err(Error::Intern(format!(
-                "a {}-byte message from {} on the MPI port is not an mpi-lite message",
-                m.len(),
-                m.src()
-            )));
-        };
-        if world >= self.size {
-            return Err(Error::Intern(format!("message from unknown rank {world}")));
-        }
-        let payload_len = m.len() - HDR.min(m.len());
-        match h.kind {
-            Kind::Eager | Kind::Sync => {
-                let src = h.a as i32;
-                let ack = (h.kind == Kind::Sync).then_some((world, h.b));
-                match self.match_posted(h.ctx, src, h.tag) {
-                    Some(id) => {
-                        self.fill_eager(id, src, h.tag, payload_len, |buf| copy_payload(&m, buf));
-                        if let Some((w, s)) = ack {
-                            self.ack(w, s);
-                        }
-                    }
-                    None => {
-                        let mut data = Vec::with_capacity(payload_len);
-                        for_payload(&m, |s| data.extend_from_slice(s));
-                        self.push_unexpected(Unex::Eager {
-                            src,
-                            tag: h.tag,
-                            ctx: h.ctx,
-                            data,
-                            ack,
-                        });
-                    }
-                }
-            }
-            Kind::Rts => {
-                let (src, len) = (h.a as i32, h.len as usize);
-                match self.match_posted(h.ctx, src, h.tag) {
-                    Some(id) => self.start_rndv(id, src, h.tag, world, h.b, len),
-                    None => self.push_unexpected(Unex::Rts {
-                        src,
-                        tag: h.tag,
-                        ctx: h.ctx,
-                        world,
-                        sreq: h.b,
-                        len,
-                    }),
-                }
-            }
-            Kind::Cts => {
-                if let Some(Req {
-                    kind: ReqKind::Send { rreq, .. },
-                    ..
-                }) = self.get_mut(h.a)
-                {
-                    *rreq = h.b;
-                    self.queue(world, Out::Data { sreq: h.a });
-                    // Start at once: the chunks may well fit now.
-                    self.flush(ch)?;
-                } else {
-                    return Err(Error::Intern(format!("CTS for unknown send {}", h.a)));
-                }
-            }
-            Kind::Data => {
-                let id = h.a;
-                let done = match self.get_mut(id) {
-                    Some(Req {
-                        kind:
-                            ReqKind::Recv {
-                                buf, total, got, ..
-                            },
-                        ..
-                    }) => {
-                        let mut off = *got;
-                        for_payload(&m, |s| {
-                            buf.write_packed(off, s);
-                            off += s.len();
-                        });
-                        *got = off;
-                        *got >= *total
-                    }
-                    _ => return Err(Error::Intern(format!("DATA for unknown receive {id}"))),
-                };
-                if done {
-                    self.complete(id);
-                }
-            }
-            Kind::Ack => self.complete(h.a),
-        }
-        Ok(())
-    }
-
-    fn ack(&mut self, world: u32, sreq: u32) {
-        let h = Header::new(Kind::Ack, 0, 0, sreq, 0).emit();
-        self.queue(world, Out::Msg(h[..HDR].to_vec()));
-    }
-
     /// Fills receive `id` with an eager payload of `len` bytes via `fill`, completes it.
     fn fill_eager(
         &mut self,
@@ -954,9 +935,17 @@ impl State {
         self.complete(id);
     }
 
-    /// Receive `id` matched an RTS: answer CTS; DATA completes it.
-    fn start_rndv(&mut self, id: ReqId, src: i32, tag: i32, world: u32, sreq: u32, len: usize) {
-        let Some(r) = self.get_mut(id) else { return };
+    /// Receive `id` matched an RTS: the CTS to send; DATA completes it.
+    fn start_rndv(
+        &mut self,
+        id: ReqId,
+        src: i32,
+        tag: i32,
+        world: u32,
+        sreq: u32,
+        len: usize,
+    ) -> Option<Reply> {
+        let r = self.get_mut(id)?;
         if let ReqKind::Recv { buf, total, .. } = &mut r.kind {
             *total = len;
             let cap = buf.packed_len();
@@ -973,11 +962,15 @@ impl State {
                 r.status.error = class::TRUNCATE;
             }
         }
-        let h = Header::new(Kind::Cts, 0, 0, sreq, id).emit();
-        self.queue(world, Out::Msg(h[..HDR].to_vec()));
+        Some(Reply::Cts {
+            dst: world,
+            sreq,
+            rreq: id,
+        })
     }
 
-    fn deliver_unexpected(&mut self, id: ReqId, u: Unex) {
+    /// Delivers an unexpected message to receive `id`; the reply to send, if any.
+    fn deliver_unexpected(&mut self, id: ReqId, u: Unex) -> Option<Reply> {
         match u {
             Unex::Eager {
                 src,
@@ -988,9 +981,7 @@ impl State {
             } => {
                 let len = data.len();
                 self.fill_eager(id, src, tag, len, |b| b.write_packed(0, &data));
-                if let Some((w, s)) = ack {
-                    self.ack(w, s);
-                }
+                ack.map(|(dst, sreq)| Reply::Ack { dst, sreq })
             }
             Unex::Rts {
                 src,
@@ -1086,24 +1077,4 @@ impl State {
             cancelled: false,
         })
     }
-}
-
-/// Calls `f` on each piece of the message after the header.
-fn for_payload<P: Port>(m: &Message<'_, P>, mut f: impl FnMut(&[u8])) {
-    let mut skip = HDR;
-    for s in m.segments() {
-        let k = skip.min(s.len());
-        skip -= k;
-        if k < s.len() {
-            f(&s[k..]);
-        }
-    }
-}
-
-fn copy_payload<P: Port>(m: &Message<'_, P>, buf: &mut UserBuf) {
-    let mut off = 0;
-    for_payload(m, |s| {
-        buf.write_packed(off, s);
-        off += s.len();
-    });
 }

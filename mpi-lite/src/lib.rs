@@ -9,11 +9,10 @@
 //! * [`datatype`], [`mem`] — predefined and derived datatypes flattened to byte blocks;
 //!   user memory as ([`mem::UserBuf`]: address, count, type). Contiguous types move
 //!   straight between the wire and user memory.
-//! * [`wire`] — the 16-byte header; eager payloads travel inline in the same channel
-//!   message.
 //! * [`engine`] — matching (O(1) exact match, wildcards, unexpected queue,
-//!   non-overtaking), eager/rendezvous/synchronous protocols, progress that never
-//!   deadlocks on the non-buffering channel, lost peers as errors.
+//!   non-overtaking) and the eager/rendezvous/synchronous protocols as active messages of
+//!   [`skifch::proto`] (its header carries the envelope, eager payloads travel inline,
+//!   rendezvous data lands straight in the user's buffer); lost peers are errors.
 //! * [`group`], [`comm`], [`topo`] — groups, communicators with agreed context ids,
 //!   Cartesian and distributed-graph topologies; [`Mpi`] owns the engine.
 //! * [`coll`] — collectives: MPI arguments onto the shared algorithms of
@@ -31,7 +30,6 @@ pub mod engine;
 pub mod error;
 pub mod group;
 pub mod mem;
-pub mod wire;
 
 pub use error::{Error, Result};
 pub mod api;

@@ -121,6 +121,18 @@ impl UserBuf {
         Some(unsafe { std::slice::from_raw_parts(self.base, len) })
     }
 
+    /// A proto landing over the buffer when it is one run: rendezvous data is written
+    /// there straight from the channel's receive memory.
+    pub fn landing(&mut self) -> Option<skifch::proto::Landing> {
+        let s = self.as_contiguous_mut()?;
+        // SAFETY: `Landing::raw` needs the memory valid and unaliased until the transfer
+        // completes or is dropped. It is this buffer's (valid while the `UserBuf` lives,
+        // `new`'s contract), and the engine keeps the `UserBuf` in its receive request
+        // until the transfer's completion; if the transfer is dropped early (a lost peer)
+        // the engine is broken and the landing is never written again.
+        Some(unsafe { skifch::proto::Landing::raw(s.as_mut_ptr(), s.len()) })
+    }
+
     /// Copies packed bytes `[from, from + out.len())` of the buffer into `out` (pack).
     pub fn read_packed(&self, from: usize, out: &mut [u8]) {
         debug_assert!(from + out.len() <= self.packed_len());
