@@ -248,6 +248,7 @@ fn bad_input_is_a_clear_error() {
         // PE 0 may notice in the barrier before the wait or in the wait itself
         ("dead", ": peer lost: rank 1", None),
         ("free", "shmem_free: address is not symmetric", Some(1)),
+        ("exit", "PE 0: calling shmem_global_exit(7)", Some(7)),
         ("coll", "shmem_long_broadcast: invalid argument: collective: member 0 sent 16 bytes where 32 were expected", Some(1)),
     ];
     for env in [DIRECT, MESSAGES] {

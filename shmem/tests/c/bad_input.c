@@ -1,7 +1,7 @@
 /* Bad input must give a clear message and a non-zero exit, never corruption or a hang.
  * argv[1]: addr (put to a non-symmetric address), pe (PE out of range), range (an access
  * running past the end of the heap), heap (exhaustion: NULL and a message), dead (a PE
- * dies while another waits for it), coll (mismatched collective sizes), free (freeing a
+ * dies while another waits for it), exit (shmem_global_exit while others wait), coll (mismatched collective sizes), free (freeing a
  * non-heap pointer). */
 #include <shmem.h>
 #include <stdio.h>
@@ -32,6 +32,13 @@ int main(int argc, char **argv) {
     } else if (!strcmp(what, "dead")) {
         if (me == 1) _exit(0); /* dies without finalizing */
         shmem_long_wait_until(&sym[0], SHMEM_CMP_EQ, 1); /* nobody will set it */
+    } else if (!strcmp(what, "exit")) {
+        /* PE 0 ends the job while the others wait for a flag that never comes */
+        if (me == 0) {
+            fprintf(stderr, "PE 0: calling shmem_global_exit(7)\n");
+            shmem_global_exit(7);
+        }
+        shmem_long_wait_until(&sym[0], SHMEM_CMP_EQ, 1);
     } else if (!strcmp(what, "coll")) {
         /* mismatched sizes: PE 0 broadcasts 2 elements, the others expect 4 */
         shmem_long_broadcast(SHMEM_TEAM_WORLD, sym + 4, sym, me == 0 ? 2 : 4, 0);
