@@ -795,9 +795,15 @@ impl<P: Port> Endpoint<P> {
         let mut n = 0;
         while n < POLL_BUDGET {
             // The closure form: the message guard is never moved (see `try_recv_with`).
-            match self.ch.try_recv_with(|m| self.dispatch(m)) {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => self.defer(e),
+            // The closure returns nothing: a 16-byte `Result` coming back out of it is
+            // written in parts and read whole, a store-forwarding stall per message.
+            let r = self.ch.try_recv_with(|m| {
+                if let Err(e) = self.dispatch(m) {
+                    self.defer(e);
+                }
+            });
+            match r {
+                Ok(()) => {}
                 Err(Error::WouldBlock) => break,
                 Err(e) => return Err(e),
             }
