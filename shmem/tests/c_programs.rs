@@ -7,17 +7,15 @@
 //!
 //! Needs a C compiler (`cc`); without one the tests are skipped with a message.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use skifch_drivers::testing::{self, have_cc, Outcome, STATIC_LIBS};
 
 /// Each job must finish within this (they take about a second).
 const JOB_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Native libraries `libskifshmem.a` needs (as for `libskifch.a`).
-const STATIC_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
 
 fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -33,22 +31,6 @@ fn lib_dir() -> &'static Path {
             skifch_drivers::testing::cargo_build(&manifest, &["--lib"], &dir.join(lib));
         }
         dir
-    })
-}
-
-fn have_cc() -> bool {
-    static CC: OnceLock<bool> = OnceLock::new();
-    *CC.get_or_init(|| {
-        let ok = Command::new("cc")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("SKIPPED: no C compiler `cc` on PATH (install build-essential)");
-        }
-        ok
     })
 }
 
@@ -90,12 +72,6 @@ fn compile(name: &str, shared: bool) -> PathBuf {
     exe
 }
 
-struct Outcome {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `exe args` under `skifrun -n <n>` with extra environment, killed after JOB_TIMEOUT.
 fn run(exe: &Path, n: u32, env: &[(&str, &str)], args: &[&str]) -> Outcome {
     run_with(exe, n, "shm", env, args)
@@ -107,59 +83,9 @@ fn run_driver(exe: &Path, n: u32, driver: &str) -> Outcome {
 }
 
 fn run_with(exe: &Path, n: u32, driver: &str, env: &[(&str, &str)], args: &[&str]) -> Outcome {
-    let mut cmd = Command::new(skifch_drivers::testing::skifrun_exe());
-    cmd.arg("-n")
-        .arg(n.to_string())
-        .args(["--driver", driver, "--"])
-        .arg(exe)
-        .args(args);
-    for v in [
-        "SKIFCH_DRIVER",
-        "SKIFCH_RANK",
-        "SKIFCH_SIZE",
-        "SKIFCH_FD",
-        "SKIFSHMEM_RMA",
-        "SKIFSHMEM_PROGRESS_THREAD",
-        "SHMEM_SYMMETRIC_SIZE",
-    ] {
-        cmd.env_remove(v);
-    }
-    cmd.envs(env.iter().copied());
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting the job");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("piped stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("piped stderr")));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waiting for the job") {
-            break s;
-        }
-        if start.elapsed() > JOB_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{} with {n} PEs {env:?} {args:?} still running after {JOB_TIMEOUT:?}; killed",
-                exe.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Outcome {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
+    let mut cmd = testing::skifrun_cmd(n, &["--driver", driver], exe);
+    cmd.args(args).envs(env.iter().copied());
+    testing::run_job(cmd, JOB_TIMEOUT)
 }
 
 const DIRECT: &[(&str, &str)] = &[];

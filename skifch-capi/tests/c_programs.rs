@@ -8,18 +8,15 @@
 //! `cargo build` (same profile) when it is missing or older than this test. Needs a C
 //! compiler (`cc`); without one the tests are skipped with a message.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use skifch_drivers::testing::{self, have_cc, Outcome, STATIC_LIBS};
 
 /// Each job must finish within this (they take well under a second).
 const JOB_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Native libraries that `libskifch.a` needs, from
-/// `cargo rustc -p skifch-capi --crate-type staticlib -- --print native-static-libs`.
-const STATIC_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -38,23 +35,6 @@ fn lib_dir() -> &'static Path {
             skifch_drivers::testing::cargo_build(&manifest, &["--lib"], &dir.join(lib));
         }
         dir
-    })
-}
-
-/// `true` if a C compiler is there; else prints why the test is skipped.
-fn have_cc() -> bool {
-    static CC: OnceLock<bool> = OnceLock::new();
-    *CC.get_or_init(|| {
-        let ok = Command::new("cc")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("SKIPPED: no C compiler `cc` on PATH (install build-essential)");
-        }
-        ok
     })
 }
 
@@ -103,89 +83,22 @@ fn compile(src: &str, link: Link) -> PathBuf {
     exe
 }
 
-fn skifrun() -> &'static Path {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(skifch_drivers::testing::skifrun_exe)
-}
-
-struct Outcome {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `exe` under `skifrun -n <n> <opts>` (or alone for `n == 0`), killed after
 /// [`JOB_TIMEOUT`].
 fn run(exe: &Path, n: u32, opts: &[&str]) -> Outcome {
-    let mut cmd = if n == 0 {
-        Command::new(exe)
-    } else {
-        let mut c = Command::new(skifrun());
-        c.arg("-n").arg(n.to_string()).args(opts).arg("--").arg(exe);
+    let cmd = if n == 0 {
+        let mut c = Command::new(exe);
+        testing::clean_env(&mut c);
         c
+    } else {
+        testing::skifrun_cmd(n, opts, exe)
     };
-    for v in [
-        "SKIFCH_RANK",
-        "SKIFCH_SIZE",
-        "SKIFCH_FD",
-        "SKIFCH_WAIT",
-        "SKIFCH_PORTS",
-        "SKIFCH_LANE_KB",
-        "SKIFCH_DRIVER",
-        "SKIFCH_FPGA_FD",
-    ] {
-        cmd.env_remove(v);
-    }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting the job");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("piped stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("piped stderr")));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waiting for the job") {
-            break s;
-        }
-        if start.elapsed() > JOB_TIMEOUT {
-            // skifrun's ranks die with it (PR_SET_PDEATHSIG).
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{} with {n} ranks {opts:?} still running after {JOB_TIMEOUT:?}; killed",
-                exe.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Outcome {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
+    testing::run_job(cmd, JOB_TIMEOUT)
 }
 
 /// Runs and asserts a clean exit; returns stdout.
 fn run_ok(exe: &Path, n: u32, opts: &[&str]) -> String {
-    let o = run(exe, n, opts);
-    assert!(
-        o.status.success(),
-        "{} with {n} ranks {opts:?}: {}\nstdout:\n{}\nstderr:\n{}",
-        exe.display(),
-        o.status,
-        o.stdout,
-        o.stderr
-    );
-    o.stdout
+    run(exe, n, opts).expect_ok(&format!("{} with {n} ranks {opts:?}", exe.display()))
 }
 
 /// Compiles `tests/c/<name>.c` both ways and runs it in each `(ranks, skifrun options)`

@@ -20,9 +20,11 @@
 //! ```
 use std::collections::HashSet;
 use std::ffi::OsString;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Path of the `skifrun` binary for the running test's profile, built if needed.
 ///
@@ -143,7 +145,128 @@ pub fn wait_for_pid_file(path: &Path, limit: std::time::Duration) -> i32 {
             let _ = std::fs::remove_file(path);
             return p;
         }
-        assert!(t0.elapsed() < limit, "nobody wrote a pid into {}", path.display());
+        assert!(
+            t0.elapsed() < limit,
+            "nobody wrote a pid into {}",
+            path.display()
+        );
         std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// `true` if a C compiler `cc` is on `PATH`; otherwise says once, on stderr, that the C
+/// tests are skipped and why.
+pub fn have_cc() -> bool {
+    static CC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CC.get_or_init(|| {
+        let ok = Command::new("cc")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: no C compiler `cc` on PATH (install build-essential)");
+        }
+        ok
+    })
+}
+
+/// Native libraries that a `staticlib` of this workspace (`libskifch.a`, `libskifmpi.a`,
+/// `libskifshmem.a`) needs when a C program links it, from
+/// `cargo rustc --crate-type staticlib -- --print native-static-libs`.
+pub const STATIC_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+
+/// Environment that configures jobs and the libraries (by prefix). A test job starts
+/// without any of it, so that a variable left in the caller's shell cannot change a test.
+const JOB_ENV: &[&str] = &["SKIFCH_", "SKIFMPI_", "SKIFSHMEM_", "SHMEM_SYMMETRIC_SIZE"];
+
+/// Removes the job and library configuration inherited from the test's environment.
+pub fn clean_env(cmd: &mut Command) -> &mut Command {
+    for (k, _) in std::env::vars_os() {
+        if k.to_str()
+            .is_some_and(|k| JOB_ENV.iter().any(|p| k.starts_with(p)))
+        {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+/// `skifrun -n <n> <opts> -- <exe>` with a clean job environment ([`clean_env`]); add the
+/// program's arguments and any environment to the returned command.
+pub fn skifrun_cmd(n: u32, opts: &[&str], exe: &Path) -> Command {
+    let mut cmd = Command::new(skifrun_exe());
+    cmd.arg("-n")
+        .arg(n.to_string())
+        .args(opts)
+        .arg("--")
+        .arg(exe);
+    clean_env(&mut cmd);
+    cmd
+}
+
+/// How a job ended and what it printed.
+#[derive(Debug)]
+pub struct Outcome {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// The job's stdout if it exited with status 0.
+    ///
+    /// # Panics
+    /// Otherwise, with `what`, the status and everything the job printed.
+    pub fn expect_ok(self, what: &str) -> String {
+        assert!(
+            self.status.success(),
+            "{what}: {}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self.stdout
+    }
+}
+
+/// Runs `cmd` (stdin closed, stdout and stderr captured) and waits for it.
+///
+/// # Panics
+/// If it cannot start, or it still runs after `timeout` (it is killed first; a `skifrun`
+/// takes its ranks with it).
+pub fn run_job(mut cmd: Command, timeout: Duration) -> Outcome {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waiting for the job") {
+            break s;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} still running after {timeout:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Outcome {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
     }
 }
