@@ -276,8 +276,19 @@ fn span_err(what: &str) -> Error {
 }
 
 impl Datatype {
-    /// The predefined type `b` (committed).
+    /// The predefined type `b` (committed). Built once per process and shared: this is
+    /// on every typed call's path.
     pub fn basic(b: Basic) -> Self {
+        static TABLE: std::sync::OnceLock<Vec<Datatype>> = std::sync::OnceLock::new();
+        let t = TABLE.get_or_init(|| Basic::ALL.iter().map(|&b| Self::build_basic(b)).collect());
+        let i = Basic::ALL
+            .iter()
+            .position(|&x| x == b)
+            .expect("every Basic is in ALL");
+        t[i].clone()
+    }
+
+    fn build_basic(b: Basic) -> Self {
         let (blocks, extent) = b.layout();
         let mut t = Self::from_blocks(blocks, 0, extent as isize, Some((b, 1)));
         let info = Arc::get_mut(&mut t.0).expect("fresh");

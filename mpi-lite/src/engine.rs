@@ -31,7 +31,7 @@
 //! every wait with `PeerLost` (never a hang).
 #![allow(clippy::too_many_arguments)]
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -160,6 +160,40 @@ struct Req {
     seq: u64,
 }
 
+/// The payload of an unexpected eager message: inline when small, so the common small
+/// message costs no allocation.
+#[derive(Debug)]
+enum Stash {
+    Inline([u8; 56], u8),
+    Heap(Vec<u8>),
+}
+
+impl Stash {
+    fn new([a, b]: [&[u8]; 2]) -> Stash {
+        let n = a.len() + b.len();
+        if n <= 56 {
+            let mut v = [0u8; 56];
+            v[..a.len()].copy_from_slice(a);
+            v[a.len()..n].copy_from_slice(b);
+            Stash::Inline(v, n as u8)
+        } else {
+            let mut v = Vec::with_capacity(n);
+            v.extend_from_slice(a);
+            v.extend_from_slice(b);
+            Stash::Heap(v)
+        }
+    }
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Stash::Inline(v, n) => &v[..*n as usize],
+            Stash::Heap(v) => v,
+        }
+    }
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+}
+
 /// A message that arrived before its receive was posted.
 #[derive(Debug)]
 enum Unex {
@@ -167,7 +201,7 @@ enum Unex {
         src: i32,
         tag: i32,
         ctx: u16,
-        data: Vec<u8>,
+        data: Stash,
         /// Sync sends: (world rank, request) to ACK when matched.
         ack: Option<(u32, u32)>,
     },
@@ -240,8 +274,10 @@ pub struct State {
     free: Vec<u32>,
     posted_exact: FxMap<Key, VecDeque<ReqId>>,
     posted_wild: Vec<ReqId>,
-    unex_by_key: FxMap<Key, VecDeque<u64>>,
-    unex: BTreeMap<u64, Unex>,
+    /// Unexpected messages per envelope, each with its arrival number.
+    unex: FxMap<Key, VecDeque<(u64, Unex)>>,
+    /// Unexpected messages in all queues.
+    unex_n: usize,
     seq: u64,
     /// Rendezvous sends whose CTS came: (send request, receive request).
     cleared: VecDeque<(u32, u32)>,
@@ -313,7 +349,7 @@ fn on_message<P: Port>(st: &Mutex<State>, ep: &Endpoint<P>, am: &Am<'_>) -> skif
                         src,
                         tag,
                         ctx,
-                        data: p.to_vec(),
+                        data: Stash::new(p.segments()),
                         ack,
                     });
                     None
@@ -416,8 +452,8 @@ impl<P: Port> Engine<P> {
             free: Vec::new(),
             posted_exact: FxMap::default(),
             posted_wild: Vec::new(),
-            unex_by_key: FxMap::default(),
-            unex: BTreeMap::new(),
+            unex: FxMap::default(),
+            unex_n: 0,
             seq: 0,
             cleared: VecDeque::new(),
             bsend_used: 0,
@@ -980,7 +1016,7 @@ impl State {
                 ..
             } => {
                 let len = data.len();
-                self.fill_eager(id, src, tag, len, |b| b.write_packed(0, &data));
+                self.fill_eager(id, src, tag, len, |b| b.write_packed(0, data.as_slice()));
                 ack.map(|(dst, sreq)| Reply::Ack { dst, sreq })
             }
             Unex::Rts {
@@ -1031,44 +1067,41 @@ impl State {
     fn push_unexpected(&mut self, u: Unex) {
         let (ctx, src, tag, _) = u.envelope();
         let seq = self.next_seq();
-        self.unex_by_key
+        self.unex_n += 1;
+        self.unex
             .entry((ctx, src, tag))
             .or_default()
-            .push_back(seq);
-        self.unex.insert(seq, u);
+            .push_back((seq, u));
     }
 
-    /// Sequence number of the earliest unexpected message matching.
-    fn find_unexpected(&self, ctx: u16, src: i32, tag: i32) -> Option<u64> {
-        if self.unex.is_empty() {
+    /// The key of the earliest unexpected message matching (the front of its queue).
+    fn find_unexpected(&self, ctx: u16, src: i32, tag: i32) -> Option<Key> {
+        if self.unex_n == 0 {
             return None;
         }
         if src != ANY_SOURCE && tag != ANY_TAG {
-            return self
-                .unex_by_key
-                .get(&(ctx, src, tag))
-                .and_then(|q| q.front().copied());
+            let key = (ctx, src, tag);
+            return self.unex.get(&key).filter(|q| !q.is_empty()).map(|_| key);
         }
-        self.unex.iter().find_map(|(&seq, u)| {
-            let (c, s, t, _) = u.envelope();
-            (c == ctx && matches(src, tag, s, t)).then_some(seq)
-        })
+        // Wildcards: the earliest front among the matching keys.
+        self.unex
+            .iter()
+            .filter(|(&(c, s, t), q)| c == ctx && matches(src, tag, s, t) && !q.is_empty())
+            .min_by_key(|(_, q)| q.front().map_or(u64::MAX, |f| f.0))
+            .map(|(&k, _)| k)
     }
 
     fn take_unexpected(&mut self, ctx: u16, src: i32, tag: i32) -> Option<Unex> {
-        let seq = self.find_unexpected(ctx, src, tag)?;
-        let u = self.unex.remove(&seq)?;
-        let (c, s, t, _) = u.envelope();
-        if let Some(q) = self.unex_by_key.get_mut(&(c, s, t)) {
-            // The earliest of its key: anything earlier with this key would have matched.
-            q.pop_front();
-        }
+        let key = self.find_unexpected(ctx, src, tag)?;
+        // Empty queues stay in the map: no allocation per message for a reused key.
+        let (_, u) = self.unex.get_mut(&key)?.pop_front()?;
+        self.unex_n -= 1;
         Some(u)
     }
 
     fn peek_unexpected(&self, ctx: u16, src: i32, tag: i32) -> Option<Status> {
-        let seq = self.find_unexpected(ctx, src, tag)?;
-        let (_, s, t, len) = self.unex.get(&seq)?.envelope();
+        let key = self.find_unexpected(ctx, src, tag)?;
+        let (_, s, t, len) = self.unex.get(&key)?.front()?.1.envelope();
         Some(Status {
             source: s,
             tag: t,
