@@ -525,7 +525,37 @@ impl<P: Port> Engine<P> {
             Some(_) => buf,
             None => UserBuf::owned(buf.to_packed()),
         };
-        let (id, eager) = {
+        let eager = len <= self.lock().eager;
+        if eager && mode == Mode::Standard {
+            // Complete once out: send first, then record a finished request (one lock).
+            let data = buf.as_contiguous().unwrap_or(&[]);
+            let r = if ctx < 256 && (0..256).contains(&src) && (0..65536).contains(&tag) {
+                let a = ctx as u32 | (src as u32) << 8 | (tag as u32) << 16;
+                self.ep.send(dst, H_EAGER_S, a, &[], data)
+            } else {
+                self.ep
+                    .send(dst, H_EAGER, tag as u32, &[env(ctx, src)], data)
+            };
+            r.map_err(|e| self.fail(e))?;
+            let mut s = self.lock();
+            let seq = s.next_seq();
+            s.bsend_used += bsend;
+            let id = s.alloc(Req {
+                kind: ReqKind::Send {
+                    buf: None,
+                    dst,
+                    bsend,
+                },
+                done: false,
+                freed: false,
+                status: Status::default(),
+                err: None,
+                seq,
+            });
+            s.complete(id);
+            return Ok(id);
+        }
+        let id = {
             let mut s = self.lock();
             let seq = s.next_seq();
             let id = s.alloc(Req {
@@ -541,25 +571,12 @@ impl<P: Port> Engine<P> {
                 seq,
             });
             s.bsend_used += bsend;
-            (id, len <= s.eager)
+            id
         };
         let r = if eager {
             let data = buf.as_contiguous().unwrap_or(&[]);
-            match mode {
-                Mode::Standard
-                    if ctx < 256 && (0..256).contains(&src) && (0..65536).contains(&tag) =>
-                {
-                    let a = ctx as u32 | (src as u32) << 8 | (tag as u32) << 16;
-                    self.ep.send(dst, H_EAGER_S, a, &[], data)
-                }
-                Mode::Standard => self
-                    .ep
-                    .send(dst, H_EAGER, tag as u32, &[env(ctx, src)], data),
-                Mode::Sync => {
-                    self.ep
-                        .send(dst, H_SYNC, tag as u32, &[env(ctx, src), id as u64], data)
-                }
-            }
+            self.ep
+                .send(dst, H_SYNC, tag as u32, &[env(ctx, src), id as u64], data)
         } else {
             // The data waits in the request for the CTS (handled by the wait loops).
             if let Some(Req {
@@ -578,9 +595,6 @@ impl<P: Port> Engine<P> {
             )
         };
         r.map_err(|e| self.fail(e))?;
-        if eager && mode == Mode::Standard {
-            self.lock().complete(id);
-        }
         Ok(id)
     }
 
@@ -698,9 +712,26 @@ impl<P: Port> Engine<P> {
 
     /// `MPI_Wait`: progresses until `id` completes, then as [`Engine::test`].
     pub fn wait(&mut self, id: ReqId) -> Result<Status> {
+        // Already complete (eager sends, unexpected receives): one lock, no progress.
+        if let Some(r) = self.test_done(id) {
+            return r;
+        }
         self.wait_until(|s| s.is_done(id) || !s.is_request(id))?;
         self.test(id)?
             .ok_or_else(|| Error::Intern("request not complete after wait".into()))
+    }
+
+    /// The outcome of `id` if it is complete (releasing it), else `None`.
+    fn test_done(&mut self, id: ReqId) -> Option<Result<Status>> {
+        let mut s = self.lock();
+        if !s.is_done(id) {
+            return None;
+        }
+        let r = s.release(id);
+        Some(match r.err {
+            Some(e) => Err(e),
+            None => Ok(r.status),
+        })
     }
 
     /// Progresses until `done(state)`; `PeerLost` and other transport errors end it (and
