@@ -27,9 +27,13 @@ pub const H_CHUNK: u8 = 0xFE;
 /// Handler id of a reply.
 pub const H_REPLY: u8 = 0xFF;
 
+/// Mask of the extra-argument count.
 pub const F_NARGS: u8 = 0b11;
+/// The sender waits for a reply.
 pub const F_REQUEST: u8 = 1 << 2;
+/// First message of a long (chunked) transfer.
 pub const F_LONG: u8 = 1 << 3;
+/// A reply reporting a failure at the target (the payload says why).
 pub const F_ERROR: u8 = 1 << 4;
 
 /// Largest header: 8 + 3 arguments + the long-transfer word.
@@ -46,10 +50,15 @@ pub fn word(handler: u8, flags: u8, id: u16, arg: u32) -> u64 {
 /// The decoded control fields of a message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Head {
+    /// Handler id (byte 0).
     pub handler: u8,
+    /// `F_*` flags; the low two bits count the extra arguments.
     pub flags: u8,
+    /// Request id (request, reply) or transfer id (chunk).
     pub id: u16,
+    /// The small argument.
     pub arg: u32,
+    /// Extra arguments (the first `nargs()` are meaningful).
     pub args: [u64; 3],
     /// For LONG: (total bytes, transfer id).
     pub long: Option<(u64, u16)>,

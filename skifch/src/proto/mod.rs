@@ -77,7 +77,7 @@
 //! order, and the queue discipline above). Chunks of different long transfers may
 //! interleave; each transfer is reassembled by its transfer id.
 
-mod header;
+pub mod header;
 mod landing;
 mod progress;
 pub mod suite;
