@@ -175,6 +175,22 @@ fn reductions<T: Transport>(t: &T, counts: &[usize]) -> Result<()> {
                     &out,
                     &all[r * b..(r + 1) * b],
                 )?;
+                // reduce_scatter with uneven blocks (some empty): member i gets
+                // (i + count) % 3 elements.
+                let es = dt.size();
+                let cb: Vec<usize> = (0..n).map(|i| (i + count) % 3 * es).collect();
+                let total: usize = cb.iter().sum();
+                let big: Vec<Vec<u8>> =
+                    (0..n).map(|i| elems(dt, seed + 2, i, total / es)).collect();
+                let all = fold(&k, &big);
+                let start: usize = cb[..r].iter().sum();
+                let mut out = vec![0u8; cb[r]];
+                coll::reduce_scatter(t, &big[r], &mut out, &cb, &k)?;
+                check(
+                    &format!("reduce_scatter {w}"),
+                    &out,
+                    &all[start..start + cb[r]],
+                )?;
             }
         }
     }
