@@ -10,7 +10,7 @@
 //! | allreduce | recursive doubling (non-powers of two fold the extra ranks in first); ≥ 16 KiB and commutative: ring reduce-scatter + ring allgather |
 //! | gather, scatter | binomial tree up to 64 KiB in total, else linear at the root |
 //! | gatherv, scatterv | linear at the root, in rank order |
-//! | allgather | recursive doubling for powers of two up to 64 KiB in total, else ring |
+//! | allgather | up to 64 KiB in total: recursive doubling (powers of two) or Bruck; else ring |
 //! | allgatherv | ring |
 //! | alltoall(v) | pairwise exchange, n − 1 steps |
 //! | reduce_scatter(_block) | ring (commutative); else reduce to rank 0 + scatterv |
@@ -28,7 +28,8 @@ pub const BCAST_LONG: usize = 32 << 10;
 pub const ALLREDUCE_RING: usize = 16 << 10;
 /// Gathers and scatters of at most this many bytes in total use a binomial tree.
 pub const GATHER_BINOMIAL_MAX: usize = 64 << 10;
-/// Allgathers of at most this many bytes in total use recursive doubling (powers of two).
+/// Allgathers of at most this many bytes in total use recursive doubling (powers of two)
+/// or Bruck's algorithm (other sizes); larger ones the ring.
 pub const ALLGATHER_RD_MAX: usize = 64 << 10;
 
 fn bad(what: &str, why: String) -> Error {
@@ -570,6 +571,24 @@ pub fn allgather<T: Transport + ?Sized>(t: &T, send: &[u8], recv: &mut [u8]) -> 
             let (sb, rb) = split2(recv, mine..mine + mask * k, theirs..theirs + mask * k);
             sendrecv_exact(t, p, sb, p, rb, tag)?;
             mask <<= 1;
+        }
+        return Ok(());
+    }
+    if n * k <= ALLGATHER_RD_MAX {
+        // Bruck: ⌈log₂ n⌉ steps for any n. `tmp` holds the blocks of ranks r, r+1, … in
+        // that order; each step doubles it with the blocks of the rank `dist` ahead.
+        let mut tmp = vec![0u8; n * k];
+        tmp[..k].copy_from_slice(send);
+        let mut dist = 1;
+        while dist < n {
+            let m = dist.min(n - dist);
+            let (sb, rb) = split2(&mut tmp, 0..m * k, dist * k..(dist + m) * k);
+            sendrecv_exact(t, (r + n - dist) % n, sb, (r + dist) % n, rb, tag)?;
+            dist *= 2;
+        }
+        for i in 0..n {
+            let a = (r + i) % n * k;
+            recv[a..a + k].copy_from_slice(&tmp[i * k..(i + 1) * k]);
         }
         return Ok(());
     }
