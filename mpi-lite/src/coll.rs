@@ -70,11 +70,16 @@ impl<'a, P: Port> CommTransport<'a, P> {
         }
     }
 
-    fn byte_buf(data: *const u8, len: usize) -> UserBuf {
-        // SAFETY: every caller lends a slice that outlives the request: it waits for the
-        // request before returning, and if the wait fails either the request was released
-        // (request errors) or the engine is broken and never touches a buffer again
-        // (transport errors; see `Engine`).
+    /// `len` bytes at `data` as an engine buffer.
+    ///
+    /// # Safety
+    /// The bytes stay valid (and, for a receive, untouched by anything else) until the
+    /// request made with the buffer is complete or the engine is broken. The callers below
+    /// lend a slice borrowed for the call and wait for the request before returning; if
+    /// the wait fails, either the request was released (request errors) or the engine is
+    /// broken and never touches a buffer again (transport errors; see `Engine`).
+    unsafe fn byte_buf(data: *const u8, len: usize) -> UserBuf {
+        // SAFETY: forwarded contract (the type map of `len` bytes is `data..data + len`).
         unsafe { UserBuf::new(data, len, Datatype::basic(Basic::Byte)) }
     }
 }
@@ -91,7 +96,8 @@ impl<P: Port> Transport for CommTransport<'_, P> {
     }
     fn send(&self, to: usize, tag: u32, data: &[u8]) -> skifch::Result<()> {
         let mut e = self.mpi.engine();
-        let b = Self::byte_buf(data.as_ptr(), data.len());
+        // SAFETY: `data` is borrowed for this call, which waits for the request.
+        let b = unsafe { Self::byte_buf(data.as_ptr(), data.len()) };
         let r = e
             .isend(
                 self.c.coll_ctx(),
@@ -107,7 +113,8 @@ impl<P: Port> Transport for CommTransport<'_, P> {
     }
     fn recv(&self, from: usize, tag: u32, buf: &mut [u8]) -> skifch::Result<usize> {
         let mut e = self.mpi.engine();
-        let b = Self::byte_buf(buf.as_mut_ptr(), buf.len());
+        // SAFETY: `buf` is borrowed mutably for this call, which waits for the request.
+        let b = unsafe { Self::byte_buf(buf.as_mut_ptr(), buf.len()) };
         let r = e
             .irecv(self.c.coll_ctx(), from as i32, tag as i32, b)
             .and_then(|id| e.wait(id));
@@ -123,8 +130,13 @@ impl<P: Port> Transport for CommTransport<'_, P> {
     ) -> skifch::Result<usize> {
         let mut e = self.mpi.engine();
         let (ctx, me) = (self.c.coll_ctx(), self.c.rank as i32);
-        let rb = Self::byte_buf(rbuf.as_mut_ptr(), rbuf.len());
-        let sb = Self::byte_buf(sdata.as_ptr(), sdata.len());
+        // SAFETY: both slices are borrowed for this call, which waits for both requests.
+        let (rb, sb) = unsafe {
+            (
+                Self::byte_buf(rbuf.as_mut_ptr(), rbuf.len()),
+                Self::byte_buf(sdata.as_ptr(), sdata.len()),
+            )
+        };
         let r = (|| {
             let r = e.irecv(ctx, from as i32, tag as i32, rb)?;
             let s = e.isend(

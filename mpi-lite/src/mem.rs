@@ -125,11 +125,12 @@ impl UserBuf {
     /// there straight from the channel's receive memory.
     pub fn landing(&mut self) -> Option<skifch::proto::Landing> {
         let s = self.as_contiguous_mut()?;
-        // SAFETY: `Landing::raw` needs the memory valid and unaliased until the transfer
-        // completes or is dropped. It is this buffer's (valid while the `UserBuf` lives,
-        // `new`'s contract), and the engine keeps the `UserBuf` in its receive request
-        // until the transfer's completion; if the transfer is dropped early (a lost peer)
-        // the engine is broken and the landing is never written again.
+        // `Landing::raw` needs the memory valid and unaliased until the transfer completes
+        // or is dropped. It is this buffer's (valid while the `UserBuf` lives, `new`'s
+        // contract), and the engine keeps the `UserBuf` in its receive request until the
+        // transfer's completion; if the transfer is dropped early (a lost peer) the engine
+        // is broken and the landing is never written again.
+        // SAFETY: as just argued.
         Some(unsafe { skifch::proto::Landing::raw(s.as_mut_ptr(), s.len()) })
     }
 
