@@ -43,6 +43,8 @@ pub struct CState {
     pub types: Vec<Option<Datatype>>,
     pub groups: Vec<Option<Group>>,
     pub provided: i32,
+    /// `MPI_Info` objects: (key, value) pairs in insertion order (handle 0 is MPI_INFO_NULL).
+    pub infos: Vec<Option<Vec<(String, String)>>>,
     // Dropped after `mpi` (field order): the job outlives its channel.
     pub job: DefaultJob,
 }
@@ -96,6 +98,7 @@ impl CState {
             types,
             groups: vec![None, Some(Group::empty())],
             provided,
+            infos: vec![None],
             job,
         }
     }

@@ -148,6 +148,36 @@ int main(int argc, char **argv) {
     CHECK(v == MPI_DIST_GRAPH);
     MPI_Comm_free(&g);
 
+    /* Info objects, MPI_Alloc_mem, handle conversion. */
+    MPI_Info info, info2;
+    char val[64];
+    int nk;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "cb_nodes", "4");
+    MPI_Info_set(info, "striping", "yes");
+    MPI_Info_set(info, "cb_nodes", "8");
+    MPI_Info_get_nkeys(info, &nk);
+    CHECK(nk == 2);
+    MPI_Info_get(info, "cb_nodes", sizeof val - 1, val, &flag);
+    CHECK(flag && strcmp(val, "8") == 0);
+    MPI_Info_dup(info, &info2);
+    MPI_Info_delete(info, "striping");
+    MPI_Info_get(info, "striping", sizeof val - 1, val, &flag);
+    CHECK(!flag);
+    MPI_Info_get_nthkey(info2, 1, val);
+    CHECK(strcmp(val, "striping") == 0);
+    MPI_Info_get_valuelen(info2, "striping", &v, &flag);
+    CHECK(flag && v == 3);
+    MPI_Info_free(&info);
+    MPI_Info_free(&info2);
+    CHECK(info == MPI_INFO_NULL);
+    double *mem;
+    CHECK(MPI_Alloc_mem(1000 * sizeof(double), MPI_INFO_NULL, &mem) == MPI_SUCCESS);
+    mem[999] = 1.0;
+    MPI_Free_mem(mem);
+    CHECK(MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_WORLD)) == MPI_COMM_WORLD);
+    CHECK(MPI_Type_f2c(MPI_Type_c2f(MPI_DOUBLE)) == MPI_DOUBLE);
+
     MPI_Group_free(&world);
     MPI_Group_free(&evens);
     MPI_Group_free(&odds);
