@@ -439,3 +439,27 @@ fn progress_thread_ends_with_peer_lost() {
     let r = seen.lock().unwrap().take().expect("rank 0 finished");
     assert!(matches!(r, Err(Error::PeerLost { rank: 1 })), "{r:?}");
 }
+
+#[test]
+fn a_peer_that_finalizes_without_answering_ends_the_wait() {
+    // Rank 1 takes the request and leaves normally (no crash: nothing reports it lost);
+    // rank 0's wait notices the closed endpoint within about a second.
+    local::run(2, |job| {
+        let ep = Endpoint::open(&job, PORT)?;
+        ep.register(H_GET, |_ep, _am: &Am<'_>| Ok(()))?; // never replies
+        ep.barrier()?;
+        if ep.rank() == 1 {
+            ep.progress_until(|ep| ep.queued() == 0, None)?;
+            std::thread::sleep(Duration::from_millis(100)); // the request has arrived
+            let _ = ep.poll()?;
+            return Ok(());
+        }
+        let t0 = Instant::now();
+        let mut buf = [0u8; 8];
+        let r = ep.call(1, H_GET, 0, &[], &[], &mut buf);
+        assert!(matches!(r, Err(Error::Unreachable { .. })), "{r:?}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        Ok(())
+    })
+    .unwrap();
+}

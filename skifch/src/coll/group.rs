@@ -266,7 +266,7 @@ impl<P: Port> ProtoGroup<'_, P> {
                 self.send(to, key.2, data)?;
             }
             let mut err = None;
-            self.ep.progress_until(
+            self.ep.progress_until_peer(
                 |_| match self.step(key, &mut dest, room, &mut s) {
                     Ok(done) => done,
                     Err(e) => {
@@ -275,6 +275,7 @@ impl<P: Port> ProtoGroup<'_, P> {
                     }
                 },
                 None,
+                Some(key.1),
             )?;
             match (err, &s) {
                 (Some(e), _) => Err(e),

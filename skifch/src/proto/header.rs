@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! byte 0      handler id (0..=0xEF user, 0xF0..=0xFD reserved for skifch layers:
-//!             0xF0 collectives, 0xFD the endpoint barrier; 0xFE chunk of a long
+//!             0xF0 collectives, 0xFC no-op (peer check), 0xFD the endpoint barrier;
+//!             0xFE chunk of a long
 //!             transfer, 0xFF reply)
 //! byte 1      flags: bits 0-1 number of extra u64 arguments (0..=3), bit 2 REQUEST
 //!             (the sender waits for a reply), bit 3 LONG (first message of a chunked

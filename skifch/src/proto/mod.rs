@@ -311,6 +311,10 @@ pub struct Endpoint<P: Port> {
 
 /// Handler id used by [`Endpoint::barrier`].
 const H_BARRIER: u8 = 0xFD;
+/// Handler id of the no-op that checks a peer's endpoint is still open.
+const H_NOP: u8 = 0xFC;
+/// How often an idle wait on one peer checks that its endpoint is still open.
+const PROBE_EVERY: Duration = Duration::from_millis(500);
 
 impl<P: Port> Endpoint<P> {
     /// Opens this rank's `port` of `job` as an endpoint. The waiting policy comes from
@@ -358,6 +362,8 @@ impl<P: Port> Endpoint<P> {
             Ok(())
         };
         ep.handlers.borrow_mut()[H_BARRIER as usize] = Some(Arc::new(seen));
+        let nop = |_: &Endpoint<P>, _: &Am<'_>| Ok(());
+        ep.handlers.borrow_mut()[H_NOP as usize] = Some(Arc::new(nop));
         Ok(ep)
     }
 
@@ -1191,7 +1197,8 @@ impl<P: Port> Endpoint<P> {
         self.slot_ok(id)?;
         let done =
             |ep: &Self| !matches!(ep.reqs.borrow()[id.idx as usize].state, ReqState::Waiting);
-        self.progress_until(done, timeout)?;
+        let dst = self.reqs.borrow()[id.idx as usize].dst;
+        self.progress_until_peer(done, timeout, Some(dst))?;
         self.take_done(id)
             .unwrap_or_else(|| Err(Error::InvalidArgument("proto: request vanished".into())))
     }
@@ -1244,12 +1251,26 @@ impl<P: Port> Endpoint<P> {
     /// The building block of every library wait (requests, matching, collectives).
     pub fn progress_until(
         &self,
+        done: impl FnMut(&Self) -> bool,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        self.progress_until_peer(done, timeout, None)
+    }
+
+    /// As [`Endpoint::progress_until`] for a wait on rank `peer` (its reply, its next
+    /// message): while idle, every half second, checks that `peer`'s endpoint is still
+    /// open (a no-op message), so a peer that finalized without answering ends the wait
+    /// with `Unreachable` instead of never. (A peer that died is `PeerLost` at once.)
+    pub fn progress_until_peer(
+        &self,
         mut done: impl FnMut(&Self) -> bool,
         timeout: Option<Duration>,
+        peer: Option<u32>,
     ) -> Result<()> {
         self.no_handler("waiting")?;
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut idle = 0u32;
+        let mut probed = Instant::now();
         loop {
             if done(self) {
                 return Ok(());
@@ -1265,6 +1286,12 @@ impl<P: Port> Endpoint<P> {
             if n > 0 {
                 idle = 0;
                 continue;
+            }
+            if let Some(p) = peer {
+                if probed.elapsed() >= PROBE_EVERY {
+                    probed = Instant::now();
+                    self.in_handler_scope(|| self.emit_fields(p, H_NOP, 0, 0, 0, &[], &[]))?;
+                }
             }
             if self.queued.get() > 0 {
                 // Blocked on a peer's full lane: its draining does not wake us.
@@ -1300,7 +1327,9 @@ impl<P: Port> Endpoint<P> {
                 &Head::new(H_BARRIER, 0, 0, key, &[]),
                 &[],
             )?;
-            self.progress_until(|ep| ep.bar_seen.borrow().contains_key(&key), None)?;
+            let from = (self.rank + n - dist) % n;
+            let seen = |ep: &Self| ep.bar_seen.borrow().contains_key(&key);
+            self.progress_until_peer(seen, None, Some(from))?;
             let mut seen = self.bar_seen.borrow_mut();
             let c = seen.get_mut(&key).expect("present");
             *c -= 1;
