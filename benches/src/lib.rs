@@ -5,6 +5,8 @@
 //! * `ringcmp` (binary) — the two ring designs measured with one harness: [`mpsc_ring`]
 //!   (one multi-producer ring per receiver) against [`skifch::ring`] (one single-producer
 //!   lane per sender/receiver pair).
+//! * `msgrate --with mpi-lite,shmem --peers-run` — the combined run: raw channels, the
+//!   libraries on them and the peers in one CSV, table and plot; see [`layers`].
 //! * `benches/channel.rs` — criterion micro-benchmarks of single operations.
 //!
 //! The measuring rules are those of `../shared/peers` (`shm_ring.c`), so that numbers can be
@@ -18,6 +20,7 @@
 
 pub mod affinity;
 pub mod check;
+pub mod layers;
 pub mod measure;
 pub mod mpsc_ring;
 pub mod msgrate;

@@ -1,6 +1,7 @@
 //! The SVG plot of a results table: message rate (left) and latency (right) against the
-//! message size, log-log, one series per (impl, test). SkifCh series (`skifch-*`) are drawn
-//! thick with markers, peers thin, so the comparison reads at a glance.
+//! message size, log-log, one series per (impl, test). Our series (raw channels `skifch-*`
+//! and the libraries on them, [`crate::results::is_ours`]) are drawn thick with markers,
+//! peers thin, so the comparison reads at a glance.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -89,7 +90,7 @@ fn panel(
     let (mut n_ours, mut n_peers) = (0, 0);
     for ((imp, test), mut pts) in series {
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let ours = imp.starts_with("skifch");
+        let ours = crate::results::is_ours(imp);
         let color = if ours {
             n_ours += 1;
             OURS[(n_ours - 1) % OURS.len()].to_rgba()
@@ -117,11 +118,15 @@ fn panel(
 }
 
 /// Strong colours for our series; the peers' come from a palette, lighter.
-const OURS: [RGBColor; 4] = [
+const OURS: [RGBColor; 8] = [
     RGBColor(200, 0, 0),
     RGBColor(0, 0, 0),
     RGBColor(0, 70, 200),
     RGBColor(120, 0, 160),
+    RGBColor(0, 140, 60),
+    RGBColor(220, 120, 0),
+    RGBColor(0, 150, 170),
+    RGBColor(150, 80, 40),
 ];
 
 /// Axis label of a value: `100M`, `20k`, `3`, `0.2`, `0.05`.

@@ -65,6 +65,18 @@ impl Row {
     }
 }
 
+/// Whether an impl name is one of ours: the raw channels (`skifch-*`) or a library on them
+/// (`mpi-lite`, `skifshmem`, as the combined run names them).
+///
+/// ```
+/// use skifch_benches::results::is_ours;
+/// assert!(is_ours("skifch-shm") && is_ours("mpi-lite") && is_ours("skifshmem"));
+/// assert!(!is_ours("openmpi") && !is_ours("oshmem"));
+/// ```
+pub fn is_ours(imp: &str) -> bool {
+    imp.starts_with("skifch") || imp.starts_with("mpi-lite") || imp.starts_with("skifshmem")
+}
+
 /// The whole CSV text (header + rows).
 pub fn to_csv(rows: &[Row]) -> String {
     let mut s = String::from(HEADER);

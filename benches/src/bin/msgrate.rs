@@ -21,7 +21,7 @@ use skifch::ring::Params;
 use skifch_benches::measure::MeasureArgs;
 use skifch_benches::msgrate::{parse_tests, run_rank, table, Config, Gate, Report};
 use skifch_benches::results::{read_csv, write_csv, Row};
-use skifch_benches::{parse_sizes, plot::plot_svg, BenchError, Result};
+use skifch_benches::{layers, parse_sizes, plot::plot_svg, BenchError, Result};
 use skifch_drivers::ConcreteJob;
 
 /// The peers' sizes (`../shared/peers`).
@@ -82,6 +82,32 @@ struct Args {
     /// Calibration details and probes on stderr.
     #[arg(short, long)]
     verbose: bool,
+    /// Combined run: also measure these libraries on SkifCh with the peers' C programs
+    /// (mpi-lite: msgrate_mpi.c via skif-mpicc; shmem: msgrate_shmem.c via skif-oshcc), as
+    /// 2-rank skifrun jobs, beside the raw channels; one CSV, table and plot.
+    #[arg(long, value_name = "mpi-lite,shmem", conflicts_with_all = ["local", "fpga_model"])]
+    with: Option<String>,
+    /// Combined run: also run ../shared/peers/run.sh for these groups (comma/space list of
+    /// rawring openmpi openmpi-ucx mpich oshmem ucx; without a list all but ucx), each
+    /// right after the SkifCh group it is compared with.
+    #[arg(long, value_name = "GROUPS", num_args = 0..=1,
+          default_missing_value = layers::DEFAULT_PEER_GROUPS,
+          conflicts_with_all = ["peers", "local", "fpga_model"])]
+    peers_run: Option<String>,
+    /// Combined run: the directory of the peers' sources and run.sh.
+    #[arg(long, value_name = "DIR")]
+    peers_dir: Option<PathBuf>,
+    /// Combined run: repeat every group this many times, alternating the order; each point
+    /// reports the median over the rounds.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=15))]
+    rounds: u32,
+    /// Combined run: the c2c_gate.h gate of the C programs and run.sh,
+    /// THR_US[:MAXWAIT_S[:LO_US]] or `off` (run.sh's default).
+    #[arg(long, default_value = "0.1:20:0.04", value_name = "GATE|off")]
+    c2c_gate: String,
+    /// Combined run: seconds one group (one program, one run.sh call) may take.
+    #[arg(long, default_value_t = 1800)]
+    group_timeout_s: u64,
 }
 
 impl Args {
@@ -110,6 +136,9 @@ impl Args {
 
 fn main() {
     let args = Args::parse();
+    if args.with.is_some() || args.peers_run.is_some() {
+        exit(combined::run(&args));
+    }
     let setup = args.config().and_then(|cfg| {
         let peers = match &args.peers {
             Some(p) => read_csv(p)?,
@@ -242,4 +271,157 @@ fn output(args: &Args, rep: &Report, peers: &[Row]) -> Result<()> {
     }
     println!("CSV: {}   plot: {}", args.csv.display(), args.svg.display());
     Ok(())
+}
+
+/// `--with` / `--peers-run`: the combined run of `skifch_benches::layers`.
+mod combined {
+    use super::*;
+    use skifch_benches::layers::{loadavg, Combined, Tools};
+
+    /// Runs it; the exit status (1 when anything failed, after writing what worked).
+    pub fn run(args: &Args) -> i32 {
+        match go(args) {
+            Ok(status) => status,
+            Err(e) => {
+                eprintln!("msgrate: {e}");
+                e.exit_code()
+            }
+        }
+    }
+
+    fn go(args: &Args) -> Result<i32> {
+        let cfg = args.config()?;
+        let layers_list = layers::parse_layers(args.with.as_deref().unwrap_or(""))?;
+        let peers = layers::parse_peer_groups(args.peers_run.as_deref().unwrap_or(""))?;
+        let exe = std::env::current_exe()
+            .map_err(|e| BenchError::io("finding this program's path", e))?;
+        let bin_dir = exe
+            .parent()
+            .ok_or_else(|| BenchError::Setup("this program has no directory".into()))?
+            .to_path_buf();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let peers_dir = args
+            .peers_dir
+            .clone()
+            .unwrap_or_else(|| root.join("..").join("shared").join("peers"));
+        let peers_dir = peers_dir.canonicalize().unwrap_or(peers_dir);
+
+        // The raw-channel child: this binary with the measuring options, no combined ones.
+        let plan = cfg.plan;
+        let stat = match plan.stat {
+            skifch_benches::measure::Stat::Median => "median",
+            skifch_benches::measure::Stat::Best => "best",
+        };
+        let mut raw_args = vec![
+            "--tests".to_string(),
+            args.tests.clone(),
+            "--target-s".into(),
+            plan.target_s.to_string(),
+            "--reps".into(),
+            plan.reps.to_string(),
+            "--stat".into(),
+            stat.to_string(),
+            "-n".into(),
+            args.ranks.to_string(),
+        ];
+        if args.measure.quick {
+            raw_args.push("--quick".into());
+        }
+        if let Some(s) = &args.sizes {
+            raw_args.extend(["--sizes".into(), s.clone()]);
+        }
+        if let Some(g) = &args.gate {
+            raw_args.extend([
+                "--gate".into(),
+                format!("{}:{}:{}", g.thr_us, g.max_wait_s, g.lo_us),
+            ]);
+        }
+        if args.no_pin {
+            raw_args.push("--no-pin".into());
+        }
+        if let Some(i) = &args.imp {
+            raw_args.extend(["--impl".into(), i.clone()]);
+        }
+        if args.verbose {
+            raw_args.push("-v".into());
+        }
+
+        // The C programs and run.sh: the same plan and the c2c gate of c2c_gate.h.
+        let mut c_args = vec![
+            "-t".to_string(),
+            plan.target_s.to_string(),
+            "-r".into(),
+            plan.reps.to_string(),
+            "-s".into(),
+            stat.to_string(),
+        ];
+        if let Some(max) = cfg.sizes.iter().max().filter(|_| args.sizes.is_some()) {
+            c_args.extend(["-m".into(), max.to_string()]);
+        }
+        let mut peer_env = vec![
+            ("TARGET_S".to_string(), plan.target_s.to_string()),
+            ("REPS".into(), plan.reps.to_string()),
+            ("STAT".into(), stat.to_string()),
+        ];
+        if args.c2c_gate == "off" {
+            peer_env.push(("WAIT_NEAR_US".into(), "0".into()));
+        } else {
+            let g: Gate = args
+                .c2c_gate
+                .parse()
+                .map_err(|e| BenchError::Setup(format!("--c2c-gate: {e}")))?;
+            c_args.extend([
+                "-g".into(),
+                format!("{}:{}:{}", g.thr_us, g.max_wait_s, g.lo_us),
+            ]);
+            peer_env.extend([
+                ("WAIT_NEAR_US".into(), g.thr_us.to_string()),
+                ("GATE_WAIT_S".into(), g.max_wait_s.to_string()),
+                ("WAIT_NEAR_MIN_US".into(), g.lo_us.to_string()),
+            ]);
+        }
+        if args.verbose {
+            c_args.push("-v".into());
+        }
+
+        let work_dir = bin_dir.join("msgrate-layers");
+        let run = Combined {
+            layers: layers_list,
+            peers,
+            rounds: args.rounds,
+            raw_exe: exe.clone(),
+            raw_args,
+            c_args,
+            peer_env,
+            tools: Tools {
+                root,
+                bin_dir,
+                peers_dir,
+                work_dir: work_dir.clone(),
+                timeout_s: args.group_timeout_s,
+            },
+        };
+        let out = run.run(|what| eprintln!("# {what}"))?;
+        write_csv(&args.csv, &out.rows)?;
+        plot_svg(
+            &args.svg,
+            &out.rows,
+            "MsgRate: raw SkifCh channels, mpi-lite, skifshmem and the peers (one run)",
+        )?;
+        print!("{}", layers::comparison_table(&out.rows));
+        for n in &out.notes {
+            eprintln!("# {n}");
+        }
+        eprintln!("# logs and per-group CSVs: {}", work_dir.display());
+        for f in &out.failures {
+            eprintln!("msgrate: FAILED: {f}");
+        }
+        println!(
+            "CSV: {}   plot: {}   (load average now {})",
+            args.csv.display(),
+            args.svg.display(),
+            loadavg()
+        );
+        Ok(if out.failures.is_empty() { 0 } else { 1 })
+    }
 }

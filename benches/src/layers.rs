@@ -1,0 +1,803 @@
+//! The combined MsgRate run (`msgrate --with mpi-lite,shmem --peers-run`): raw SkifCh
+//! channels, the libraries built on them (mpi-lite, skifshmem) and the peers of
+//! `../shared/peers` (Open MPI, MPICH, Open MPI's OpenSHMEM, the raw ring) measured in one
+//! run, merged into one CSV, one table and one plot.
+//!
+//! The libraries are measured with the peers' own programs, unmodified:
+//! `msgrate_mpi.c` built with `mpi-lite/bin/skif-mpicc` (impl `mpi-lite`) and
+//! `msgrate_shmem.c` built with `shmem/bin/skif-oshcc` (impl `skifshmem`), each run as a
+//! 2-rank job under `skifrun`, with the options `run.sh` gives the peers (`-t -r -s -g`), so
+//! both sides of a ratio come from the same code, the same measuring rule and the same
+//! core-to-core gate (`c2c_gate.h`). The peers run through `run.sh`, one group per call
+//! (`ONLY=<group>`), placed right after the SkifCh group they are compared with; with
+//! `rounds > 1` the whole sequence repeats in alternating order and each point reports the
+//! median over the rounds — the peers README's advice ("Noise": compare within one run,
+//! back to back, same gating).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use crate::results::{si, Row};
+use crate::{BenchError, Result};
+
+/// A library on SkifCh measured with a peers' C program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    /// mpi-lite (`libskifmpi`) running `msgrate_mpi.c`.
+    MpiLite,
+    /// skifshmem (`libskifshmem`) running `msgrate_shmem.c`.
+    Shmem,
+}
+
+impl Layer {
+    /// The impl column of its rows.
+    pub fn imp(self) -> &'static str {
+        match self {
+            Layer::MpiLite => "mpi-lite",
+            Layer::Shmem => "skifshmem",
+        }
+    }
+    fn source(self) -> &'static str {
+        match self {
+            Layer::MpiLite => "msgrate_mpi.c",
+            Layer::Shmem => "msgrate_shmem.c",
+        }
+    }
+    /// The compiler wrapper, relative to the workspace root.
+    fn wrapper(self) -> &'static str {
+        match self {
+            Layer::MpiLite => "mpi-lite/bin/skif-mpicc",
+            Layer::Shmem => "shmem/bin/skif-oshcc",
+        }
+    }
+    /// (environment variable naming the library directory, library file, package).
+    fn library(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Layer::MpiLite => ("SKIFMPI_LIBDIR", "libskifmpi.so", "skifmpi"),
+            Layer::Shmem => ("SKIFSHMEM_LIBDIR", "libskifshmem.so", "shmem"),
+        }
+    }
+    /// The peers' groups (`run.sh` names) this layer is compared with.
+    fn peer_groups(self) -> &'static [&'static str] {
+        match self {
+            Layer::MpiLite => &["openmpi", "openmpi-ucx", "mpich"],
+            Layer::Shmem => &["oshmem"],
+        }
+    }
+}
+
+/// Parses `--with`: a comma- or space-separated list of `mpi-lite`, `shmem` (`skifshmem`).
+///
+/// ```
+/// use skifch_benches::layers::{parse_layers, Layer};
+/// assert_eq!(parse_layers("mpi-lite,shmem").unwrap(), vec![Layer::MpiLite, Layer::Shmem]);
+/// assert!(parse_layers("mpi").is_err());
+/// ```
+pub fn parse_layers(s: &str) -> Result<Vec<Layer>> {
+    let mut out = Vec::new();
+    for t in s.split([',', ' ']).filter(|t| !t.is_empty()) {
+        let l = match t {
+            "mpi-lite" | "mpilite" | "skifmpi" => Layer::MpiLite,
+            "shmem" | "skifshmem" => Layer::Shmem,
+            _ => {
+                return Err(BenchError::Setup(format!(
+                    "--with: unknown layer {t:?} (known: mpi-lite, shmem)"
+                )))
+            }
+        };
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    }
+    Ok(out)
+}
+
+/// The groups of `../shared/peers/run.sh` (`ONLY=`).
+pub const PEER_GROUPS: [&str; 6] = [
+    "rawring",
+    "openmpi",
+    "openmpi-ucx",
+    "mpich",
+    "oshmem",
+    "ucx",
+];
+/// `--peers-run` without a list: everything but UCX's own perftest.
+pub const DEFAULT_PEER_GROUPS: &str = "rawring openmpi openmpi-ucx mpich oshmem";
+
+/// Parses a `--peers-run` list (comma- or space-separated `run.sh` group names).
+pub fn parse_peer_groups(s: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for t in s.split([',', ' ']).filter(|t| !t.is_empty()) {
+        if !PEER_GROUPS.contains(&t) {
+            return Err(BenchError::Setup(format!(
+                "--peers-run: unknown group {t:?} (run.sh knows: {})",
+                PEER_GROUPS.join(" ")
+            )));
+        }
+        if !out.iter().any(|o| o == t) {
+            out.push(t.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// The commands a peers group needs, with how to get them when they are missing.
+fn group_needs(group: &str) -> (&'static [&'static str], &'static str) {
+    match group {
+        "rawring" => (&["gcc"], "apt-get install -y gcc libc6-dev"),
+        "openmpi" | "openmpi-ucx" => (
+            &["mpicc.openmpi", "mpirun.openmpi"],
+            "apt-get install -y openmpi-bin libopenmpi-dev",
+        ),
+        "mpich" => (
+            &["mpicc.mpich", "mpirun.mpich"],
+            "apt-get install -y mpich libmpich-dev",
+        ),
+        "oshmem" => (
+            &["oshcc", "oshrun"],
+            "apt-get install -y openmpi-bin libopenmpi-dev (Open MPI's OSHMEM)",
+        ),
+        _ => (&["ucx_perftest"], "apt-get install -y ucx-utils"),
+    }
+}
+
+fn on_path(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}
+
+/// Where everything is.
+#[derive(Clone, Debug)]
+pub struct Tools {
+    /// The workspace root (for the compiler wrappers).
+    pub root: PathBuf,
+    /// Where `skifrun`, `libskifmpi.so` and `libskifshmem.so` are (the profile directory
+    /// of the running `msgrate`).
+    pub bin_dir: PathBuf,
+    /// `../shared/peers`: the C sources and `run.sh`.
+    pub peers_dir: PathBuf,
+    /// Built programs, per-group CSVs and logs.
+    pub work_dir: PathBuf,
+    /// Seconds a group may take before it is killed.
+    pub timeout_s: u64,
+}
+
+impl Tools {
+    fn skifrun(&self) -> Result<PathBuf> {
+        let p = self.bin_dir.join("skifrun");
+        if p.is_file() {
+            Ok(p)
+        } else {
+            Err(BenchError::Setup(format!(
+                "{} not found: build it with `cargo build --release -p skifch-drivers --bin skifrun`",
+                p.display()
+            )))
+        }
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        self.work_dir.join(format!("{name}.log"))
+    }
+
+    /// Checks that the wrapper, the library and the peers' source exist; builds the layer's
+    /// program into `work_dir` and returns its path.
+    pub fn build(&self, layer: Layer) -> Result<PathBuf> {
+        let wrapper = self.root.join(layer.wrapper());
+        if !wrapper.is_file() {
+            return Err(BenchError::Setup(format!(
+                "{}: compiler wrapper {} not found",
+                layer.imp(),
+                wrapper.display()
+            )));
+        }
+        let (var, lib, pkg) = layer.library();
+        if !self.bin_dir.join(lib).is_file() {
+            return Err(BenchError::Setup(format!(
+                "{}: {} not found in {}: build it with `cargo build --release -p {pkg}` \
+                 (the same profile as this msgrate)",
+                layer.imp(),
+                lib,
+                self.bin_dir.display()
+            )));
+        }
+        let src = self.peers_dir.join(layer.source());
+        if !src.is_file() {
+            return Err(BenchError::Setup(format!(
+                "{}: {} not found (--peers-dir names the directory of ../shared/peers)",
+                layer.imp(),
+                src.display()
+            )));
+        }
+        std::fs::create_dir_all(&self.work_dir)
+            .map_err(|e| BenchError::io(format!("creating {}", self.work_dir.display()), e))?;
+        let exe = self
+            .work_dir
+            .join(format!("msgrate_{}", layer.imp().replace('-', "")));
+        let log = self.log(&format!("build-{}", layer.imp()));
+        let out = Command::new(&wrapper)
+            .env(var, &self.bin_dir)
+            .args(["-O2", "-Wall", "-I"])
+            .arg(&self.peers_dir)
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .map_err(|e| BenchError::io(format!("running {}", wrapper.display()), e))?;
+        let _ = std::fs::write(&log, [&out.stdout[..], &out.stderr[..]].concat());
+        if !out.status.success() {
+            return Err(BenchError::Setup(format!(
+                "{}: {} {} failed ({}); the compiler said:\n{}",
+                layer.imp(),
+                layer.wrapper(),
+                layer.source(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            )));
+        }
+        Ok(exe)
+    }
+
+    /// Checks that every command `groups` need is installed.
+    pub fn check_peers(&self, groups: &[String]) -> Result<()> {
+        let run = self.peers_dir.join("run.sh");
+        if !run.is_file() {
+            return Err(BenchError::Setup(format!(
+                "{} not found (--peers-dir names the directory of ../shared/peers)",
+                run.display()
+            )));
+        }
+        let mut missing = Vec::new();
+        for g in groups {
+            let (cmds, how) = group_needs(g);
+            let lack: Vec<&str> = cmds.iter().copied().filter(|c| !on_path(c)).collect();
+            if !lack.is_empty() {
+                missing.push(format!(
+                    "  {g}: {} not on PATH; install: {how}",
+                    lack.join(", ")
+                ));
+            }
+        }
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(BenchError::Setup(format!(
+                "--peers-run: peers not installed:\n{}\n(as root, `bash {}` installs them all; \
+                 or leave these groups out of --peers-run)",
+                missing.join("\n"),
+                run.display()
+            )))
+        }
+    }
+
+    /// Runs `run.sh` for one group (`ONLY=group`, `NO_INSTALL=1`, builds in `work_dir`);
+    /// `env` adds knobs (`TARGET_S`, `REPS`, `STAT`, the gate's). Its stderr (transports,
+    /// noise figures) goes to `work_dir/peers-<group>.log`.
+    pub fn run_peers(&self, group: &str, tag: &str, env: &[(String, String)]) -> Result<Vec<Row>> {
+        let mut cmd = Command::new("bash");
+        cmd.arg(self.peers_dir.join("run.sh"))
+            .env("ONLY", group)
+            .env("NO_INSTALL", "1")
+            .env("BUILD_DIR", self.work_dir.join("peers-build"))
+            .envs(env.iter().map(|(k, v)| (k, v)));
+        self.run_csv(&format!("peers-{group}{tag}"), cmd)
+    }
+
+    /// Runs `cmd` and parses the CSV lines of its stdout (see [`Tools::run_logged`]); no
+    /// line at all is an error.
+    pub fn run_csv(&self, name: &str, cmd: Command) -> Result<Vec<Row>> {
+        let stdout = self.run_logged(name, cmd)?;
+        let _ = std::fs::write(self.work_dir.join(format!("{name}.csv")), stdout.as_bytes());
+        let rows = csv_lines(&stdout);
+        if rows.is_empty() {
+            return Err(BenchError::Setup(format!(
+                "{name} printed no CSV lines (see {})",
+                self.log(name).display()
+            )));
+        }
+        Ok(rows)
+    }
+
+    /// Runs `cmd` under `timeout`, stderr to `work_dir/<name>.log`; returns its stdout. A
+    /// failure (status, timeout) is an error quoting the end of the log.
+    pub fn run_logged(&self, name: &str, cmd: Command) -> Result<String> {
+        std::fs::create_dir_all(&self.work_dir)
+            .map_err(|e| BenchError::io(format!("creating {}", self.work_dir.display()), e))?;
+        let log = self.log(name);
+        let errf = std::fs::File::create(&log)
+            .map_err(|e| BenchError::io(format!("creating {}", log.display()), e))?;
+        // `timeout` (coreutils) bounds the group: a hung job must not hang the whole run.
+        let mut t = Command::new("timeout");
+        t.args(["--kill-after=10", &self.timeout_s.to_string()])
+            .arg(cmd.get_program())
+            .args(cmd.get_args())
+            .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .stdin(Stdio::null())
+            .stderr(errf);
+        let out = t.output().map_err(|e| {
+            BenchError::io(
+                format!("running {name} (timeout {:?})", cmd.get_program()),
+                e,
+            )
+        })?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() {
+            let tail: Vec<String> = std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .lines()
+                .rev()
+                .take(12)
+                .map(String::from)
+                .collect();
+            let tail: Vec<String> = tail.into_iter().rev().collect();
+            let why = if out.status.code() == Some(124) {
+                format!("killed after {} s", self.timeout_s)
+            } else {
+                out.status.to_string()
+            };
+            return Err(BenchError::Setup(format!(
+                "{name} failed ({why}); end of {}:\n{}",
+                log.display(),
+                tail.join("\n")
+            )));
+        }
+        Ok(stdout)
+    }
+}
+
+/// A combined run, as the `msgrate` options ask for it.
+#[derive(Clone, Debug)]
+pub struct Combined {
+    /// The libraries to measure beside the raw channels.
+    pub layers: Vec<Layer>,
+    /// `run.sh` groups to run.
+    pub peers: Vec<String>,
+    /// Rounds of the whole sequence (order alternates; median per point).
+    pub rounds: u32,
+    /// The raw-channel MsgRate: this `msgrate` binary and its options (no outputs).
+    pub raw_exe: PathBuf,
+    pub raw_args: Vec<String>,
+    /// Options of the C programs (`-t -r -s [-m] [-g]`).
+    pub c_args: Vec<String>,
+    /// `run.sh` knobs (`TARGET_S`, `REPS`, `STAT`, the gate's).
+    pub peer_env: Vec<(String, String)>,
+    pub tools: Tools,
+}
+
+/// One group of a round.
+#[derive(Clone, Debug)]
+enum Step {
+    Raw,
+    Layer(Layer, PathBuf),
+    Peer(String),
+}
+
+impl Step {
+    fn name(&self) -> String {
+        match self {
+            Step::Raw => "raw channels".into(),
+            Step::Layer(l, _) => l.imp().into(),
+            Step::Peer(g) => format!("peers {g}"),
+        }
+    }
+}
+
+/// What a combined run measured: every round's rows merged (median per point), the
+/// groups that failed (their rows are missing, the others are kept), notes.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub rows: Vec<Row>,
+    pub failures: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+impl Combined {
+    /// Checks and builds everything first (a missing wrapper, library, `skifrun` or peer is
+    /// an error before anything is measured), then runs the rounds. `progress` hears about
+    /// each group as it starts.
+    pub fn run(&self, mut progress: impl FnMut(&str)) -> Result<Outcome> {
+        self.tools.check_peers(&self.peers)?;
+        if !self.layers.is_empty() {
+            self.tools.skifrun()?;
+        }
+        let mut built = Vec::new();
+        for &l in &self.layers {
+            built.push((l, self.tools.build(l)?));
+        }
+        // Each SkifCh group is followed by the peers it is compared with.
+        let mut seq = vec![Step::Raw];
+        let peer = |g: &str| {
+            self.peers
+                .iter()
+                .any(|p| p == g)
+                .then(|| Step::Peer(g.into()))
+        };
+        seq.extend(peer("rawring"));
+        for (l, exe) in &built {
+            seq.push(Step::Layer(*l, exe.clone()));
+            seq.extend(l.peer_groups().iter().filter_map(|g| peer(g)));
+        }
+        for g in &self.peers {
+            if !seq.iter().any(|s| matches!(s, Step::Peer(p) if p == g)) {
+                seq.push(Step::Peer(g.clone()));
+            }
+        }
+        let mut out = Outcome::default();
+        out.notes
+            .push(format!("load average before: {}", loadavg()));
+        let mut rounds = Vec::new();
+        for round in 0..self.rounds {
+            let mut order = seq.clone();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            let mut rows = Vec::new();
+            for step in &order {
+                let tag = if self.rounds > 1 {
+                    format!("-r{}", round + 1)
+                } else {
+                    String::new()
+                };
+                progress(&format!(
+                    "round {}/{}: {} (load average {})",
+                    round + 1,
+                    self.rounds,
+                    step.name(),
+                    loadavg()
+                ));
+                let t0 = std::time::Instant::now();
+                let got = match step {
+                    Step::Raw => self.run_raw(&tag),
+                    Step::Layer(l, exe) => {
+                        let mut cmd = Command::new(self.tools.skifrun()?);
+                        cmd.args(["-n", "2", "--"])
+                            .arg(exe)
+                            .args(["-i", l.imp()])
+                            .args(&self.c_args);
+                        self.tools.run_csv(&format!("{}{tag}", l.imp()), cmd)
+                    }
+                    Step::Peer(g) => self.tools.run_peers(g, &tag, &self.peer_env),
+                };
+                match got {
+                    Ok(r) => {
+                        out.notes.push(format!(
+                            "round {}: {}: {} points in {:.0} s",
+                            round + 1,
+                            step.name(),
+                            r.len(),
+                            t0.elapsed().as_secs_f64()
+                        ));
+                        rows.extend(r);
+                    }
+                    Err(e) => {
+                        out.failures
+                            .push(format!("round {}: {}: {e}", round + 1, step.name()))
+                    }
+                }
+            }
+            rounds.push(rows);
+        }
+        out.notes.push(format!("load average after: {}", loadavg()));
+        out.rows = median_rounds(&rounds);
+        Ok(out)
+    }
+
+    /// The raw-channel MsgRate: this binary as a child, its CSV read back.
+    fn run_raw(&self, tag: &str) -> Result<Vec<Row>> {
+        let csv = self.tools.work_dir.join(format!("raw{tag}.csv"));
+        let _ = std::fs::remove_file(&csv);
+        let mut cmd = Command::new(&self.raw_exe);
+        cmd.args(&self.raw_args)
+            .arg("--csv")
+            .arg(&csv)
+            .arg("--svg")
+            .arg(self.tools.work_dir.join(format!("raw{tag}.svg")))
+            // a fresh job of its own, whatever started us
+            .env_remove("SKIFCH_RANK")
+            .env_remove("SKIFCH_SIZE")
+            .env_remove("SKIFCH_FD");
+        self.tools.run_logged(&format!("raw{tag}"), cmd)?;
+        crate::results::read_csv(&csv)
+    }
+}
+
+/// The `impl,test,size,value,unit` lines of a program's output (other lines are notes).
+pub fn csv_lines(text: &str) -> Vec<Row> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && l.trim() != crate::results::HEADER)
+        .filter_map(Row::parse)
+        .collect()
+}
+
+/// Several rounds of the same points into one: per (impl, test, size, unit) the median
+/// (the lower middle for an even count) of the rounds that measured it.
+pub fn median_rounds(rounds: &[Vec<Row>]) -> Vec<Row> {
+    let mut by: BTreeMap<(String, String, u64, String), Vec<f64>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for r in rounds.iter().flatten() {
+        let k = (r.imp.clone(), r.test.clone(), r.size, r.unit.clone());
+        let v = by.entry(k.clone()).or_default();
+        if v.is_empty() {
+            order.push(k);
+        }
+        v.push(r.value);
+    }
+    order
+        .into_iter()
+        .map(|k| {
+            let mut v = by.remove(&k).unwrap_or_default();
+            v.sort_by(f64::total_cmp);
+            let m = v[(v.len() - 1) / 2];
+            Row::new(&k.0, &k.1, k.2, m, &k.3)
+        })
+        .collect()
+}
+
+/// One line of the comparison: ours against the best of some peers in one test.
+struct Cmp {
+    label: &'static str,
+    ours: fn(&str) -> bool,
+    test: &'static str,
+    peers: &'static [&'static str],
+    peer_test: &'static str,
+}
+
+fn raw_imp(imp: &str) -> bool {
+    imp.starts_with("skifch")
+}
+fn mpilite_imp(imp: &str) -> bool {
+    imp == Layer::MpiLite.imp()
+}
+fn shmem_imp(imp: &str) -> bool {
+    imp == Layer::Shmem.imp()
+}
+
+const MPI: &[&str] = &["openmpi", "openmpi-ucx", "mpich"];
+const OMPI: &[&str] = &["openmpi", "openmpi-ucx"];
+const COMPARISONS: &[Cmp] = &[
+    Cmp {
+        label: "raw channels vs rawring",
+        ours: raw_imp,
+        test: "msgrate",
+        peers: &["rawring"],
+        peer_test: "msgrate",
+    },
+    Cmp {
+        label: "raw channels vs rawring",
+        ours: raw_imp,
+        test: "latency",
+        peers: &["rawring"],
+        peer_test: "latency",
+    },
+    Cmp {
+        label: "mpi-lite vs best MPI",
+        ours: mpilite_imp,
+        test: "msgrate",
+        peers: MPI,
+        peer_test: "msgrate",
+    },
+    Cmp {
+        label: "mpi-lite vs best MPI",
+        ours: mpilite_imp,
+        test: "msgrate_window",
+        peers: MPI,
+        peer_test: "msgrate_window",
+    },
+    Cmp {
+        label: "mpi-lite vs Open MPI",
+        ours: mpilite_imp,
+        test: "latency",
+        peers: OMPI,
+        peer_test: "latency",
+    },
+    Cmp {
+        label: "skifshmem vs OpenSHMEM",
+        ours: shmem_imp,
+        test: "put_rate",
+        peers: &["oshmem"],
+        peer_test: "put_rate",
+    },
+    Cmp {
+        label: "skifshmem vs OpenSHMEM",
+        ours: shmem_imp,
+        test: "put_quiet_lat",
+        peers: &["oshmem"],
+        peer_test: "put_quiet_lat",
+    },
+    Cmp {
+        label: "skifshmem vs OpenSHMEM",
+        ours: shmem_imp,
+        test: "latency",
+        peers: &["oshmem"],
+        peer_test: "latency",
+    },
+];
+
+/// The one table of a combined run: for each comparison (raw channels vs `rawring`,
+/// mpi-lite vs the best MPI, skifshmem vs OpenSHMEM) and size, our value, the best peer's
+/// (and which peer) and the gain: ours/peer for rates, peer/ours for latencies, so that
+/// above 1 always means ours is better. Comparisons without any row of ours are left out; a
+/// missing peer shows `-`.
+pub fn comparison_table(rows: &[Row]) -> String {
+    let dash = || "-".to_string();
+    let mut lines: Vec<Vec<String>> = vec![[
+        "comparison",
+        "test",
+        "size",
+        "ours",
+        "impl",
+        "best peer",
+        "peer",
+        "gain",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()];
+    for c in COMPARISONS {
+        let mut ours: Vec<&Row> = rows
+            .iter()
+            .filter(|r| (c.ours)(&r.imp) && r.test == c.test)
+            .collect();
+        ours.sort_by_key(|r| r.size);
+        for o in ours {
+            let rate = o.unit != "us";
+            let peer = rows
+                .iter()
+                .filter(|r| {
+                    c.peers.contains(&r.imp.as_str())
+                        && r.test == c.peer_test
+                        && r.size == o.size
+                        && r.unit == o.unit
+                })
+                .filter(|r| r.value > 0.0)
+                .max_by(|a, b| {
+                    if rate {
+                        a.value.total_cmp(&b.value)
+                    } else {
+                        b.value.total_cmp(&a.value)
+                    }
+                });
+            let fmt = |v: f64| if rate { si(v) } else { format!("{v:.3} us") };
+            let gain = peer.map_or_else(dash, |p| {
+                let g = if rate {
+                    o.value / p.value
+                } else {
+                    p.value / o.value
+                };
+                format!("{g:.2}")
+            });
+            lines.push(vec![
+                c.label.to_string(),
+                c.test.to_string(),
+                o.size.to_string(),
+                fmt(o.value),
+                o.imp.clone(),
+                peer.map_or_else(dash, |p| fmt(p.value)),
+                peer.map_or_else(dash, |p| p.imp.clone()),
+                gain,
+            ]);
+        }
+    }
+    let widths: Vec<usize> = (0..lines[0].len())
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for l in &lines {
+        let cells: Vec<String> = l
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i < 2 || i == 4 || i == 6 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    out
+}
+
+/// The load average now (`/proc/loadavg`, first three fields), for the notes.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn table_ratios_and_best_peer() {
+        let rows = vec![
+            Row::new("skifch-shm", "msgrate", 8, 30e6, "msg/s"),
+            Row::new("rawring", "msgrate", 8, 60e6, "msg/s"),
+            Row::new("mpi-lite", "msgrate", 8, 24e6, "msg/s"),
+            Row::new("openmpi", "msgrate", 8, 10e6, "msg/s"),
+            Row::new("mpich", "msgrate", 8, 12e6, "msg/s"),
+            Row::new("mpi-lite", "latency", 8, 0.2, "us"),
+            Row::new("openmpi", "latency", 8, 0.15, "us"),
+            Row::new("openmpi-ucx", "latency", 8, 0.3, "us"),
+            Row::new("skifshmem", "put_rate", 64, 40e6, "msg/s"),
+        ];
+        let t = comparison_table(&rows);
+        let line = |label: &str, test: &str| {
+            t.lines()
+                .find(|l| {
+                    l.starts_with(label) && l[label.len()..].split_whitespace().next() == Some(test)
+                })
+                .unwrap_or_else(|| panic!("{label} {test} in\n{t}"))
+                .to_string()
+        };
+        assert!(
+            line("raw channels vs rawring", "msgrate").ends_with("0.50"),
+            "{t}"
+        );
+        let m = line("mpi-lite vs best MPI", "msgrate");
+        assert!(m.contains("mpich") && m.ends_with("2.00"), "{t}");
+        let l = line("mpi-lite vs Open MPI", "latency");
+        assert!(l.contains("openmpi ") && l.ends_with("0.75"), "{t}");
+        let s = line("skifshmem vs OpenSHMEM", "put_rate");
+        assert!(s.ends_with('-'), "{t}");
+        assert!(
+            !t.contains("msgrate_window"),
+            "no rows of ours, no line: {t}"
+        );
+    }
+
+    #[test]
+    fn median_over_rounds() {
+        let r = |v| vec![Row::new("a", "msgrate", 8, v, "msg/s")];
+        let m = median_rounds(&[r(3.0), r(1.0), r(2.0)]);
+        assert_eq!(m, r(2.0));
+        assert_eq!(median_rounds(&[r(4.0), r(1.0)]), r(1.0));
+    }
+
+    #[test]
+    fn lists_parse_and_reject() {
+        assert_eq!(parse_peer_groups("rawring,openmpi mpich").unwrap().len(), 3);
+        assert!(parse_peer_groups("openmpi,lam").is_err());
+        assert_eq!(parse_layers("shmem,skifshmem").unwrap(), vec![Layer::Shmem]);
+    }
+
+    #[test]
+    fn csv_lines_skip_notes_and_header() {
+        let rows =
+            csv_lines("impl,test,size,value,unit\n# note\nmpi-lite,msgrate,8,100,msg/s\ngarbage\n");
+        assert_eq!(
+            rows,
+            vec![Row::new("mpi-lite", "msgrate", 8, 100.0, "msg/s")]
+        );
+    }
+
+    #[test]
+    fn missing_library_is_a_clear_error() {
+        let dir = std::env::temp_dir().join(format!("layers-nolib-{}", std::process::id()));
+        let tools = Tools {
+            root: Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+            bin_dir: dir.clone(),
+            peers_dir: dir.clone(),
+            work_dir: dir.join("work"),
+            timeout_s: 5,
+        };
+        let e = tools.build(Layer::MpiLite).unwrap_err().to_string();
+        assert!(
+            e.contains("libskifmpi.so not found") && e.contains("cargo build --release -p skifmpi"),
+            "{e}"
+        );
+        let e = tools.skifrun().unwrap_err().to_string();
+        assert!(e.contains("skifrun"), "{e}");
+    }
+}
