@@ -85,7 +85,9 @@ impl<'m, P: Port> Comm<'m, P> {
 
     /// `MPI_Send` of a slice to rank `dst` (or `PROC_NULL`).
     pub fn send<T: Equivalence>(&self, data: &[T], dst: i32, tag: i32) -> Result<()> {
-        self.send_mode(data, dst, tag, Mode::Standard, "MPI_Send")
+        // SAFETY: `data` outlives the call, which completes the send before returning.
+        let b = unsafe { slice_buf(data) };
+        self.mpi.send(&self.data, b, dst, tag, "MPI_Send")
     }
 
     /// `MPI_Ssend`: returns once the receive is matched.
@@ -114,8 +116,7 @@ impl<'m, P: Port> Comm<'m, P> {
         // SAFETY: `buf` is borrowed mutably for the whole call and the request is
         // complete (its buffer dropped) when `wait` returns.
         let b = unsafe { slice_buf(buf) };
-        let id = self.mpi.irecv(&self.data, b, src, tag, "MPI_Recv")?;
-        self.mpi.wait(id)
+        self.mpi.recv(&self.data, b, src, tag, "MPI_Recv")
     }
 
     /// `MPI_Sendrecv`.

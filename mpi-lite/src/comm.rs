@@ -190,6 +190,35 @@ impl<P: Port> Mpi<P> {
         )
     }
 
+    /// `MPI_Send` (and `MPI_Rsend`): blocking standard send.
+    pub fn send(&self, c: &CommData, buf: UserBuf, dst: i32, tag: i32, call: &str) -> Result<()> {
+        Self::check_peer(c, dst, false, call)?;
+        Self::check_tag(tag, false, call)?;
+        if dst == PROC_NULL {
+            return Ok(());
+        }
+        self.eng
+            .borrow_mut()
+            .send(c.ctx, c.rank as i32, c.world_of(dst as usize), tag, buf)
+    }
+
+    /// `MPI_Recv`: blocking receive.
+    pub fn recv(
+        &self,
+        c: &CommData,
+        buf: UserBuf,
+        src: i32,
+        tag: i32,
+        call: &str,
+    ) -> Result<Status> {
+        Self::check_peer(c, src, true, call)?;
+        Self::check_tag(tag, true, call)?;
+        if src == PROC_NULL {
+            return Ok(Status::proc_null());
+        }
+        self.eng.borrow_mut().recv(c.ctx, src, tag, buf)
+    }
+
     /// `MPI_Ibsend`: copies the data now (checked against the attached buffer), so
     /// the request completes at once.
     pub fn ibsend(&self, c: &CommData, buf: &UserBuf, dst: i32, tag: i32) -> Result<ReqId> {

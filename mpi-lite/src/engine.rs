@@ -295,6 +295,8 @@ pub struct Engine<P: Port> {
     ep: Endpoint<P>,
     st: Arc<Mutex<State>>,
     broken: Option<Error>,
+    /// The eager limit (fixed at creation; also in `State` for the handlers).
+    eager: usize,
 }
 
 fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
@@ -464,10 +466,12 @@ impl<P: Port> Engine<P> {
                 on_message(&s, ep, am)
             })?;
         }
+        let eager = lock(&st).eager;
         Ok(Engine {
             ep,
             st,
             broken: None,
+            eager,
         })
     }
 
@@ -483,7 +487,69 @@ impl<P: Port> Engine<P> {
 
     /// The eager limit in bytes.
     pub fn eager_limit(&self) -> usize {
-        self.lock().eager
+        self.eager
+    }
+
+    /// Blocking standard send without a request when the message goes eagerly (the
+    /// common small message: one proto send, no lock). Else as `isend` + `wait`.
+    pub fn send(&mut self, ctx: u16, src: i32, dst: u32, tag: i32, buf: UserBuf) -> Result<()> {
+        self.check()?;
+        if buf.packed_len() <= self.eager {
+            if let Some(data) = buf.as_contiguous() {
+                let r = if ctx < 256 && (0..256).contains(&src) && (0..65536).contains(&tag) {
+                    let a = ctx as u32 | (src as u32) << 8 | (tag as u32) << 16;
+                    self.ep.send(dst, H_EAGER_S, a, &[], data)
+                } else {
+                    self.ep
+                        .send(dst, H_EAGER, tag as u32, &[env(ctx, src)], data)
+                };
+                return r.map_err(|e| self.fail(e));
+            }
+        }
+        let id = self.isend(ctx, src, dst, tag, buf, Mode::Standard, 0)?;
+        self.wait(id).map(|_| ())
+    }
+
+    /// Blocking receive: an eager message already waiting in the unexpected queue is
+    /// copied out under one lock, without a request. Else as `irecv` + `wait`.
+    pub fn recv(&mut self, ctx: u16, src: i32, tag: i32, mut buf: UserBuf) -> Result<Status> {
+        self.check()?;
+        if src != PROC_NULL {
+            let mut s = self.lock();
+            if let Some(key) = s.find_unexpected(ctx, src, tag) {
+                let q = s.unex.get_mut(&key).expect("found");
+                if let Some((
+                    _,
+                    Unex::Eager {
+                        src,
+                        tag,
+                        data,
+                        ack: None,
+                        ..
+                    },
+                )) = q.front()
+                {
+                    let (src, tag, len) = (*src, *tag, data.len());
+                    buf.write_packed(0, data.as_slice());
+                    q.pop_front();
+                    s.unex_n -= 1;
+                    drop(s);
+                    let cap = buf.packed_len();
+                    if len > cap {
+                        return Err(Error::Truncate { len, cap });
+                    }
+                    return Ok(Status {
+                        source: src,
+                        tag,
+                        error: 0,
+                        bytes: len,
+                        cancelled: false,
+                    });
+                }
+            }
+        }
+        let id = self.irecv(ctx, src, tag, buf)?;
+        self.wait(id)
     }
 
     /// Bytes of the attached Bsend buffer in use.
@@ -525,7 +591,7 @@ impl<P: Port> Engine<P> {
             Some(_) => buf,
             None => UserBuf::owned(buf.to_packed()),
         };
-        let eager = len <= self.lock().eager;
+        let eager = len <= self.eager;
         if eager && mode == Mode::Standard {
             // Complete once out: send first, then record a finished request (one lock).
             let data = buf.as_contiguous().unwrap_or(&[]);

@@ -71,7 +71,15 @@ macro_rules! blocking_send {
         });
     };
 }
-blocking_send!(MPI_Send, PMPI_Send, Some(Mode::Standard), "MPI_Send");
+mpi_fn!(MPI_Send, PMPI_Send, (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int,
+        tag: c_int, comm: c_int) -> c_int {
+    call("MPI_Send", comm, |st| {
+        let c = st.comm_entry(comm)?.data.clone();
+        // SAFETY: blocking: the buffer is valid for the whole call.
+        let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Send")? };
+        st.mpi.send(&c, b, dest, tag, "MPI_Send")
+    })
+});
 blocking_send!(MPI_Ssend, PMPI_Ssend, Some(Mode::Sync), "MPI_Ssend");
 // Ready mode: the receive is posted by contract, standard mode is a correct implementation.
 blocking_send!(MPI_Rsend, PMPI_Rsend, Some(Mode::Standard), "MPI_Rsend");
@@ -104,8 +112,7 @@ mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, s
         let c = st.comm(comm)?;
         // SAFETY: blocking: the buffer is valid and ours for the whole call.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Recv")? };
-        let id = st.mpi.irecv(&c, b, source, tag, "MPI_Recv")?;
-        let s = st.mpi.wait(id)?;
+        let s = st.mpi.recv(&c, b, source, tag, "MPI_Recv")?;
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &s) };
         Ok(())
