@@ -172,6 +172,11 @@ fn point_to_point_all_rendezvous() {
 }
 
 #[test]
+fn environment_and_remaining_calls() {
+    check("env", &[]);
+}
+
+#[test]
 fn collectives() {
     check("coll", &[]);
 }
