@@ -316,6 +316,23 @@ fn send_reply<P: Port>(ep: &Endpoint<P>, r: Reply) -> skifch::Result<()> {
     }
 }
 
+/// Sends an eager message: the envelope packed in the 8-byte header when it fits.
+fn send_eager<P: Port>(
+    ep: &Endpoint<P>,
+    dst: u32,
+    ctx: u16,
+    src: i32,
+    tag: i32,
+    data: &[u8],
+) -> skifch::Result<()> {
+    if ctx < 256 && (0..256).contains(&src) && (0..65536).contains(&tag) {
+        let a = ctx as u32 | (src as u32) << 8 | (tag as u32) << 16;
+        ep.send(dst, H_EAGER_S, a, &[], data)
+    } else {
+        ep.send(dst, H_EAGER, tag as u32, &[env(ctx, src)], data)
+    }
+}
+
 /// The handler of every mpi-lite message (runs inside proto calls of this rank).
 fn on_message<P: Port>(st: &Mutex<State>, ep: &Endpoint<P>, am: &Am<'_>) -> skifch::Result<()> {
     let world = am.src();
@@ -496,13 +513,7 @@ impl<P: Port> Engine<P> {
         self.check()?;
         if buf.packed_len() <= self.eager {
             if let Some(data) = buf.as_contiguous() {
-                let r = if ctx < 256 && (0..256).contains(&src) && (0..65536).contains(&tag) {
-                    let a = ctx as u32 | (src as u32) << 8 | (tag as u32) << 16;
-                    self.ep.send(dst, H_EAGER_S, a, &[], data)
-                } else {
-                    self.ep
-                        .send(dst, H_EAGER, tag as u32, &[env(ctx, src)], data)
-                };
+                let r = send_eager(&self.ep, dst, ctx, src, tag, data);
                 return r.map_err(|e| self.fail(e));
             }
         }
@@ -595,50 +606,14 @@ impl<P: Port> Engine<P> {
         if eager && mode == Mode::Standard {
             // Complete once out: send first, then record a finished request (one lock).
             let data = buf.as_contiguous().unwrap_or(&[]);
-            let r = if ctx < 256 && (0..256).contains(&src) && (0..65536).contains(&tag) {
-                let a = ctx as u32 | (src as u32) << 8 | (tag as u32) << 16;
-                self.ep.send(dst, H_EAGER_S, a, &[], data)
-            } else {
-                self.ep
-                    .send(dst, H_EAGER, tag as u32, &[env(ctx, src)], data)
-            };
+            let r = send_eager(&self.ep, dst, ctx, src, tag, data);
             r.map_err(|e| self.fail(e))?;
             let mut s = self.lock();
-            let seq = s.next_seq();
-            s.bsend_used += bsend;
-            let id = s.alloc(Req {
-                kind: ReqKind::Send {
-                    buf: None,
-                    dst,
-                    bsend,
-                },
-                done: false,
-                freed: false,
-                status: Status::default(),
-                err: None,
-                seq,
-            });
+            let id = s.new_send(dst, bsend);
             s.complete(id);
             return Ok(id);
         }
-        let id = {
-            let mut s = self.lock();
-            let seq = s.next_seq();
-            let id = s.alloc(Req {
-                kind: ReqKind::Send {
-                    buf: None,
-                    dst,
-                    bsend,
-                },
-                done: false,
-                freed: false,
-                status: Status::default(),
-                err: None,
-                seq,
-            });
-            s.bsend_used += bsend;
-            id
-        };
+        let id = self.lock().new_send(dst, bsend);
         let r = if eager {
             let data = buf.as_contiguous().unwrap_or(&[]);
             self.ep
@@ -975,6 +950,24 @@ impl<P: Port> Engine<P> {
 }
 
 impl State {
+    /// A new send request to world rank `dst` holding `bsend` bytes of the Bsend buffer.
+    fn new_send(&mut self, dst: u32, bsend: usize) -> ReqId {
+        let seq = self.next_seq();
+        self.bsend_used += bsend;
+        self.alloc(Req {
+            kind: ReqKind::Send {
+                buf: None,
+                dst,
+                bsend,
+            },
+            done: false,
+            freed: false,
+            status: Status::default(),
+            err: None,
+            seq,
+        })
+    }
+
     /// `true` if request `id` is complete (not yet released).
     pub fn is_done(&self, id: ReqId) -> bool {
         self.get(id).is_some_and(|r| r.done)

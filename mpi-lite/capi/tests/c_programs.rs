@@ -7,11 +7,12 @@
 //! the workspace's test-build helper. Needs a C compiler (`cc`); without one the tests
 //! are skipped with a message.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use skifch_drivers::testing::{self, have_cc, Outcome};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -33,22 +34,6 @@ fn lib_dir() -> &'static Path {
     })
 }
 
-fn have_cc() -> bool {
-    static CC: OnceLock<bool> = OnceLock::new();
-    *CC.get_or_init(|| {
-        let ok = Command::new("cc")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("SKIPPED: no C compiler `cc` on PATH (install build-essential)");
-        }
-        ok
-    })
-}
-
 /// Compiles `tests/c/<name>.c` with skif-mpicc (`static`: libskifmpi.a).
 fn compile(name: &str, stat: bool) -> PathBuf {
     let lib = lib_dir();
@@ -58,6 +43,7 @@ fn compile(name: &str, stat: bool) -> PathBuf {
     let out = Command::new(mpi_root().join("bin/skif-mpicc"))
         .env("SKIFMPI_LIBDIR", lib)
         .env("SKIFMPI_STATIC", if stat { "1" } else { "0" })
+        .env_remove("SKIFMPI_CC")
         .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
         .arg(mpi_root().join(format!("tests/c/{name}.c")))
         .arg("-o")
@@ -72,75 +58,14 @@ fn compile(name: &str, stat: bool) -> PathBuf {
     exe
 }
 
-struct Outcome {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
 fn run(exe: &Path, n: u32, env: &[(&str, &str)]) -> Outcome {
-    let mut cmd = Command::new(skifch_drivers::testing::skifrun_exe());
-    cmd.arg("-n").arg(n.to_string()).arg("--").arg(exe);
-    for v in [
-        "SKIFCH_RANK",
-        "SKIFCH_SIZE",
-        "SKIFCH_FD",
-        "SKIFCH_WAIT",
-        "SKIFCH_PORTS",
-        "SKIFCH_LANE_KB",
-        "SKIFMPI_EAGER",
-    ] {
-        cmd.env_remove(v);
-    }
+    let mut cmd = testing::skifrun_cmd(n, &[], exe);
     cmd.envs(env.iter().copied());
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting the job");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("piped")));
-    let err = drain(Box::new(child.stderr.take().expect("piped")));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waiting for the job") {
-            break s;
-        }
-        if start.elapsed() > JOB_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{} with {n} ranks still running after {JOB_TIMEOUT:?}; killed",
-                exe.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Outcome {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
+    testing::run_job(cmd, JOB_TIMEOUT)
 }
 
 fn run_ok(exe: &Path, n: u32, env: &[(&str, &str)]) -> String {
-    let o = run(exe, n, env);
-    assert!(
-        o.status.success(),
-        "{} with {n} ranks {env:?}: {}\nstdout:\n{}\nstderr:\n{}",
-        exe.display(),
-        o.status,
-        o.stdout,
-        o.stderr
-    );
-    o.stdout
+    run(exe, n, env).expect_ok(&format!("{} with {n} ranks {env:?}", exe.display()))
 }
 
 /// Compiles `name` and runs it with 2, 3 and 4 ranks (shared library), then with 2 ranks
