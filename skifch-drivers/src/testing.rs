@@ -215,6 +215,16 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The exit code (`None`: ended by a signal).
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Everything the job printed: stdout, then stderr.
+    pub fn text(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
     /// The job's stdout if it exited with status 0.
     ///
     /// # Panics

@@ -1,33 +1,14 @@
 //! The conformance suite on the shm driver, with real processes started by skifrun.
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use skifch_drivers::testing::{example_exe, skifrun_exe};
+use skifch_drivers::testing;
 
 fn run(n: u32, extra: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, Duration) {
     let t0 = Instant::now();
-    let mut cmd = Command::new("timeout");
-    cmd.args([
-        "60",
-        skifrun_exe().to_str().unwrap(),
-        "-n",
-        &n.to_string(),
-        "--grace",
-        "2",
-        "--",
-    ])
-    .arg(example_exe("conformance"))
-    .args(extra);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run skifrun");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text, t0.elapsed())
+    let mut cmd = testing::skifrun_cmd(n, &["--grace", "2"], &testing::example_exe("conformance"));
+    cmd.args(extra).envs(env.iter().copied());
+    let o = testing::run_job(cmd, Duration::from_secs(60));
+    (o.code(), o.text(), t0.elapsed())
 }
 
 #[test]

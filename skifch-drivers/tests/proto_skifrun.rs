@@ -1,37 +1,20 @@
 //! `skifch::proto` and `skifch::coll` across processes (shm driver, started by skifrun) and
 //! over the FPGA driver on its device model: the same self-check suite as the in-process
 //! tests.
-use std::process::Command;
 
 use fpga::model::ModelConfig;
 use fpga::regs::Dims;
 use skifch::proto::suite;
 use skifch_drivers::fpga::{driver::FpgaConfig, model};
-use skifch_drivers::testing::{example_exe, skifrun_exe};
+use std::time::Duration;
+
+use skifch_drivers::testing;
 
 fn run(n: u32, extra: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let mut cmd = Command::new("timeout");
-    cmd.args([
-        "120",
-        skifrun_exe().to_str().unwrap(),
-        "-n",
-        &n.to_string(),
-        "--grace",
-        "2",
-        "--",
-    ])
-    .arg(example_exe("proto_suite"))
-    .args(extra);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run skifrun");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
+    let mut cmd = testing::skifrun_cmd(n, &["--grace", "2"], &testing::example_exe("proto_suite"));
+    cmd.args(extra).envs(env.iter().copied());
+    let o = testing::run_job(cmd, Duration::from_secs(120));
+    (o.code(), o.text())
 }
 
 #[test]
