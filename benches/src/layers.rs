@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::results::{si, Row};
@@ -58,6 +58,51 @@ impl Layer {
             Layer::MpiLite => ("SKIFMPI_LIBDIR", "libskifmpi.so", "skifmpi"),
             Layer::Shmem => ("SKIFSHMEM_LIBDIR", "libskifshmem.so", "shmem"),
         }
+    }
+    /// Our own second program (in `benches/c/`), for what the peers' program does not
+    /// measure: 1-16 MiB bandwidth (MPI), get and fetch-add latency (SHMEM).
+    fn extra_source(self) -> &'static str {
+        match self {
+            Layer::MpiLite => "mpi_bw.c",
+            Layer::Shmem => "shmem_lat.c",
+        }
+    }
+    /// The peers group whose library also runs the extra program, and its compiler.
+    fn extra_peer(self) -> (&'static str, &'static str) {
+        match self {
+            Layer::MpiLite => ("openmpi", "mpicc.openmpi"),
+            Layer::Shmem => ("oshmem", "oshcc"),
+        }
+    }
+    /// The command that runs `exe` as 2 processes under the extra peer's launcher, bound
+    /// and with the transports `run.sh` uses for that group.
+    fn extra_peer_cmd(self, exe: &Path) -> Command {
+        let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+        let bind: &[&str] = if two_cpus {
+            &["--bind-to", "core", "--map-by", "core"]
+        } else {
+            &["--oversubscribe", "--bind-to", "none"]
+        };
+        let mut c = match self {
+            Layer::MpiLite => {
+                let mut c = Command::new("mpirun.openmpi");
+                c.args(["-np", "2"]).args(bind);
+                c.args(["--mca", "pml", "ob1", "--mca", "btl", "vader,self"]);
+                c
+            }
+            Layer::Shmem => {
+                let mut c = Command::new("oshrun");
+                c.args(["-np", "2"]).args(bind);
+                // as run.sh: osc/rdma crashes OSHMEM's finalize (open-mpi/ompi#11604)
+                c.args(["--mca", "osc", "^rdma", "-x", "UCX_TLS=sm,self"]);
+                c
+            }
+        };
+        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .arg(exe)
+            .args(["-i", self.extra_peer().0]);
+        c
     }
     /// The peers' groups (`run.sh` names) this layer is compared with.
     fn peer_groups(self) -> &'static [&'static str] {
@@ -182,8 +227,8 @@ impl Tools {
     }
 
     /// Checks that the wrapper, the library and the peers' source exist; builds the layer's
-    /// program into `work_dir` and returns its path.
-    pub fn build(&self, layer: Layer) -> Result<PathBuf> {
+    /// two programs (the peers' and our extra one) into `work_dir`; returns their paths.
+    pub fn build(&self, layer: Layer) -> Result<(PathBuf, PathBuf)> {
         let wrapper = self.root.join(layer.wrapper());
         if !wrapper.is_file() {
             return Err(BenchError::Setup(format!(
@@ -210,28 +255,59 @@ impl Tools {
                 src.display()
             )));
         }
+        let exe = self.compile(
+            &format!("msgrate_{}", layer.imp().replace('-', "")),
+            Command::new(&wrapper).env(var, &self.bin_dir),
+            &src,
+        )?;
+        let extra = self.compile(
+            &format!(
+                "{}_{}",
+                layer.extra_source().trim_end_matches(".c"),
+                layer.imp().replace('-', "")
+            ),
+            Command::new(&wrapper).env(var, &self.bin_dir),
+            &self.extra_dir().join(layer.extra_source()),
+        )?;
+        Ok((exe, extra))
+    }
+
+    /// `benches/c/`: our extra C programs.
+    fn extra_dir(&self) -> PathBuf {
+        self.root.join("benches").join("c")
+    }
+
+    /// Builds the layer's extra program with its peer's compiler (`mpicc.openmpi`, `oshcc`).
+    pub fn build_peer_extra(&self, layer: Layer) -> Result<PathBuf> {
+        let (group, cc) = layer.extra_peer();
+        self.compile(
+            &format!("{}_{group}", layer.extra_source().trim_end_matches(".c")),
+            &mut Command::new(cc),
+            &self.extra_dir().join(layer.extra_source()),
+        )
+    }
+
+    /// Compiles `src` with `cc` (a compiler command, maybe with environment) into
+    /// `work_dir/name`; the compiler's output goes to `build-<name>.log`, and into the error.
+    fn compile(&self, name: &str, cc: &mut Command, src: &Path) -> Result<PathBuf> {
         std::fs::create_dir_all(&self.work_dir)
             .map_err(|e| BenchError::io(format!("creating {}", self.work_dir.display()), e))?;
-        let exe = self
-            .work_dir
-            .join(format!("msgrate_{}", layer.imp().replace('-', "")));
-        let log = self.log(&format!("build-{}", layer.imp()));
-        let out = Command::new(&wrapper)
-            .env(var, &self.bin_dir)
+        let exe = self.work_dir.join(name);
+        let log = self.log(&format!("build-{name}"));
+        let out = cc
             .args(["-O2", "-Wall", "-I"])
             .arg(&self.peers_dir)
-            .arg(&src)
+            .arg(src)
             .arg("-o")
             .arg(&exe)
             .output()
-            .map_err(|e| BenchError::io(format!("running {}", wrapper.display()), e))?;
+            .map_err(|e| BenchError::io(format!("running {:?}", cc.get_program()), e))?;
         let _ = std::fs::write(&log, [&out.stdout[..], &out.stderr[..]].concat());
         if !out.status.success() {
             return Err(BenchError::Setup(format!(
-                "{}: {} {} failed ({}); the compiler said:\n{}",
-                layer.imp(),
-                layer.wrapper(),
-                layer.source(),
+                "building {name}: {:?} {} failed ({}); the compiler said:\n{}",
+                cc.get_program(),
+                src.display(),
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim_end()
             )));
@@ -358,8 +434,11 @@ pub struct Combined {
     /// The raw-channel MsgRate: this `msgrate` binary and its options (no outputs).
     pub raw_exe: PathBuf,
     pub raw_args: Vec<String>,
-    /// Options of the C programs (`-t -r -s [-m] [-g]`).
+    /// Options of the peers' C programs (`-t -r -s [-m] [-g]`).
     pub c_args: Vec<String>,
+    /// Options of our extra C programs (`-t -r -s`), and their size cap (`-m`).
+    pub extra_plan: Vec<String>,
+    pub max_size: Option<usize>,
     /// `run.sh` knobs (`TARGET_S`, `REPS`, `STAT`, the gate's).
     pub peer_env: Vec<(String, String)>,
     pub tools: Tools,
@@ -369,8 +448,13 @@ pub struct Combined {
 #[derive(Clone, Debug)]
 enum Step {
     Raw,
+    /// The peers' program over our library.
     Layer(Layer, PathBuf),
+    /// Our extra program over our library.
+    Extra(Layer, PathBuf),
     Peer(String),
+    /// Our extra program over the peer library (Open MPI, OSHMEM).
+    PeerExtra(Layer, PathBuf),
 }
 
 impl Step {
@@ -378,6 +462,15 @@ impl Step {
         match self {
             Step::Raw => "raw channels".into(),
             Step::Layer(l, _) => l.imp().into(),
+            Step::Extra(l, p) | Step::PeerExtra(l, p) => {
+                let file = p.file_name().unwrap_or_default().to_string_lossy();
+                let who = if matches!(self, Step::Extra(..)) {
+                    l.imp()
+                } else {
+                    l.extra_peer().0
+                };
+                format!("{who} ({file})")
+            }
             Step::Peer(g) => format!("peers {g}"),
         }
     }
@@ -405,7 +498,14 @@ impl Combined {
         for &l in &self.layers {
             built.push((l, self.tools.build(l)?));
         }
-        // Each SkifCh group is followed by the peers it is compared with.
+        let mut peer_extra = Vec::new();
+        for l in [Layer::MpiLite, Layer::Shmem] {
+            if self.peers.iter().any(|g| g == l.extra_peer().0) {
+                peer_extra.push((l, self.tools.build_peer_extra(l)?));
+            }
+        }
+        // Each SkifCh group is followed by the peers it is compared with; each extra
+        // program over our library by the same program over the peer's.
         let mut seq = vec![Step::Raw];
         let peer = |g: &str| {
             self.peers
@@ -413,14 +513,30 @@ impl Combined {
                 .any(|p| p == g)
                 .then(|| Step::Peer(g.into()))
         };
+        let pextra = |l: Layer| {
+            peer_extra
+                .iter()
+                .find(|(pl, _)| *pl == l)
+                .map(|(_, exe)| Step::PeerExtra(l, exe.clone()))
+        };
         seq.extend(peer("rawring"));
-        for (l, exe) in &built {
+        for (l, (exe, extra)) in &built {
             seq.push(Step::Layer(*l, exe.clone()));
             seq.extend(l.peer_groups().iter().filter_map(|g| peer(g)));
+            seq.push(Step::Extra(*l, extra.clone()));
+            seq.extend(pextra(*l));
         }
         for g in &self.peers {
             if !seq.iter().any(|s| matches!(s, Step::Peer(p) if p == g)) {
                 seq.push(Step::Peer(g.clone()));
+            }
+        }
+        for (l, _) in &peer_extra {
+            if !seq
+                .iter()
+                .any(|s| matches!(s, Step::PeerExtra(pl, _) if pl == l))
+            {
+                seq.extend(pextra(*l));
             }
         }
         let mut out = Outcome::default();
@@ -457,7 +573,21 @@ impl Combined {
                             .args(&self.c_args);
                         self.tools.run_csv(&format!("{}{tag}", l.imp()), cmd)
                     }
+                    Step::Extra(l, exe) => {
+                        let mut cmd = Command::new(self.tools.skifrun()?);
+                        cmd.args(["-n", "2", "--"])
+                            .arg(exe)
+                            .args(["-i", l.imp()])
+                            .args(self.extra_args(*l));
+                        self.tools.run_csv(&format!("{}-extra{tag}", l.imp()), cmd)
+                    }
                     Step::Peer(g) => self.tools.run_peers(g, &tag, &self.peer_env),
+                    Step::PeerExtra(l, exe) => {
+                        let mut cmd = l.extra_peer_cmd(exe);
+                        cmd.args(self.extra_args(*l));
+                        let name = format!("peers-{}-extra{tag}", l.extra_peer().0);
+                        self.tools.run_csv(&name, cmd)
+                    }
                 };
                 match got {
                     Ok(r) => {
@@ -481,6 +611,17 @@ impl Combined {
         out.notes.push(format!("load average after: {}", loadavg()));
         out.rows = median_rounds(&rounds);
         Ok(out)
+    }
+
+    /// Options of an extra program: the plan, and the largest size when `max_size` is set
+    /// (mpi_bw.c starts at 1 MiB, shmem_lat.c at 8 B, so the cap never empties them).
+    fn extra_args(&self, l: Layer) -> Vec<String> {
+        let mut a = self.extra_plan.clone();
+        if let Some(m) = self.max_size {
+            let floor = if l == Layer::MpiLite { 1 << 20 } else { 8 };
+            a.extend(["-m".into(), m.max(floor).to_string()]);
+        }
+        a
     }
 
     /// The raw-channel MsgRate: this binary as a child, its CSV read back.
@@ -592,6 +733,13 @@ const COMPARISONS: &[Cmp] = &[
         peer_test: "latency",
     },
     Cmp {
+        label: "mpi-lite vs Open MPI",
+        ours: mpilite_imp,
+        test: "bandwidth",
+        peers: OMPI,
+        peer_test: "bandwidth",
+    },
+    Cmp {
         label: "skifshmem vs OpenSHMEM",
         ours: shmem_imp,
         test: "put_rate",
@@ -611,6 +759,20 @@ const COMPARISONS: &[Cmp] = &[
         test: "latency",
         peers: &["oshmem"],
         peer_test: "latency",
+    },
+    Cmp {
+        label: "skifshmem vs OpenSHMEM",
+        ours: shmem_imp,
+        test: "get_lat",
+        peers: &["oshmem"],
+        peer_test: "get_lat",
+    },
+    Cmp {
+        label: "skifshmem vs OpenSHMEM",
+        ours: shmem_imp,
+        test: "fetch_add_lat",
+        peers: &["oshmem"],
+        peer_test: "fetch_add_lat",
     },
 ];
 
@@ -717,7 +879,6 @@ pub fn loadavg() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     #[test]
     fn table_ratios_and_best_peer() {

@@ -1,8 +1,9 @@
 //! The combined MsgRate run (`msgrate --with mpi-lite,shmem`): the peers' unmodified C
 //! programs (`../shared/peers/msgrate_mpi.c`, `msgrate_shmem.c`) are built with
 //! `skif-mpicc` / `skif-oshcc` against this profile's `libskifmpi` / `libskifshmem`, run as
-//! 2-rank `skifrun` jobs beside the raw-channel MsgRate, and merged into one CSV, table and
-//! plot. Tiny settings; no real peers (Open MPI etc. are not installed on CI): a stand-in
+//! 2-rank `skifrun` jobs beside the raw-channel MsgRate, with our own `benches/c/mpi_bw.c`
+//! and `shmem_lat.c` (1 MiB bandwidth; get and fetch-add latency), and merged into one CSV,
+//! table and plot. Tiny settings; no real peers (Open MPI etc. are not installed on CI): a stand-in
 //! `run.sh` checks the merge of peer rows and the ratio columns, and missing peers must fail
 //! with the install hint before anything runs.
 //!
@@ -63,6 +64,7 @@ fn positive(rows: &[Row], imp: &str, tests: &[&str]) {
             match r.unit.as_str() {
                 "msg/s" => assert!(r.value > 10.0, "{r:?}"),
                 "us" => assert!(r.value < 1e6, "{r:?}"),
+                "MB/s" => assert!(r.value > 0.1, "{r:?}"),
                 u => panic!("unexpected unit {u} in {r:?}"),
             }
         }
@@ -122,13 +124,32 @@ fn mpi_lite_and_shmem_beside_raw_channels() {
     positive(
         &rows,
         "skifshmem",
-        &["put_rate", "put_quiet_lat", "latency"],
+        &[
+            "put_rate",
+            "put_quiet_lat",
+            "latency",
+            "get_lat",
+            "fetch_add_lat",
+        ],
+    );
+    // benches/c/mpi_bw.c: its smallest size, 1 MiB, whatever --sizes says
+    let bw: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.test == "bandwidth" && r.imp == "mpi-lite")
+        .collect();
+    assert!(
+        bw.len() == 1 && bw[0].size == 1 << 20 && bw[0].unit == "MB/s" && bw[0].value > 1.0,
+        "{bw:?}"
     );
     // -m 8: the C programs measured their sizes up to 8 B only
-    assert!(rows.iter().all(|r| r.size <= 8), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.size <= 8 || r.test == "bandwidth"),
+        "{rows:?}"
+    );
     let table = String::from_utf8_lossy(&out.stdout);
     for l in [
         "mpi-lite vs best MPI",
+        "mpi-lite vs Open MPI",
         "skifshmem vs OpenSHMEM",
         "raw channels vs rawring",
     ] {

@@ -355,6 +355,13 @@ mod combined {
             "-s".into(),
             stat.to_string(),
         ];
+        let extra_plan = c_args.clone();
+        // --sizes caps the C programs' sizes; --quick keeps the 1-16 MiB bandwidth at 1 MiB
+        let max_size = match (&args.sizes, args.measure.quick) {
+            (Some(_), _) => cfg.sizes.iter().max().copied(),
+            (None, true) => Some(1 << 20),
+            (None, false) => None,
+        };
         if let Some(max) = cfg.sizes.iter().max().filter(|_| args.sizes.is_some()) {
             c_args.extend(["-m".into(), max.to_string()]);
         }
@@ -392,6 +399,8 @@ mod combined {
             raw_exe: exe.clone(),
             raw_args,
             c_args,
+            extra_plan,
+            max_size,
             peer_env,
             tools: Tools {
                 root,
