@@ -51,8 +51,11 @@ pub const ANY_TAG: i32 = -1;
 pub const TAG_UB: i32 = i32::MAX;
 
 /// Default eager limit in bytes (override with `SKIFMPI_EAGER`); capped by what one
-/// channel message can carry.
-pub const DEFAULT_EAGER: usize = 16 << 10;
+/// channel message can carry. Chosen by measurement (MsgRate, 2 pinned ranks, shm, a loaded
+/// machine, README "Speed"): above ~4 KiB rendezvous gave the higher message rate (at
+/// 16 KiB about 150-480 k msg/s against 32 k with eager: eager messages that arrive before
+/// their receive are copied twice and fill the lane), eager the lower latency.
+pub const DEFAULT_EAGER: usize = 4 << 10;
 
 /// Multiply-xorshift hasher for envelope keys: SipHash costs more than a whole eager
 /// message here, and keys come from our own peers.
