@@ -167,15 +167,15 @@ struct Req {
 /// message costs no allocation.
 #[derive(Debug)]
 enum Stash {
-    Inline([u8; 56], u8),
+    Inline([u8; 128], u8),
     Heap(Vec<u8>),
 }
 
 impl Stash {
     fn new([a, b]: [&[u8]; 2]) -> Stash {
         let n = a.len() + b.len();
-        if n <= 56 {
-            let mut v = [0u8; 56];
+        if n <= 128 {
+            let mut v = [0u8; 128];
             v[..a.len()].copy_from_slice(a);
             v[a.len()..n].copy_from_slice(b);
             Stash::Inline(v, n as u8)

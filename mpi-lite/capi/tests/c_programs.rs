@@ -149,6 +149,31 @@ fn dead_peer_is_an_error_not_a_hang() {
     }
 }
 
+#[test]
+fn errors_are_fatal_by_default_and_name_the_call() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("fatal", false);
+    for (arg, call, class) in [("rank", "MPI_Send", 6), ("win", "MPI_Win_create", 52)] {
+        let mut cmd = testing::skifrun_cmd(3, &[], &exe);
+        cmd.arg(arg);
+        let o = testing::run_job(cmd, JOB_TIMEOUT);
+        let ctx = format!(
+            "{arg}: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status, o.stdout, o.stderr
+        );
+        // The failing rank exits with the error class; skifrun ends the others.
+        assert_eq!(o.status.code(), Some(class), "{ctx}");
+        assert!(o.stderr.contains(&format!("rank 0: {call}:")), "{ctx}");
+        assert!(o.stderr.contains("MPI_ERRORS_ARE_FATAL"), "{ctx}");
+        assert!(
+            !o.stdout.contains("returned from the failing call"),
+            "{ctx}"
+        );
+    }
+}
+
 /// The `MPI_LITE_FN(ret, Name, (args))` declarations of mpi.h.
 fn declared() -> Vec<String> {
     let h = std::fs::read_to_string(mpi_root().join("include/mpi.h")).expect("reading mpi.h");

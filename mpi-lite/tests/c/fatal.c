@@ -1,0 +1,25 @@
+/* Under the default MPI_ERRORS_ARE_FATAL an error aborts the job with a message naming
+ * the call. argv[1] picks the error: "rank" (MPI_Send to a rank that does not exist) or
+ * "win" (MPI_Win_create, not implemented). Rank 0 makes the error; the others wait in a
+ * receive that never comes (they must be ended by the job's abort, not hang). */
+#include "check.h"
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int x = 0;
+    if (rank == 0) {
+        if (argc > 1 && argv[1][0] == 'w') {
+            MPI_Win w;
+            MPI_Win_create(&x, sizeof x, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+        } else {
+            MPI_Send(&x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
+        }
+        printf("fatal: rank 0 returned from the failing call\n");
+    } else {
+        MPI_Recv(&x, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Finalize();
+    return 0;
+}
