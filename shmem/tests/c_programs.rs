@@ -25,12 +25,7 @@ fn crate_dir() -> &'static Path {
 fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = skifch_drivers::testing::profile_dir();
-        let manifest = crate_dir().join("Cargo.toml");
-        for lib in ["libskifshmem.so", "libskifshmem.a"] {
-            skifch_drivers::testing::cargo_build(&manifest, &["--lib"], &dir.join(lib));
-        }
-        dir
+        skifch_drivers::testing::c_library_dir(&crate_dir().join("Cargo.toml"), "skifshmem")
     })
 }
 

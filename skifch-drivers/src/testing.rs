@@ -280,3 +280,14 @@ pub fn run_job(mut cmd: Command, timeout: Duration) -> Outcome {
         stderr: err.join().unwrap_or_default(),
     }
 }
+
+/// The profile directory holding the C library `lib<name>.so` and `lib<name>.a` of the
+/// package at `manifest` (a `cdylib` + `staticlib`, which Rust tests cannot link), built
+/// if missing or stale (see [`cargo_build`]).
+pub fn c_library_dir(manifest: &Path, name: &str) -> PathBuf {
+    let dir = profile_dir();
+    for lib in [format!("lib{name}.so"), format!("lib{name}.a")] {
+        cargo_build(manifest, &["--lib"], &dir.join(lib));
+    }
+    dir
+}

@@ -25,12 +25,10 @@ fn mpi_root() -> &'static Path {
 fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = skifch_drivers::testing::profile_dir();
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-        for lib in ["libskifmpi.so", "libskifmpi.a"] {
-            skifch_drivers::testing::cargo_build(&manifest, &["--lib"], &dir.join(lib));
-        }
-        dir
+        skifch_drivers::testing::c_library_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
+            "skifmpi",
+        )
     })
 }
 
