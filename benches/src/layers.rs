@@ -563,6 +563,7 @@ impl Combined {
                     loadavg()
                 ));
                 let t0 = std::time::Instant::now();
+                let cpu0 = CpuSnap::now();
                 let got = match step {
                     Step::Raw => self.run_raw(&tag),
                     Step::Layer(l, exe) => {
@@ -591,12 +592,18 @@ impl Combined {
                 };
                 match got {
                     Ok(r) => {
+                        let others = match (cpu0, CpuSnap::now()) {
+                            (Some(a), Some(b)) => format!("{:.0} %", a.other_work_pct(&b)),
+                            _ => "?".into(),
+                        };
                         out.notes.push(format!(
-                            "round {}: {}: {} points in {:.0} s",
+                            "round {}: {}: {} points in {:.0} s, other work {others} of the CPUs, \
+                             load average after {}",
                             round + 1,
                             step.name(),
                             r.len(),
-                            t0.elapsed().as_secs_f64()
+                            t0.elapsed().as_secs_f64(),
+                            loadavg()
                         ));
                         rows.extend(r);
                     }
@@ -820,7 +827,11 @@ pub fn comparison_table(rows: &[Row]) -> String {
                         b.value.total_cmp(&a.value)
                     }
                 });
-            let fmt = |v: f64| if rate { si(v) } else { format!("{v:.3} us") };
+            let fmt = |v: f64| match o.unit.as_str() {
+                "us" => format!("{v:.3} us"),
+                "MB/s" => format!("{v:.0} MB/s"),
+                _ => si(v),
+            };
             let gain = peer.map_or_else(dash, |p| {
                 let g = if rate {
                     o.value / p.value
@@ -867,6 +878,57 @@ pub fn comparison_table(rows: &[Row]) -> String {
         let _ = writeln!(out, "{}", cells.join("  ").trim_end());
     }
     out
+}
+
+/// CPU time counters for "other work" during a group, as `run.sh` computes it: the busy
+/// time of all CPUs (`/proc/stat`) minus the CPU time of our own finished children
+/// (`/proc/self/stat` cutime + cstime, which includes their children once waited for), in
+/// clock ticks.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuSnap {
+    busy: u64,
+    total: u64,
+    mine: u64,
+}
+
+impl CpuSnap {
+    /// The counters now; `None` where `/proc` is not readable.
+    pub fn now() -> Option<CpuSnap> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let cpu: Vec<u64> = stat
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|v| v.parse().ok())
+            .collect::<Option<_>>()?;
+        if cpu.len() < 8 {
+            return None;
+        }
+        // user nice system idle iowait irq softirq steal: busy as run.sh counts it
+        let busy = cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6];
+        let me = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let rest: Vec<&str> = me.rsplit_once(')')?.1.split_whitespace().collect();
+        // fields 16 and 17 of proc(5), counted from field 3 after the command name
+        let mine = rest.get(13)?.parse::<u64>().ok()? + rest.get(14)?.parse::<u64>().ok()?;
+        Some(CpuSnap {
+            busy,
+            total: cpu.iter().sum(),
+            mine,
+        })
+    }
+
+    /// Percent of all CPUs' time between `self` and `later` used by processes not ours.
+    pub fn other_work_pct(&self, later: &CpuSnap) -> f64 {
+        let total = later.total.saturating_sub(self.total);
+        let busy = later.busy.saturating_sub(self.busy);
+        let ours = later.mine.saturating_sub(self.mine);
+        if total == 0 {
+            return 0.0;
+        }
+        100.0 * busy.saturating_sub(ours) as f64 / total as f64
+    }
 }
 
 /// The load average now (`/proc/loadavg`, first three fields), for the notes.
@@ -916,6 +978,30 @@ mod tests {
             !t.contains("msgrate_window"),
             "no rows of ours, no line: {t}"
         );
+    }
+
+    #[test]
+    fn other_work_counts_only_what_is_not_ours() {
+        let a = CpuSnap::now().expect("/proc is readable");
+        // burn ~200 ms of CPU in a child: it is ours, so it must not count as other work
+        let st = Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let b = CpuSnap::now().unwrap();
+        assert!(
+            b.mine > a.mine,
+            "the child's CPU time was not seen: {a:?} {b:?}"
+        );
+        let p = a.other_work_pct(&b);
+        assert!((0.0..=100.0).contains(&p), "{p}");
+        let fake = CpuSnap {
+            busy: a.busy + 100,
+            total: a.total + 400,
+            mine: a.mine + 60,
+        };
+        assert_eq!(a.other_work_pct(&fake), 10.0);
     }
 
     #[test]

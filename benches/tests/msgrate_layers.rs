@@ -29,7 +29,10 @@ fn tmpdir(name: &str) -> PathBuf {
 
 fn msgrate(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_msgrate"));
-    c.arg("--csv")
+    // each test its own work directory: tests run in parallel
+    c.arg("--work-dir")
+        .arg(dir.join("work"))
+        .arg("--csv")
         .arg(dir.join("all.csv"))
         .arg("--svg")
         .arg(dir.join("all.svg"))
@@ -190,10 +193,31 @@ fn peers_rows_merge_into_the_table() {
             "msgrate,latency",
             "--c2c-gate",
             "off",
+            "--rounds",
+            "2",
         ],
         &[],
     );
     assert!(out.status.success(), "{}", show(&out));
+    // two rounds, the second in reverse order; each group's output kept per round
+    for f in [
+        "raw-r1.csv",
+        "raw-r2.csv",
+        "peers-rawring-r1.csv",
+        "peers-rawring-r2.csv",
+    ] {
+        assert!(tmp.join("work").join(f).is_file(), "{f} missing");
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let order: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("# round 2/2:"))
+        .collect();
+    assert!(
+        order.len() == 2 && order[0].contains("peers rawring") && order[1].contains("raw channels"),
+        "{err}"
+    );
+    assert!(err.contains("other work"), "{err}");
     let rows = read_csv(&tmp.join("all.csv")).unwrap();
     assert!(rows.contains(&Row::new("rawring", "msgrate", 8, 1000.0, "msg/s")));
     positive(&rows, "skifch-shm", &["msgrate", "latency"]);

@@ -105,6 +105,10 @@ struct Args {
     /// THR_US[:MAXWAIT_S[:LO_US]] or `off` (run.sh's default).
     #[arg(long, default_value = "0.1:20:0.04", value_name = "GATE|off")]
     c2c_gate: String,
+    /// Combined run: where the built programs, each group's CSV and logs go
+    /// [default: msgrate-layers/ beside this program, e.g. target/release/msgrate-layers].
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
     /// Combined run: seconds one group (one program, one run.sh call) may take.
     #[arg(long, default_value_t = 1800)]
     group_timeout_s: u64,
@@ -391,7 +395,10 @@ mod combined {
             c_args.push("-v".into());
         }
 
-        let work_dir = bin_dir.join("msgrate-layers");
+        let work_dir = args
+            .work_dir
+            .clone()
+            .unwrap_or_else(|| bin_dir.join("msgrate-layers"));
         let run = Combined {
             layers: layers_list,
             peers,
