@@ -342,6 +342,22 @@ impl<P: Port> World<P> {
         })
     }
 
+    /// Where `pe`'s copy of `[addr, addr + len)` (a symmetric range of this PE) is mapped
+    /// in this process, when the direct path reaches it: the put/get fast path of the C
+    /// ABI, one bounds check per segment and no error construction. `None`: not
+    /// symmetric, `pe` out of range, or not mapped (the caller takes the checked path,
+    /// which reports why).
+    #[inline]
+    pub fn direct(&self, pe: u32, addr: usize, len: usize) -> Option<usize> {
+        for (&(b, l), m) in self.segs.iter().zip(&self.mapped) {
+            let off = addr.wrapping_sub(b);
+            if off < l && len <= l - off {
+                return m.get(pe as usize).map(|&base| base + off);
+            }
+        }
+        None
+    }
+
     /// The local address of `a`.
     pub fn local(&self, a: SymAddr) -> usize {
         self.segment(a.seg).0 + a.off

@@ -400,6 +400,27 @@ pub unsafe extern "C" fn skifshmem_put(
     bytes: usize,
     pe: c_int,
 ) {
+    if let Some(d) = direct(ctx, pe, dest, bytes) {
+        // SAFETY: `direct` bounded `d..d + bytes` by the target's mapped segment; the
+        // caller passes `bytes` readable bytes at `src` (OpenSHMEM put contract).
+        unsafe { std::ptr::copy(src.cast::<u8>(), d as *mut u8, bytes) };
+        return;
+    }
+    // SAFETY: forwards the caller's contract.
+    unsafe { put_checked(call, ctx, dest, src, bytes, pe) }
+}
+
+/// [`skifshmem_put`] off the direct path (kept out of line so that the direct path
+/// stays a leaf without a large frame).
+#[inline(never)]
+unsafe fn put_checked(
+    call: *const c_char,
+    ctx: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    pe: c_int,
+) {
     let (w, pe, a) = match fast(ctx, pe, dest, bytes) {
         Some(f) => f,
         // SAFETY: see `name` (only on this checking path: the name costs a strlen).
@@ -414,6 +435,18 @@ pub unsafe extern "C" fn skifshmem_put(
         // SAFETY: see `name`.
         fatal(unsafe { name(call) }, &e);
     }
+}
+
+/// The direct path's put/get in one step: where `pe`'s copy of the symmetric range
+/// `[p, p + len)` is mapped here (default context only). `None`: take the checked path.
+#[inline(always)]
+fn direct(ctx: usize, pe: c_int, p: *const c_void, len: usize) -> Option<usize> {
+    let st = STATE.load(Ordering::Acquire);
+    if st.is_null() || ctx != 1 || pe < 0 {
+        return None;
+    }
+    // SAFETY: as in `st`.
+    unsafe { &(*st).world }.direct(pe as u32, p as usize, len)
 }
 
 /// The checks of every RMA call without building the call's name: the state, the
@@ -451,6 +484,27 @@ fn slow(
 /// Every blocking and `_nbi` get (the `_nbi` forms complete at return too).
 #[no_mangle]
 pub unsafe extern "C" fn skifshmem_get(
+    call: *const c_char,
+    ctx: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    pe: c_int,
+) {
+    if let Some(s) = direct(ctx, pe, src, bytes) {
+        // SAFETY: `direct` bounded `s..s + bytes` by the source PE's mapped segment; the
+        // caller passes `bytes` writable bytes at `dest`.
+        unsafe { std::ptr::copy(s as *const u8, dest.cast::<u8>(), bytes) };
+        return;
+    }
+    // SAFETY: forwards the caller's contract.
+    unsafe { get_checked(call, ctx, dest, src, bytes, pe) }
+}
+
+/// [`skifshmem_get`] off the direct path (kept out of line so that the direct path
+/// stays a leaf without a large frame).
+#[inline(never)]
+unsafe fn get_checked(
     call: *const c_char,
     ctx: usize,
     dest: *mut c_void,
