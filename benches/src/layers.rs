@@ -658,8 +658,8 @@ pub fn csv_lines(text: &str) -> Vec<Row> {
         .collect()
 }
 
-/// Several rounds of the same points into one: per (impl, test, size, unit) the median
-/// (the lower middle for an even count) of the rounds that measured it.
+/// Several rounds of the same points into one: per (impl, test, size, unit) the median of
+/// the rounds that measured it (the mean of the two middle values for an even count).
 pub fn median_rounds(rounds: &[Vec<Row>]) -> Vec<Row> {
     let mut by: BTreeMap<(String, String, u64, String), Vec<f64>> = BTreeMap::new();
     let mut order = Vec::new();
@@ -676,7 +676,8 @@ pub fn median_rounds(rounds: &[Vec<Row>]) -> Vec<Row> {
         .map(|k| {
             let mut v = by.remove(&k).unwrap_or_default();
             v.sort_by(f64::total_cmp);
-            let m = v[(v.len() - 1) / 2];
+            let n = v.len();
+            let m = (v[(n - 1) / 2] + v[n / 2]) / 2.0;
             Row::new(&k.0, &k.1, k.2, m, &k.3)
         })
         .collect()
@@ -1009,7 +1010,7 @@ mod tests {
         let r = |v| vec![Row::new("a", "msgrate", 8, v, "msg/s")];
         let m = median_rounds(&[r(3.0), r(1.0), r(2.0)]);
         assert_eq!(m, r(2.0));
-        assert_eq!(median_rounds(&[r(4.0), r(1.0)]), r(1.0));
+        assert_eq!(median_rounds(&[r(4.0), r(1.0)]), r(2.5));
     }
 
     #[test]

@@ -288,3 +288,41 @@ fn missing_peers_and_bad_lists_fail_before_measuring() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown layer"));
     std::fs::remove_dir_all(tmp).unwrap();
 }
+
+#[test]
+fn table_from_merges_rounds_without_measuring() {
+    let tmp = tmpdir("from");
+    let h = "impl,test,size,value,unit\n";
+    let (a, b) = (tmp.join("r1.csv"), tmp.join("r2.csv"));
+    std::fs::write(
+        &a,
+        format!("{h}mpi-lite,msgrate,8,3000000,msg/s\nmpich,msgrate,8,2000000,msg/s\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        &b,
+        format!("{h}mpi-lite,msgrate,8,5000000,msg/s\nmpich,msgrate,8,2000000,msg/s\n"),
+    )
+    .unwrap();
+    let out = msgrate(
+        &tmp,
+        &["--table-from", a.to_str().unwrap(), b.to_str().unwrap()],
+        &[],
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let rows = read_csv(&tmp.join("all.csv")).unwrap();
+    assert!(
+        rows.contains(&Row::new("mpi-lite", "msgrate", 8, 4e6, "msg/s")),
+        "{rows:?}"
+    );
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("mpi-lite vs best MPI") && l.ends_with("2.00")),
+        "{t}"
+    );
+    assert!(tmp.join("all.svg").is_file());
+    let out = msgrate(&tmp, &["--table-from", "/nonexistent.csv"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    std::fs::remove_dir_all(tmp).unwrap();
+}

@@ -105,6 +105,11 @@ struct Args {
     /// THR_US[:MAXWAIT_S[:LO_US]] or `off` (run.sh's default).
     #[arg(long, default_value = "0.1:20:0.04", value_name = "GATE|off")]
     c2c_gate: String,
+    /// Combined run without measuring: the table and plot (--svg) of CSV files already
+    /// written (e.g. the per-round CSVs of a run, or a run and a peers CSV); rows of the same
+    /// point in several files are merged by their median, as rounds are. Writes --csv too.
+    #[arg(long, value_name = "CSV", num_args = 1.., conflicts_with_all = ["with", "peers_run"])]
+    table_from: Vec<PathBuf>,
     /// Combined run: where the built programs, each group's CSV and logs go
     /// [default: msgrate-layers/ beside this program, e.g. target/release/msgrate-layers].
     #[arg(long, value_name = "DIR")]
@@ -142,6 +147,9 @@ fn main() {
     let args = Args::parse();
     if args.with.is_some() || args.peers_run.is_some() {
         exit(combined::run(&args));
+    }
+    if !args.table_from.is_empty() {
+        exit(combined::table_from(&args));
     }
     let setup = args.config().and_then(|cfg| {
         let peers = match &args.peers {
@@ -293,6 +301,32 @@ mod combined {
         }
     }
 
+    /// `--table-from`: merge, table, plot; no measuring.
+    pub fn table_from(args: &Args) -> i32 {
+        let res = (|| -> Result<()> {
+            let files = args
+                .table_from
+                .iter()
+                .map(|p| read_csv(p))
+                .collect::<Result<Vec<_>>>()?;
+            let rows = layers::median_rounds(&files);
+            write_csv(&args.csv, &rows)?;
+            plot_svg(&args.svg, &rows, TITLE)?;
+            print!("{}", layers::comparison_table(&rows));
+            println!("CSV: {}   plot: {}", args.csv.display(), args.svg.display());
+            Ok(())
+        })();
+        res.map_or_else(
+            |e| {
+                eprintln!("msgrate: {e}");
+                e.exit_code()
+            },
+            |()| 0,
+        )
+    }
+
+    const TITLE: &str = "MsgRate: raw SkifCh channels, mpi-lite, skifshmem and the peers (one run)";
+
     fn go(args: &Args) -> Result<i32> {
         let cfg = args.config()?;
         let layers_list = layers::parse_layers(args.with.as_deref().unwrap_or(""))?;
@@ -419,11 +453,7 @@ mod combined {
         };
         let out = run.run(|what| eprintln!("# {what}"))?;
         write_csv(&args.csv, &out.rows)?;
-        plot_svg(
-            &args.svg,
-            &out.rows,
-            "MsgRate: raw SkifCh channels, mpi-lite, skifshmem and the peers (one run)",
-        )?;
+        plot_svg(&args.svg, &out.rows, TITLE)?;
         print!("{}", layers::comparison_table(&out.rows));
         for n in &out.notes {
             eprintln!("# {n}");
