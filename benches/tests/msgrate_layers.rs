@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use skifch_benches::results::{read_csv, Row};
-use skifch_drivers::testing::{cargo_build, profile_dir, skifrun_exe};
+use skifch_drivers::testing::{c_library_dir, skifrun_exe};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -87,17 +87,8 @@ fn mpi_lite_and_shmem_beside_raw_channels() {
         peers.display()
     );
     // The libraries and the launcher of this profile, where msgrate looks for them.
-    let dir = profile_dir();
-    cargo_build(
-        &root().join("mpi-lite/capi/Cargo.toml"),
-        &["--lib"],
-        &dir.join("libskifmpi.so"),
-    );
-    cargo_build(
-        &root().join("shmem/Cargo.toml"),
-        &["--lib"],
-        &dir.join("libskifshmem.so"),
-    );
+    c_library_dir(&root().join("mpi-lite/capi/Cargo.toml"), "skifmpi");
+    c_library_dir(&root().join("shmem/Cargo.toml"), "skifshmem");
     skifrun_exe();
 
     let tmp = tmpdir("with");
