@@ -407,31 +407,43 @@ pub unsafe extern "C" fn skifshmem_put(
         return;
     }
     // SAFETY: forwards the caller's contract.
-    unsafe { put_checked(call, ctx, dest, src, bytes, pe) }
+    unsafe { rma_checked(call, ctx, dest, src, bytes, pe, true) }
 }
 
-/// [`skifshmem_put`] off the direct path (kept out of line so that the direct path
-/// stays a leaf without a large frame).
+/// [`skifshmem_put`] (`put`) and [`skifshmem_get`] off the direct path, kept out of line
+/// so that the direct path stays a leaf without a large frame: the checks that name the
+/// call, then the world's put or get on whatever path reaches `pe`.
 #[inline(never)]
-unsafe fn put_checked(
+unsafe fn rma_checked(
     call: *const c_char,
     ctx: usize,
     dest: *mut c_void,
     src: *const c_void,
     bytes: usize,
     pe: c_int,
+    put: bool,
 ) {
-    let (w, pe, a) = match fast(ctx, pe, dest, bytes) {
+    let remote = if put { dest.cast_const() } else { src };
+    let (w, pe, a) = match fast(ctx, pe, remote, bytes) {
         Some(f) => f,
         // SAFETY: see `name` (only on this checking path: the name costs a strlen).
-        None => slow(unsafe { name(call) }, ctx, pe, dest, bytes),
+        None => slow(unsafe { name(call) }, ctx, pe, remote, bytes),
     };
     if bytes == 0 {
         return;
     }
-    // SAFETY: the caller passes `bytes` readable bytes at `src` (OpenSHMEM put contract).
-    let s = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), bytes) };
-    if let Err(e) = w.put(pe, a, s) {
+    let r = if put {
+        // SAFETY: the caller passes `bytes` readable bytes at `src` (OpenSHMEM put contract).
+        w.put(pe, a, unsafe {
+            std::slice::from_raw_parts(src.cast::<u8>(), bytes)
+        })
+    } else {
+        // SAFETY: the caller passes `bytes` writable bytes at `dest`, not aliased by Rust.
+        w.get(pe, a, unsafe {
+            std::slice::from_raw_parts_mut(dest.cast::<u8>(), bytes)
+        })
+    };
+    if let Err(e) = r {
         // SAFETY: see `name`.
         fatal(unsafe { name(call) }, &e);
     }
@@ -498,34 +510,7 @@ pub unsafe extern "C" fn skifshmem_get(
         return;
     }
     // SAFETY: forwards the caller's contract.
-    unsafe { get_checked(call, ctx, dest, src, bytes, pe) }
-}
-
-/// [`skifshmem_get`] off the direct path (kept out of line so that the direct path
-/// stays a leaf without a large frame).
-#[inline(never)]
-unsafe fn get_checked(
-    call: *const c_char,
-    ctx: usize,
-    dest: *mut c_void,
-    src: *const c_void,
-    bytes: usize,
-    pe: c_int,
-) {
-    let (w, pe, a) = match fast(ctx, pe, src, bytes) {
-        Some(f) => f,
-        // SAFETY: see `name`.
-        None => slow(unsafe { name(call) }, ctx, pe, src, bytes),
-    };
-    if bytes == 0 {
-        return;
-    }
-    // SAFETY: the caller passes `bytes` writable bytes at `dest`, not aliased by Rust.
-    let d = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), bytes) };
-    if let Err(e) = w.get(pe, a, d) {
-        // SAFETY: see `name`.
-        fatal(unsafe { name(call) }, &e);
-    }
+    unsafe { rma_checked(call, ctx, dest, src, bytes, pe, false) }
 }
 
 /// Strided put (`iput`): element `k` of `src` (stride `sst`) to element `k` of `dest`
