@@ -110,34 +110,16 @@ fn local(segs: &OnceLock<Segs>, src: u32, seg: u32, off: u64, len: u64) -> Resul
 /// Atomic operation codes of [`H_AMO`]'s `arg` (bits 0–7; width in bits 8–15, segment in
 /// bits 16–23).
 pub(crate) fn amo_arg(op: Amo, width: usize, seg: u8) -> (u32, u64, u64) {
-    let (c, a, b) = match op {
-        Amo::Fetch => (0, 0, 0),
-        Amo::Set(v) => (1, v, 0),
-        Amo::Swap(v) => (2, v, 0),
-        Amo::CompareSwap { expected, new } => (3, expected, new),
-        Amo::Add(v) => (4, v, 0),
-        Amo::And(v) => (5, v, 0),
-        Amo::Or(v) => (6, v, 0),
-        Amo::Xor(v) => (7, v, 0),
-    };
-    (c | (width as u32) << 8 | u32::from(seg) << 16, a, b)
+    let (c, a, b) = op.encode();
+    (
+        u32::from(c) | (width as u32) << 8 | u32::from(seg) << 16,
+        a,
+        b,
+    )
 }
 
 fn amo_decode(arg: u32, a: u64, b: u64) -> Option<(Amo, usize, u32)> {
-    let op = match arg & 0xFF {
-        0 => Amo::Fetch,
-        1 => Amo::Set(a),
-        2 => Amo::Swap(a),
-        3 => Amo::CompareSwap {
-            expected: a,
-            new: b,
-        },
-        4 => Amo::Add(a),
-        5 => Amo::And(a),
-        6 => Amo::Or(a),
-        7 => Amo::Xor(a),
-        _ => return None,
-    };
+    let op = Amo::decode((arg & 0xFF) as u8, a, b)?;
     Some((op, (arg >> 8 & 0xFF) as usize, arg >> 16 & 0xFF))
 }
 

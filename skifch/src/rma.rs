@@ -67,6 +67,41 @@ pub enum Amo {
     Xor(u64),
 }
 
+impl Amo {
+    /// The operation's code and operands `(code, a, b)`: the one numbering of the atomic
+    /// operations, used wherever an `Amo` crosses a boundary (a C ABI, a wire format).
+    pub fn encode(self) -> (u8, u64, u64) {
+        match self {
+            Amo::Fetch => (0, 0, 0),
+            Amo::Set(v) => (1, v, 0),
+            Amo::Swap(v) => (2, v, 0),
+            Amo::CompareSwap { expected, new } => (3, expected, new),
+            Amo::Add(v) => (4, v, 0),
+            Amo::And(v) => (5, v, 0),
+            Amo::Or(v) => (6, v, 0),
+            Amo::Xor(v) => (7, v, 0),
+        }
+    }
+
+    /// The operation of [`Amo::encode`]'s `(code, a, b)`; `None` for an unknown code.
+    pub fn decode(code: u8, a: u64, b: u64) -> Option<Amo> {
+        Some(match code {
+            0 => Amo::Fetch,
+            1 => Amo::Set(a),
+            2 => Amo::Swap(a),
+            3 => Amo::CompareSwap {
+                expected: a,
+                new: b,
+            },
+            4 => Amo::Add(a),
+            5 => Amo::And(a),
+            6 => Amo::Or(a),
+            7 => Amo::Xor(a),
+            _ => return None,
+        })
+    }
+}
+
 /// All-gather of small byte strings among all ranks: called with this rank's bytes,
 /// returns every rank's bytes in rank order (supplied by the library, see [`expose`]).
 pub type Exchange<'a> = dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>> + 'a;
@@ -490,6 +525,28 @@ impl Rma for LocalRma {
 mod tests {
     use super::*;
     use crate::local;
+
+    #[test]
+    fn amo_codes_round_trip() {
+        let ops = [
+            Amo::Fetch,
+            Amo::Set(1),
+            Amo::Swap(2),
+            Amo::CompareSwap {
+                expected: 3,
+                new: 4,
+            },
+            Amo::Add(5),
+            Amo::And(6),
+            Amo::Or(7),
+            Amo::Xor(8),
+        ];
+        for op in ops {
+            let (c, a, b) = op.encode();
+            assert_eq!(Amo::decode(c, a, b), Some(op));
+        }
+        assert_eq!(Amo::decode(8, 0, 0), None);
+    }
 
     #[test]
     fn local_window_put_get_amo_bounds() {

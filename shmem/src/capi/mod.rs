@@ -621,22 +621,10 @@ sized! {
     shmem_put128 shmem_get128 shmem_iput128 shmem_iget128 shmem_put128_nbi shmem_get128_nbi 16;
 }
 
-/// Atomic operation codes of `skifshmem_amo` (shmem.h: `SKIF_AMO_*`).
+/// Atomic operation codes of `skifshmem_amo` (the `op` argument the inline wrappers of
+/// shmem.h pass): [`Amo::decode`]'s numbering.
 fn amo_op(code: c_int, a: u64, b: u64) -> Option<Amo> {
-    Some(match code {
-        0 => Amo::Fetch,
-        1 => Amo::Set(a),
-        2 => Amo::Swap(a),
-        3 => Amo::CompareSwap {
-            expected: a,
-            new: b,
-        },
-        4 => Amo::Add(a),
-        5 => Amo::And(a),
-        6 => Amo::Or(a),
-        7 => Amo::Xor(a),
-        _ => return None,
-    })
+    Amo::decode(u8::try_from(code).ok()?, a, b)
 }
 
 /// Every atomic: `op` on the `width`-byte object at `dest` on `pe`; returns the old
