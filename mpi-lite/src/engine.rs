@@ -163,6 +163,24 @@ struct Req {
     seq: u64,
 }
 
+impl Req {
+    /// A receive matched a `len`-byte message from `src` with `tag` into `cap` bytes: its
+    /// status, and `MPI_ERR_TRUNCATE` when the message is longer.
+    fn matched(&mut self, src: i32, tag: i32, len: usize, cap: usize) {
+        self.status = Status {
+            source: src,
+            tag,
+            error: 0,
+            bytes: len.min(cap),
+            cancelled: false,
+        };
+        if len > cap {
+            self.err = Some(Error::Truncate { len, cap });
+            self.status.error = class::TRUNCATE;
+        }
+    }
+}
+
 /// The payload of an unexpected eager message: inline when small, so the common small
 /// message costs no allocation.
 #[derive(Debug)]
@@ -1049,17 +1067,7 @@ impl State {
         if let ReqKind::Recv { buf, .. } = &mut r.kind {
             fill(buf);
             let cap = buf.packed_len();
-            r.status = Status {
-                source: src,
-                tag,
-                error: 0,
-                bytes: len.min(cap),
-                cancelled: false,
-            };
-            if len > cap {
-                r.err = Some(Error::Truncate { len, cap });
-                r.status.error = class::TRUNCATE;
-            }
+            r.matched(src, tag, len, cap);
         }
         self.complete(id);
     }
@@ -1077,19 +1085,10 @@ impl State {
         let r = self.get_mut(id)?;
         if let ReqKind::Recv { buf, total, .. } = &mut r.kind {
             *total = len;
+            // On truncation the data still comes (the sender cannot be stopped); the
+            // excess is dropped.
             let cap = buf.packed_len();
-            r.status = Status {
-                source: src,
-                tag,
-                error: 0,
-                bytes: len.min(cap),
-                cancelled: false,
-            };
-            if len > cap {
-                // The data still comes (the sender cannot be stopped); the excess is dropped.
-                r.err = Some(Error::Truncate { len, cap });
-                r.status.error = class::TRUNCATE;
-            }
+            r.matched(src, tag, len, cap);
         }
         Some(Reply::Cts {
             dst: world,

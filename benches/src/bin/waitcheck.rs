@@ -41,6 +41,7 @@ use clap::Parser;
 use hdrhistogram::Histogram;
 use skifch::coll::Barrier;
 use skifch::{Channel, Port, WaitPolicy};
+use skifch_benches::layers::loadavg;
 use skifch_benches::results::{write_csv, Row};
 use skifch_benches::{affinity, BenchError, Result};
 
@@ -571,13 +572,6 @@ fn floor_wake(args: &Args, floor: Floor, waker_cpu: Option<usize>) -> Result<Vec
         )));
     }
     Ok(out)
-}
-
-/// `/proc/loadavg`'s first three fields.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// splitmix64: enough randomness for delays, no dependency.
