@@ -527,22 +527,8 @@ pub unsafe extern "C" fn skifshmem_iput(
     size: usize,
     pe: c_int,
 ) {
-    // SAFETY: see `name`.
-    let call = unsafe { name(call) };
-    if ctx != 1 {
-        check_ctx(call, ctx);
-    }
-    let pe = pe_u32(call, pe);
-    let w = w(call);
-    for k in 0..nelems as isize {
-        let d = (dest as isize + k * dst * size as isize) as *mut c_void;
-        let a = sym(call, d, size);
-        // SAFETY: the caller's strided source holds `nelems` elements of `size` bytes.
-        let s = unsafe {
-            std::slice::from_raw_parts((src as isize + k * sst * size as isize) as *const u8, size)
-        };
-        ok(call, w.put(pe, a, s));
-    }
+    // SAFETY: forwards the caller's contract.
+    unsafe { strided(call, ctx, dest, src, dst, sst, nelems, size, pe, true) }
 }
 
 /// Strided get (`iget`), as [`skifshmem_iput`] the other way.
@@ -558,6 +544,26 @@ pub unsafe extern "C" fn skifshmem_iget(
     size: usize,
     pe: c_int,
 ) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { strided(call, ctx, dest, src, dst, sst, nelems, size, pe, false) }
+}
+
+/// `iput` (`put`) and `iget`: element `k` is `size` bytes at `dest + k·dst·size` and
+/// `src + k·sst·size`; the remote side (`dest` for a put, `src` for a get) must be
+/// symmetric.
+#[allow(clippy::too_many_arguments)]
+unsafe fn strided(
+    call: *const c_char,
+    ctx: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+    put: bool,
+) {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     if ctx != 1 {
@@ -566,16 +572,18 @@ pub unsafe extern "C" fn skifshmem_iget(
     let pe = pe_u32(call, pe);
     let w = w(call);
     for k in 0..nelems as isize {
-        let s = (src as isize + k * sst * size as isize) as *const c_void;
-        let a = sym(call, s, size);
-        // SAFETY: the caller's strided destination holds `nelems` elements.
-        let d = unsafe {
-            std::slice::from_raw_parts_mut(
-                (dest as isize + k * dst * size as isize) as *mut u8,
-                size,
-            )
+        let d = (dest as isize + k * dst * size as isize) as *mut u8;
+        let s = (src as isize + k * sst * size as isize) as *const u8;
+        let r = if put {
+            let a = sym(call, d.cast(), size);
+            // SAFETY: the caller's strided source holds `nelems` elements of `size` bytes.
+            w.put(pe, a, unsafe { std::slice::from_raw_parts(s, size) })
+        } else {
+            let a = sym(call, s.cast(), size);
+            // SAFETY: the caller's strided destination holds `nelems` elements.
+            w.get(pe, a, unsafe { std::slice::from_raw_parts_mut(d, size) })
         };
-        ok(call, w.get(pe, a, d));
+        ok(call, r);
     }
 }
 
