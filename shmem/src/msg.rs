@@ -10,10 +10,12 @@
 //! | [`H_GET`] | request; `arg` segment, `args` \[offset, length\] | replies with the bytes (landing in the caller's buffer) |
 //! | [`H_AMO`] | one-way or request; `arg` = op · width · segment, `args` \[offset, a, b\] | applies the atomic; a request gets the old value |
 //! | [`H_FLUSH`] | request | replies (after every earlier message of this source) |
-//! | [`H_PUTV`] | one-way; payload = records `[segment u8, length u32, offset u64, data]` | applies each put in order |
+//! | [`H_PUTV`] | one-way; payload = records: a `u64` header (length · segment · offset, [`PUTV_REC`]) and the data | applies each put in order |
 //!
 //! Puts of up to 256 bytes are **aggregated** per target into one `H_PUTV` message of up
-//! to 8 KiB, sent when it is full, before any other message to that PE (so per-PE order
+//! to 8 KiB (an 8-byte put is a 16-byte record; a put that starts where the previous
+//! record of that target ends extends it, so a run of puts to consecutive addresses is
+//! one record), sent when it is full, before any other message to that PE (so per-PE order
 //! holds), and before this PE waits for anything (`quiet`, barriers, collectives, gets,
 //! fetching atomics, `wait_until`/`test`, lock loops) so a peer waiting for one of them is
 //! never stranded by a waiter here. A PE that puts and then computes without calling
@@ -34,6 +36,8 @@
 //! with `SKIFSHMEM_PROGRESS_THREAD=1`, on a [`skifch::proto::ProgressThread`].
 #![allow(unsafe_code)] // applying requests to this PE's memory through raw pointers
 
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use skifch::proto::{Am, Endpoint, Landing, Phase};
@@ -51,35 +55,273 @@ pub const H_FLUSH: u8 = 4;
 /// Handler id of aggregated small puts.
 pub const H_PUTV: u8 = 5;
 
-/// Bytes of a [`H_PUTV`] record header: segment (1), length (4), offset (8).
-pub(crate) const PUTV_REC: usize = 13;
+/// Bytes of a [`H_PUTV`] record header: one little-endian `u64` holding the length
+/// (bits 0–14), the segment (bit 15) and the offset (bits 16–63).
+pub(crate) const PUTV_REC: usize = 8;
+/// Largest offset a [`H_PUTV`] record can name (larger ones go as [`H_PUT`]).
+pub(crate) const PUTV_MAX_OFF: usize = (1 << 48) - 1;
+/// Largest [`H_PUTV`] payload (a record's length field has 15 bits).
+pub(crate) const PUTV_MAX: usize = 32 << 10;
 
-/// Appends one put record to an [`H_PUTV`] payload.
-pub(crate) fn putv_record(buf: &mut Vec<u8>, seg: u8, off: u64, data: &[u8]) {
-    buf.push(seg);
-    buf.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    buf.extend_from_slice(&off.to_le_bytes());
-    buf.extend_from_slice(data);
+/// A record header without its length: where the record's data starts.
+#[inline(always)]
+fn putv_key(seg: u8, off: usize) -> u64 {
+    (off as u64) << 16 | u64::from(seg & 1) << 15
 }
 
-/// Applies the records of an [`H_PUTV`] payload (each checked; a bad one stops the rest).
-fn apply_putv(segs: &OnceLock<Segs>, src: u32, mut p: &[u8]) -> Result<(), ChError> {
-    while !p.is_empty() {
-        if p.len() < PUTV_REC {
-            return Err(bad(src, "a truncated put record".into()));
+/// Copies `n` bytes between non-overlapping ranges: sizes up to 16 as two overlapping
+/// unaligned loads and stores (a small put's usual size, without a `memcpy` call).
+///
+/// # Safety
+/// `src..src + n` readable, `dst..dst + n` writable, not overlapping.
+#[inline(always)]
+pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY (every arm): the caller's ranges; each access lies within the first `n` bytes.
+    unsafe {
+        if (8..=16).contains(&n) {
+            let a = src.cast::<u64>().read_unaligned();
+            let b = src.add(n - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(a);
+            dst.add(n - 8).cast::<u64>().write_unaligned(b);
+        } else if (4..8).contains(&n) {
+            let a = src.cast::<u32>().read_unaligned();
+            let b = src.add(n - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(a);
+            dst.add(n - 4).cast::<u32>().write_unaligned(b);
+        } else if n < 4 {
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
+            }
+        } else {
+            std::ptr::copy_nonoverlapping(src, dst, n);
         }
-        let seg = u32::from(p[0]);
-        let len = u32::from_le_bytes([p[1], p[2], p[3], p[4]]) as usize;
-        let mut o = [0u8; 8];
-        o.copy_from_slice(&p[5..13]);
-        let off = u64::from_le_bytes(o);
-        let Some(data) = p.get(PUTV_REC..PUTV_REC + len) else {
+    }
+}
+
+/// One target PE's waiting small puts: an [`H_PUTV`] payload being built.
+struct PeBuf {
+    /// `cap` bytes once the first put to this PE is made (empty before).
+    data: Box<[u8]>,
+    len: usize,
+    /// Where the last record's header is, and the key of the byte just after its data:
+    /// a put starting there extends that record instead of adding one.
+    last: usize,
+    next: u64,
+}
+
+impl PeBuf {
+    /// Sends the waiting payload, or allocates the buffer at the first put.
+    #[cold]
+    #[inline(never)]
+    fn make_room<E>(
+        &mut self,
+        pe: u32,
+        cap: usize,
+        send: impl FnOnce(u32, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.data.is_empty() {
+            self.data = vec![0u8; cap].into_boxed_slice();
+            return Ok(());
+        }
+        let r = send(pe, &self.data[..self.len]);
+        self.len = 0;
+        self.next = NO_NEXT;
+        r
+    }
+}
+
+/// Small puts waiting per target PE, built into [`H_PUTV`] payloads of at most `cap`
+/// bytes (see the module docs for when they are sent). One lock for all targets: a
+/// test-and-set flag released by a plain store (cheaper than a `Mutex`'s two atomic
+/// read-modify-writes on every put); it is held while a full payload is sent, never
+/// while waiting for anything else.
+pub(crate) struct Aggregator {
+    busy: AtomicBool,
+    bufs: UnsafeCell<Box<[PeBuf]>>,
+    cap: usize,
+    /// [`AGG_PUT`], or 0 when aggregation is off.
+    max_len: usize,
+}
+
+// SAFETY: `bufs` is reached only through `Aggregator::lock`, which gives one thread at a
+// time exclusive access (acquire on taking the flag, release on dropping it).
+unsafe impl Sync for Aggregator {}
+
+/// Exclusive access to the aggregation buffers ([`Aggregator::lock`]).
+pub(crate) struct AggGuard<'a>(&'a Aggregator);
+
+impl Drop for AggGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::Release);
+    }
+}
+
+/// Marker of "no record to extend": no key equals it (keys have length bits 0).
+const NO_NEXT: u64 = u64::MAX;
+
+impl Aggregator {
+    /// Buffers for `n` PEs of `cap` bytes each (allocated at a PE's first small put;
+    /// `cap` is capped at [`PUTV_MAX`]), for segments of at most `seg_len` bytes. Puts are
+    /// aggregated only if the buffer holds the largest small put and records can name
+    /// every offset.
+    pub(crate) fn new(n: u32, cap: usize, seg_len: usize) -> Self {
+        let cap = cap.min(PUTV_MAX);
+        let bufs = (0..n)
+            .map(|_| PeBuf {
+                data: Box::default(),
+                len: 0,
+                last: 0,
+                next: NO_NEXT,
+            })
+            .collect();
+        let on = cap >= PUTV_REC + AGG_PUT && seg_len <= PUTV_MAX_OFF;
+        Aggregator {
+            busy: AtomicBool::new(false),
+            bufs: UnsafeCell::new(bufs),
+            cap,
+            max_len: if on { AGG_PUT } else { 0 },
+        }
+    }
+
+    /// Whether puts of `len` bytes are aggregated (`0 < len <= AGG_PUT`, when on).
+    #[inline(always)]
+    pub(crate) fn takes(&self, len: usize) -> bool {
+        len.wrapping_sub(1) < self.max_len
+    }
+
+    #[inline(always)]
+    pub(crate) fn lock(&self) -> AggGuard<'_> {
+        if self.busy.swap(true, Ordering::Acquire) {
+            self.contended();
+        }
+        AggGuard(self)
+    }
+
+    #[cold]
+    fn contended(&self) {
+        let mut spins = 0u32;
+        loop {
+            while self.busy.load(Ordering::Relaxed) {
+                spins += 1;
+                if spins < 100 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            if !self.busy.swap(true, Ordering::Acquire) {
+                return;
+            }
+        }
+    }
+}
+
+impl AggGuard<'_> {
+    #[inline(always)]
+    fn bufs(&mut self) -> &mut [PeBuf] {
+        // SAFETY: this guard holds the flag: no other thread reaches `bufs` until it drops.
+        unsafe { &mut *self.0.bufs.get() }
+    }
+
+    /// Adds a put of `n` bytes at `src` to `seg`/`off` of `pe` (`off` in a segment given
+    /// to [`Aggregator::new`]); sends the payload first through `send` if the put does
+    /// not fit.
+    ///
+    /// # Safety
+    /// `src..src + n` is readable, `pe` is below the `n` given to [`Aggregator::new`] and
+    /// [`Aggregator::takes`]`(n)` holds.
+    #[inline(always)]
+    pub(crate) unsafe fn put<E>(
+        &mut self,
+        pe: u32,
+        seg: u8,
+        off: usize,
+        src: *const u8,
+        n: usize,
+        send: impl FnOnce(u32, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let cap = self.0.cap;
+        let key = putv_key(seg, off);
+        // SAFETY: `pe` is in range (the caller's contract).
+        let b = unsafe { self.bufs().get_unchecked_mut(pe as usize) };
+        // `data` is empty (and `next` is NO_NEXT) until the first put to `pe`.
+        if b.len + n <= b.data.len() && b.next == key {
+            // A run of puts to consecutive addresses: one record.
+            // SAFETY: `last + 8 <= len` and `len + n <= cap` bytes of `data`.
+            unsafe {
+                let p = b.data.as_mut_ptr();
+                let h = p.add(b.last).cast::<u64>();
+                h.write_unaligned((u64::from_le(h.read_unaligned()) + n as u64).to_le());
+                copy_small(src, p.add(b.len), n);
+            }
+            b.len += n;
+            b.next = key + ((n as u64) << 16);
+            return Ok(());
+        }
+        if b.len + PUTV_REC + n > b.data.len() {
+            b.make_room(pe, cap, send)?;
+        }
+        // SAFETY: `len + 8 + n <= cap` bytes of `data` (`make_room` empties the buffer,
+        // and `takes` gives `8 + n <= cap`).
+        unsafe {
+            let p = b.data.as_mut_ptr().add(b.len);
+            p.cast::<u64>().write_unaligned((key | n as u64).to_le());
+            copy_small(src, p.add(PUTV_REC), n);
+        }
+        b.last = b.len;
+        b.len += PUTV_REC + n;
+        b.next = key + ((n as u64) << 16);
+        Ok(())
+    }
+
+    /// Sends the payload waiting for `pe`, if any, through `send`.
+    pub(crate) fn flush<E>(
+        &mut self,
+        pe: u32,
+        send: impl FnOnce(u32, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let b = &mut self.bufs()[pe as usize];
+        if b.len == 0 {
+            return Ok(());
+        }
+        b.make_room(pe, 0, send)
+    }
+}
+
+/// Puts of at most this many bytes are aggregated.
+pub(crate) const AGG_PUT: usize = 256;
+
+/// Applies the records of an [`H_PUTV`] payload in order (each checked; a bad one
+/// stops the rest).
+fn apply_putv(segs: &OnceLock<Segs>, src: u32, p: &[u8]) -> Result<(), ChError> {
+    let Some(s) = segs.get() else {
+        return Err(bad(src, "puts before this PE's segments exist".into()));
+    };
+    let mut i = 0;
+    while i < p.len() {
+        let Some(hb) = p.get(i..i + PUTV_REC) else {
+            return Err(bad(src, "a truncated put record".into()));
+        };
+        let mut h = [0u8; 8];
+        h.copy_from_slice(hb);
+        let h = u64::from_le_bytes(h);
+        let (len, seg, off) = ((h & 0x7FFF) as usize, (h >> 15 & 1) as usize, h >> 16);
+        let at = i + PUTV_REC;
+        let Some(data) = p.get(at..at + len) else {
             return Err(bad(src, "a put record longer than its message".into()));
         };
-        let dst = local(segs, src, seg, off, len as u64)?;
-        // SAFETY: `local` checked dst..dst+len lies in this PE's live segment.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, len) };
-        p = &p[PUTV_REC + len..];
+        let (base, size) = s[seg];
+        if off + len as u64 > size as u64 {
+            return Err(bad(
+                src,
+                format!("an access of {len} bytes at offset {off:#x} outside its segment {seg}"),
+            ));
+        }
+        // SAFETY: checked above: dst..dst+len lies in this PE's live segment; `data` is
+        // the message's (not overlapping it).
+        unsafe { copy_small(data.as_ptr(), (base + off as usize) as *mut u8, len) };
+        i = at + len;
     }
     Ok(())
 }

@@ -89,9 +89,8 @@ pub struct World<P: Port> {
     /// PEs written by one-way messages since the last quiet (message path).
     dirty: Vec<AtomicBool>,
     /// Small puts waiting to go to each PE as one message (message path, see
-    /// [`World::flush`]); `agg_max` bytes at most per message.
-    agg: Mutex<Vec<Vec<u8>>>,
-    agg_max: usize,
+    /// [`World::flush`]).
+    agg: msg::Aggregator,
     /// Collective calls made per team, to name each call's group (see [`World::group_id`]).
     calls: Mutex<HashMap<Vec<u32>, u32>>,
     heap: Mutex<Heap>,
@@ -116,8 +115,6 @@ pub fn parse_size(s: &str) -> Option<usize> {
 /// allocate ~200 MB per PE).
 pub const DEFAULT_HEAP: usize = 512 << 20;
 
-/// Puts of at most this many bytes are aggregated on the message path.
-const AGG_PUT: usize = 256;
 /// Aggregated puts to one PE go as one message of at most this many bytes.
 const AGG_BYTES: usize = 8 << 10;
 
@@ -231,6 +228,7 @@ impl<P: Port + 'static> World<P> {
         // No PE sends a request before every PE has its segments.
         ep.barrier()?;
         let agg_max = AGG_BYTES.min(ep.max_inline().saturating_sub(64));
+        let agg = msg::Aggregator::new(n, agg_max, segs.iter().map(|s| s.1).max().unwrap_or(0));
         let ep = Arc::new(Mutex::new(ep));
         let progress = if opts.progress_thread && !ok {
             Some(ProgressThread::start_default(ep.clone())?)
@@ -253,8 +251,7 @@ impl<P: Port + 'static> World<P> {
             ep,
             coll,
             dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
-            agg: Mutex::new(vec![Vec::new(); n as usize]),
-            agg_max,
+            agg,
             calls: Mutex::new(HashMap::new()),
             heap: Mutex::new(Heap::new(internal_bytes(), heap_len)),
             _heap_mem: heap_mem,
@@ -349,13 +346,60 @@ impl<P: Port> World<P> {
     /// which reports why).
     #[inline]
     pub fn direct(&self, pe: u32, addr: usize, len: usize) -> Option<usize> {
-        for (&(b, l), m) in self.segs.iter().zip(&self.mapped) {
+        let (seg, off) = self.seg_of(addr, len)?;
+        self.mapped_at(seg, pe, off)
+    }
+
+    /// The segment and offset of local range `[addr, addr + len)`, if symmetric.
+    #[inline(always)]
+    pub fn seg_of(&self, addr: usize, len: usize) -> Option<(u8, usize)> {
+        for (i, &(b, l)) in self.segs.iter().enumerate() {
             let off = addr.wrapping_sub(b);
             if off < l && len <= l - off {
-                return m.get(pe as usize).map(|&base| base + off);
+                return Some((i as u8, off));
             }
         }
         None
+    }
+
+    /// Where offset `off` (of a range [`World::seg_of`] found) of segment `seg` of `pe`
+    /// is mapped here, on the direct path.
+    #[inline(always)]
+    pub fn mapped_at(&self, seg: u8, pe: u32, off: usize) -> Option<usize> {
+        let m = self.mapped.get(seg as usize)?;
+        m.get(pe as usize).map(|&base| base + off)
+    }
+
+    /// The message path's small put, for a caller that has checked the range (the C ABI,
+    /// [`World::put`]):
+    /// `len` bytes from `src` to offset `off` of segment `seg` (a range
+    /// [`World::seg_of`] found) of `pe`, added to the aggregation buffer. `None`: not an
+    /// aggregated put (the caller uses [`World::put`]).
+    ///
+    /// # Safety
+    /// `src..src + len` is readable.
+    #[inline(always)]
+    pub unsafe fn put_small(
+        &self,
+        pe: u32,
+        seg: u8,
+        off: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Option<Result<(), Error>> {
+        if pe >= self.n || pe == self.me || !self.agg.takes(len) {
+            return None;
+        }
+        let mut g = self.agg.lock();
+        // SAFETY: forwards the caller's contract; `pe` is in range.
+        Some(unsafe { g.put(pe, seg, off, src, len, |pe, b| self.send_putv(pe, b)) })
+    }
+
+    /// Sends an aggregated payload to `pe`.
+    #[inline(never)]
+    fn send_putv(&self, pe: u32, payload: &[u8]) -> Result<(), Error> {
+        self.mark_dirty(pe);
+        Ok(self.ep().send(pe, msg::H_PUTV, 0, &[], payload)?)
     }
 
     /// The local address of `a`.
@@ -410,17 +454,11 @@ impl<P: Port> World<P> {
             unsafe { std::ptr::copy(src.as_ptr(), self.local(dst) as *mut u8, src.len()) };
             return Ok(());
         }
-        self.mark_dirty(pe);
-        if src.len() <= AGG_PUT && self.agg_max > 0 {
-            let mut agg = self.agg.lock().unwrap_or_else(|p| p.into_inner());
-            let buf = &mut agg[pe as usize];
-            if buf.len() + msg::PUTV_REC + src.len() > self.agg_max {
-                let full = std::mem::take(buf);
-                self.ep().send(pe, msg::H_PUTV, 0, &[], &full)?;
-            }
-            msg::putv_record(buf, dst.seg, dst.off as u64, src);
-            return Ok(());
+        // SAFETY: `src` is a live slice.
+        if let Some(r) = unsafe { self.put_small(pe, dst.seg, dst.off, src.as_ptr(), src.len()) } {
+            return r;
         }
+        self.mark_dirty(pe);
         self.flush(pe)?;
         Ok(self
             .ep()
@@ -433,13 +471,7 @@ impl<P: Port> World<P> {
         if self.path != Path::Messages {
             return Ok(());
         }
-        let mut agg = self.agg.lock().unwrap_or_else(|p| p.into_inner());
-        let buf = &mut agg[pe as usize];
-        if !buf.is_empty() {
-            let full = std::mem::take(buf);
-            self.ep().send(pe, msg::H_PUTV, 0, &[], &full)?;
-        }
-        Ok(())
+        self.agg.lock().flush(pe, |pe, b| self.send_putv(pe, b))
     }
 
     /// [`World::flush`] for every PE: before this PE waits for anything (a peer may be
@@ -448,12 +480,9 @@ impl<P: Port> World<P> {
         if self.path != Path::Messages {
             return Ok(());
         }
-        let mut agg = self.agg.lock().unwrap_or_else(|p| p.into_inner());
-        for (pe, buf) in agg.iter_mut().enumerate() {
-            if !buf.is_empty() {
-                let full = std::mem::take(buf);
-                self.ep().send(pe as u32, msg::H_PUTV, 0, &[], &full)?;
-            }
+        let mut g = self.agg.lock();
+        for pe in 0..self.n {
+            g.flush(pe, |pe, b| self.send_putv(pe, b))?;
         }
         Ok(())
     }

@@ -400,14 +400,53 @@ pub unsafe extern "C" fn skifshmem_put(
     bytes: usize,
     pe: c_int,
 ) {
-    if let Some(d) = direct(ctx, pe, dest, bytes) {
-        // SAFETY: `direct` bounded `d..d + bytes` by the target's mapped segment; the
-        // caller passes `bytes` readable bytes at `src` (OpenSHMEM put contract).
-        unsafe { std::ptr::copy(src.cast::<u8>(), d as *mut u8, bytes) };
-        return;
+    let st = STATE.load(Ordering::Acquire);
+    if !st.is_null() && ctx == 1 && pe >= 0 {
+        // SAFETY: as in `st`.
+        let w = unsafe { &(*st).world };
+        if let Some((seg, off)) = w.seg_of(dest as usize, bytes) {
+            if let Some(d) = w.mapped_at(seg, pe as u32, off) {
+                // SAFETY: `seg_of` bounded `d..d + bytes` by the target's mapped segment;
+                // the caller passes `bytes` readable bytes at `src` (OpenSHMEM put
+                // contract).
+                unsafe { std::ptr::copy(src.cast::<u8>(), d as *mut u8, bytes) };
+                return;
+            }
+            // SAFETY: forwards the caller's contract.
+            return unsafe {
+                put_messages(call, w, pe as u32, off << 1 | seg as usize, src, bytes)
+            };
+        }
     }
     // SAFETY: forwards the caller's contract.
     unsafe { rma_checked(call, ctx, dest, src, bytes, pe, true) }
+}
+
+/// [`skifshmem_put`] of a symmetric range (`seg_off` = offset · 2 + segment) in the
+/// default context off the direct path: a small put is aggregated, any other goes
+/// through [`World::put`]. Out of line, so that the direct path stays small.
+#[inline(never)]
+unsafe fn put_messages(
+    call: *const c_char,
+    w: &W,
+    pe: u32,
+    seg_off: usize,
+    src: *const c_void,
+    bytes: usize,
+) {
+    let (seg, off) = ((seg_off & 1) as u8, seg_off >> 1);
+    // SAFETY: the caller passes `bytes` readable bytes at `src`.
+    let r = match unsafe { w.put_small(pe, seg, off, src.cast(), bytes) } {
+        Some(r) => r,
+        // SAFETY: as above.
+        None => w.put(pe, SymAddr { seg, off }, unsafe {
+            std::slice::from_raw_parts(src.cast::<u8>(), bytes)
+        }),
+    };
+    if let Err(e) = r {
+        // SAFETY: see `name`.
+        fatal(unsafe { name(call) }, &e);
+    }
 }
 
 /// [`skifshmem_put`] (`put`) and [`skifshmem_get`] off the direct path, kept out of line

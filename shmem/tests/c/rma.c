@@ -6,6 +6,7 @@
 #include "check.h"
 
 #define N 64
+static long gsmall[16]; /* a global target of small puts */
 #define TYPED(NAME, T) \
     do { \
         T *s = shmem_malloc(N * sizeof(T)); \
@@ -103,6 +104,45 @@ int main(void) {
     shmem_get(lg, gl, 2, right);
     CHECK(lg[0] == me + 10);
     shmem_ctx_destroy(ctx);
+
+    /* many small puts (aggregated on the message path): runs to consecutive addresses
+     * of every size 1..300 (merged into one record), to two PEs in turn, puts to global
+     * variables between them, a descending run, overwrites of one address (the last one
+     * stays), and several messages' worth of each */
+    size_t tot = 64 * 1024;
+    unsigned char *ps = shmem_malloc(tot), *pd = shmem_calloc(tot, 1);
+    unsigned char *pl = shmem_calloc(tot, 1);
+    for (size_t i = 0; i < tot; i++) ps[i] = (unsigned char)(i * 13 + me);
+    shmem_barrier_all();
+    size_t at = 0;
+    for (size_t len = 1; at < tot; len = len % 300 + 1) {
+        size_t k = at + len > tot ? tot - at : len;
+        shmem_putmem(pd + at, ps + at, k, right);
+        shmem_putmem(pl + at, ps + at, k, left);
+        if (len % 7 == 0)
+            shmem_long_p(&gsmall[len % 16], (long)(me * 1000 + len % 16), right);
+        at += k;
+    }
+    uint64_t *pdesc = shmem_calloc(2048, 8);
+    for (int i = 2047; i >= 0; i--) {
+        uint64_t v = ((uint64_t)me << 32) | (uint64_t)i;
+        shmem_putmem(&pdesc[i], &v, 8, right);
+    }
+    for (int v = 0; v < 1000; v++) shmem_int_p((int *)&pdesc[7], v, right);
+    shmem_quiet();
+    shmem_barrier_all();
+    for (size_t i = 0; i < tot; i++) CHECK(pd[i] == (unsigned char)(i * 13 + left));
+    for (size_t i = 0; i < tot; i++) CHECK(pl[i] == (unsigned char)(i * 13 + right));
+    /* 7·k mod 16 (k = 1..16) reaches every index */
+    for (int i = 0; i < 16; i++) CHECK(gsmall[i] == left * 1000 + i);
+    for (int i = 0; i < 2048; i++)
+        if (i != 7) CHECK(pdesc[i] == (((uint64_t)left << 32) | (uint64_t)i));
+    CHECK(*(int *)&pdesc[7] == 999);
+    shmem_barrier_all();
+    shmem_free(pdesc);
+    shmem_free(pl);
+    shmem_free(pd);
+    shmem_free(ps);
 
     /* large transfers (many messages on the message path) */
     size_t big = 3u << 20;
