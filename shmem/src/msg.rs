@@ -13,7 +13,7 @@
 //! | [`H_PUTV`] | one-way; payload = records: a `u64` header (length · segment · offset, [`PUTV_REC`]) and the data | applies each put in order |
 //!
 //! Puts of up to 256 bytes are **aggregated** per target into one `H_PUTV` message of up
-//! to 8 KiB (an 8-byte put is a 16-byte record; a put that starts where the previous
+//! to 32 KiB (an 8-byte put is a 16-byte record; a put that starts where the previous
 //! record of that target ends extends it, so a run of puts to consecutive addresses is
 //! one record), sent when it is full, before any other message to that PE (so per-PE order
 //! holds), and before this PE waits for anything (`quiet`, barriers, collectives, gets,
@@ -69,31 +69,39 @@ fn putv_key(seg: u8, off: usize) -> u64 {
     (off as u64) << 16 | u64::from(seg & 1) << 15
 }
 
-/// Copies `n` bytes between non-overlapping ranges: sizes up to 16 as two overlapping
-/// unaligned loads and stores (a small put's usual size, without a `memcpy` call).
+/// Copies `n <= AGG_PUT` bytes between non-overlapping ranges with unaligned loads and
+/// stores, without a call (a small put's copy; keeps the put path a leaf): 16-byte
+/// chunks and an overlapping last chunk, or two overlapping words for shorter ones.
 ///
 /// # Safety
-/// `src..src + n` readable, `dst..dst + n` writable, not overlapping.
+/// `src..src + n` readable, `dst..dst + n` writable, not overlapping; `n <= AGG_PUT`.
 #[inline(always)]
 pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
     // SAFETY (every arm): the caller's ranges; each access lies within the first `n` bytes.
     unsafe {
-        if (8..=16).contains(&n) {
+        if n >= 16 {
+            let mut i = 0;
+            while i + 16 < n {
+                let v = src.add(i).cast::<u128>().read_unaligned();
+                dst.add(i).cast::<u128>().write_unaligned(v);
+                i += 16;
+            }
+            let v = src.add(n - 16).cast::<u128>().read_unaligned();
+            dst.add(n - 16).cast::<u128>().write_unaligned(v);
+        } else if n >= 8 {
             let a = src.cast::<u64>().read_unaligned();
             let b = src.add(n - 8).cast::<u64>().read_unaligned();
             dst.cast::<u64>().write_unaligned(a);
             dst.add(n - 8).cast::<u64>().write_unaligned(b);
-        } else if (4..8).contains(&n) {
+        } else if n >= 4 {
             let a = src.cast::<u32>().read_unaligned();
             let b = src.add(n - 4).cast::<u32>().read_unaligned();
             dst.cast::<u32>().write_unaligned(a);
             dst.add(n - 4).cast::<u32>().write_unaligned(b);
-        } else if n < 4 {
+        } else {
             for i in 0..n {
                 *dst.add(i) = *src.add(i);
             }
-        } else {
-            std::ptr::copy_nonoverlapping(src, dst, n);
         }
     }
 }
@@ -110,6 +118,41 @@ struct PeBuf {
 }
 
 impl PeBuf {
+    /// Adds a put of `n` bytes at `src` whose record header is `key | n`: extends the
+    /// last record if the put starts where it ends, else starts a record. False if it
+    /// does not fit (nothing done).
+    ///
+    /// # Safety
+    /// `src..src + n` is readable.
+    #[inline(always)]
+    unsafe fn append(&mut self, key: u64, src: *const u8, n: usize) -> bool {
+        // `data` is empty (and `next` is NO_NEXT) until the first put to this PE.
+        let p = self.data.as_mut_ptr();
+        if self.next == key && self.len + n <= self.data.len() {
+            // A run of puts to consecutive addresses: one record.
+            // SAFETY: `last + 8 <= len` and `len + n <= data.len()`.
+            unsafe {
+                let h = p.add(self.last).cast::<u64>();
+                h.write_unaligned((u64::from_le(h.read_unaligned()) + n as u64).to_le());
+                copy_small(src, p.add(self.len), n);
+            }
+            self.len += n;
+        } else if self.len + PUTV_REC + n <= self.data.len() {
+            // SAFETY: `len + 8 + n <= data.len()`.
+            unsafe {
+                let r = p.add(self.len);
+                r.cast::<u64>().write_unaligned((key | n as u64).to_le());
+                copy_small(src, r.add(PUTV_REC), n);
+            }
+            self.last = self.len;
+            self.len += PUTV_REC + n;
+        } else {
+            return false;
+        }
+        self.next = key + ((n as u64) << 16);
+        true
+    }
+
     /// Sends the waiting payload, or allocates the buffer at the first put.
     #[cold]
     #[inline(never)]
@@ -190,6 +233,35 @@ impl Aggregator {
         len.wrapping_sub(1) < self.max_len
     }
 
+    /// A small put in the common case, without waiting or sending: if the lock is free
+    /// and the put fits in `pe`'s buffer, adds it and returns true; else does nothing
+    /// and returns false (the caller then takes [`Aggregator::lock`] and
+    /// [`AggGuard::put`]). Kept free of calls and error values so that it compiles to a
+    /// leaf.
+    ///
+    /// # Safety
+    /// As [`AggGuard::put`].
+    #[inline(always)]
+    pub(crate) unsafe fn try_put(
+        &self,
+        pe: u32,
+        seg: u8,
+        off: usize,
+        src: *const u8,
+        n: usize,
+    ) -> bool {
+        if self.busy.swap(true, Ordering::Acquire) {
+            return false;
+        }
+        // SAFETY: the flag is held (taken above); `pe` is in range (the caller's
+        // contract).
+        let b = unsafe { (&mut *self.bufs.get()).get_unchecked_mut(pe as usize) };
+        // SAFETY: forwards the caller's contract.
+        let done = unsafe { b.append(putv_key(seg, off), src, n) };
+        self.busy.store(false, Ordering::Release);
+        done
+    }
+
     #[inline(always)]
     pub(crate) fn lock(&self) -> AggGuard<'_> {
         if self.busy.swap(true, Ordering::Acquire) {
@@ -245,33 +317,15 @@ impl AggGuard<'_> {
         let key = putv_key(seg, off);
         // SAFETY: `pe` is in range (the caller's contract).
         let b = unsafe { self.bufs().get_unchecked_mut(pe as usize) };
-        // `data` is empty (and `next` is NO_NEXT) until the first put to `pe`.
-        if b.len + n <= b.data.len() && b.next == key {
-            // A run of puts to consecutive addresses: one record.
-            // SAFETY: `last + 8 <= len` and `len + n <= cap` bytes of `data`.
-            unsafe {
-                let p = b.data.as_mut_ptr();
-                let h = p.add(b.last).cast::<u64>();
-                h.write_unaligned((u64::from_le(h.read_unaligned()) + n as u64).to_le());
-                copy_small(src, p.add(b.len), n);
-            }
-            b.len += n;
-            b.next = key + ((n as u64) << 16);
+        // SAFETY: forwards the caller's contract.
+        if unsafe { b.append(key, src, n) } {
             return Ok(());
         }
-        if b.len + PUTV_REC + n > b.data.len() {
-            b.make_room(pe, cap, send)?;
-        }
-        // SAFETY: `len + 8 + n <= cap` bytes of `data` (`make_room` empties the buffer,
-        // and `takes` gives `8 + n <= cap`).
-        unsafe {
-            let p = b.data.as_mut_ptr().add(b.len);
-            p.cast::<u64>().write_unaligned((key | n as u64).to_le());
-            copy_small(src, p.add(PUTV_REC), n);
-        }
-        b.last = b.len;
-        b.len += PUTV_REC + n;
-        b.next = key + ((n as u64) << 16);
+        b.make_room(pe, cap, send)?;
+        // SAFETY: forwards the caller's contract; the buffer is empty now and `takes`
+        // gives `8 + n <= cap`.
+        let done = unsafe { b.append(key, src, n) };
+        debug_assert!(done);
         Ok(())
     }
 
@@ -318,9 +372,16 @@ fn apply_putv(segs: &OnceLock<Segs>, src: u32, p: &[u8]) -> Result<(), ChError> 
                 format!("an access of {len} bytes at offset {off:#x} outside its segment {seg}"),
             ));
         }
+        let dst = (base + off as usize) as *mut u8;
         // SAFETY: checked above: dst..dst+len lies in this PE's live segment; `data` is
         // the message's (not overlapping it).
-        unsafe { copy_small(data.as_ptr(), (base + off as usize) as *mut u8, len) };
+        unsafe {
+            if len <= AGG_PUT {
+                copy_small(data.as_ptr(), dst, len)
+            } else {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len)
+            }
+        }
         i = at + len;
     }
     Ok(())

@@ -390,7 +390,9 @@ fn check_ctx(call: &str, ctx: usize) {
     }
 }
 
-/// `skifshmem_put(call, ctx, dest, src, bytes, pe)`: every blocking and `_nbi` put.
+/// `skifshmem_put(call, ctx, dest, src, bytes, pe)`: every blocking and `_nbi` put: the
+/// direct path's copy, else [`put_messages`], else (a context, an address that is not
+/// symmetric, a bad PE) [`rma_checked`].
 #[no_mangle]
 pub unsafe extern "C" fn skifshmem_put(
     call: *const c_char,
@@ -423,8 +425,9 @@ pub unsafe extern "C" fn skifshmem_put(
 }
 
 /// [`skifshmem_put`] of a symmetric range (`seg_off` = offset · 2 + segment) in the
-/// default context off the direct path: a small put is aggregated, any other goes
-/// through [`World::put`]. Out of line, so that the direct path stays small.
+/// default context off the direct path: a small put is added to the aggregation buffer
+/// ([`World::put_small_try`]); anything else goes to [`rma_checked`]. Out of line, so
+/// that the direct path stays small; a leaf on the common path.
 #[inline(never)]
 unsafe fn put_messages(
     call: *const c_char,
@@ -434,18 +437,15 @@ unsafe fn put_messages(
     src: *const c_void,
     bytes: usize,
 ) {
-    let (seg, off) = ((seg_off & 1) as u8, seg_off >> 1);
-    // SAFETY: the caller passes `bytes` readable bytes at `src`.
-    let r = match unsafe { w.put_small(pe, seg, off, src.cast(), bytes) } {
-        Some(r) => r,
-        // SAFETY: as above.
-        None => w.put(pe, SymAddr { seg, off }, unsafe {
-            std::slice::from_raw_parts(src.cast::<u8>(), bytes)
-        }),
+    let a = SymAddr {
+        seg: (seg_off & 1) as u8,
+        off: seg_off >> 1,
     };
-    if let Err(e) = r {
-        // SAFETY: see `name`.
-        fatal(unsafe { name(call) }, &e);
+    // SAFETY: the caller passes `bytes` readable bytes at `src` and a checked range.
+    if !unsafe { w.put_small_try(pe, a.seg, a.off, src.cast(), bytes) } {
+        let dest = w.local(a) as *mut c_void;
+        // SAFETY: forwards the caller's contract.
+        unsafe { rma_checked(call, 1, dest, src, bytes, pe as c_int, true) }
     }
 }
 
