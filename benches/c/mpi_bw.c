@@ -19,26 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_REPS 15
-static int rank;
+#define PROG "mpi_bw"
+#include "mpi_common.h"
 
-static void die(const char *what)
-{
-    fprintf(stderr, "mpi_bw: rank %d: %s\n", rank, what);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-#define CHECK(call)                                                     \
-    do {                                                                \
-        if ((call) != MPI_SUCCESS) die(#call);                          \
-    } while (0)
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* One pass of n messages; returns rank 0's elapsed seconds (broadcast). */
 static double pass(unsigned char *buf, int size, long n)

@@ -59,12 +59,13 @@ impl Layer {
             Layer::Shmem => ("SKIFSHMEM_LIBDIR", "libskifshmem.so", "shmem"),
         }
     }
-    /// Our own second program (in `benches/c/`), for what the peers' program does not
-    /// measure: 1-16 MiB bandwidth (MPI), get and fetch-add latency (SHMEM).
-    fn extra_source(self) -> &'static str {
+    /// Our own programs (in `benches/c/`), for what the peers' program does not measure:
+    /// 1-16 MiB bandwidth and 2-rank Barrier/8 B Allreduce latency (MPI), get and
+    /// fetch-add latency (SHMEM).
+    fn extra_sources(self) -> &'static [&'static str] {
         match self {
-            Layer::MpiLite => "mpi_bw.c",
-            Layer::Shmem => "shmem_lat.c",
+            Layer::MpiLite => &["mpi_bw.c", "mpi_coll.c"],
+            Layer::Shmem => &["shmem_lat.c"],
         }
     }
     /// The peers group whose library also runs the extra program, and its compiler.
@@ -227,8 +228,8 @@ impl Tools {
     }
 
     /// Checks that the wrapper, the library and the peers' source exist; builds the layer's
-    /// two programs (the peers' and our extra one) into `work_dir`; returns their paths.
-    pub fn build(&self, layer: Layer) -> Result<(PathBuf, PathBuf)> {
+    /// programs (the peers' and our extra ones) into `work_dir`; returns their paths.
+    pub fn build(&self, layer: Layer) -> Result<(PathBuf, Vec<PathBuf>)> {
         let wrapper = self.root.join(layer.wrapper());
         if !wrapper.is_file() {
             return Err(BenchError::Setup(format!(
@@ -260,15 +261,18 @@ impl Tools {
             Command::new(&wrapper).env(var, &self.bin_dir),
             &src,
         )?;
-        let extra = self.compile(
-            &format!(
-                "{}_{}",
-                layer.extra_source().trim_end_matches(".c"),
-                layer.imp().replace('-', "")
-            ),
-            Command::new(&wrapper).env(var, &self.bin_dir),
-            &self.extra_dir().join(layer.extra_source()),
-        )?;
+        let mut extra = Vec::new();
+        for src in layer.extra_sources() {
+            extra.push(self.compile(
+                &format!(
+                    "{}_{}",
+                    src.trim_end_matches(".c"),
+                    layer.imp().replace('-', "")
+                ),
+                Command::new(&wrapper).env(var, &self.bin_dir),
+                &self.extra_dir().join(src),
+            )?);
+        }
         Ok((exe, extra))
     }
 
@@ -277,14 +281,19 @@ impl Tools {
         self.root.join("benches").join("c")
     }
 
-    /// Builds the layer's extra program with its peer's compiler (`mpicc.openmpi`, `oshcc`).
-    pub fn build_peer_extra(&self, layer: Layer) -> Result<PathBuf> {
+    /// Builds the layer's extra programs with its peer's compiler (`mpicc.openmpi`,
+    /// `oshcc`), in the order of [`Layer::extra_sources`].
+    pub fn build_peer_extra(&self, layer: Layer) -> Result<Vec<PathBuf>> {
         let (group, cc) = layer.extra_peer();
-        self.compile(
-            &format!("{}_{group}", layer.extra_source().trim_end_matches(".c")),
-            &mut Command::new(cc),
-            &self.extra_dir().join(layer.extra_source()),
-        )
+        let mut out = Vec::new();
+        for src in layer.extra_sources() {
+            out.push(self.compile(
+                &format!("{}_{group}", src.trim_end_matches(".c")),
+                &mut Command::new(cc),
+                &self.extra_dir().join(src),
+            )?);
+        }
+        Ok(out)
     }
 
     /// Compiles `src` with `cc` (a compiler command, maybe with environment) into
@@ -505,7 +514,7 @@ impl Combined {
             }
         }
         // Each SkifCh group is followed by the peers it is compared with; each extra
-        // program over our library by the same program over the peer's.
+        // program over our library by the same program over the peer's (the i-th of each).
         let mut seq = vec![Step::Raw];
         let peer = |g: &str| {
             self.peers
@@ -513,30 +522,33 @@ impl Combined {
                 .any(|p| p == g)
                 .then(|| Step::Peer(g.into()))
         };
-        let pextra = |l: Layer| {
+        let pextra = |l: Layer, i: usize| {
             peer_extra
                 .iter()
                 .find(|(pl, _)| *pl == l)
-                .map(|(_, exe)| Step::PeerExtra(l, exe.clone()))
+                .and_then(|(_, exes)| exes.get(i))
+                .map(|exe| Step::PeerExtra(l, exe.clone()))
         };
         seq.extend(peer("rawring"));
         for (l, (exe, extra)) in &built {
             seq.push(Step::Layer(*l, exe.clone()));
             seq.extend(l.peer_groups().iter().filter_map(|g| peer(g)));
-            seq.push(Step::Extra(*l, extra.clone()));
-            seq.extend(pextra(*l));
+            for (i, x) in extra.iter().enumerate() {
+                seq.push(Step::Extra(*l, x.clone()));
+                seq.extend(pextra(*l, i));
+            }
         }
         for g in &self.peers {
             if !seq.iter().any(|s| matches!(s, Step::Peer(p) if p == g)) {
                 seq.push(Step::Peer(g.clone()));
             }
         }
-        for (l, _) in &peer_extra {
+        for (l, exes) in &peer_extra {
             if !seq
                 .iter()
                 .any(|s| matches!(s, Step::PeerExtra(pl, _) if pl == l))
             {
-                seq.extend(pextra(*l));
+                seq.extend(exes.iter().map(|exe| Step::PeerExtra(*l, exe.clone())));
             }
         }
         let mut out = Outcome::default();
@@ -621,7 +633,8 @@ impl Combined {
     }
 
     /// Options of an extra program: the plan, and the largest size when `max_size` is set
-    /// (mpi_bw.c starts at 1 MiB, shmem_lat.c at 8 B, so the cap never empties them).
+    /// (mpi_bw.c starts at 1 MiB, shmem_lat.c at 8 B, so the cap never empties them;
+    /// mpi_coll.c has no sizes and ignores it).
     fn extra_args(&self, l: Layer) -> Vec<String> {
         let mut a = self.extra_plan.clone();
         if let Some(m) = self.max_size {

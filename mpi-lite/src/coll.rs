@@ -26,7 +26,6 @@ use skifch::Port;
 
 use crate::comm::{CommData, Mpi};
 use crate::datatype::{Basic, Datatype, PairValue, Scalar};
-use crate::engine::Mode;
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
 
@@ -96,28 +95,19 @@ impl<P: Port> Transport for CommTransport<'_, P> {
     }
     fn send(&self, to: usize, tag: u32, data: &[u8]) -> skifch::Result<()> {
         let mut e = self.mpi.engine();
-        // SAFETY: `data` is borrowed for this call, which waits for the request.
+        // SAFETY: `data` is borrowed for this call, which completes the send (or breaks
+        // the engine) before returning.
         let b = unsafe { Self::byte_buf(data.as_ptr(), data.len()) };
-        let r = e
-            .isend(
-                self.c.coll_ctx(),
-                self.c.rank as i32,
-                self.c.world_of(to),
-                tag as i32,
-                b,
-                Mode::Standard,
-                0,
-            )
-            .and_then(|id| e.wait(id));
-        r.map(|_| ()).map_err(|x| self.keep(x))
+        let (ctx, me) = (self.c.coll_ctx(), self.c.rank as i32);
+        let r = e.send(ctx, me, self.c.world_of(to), tag as i32, b);
+        r.map_err(|x| self.keep(x))
     }
     fn recv(&self, from: usize, tag: u32, buf: &mut [u8]) -> skifch::Result<usize> {
         let mut e = self.mpi.engine();
-        // SAFETY: `buf` is borrowed mutably for this call, which waits for the request.
+        // SAFETY: `buf` is borrowed mutably for this call, which completes the receive
+        // (or breaks the engine) before returning.
         let b = unsafe { Self::byte_buf(buf.as_mut_ptr(), buf.len()) };
-        let r = e
-            .irecv(self.c.coll_ctx(), from as i32, tag as i32, b)
-            .and_then(|id| e.wait(id));
+        let r = e.recv(self.c.coll_ctx(), from as i32, tag as i32, b);
         r.map(|s| s.bytes).map_err(|x| self.keep(x))
     }
     fn sendrecv(
@@ -130,28 +120,16 @@ impl<P: Port> Transport for CommTransport<'_, P> {
     ) -> skifch::Result<usize> {
         let mut e = self.mpi.engine();
         let (ctx, me) = (self.c.coll_ctx(), self.c.rank as i32);
-        // SAFETY: both slices are borrowed for this call, which waits for both requests.
+        // SAFETY: both slices are borrowed for this call, which completes (or breaks the
+        // engine for) both transfers before returning.
         let (rb, sb) = unsafe {
             (
                 Self::byte_buf(rbuf.as_mut_ptr(), rbuf.len()),
                 Self::byte_buf(sdata.as_ptr(), sdata.len()),
             )
         };
-        let r = (|| {
-            let r = e.irecv(ctx, from as i32, tag as i32, rb)?;
-            let s = e.isend(
-                ctx,
-                me,
-                self.c.world_of(to),
-                tag as i32,
-                sb,
-                Mode::Standard,
-                0,
-            )?;
-            let st = e.wait(r);
-            e.wait(s)?;
-            st
-        })();
+        let (dst, t) = (self.c.world_of(to), tag as i32);
+        let r = e.sendrecv(ctx, me, dst, t, sb, from as i32, t, rb);
         r.map(|s| s.bytes).map_err(|x| self.keep(x))
     }
 }

@@ -279,13 +279,22 @@ impl Datatype {
     /// The predefined type `b` (committed). Built once per process and shared: this is
     /// on every typed call's path.
     pub fn basic(b: Basic) -> Self {
-        static TABLE: std::sync::OnceLock<Vec<Datatype>> = std::sync::OnceLock::new();
-        let t = TABLE.get_or_init(|| Basic::ALL.iter().map(|&b| Self::build_basic(b)).collect());
         let i = Basic::ALL
             .iter()
             .position(|&x| x == b)
             .expect("every Basic is in ALL");
-        t[i].clone()
+        Self::basic_table()[i].clone()
+    }
+
+    /// The predefined type at index `i` of [`Basic::ALL`] (its C handle − 1), borrowed
+    /// from the process-wide table: no reference count to bump on the per-call path.
+    pub fn basic_at(i: usize) -> Option<&'static Datatype> {
+        Self::basic_table().get(i)
+    }
+
+    fn basic_table() -> &'static [Datatype] {
+        static TABLE: std::sync::OnceLock<Vec<Datatype>> = std::sync::OnceLock::new();
+        TABLE.get_or_init(|| Basic::ALL.iter().map(|&b| Self::build_basic(b)).collect())
     }
 
     fn build_basic(b: Basic) -> Self {

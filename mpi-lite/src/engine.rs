@@ -33,9 +33,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use skifch::proto::{Am, Endpoint, Landing, Phase};
+use skifch::proto::{Am, Endpoint, Landing, Phase, Take};
 use skifch::Port;
 
 use crate::error::{class, Error, Result};
@@ -295,6 +297,9 @@ pub struct State {
     free: Vec<u32>,
     posted_exact: FxMap<Key, VecDeque<ReqId>>,
     posted_wild: Vec<ReqId>,
+    /// Receives in `posted_exact` and `posted_wild` (none: a blocking receive may take the
+    /// next matching message straight from the channel).
+    posted_n: usize,
     /// Unexpected messages per envelope, each with its arrival number.
     unex: FxMap<Key, VecDeque<(u64, Unex)>>,
     /// Unexpected messages in all queues.
@@ -314,7 +319,7 @@ pub struct State {
 /// releases its buffer) or the engine never touches memory again.
 pub struct Engine<P: Port> {
     ep: Endpoint<P>,
-    st: Arc<Mutex<State>>,
+    st: Arc<Shared>,
     broken: Option<Error>,
     /// The eager limit (fixed at creation; also in `State` for the handlers).
     eager: usize,
@@ -324,10 +329,51 @@ fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
     (want_src == ANY_SOURCE || want_src == src) && (want_tag == ANY_TAG || want_tag == tag)
 }
 
-fn lock(st: &Mutex<State>) -> MutexGuard<'_, State> {
+/// The state shared with the handlers, and a lock-free summary of it.
+struct Shared {
+    state: Mutex<State>,
+    /// Posted receives + unexpected messages + cleared rendezvous sends, stored at every
+    /// unlock ([`Guard`]): 0 lets a blocking receive skip the lock and take the next
+    /// matching message straight from the channel. Written only under the lock; both
+    /// sides are on the engine's thread (handlers run inside its proto calls), the atomic
+    /// only satisfies the handlers' `Sync` bound.
+    pending: AtomicUsize,
+}
+
+/// The state lock; refreshes [`Shared::pending`] when released.
+struct Guard<'a> {
+    g: MutexGuard<'a, State>,
+    pending: &'a AtomicUsize,
+}
+
+impl Deref for Guard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.g
+    }
+}
+
+impl DerefMut for Guard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.g
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        let s = &*self.g;
+        let n = s.posted_n + s.unex_n + s.cleared.len();
+        self.pending.store(n, Ordering::Relaxed);
+    }
+}
+
+fn lock(st: &Shared) -> Guard<'_> {
     // A panic in a handler cannot leave the tables half-updated in a way later calls
     // trust (each update completes before the next step); keep going.
-    st.lock().unwrap_or_else(|p| p.into_inner())
+    Guard {
+        g: st.state.lock().unwrap_or_else(|p| p.into_inner()),
+        pending: &st.pending,
+    }
 }
 
 fn send_reply<P: Port>(ep: &Endpoint<P>, r: Reply) -> skifch::Result<()> {
@@ -354,25 +400,39 @@ fn send_eager<P: Port>(
     }
 }
 
+/// The envelope (context, source, tag) of an eager message without an ACK (`H_EAGER_S`,
+/// `H_EAGER`), else `None`.
+#[inline(always)]
+fn eager_envelope(am: &Am<'_>) -> Option<(u16, i32, i32)> {
+    match am.handler() {
+        H_EAGER_S => {
+            let a = am.arg();
+            Some((
+                (a & 0xff) as u16,
+                ((a >> 8) & 0xff) as i32,
+                (a >> 16) as i32,
+            ))
+        }
+        H_EAGER => {
+            let (c, s) = unenv(am.args().first().copied().unwrap_or(0));
+            Some((c, s, am.arg() as i32))
+        }
+        _ => None,
+    }
+}
+
 /// The handler of every mpi-lite message (runs inside proto calls of this rank).
-fn on_message<P: Port>(st: &Mutex<State>, ep: &Endpoint<P>, am: &Am<'_>) -> skifch::Result<()> {
+fn on_message<P: Port>(st: &Shared, ep: &Endpoint<P>, am: &Am<'_>) -> skifch::Result<()> {
     let world = am.src();
     let args = am.args();
     let arg = |i: usize| args.get(i).copied().unwrap_or(0);
     let mut s = lock(st);
     let reply = match am.handler() {
         H_EAGER_S | H_EAGER | H_SYNC => {
-            let (ctx, src, tag) = if am.handler() == H_EAGER_S {
-                let a = am.arg();
-                (
-                    (a & 0xff) as u16,
-                    ((a >> 8) & 0xff) as i32,
-                    (a >> 16) as i32,
-                )
-            } else {
+            let (ctx, src, tag) = eager_envelope(am).unwrap_or_else(|| {
                 let (c, s) = unenv(arg(0));
                 (c, s, am.arg() as i32)
-            };
+            });
             let ack = (am.handler() == H_SYNC).then_some((world, arg(1) as u32));
             let p = am.payload();
             match s.match_posted(ctx, src, tag) {
@@ -484,7 +544,7 @@ impl<P: Port> Engine<P> {
         };
         // Eager messages fit one channel message with the longest header (4 words).
         let room = ep.max_inline().saturating_sub(32);
-        let st = Arc::new(Mutex::new(State {
+        let state = Mutex::new(State {
             me: ep.rank(),
             size: ep.size(),
             eager: eager.min(room),
@@ -492,12 +552,17 @@ impl<P: Port> Engine<P> {
             free: Vec::new(),
             posted_exact: FxMap::default(),
             posted_wild: Vec::new(),
+            posted_n: 0,
             unex: FxMap::default(),
             unex_n: 0,
             seq: 0,
             cleared: VecDeque::new(),
             bsend_used: 0,
-        }));
+        });
+        let st = Arc::new(Shared {
+            state,
+            pending: AtomicUsize::new(0),
+        });
         for h in [H_EAGER_S, H_EAGER, H_SYNC, H_RTS, H_CTS, H_DATA, H_ACK] {
             let s = st.clone();
             ep.register(h, move |ep: &Endpoint<P>, am: &Am<'_>| {
@@ -513,7 +578,7 @@ impl<P: Port> Engine<P> {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> Guard<'_> {
         lock(&self.st)
     }
 
@@ -543,12 +608,21 @@ impl<P: Port> Engine<P> {
     }
 
     /// Blocking receive: an eager message already waiting in the unexpected queue is
-    /// copied out under one lock, without a request. Else as `irecv` + `wait`.
+    /// copied out under one lock, without a request; else, when no other receive is posted
+    /// (so none can have a prior claim, §3.5), the next matching eager message is copied
+    /// straight from the channel into `buf` ([`Engine::recv_direct`]). Otherwise (and for
+    /// synchronous or rendezvous messages) as `irecv` + `wait`.
     pub fn recv(&mut self, ctx: u16, src: i32, tag: i32, mut buf: UserBuf) -> Result<Status> {
         self.check()?;
-        if src != PROC_NULL {
+        if src != PROC_NULL && self.st.pending.load(Ordering::Relaxed) == 0 {
+            // Nothing posted, queued or cleared: no lock needed to know it.
+            if let Some(r) = self.recv_direct(ctx, src, tag, &mut buf)? {
+                return r;
+            }
+        } else if src != PROC_NULL {
             let mut s = self.lock();
-            if let Some(key) = s.find_unexpected(ctx, src, tag) {
+            let found = s.find_unexpected(ctx, src, tag);
+            if let Some(key) = found {
                 let q = s.unex.get_mut(&key).expect("found");
                 if let Some((
                     _,
@@ -579,9 +653,116 @@ impl<P: Port> Engine<P> {
                     });
                 }
             }
+            // A matching synchronous or rendezvous message waits in the queue: that one is
+            // ours, taken by the general path.
+            let direct = found.is_none() && s.posted_n == 0 && s.cleared.is_empty();
+            drop(s);
+            if direct {
+                if let Some(r) = self.recv_direct(ctx, src, tag, &mut buf)? {
+                    return r;
+                }
+            }
         }
         let id = self.irecv(ctx, src, tag, buf)?;
         self.wait(id)
+    }
+
+    /// Waits for the next incoming message that concerns a receive of (`ctx`, `src`,
+    /// `tag`), dispatching the others as usual. A matching eager message is copied from
+    /// the channel into `buf` (no queue, no request, no lock): `Some` with its status, or
+    /// `MPI_ERR_TRUNCATE`. `None` when something else must be handled first — a matching
+    /// synchronous or rendezvous message (now in the unexpected queue), or a CTS whose
+    /// data must go out — and the caller continues with the general path.
+    ///
+    /// Called only while no receive is posted and no unexpected message matches: the
+    /// channel is FIFO per pair and handlers run only inside this wait, so the first
+    /// matching message to arrive is the one MPI's order gives this receive.
+    fn recv_direct(
+        &mut self,
+        ctx: u16,
+        src: i32,
+        tag: i32,
+        buf: &mut UserBuf,
+    ) -> Result<Option<Result<Status>>> {
+        let mut got = None;
+        let r = self.ep.progress_take(
+            |am| {
+                if let Some((c, s, t)) = eager_envelope(am) {
+                    if c != ctx || !matches(src, tag, s, t) {
+                        return Take::Pass;
+                    }
+                    let p = am.payload();
+                    buf.write_segments(p.segments());
+                    got = Some((s, t, p.len()));
+                    return Take::Mine;
+                }
+                match am.handler() {
+                    H_SYNC | H_RTS => {
+                        let (c, s) = unenv(am.args().first().copied().unwrap_or(0));
+                        if c == ctx && matches(src, tag, s, am.arg() as i32) {
+                            Take::PassStop
+                        } else {
+                            Take::Pass
+                        }
+                    }
+                    H_CTS => Take::PassStop,
+                    _ => Take::Pass,
+                }
+            },
+            None,
+        );
+        r.map_err(|e| self.fail(e))?;
+        if let Some(e) = self.ep.take_error() {
+            return Err(self.fail(e));
+        }
+        Ok(got.map(|(source, tag, len)| {
+            let cap = buf.packed_len();
+            if len > cap {
+                return Err(Error::Truncate { len, cap });
+            }
+            Ok(Status {
+                source,
+                tag,
+                error: 0,
+                bytes: len,
+                cancelled: false,
+            })
+        }))
+    }
+
+    /// A blocking exchange (`MPI_Sendrecv` on world ranks; the collectives' step): a send
+    /// that goes eagerly goes first, without a request (proto's blocking send serves
+    /// incoming messages while a lane is full, so two ranks exchanging never deadlock),
+    /// then the receive takes the fast path of [`Engine::recv`]. Larger sends post the
+    /// receive, start the send and wait for both.
+    pub fn sendrecv(
+        &mut self,
+        ctx: u16,
+        me: i32,
+        dst: u32,
+        stag: i32,
+        sbuf: UserBuf,
+        src: i32,
+        rtag: i32,
+        rbuf: UserBuf,
+    ) -> Result<Status> {
+        if sbuf.packed_len() <= self.eager && sbuf.as_contiguous().is_some() {
+            self.send(ctx, me, dst, stag, sbuf)?;
+            return self.recv(ctx, src, rtag, rbuf);
+        }
+        let r = self.irecv(ctx, src, rtag, rbuf)?;
+        let s = match self.isend(ctx, me, dst, stag, sbuf, Mode::Standard, 0) {
+            Ok(s) => s,
+            Err(e) => {
+                // Do not leave a receive into the caller's buffer behind.
+                let _ = self.cancel(r);
+                let _ = self.wait(r);
+                return Err(e);
+            }
+        };
+        let st = self.wait(r);
+        self.wait(s)?;
+        st
     }
 
     /// Bytes of the attached Bsend buffer in use.
@@ -695,6 +876,7 @@ impl<P: Port> Engine<P> {
             let reply = match found {
                 Some(u) => s.deliver_unexpected(id, u),
                 None => {
+                    s.posted_n += 1;
                     if src == ANY_SOURCE || tag == ANY_TAG {
                         s.posted_wild.push(id);
                     } else {
@@ -807,12 +989,12 @@ impl<P: Port> Engine<P> {
             if self.push_cleared()? {
                 continue;
             }
-            let st = self.st.clone();
+            let st = &self.st;
             // Proto's wait: service messages (fixed spin, then sleep on the channel) until
             // ours is done or a rendezvous send may go.
             let r = self.ep.progress_until(
                 |_| {
-                    let s = lock(&st);
+                    let s = lock(st);
                     done(&s) || !s.cleared.is_empty()
                 },
                 None,
@@ -892,6 +1074,7 @@ impl<P: Port> Engine<P> {
                 s.remove_posted_exact((ctx, src, tag), id)
             };
             if removed {
+                s.posted_n -= 1;
                 let r = s.get_mut(id).expect("live");
                 r.status.cancelled = true;
                 s.complete(id);
@@ -943,10 +1126,10 @@ impl<P: Port> Engine<P> {
             if self.push_cleared()? {
                 continue;
             }
-            let st = self.st.clone();
+            let st = &self.st;
             let r = self
                 .ep
-                .progress_until(|ep| ep.queued() == 0 || !lock(&st).cleared.is_empty(), None);
+                .progress_until(|ep| ep.queued() == 0 || !lock(st).cleared.is_empty(), None);
             r.map_err(|e| self.fail(e))?;
             if self.lock().cleared.is_empty() {
                 return Ok(());
@@ -1141,6 +1324,9 @@ impl State {
             matches!(self.get(id), Some(Req { kind: ReqKind::Recv { ctx: c, src: s, tag: t, .. }, .. })
                 if *c == ctx && matches(*s, *t, src, tag))
         });
+        if exact.is_some() || wild.is_some() {
+            self.posted_n -= 1;
+        }
         let seq = |id: ReqId| self.get(id).map_or(u64::MAX, |r| r.seq);
         match (exact, wild) {
             (Some(e), Some(w)) if seq(self.posted_wild[w]) < seq(e) => {

@@ -4,6 +4,8 @@
 //! [`UserBuf::new`].
 #![allow(unsafe_code)] // user buffers arrive as raw pointers (C ABI, nonblocking requests)
 
+use std::borrow::Cow;
+
 use crate::datatype::Datatype;
 
 /// A user buffer: `count` elements of `dt` at `base`.
@@ -11,7 +13,8 @@ use crate::datatype::Datatype;
 pub struct UserBuf {
     base: *mut u8,
     count: usize,
-    dt: Datatype,
+    /// Borrowed for the predefined types (no reference count on the per-call path).
+    dt: Cow<'static, Datatype>,
     /// Storage owned by the buffer itself (copies made by Bsend, the Rust API's owned
     /// requests); `base` points into it.
     owned: Option<Vec<u8>>,
@@ -34,7 +37,21 @@ impl UserBuf {
         UserBuf {
             base: base as *mut u8,
             count,
-            dt,
+            dt: Cow::Owned(dt),
+            owned: None,
+        }
+    }
+
+    /// As [`UserBuf::new`] with a type of the process-wide table
+    /// ([`Datatype::basic_at`]).
+    ///
+    /// # Safety
+    /// As [`UserBuf::new`].
+    pub unsafe fn new_static(base: *const u8, count: usize, dt: &'static Datatype) -> Self {
+        UserBuf {
+            base: base as *mut u8,
+            count,
+            dt: Cow::Borrowed(dt),
             owned: None,
         }
     }
@@ -45,7 +62,7 @@ impl UserBuf {
         UserBuf {
             base,
             count: v.len(),
-            dt: Datatype::basic(crate::datatype::Basic::Byte),
+            dt: Cow::Owned(Datatype::basic(crate::datatype::Basic::Byte)),
             owned: Some(v),
         }
     }
@@ -152,6 +169,22 @@ impl UserBuf {
         v
     }
 
+    /// Writes the message segments `[a, b]` (as a received message gives them) as packed
+    /// bytes from 0; what does not fit is dropped (the caller reports truncation).
+    #[inline]
+    pub fn write_segments(&mut self, [a, b]: [&[u8]; 2]) {
+        if b.is_empty() {
+            if let Some(dst) = self.as_contiguous_mut() {
+                // The common small message: one run into one run.
+                let n = a.len().min(dst.len());
+                dst[..n].copy_from_slice(&a[..n]);
+                return;
+            }
+        }
+        self.write_packed(0, a);
+        self.write_packed(a.len(), b);
+    }
+
     /// Writes `data` as packed bytes `[from, from + data.len())` of the buffer (unpack);
     /// bytes past the buffer's packed length are dropped (the caller reports truncation).
     pub fn write_packed(&mut self, from: usize, data: &[u8]) {
@@ -160,6 +193,11 @@ impl UserBuf {
             return;
         }
         let data = &data[..data.len().min(cap - from)];
+        if let Some(dst) = self.as_contiguous_mut() {
+            // One run (the common case): a plain copy.
+            dst[from..from + data.len()].copy_from_slice(data);
+            return;
+        }
         self.dt.for_each_piece(from, data.len(), |addr, pos, n| {
             let src = &data[pos - from..pos - from + n];
             // SAFETY: `addr..addr + n` is inside the type map, writable per `new`'s

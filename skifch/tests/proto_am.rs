@@ -463,3 +463,62 @@ fn a_peer_that_finalizes_without_answering_ends_the_wait() {
     })
     .unwrap();
 }
+
+/// `progress_take`: messages before the one taken go to their handlers in order, the taken
+/// one never does, later ones stay in the channel for later progress; `PassStop` ends the
+/// wait after dispatching.
+#[test]
+fn progress_take_consumes_one_message_in_order() {
+    use skifch::proto::Take;
+    const H_SEEN: u8 = 5;
+    local::run_with(params(2, 4096), |job: LocalJob| -> Result<()> {
+        let ep = Endpoint::open(&job, PORT)?;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        ep.register(H_SEEN, move |_: &Endpoint<_>, am: &Am<'_>| {
+            s.lock().unwrap().push(am.arg());
+            Ok(())
+        })?;
+        ep.barrier()?;
+        // No wait on rank 1 between its "ready" and `progress_take` (a wait would dispatch
+        // the messages).
+        if job.rank() == 0 {
+            ep.progress_until(|_| !seen.lock().unwrap().is_empty(), None)?;
+            seen.lock().unwrap().clear();
+            for a in 1..=5u32 {
+                ep.send(1, H_SEEN, a, &[], &a.to_le_bytes())?;
+            }
+        } else {
+            ep.send(0, H_SEEN, 0, &[], &[])?;
+            let mut got = None;
+            ep.progress_take(
+                |am| {
+                    if am.arg() == 3 {
+                        got = am.payload().as_contiguous().map(|b| b.to_vec());
+                        Take::Mine
+                    } else {
+                        Take::Pass
+                    }
+                },
+                Some(Duration::from_secs(20)),
+            )?;
+            assert_eq!(got.as_deref(), Some(&3u32.to_le_bytes()[..]));
+            assert_eq!(*seen.lock().unwrap(), [1, 2]);
+            ep.progress_take(
+                |am| {
+                    if am.arg() == 4 {
+                        Take::PassStop
+                    } else {
+                        Take::Pass
+                    }
+                },
+                Some(Duration::from_secs(20)),
+            )?;
+            assert_eq!(*seen.lock().unwrap(), [1, 2, 4]);
+            ep.progress_until(|_| seen.lock().unwrap().len() == 4, None)?;
+            assert_eq!(*seen.lock().unwrap(), [1, 2, 4, 5]);
+        }
+        ep.barrier()
+    })
+    .unwrap();
+}

@@ -113,6 +113,17 @@ pub enum Phase {
     LongDone { total: u64 },
 }
 
+/// What the filter of [`Endpoint::progress_take`] does with an incoming message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Take {
+    /// The filter consumed it (its handler is not called); the wait ends.
+    Mine,
+    /// Dispatch it to its handler as usual; keep waiting.
+    Pass,
+    /// Dispatch it to its handler, then end the wait (the caller looks at what changed).
+    PassStop,
+}
+
 /// Where to send a reply: the requester's rank and request id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplyTo {
@@ -797,14 +808,27 @@ impl<P: Port> Endpoint<P> {
 
     /// Dispatches incoming messages (up to the budget); handler and protocol errors are
     /// deferred, channel errors returned.
+    #[inline]
     pub(crate) fn service(&self) -> Result<usize> {
+        self.service_with(&mut |_: &Am<'_>| Take::Pass, &Cell::new(false))
+    }
+
+    /// [`Endpoint::service`] with a filter offered every whole message first (see
+    /// [`Endpoint::progress_take`]); stops after a message the filter ends the wait on,
+    /// setting `stop`.
+    #[inline]
+    fn service_with(
+        &self,
+        take: &mut impl FnMut(&Am<'_>) -> Take,
+        stop: &Cell<bool>,
+    ) -> Result<usize> {
         let mut n = 0;
-        while n < POLL_BUDGET {
+        while n < POLL_BUDGET && !stop.get() {
             // The closure form: the message guard is never moved (see `try_recv_with`).
             // The closure returns nothing: a 16-byte `Result` coming back out of it is
             // written in parts and read whole, a store-forwarding stall per message.
             let r = self.ch.try_recv_with(|m| {
-                if let Err(e) = self.dispatch(m) {
+                if let Err(e) = self.dispatch(m, take, stop) {
                     self.defer(e);
                 }
             });
@@ -832,7 +856,12 @@ impl<P: Port> Endpoint<P> {
     }
 
     #[inline]
-    fn dispatch(&self, m: &Message<'_, P>) -> Result<()> {
+    fn dispatch(
+        &self,
+        m: &Message<'_, P>,
+        take: &mut impl FnMut(&Am<'_>) -> Take,
+        stop: &Cell<bool>,
+    ) -> Result<()> {
         let src = m.src().rank();
         let mut it = m.segments();
         let s0 = it.next().unwrap_or(&[]);
@@ -860,15 +889,29 @@ impl<P: Port> Endpoint<P> {
             H_REPLY => self.on_reply(src, &head, payload),
             h if head.long.is_none() => {
                 // The fast path: a whole message for a registered handler.
+                let am = Am {
+                    src,
+                    head: &head,
+                    payload: &payload,
+                    phase: Phase::Whole,
+                    landing: Cell::new(None),
+                };
+                // skifch's own handlers (ids from FIRST_RESERVED) are never offered.
+                let t = if h < FIRST_RESERVED {
+                    take(&am)
+                } else {
+                    Take::Pass
+                };
+                match t {
+                    Take::Mine => {
+                        stop.set(true);
+                        return Ok(());
+                    }
+                    Take::PassStop => stop.set(true),
+                    Take::Pass => {}
+                }
                 let hs = self.handlers.borrow();
                 if let Some(f) = hs[h as usize].as_ref() {
-                    let am = Am {
-                        src,
-                        head: &head,
-                        payload: &payload,
-                        phase: Phase::Whole,
-                        landing: Cell::new(None),
-                    };
                     return self.invoke(f, &am);
                 }
                 drop(hs);
@@ -1263,21 +1306,49 @@ impl<P: Port> Endpoint<P> {
     /// with `Unreachable` instead of never. (A peer that died is `PeerLost` at once.)
     pub fn progress_until_peer(
         &self,
+        done: impl FnMut(&Self) -> bool,
+        timeout: Option<Duration>,
+        peer: Option<u32>,
+    ) -> Result<()> {
+        self.wait_loop(done, &mut |_: &Am<'_>| Take::Pass, timeout, peer)
+    }
+
+    /// Makes progress as [`Endpoint::progress_until`] while offering every incoming whole
+    /// (not long) message for a registered user handler to `take` first, in arrival order,
+    /// until `take` answers [`Take::Mine`] (it consumed the message: its handler is not
+    /// called) or [`Take::PassStop`] (dispatched, then the wait ends). Messages answered
+    /// [`Take::Pass`] go to their handlers as usual. For a blocking receive that copies the
+    /// next matching message straight out of the channel instead of queuing it; `take`
+    /// must not call the endpoint. Chunks, replies and skifch's own messages never reach
+    /// `take`.
+    pub fn progress_take(
+        &self,
+        mut take: impl FnMut(&Am<'_>) -> Take,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        self.wait_loop(|_| false, &mut take, timeout, None)
+    }
+
+    fn wait_loop(
+        &self,
         mut done: impl FnMut(&Self) -> bool,
+        take: &mut impl FnMut(&Am<'_>) -> Take,
         timeout: Option<Duration>,
         peer: Option<u32>,
     ) -> Result<()> {
         self.no_handler("waiting")?;
+        let stop = Cell::new(false);
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut idle = 0u32;
-        let mut probed = Instant::now();
+        // Read the clock only once idle: a wait served by the first poll costs no syscall.
+        let mut probed: Option<Instant> = None;
         loop {
             if done(self) {
                 return Ok(());
             }
             self.flush_all()?;
-            let n = self.service()?;
-            if done(self) {
+            let n = self.service_with(take, &stop)?;
+            if stop.get() || done(self) {
                 return Ok(());
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -1288,8 +1359,9 @@ impl<P: Port> Endpoint<P> {
                 continue;
             }
             if let Some(p) = peer {
-                if probed.elapsed() >= PROBE_EVERY {
-                    probed = Instant::now();
+                let since = *probed.get_or_insert_with(Instant::now);
+                if since.elapsed() >= PROBE_EVERY {
+                    probed = Some(Instant::now());
                     self.in_handler_scope(|| self.emit_fields(p, H_NOP, 0, 0, 0, &[], &[]))?;
                 }
             }

@@ -10,7 +10,7 @@ use mpi_lite::datatype::Datatype;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result, Status};
 
-use crate::state::CState;
+use crate::state::{h, CState};
 
 mod coll;
 mod comms;
@@ -167,16 +167,34 @@ pub(crate) unsafe fn user_buf(
     call: &str,
 ) -> Result<UserBuf> {
     let n = count(n, call)?;
+    // The predefined types are borrowed from the process-wide table (no reference count
+    // to bump per call); their handles are 1..FIRST_USER_TYPE.
+    let basic = (dt as usize)
+        .checked_sub(1)
+        .filter(|_| dt > 0 && (dt as usize) < h::FIRST_USER_TYPE)
+        .and_then(Datatype::basic_at);
+    if let Some(d) = basic {
+        if buf.is_null() && n > 0 && d.size() > 0 {
+            return Err(null_buf(call, n, d));
+        }
+        // SAFETY: forwarded contract.
+        return Ok(unsafe { UserBuf::new_static(buf.cast(), n, d) });
+    }
     let d: Datatype = st.dtype(dt)?;
     // NULL is MPI_BOTTOM, legal with derived types of absolute addresses only.
     if buf.is_null() && n > 0 && d.size() > 0 && d.predefined().is_some() {
-        return Err(Error::Buffer(format!(
-            "{call}: buffer is NULL for {n} elements of {}",
-            d.name()
-        )));
+        return Err(null_buf(call, n, &d));
     }
     // SAFETY: forwarded contract.
     Ok(unsafe { UserBuf::new(buf.cast(), n, d) })
+}
+
+#[cold]
+fn null_buf(call: &str, n: usize, d: &Datatype) -> Error {
+    Error::Buffer(format!(
+        "{call}: buffer is NULL for {n} elements of {}",
+        d.name()
+    ))
 }
 
 /// Copies `s` into a C string buffer of `max` bytes (NUL included), length to `len`.

@@ -74,10 +74,11 @@ macro_rules! blocking_send {
 mpi_fn!(MPI_Send, PMPI_Send, (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int,
         tag: c_int, comm: c_int) -> c_int {
     call("MPI_Send", comm, |st| {
-        let c = st.comm_entry(comm)?.data.clone();
+        // Borrowed, not cloned: no reference count to bump per message.
+        let c = &st.comm_entry(comm)?.data;
         // SAFETY: blocking: the buffer is valid for the whole call.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Send")? };
-        st.mpi.send(&c, b, dest, tag, "MPI_Send")
+        st.mpi.send(c, b, dest, tag, "MPI_Send")
     })
 });
 blocking_send!(MPI_Ssend, PMPI_Ssend, Some(Mode::Sync), "MPI_Ssend");
@@ -109,10 +110,10 @@ nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, None, "MPI_Ibsend");
 mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int,
         tag: c_int, comm: c_int, status: *mut MPI_Status) -> c_int {
     call("MPI_Recv", comm, |st| {
-        let c = st.comm(comm)?;
+        let c = &st.comm_entry(comm)?.data;
         // SAFETY: blocking: the buffer is valid and ours for the whole call.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Recv")? };
-        let s = st.mpi.recv(&c, b, source, tag, "MPI_Recv")?;
+        let s = st.mpi.recv(c, b, source, tag, "MPI_Recv")?;
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &s) };
         Ok(())
