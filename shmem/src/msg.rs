@@ -44,6 +44,8 @@ use skifch::proto::{Am, Endpoint, Landing, Phase};
 use skifch::rma::{amo_at, Amo};
 use skifch::{Error as ChError, Port};
 
+use crate::world::copy_mem;
+
 /// Handler id of a put.
 pub const H_PUT: u8 = 1;
 /// Handler id of a get.
@@ -379,7 +381,7 @@ fn apply_putv(segs: &OnceLock<Segs>, src: u32, p: &[u8]) -> Result<(), ChError> 
             if len <= AGG_PUT {
                 copy_small(data.as_ptr(), dst, len)
             } else {
-                std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len)
+                copy_mem(data.as_ptr(), dst, len)
             }
         }
         i = at + len;
@@ -439,9 +441,7 @@ pub(crate) fn install<P: Port>(ep: &Endpoint<P>, segs: Arc<OnceLock<Segs>>) -> s
                 for seg in p.segments() {
                     // SAFETY: `local` checked dst..dst+len lies in this PE's live segment;
                     // the program reaches that memory only as one-sided memory.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(seg.as_ptr(), at as *mut u8, seg.len())
-                    };
+                    unsafe { copy_mem(seg.as_ptr(), at as *mut u8, seg.len()) };
                     at += seg.len();
                 }
                 Ok(())
@@ -475,7 +475,7 @@ pub(crate) fn install<P: Port>(ep: &Endpoint<P>, segs: Arc<OnceLock<Segs>>) -> s
         let mut v = vec![0u8; len as usize];
         // SAFETY: checked range of this PE's live segment, copied out by raw pointer (no
         // reference to memory the program may be writing).
-        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, v.as_mut_ptr(), v.len()) };
+        unsafe { copy_mem(src as *const u8, v.as_mut_ptr(), v.len()) };
         ep.reply(to, 0, &[], &v)
     })?;
     let s = segs.clone();

@@ -19,7 +19,7 @@ use skifch::rma::Amo;
 use skifch_drivers::{DefaultJob, DefaultPort};
 
 use crate::coll::{Num, ReduceOp, Team};
-use crate::world::{parse_size, Options, SymAddr, World, DEFAULT_HEAP};
+use crate::world::{copy_mem, parse_size, Options, SymAddr, World, DEFAULT_HEAP};
 use crate::{fatal, Error};
 
 type W = World<DefaultPort>;
@@ -411,7 +411,7 @@ pub unsafe extern "C" fn skifshmem_put(
                 // SAFETY: `seg_of` bounded `d..d + bytes` by the target's mapped segment;
                 // the caller passes `bytes` readable bytes at `src` (OpenSHMEM put
                 // contract).
-                unsafe { std::ptr::copy(src.cast::<u8>(), d as *mut u8, bytes) };
+                unsafe { copy_mem(src.cast::<u8>(), d as *mut u8, bytes) };
                 return;
             }
             // SAFETY: forwards the caller's contract.
@@ -545,7 +545,7 @@ pub unsafe extern "C" fn skifshmem_get(
     if let Some(s) = direct(ctx, pe, src, bytes) {
         // SAFETY: `direct` bounded `s..s + bytes` by the source PE's mapped segment; the
         // caller passes `bytes` writable bytes at `dest`.
-        unsafe { std::ptr::copy(s as *const u8, dest.cast::<u8>(), bytes) };
+        unsafe { copy_mem(s as *const u8, dest.cast::<u8>(), bytes) };
         return;
     }
     // SAFETY: forwards the caller's contract.

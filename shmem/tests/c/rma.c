@@ -2,6 +2,7 @@
  * _nbi and ctx forms, C11 generic selection, transfers larger than one message. */
 #include <shmem.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 
@@ -156,6 +157,27 @@ int main(void) {
     shmem_barrier_all();
     shmem_getmem(bd, bs, big, right);
     for (size_t i = 0; i < big; i++) CHECK(bd[i] == (unsigned char)(i * 7 + right));
+    /* large copies between a private buffer and symmetric ones with the destination d
+     * bytes past the source modulo 4096 (the direct path splits the copies with d in
+     * 1..63: a slow memcpy case on some CPUs) */
+    void *pvv = NULL;
+    CHECK(posix_memalign(&pvv, 4096, 1 << 17) == 0);
+    unsigned char *pv = pvv;
+    static const int SKEW[] = {0, 1, 16, 31, 40, 63, 64, 100};
+    size_t len = (1 << 16) - 4096;
+    for (int k = 0; k < 8; k++) {
+        int d = SKEW[k];
+        unsigned char *gd = pv + (((uintptr_t)bs + (uintptr_t)d) & 4095); /* gd - bs = d */
+        unsigned char *ps = pv + (((uintptr_t)bd - (uintptr_t)d) & 4095); /* bd - ps = d */
+        shmem_barrier_all();
+        shmem_getmem(gd, bs, len, right);
+        for (size_t i = 0; i < len; i++) CHECK(gd[i] == (unsigned char)(i * 7 + right));
+        memmove(ps, gd, len);
+        shmem_putmem(bd, ps, len, right); /* right's own pattern, back to it */
+        shmem_barrier_all();
+        for (size_t i = 0; i < len; i++) CHECK(bd[i] == (unsigned char)(i * 7 + me));
+    }
+    free(pv);
     shmem_barrier_all();
     shmem_free(bs);
     shmem_free(bd);
