@@ -11,13 +11,18 @@
  * passes adding up to TARGET seconds; each pass starts after a barrier and its time is the
  * slowest rank's (MPI_MAX, outside the timed loop); the median (or -s best: the fastest)
  * is printed. Rank 0 decides N. Any number of ranks (the issue's target is 2).
+ * Rank r pins itself to CPU r when there are at least as many CPUs as ranks (what
+ * `mpirun --bind-to core --map-by core` does for the peer), so a wait that spins never
+ * shares its CPU with the rank it waits for.
  *
  * Usage: mpirun -np 2 ./mpi_coll [-i IMPL] [-t TARGET_S] [-r REPS] [-s median|best] [-H]
  *        (-m is accepted and ignored, so the combined run passes the same options as to
  *        mpi_bw.c)
  * Exit status: 0, or non-zero (MPI_Abort) on an MPI error or a wrong result.
  */
+#define _GNU_SOURCE
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +34,17 @@
 static int np;
 
 enum test { BARRIER, ALLREDUCE };
+
+static void pin(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (ncpu < np) return;
+    CPU_ZERO(&set);
+    CPU_SET(rank, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        fprintf(stderr, "mpi_coll: rank %d: could not pin to CPU %d (measuring unpinned)\n", rank, rank);
+}
 
 /* One pass of n operations; returns the slowest rank's elapsed seconds (on every rank). */
 static double pass(enum test t, long n)
@@ -76,6 +92,7 @@ int main(int argc, char **argv)
     CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK(MPI_Comm_size(MPI_COMM_WORLD, &np));
+    pin();
     if (rank == 0 && header) printf("impl,test,size,value,unit\n");
     static const struct { enum test t; const char *name; int size; } TESTS[] = {
         {BARRIER, "barrier", 0},

@@ -218,6 +218,12 @@ fn dense_in(b: &UserBuf) -> Result<&[u8]> {
         .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
 }
 
+/// Whether two byte ranges share memory.
+fn overlap(a: &[u8], b: &[u8]) -> bool {
+    let (a0, b0) = (a.as_ptr() as usize, b.as_ptr() as usize);
+    !a.is_empty() && !b.is_empty() && a0 < b0 + b.len() && b0 < a0 + a.len()
+}
+
 fn dense_out(b: &mut UserBuf) -> Result<&mut [u8]> {
     b.dense_mut()
         .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
@@ -307,12 +313,30 @@ impl<P: Port> Mpi<P> {
         op: Op,
     ) -> Result<()> {
         let k = kernel(send.map_or(recv.datatype(), |s| s.datatype()), op)?;
-        let s = match send {
-            Some(s) => dense_in(s)?.to_vec(),
-            None => dense_in(recv)?.to_vec(),
+        // The send buffer is used in place (MPI: it does not overlap the receive buffer);
+        // MPI_IN_PLACE needs a copy of the input, on the stack when small.
+        let mut small = [0u8; 64];
+        let copy: Vec<u8>;
+        let s: &[u8] = match send {
+            Some(s) => dense_in(s)?,
+            None => {
+                let d = dense_in(recv)?;
+                if d.len() <= small.len() {
+                    small[..d.len()].copy_from_slice(d);
+                    &small[..d.len()]
+                } else {
+                    copy = d.to_vec();
+                    &copy
+                }
+            }
         };
+        if send.is_some() && overlap(s, dense_in(recv)?) {
+            return Err(Error::Buffer(
+                "MPI_Allreduce: the send and receive buffers overlap (use MPI_IN_PLACE)".into(),
+            ));
+        }
         let out = dense_out(recv)?;
-        self.run(c, |t| coll::allreduce(t, &s, out, &k))
+        self.run(c, |t| coll::allreduce(t, s, out, &k))
     }
 
     /// `MPI_Scan` (`exclusive`: `MPI_Exscan`); `send == None` is `MPI_IN_PLACE`.

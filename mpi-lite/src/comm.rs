@@ -202,6 +202,48 @@ impl<P: Port> Mpi<P> {
             .send(c.ctx, c.rank as i32, c.world_of(dst as usize), tag, buf)
     }
 
+    /// `MPI_Send` of contiguous bytes (the C ABI's predefined types): `false` when the
+    /// message is above the eager limit (nothing sent: use [`Mpi::send`]).
+    #[inline]
+    pub fn try_send_bytes(
+        &self,
+        c: &CommData,
+        data: &[u8],
+        dst: i32,
+        tag: i32,
+        call: &str,
+    ) -> Result<bool> {
+        Self::check_peer(c, dst, false, call)?;
+        Self::check_tag(tag, false, call)?;
+        if dst == PROC_NULL {
+            return Ok(true);
+        }
+        let w = c.world_of(dst as usize);
+        self.eng
+            .borrow_mut()
+            .try_send_eager(c.ctx, c.rank as i32, w, tag, data)
+    }
+
+    /// `MPI_Recv` into contiguous bytes when it can take the next message straight from
+    /// the channel ([`Engine::try_recv_bytes`]); `None`: nothing received, use
+    /// [`Mpi::recv`].
+    #[inline]
+    pub fn try_recv_bytes(
+        &self,
+        c: &CommData,
+        buf: &mut [u8],
+        src: i32,
+        tag: i32,
+        call: &str,
+    ) -> Result<Option<Status>> {
+        Self::check_peer(c, src, true, call)?;
+        Self::check_tag(tag, true, call)?;
+        if src == PROC_NULL {
+            return Ok(Some(Status::proc_null()));
+        }
+        self.eng.borrow_mut().try_recv_bytes(c.ctx, src, tag, buf)
+    }
+
     /// `MPI_Recv`: blocking receive.
     pub fn recv(
         &self,
@@ -296,6 +338,15 @@ impl<P: Port> Mpi<P> {
         rtag: i32,
         call: &str,
     ) -> Result<Status> {
+        if dst != PROC_NULL && src != PROC_NULL {
+            Self::check_peer(c, dst, false, call)?;
+            Self::check_tag(stag, false, call)?;
+            Self::check_peer(c, src, true, call)?;
+            Self::check_tag(rtag, true, call)?;
+            let (me, w) = (c.rank as i32, c.world_of(dst as usize));
+            let mut e = self.eng.borrow_mut();
+            return e.sendrecv(c.ctx, me, w, stag, send, src, rtag, recv);
+        }
         let r = self.irecv(c, recv, src, rtag, call)?;
         let s = match self.isend(c, send, dst, stag, Mode::Standard, call) {
             Ok(s) => s,
@@ -486,18 +537,18 @@ impl<P: Port> Mpi<P> {
         while d < n {
             let to = (c.rank + d) % n;
             let from = (c.rank + n - d) % n;
-            let mut e = self.eng.borrow_mut();
-            let s = e.isend(
+            // Negative tags: never those of the collective algorithms (`next_tag`).
+            let tag = -20 - round;
+            self.eng.borrow_mut().sendrecv(
                 c.coll_ctx(),
                 c.rank as i32,
                 c.world_of(to),
-                -20 - round,
+                tag,
                 UserBuf::owned(Vec::new()),
-                Mode::Standard,
-                0,
+                from as i32,
+                tag,
+                UserBuf::owned(Vec::new()),
             )?;
-            e.coll_recv(c.coll_ctx(), from as i32, -20 - round, 0)?;
-            e.wait(s)?;
             d *= 2;
             round += 1;
         }

@@ -279,11 +279,16 @@ impl Datatype {
     /// The predefined type `b` (committed). Built once per process and shared: this is
     /// on every typed call's path.
     pub fn basic(b: Basic) -> Self {
+        Self::basic_ref(b).clone()
+    }
+
+    /// The predefined type `b`, borrowed from the process-wide table.
+    pub fn basic_ref(b: Basic) -> &'static Datatype {
         let i = Basic::ALL
             .iter()
             .position(|&x| x == b)
             .expect("every Basic is in ALL");
-        Self::basic_table()[i].clone()
+        &Self::basic_table()[i]
     }
 
     /// The predefined type at index `i` of [`Basic::ALL`] (its C handle − 1), borrowed

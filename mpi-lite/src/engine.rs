@@ -125,6 +125,39 @@ pub enum Mode {
     Sync,
 }
 
+/// Where a directly received message lands ([`Engine::recv_direct`]): a user buffer of any
+/// type map, or plain bytes (the C ABI's contiguous buffers).
+pub trait Sink {
+    /// Writes the message (its segments, in order) from packed offset 0; bytes past the
+    /// capacity are dropped.
+    fn put(&mut self, segs: [&[u8]; 2]);
+    /// Capacity in packed bytes.
+    fn cap(&self) -> usize;
+}
+
+impl Sink for UserBuf {
+    #[inline]
+    fn put(&mut self, segs: [&[u8]; 2]) {
+        self.write_segments(segs)
+    }
+    fn cap(&self) -> usize {
+        self.packed_len()
+    }
+}
+
+impl Sink for [u8] {
+    #[inline]
+    fn put(&mut self, [a, b]: [&[u8]; 2]) {
+        let k = a.len().min(self.len());
+        self[..k].copy_from_slice(&a[..k]);
+        let j = b.len().min(self.len() - k);
+        self[k..k + j].copy_from_slice(&b[..j]);
+    }
+    fn cap(&self) -> usize {
+        self.len()
+    }
+}
+
 /// A request id (index into the engine's request table).
 pub type ReqId = u32;
 
@@ -667,6 +700,48 @@ impl<P: Port> Engine<P> {
         self.wait(id)
     }
 
+    /// The C ABI's blocking send of contiguous bytes: sent at once when it goes eagerly
+    /// (`true`); `false` (nothing done) for a message above the eager limit.
+    #[inline]
+    pub fn try_send_eager(
+        &mut self,
+        ctx: u16,
+        src: i32,
+        dst: u32,
+        tag: i32,
+        data: &[u8],
+    ) -> Result<bool> {
+        self.check()?;
+        if data.len() > self.eager {
+            return Ok(false);
+        }
+        let r = send_eager(&self.ep, dst, ctx, src, tag, data);
+        r.map_err(|e| self.fail(e))?;
+        Ok(true)
+    }
+
+    /// The C ABI's blocking receive into contiguous bytes when it can go direct (nothing
+    /// posted, queued or cleared, and the next matching message is eager; see
+    /// [`Engine::recv`]): its status or `MPI_ERR_TRUNCATE`. `None`: nothing was received,
+    /// use [`Engine::recv`].
+    #[inline]
+    pub fn try_recv_bytes(
+        &mut self,
+        ctx: u16,
+        src: i32,
+        tag: i32,
+        buf: &mut [u8],
+    ) -> Result<Option<Status>> {
+        self.check()?;
+        if self.st.pending.load(Ordering::Relaxed) != 0 {
+            return Ok(None);
+        }
+        match self.recv_direct(ctx, src, tag, buf)? {
+            Some(r) => r.map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Waits for the next incoming message that concerns a receive of (`ctx`, `src`,
     /// `tag`), dispatching the others as usual. A matching eager message is copied from
     /// the channel into `buf` (no queue, no request, no lock): `Some` with its status, or
@@ -677,12 +752,12 @@ impl<P: Port> Engine<P> {
     /// Called only while no receive is posted and no unexpected message matches: the
     /// channel is FIFO per pair and handlers run only inside this wait, so the first
     /// matching message to arrive is the one MPI's order gives this receive.
-    fn recv_direct(
+    fn recv_direct<S: Sink + ?Sized>(
         &mut self,
         ctx: u16,
         src: i32,
         tag: i32,
-        buf: &mut UserBuf,
+        buf: &mut S,
     ) -> Result<Option<Result<Status>>> {
         let mut got = None;
         let r = self.ep.progress_take(
@@ -692,7 +767,7 @@ impl<P: Port> Engine<P> {
                         return Take::Pass;
                     }
                     let p = am.payload();
-                    buf.write_segments(p.segments());
+                    buf.put(p.segments());
                     got = Some((s, t, p.len()));
                     return Take::Mine;
                 }
@@ -716,7 +791,7 @@ impl<P: Port> Engine<P> {
             return Err(self.fail(e));
         }
         Ok(got.map(|(source, tag, len)| {
-            let cap = buf.packed_len();
+            let cap = buf.cap();
             if len > cap {
                 return Err(Error::Truncate { len, cap });
             }

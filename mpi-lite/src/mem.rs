@@ -62,7 +62,7 @@ impl UserBuf {
         UserBuf {
             base,
             count: v.len(),
-            dt: Cow::Owned(Datatype::basic(crate::datatype::Basic::Byte)),
+            dt: Cow::Borrowed(Datatype::basic_ref(crate::datatype::Basic::Byte)),
             owned: Some(v),
         }
     }

@@ -54,6 +54,10 @@ int main(int argc, char **argv) {
     int big = 1 << 20;
     CHECK(MPI_Bsend(&x, 1, MPI_INT, peer, 0, MPI_COMM_WORLD) == MPI_ERR_BUFFER); /* nothing attached */
     (void)big;
+    /* Overlapping send and receive buffers (not MPI_IN_PLACE): detected on every rank
+     * before any communication. */
+    int ov[3] = {1, 2, 3};
+    CHECK(MPI_Allreduce(&ov[0], &ov[1], 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_ERR_BUFFER);
 
     /* Truncation: the first bytes land, the error is MPI_ERR_TRUNCATE; the next message is intact. */
     long out[4] = {rank, rank + 1, rank + 2, rank + 3}, in[2] = {-1, -1};

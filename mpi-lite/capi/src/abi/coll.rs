@@ -69,8 +69,8 @@ fn regular(n: usize, k: usize) -> (Vec<usize>, Vec<usize>) {
 
 mpi_fn!(MPI_Barrier, PMPI_Barrier, (comm: c_int) -> c_int {
     call("MPI_Barrier", comm, |st| {
-        let c = st.comm(comm)?;
-        st.mpi.barrier(&c)
+        let c = &st.comm_entry(comm)?.data;
+        st.mpi.barrier(c)
     })
 });
 
@@ -100,13 +100,13 @@ mpi_fn!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_void, 
 mpi_fn!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut c_void, n: c_int, datatype: c_int,
         op: c_int, comm: c_int) -> c_int {
     call("MPI_Allreduce", comm, |st| {
-        let c = st.comm(comm)?;
+        let c = &st.comm_entry(comm)?.data;
         let op = op_from_handle(op)?;
         // SAFETY: the buffers are valid for the call.
         let (s, mut r) = unsafe {
             (send_buf(st, sendbuf, n, datatype, "MPI_Allreduce")?, user_buf(st, recvbuf, n, datatype, "MPI_Allreduce")?)
         };
-        st.mpi.allreduce(&c, s.as_ref(), &mut r, op)
+        st.mpi.allreduce(c, s.as_ref(), &mut r, op)
     })
 });
 

@@ -189,6 +189,30 @@ pub(crate) unsafe fn user_buf(
     Ok(unsafe { UserBuf::new(buf.cast(), n, d) })
 }
 
+/// The bytes of `n` elements of predefined type `dt` at `buf` when they are one run (the
+/// common case of every point-to-point call): (address, length). `None` for derived
+/// types, padded pair types, a negative count or a NULL buffer with data (the general
+/// path handles and reports those).
+#[inline]
+pub(crate) fn contiguous_bytes(
+    buf: *const c_void,
+    n: c_int,
+    dt: c_int,
+) -> Option<(*mut u8, usize)> {
+    if dt <= 0 || dt as usize >= h::FIRST_USER_TYPE || n < 0 {
+        return None;
+    }
+    let d = Datatype::basic_at(dt as usize - 1)?;
+    let (off, len) = d.contiguous_span(n as usize)?;
+    if len == 0 {
+        return Some((std::ptr::NonNull::<u8>::dangling().as_ptr(), 0));
+    }
+    if buf.is_null() {
+        return None;
+    }
+    Some((buf.cast::<u8>().cast_mut().wrapping_offset(off), len))
+}
+
 #[cold]
 fn null_buf(call: &str, n: usize, d: &Datatype) -> Error {
     Error::Buffer(format!(

@@ -10,7 +10,8 @@ use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
 
 use super::{
-    arr_mut, from_c_status, get, mpi_fn, put, put_status, user_buf, MPI_Status, STATUS_IGNORE,
+    arr_mut, contiguous_bytes, from_c_status, get, mpi_fn, put, put_status, user_buf, MPI_Status,
+    STATUS_IGNORE,
 };
 use crate::state::{call, h, CState};
 
@@ -76,6 +77,14 @@ mpi_fn!(MPI_Send, PMPI_Send, (buf: *const c_void, count: c_int, datatype: c_int,
     call("MPI_Send", comm, |st| {
         // Borrowed, not cloned: no reference count to bump per message.
         let c = &st.comm_entry(comm)?.data;
+        if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
+            // SAFETY: MPI's contract for a blocking send: `count` elements of `datatype`
+            // (here one run of `n` bytes at `p`) are readable for the whole call.
+            let data = unsafe { std::slice::from_raw_parts(p, n) };
+            if st.mpi.try_send_bytes(c, data, dest, tag, "MPI_Send")? {
+                return Ok(());
+            }
+        }
         // SAFETY: blocking: the buffer is valid for the whole call.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Send")? };
         st.mpi.send(c, b, dest, tag, "MPI_Send")
@@ -111,6 +120,17 @@ mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, s
         tag: c_int, comm: c_int, status: *mut MPI_Status) -> c_int {
     call("MPI_Recv", comm, |st| {
         let c = &st.comm_entry(comm)?.data;
+        if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
+            // SAFETY: MPI's contract for a blocking receive: the `n` bytes at `p` (one run
+            // of `count` elements of `datatype`) are writable and not touched by the program
+            // for the whole call; the slice ends before the general path below.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(p, n) };
+            if let Some(s) = st.mpi.try_recv_bytes(c, bytes, source, tag, "MPI_Recv")? {
+                // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
+                unsafe { put_status(status, &s) };
+                return Ok(());
+            }
+        }
         // SAFETY: blocking: the buffer is valid and ours for the whole call.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Recv")? };
         let s = st.mpi.recv(c, b, source, tag, "MPI_Recv")?;
