@@ -61,7 +61,7 @@ impl Layer {
     }
     /// Our own programs (in `benches/c/`), for what the peers' program does not measure:
     /// 1-16 MiB bandwidth and 2-rank Barrier/8 B Allreduce latency (MPI), get and
-    /// fetch-add latency (SHMEM).
+    /// fetch-add latency and 64 KiB-4 MiB put/get bandwidth beside memcpy's (SHMEM).
     fn extra_sources(self) -> &'static [&'static str] {
         match self {
             Layer::MpiLite => &["mpi_bw.c", "mpi_coll.c"],
@@ -633,7 +633,8 @@ impl Combined {
     }
 
     /// Options of an extra program: the plan, and the largest size when `max_size` is set
-    /// (mpi_bw.c starts at 1 MiB, shmem_lat.c at 8 B, so the cap never empties them;
+    /// (mpi_bw.c starts at 1 MiB, shmem_lat.c at 8 B and its bandwidth at 64 KiB, so the
+    /// cap never empties them;
     /// mpi_coll.c has no sizes and ignores it).
     fn extra_args(&self, l: Layer) -> Vec<String> {
         let mut a = self.extra_plan.clone();
@@ -794,6 +795,35 @@ const COMPARISONS: &[Cmp] = &[
         test: "fetch_add_lat",
         peers: &["oshmem"],
         peer_test: "fetch_add_lat",
+    },
+    Cmp {
+        label: "skifshmem vs OpenSHMEM",
+        ours: shmem_imp,
+        test: "put_bw",
+        peers: &["oshmem"],
+        peer_test: "put_bw",
+    },
+    Cmp {
+        label: "skifshmem vs OpenSHMEM",
+        ours: shmem_imp,
+        test: "get_bw",
+        peers: &["oshmem"],
+        peer_test: "get_bw",
+    },
+    // issue 6: put/get bandwidth within 0.8x of memcpy's, measured by the same program
+    Cmp {
+        label: "skifshmem vs memcpy",
+        ours: shmem_imp,
+        test: "put_bw",
+        peers: &["skifshmem"],
+        peer_test: "memcpy_bw",
+    },
+    Cmp {
+        label: "skifshmem vs memcpy",
+        ours: shmem_imp,
+        test: "get_bw",
+        peers: &["skifshmem"],
+        peer_test: "memcpy_bw",
     },
 ];
 
@@ -968,6 +998,9 @@ mod tests {
             Row::new("openmpi", "latency", 8, 0.15, "us"),
             Row::new("openmpi-ucx", "latency", 8, 0.3, "us"),
             Row::new("skifshmem", "put_rate", 64, 40e6, "msg/s"),
+            Row::new("skifshmem", "get_bw", 65536, 24000.0, "MB/s"),
+            Row::new("skifshmem", "memcpy_bw", 65536, 30000.0, "MB/s"),
+            Row::new("oshmem", "memcpy_bw", 65536, 60000.0, "MB/s"),
         ];
         let t = comparison_table(&rows);
         let line = |label: &str, test: &str| {
@@ -988,6 +1021,9 @@ mod tests {
         assert!(l.contains("openmpi ") && l.ends_with("0.75"), "{t}");
         let s = line("skifshmem vs OpenSHMEM", "put_rate");
         assert!(s.ends_with('-'), "{t}");
+        // against the memcpy of the same program's run (not another implementation's)
+        let b = line("skifshmem vs memcpy", "get_bw");
+        assert!(b.contains("30000 MB/s") && b.ends_with("0.80"), "{t}");
         assert!(
             !t.contains("msgrate_window"),
             "no rows of ours, no line: {t}"

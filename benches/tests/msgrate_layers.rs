@@ -2,10 +2,11 @@
 //! programs (`../shared/peers/msgrate_mpi.c`, `msgrate_shmem.c`) are built with
 //! `skif-mpicc` / `skif-oshcc` against this profile's `libskifmpi` / `libskifshmem`, run as
 //! 2-rank `skifrun` jobs beside the raw-channel MsgRate, with our own `benches/c/mpi_bw.c`
-//! and `shmem_lat.c` (1 MiB bandwidth; get and fetch-add latency), and merged into one CSV,
-//! table and plot. Tiny settings; no real peers (Open MPI etc. are not installed on CI): a stand-in
-//! `run.sh` checks the merge of peer rows and the ratio columns, and missing peers must fail
-//! with the install hint before anything runs.
+//! and `shmem_lat.c` (1 MiB bandwidth; get and fetch-add latency, 64 KiB put/get and memcpy
+//! bandwidth), and merged into one CSV, table and plot. Tiny settings; no real peers (Open
+//! MPI etc. are not installed on CI): a stand-in `run.sh` checks the merge of peer rows
+//! and the ratio columns, and missing peers must fail with the install hint before
+//! anything runs.
 //!
 //! Needs `cc` and the peers' sources; without them the test FAILS (set
 //! `SKIFCH_BENCH_NO_PEERS=1` to leave the layer test out on purpose).
@@ -135,9 +136,21 @@ fn mpi_lite_and_shmem_beside_raw_channels() {
         bw.len() == 1 && bw[0].size == 1 << 20 && bw[0].unit == "MB/s" && bw[0].value > 1.0,
         "{bw:?}"
     );
+    // benches/c/shmem_lat.c: put/get bandwidth and memcpy's at its smallest size, 64 KiB
+    for t in ["put_bw", "get_bw", "memcpy_bw"] {
+        let bw: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.test == t && r.imp == "skifshmem")
+            .collect();
+        assert!(
+            bw.len() == 1 && bw[0].size == 64 << 10 && bw[0].unit == "MB/s" && bw[0].value > 1.0,
+            "{bw:?}"
+        );
+    }
     // -m 8: the C programs measured their sizes up to 8 B only
     assert!(
-        rows.iter().all(|r| r.size <= 8 || r.test == "bandwidth"),
+        rows.iter()
+            .all(|r| r.size <= 8 || r.test == "bandwidth" || r.test.ends_with("_bw")),
         "{rows:?}"
     );
     let table = String::from_utf8_lossy(&out.stdout);
@@ -145,6 +158,7 @@ fn mpi_lite_and_shmem_beside_raw_channels() {
         "mpi-lite vs best MPI",
         "mpi-lite vs Open MPI",
         "skifshmem vs OpenSHMEM",
+        "skifshmem vs memcpy",
         "raw channels vs rawring",
     ] {
         assert!(table.contains(l), "{l} missing:\n{table}");
