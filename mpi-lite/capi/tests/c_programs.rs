@@ -100,6 +100,19 @@ fn environment_and_remaining_calls() {
 }
 
 #[test]
+fn binding_can_be_turned_off_and_a_bad_policy_is_an_error() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("env", false);
+    run_ok(&exe, 2, &[("SKIFMPI_BIND", "none")]);
+    let o = run(&exe, 2, &[("SKIFMPI_BIND", "sockets")]);
+    let ctx = format!("{}\nstderr:\n{}", o.status, o.stderr);
+    assert!(!o.status.success(), "{ctx}");
+    assert!(o.stderr.contains("SKIFMPI_BIND=\"sockets\""), "{ctx}");
+}
+
+#[test]
 fn collectives() {
     check("coll", &[]);
 }

@@ -30,7 +30,11 @@ fn init(required: c_int) -> c_int {
                 "MPI_Init_thread: required level {required}"
             )));
         }
+        let bind_cores = bind_policy()?;
         let job = skifch_drivers::init()?;
+        if bind_cores {
+            bind(job.rank(), job.size());
+        }
         let mpi = Mpi::new(&job)?;
         EPOCH.get_or_init(Instant::now);
         MAIN_THREAD.get_or_init(|| std::thread::current().id());
@@ -42,6 +46,49 @@ fn init(required: c_int) -> c_int {
         Ok(()) => class::SUCCESS,
         Err(e) => raise(g.as_ref(), h::COMM_WORLD, name, &e),
     }
+}
+
+/// `SKIFMPI_BIND`: `core` (the default) or `none`.
+fn bind_policy() -> mpi_lite::Result<bool> {
+    match std::env::var("SKIFMPI_BIND") {
+        Err(_) => Ok(true),
+        Ok(v) => match v.trim() {
+            "core" | "" => Ok(true),
+            "none" => Ok(false),
+            other => Err(Error::Arg(format!(
+                "SKIFMPI_BIND={other:?}: expected core or none"
+            ))),
+        },
+    }
+}
+
+/// Binds this process to one CPU, as Open MPI does by default (`--bind-to core` for up to
+/// two ranks): rank r to the r-th CPU it may run on, when the job's ranks fit those CPUs
+/// (the ranks of a `skifrun` job share one host). A waiting rank spins before it sleeps
+/// (the channel's wait policy), so two ranks left to share one CPU pay that spin at every
+/// hand-over. Otherwise, or if the kernel refuses, the inherited affinity stays.
+fn bind(rank: u32, size: u32) {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let n = std::mem::size_of_val(&set);
+    // SAFETY: `set` is a valid, writable cpu_set_t of `n` bytes; pid 0 is this thread.
+    if unsafe { libc::sched_getaffinity(0, n, &mut set) } != 0 {
+        return;
+    }
+    let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `c` < CPU_SETSIZE, inside the set.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    if size as usize > allowed.len() || size < 2 {
+        return;
+    }
+    // SAFETY: as above, the empty set.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: an allowed CPU number is < CPU_SETSIZE.
+    unsafe { libc::CPU_SET(allowed[rank as usize], &mut one) };
+    // SAFETY: `one` is a valid cpu_set_t of `n` bytes; pid 0 is this thread (the one
+    // calling MPI_Init, usually the only one yet).
+    let _ = unsafe { libc::sched_setaffinity(0, n, &one) };
 }
 
 mpi_fn!(MPI_Init, PMPI_Init, (_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
