@@ -10,6 +10,16 @@
 //! are indexed the same way plus a sequence-ordered map for wildcard scans. The channel
 //! is FIFO per pair of ranks, so envelopes arrive in send order.
 //!
+//! ## The direct blocking receive (the common case of a message-rate loop)
+//! While no receive is posted, no unexpected message is queued and no rendezvous send is
+//! cleared (`Shared::pending`, refreshed whenever the state lock is released and read
+//! without it), nothing can claim an incoming message before a blocking receive being
+//! called now: [`Engine::recv`] then waits in [`Endpoint::progress_take`], which offers
+//! it each arriving message first. The first matching eager message is copied from the
+//! channel into the receive buffer (no queue entry, request or lock); other messages go
+//! to their handlers; a matching synchronous or rendezvous message, or a CTS, ends the
+//! wait and the general path (`irecv` + `wait`) finds it queued.
+//!
 //! ## Protocols (active messages of [`skifch::proto`]; handler ids are mpi-lite's own)
 //! * eager (≤ the eager limit, `SKIFMPI_EAGER` bytes): one active message whose proto
 //!   header carries the envelope (8 bytes in the common case: context, source and tag
@@ -21,6 +31,8 @@
 //!   buffer (a proto [`Landing`] over it; noncontiguous types land in a temporary and are
 //!   unpacked); the send completes when its data is out;
 //! * `MPI_Ssend` below the eager limit: eager with an ACK on match.
+//! * [`Engine::sendrecv`] (`MPI_Sendrecv`, barriers, the collectives' exchanges): an
+//!   eager send goes first without a request, then the (direct) receive.
 //!
 //! ## Progress and deadlock freedom
 //! Handlers run inside proto calls; they only match, copy and answer (proto queues an
@@ -125,7 +137,7 @@ pub enum Mode {
     Sync,
 }
 
-/// Where a directly received message lands ([`Engine::recv_direct`]): a user buffer of any
+/// Where a directly received message lands (see [`Engine::recv`]): a user buffer of any
 /// type map, or plain bytes (the C ABI's contiguous buffers).
 pub trait Sink {
     /// Writes the message (its segments, in order) from packed offset 0; bytes past the
@@ -427,7 +439,7 @@ fn send_eager<P: Port>(
 ) -> skifch::Result<()> {
     if ctx < 256 && (0..256).contains(&src) && (0..65536).contains(&tag) {
         let a = ctx as u32 | (src as u32) << 8 | (tag as u32) << 16;
-        ep.send(dst, H_EAGER_S, a, &[], data)
+        ep.send_short(dst, H_EAGER_S, a, data)
     } else {
         ep.send(dst, H_EAGER, tag as u32, &[env(ctx, src)], data)
     }
@@ -643,7 +655,7 @@ impl<P: Port> Engine<P> {
     /// Blocking receive: an eager message already waiting in the unexpected queue is
     /// copied out under one lock, without a request; else, when no other receive is posted
     /// (so none can have a prior claim, §3.5), the next matching eager message is copied
-    /// straight from the channel into `buf` ([`Engine::recv_direct`]). Otherwise (and for
+    /// straight from the channel into `buf` (`recv_direct`). Otherwise (and for
     /// synchronous or rendezvous messages) as `irecv` + `wait`.
     pub fn recv(&mut self, ctx: u16, src: i32, tag: i32, mut buf: UserBuf) -> Result<Status> {
         self.check()?;

@@ -65,6 +65,11 @@
 //! Outside handlers, [`Endpoint::send_nb`] queues the same way instead of waiting (for
 //! non-blocking sends); [`Endpoint::flush`] waits until the queue is empty.
 //!
+//! [`Endpoint::progress_take`] is a wait whose caller sees each arriving whole message
+//! before its handler and may consume it ([`Take::Mine`]): a blocking receive copies the
+//! next matching message straight out of the channel instead of having a handler queue
+//! it and then finding it in the queue.
+//!
 //! Waiting follows the channel's [`crate::WaitPolicy`] (fixed spin, then sleep on the
 //! driver's waiter) and ends with `PeerLost` when a rank of the job is lost; waits with
 //! queued outgoing messages poll with short sleeps, since the peer draining its lane does
@@ -463,6 +468,17 @@ impl<P: Port> Endpoint<P> {
     pub fn send(&self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> Result<()> {
         self.check_user(h, args)?;
         self.emit_fields(dst, h, 0, 0, arg, args, data)
+    }
+
+    /// [`Endpoint::send`] without extra arguments (the 8-byte header): the shortest path,
+    /// for a library's per-message sends (an MPI eager message).
+    #[inline]
+    pub fn send_short(&self, dst: u32, h: u8, arg: u32, data: &[u8]) -> Result<()> {
+        if h < FIRST_RESERVED && dst < self.size && 8 + data.len() <= self.max_msg {
+            let w = header::word(h, 0, 0, arg).to_le_bytes();
+            return self.push(dst, &w, data);
+        }
+        self.send(dst, h, arg, &[], data)
     }
 
     /// As [`Endpoint::send`], but never waits, even outside a handler: what does not fit the
