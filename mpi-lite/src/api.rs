@@ -18,7 +18,7 @@
 //! }).unwrap();
 //! assert_eq!(out[1], [1, 2, 3]);
 //! ```
-#![allow(unsafe_code)] // typed slices become `UserBuf`s (one constructor, below)
+#![allow(unsafe_code)] // typed slices become `UserBuf`s or bytes (the constructors below)
 
 use std::sync::Arc;
 
@@ -46,9 +46,24 @@ pub struct Comm<'m, P: Port> {
 /// exists; callers below keep both (blocking calls drop it before returning, requests own
 /// the vector).
 unsafe fn slice_buf<T: Equivalence>(s: &[T]) -> UserBuf {
-    // SAFETY: `s` is `len` contiguous `T`s, the exact type map of (len, T::datatype());
+    let dt = crate::datatype::Datatype::basic_ref(T::BASIC);
+    // SAFETY: `s` is `len` contiguous `T`s, the exact type map of (len, T's type);
     // validity and exclusivity are forwarded from the caller.
-    unsafe { UserBuf::new(s.as_ptr().cast(), s.len(), T::datatype()) }
+    unsafe { UserBuf::new_static(s.as_ptr().cast(), s.len(), dt) }
+}
+
+/// The bytes of a slice of plain numbers (the blocking calls' fast paths).
+fn bytes_of<T: Equivalence>(s: &[T]) -> &[u8] {
+    // SAFETY: `Equivalence` is sealed to integers and floats: no padding, so the
+    // `size_of_val(s)` bytes at `s` are initialized; borrowed for the slice's lifetime.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast(), std::mem::size_of_val(s)) }
+}
+
+/// [`bytes_of`] for receiving.
+fn bytes_of_mut<T: Equivalence>(s: &mut [T]) -> &mut [u8] {
+    // SAFETY: as `bytes_of`; every byte pattern is a valid integer or float, so writing
+    // any bytes leaves valid `T`s; the mutable borrow is the slice's.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), std::mem::size_of_val(s)) }
 }
 
 impl<'m, P: Port> Comm<'m, P> {
@@ -85,6 +100,12 @@ impl<'m, P: Port> Comm<'m, P> {
 
     /// `MPI_Send` of a slice to rank `dst` (or `PROC_NULL`).
     pub fn send<T: Equivalence>(&self, data: &[T], dst: i32, tag: i32) -> Result<()> {
+        if self
+            .mpi
+            .try_send_bytes(&self.data, bytes_of(data), dst, tag, "MPI_Send")?
+        {
+            return Ok(());
+        }
         // SAFETY: `data` outlives the call, which completes the send before returning.
         let b = unsafe { slice_buf(data) };
         self.mpi.send(&self.data, b, dst, tag, "MPI_Send")
@@ -113,6 +134,12 @@ impl<'m, P: Port> Comm<'m, P> {
     /// `MPI_Recv` into a slice from `src` (or `ANY_SOURCE`/`PROC_NULL`) with `tag` (or
     /// `ANY_TAG`). `MPI_ERR_TRUNCATE` if the message is longer than the slice.
     pub fn recv<T: Equivalence>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
+        let direct =
+            self.mpi
+                .try_recv_bytes(&self.data, bytes_of_mut(buf), src, tag, "MPI_Recv")?;
+        if let Some(s) = direct {
+            return Ok(s);
+        }
         // SAFETY: `buf` is borrowed mutably for the whole call and the request is
         // complete (its buffer dropped) when `wait` returns.
         let b = unsafe { slice_buf(buf) };

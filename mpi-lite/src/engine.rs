@@ -383,12 +383,16 @@ struct Shared {
     /// sides are on the engine's thread (handlers run inside its proto calls), the atomic
     /// only satisfies the handlers' `Sync` bound.
     pending: AtomicUsize,
+    /// Rendezvous sends whose CTS came (`State::cleared`), stored the same way: 0 lets the
+    /// waits skip the lock when there is no data to push.
+    cleared: AtomicUsize,
 }
 
-/// The state lock; refreshes [`Shared::pending`] when released.
+/// The state lock; refreshes [`Shared::pending`] and [`Shared::cleared`] when released.
 struct Guard<'a> {
     g: MutexGuard<'a, State>,
-    pending: &'a AtomicUsize,
+    // Not named after `State`'s fields: a `Guard` field would shadow them.
+    sh: &'a Shared,
 }
 
 impl Deref for Guard<'_> {
@@ -408,7 +412,8 @@ impl Drop for Guard<'_> {
     fn drop(&mut self) {
         let s = &*self.g;
         let n = s.posted_n + s.unex_n + s.cleared.len();
-        self.pending.store(n, Ordering::Relaxed);
+        self.sh.pending.store(n, Ordering::Relaxed);
+        self.sh.cleared.store(s.cleared.len(), Ordering::Relaxed);
     }
 }
 
@@ -417,7 +422,7 @@ fn lock(st: &Shared) -> Guard<'_> {
     // trust (each update completes before the next step); keep going.
     Guard {
         g: st.state.lock().unwrap_or_else(|p| p.into_inner()),
-        pending: &st.pending,
+        sh: st,
     }
 }
 
@@ -607,6 +612,7 @@ impl<P: Port> Engine<P> {
         let st = Arc::new(Shared {
             state,
             pending: AtomicUsize::new(0),
+            cleared: AtomicUsize::new(0),
         });
         for h in [H_EAGER_S, H_EAGER, H_SYNC, H_RTS, H_CTS, H_DATA, H_ACK] {
             let s = st.clone();
@@ -1096,6 +1102,9 @@ impl<P: Port> Engine<P> {
     /// Sends the data of one rendezvous send whose CTS came (a proto long message that
     /// lands in the receiver's buffer); `false` if none is waiting.
     fn push_cleared(&mut self) -> Result<bool> {
+        if self.st.cleared.load(Ordering::Relaxed) == 0 {
+            return Ok(false);
+        }
         let next = {
             let mut s = self.lock();
             match s.cleared.pop_front() {
