@@ -390,9 +390,7 @@ fn check_ctx(call: &str, ctx: usize) {
     }
 }
 
-/// `skifshmem_put(call, ctx, dest, src, bytes, pe)`: every blocking and `_nbi` put: the
-/// direct path's copy, else [`put_messages`], else (a context, an address that is not
-/// symmetric, a bad PE) [`rma_checked`].
+/// `skifshmem_put(call, ctx, dest, src, bytes, pe)`: every blocking and `_nbi` put.
 #[no_mangle]
 pub unsafe extern "C" fn skifshmem_put(
     call: *const c_char,
@@ -402,26 +400,36 @@ pub unsafe extern "C" fn skifshmem_put(
     bytes: usize,
     pe: c_int,
 ) {
+    if ctx != 1 {
+        // SAFETY: forwards the caller's contract.
+        return unsafe { rma_checked(call, ctx, dest, src, bytes, pe, true) };
+    }
+    // SAFETY: forwards the caller's contract.
+    unsafe { put_default(call, dest, src, bytes, pe) }
+}
+
+/// A put in the default context, inlined into [`skifshmem_put`] and the exported
+/// `shmem_putmem` family (no second call per put): the direct path's copy, else
+/// [`put_messages`], else (an address that is not symmetric, a bad PE) [`rma_checked`].
+#[inline(always)]
+unsafe fn put_default(call: *const c_char, d: *mut c_void, s: *const c_void, n: usize, pe: c_int) {
     let st = STATE.load(Ordering::Acquire);
-    if !st.is_null() && ctx == 1 && pe >= 0 {
+    if !st.is_null() && pe >= 0 {
         // SAFETY: as in `st`.
         let w = unsafe { &(*st).world };
-        if let Some((seg, off)) = w.seg_of(dest as usize, bytes) {
-            if let Some(d) = w.mapped_at(seg, pe as u32, off) {
-                // SAFETY: `seg_of` bounded `d..d + bytes` by the target's mapped segment;
-                // the caller passes `bytes` readable bytes at `src` (OpenSHMEM put
-                // contract).
-                unsafe { copy_mem(src.cast::<u8>(), d as *mut u8, bytes) };
+        if let Some((seg, off)) = w.seg_of(d as usize, n) {
+            if let Some(at) = w.mapped_at(seg, pe as u32, off) {
+                // SAFETY: `seg_of` bounded `at..at + n` by the target's mapped segment;
+                // the caller passes `n` readable bytes at `s` (OpenSHMEM put contract).
+                unsafe { copy_mem(s.cast::<u8>(), at as *mut u8, n) };
                 return;
             }
             // SAFETY: forwards the caller's contract.
-            return unsafe {
-                put_messages(call, w, pe as u32, off << 1 | seg as usize, src, bytes)
-            };
+            return unsafe { put_messages(call, w, pe as u32, off << 1 | seg as usize, s, n) };
         }
     }
     // SAFETY: forwards the caller's contract.
-    unsafe { rma_checked(call, ctx, dest, src, bytes, pe, true) }
+    unsafe { rma_checked(call, 1, d, s, n, pe, true) }
 }
 
 /// [`skifshmem_put`] of a symmetric range (`seg_off` = offset · 2 + segment) in the
@@ -1690,17 +1698,18 @@ pub extern "C" fn shmemx_direct_access() -> c_int {
 }
 
 macro_rules! mem {
-    ($($f:ident $k:ident;)*) => {$(
+    ($($f:ident $k:ident($($ctx:literal)?);)*) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $f(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
+            let call = concat!(stringify!($f), "\0").as_ptr().cast();
             // SAFETY: forwards the caller's contract.
-            unsafe { $k(concat!(stringify!($f), "\0").as_ptr().cast(), 1, dest, src, n, pe) }
+            unsafe { $k(call, $($ctx,)? dest, src, n, pe) }
         }
     )*};
 }
 mem! {
-    shmem_putmem skifshmem_put;
-    shmem_putmem_nbi skifshmem_put;
-    shmem_getmem skifshmem_get;
-    shmem_getmem_nbi skifshmem_get;
+    shmem_putmem put_default();
+    shmem_putmem_nbi put_default();
+    shmem_getmem skifshmem_get(1);
+    shmem_getmem_nbi skifshmem_get(1);
 }
