@@ -152,6 +152,11 @@ fn teams_contexts_locks() {
 }
 
 #[test]
+fn threads_put_at_once() {
+    check_program("threads");
+}
+
+#[test]
 fn bad_input_is_a_clear_error() {
     if !have_cc() {
         return;
