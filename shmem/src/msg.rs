@@ -188,8 +188,9 @@ pub(crate) struct Aggregator {
     max_len: usize,
 }
 
-// SAFETY: `bufs` is reached only through `Aggregator::lock`, which gives one thread at a
-// time exclusive access (acquire on taking the flag, release on dropping it).
+// SAFETY: `bufs` is reached only while holding the `busy` flag (`Aggregator::lock`'s
+// guard, `Aggregator::try_put`), so by one thread at a time (acquire on taking the flag,
+// release on clearing it).
 unsafe impl Sync for Aggregator {}
 
 /// Exclusive access to the aggregation buffers ([`Aggregator::lock`]).
