@@ -10,7 +10,7 @@
 //! | [`H_GET`] | request; `arg` segment, `args` \[offset, length\] | replies with the bytes (landing in the caller's buffer) |
 //! | [`H_AMO`] | one-way or request; `arg` = op · width · segment, `args` \[offset, a, b\] | applies the atomic; a request gets the old value |
 //! | [`H_FLUSH`] | request | replies (after every earlier message of this source) |
-//! | [`H_PUTV`] | one-way; payload = records: a `u64` header (length · segment · offset, [`PUTV_REC`]) and the data | applies each put in order |
+//! | [`H_PUTV`] | one-way; payload = records: a `u64` header (length bits 0–14, segment bit 15, offset bits 16–63) and the data | applies each put in order |
 //!
 //! Puts of up to 1 KiB are **aggregated** per target into one `H_PUTV` message of up
 //! to 32 KiB (an 8-byte put is a 16-byte record; a put that starts where the previous
