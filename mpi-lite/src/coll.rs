@@ -79,7 +79,7 @@ impl<'a, P: Port> CommTransport<'a, P> {
     /// broken and never touches a buffer again (transport errors; see `Engine`).
     unsafe fn byte_buf(data: *const u8, len: usize) -> UserBuf {
         // SAFETY: forwarded contract (the type map of `len` bytes is `data..data + len`).
-        unsafe { UserBuf::new(data, len, Datatype::basic(Basic::Byte)) }
+        unsafe { UserBuf::new_static(data, len, Datatype::basic_ref(Basic::Byte)) }
     }
 }
 
