@@ -65,10 +65,11 @@ pub(crate) const PUTV_MAX_OFF: usize = (1 << 48) - 1;
 /// Largest [`H_PUTV`] payload (a record's length field has 15 bits).
 pub(crate) const PUTV_MAX: usize = 32 << 10;
 
-/// A record header without its length: where the record's data starts.
+/// A record header without its length, from `seg_off` = offset · 2 + segment (below
+/// 2^49 when records can name the offset): where the record's data starts.
 #[inline(always)]
-fn putv_key(seg: u8, off: usize) -> u64 {
-    (off as u64) << 16 | u64::from(seg & 1) << 15
+fn putv_key(seg_off: usize) -> u64 {
+    (seg_off as u64) << 15
 }
 
 /// Copies `n <= AGG_PUT` bytes between non-overlapping ranges with unaligned loads and
@@ -245,14 +246,7 @@ impl Aggregator {
     /// # Safety
     /// As [`AggGuard::put`].
     #[inline(always)]
-    pub(crate) unsafe fn try_put(
-        &self,
-        pe: u32,
-        seg: u8,
-        off: usize,
-        src: *const u8,
-        n: usize,
-    ) -> bool {
+    pub(crate) unsafe fn try_put(&self, pe: u32, seg_off: usize, src: *const u8, n: usize) -> bool {
         if self.busy.swap(true, Ordering::Acquire) {
             return false;
         }
@@ -260,7 +254,7 @@ impl Aggregator {
         // contract).
         let b = unsafe { (&mut *self.bufs.get()).get_unchecked_mut(pe as usize) };
         // SAFETY: forwards the caller's contract.
-        let done = unsafe { b.append(putv_key(seg, off), src, n) };
+        let done = unsafe { b.append(putv_key(seg_off), src, n) };
         self.busy.store(false, Ordering::Release);
         done
     }
@@ -299,9 +293,10 @@ impl AggGuard<'_> {
         unsafe { &mut *self.0.bufs.get() }
     }
 
-    /// Adds a put of `n` bytes at `src` to `seg`/`off` of `pe` (`off` in a segment given
-    /// to [`Aggregator::new`]); sends the payload first through `send` if the put does
-    /// not fit.
+    /// Adds a put of `n` bytes at `src` to `pe` at `seg_off` (offset · 2 + segment, the
+    /// range in a segment given to [`Aggregator::new`]); sends the payload first through
+    /// `send` if the put does not fit. A put to this PE itself finds no room and is
+    /// refused by [`Aggregator::try_put`]: the callers copy those locally first.
     ///
     /// # Safety
     /// `src..src + n` is readable, `pe` is below the `n` given to [`Aggregator::new`] and
@@ -310,14 +305,13 @@ impl AggGuard<'_> {
     pub(crate) unsafe fn put<E>(
         &mut self,
         pe: u32,
-        seg: u8,
-        off: usize,
+        seg_off: usize,
         src: *const u8,
         n: usize,
         send: impl FnOnce(u32, &[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
         let cap = self.0.cap;
-        let key = putv_key(seg, off);
+        let key = putv_key(seg_off);
         // SAFETY: `pe` is in range (the caller's contract).
         let b = unsafe { self.bufs().get_unchecked_mut(pe as usize) };
         // SAFETY: forwards the caller's contract.

@@ -372,26 +372,24 @@ impl<P: Port> World<P> {
         m.get(pe as usize).map(|&base| base + off)
     }
 
-    /// The message path's small put in the common case, for the C ABI: added to `pe`'s
-    /// aggregation buffer if it is free and has room, without waiting or sending.
-    /// False: nothing was done (use [`World::put`]).
+    /// The message path's small put in the common case, for the C ABI: `len` bytes from
+    /// `src` to `pe` at `seg_off` (offset · 2 + segment of a range [`World::seg_of`]
+    /// found), added to `pe`'s aggregation buffer if it is free and has room, without
+    /// waiting or sending. False: nothing was done (use [`World::put`]); so for a put to
+    /// this PE itself, whose buffer is never allocated ([`World::put`] copies those).
     ///
     /// # Safety
-    /// `src..src + len` is readable; the range is in a segment ([`World::seg_of`]).
+    /// `src..src + len` is readable; the range is in a segment.
     #[inline(always)]
     pub unsafe fn put_small_try(
         &self,
         pe: u32,
-        seg: u8,
-        off: usize,
+        seg_off: usize,
         src: *const u8,
         len: usize,
     ) -> bool {
         // SAFETY: forwards the caller's contract; `pe` is checked in range first.
-        pe < self.n
-            && pe != self.me
-            && self.agg.takes(len)
-            && unsafe { self.agg.try_put(pe, seg, off, src, len) }
+        pe < self.n && self.agg.takes(len) && unsafe { self.agg.try_put(pe, seg_off, src, len) }
     }
 
     /// Sends an aggregated payload to `pe`.
@@ -454,14 +452,14 @@ impl<P: Port> World<P> {
             return Ok(());
         }
         if self.agg.takes(src.len()) {
-            let (p, n) = (src.as_ptr(), src.len());
+            let (p, n, so) = (src.as_ptr(), src.len(), dst.off << 1 | dst.seg as usize);
             // SAFETY: `src` is a live slice; `check` bounded the range and `pe`.
-            if unsafe { self.put_small_try(pe, dst.seg, dst.off, p, n) } {
+            if unsafe { self.put_small_try(pe, so, p, n) } {
                 return Ok(());
             }
             let mut g = self.agg.lock();
             // SAFETY: as above.
-            return unsafe { g.put(pe, dst.seg, dst.off, p, n, |pe, b| self.send_putv(pe, b)) };
+            return unsafe { g.put(pe, so, p, n, |pe, b| self.send_putv(pe, b)) };
         }
         self.mark_dirty(pe);
         self.flush(pe)?;

@@ -445,12 +445,12 @@ unsafe fn put_messages(
     src: *const c_void,
     bytes: usize,
 ) {
-    let a = SymAddr {
-        seg: (seg_off & 1) as u8,
-        off: seg_off >> 1,
-    };
     // SAFETY: the caller passes `bytes` readable bytes at `src` and a checked range.
-    if !unsafe { w.put_small_try(pe, a.seg, a.off, src.cast(), bytes) } {
+    if !unsafe { w.put_small_try(pe, seg_off, src.cast(), bytes) } {
+        let a = SymAddr {
+            seg: (seg_off & 1) as u8,
+            off: seg_off >> 1,
+        };
         let dest = w.local(a) as *mut c_void;
         // SAFETY: forwards the caller's contract.
         unsafe { rma_checked(call, 1, dest, src, bytes, pe as c_int, true) }

@@ -125,6 +125,13 @@ int main(void) {
         at += k;
     }
     uint64_t *pdesc = shmem_calloc(2048, 8);
+    unsigned char *pself = shmem_calloc(4096, 1);
+    /* small puts to this PE itself (never aggregated) */
+    for (size_t k = 1; k <= 300; k += 37) {
+        shmem_putmem(pself + 8 * k, ps + 3 * k, k, me);
+        shmem_quiet();
+        CHECK(memcmp(pself + 8 * k, ps + 3 * k, k) == 0);
+    }
     for (int i = 2047; i >= 0; i--) {
         uint64_t v = ((uint64_t)me << 32) | (uint64_t)i;
         shmem_putmem(&pdesc[i], &v, 8, right);
@@ -140,6 +147,7 @@ int main(void) {
         if (i != 7) CHECK(pdesc[i] == (((uint64_t)left << 32) | (uint64_t)i));
     CHECK(*(int *)&pdesc[7] == 999);
     shmem_barrier_all();
+    shmem_free(pself);
     shmem_free(pdesc);
     shmem_free(pl);
     shmem_free(pd);
