@@ -95,19 +95,37 @@ impl<P: Port> Transport for CommTransport<'_, P> {
     }
     fn send(&self, to: usize, tag: u32, data: &[u8]) -> skifch::Result<()> {
         let mut e = self.mpi.engine();
-        // SAFETY: `data` is borrowed for this call, which completes the send (or breaks
-        // the engine) before returning.
-        let b = unsafe { Self::byte_buf(data.as_ptr(), data.len()) };
-        let (ctx, me) = (self.c.coll_ctx(), self.c.rank as i32);
-        let r = e.send(ctx, me, self.c.world_of(to), tag as i32, b);
+        let (ctx, me, dst, tag) = (
+            self.c.coll_ctx(),
+            self.c.rank as i32,
+            self.c.world_of(to),
+            tag as i32,
+        );
+        let r = match e.try_send_eager(ctx, me, dst, tag, data) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                // SAFETY: `data` is borrowed for this call, which completes the send (or
+                // breaks the engine) before returning.
+                let b = unsafe { Self::byte_buf(data.as_ptr(), data.len()) };
+                e.send(ctx, me, dst, tag, b)
+            }
+            Err(x) => Err(x),
+        };
         r.map_err(|x| self.keep(x))
     }
     fn recv(&self, from: usize, tag: u32, buf: &mut [u8]) -> skifch::Result<usize> {
         let mut e = self.mpi.engine();
-        // SAFETY: `buf` is borrowed mutably for this call, which completes the receive
-        // (or breaks the engine) before returning.
-        let b = unsafe { Self::byte_buf(buf.as_mut_ptr(), buf.len()) };
-        let r = e.recv(self.c.coll_ctx(), from as i32, tag as i32, b);
+        let (ctx, from, tag) = (self.c.coll_ctx(), from as i32, tag as i32);
+        let r = match e.try_recv_bytes(ctx, from, tag, buf) {
+            Ok(None) => {
+                // SAFETY: `buf` is borrowed mutably for this call, which completes the
+                // receive (or breaks the engine) before returning.
+                let b = unsafe { Self::byte_buf(buf.as_mut_ptr(), buf.len()) };
+                e.recv(ctx, from, tag, b)
+            }
+            Ok(Some(s)) => Ok(s),
+            Err(x) => Err(x),
+        };
         r.map(|s| s.bytes).map_err(|x| self.keep(x))
     }
     fn sendrecv(
@@ -120,16 +138,28 @@ impl<P: Port> Transport for CommTransport<'_, P> {
     ) -> skifch::Result<usize> {
         let mut e = self.mpi.engine();
         let (ctx, me) = (self.c.coll_ctx(), self.c.rank as i32);
-        // SAFETY: both slices are borrowed for this call, which completes (or breaks the
-        // engine for) both transfers before returning.
-        let (rb, sb) = unsafe {
-            (
-                Self::byte_buf(rbuf.as_mut_ptr(), rbuf.len()),
-                Self::byte_buf(sdata.as_ptr(), sdata.len()),
-            )
-        };
-        let (dst, t) = (self.c.world_of(to), tag as i32);
-        let r = e.sendrecv(ctx, me, dst, t, sb, from as i32, t, rb);
+        let (dst, t, from) = (self.c.world_of(to), tag as i32, from as i32);
+        let r = (|| {
+            // The common small exchange: eager send, then the direct receive into `rbuf`.
+            if e.try_send_eager(ctx, me, dst, t, sdata)? {
+                if let Some(s) = e.try_recv_bytes(ctx, from, t, rbuf)? {
+                    return Ok(s);
+                }
+                // SAFETY: `rbuf` is borrowed mutably for this call, which completes the
+                // receive (or breaks the engine) before returning.
+                let rb = unsafe { Self::byte_buf(rbuf.as_mut_ptr(), rbuf.len()) };
+                return e.recv(ctx, from, t, rb);
+            }
+            // SAFETY: both slices are borrowed for this call, which completes (or breaks
+            // the engine for) both transfers before returning.
+            let (rb, sb) = unsafe {
+                (
+                    Self::byte_buf(rbuf.as_mut_ptr(), rbuf.len()),
+                    Self::byte_buf(sdata.as_ptr(), sdata.len()),
+                )
+            };
+            e.sendrecv(ctx, me, dst, t, sb, from, t, rb)
+        })();
         r.map(|s| s.bytes).map_err(|x| self.keep(x))
     }
 }

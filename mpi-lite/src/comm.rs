@@ -539,16 +539,13 @@ impl<P: Port> Mpi<P> {
             let from = (c.rank + n - d) % n;
             // Negative tags: never those of the collective algorithms (`next_tag`).
             let tag = -20 - round;
-            self.eng.borrow_mut().sendrecv(
-                c.coll_ctx(),
-                c.rank as i32,
-                c.world_of(to),
-                tag,
-                UserBuf::owned(Vec::new()),
-                from as i32,
-                tag,
-                UserBuf::owned(Vec::new()),
-            )?;
+            let (ctx, me, w) = (c.coll_ctx(), c.rank as i32, c.world_of(to));
+            let mut e = self.eng.borrow_mut();
+            // An empty message always goes eagerly; the receive directly when it can.
+            e.try_send_eager(ctx, me, w, tag, &[])?;
+            if e.try_recv_bytes(ctx, from as i32, tag, &mut [])?.is_none() {
+                e.recv(ctx, from as i32, tag, UserBuf::owned(Vec::new()))?;
+            }
             d *= 2;
             round += 1;
         }
