@@ -535,8 +535,17 @@ impl<P: Port> Mpi<P> {
         let mut d = 1;
         let mut round = 0;
         while d < n {
-            let to = (c.rank + d) % n;
-            let from = (c.rank + n - d) % n;
+            // (r ± d) mod n without a division (d < n).
+            let to = if c.rank + d >= n {
+                c.rank + d - n
+            } else {
+                c.rank + d
+            };
+            let from = if c.rank >= d {
+                c.rank - d
+            } else {
+                c.rank + n - d
+            };
             // Negative tags: never those of the collective algorithms (`next_tag`).
             let tag = -20 - round;
             let (ctx, me, w) = (c.coll_ctx(), c.rank as i32, c.world_of(to));

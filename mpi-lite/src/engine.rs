@@ -161,9 +161,13 @@ impl Sink for [u8] {
     #[inline]
     fn put(&mut self, [a, b]: [&[u8]; 2]) {
         let k = a.len().min(self.len());
-        self[..k].copy_from_slice(&a[..k]);
+        if k > 0 {
+            self[..k].copy_from_slice(&a[..k]);
+        }
         let j = b.len().min(self.len() - k);
-        self[k..k + j].copy_from_slice(&b[..j]);
+        if j > 0 {
+            self[k..k + j].copy_from_slice(&b[..j]);
+        }
     }
     fn cap(&self) -> usize {
         self.len()
