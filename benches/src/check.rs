@@ -10,6 +10,28 @@ pub fn pattern(len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// [`pattern`] in a buffer that starts on a cache line, as `shm_ring.c`'s `src_buf`
+/// (`aligned_alloc(64, …)`): a sender's alignment changes how many lines a message touches.
+pub struct LinePattern {
+    buf: Vec<u8>,
+    off: usize,
+    len: usize,
+}
+
+impl LinePattern {
+    /// `len` bytes of the pattern.
+    pub fn new(len: usize) -> Self {
+        let mut buf = vec![0u8; len + 63];
+        let off = buf.as_ptr().align_offset(64).min(63);
+        buf[off..off + len].copy_from_slice(&pattern(len));
+        LinePattern { buf, off, len }
+    }
+    /// The pattern, starting on a 64-byte boundary.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[self.off..self.off + self.len]
+    }
+}
+
 /// The sum of `p` as `shm_ring.c`'s `sum64` computes it.
 ///
 /// ```
@@ -143,6 +165,15 @@ mod tests {
         let mut q = p.clone();
         q[57] ^= 0x10;
         assert_ne!(sum64(&p), sum64(&q));
+    }
+
+    #[test]
+    fn line_pattern_is_aligned_and_equal() {
+        for len in [1, 64, 1000] {
+            let p = LinePattern::new(len);
+            assert_eq!(p.as_slice().as_ptr() as usize % 64, 0);
+            assert_eq!(p.as_slice(), &pattern(len)[..]);
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use skifch::coll::Barrier;
 use skifch::{Channel, Driver, Error, Job, NetAddr, Port, WaitPolicy};
 
-use crate::check::{pattern, sum64, sum64_whole, Sum64};
+use crate::check::{sum64, sum64_whole, LinePattern, Sum64};
 use crate::measure::{measure, Measured, Plan};
 use crate::results::Row;
 use crate::{affinity, BenchError, Result, Spinner};
@@ -217,7 +217,7 @@ pub fn run_rank<D: Driver>(job: &Job<D>, cfg: &Config) -> Result<Option<Report>>
         bar_ch,
         ctl,
         bar: Barrier::new(me, n),
-        src: pattern(maxsize.max(8)),
+        src: LinePattern::new(maxsize.max(8)),
         inbox: Inbox::new(n),
         patience: Spinner::patience_for(n as usize),
     };
@@ -245,7 +245,7 @@ struct Rank<P: Port> {
     bar_ch: Channel<P>,
     ctl: Channel<P>,
     bar: Barrier,
-    src: Vec<u8>,
+    src: LinePattern,
     inbox: Inbox,
     /// Spins before a yield while waiting ([`Spinner`]).
     patience: u32,
@@ -408,7 +408,7 @@ impl<P: Port> Rank<P> {
 
     /// One pass of `iters` iterations, on every rank between two barriers; seconds elapsed.
     fn pass(&mut self, test: Test, size: usize, iters: u64) -> Result<f64> {
-        let msg = &self.src[..size];
+        let msg = &self.src.as_slice()[..size];
         self.inbox.start(size, sum64(msg));
         // A rank with no part in a two-rank test sleeps in the barriers: spinning, it would
         // take a CPU from the two that measure when there are more ranks than CPUs.
@@ -507,7 +507,7 @@ impl<P: Port> Rank<P> {
             let (size, iters) = (word(8) as usize, word(16));
             match (kind, test) {
                 (CMD_EXIT, _) => return Ok(()),
-                (CMD_RUN, Some(t)) if (1..=self.src.len()).contains(&size) => {
+                (CMD_RUN, Some(t)) if (1..=self.src.as_slice().len()).contains(&size) => {
                     self.pass(t, size, iters)?;
                 }
                 _ => {
@@ -737,6 +737,7 @@ pub fn table(ours: &[Row], peers: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::pattern;
     use crate::measure::Stat;
     use skifch::local;
     use skifch::ring::Params;
