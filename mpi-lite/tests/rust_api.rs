@@ -250,3 +250,39 @@ fn non_overtaking_across_protocols_with_small_lanes() {
         .unwrap();
     }
 }
+
+/// A blocking receive must not take a message a receive posted earlier can claim (the
+/// direct path is off while receives are posted), and takes messages in order when it is
+/// on: posted wildcard, posted exact, then blocking receives; a message of another tag in
+/// between is queued, not lost.
+#[test]
+fn blocking_receive_respects_posted_receives() {
+    let out = run(2, |w| {
+        if w.rank() == 0 {
+            w.barrier()?; // rank 1 has posted its receives
+            for i in 0..4i32 {
+                w.send(&[i], 1, 5)?;
+            }
+            w.send(&[99i32], 1, 6)?;
+            w.send(&[4i32], 1, 5)?;
+            return Ok(vec![]);
+        }
+        let a = w.irecv(vec![-1i32], ANY_SOURCE, ANY_TAG)?;
+        let b = w.irecv(vec![-1i32], 0, 5)?;
+        w.barrier()?;
+        let mut x = [-1i32];
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            w.recv(&mut x, 0, 5)?;
+            got.push(x[0]);
+        }
+        got.push(a.wait()?.0[0]);
+        got.push(b.wait()?.0[0]);
+        w.recv(&mut x, 0, 5)?; // the tag-6 message waits in the queue meanwhile
+        got.push(x[0]);
+        w.recv(&mut x, 0, 6)?;
+        got.push(x[0]);
+        Ok(got)
+    });
+    assert_eq!(out[1], [2, 3, 0, 1, 4, 99]);
+}
