@@ -572,6 +572,7 @@ impl<R: Region> Driver for RingDriver<R> {
             nports: lay.params.nports,
             nranks: lay.params.nranks,
             cap: lay.params.lane_bytes as u64,
+            short_room: WINDOW.min(lay.params.lane_bytes as u64) - TERM as u64,
             tx,
             rx,
             summary: Shared::new(self.fab.summary(me, 0)),
@@ -669,8 +670,11 @@ pub struct RingPort<R: Region> {
     summary: Shared<AtomicU64>,
     sum_words: usize,
     lost: Shared<AtomicU32>,
+    /// Room a message shorter than [`ALIGN_FROM`] may fill in a lane (see [`WINDOW`]).
+    short_room: u64,
     /// Lane served last (sticky fast path); `usize::MAX` after a full burst.
     cur: usize,
+    /// Messages `cur` may still deliver before the scan moves on (fairness).
     burst: u32,
     /// Where the last scan stopped (round-robin start).
     last_scan: usize,
@@ -732,17 +736,6 @@ impl<R: Region> RingPort<R> {
             a: (i as u64) << 32 | rec,
             b: pos,
         };
-        if i == self.cur {
-            self.burst += 1;
-            if self.burst >= BURST {
-                // Fairness: next time, start the scan after this lane.
-                self.burst = 0;
-                self.cur = usize::MAX;
-            }
-        } else {
-            self.cur = i;
-            self.burst = 1;
-        }
         Ok(true)
     }
 
@@ -909,6 +902,31 @@ impl<R: Region> RingPort<R> {
     }
 }
 
+/// Where a record of `want >= ALIGN_FROM` bytes goes: its skip (the payload at the source's
+/// offset in a cache line, where the copy is fastest, unless the skip would not fit in an
+/// empty lane) and the room it may fill ([`WINDOW`], or `WINDOW_RECORDS` records of its
+/// size, at most the lane), less the terminator word.
+#[inline]
+fn long_placement(
+    iov: &[IoSlice<'_>],
+    want: usize,
+    maxmsg: usize,
+    head: u64,
+    cap: u64,
+) -> (usize, u64) {
+    let skip = match iov.first() {
+        Some(s) if want + REC_MAX_SKIP <= maxmsg => align_skip(head, s.as_ptr() as usize),
+        _ => 0,
+    };
+    let room = ((record_len(want) + skip) as u64 * WINDOW_RECORDS)
+        .max(WINDOW)
+        .min(cap);
+    (skip, room - TERM as u64)
+}
+
+// Short records always fit `WINDOW_RECORDS` times in the window: `short_room` is theirs.
+const _: () = assert!(record_len(ALIGN_FROM) as u64 * WINDOW_RECORDS <= WINDOW);
+
 /// `copy_nonoverlapping` without the call for the short messages that dominate message
 /// rate (a `memmove` call costs about as much as the rest of a send).
 ///
@@ -1007,20 +1025,13 @@ unsafe impl<R: Region> Port for RingPort<R> {
             SendMode::Whole => total,
             SendMode::Prefix => total.min(maxmsg),
         };
-        // A long payload goes where its copy is fastest (same offset in a cache line as
-        // the source), unless the skip would not fit in an empty lane.
-        let skip = match iov.first() {
-            Some(s) if want >= ALIGN_FROM && want + REC_MAX_SKIP <= maxmsg => {
-                align_skip(tx.head, s.as_ptr() as usize)
-            }
-            _ => 0,
+        // Short messages: no skip, the lane's window (see [`WINDOW`]); `room` leaves out
+        // the terminator word after the last record.
+        let (skip, room) = if want < ALIGN_FROM {
+            (0, self.short_room)
+        } else {
+            long_placement(iov, want, maxmsg, tx.head, cap)
         };
-        // Short messages use a window of the lane (see [`WINDOW`]); `free` leaves out the
-        // terminator word after the last record.
-        let room = ((record_len(want) + skip) as u64 * WINDOW_RECORDS)
-            .max(WINDOW)
-            .min(cap)
-            - TERM as u64;
         let mut free = room.saturating_sub(tx.head - tx.cached_tail);
         if (record_len(want) + skip) as u64 > free {
             let t = self.reload_tail(d, dst)?;
@@ -1073,6 +1084,11 @@ unsafe impl<R: Region> Port for RingPort<R> {
         }
         // Fast path: the lane that delivered last.
         if self.take(self.cur, out)? {
+            self.burst -= 1;
+            if self.burst == 0 {
+                // Fairness: next time, start the scan after this lane.
+                self.cur = usize::MAX;
+            }
             return Ok(());
         }
         // No other lane has ever carried a message (one sender, the common case of a
@@ -1083,7 +1099,11 @@ unsafe impl<R: Region> Port for RingPort<R> {
             return Err(self.nothing());
         }
         match self.scan()? {
-            Some(i) if self.take(i, out)? => Ok(()),
+            Some(i) if self.take(i, out)? => {
+                self.cur = i;
+                self.burst = BURST - 1;
+                Ok(())
+            }
             _ => Err(self.nothing()),
         }
     }
