@@ -231,7 +231,9 @@ pub fn partial_sends<D: Driver>(s: &mut Suite<D>) -> Result<()> {
     let pattern = |src: u32, i: usize| (i as u32).wrapping_mul(7).wrapping_add(src * 13) as u8;
     if me != 0 {
         let data: Vec<u8> = (0..big).map(|i| pattern(me, i)).collect();
-        let parts: Vec<IoSlice<'_>> = data.chunks(997).map(IoSlice::new).collect();
+        // Odd-sized parts (boundaries anywhere in a record), few enough for IOV_MAX.
+        let part = (big / (crate::driver::IOV_MAX / 2)).max(997) | 1;
+        let parts: Vec<IoSlice<'_>> = data.chunks(part).map(IoSlice::new).collect();
         let (mut sent, mut msgs) = (0usize, 0u32);
         let mut rest: Vec<IoSlice<'_>> = parts.clone();
         let mut rest: &mut [IoSlice<'_>] = &mut rest;
