@@ -205,24 +205,39 @@ impl Basic {
         }
     }
 
+    /// Bytes of one element when it is one dense run (size = extent), as the C layout on
+    /// x86-64/aarch64 Linux has it; `None` for the pair types with padding. Constant: the
+    /// C ABI's per-message path sizes buffers with it.
+    pub const fn dense_size(self) -> Option<usize> {
+        use Basic::*;
+        match self {
+            Char | SignedChar | UnsignedChar | Byte | Packed | CBool | Int8 | Uint8 => Some(1),
+            Short | UnsignedShort | Int16 | Uint16 => Some(2),
+            Int | Unsigned | WChar | Int32 | Uint32 | Float => Some(4),
+            Long | UnsignedLong | LongLong | UnsignedLongLong | Int64 | Uint64 | Double | Aint
+            | Offset | Count | CFloatComplex => Some(8),
+            LongDouble | CDoubleComplex => Some(16),
+            FloatInt | TwoInt => Some(8),
+            DoubleInt | LongInt | ShortInt | LongDoubleInt => None,
+        }
+    }
+
     /// (blocks of one element, extent): the C layout on x86-64/aarch64 Linux.
     fn layout(self) -> (Vec<Block>, usize) {
         use Basic::*;
-        let one = |n: usize| (vec![Block { disp: 0, len: n }], n);
         match self {
-            Char | SignedChar | UnsignedChar | Byte | Packed | CBool | Int8 | Uint8 => one(1),
-            Short | UnsignedShort | Int16 | Uint16 => one(2),
-            Int | Unsigned | WChar | Int32 | Uint32 | Float => one(4),
-            Long | UnsignedLong | LongLong | UnsignedLongLong | Int64 | Uint64 | Double | Aint
-            | Offset | Count | CFloatComplex => one(8),
-            LongDouble | CDoubleComplex => one(16),
-            FloatInt | TwoInt => one(8),
             DoubleInt | LongInt => (vec![Block { disp: 0, len: 12 }], 16),
             ShortInt => (
                 vec![Block { disp: 0, len: 2 }, Block { disp: 4, len: 4 }],
                 8,
             ),
             LongDoubleInt => (vec![Block { disp: 0, len: 20 }], 32),
+            dense => {
+                let n = dense
+                    .dense_size()
+                    .expect("the other types are one dense run");
+                (vec![Block { disp: 0, len: n }], n)
+            }
         }
     }
 }
@@ -614,6 +629,18 @@ equiv!(u8 => Uint8, i8 => Int8, u16 => Uint16, i16 => Int16, u32 => Uint32, i32 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dense_size_is_the_layout_of_the_dense_types() {
+        for b in Basic::ALL {
+            let d = Datatype::basic(b);
+            let dense = d.contiguous_span(2).map(|(_, len)| len / 2);
+            assert_eq!(b.dense_size(), dense, "{b:?}");
+            if let Some(n) = b.dense_size() {
+                assert_eq!((d.size(), d.extent()), (n, n as isize), "{b:?}");
+            }
+        }
+    }
 
     fn int() -> Datatype {
         Datatype::basic(Basic::Int)

@@ -6,7 +6,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use mpi_lite::datatype::Datatype;
+use mpi_lite::datatype::{Basic, Datatype};
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result, Status};
 
@@ -202,15 +202,17 @@ pub(crate) fn contiguous_bytes(
     if dt <= 0 || dt as usize >= h::FIRST_USER_TYPE || n < 0 {
         return None;
     }
-    let d = Datatype::basic_at(dt as usize - 1)?;
-    let (off, len) = d.contiguous_span(n as usize)?;
+    let len = Basic::ALL
+        .get(dt as usize - 1)?
+        .dense_size()?
+        .checked_mul(n as usize)?;
     if len == 0 {
         return Some((std::ptr::NonNull::<u8>::dangling().as_ptr(), 0));
     }
     if buf.is_null() {
         return None;
     }
-    Some((buf.cast::<u8>().cast_mut().wrapping_offset(off), len))
+    Some((buf.cast::<u8>().cast_mut(), len))
 }
 
 #[cold]
