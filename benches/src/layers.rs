@@ -29,6 +29,9 @@ pub enum Layer {
     MpiLite,
     /// skifshmem (`libskifshmem`) running `msgrate_shmem.c`.
     Shmem,
+    /// The same over skifshmem's message path (`SKIFSHMEM_RMA=off`: puts as active
+    /// messages, the path of a driver without remote memory access), against the raw ring.
+    ShmemMsg,
 }
 
 impl Layer {
@@ -37,26 +40,34 @@ impl Layer {
         match self {
             Layer::MpiLite => "mpi-lite",
             Layer::Shmem => "skifshmem",
+            Layer::ShmemMsg => "skifshmem-msg",
+        }
+    }
+    /// Environment of its runs.
+    fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Layer::ShmemMsg => &[("SKIFSHMEM_RMA", "off")],
+            _ => &[],
         }
     }
     fn source(self) -> &'static str {
         match self {
             Layer::MpiLite => "msgrate_mpi.c",
-            Layer::Shmem => "msgrate_shmem.c",
+            Layer::Shmem | Layer::ShmemMsg => "msgrate_shmem.c",
         }
     }
     /// The compiler wrapper, relative to the workspace root.
     fn wrapper(self) -> &'static str {
         match self {
             Layer::MpiLite => "mpi-lite/bin/skif-mpicc",
-            Layer::Shmem => "shmem/bin/skif-oshcc",
+            Layer::Shmem | Layer::ShmemMsg => "shmem/bin/skif-oshcc",
         }
     }
     /// (environment variable naming the library directory, library file, package).
     fn library(self) -> (&'static str, &'static str, &'static str) {
         match self {
             Layer::MpiLite => ("SKIFMPI_LIBDIR", "libskifmpi.so", "skifmpi"),
-            Layer::Shmem => ("SKIFSHMEM_LIBDIR", "libskifshmem.so", "shmem"),
+            Layer::Shmem | Layer::ShmemMsg => ("SKIFSHMEM_LIBDIR", "libskifshmem.so", "shmem"),
         }
     }
     /// Our own programs (in `benches/c/`), for what the peers' program does not measure:
@@ -66,13 +77,14 @@ impl Layer {
         match self {
             Layer::MpiLite => &["mpi_bw.c", "mpi_coll.c"],
             Layer::Shmem => &["shmem_lat.c"],
+            Layer::ShmemMsg => &[],
         }
     }
     /// The peers group whose library also runs the extra program, and its compiler.
     fn extra_peer(self) -> (&'static str, &'static str) {
         match self {
             Layer::MpiLite => ("openmpi", "mpicc.openmpi"),
-            Layer::Shmem => ("oshmem", "oshcc"),
+            Layer::Shmem | Layer::ShmemMsg => ("oshmem", "oshcc"),
         }
     }
     /// The command that runs `exe` as 2 processes under the extra peer's launcher, bound
@@ -91,7 +103,7 @@ impl Layer {
                 c.args(["--mca", "pml", "ob1", "--mca", "btl", "vader,self"]);
                 c
             }
-            Layer::Shmem => {
+            Layer::Shmem | Layer::ShmemMsg => {
                 let mut c = Command::new("oshrun");
                 c.args(["-np", "2"]).args(bind);
                 // as run.sh: osc/rdma crashes OSHMEM's finalize (open-mpi/ompi#11604)
@@ -110,6 +122,7 @@ impl Layer {
         match self {
             Layer::MpiLite => &["openmpi", "openmpi-ucx", "mpich"],
             Layer::Shmem => &["oshmem"],
+            Layer::ShmemMsg => &["rawring"],
         }
     }
 }
@@ -127,9 +140,10 @@ pub fn parse_layers(s: &str) -> Result<Vec<Layer>> {
         let l = match t {
             "mpi-lite" | "mpilite" | "skifmpi" => Layer::MpiLite,
             "shmem" | "skifshmem" => Layer::Shmem,
+            "shmem-msg" | "skifshmem-msg" => Layer::ShmemMsg,
             _ => {
                 return Err(BenchError::Setup(format!(
-                    "--with: unknown layer {t:?} (known: mpi-lite, shmem)"
+                    "--with: unknown layer {t:?} (known: mpi-lite, shmem, shmem-msg)"
                 )))
             }
         };
@@ -583,7 +597,8 @@ impl Combined {
                         cmd.args(["-n", "2", "--"])
                             .arg(exe)
                             .args(["-i", l.imp()])
-                            .args(&self.c_args);
+                            .args(&self.c_args)
+                            .envs(l.env().iter().copied());
                         self.tools.run_csv(&format!("{}{tag}", l.imp()), cmd)
                     }
                     Step::Extra(l, exe) => {
@@ -715,6 +730,9 @@ fn mpilite_imp(imp: &str) -> bool {
 fn shmem_imp(imp: &str) -> bool {
     imp == Layer::Shmem.imp()
 }
+fn shmem_msg_imp(imp: &str) -> bool {
+    imp == Layer::ShmemMsg.imp()
+}
 
 const MPI: &[&str] = &["openmpi", "openmpi-ucx", "mpich"];
 const OMPI: &[&str] = &["openmpi", "openmpi-ucx"];
@@ -809,6 +827,14 @@ const COMPARISONS: &[Cmp] = &[
         test: "get_bw",
         peers: &["oshmem"],
         peer_test: "get_bw",
+    },
+    // issue 6: the message path's 8 B put rate at least 0.5x the raw ring's message rate
+    Cmp {
+        label: "skifshmem message path vs rawring",
+        ours: shmem_msg_imp,
+        test: "put_rate",
+        peers: &["rawring"],
+        peer_test: "msgrate",
     },
     // issue 6: put/get bandwidth within 0.8x of memcpy's, measured by the same program
     Cmp {
@@ -1067,6 +1093,11 @@ mod tests {
         assert_eq!(parse_peer_groups("rawring,openmpi mpich").unwrap().len(), 3);
         assert!(parse_peer_groups("openmpi,lam").is_err());
         assert_eq!(parse_layers("shmem,skifshmem").unwrap(), vec![Layer::Shmem]);
+        assert_eq!(
+            parse_layers("shmem-msg,shmem").unwrap(),
+            vec![Layer::ShmemMsg, Layer::Shmem]
+        );
+        assert_eq!(Layer::ShmemMsg.env(), &[("SKIFSHMEM_RMA", "off")]);
     }
 
     #[test]
