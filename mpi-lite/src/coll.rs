@@ -193,6 +193,11 @@ pub fn kernel(dt: &Datatype, op: Op) -> Result<Kernel> {
     let (b, _) = dt.homogeneous().ok_or_else(|| {
         Error::Type("a reduction on a derived type of mixed element types".into())
     })?;
+    kernel_of(b, op)
+}
+
+/// The reduction kernel for `op` on elements of predefined type `b`.
+pub fn kernel_of(b: Basic, op: Op) -> Result<Kernel> {
     let d = match (b, b.scalar()) {
         (_, Scalar::I8) => DType::I8,
         (_, Scalar::U8) | (_, Scalar::Bool) | (Basic::Byte, _) => DType::U8,
@@ -246,6 +251,10 @@ fn with_bytes<T>(b: &mut UserBuf, load: bool, f: impl FnOnce(&mut [u8]) -> Resul
 fn dense_in(b: &UserBuf) -> Result<&[u8]> {
     b.dense()
         .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
+}
+
+pub(crate) fn overlap_err() -> Error {
+    Error::Buffer("MPI_Allreduce: the send and receive buffers overlap (use MPI_IN_PLACE)".into())
 }
 
 /// Whether two byte ranges share memory.
@@ -343,30 +352,56 @@ impl<P: Port> Mpi<P> {
         op: Op,
     ) -> Result<()> {
         let k = kernel(send.map_or(recv.datatype(), |s| s.datatype()), op)?;
-        // The send buffer is used in place (MPI: it does not overlap the receive buffer);
-        // MPI_IN_PLACE needs a copy of the input, on the stack when small.
+        let s = match send {
+            Some(s) => {
+                let s = dense_in(s)?;
+                if overlap(s, dense_in(recv)?) {
+                    return Err(overlap_err());
+                }
+                Some(s)
+            }
+            None => None,
+        };
+        self.allreduce_dense(c, s, dense_out(recv)?, &k)
+    }
+
+    /// `MPI_Allreduce` of `recv.len()` bytes of predefined type `b` laid out densely (the C
+    /// ABI's common case: no `UserBuf`); `send == None` is `MPI_IN_PLACE`. The caller makes
+    /// sure `send` and `recv` do not overlap (MPI forbids it; `MPI_ERR_BUFFER`).
+    pub fn allreduce_bytes(
+        &self,
+        c: &CommData,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        b: Basic,
+        op: Op,
+    ) -> Result<()> {
+        self.allreduce_dense(c, send, recv, &kernel_of(b, op)?)
+    }
+
+    fn allreduce_dense(
+        &self,
+        c: &CommData,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        k: &Kernel,
+    ) -> Result<()> {
+        // The send buffer is used in place; MPI_IN_PLACE needs a copy of the input, on the
+        // stack when small.
         let mut small = [0u8; 64];
         let copy: Vec<u8>;
         let s: &[u8] = match send {
-            Some(s) => dense_in(s)?,
+            Some(s) => s,
+            None if recv.len() <= small.len() => {
+                small[..recv.len()].copy_from_slice(recv);
+                &small[..recv.len()]
+            }
             None => {
-                let d = dense_in(recv)?;
-                if d.len() <= small.len() {
-                    small[..d.len()].copy_from_slice(d);
-                    &small[..d.len()]
-                } else {
-                    copy = d.to_vec();
-                    &copy
-                }
+                copy = recv.to_vec();
+                &copy
             }
         };
-        if send.is_some() && overlap(s, dense_in(recv)?) {
-            return Err(Error::Buffer(
-                "MPI_Allreduce: the send and receive buffers overlap (use MPI_IN_PLACE)".into(),
-            ));
-        }
-        let out = dense_out(recv)?;
-        self.run(c, |t| coll::allreduce(t, s, out, &k))
+        self.run(c, |t| coll::allreduce(t, s, recv, k))
     }
 
     /// `MPI_Scan` (`exclusive`: `MPI_Exscan`); `send == None` is `MPI_IN_PLACE`.

@@ -5,11 +5,12 @@
 use std::ffi::{c_int, c_void};
 
 use mpi_lite::coll::{kernel, op_from_handle};
+use mpi_lite::datatype::Basic;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
 use skifch::coll::Reducer;
 
-use super::{arr, count, mpi_fn, user_buf, IN_PLACE};
+use super::{arr, contiguous_bytes, count, mpi_fn, user_buf, IN_PLACE};
 use crate::state::{call, call_pure, h, CState};
 
 fn in_place(p: *const c_void) -> bool {
@@ -102,6 +103,29 @@ mpi_fn!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut c_
     call("MPI_Allreduce", comm, |st| {
         let c = &st.comm_entry(comm)?.data;
         let op = op_from_handle(op)?;
+        // Predefined dense types (the common case): the bytes themselves, no `UserBuf`.
+        if let Some((r, len)) = contiguous_bytes(recvbuf, n, datatype) {
+            let s = if in_place(sendbuf) {
+                Some(None)
+            } else {
+                contiguous_bytes(sendbuf, n, datatype).map(|(p, _)| Some(p))
+            };
+            // Overlapping buffers take the general path, which reports them.
+            let apart = |p: *mut u8| (p as usize) + len <= r as usize || (r as usize) + len <= p as usize;
+            if let Some(s) = s.filter(|s| s.is_none_or(apart)) {
+                let b = Basic::ALL[datatype as usize - 1];
+                // SAFETY: MPI's contract for a blocking collective: `len` bytes (`n`
+                // elements of `datatype`, one dense run) at `r` are writable and at the send
+                // address readable for the call; the two do not overlap (checked above).
+                let (rs, ss) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(r, len),
+                        s.map(|p| std::slice::from_raw_parts(p.cast_const(), len)),
+                    )
+                };
+                return st.mpi.allreduce_bytes(c, ss, rs, b, op);
+            }
+        }
         // SAFETY: the buffers are valid for the call.
         let (s, mut r) = unsafe {
             (send_buf(st, sendbuf, n, datatype, "MPI_Allreduce")?, user_buf(st, recvbuf, n, datatype, "MPI_Allreduce")?)
