@@ -1,0 +1,85 @@
+/*
+ * mpi_loop.c -- per-call instruction probe of an MPI library (for callgrind, which the load
+ * of a shared machine does not disturb): N iterations of one operation, nothing else.
+ * The difference of two runs (2N and N iterations) divided by N is the cost of one.
+ *
+ * Usage: ./mpi_loop N MODE
+ *   MODE self       MPI_Send + MPI_Recv of 8 bytes to itself (run it as a 1-rank job)
+ *        rate       rank 0 MPI_Send x N, rank 1 MPI_Recv x N (8 bytes; 2 ranks)
+ *        pingpong   8-byte ping-pong (2 ranks)
+ *        barrier    MPI_Barrier x N
+ *        allreduce  MPI_Allreduce of one double (MPI_SUM) x N
+ * E.g. (workspace root, after `cargo build --release -p skifmpi -p skifch-drivers`):
+ *   mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_loop.c -o /tmp/mpi_loop
+ *   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.a /tmp/mpi_loop 20000 self
+ *   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.b /tmp/mpi_loop 40000 self
+ *   (summary of cg.b - summary of cg.a) / 20000 = instructions per Send + Recv;
+ *   two ranks: target/release/skifrun -n 2 -- valgrind --tool=callgrind
+ *   --callgrind-out-file=/tmp/cg.%p /tmp/mpi_loop 20000 rate (each rank's file)
+ * Exit status: 0, or non-zero on an MPI error or a bad argument.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: mpi_loop N self|rate|pingpong|barrier|allreduce\n");
+        return 1;
+    }
+    long n = atol(argv[1]);
+    const char *mode = argv[2];
+    int rank, size, rc = MPI_SUCCESS;
+    char b[8] = {0};
+    double x = 1, y = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int peer = 1 - rank;
+    static const char *MODES[] = {"self", "rate", "pingpong", "barrier", "allreduce"};
+    int m = -1;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(mode, MODES[i]) == 0) m = i;
+    if (m < 0 || ((m == 1 || m == 2) && size != 2)) {
+        fprintf(stderr, "mpi_loop: mode %s unknown or needs 2 ranks\n", mode);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (long i = 0; i < n && rc == MPI_SUCCESS; i++) {
+        switch (m) {
+        case 0:
+            rc = MPI_Send(b, 8, MPI_BYTE, rank, 1, MPI_COMM_WORLD);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Recv(b, 8, MPI_BYTE, rank, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            break;
+        case 1:
+            rc = rank == 0 ? MPI_Send(b, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD)
+                           : MPI_Recv(b, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            break;
+        case 2:
+            if (rank == 0) {
+                rc = MPI_Send(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+                if (rc == MPI_SUCCESS)
+                    rc = MPI_Recv(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                rc = MPI_Recv(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                if (rc == MPI_SUCCESS) rc = MPI_Send(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+            }
+            break;
+        case 3:
+            rc = MPI_Barrier(MPI_COMM_WORLD);
+            break;
+        default:
+            rc = MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        }
+    }
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "mpi_loop: rank %d: MPI error %d\n", rank, rc);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
