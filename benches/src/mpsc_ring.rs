@@ -255,7 +255,7 @@ impl Receiver {
             }
             return Ok(None);
         }
-        let len = decode_rec(word ^ READY, pos, self.published + sh.cap - pos)?.len;
+        let len = decode_rec(word ^ READY, pos, self.published + sh.cap - pos)?;
         let start = ((pos + REC_HDR as u64) & (sh.cap - 1)) as usize;
         let first = len.min(sh.cap as usize - start);
         // The payload `pos+8 .. pos+8+len` was written by its producer before the release

@@ -299,8 +299,8 @@ impl Receiver {
             return None;
         }
         let avail = cap - (pos - self.rx[lane].freed);
-        let rec = decode_rec(word, pos, avail).expect("a conforming producer's record");
-        let (len, end) = (rec.len, pos + rec.bytes() as u64);
+        let len = decode_rec(word, pos, avail).expect("a conforming producer's record");
+        let end = pos + record_len(len) as u64;
         self.rx[lane].consumed = end;
         if self.sh.v.free_before_read {
             // The bug: give the record's space back before reading it.

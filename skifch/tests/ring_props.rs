@@ -18,8 +18,7 @@ use std::io::IoSlice;
 use common::*;
 use proptest::prelude::*;
 use skifch::ring::layout::{
-    align_skip, decode_rec, encode_rec, encode_rec_skip, record_len, ALIGN_FROM, MAX_LANE, REC_HDR,
-    REC_MAX_LEN, REC_MAX_SKIP, REC_PRESENT, TERM,
+    decode_rec, encode_rec, record_len, MAX_LANE, REC_HDR, REC_MAX_LEN, REC_PRESENT, TERM,
 };
 use skifch::ring::{Fabric, HeapRegion, Layout, Params, Region, RingPort};
 use skifch::{local, Channel, Error, Message};
@@ -156,24 +155,11 @@ fn payload(id: u64, size: usize) -> Vec<u8> {
 /// The model of one lane (sender `s` → receiver `d`).
 #[derive(Default)]
 struct LaneModel {
-    /// Bytes of records ever sent (the producer's head).
-    head: u64,
     /// Sent, not yet received: (id, bytes).
     pending: VecDeque<(u64, Vec<u8>)>,
     /// Records in the ring not yet reclaimed, in ring order: (id, record bytes, completed).
     /// Memory is reclaimed in order, up to the oldest message still held.
     ring: VecDeque<(u64, u64, bool)>,
-}
-
-/// The bytes a record of `want` payload bytes at `head`, copied from `src`, skips before its
-/// payload: the ring's alignment rule (`layout::align_skip`, from `ALIGN_FROM` bytes on, when
-/// the skip fits in an empty lane).
-fn skip_for(want: usize, head: u64, src: *const u8) -> usize {
-    if want >= ALIGN_FROM && want + REC_MAX_SKIP <= MAX_MSG {
-        align_skip(head, src as usize)
-    } else {
-        0
-    }
 }
 
 impl LaneModel {
@@ -289,7 +275,6 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
                 let to = chans[d].addr();
                 let lm = &mut lanes[lane(s, d)];
                 let want = size.min(MAX_MSG);
-                let skip = skip_for(want, lm.head, data.as_ptr());
                 let r = if whole {
                     chans[s]
                         .send_whole(to, &[IoSlice::new(&data)])
@@ -306,11 +291,9 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
                         if k < want {
                             // Partial: never a tiny fragment, and only when short of room.
                             prop_assert!(k >= want.clamp(1, LANE / 8), "fragment of {}", k);
-                            prop_assert!((record_len(want) + skip) as u64 > lm.min_free());
+                            prop_assert!(record_len(want) as u64 > lm.min_free());
                         }
-                        let rec = (record_len(k) + skip) as u64;
-                        lm.ring.push_back((id, rec, false));
-                        lm.head += rec;
+                        lm.ring.push_back((id, record_len(k) as u64, false));
                         prop_assert!(lm.unfreed() <= CAP - TERM as u64, "lane overfilled");
                         lm.pending.push_back((id, data[..k].to_vec()));
                     }
@@ -322,14 +305,9 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
                         // Back-pressure only when the lane may really be full.
                         let free = lm.min_free();
                         if whole {
-                            prop_assert!(
-                                (record_len(size) + skip) as u64 > free,
-                                "{} fits {}",
-                                size,
-                                free
-                            );
+                            prop_assert!(record_len(size) as u64 > free, "{} fits {}", size, free);
                         } else {
-                            let room = free.saturating_sub((REC_HDR + skip) as u64) as usize;
+                            let room = free.saturating_sub(REC_HDR as u64) as usize;
                             prop_assert!(room < want.clamp(1, LANE / 8), "{}: room {}", size, room);
                         }
                     }
@@ -477,27 +455,16 @@ proptest! {
     #![proptest_config(config(1024))]
 
     #[test]
-    fn record_header_round_trips(len in 0..=REC_MAX_LEN, pos in pos(), extra in 0u64..64, words in 0usize..=7) {
+    fn record_header_round_trips(len in 0..=REC_MAX_LEN, pos in pos(), extra in 0u64..64) {
         let need = record_len(len as usize) as u64;
         prop_assert_eq!(need % 8, 0);
         prop_assert!(need >= REC_HDR as u64 + len as u64 && need < REC_HDR as u64 + len as u64 + 8);
-        let skip = words * 8;
-        let w = encode_rec_skip(len, skip, pos);
+        let w = encode_rec(len, pos);
         // Zero is the consumer's "nothing yet": no header may ever be zero.
         prop_assert_ne!(w, 0);
-        let need = need + skip as u64;
-        let rec = decode_rec(w, pos, need + extra * 8).unwrap();
-        prop_assert_eq!((rec.len, rec.skip, rec.bytes() as u64), (len as usize, skip, need));
-        prop_assert_eq!(rec.payload(), REC_HDR + skip);
+        prop_assert_eq!(decode_rec(w, pos, need + extra * 8).unwrap(), len as usize);
         // One byte short of the published range: refused.
         prop_assert!(matches!(decode_rec(w, pos, need - 1), Err(Error::Corrupt(_))));
-    }
-
-    #[test]
-    fn align_skip_matches_the_source_offset(pos in pos(), src in any::<usize>()) {
-        let skip = align_skip(pos, src);
-        prop_assert!(skip % 8 == 0 && skip <= REC_MAX_SKIP);
-        prop_assert_eq!((pos as usize + REC_HDR + skip) % 64, (src % 64) & !7);
     }
 
     #[test]
@@ -508,7 +475,7 @@ proptest! {
         if ((pos ^ other) >> 3) as u32 != 0 {
             prop_assert!(matches!(r, Err(Error::Corrupt(_))));
         } else {
-            prop_assert_eq!(r.unwrap().len, len as usize);
+            prop_assert_eq!(r.unwrap(), len as usize);
         }
     }
 
@@ -657,7 +624,6 @@ proptest! {
                 COp::Op(Op::Send { s, d, size, whole }) => {
                     let (s, d) = (s % n, d % n);
                     let data = payload(i as u64, *size);
-                    let skip = skip_for((*size).min(MAX_MSG), heads[s * n + d], data.as_ptr());
                     let iov = [IoSlice::new(&data)];
                     let r = if *whole {
                         chans[s].send_whole(chans[d].addr(), &iov).map(|()| *size)
@@ -667,7 +633,7 @@ proptest! {
                     match r {
                         Ok(k) => {
                             prop_assert!(k <= MAX_MSG && k <= *size);
-                            heads[s * n + d] += (record_len(k) + skip) as u64;
+                            heads[s * n + d] += record_len(k) as u64;
                         }
                         Err(Error::WouldBlock | Error::Corrupt(_)) => {}
                         Err(Error::MessageTooLarge { .. }) => prop_assert!(*whole && *size > MAX_MSG),

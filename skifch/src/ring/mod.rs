@@ -23,14 +23,11 @@
 //! One **single-producer lane per (sending channel, receiving channel) pair**. A lane is a
 //! byte ring of `lane_bytes` (a power of two). Positions are monotonic byte counts (`u64`,
 //! never wrap in practice), always multiples of 8. A message is a record: an 8-byte header
-//! (payload length, a skip, a present bit, a check word tied to the record's position)
-//! followed by the payload padded to 8 bytes. Records are packed, not slotted: an 8-byte
-//! message takes 16 bytes, four to a cache line, so short messages cost fewer lines than in
-//! a slotted ring. A payload of [`ALIGN_FROM`] bytes or more starts up to 56 bytes after its
-//! header (layout version 3), at the sender buffer's offset within a cache line, because
-//! `memcpy` between equally aligned buffers is much faster here (16 KiB: 62 vs 24 GB/s;
-//! see [`align_skip`]). A payload that runs past the ring end continues at its start and is
-//! handed out as two segments, never copied and never padded.
+//! (payload length, a present bit, a check word tied to the record's position) followed by
+//! the payload padded to 8 bytes. Records are packed, not slotted: an 8-byte message takes
+//! 16 bytes, four to a cache line, so short messages cost fewer lines than in a slotted
+//! ring. A payload that runs past the ring end continues at its start and is handed out as
+//! two segments, never copied and never padded.
 //!
 //! * **The header is the flag** (layout version 2). The consumer polls the word where the
 //!   next header goes: zero means "nothing yet". The producer writes the payload, then a
@@ -85,14 +82,6 @@ use crate::{Error, NetAddr, Result};
 
 /// Messages taken in a row from one lane before the scan moves on (fairness across senders).
 pub const BURST: u32 = 64;
-/// Bytes of a lane that short messages may fill ahead of the receiver: a lane is sized for
-/// long messages (1 MiB by default, room for 256 of 4 KiB: 4 KiB messages ran 2x faster
-/// than in 256 KiB lanes), but a stream of 8-byte records running that far ahead leaves
-/// the caches of both sides (8 B: ~25 % slower). A send may fill `max(WINDOW,
-/// WINDOW_RECORDS records of its size)`, at most the lane.
-pub const WINDOW: u64 = 256 << 10;
-/// See [`WINDOW`].
-pub const WINDOW_RECORDS: u64 = 256;
 /// Longest single futex sleep; bounds the reaction to anything a wake-up could miss.
 pub const MAX_SLEEP: Duration = Duration::from_millis(250);
 
@@ -572,7 +561,6 @@ impl<R: Region> Driver for RingDriver<R> {
             nports: lay.params.nports,
             nranks: lay.params.nranks,
             cap: lay.params.lane_bytes as u64,
-            short_room: WINDOW.min(lay.params.lane_bytes as u64) - TERM as u64,
             tx,
             rx,
             summary: Shared::new(self.fab.summary(me, 0)),
@@ -670,11 +658,8 @@ pub struct RingPort<R: Region> {
     summary: Shared<AtomicU64>,
     sum_words: usize,
     lost: Shared<AtomicU32>,
-    /// Room a message shorter than [`ALIGN_FROM`] may fill in a lane (see [`WINDOW`]).
-    short_room: u64,
     /// Lane served last (sticky fast path); `usize::MAX` after a full burst.
     cur: usize,
-    /// Messages `cur` may still deliver before the scan moves on (fairness).
     burst: u32,
     /// Where the last scan stopped (round-robin start).
     last_scan: usize,
@@ -705,13 +690,12 @@ impl<R: Region> RingPort<R> {
         }
         // A conforming producer writes only below `freed + cap` (space still held by
         // guards is below `pos`): the bound that keeps held messages intact.
-        let r = match decode_rec(word, pos, cap - (pos - rx.done.freed())) {
-            Ok(r) => r,
+        let len = match decode_rec(word, pos, cap - (pos - rx.done.freed())) {
+            Ok(l) => l,
             Err(e) => return Err(self.corrupt(e)),
         };
-        let len = r.len;
         let data = rx.data.as_ptr();
-        let start = ((pos + r.payload() as u64) & (cap - 1)) as usize;
+        let start = ((pos + REC_HDR as u64) & (cap - 1)) as usize;
         let first = len.min(cap as usize - start);
         // SAFETY: `start < cap` and `first <= cap - start`: inside the lane.
         out.segs[0] = RawSeg {
@@ -727,7 +711,7 @@ impl<R: Region> RingPort<R> {
         } else {
             1
         };
-        let rec = r.bytes() as u64;
+        let rec = record_len(len) as u64;
         rx.consumed = pos + rec;
         out.len = len;
         out.src = rx.src;
@@ -736,6 +720,17 @@ impl<R: Region> RingPort<R> {
             a: (i as u64) << 32 | rec,
             b: pos,
         };
+        if i == self.cur {
+            self.burst += 1;
+            if self.burst >= BURST {
+                // Fairness: next time, start the scan after this lane.
+                self.burst = 0;
+                self.cur = usize::MAX;
+            }
+        } else {
+            self.cur = i;
+            self.burst = 1;
+        }
         Ok(true)
     }
 
@@ -902,31 +897,6 @@ impl<R: Region> RingPort<R> {
     }
 }
 
-/// Where a record of `want >= ALIGN_FROM` bytes goes: its skip (the payload at the source's
-/// offset in a cache line, where the copy is fastest, unless the skip would not fit in an
-/// empty lane) and the room it may fill ([`WINDOW`], or `WINDOW_RECORDS` records of its
-/// size, at most the lane), less the terminator word.
-#[inline]
-fn long_placement(
-    iov: &[IoSlice<'_>],
-    want: usize,
-    maxmsg: usize,
-    head: u64,
-    cap: u64,
-) -> (usize, u64) {
-    let skip = match iov.first() {
-        Some(s) if want + REC_MAX_SKIP <= maxmsg => align_skip(head, s.as_ptr() as usize),
-        _ => 0,
-    };
-    let room = ((record_len(want) + skip) as u64 * WINDOW_RECORDS)
-        .max(WINDOW)
-        .min(cap);
-    (skip, room - TERM as u64)
-}
-
-// Short records always fit `WINDOW_RECORDS` times in the window: `short_room` is theirs.
-const _: () = assert!(record_len(ALIGN_FROM) as u64 * WINDOW_RECORDS <= WINDOW);
-
 /// `copy_nonoverlapping` without the call for the short messages that dominate message
 /// rate (a `memmove` call costs about as much as the rest of a send).
 ///
@@ -1025,24 +995,18 @@ unsafe impl<R: Region> Port for RingPort<R> {
             SendMode::Whole => total,
             SendMode::Prefix => total.min(maxmsg),
         };
-        // Short messages: no skip, the lane's window (see [`WINDOW`]); `room` leaves out
-        // the terminator word after the last record.
-        let (skip, room) = if want < ALIGN_FROM {
-            (0, self.short_room)
-        } else {
-            long_placement(iov, want, maxmsg, tx.head, cap)
-        };
-        let mut free = room.saturating_sub(tx.head - tx.cached_tail);
-        if (record_len(want) + skip) as u64 > free {
+        // `free` leaves out the terminator word after the last record.
+        let mut free = cap - TERM as u64 - (tx.head - tx.cached_tail);
+        if record_len(want) as u64 > free {
             let t = self.reload_tail(d, dst)?;
-            free = room.saturating_sub(self.tx[d].head - t);
+            free = cap - TERM as u64 - (self.tx[d].head - t);
         }
         let tx = &mut self.tx[d];
-        let n = if (record_len(want) + skip) as u64 <= free {
+        let n = if record_len(want) as u64 <= free {
             want
         } else {
             // Partial send: only when a worthwhile prefix fits (no tiny fragments).
-            let room = (free as usize).saturating_sub(REC_HDR + skip);
+            let room = (free as usize).saturating_sub(REC_HDR);
             if mode == SendMode::Whole || room < want.min(cap as usize / 8).max(1) {
                 return Err(Error::WouldBlock);
             }
@@ -1059,16 +1023,15 @@ unsafe impl<R: Region> Port for RingPort<R> {
         }
         let data = tx.data.as_ptr();
         let head = tx.head;
-        let end = head + (record_len(n) + skip) as u64;
+        let end = head + record_len(n) as u64;
         // SAFETY: `head..end+TERM` is free space of this lane (checked against the validated
         // tail above), owned by this producer until its header is stored.
-        unsafe { copy_in(data, cap, head + (REC_HDR + skip) as u64, iov, n) };
+        unsafe { copy_in(data, cap, head + REC_HDR as u64, iov, n) };
         // Payload, then the next record's flag (zero: "not yet"), then this record's flag:
         // a consumer that sees this header (acquire) also sees the zero after the record,
         // never a stale word of an earlier lap.
         header_word(tx.data, cap, end).store(0, Ordering::Relaxed);
-        header_word(tx.data, cap, head)
-            .store(encode_rec_skip(n as u32, skip, head), Ordering::Release);
+        header_word(tx.data, cap, head).store(encode_rec(n as u32, head), Ordering::Release);
         tx.head = end;
         sys::light_barrier();
         if tx.sleepers.get().load(Ordering::Relaxed) != 0 {
@@ -1084,11 +1047,6 @@ unsafe impl<R: Region> Port for RingPort<R> {
         }
         // Fast path: the lane that delivered last.
         if self.take(self.cur, out)? {
-            self.burst -= 1;
-            if self.burst == 0 {
-                // Fairness: next time, start the scan after this lane.
-                self.cur = usize::MAX;
-            }
             return Ok(());
         }
         // No other lane has ever carried a message (one sender, the common case of a
@@ -1099,11 +1057,7 @@ unsafe impl<R: Region> Port for RingPort<R> {
             return Err(self.nothing());
         }
         match self.scan()? {
-            Some(i) if self.take(i, out)? => {
-                self.cur = i;
-                self.burst = BURST - 1;
-                Ok(())
-            }
+            Some(i) if self.take(i, out)? => Ok(()),
             _ => Err(self.nothing()),
         }
     }
