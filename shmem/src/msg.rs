@@ -44,7 +44,7 @@ use skifch::proto::{Am, Endpoint, Landing, Phase};
 use skifch::rma::{amo_at, Amo};
 use skifch::{Error as ChError, Port};
 
-use crate::world::copy_mem;
+use skifch::rma::copy_mem;
 
 /// Handler id of a put.
 pub const H_PUT: u8 = 1;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use memmap2::{MmapOptions, MmapRaw};
 use skifch::coll::ProtoColl;
 use skifch::proto::{Endpoint, Landing, ProgressThread};
-use skifch::rma::{self, Amo, Rma, Window};
+use skifch::rma::{self, copy_mem, Amo, Rma, Window};
 use skifch::{Driver, Job, Port};
 
 use crate::heap::Heap;
@@ -747,56 +747,6 @@ impl<P: Port> World<P> {
             t.stop()?;
         }
         Ok(())
-    }
-}
-
-/// Bytes per `memcpy` call of [`copy_mem`]'s split copies: below glibc's `rep movsb`
-/// threshold.
-const COPY_CHUNK: usize = 2048;
-/// From this size on glibc's `memmove` no longer uses `rep movsb` (measured: 384 KiB slow,
-/// 512 KiB fast).
-const COPY_SPLIT_MAX: usize = 512 << 10;
-
-/// `memmove` for the library's data copies (direct-path put/get, the target's side of
-/// message-path puts and gets). glibc 2.36's `memmove` copies a few KiB and more with `rep
-/// movsb`, which on this machine's AMD EPYC runs at ~2 GB/s instead of ~30 GB/s when the
-/// destination lies 1–31 bytes past the source modulo 4096 (64 KiB copies, every offset
-/// measured; from [`COPY_SPLIT_MAX`] on glibc takes another path and is fast again). A `get` into a
-/// `malloc` buffer (16 bytes into its page) from a page-aligned symmetric buffer is exactly
-/// that case. Such copies, when the ranges do not overlap, go as [`COPY_CHUNK`]-byte
-/// `memcpy` calls, which glibc does with vector loops at full speed (~29 GB/s measured).
-///
-/// # Safety
-/// As [`std::ptr::copy`].
-#[inline(always)]
-pub(crate) unsafe fn copy_mem(src: *const u8, dst: *mut u8, n: usize) {
-    let skew = (dst as usize).wrapping_sub(src as usize) & 4095;
-    if n > COPY_CHUNK && n < COPY_SPLIT_MAX && skew > 0 && skew < 64 {
-        // SAFETY: forwards the caller's contract.
-        unsafe { copy_split(src, dst, n) }
-    } else {
-        // SAFETY: forwards the caller's contract.
-        unsafe { std::ptr::copy(src, dst, n) }
-    }
-}
-
-/// [`copy_mem`]'s split copy (overlapping ranges: one `memmove`).
-///
-/// # Safety
-/// As [`std::ptr::copy`].
-#[inline(never)]
-unsafe fn copy_split(src: *const u8, dst: *mut u8, n: usize) {
-    let (s, d) = (src as usize, dst as usize);
-    if s < d + n && d < s + n {
-        // SAFETY: forwards the caller's contract.
-        return unsafe { std::ptr::copy(src, dst, n) };
-    }
-    let mut o = 0;
-    while o < n {
-        let k = COPY_CHUNK.min(n - o);
-        // SAFETY: `o + k <= n` within the caller's ranges, which do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(src.add(o), dst.add(o), k) };
-        o += k;
     }
 }
 

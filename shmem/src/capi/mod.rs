@@ -19,8 +19,9 @@ use skifch::rma::Amo;
 use skifch_drivers::{DefaultJob, DefaultPort};
 
 use crate::coll::{Num, ReduceOp, Team};
-use crate::world::{copy_mem, parse_size, Options, SymAddr, World, DEFAULT_HEAP};
+use crate::world::{parse_size, Options, SymAddr, World, DEFAULT_HEAP};
 use crate::{fatal, Error};
+use skifch::rma::copy_mem;
 
 type W = World<DefaultPort>;
 

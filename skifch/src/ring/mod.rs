@@ -917,7 +917,7 @@ unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
                 *dst.add(i) = *src.add(i);
             }
         } else {
-            ptr::copy_nonoverlapping(src, dst, n);
+            crate::rma::copy_mem(src, dst, n);
         }
     }
 }
@@ -942,7 +942,7 @@ unsafe fn copy_in(data: *mut u8, cap: u64, mut off: u64, iov: &[IoSlice<'_>], mu
         unsafe {
             copy_small(s.as_ptr(), data.add(pos), first);
             if take > first {
-                ptr::copy_nonoverlapping(s.as_ptr().add(first), data, take - first);
+                crate::rma::copy_mem(s.as_ptr().add(first), data, take - first);
             }
         }
         off += take as u64;
