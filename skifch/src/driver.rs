@@ -179,6 +179,16 @@ pub fn iov_total(iov: &[IoSlice<'_>]) -> Result<usize> {
     Ok(total)
 }
 
+/// The partial-send rule of every driver (spec "Send": a prefix may be sent): with `room`
+/// bytes free for payload in a buffer of `capacity` bytes, a send of `want` bytes that does
+/// not fit sends a prefix of `room` bytes only when that is worthwhile — at least an eighth
+/// of the buffer, or all that is left of a shorter message — so that a nearly full buffer
+/// does not cut messages into tiny fragments. `None`: send nothing now (`WouldBlock`).
+#[inline]
+pub fn partial_prefix(mode: SendMode, room: usize, want: usize, capacity: usize) -> Option<usize> {
+    (mode == SendMode::Prefix && room >= want.min(capacity / 8).max(1)).then_some(room.min(want))
+}
+
 /// Longest iovec accepted by a send (as `IOV_MAX` for `writev`).
 pub const IOV_MAX: usize = 1024;
 

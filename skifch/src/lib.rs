@@ -40,7 +40,7 @@ pub mod rma;
 pub mod wait;
 
 pub use addr::NetAddr;
-pub use channel::{Channel, Message, SharedChannel, SharedMessage};
+pub use channel::{Channel, Message, Segments, SharedChannel, SharedMessage};
 pub use driver::{Driver, Port, SendMode, Waiter, CONT_SIZE};
 pub use error::{Error, Msg, OsError, Result, Unreachable};
 pub use job::Job;

@@ -27,7 +27,7 @@
 //! * consumer (`take`, `lane_ready`, `scan`, `complete`): acquire-load the word at
 //!   `consumed`; zero means nothing yet (an empty lane publishes its tail if
 //!   `published != freed`), anything else is decoded with
-//!   `decode_rec(word, pos, cap - (pos - freed))`; completion in any order, memory reclaimed
+//!   `decode_rec(word, pos, cap - TERM - (pos - freed))`; completion in any order, memory reclaimed
 //!   up to the oldest held message; the tail published every `publish_every` freed bytes
 //!   (`lane_bytes/16` in the real code) or when the lane is found empty. `scan` finds a lane
 //!   whose word is non-zero and `take` loads it again; the model's `take` does both at once
@@ -298,7 +298,7 @@ impl Receiver {
             }
             return None;
         }
-        let avail = cap - (pos - self.rx[lane].freed);
+        let avail = cap - TERM as u64 - (pos - self.rx[lane].freed);
         let len = decode_rec(word, pos, avail).expect("a conforming producer's record");
         let end = pos + record_len(len) as u64;
         self.rx[lane].consumed = end;

@@ -100,7 +100,7 @@ use std::time::{Duration, Instant};
 use fpga::desc::{self, Limits, RxCompletion, RxExpect, TxDesc};
 use fpga::regs::{self, Caps, Coord, Dim, Dims, Link};
 use skifch::driver::{
-    iov_total, Driver, Port, RawMessage, RawSeg, Reclaim, SendMode, Token, Waiter,
+    iov_total, partial_prefix, Driver, Port, RawMessage, RawSeg, Reclaim, SendMode, Token, Waiter,
 };
 use skifch::{Error, NetAddr, Result, Unreachable};
 
@@ -344,12 +344,11 @@ impl<D: DmaMemory> TxRing<D> {
             let (start, n) = match start {
                 Some(s) => (s, want),
                 None => {
-                    // Partial send: only a worthwhile prefix (no tiny fragments).
                     let room = (self.stage_room() & !7) as usize;
-                    let least = want.min(self.stage_bytes as usize / 8).max(1);
-                    if mode == SendMode::Whole || room < least {
+                    let Some(room) = partial_prefix(mode, room, want, self.stage_bytes as usize)
+                    else {
                         return Err(self.kick(hw));
-                    }
+                    };
                     match self.stage_fit(room as u64) {
                         Some(s) => (s, room),
                         None => return Err(self.kick(hw)),

@@ -7,8 +7,9 @@ use crate::{Error, Result};
 /// `"SKIFCH\0\1"`: first 8 bytes of every segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SKIFCH\0\x01");
 /// Layout version; bumped on any change to this file or to the lane protocol
-/// (2: record headers are the consumer's ready flag, no per-message `head` store).
-pub const VERSION: u32 = 2;
+/// (2: record headers are the consumer's ready flag, no per-message `head` store;
+/// 3: the header's check word is a position tag, see [`encode_rec`]).
+pub const VERSION: u32 = 3;
 /// Cache line size assumed for padding.
 pub const LINE: usize = 64;
 /// Most ports (channels) one rank may have open in the shm/in-process transport.
@@ -68,6 +69,8 @@ pub mod chan_state {
     pub const NEVER: u32 = 0;
     pub const OPEN: u32 = 1;
     pub const CLOSED: u32 = 2;
+    /// The owning rank was lost (set by [`super::super::Fabric::mark_lost`]); terminal.
+    pub const LOST: u32 = 3;
 }
 
 /// Parameters of a job's segment.
@@ -220,43 +223,56 @@ pub const fn record_len(len: usize) -> usize {
     REC_HDR + ((len + 7) & !7)
 }
 
-/// Bit 31 of a header: set in every header, so that no header is zero (zero is the
-/// consumer's "nothing here yet").
-pub const REC_PRESENT: u32 = 1 << 31;
-/// Largest length a header can carry (lanes are far smaller: [`MAX_LANE`]).
-pub const REC_MAX_LEN: u32 = REC_PRESENT - 1;
+/// Bit 63 of a header (the top bit of its tag): set in every header, so that no header is
+/// zero (zero is the consumer's "nothing here yet").
+pub const REC_PRESENT: u64 = 1 << 63;
+/// Largest length a header may carry (lanes are far smaller: [`MAX_LANE`]).
+pub const REC_MAX_LEN: u32 = u32::MAX >> 1;
 
-/// Encodes a record header (`len <= REC_MAX_LEN`): the length, the present bit and a check
-/// word tied to the record's position, so a stale or torn header is detected.
+/// Encodes a record header (`len <= REC_MAX_LEN`): the length in the low word, and in the
+/// high word a tag of the record's position with the present bit, so that a stale header
+/// (one lap earlier: another position) or a word of payload is refused. The header is one
+/// atomic 64-bit store, so it is never seen torn; the length is checked against the space
+/// the producer owns instead of by a check word (a cheaper test on every message).
 #[inline(always)]
 pub const fn encode_rec(len: u32, pos: u64) -> u64 {
-    (len | REC_PRESENT) as u64 | ((check(len, pos) as u64) << 32)
+    len as u64 | (tag(pos) as u64) << 32
 }
 
+/// The high word of the header at `pos`: position bits 3..33 with the present bit on top.
 #[inline(always)]
-const fn check(len: u32, pos: u64) -> u32 {
-    !len ^ ((pos >> 3) as u32) ^ 0x5A5A_0000
+const fn tag(pos: u64) -> u32 {
+    (pos >> 3) as u32 | (REC_PRESENT >> 32) as u32
 }
 
 /// Validates a non-zero record header read at `pos`, where at most `avail` bytes from `pos`
 /// can belong to the producer; returns the payload length.
 #[inline(always)]
 pub fn decode_rec(word: u64, pos: u64, avail: u64) -> Result<usize> {
-    let len = word as u32 & REC_MAX_LEN;
-    if word as u32 & REC_PRESENT == 0 || (word >> 32) as u32 != check(len, pos) {
-        return Err(Error::Corrupt(
-            format!("message header at lane offset {pos} fails its check word").into(),
-        ));
+    let len = word as u32;
+    if (word >> 32) as u32 != tag(pos) {
+        return Err(bad_tag(word, pos));
     }
     if record_len(len as usize) as u64 > avail {
-        return Err(Error::Corrupt(
-            format!(
-                "message header at lane offset {pos} claims {len} bytes but only {avail} are free"
-            )
-            .into(),
-        ));
+        return Err(bad_len(len, pos, avail));
     }
     Ok(len as usize)
+}
+
+#[cold]
+fn bad_tag(word: u64, pos: u64) -> Error {
+    Error::Corrupt(
+        format!("message header {word:#018x} at lane offset {pos} does not carry its position tag")
+            .into(),
+    )
+}
+
+#[cold]
+fn bad_len(len: u32, pos: u64, avail: u64) -> Error {
+    Error::Corrupt(
+        format!("message header at lane offset {pos} claims {len} bytes but only {avail} are free")
+            .into(),
+    )
 }
 
 #[cfg(test)]
@@ -374,7 +390,7 @@ mod tests {
             assert_eq!(record_len(len), rec, "len {len}");
         }
         // A zeroed (never written) header is never a valid record, and no header is zero,
-        // not even a zero-length one where the check word alone would be zero.
+        // not even a zero-length one.
         for pos in [0u64, 8, 1 << 20, 0xA5A5_FFFF * 8] {
             assert!(decode_rec(0, pos, u64::MAX).is_err());
             assert_ne!(encode_rec(0, pos), 0);

@@ -23,13 +23,14 @@
 //! One **single-producer lane per (sending channel, receiving channel) pair**. A lane is a
 //! byte ring of `lane_bytes` (a power of two). Positions are monotonic byte counts (`u64`,
 //! never wrap in practice), always multiples of 8. A message is a record: an 8-byte header
-//! (payload length, a present bit, a check word tied to the record's position) followed by
+//! (payload length, a present bit and a tag of the record's position) followed by
 //! the payload padded to 8 bytes. Records are packed, not slotted: an 8-byte message takes
 //! 16 bytes, four to a cache line, so short messages cost fewer lines than in a slotted
 //! ring. A payload that runs past the ring end continues at its start and is handed out as
 //! two segments, never copied and never padded.
 //!
-//! * **The header is the flag** (layout version 2). The consumer polls the word where the
+//! * **The header is the flag** (layout version 2; 3 made its check word a position tag).
+//!   The consumer polls the word where the
 //!   next header goes: zero means "nothing yet". The producer writes the payload, then a
 //!   zero into the word after the record (the next record's flag; it always keeps these
 //!   [`TERM`] bytes free), then the header with a release store. A consumer that sees a
@@ -75,7 +76,7 @@ use layout::*;
 pub use layout::{chan_state, rank_state, Layout, Params, MAX_PORTS, MAX_RANKS};
 
 use crate::driver::{
-    iov_total, Driver, Port, RawMessage, RawSeg, Reclaim, SendMode, Token, Waiter,
+    iov_total, partial_prefix, Driver, Port, RawMessage, RawSeg, Reclaim, SendMode, Token, Waiter,
 };
 use crate::error::Unreachable;
 use crate::{Error, NetAddr, Result};
@@ -373,6 +374,12 @@ impl<R: Region> Fabric<R> {
                 Err(v) => cur = v,
             }
         }
+        // Senders test only the destination channel's state word on their fast path.
+        let np = self.lay.params.nports as usize;
+        for p in 0..np {
+            self.chan_u32(rank as usize * np + p, C_STATE)
+                .store(chan_state::LOST, Ordering::Release);
+        }
         let _ = self.u32_at(H_FIRST_LOST).compare_exchange(
             0,
             rank + 1,
@@ -469,7 +476,10 @@ impl<R: Region> Fabric<R> {
                 head: h,
                 published: h,
                 cached_tail: t,
+                limit: t + cap - TERM as u64,
                 announced: false,
+                summary: Shared::new(self.summary(c, me / 64)),
+                summary_bit: 1 << (me % 64),
             });
             // Receiving side: the producer may be sending (its head is private), so only
             // the tail is checked.
@@ -490,6 +500,8 @@ impl<R: Region> Fabric<R> {
                 consumed: t,
                 done: Reclaim::new(t),
                 published: t,
+                publish_at: t + cap / 16,
+                every: cap / 16,
                 src,
             });
         }
@@ -570,6 +582,7 @@ impl<R: Region> Driver for RingDriver<R> {
             burst: 0,
             last_scan: 0,
             broken: None,
+            asym: sys::asymmetric(),
         })
     }
     fn max_message(&self) -> usize {
@@ -607,8 +620,66 @@ struct Tx {
     /// Last value stored to the shared head (only on close).
     published: u64,
     cached_tail: u64,
+    /// `cached_tail + cap - TERM`: a record may end at or below this (the terminator word
+    /// after it stays free).
+    limit: u64,
     /// This port has set its bit in the receiver's summary bitmap.
     announced: bool,
+    /// That bit: the summary word and the mask.
+    summary: Shared<AtomicU64>,
+    summary_bit: u64,
+}
+
+impl Tx {
+    /// Once per (port, destination): makes the lane visible to the receiver's scan before
+    /// its first record is published.
+    #[cold]
+    fn announce(&mut self) {
+        self.summary
+            .get()
+            .fetch_or(self.summary_bit, Ordering::AcqRel);
+        self.announced = true;
+    }
+
+    /// Writes a record of the first `n` bytes of `iov` at `head` (room checked by the
+    /// caller against the validated tail) and publishes it; then wakes a sleeping receiver.
+    /// The one place a record is written.
+    #[inline(always)]
+    fn put(&mut self, cap: u64, asym: bool, iov: &[IoSlice<'_>], n: usize) {
+        if !self.announced {
+            self.announce();
+        }
+        let data = self.data.as_ptr();
+        let head = self.head;
+        let end = head + record_len(n) as u64;
+        let off = head + REC_HDR as u64;
+        // SAFETY: `head..end+TERM` is free space of this lane (the caller's check against
+        // the validated tail), owned by this producer until its header is stored; a payload
+        // that does not reach the lane end is one copy (the common short message).
+        unsafe {
+            let at = (off & (cap - 1)) as usize;
+            match iov {
+                [one] if at + n <= cap as usize => copy_small(one.as_ptr(), data.add(at), n),
+                _ => copy_in(data, cap, off, iov, n),
+            }
+        }
+        // Payload, then the next record's flag (zero: "not yet"), then this record's flag:
+        // a consumer that sees this header (acquire) also sees the zero after the record,
+        // never a stale word of an earlier lap.
+        header_word(self.data, cap, end).store(0, Ordering::Relaxed);
+        header_word(self.data, cap, head).store(encode_rec(n as u32, head), Ordering::Release);
+        self.head = end;
+        sys::light_barrier(asym);
+        if self.sleepers.get().load(Ordering::Relaxed) != 0 {
+            self.wake();
+        }
+    }
+
+    #[cold]
+    fn wake(&self) {
+        self.seq.get().fetch_add(1, Ordering::Release);
+        sys::futex_wake_all(self.seq.get());
+    }
 }
 
 /// Consumer state of one lane (trusted, process-private).
@@ -621,6 +692,10 @@ struct Rx {
     done: Reclaim,
     /// Last value stored to the shared tail.
     published: u64,
+    /// `published + every`: completing up to here publishes the tail (lazy publication).
+    publish_at: u64,
+    /// The period of the lazy publication (bytes).
+    every: u64,
     src: NetAddr,
 }
 
@@ -636,65 +711,17 @@ fn header_word<'a>(data: NonNull<u8>, cap: u64, pos: u64) -> &'a AtomicU64 {
 }
 
 impl Rx {
-    #[inline]
-    fn publish(&mut self) {
-        let freed = self.done.freed();
-        self.tail.get().store(freed, Ordering::Release);
-        self.published = freed;
-    }
-}
-
-/// One open channel on a [`Fabric`].
-pub struct RingPort<R: Region> {
-    drv: Arc<RingDriver<R>>,
-    me: usize,
-    addr: NetAddr,
-    nports: u32,
-    nranks: u32,
-    cap: u64,
-    tx: Box<[Tx]>,
-    rx: Box<[Rx]>,
-    /// This channel's summary bitmap (`sum_words` words) and the job's lost-rank count.
-    summary: Shared<AtomicU64>,
-    sum_words: usize,
-    lost: Shared<AtomicU32>,
-    /// Lane served last (sticky fast path); `usize::MAX` after a full burst.
-    cur: usize,
-    burst: u32,
-    /// Where the last scan stopped (round-robin start).
-    last_scan: usize,
-    broken: Option<Error>,
-}
-
-// SAFETY: the raw pointers point into the fabric, which is Send + Sync and kept alive by
-// `drv`; a port is used by one thread at a time (`&mut self` everywhere).
-unsafe impl<R: Region> Send for RingPort<R> {}
-
-impl<R: Region> RingPort<R> {
-    /// Takes the next message of lane `i` (from channel `i`) into `out` if there is one;
-    /// publishes the lane's tail when it is found empty.
+    /// Delivers the record whose non-zero header `word` was just read at this lane's
+    /// consumer position into `out`: validates it, advances the lane. `i` is the lane's
+    /// index (for the token), `cap` its size. Written once for the fast path and the scan.
     #[inline(always)]
-    fn take(&mut self, i: usize, out: &mut RawMessage) -> Result<bool> {
-        let cap = self.cap;
-        let Some(rx) = self.rx.get_mut(i) else {
-            return Ok(false);
-        };
-        let pos = rx.consumed;
-        // The header is the flag: zero until the producer publishes the record (release).
-        let word = header_word(rx.data, cap, pos).load(Ordering::Acquire);
-        if word == 0 {
-            if rx.published != rx.done.freed() {
-                rx.publish();
-            }
-            return Ok(false);
-        }
-        // A conforming producer writes only below `freed + cap` (space still held by
-        // guards is below `pos`): the bound that keeps held messages intact.
-        let len = match decode_rec(word, pos, cap - (pos - rx.done.freed())) {
-            Ok(l) => l,
-            Err(e) => return Err(self.corrupt(e)),
-        };
-        let data = rx.data.as_ptr();
+    fn deliver(&mut self, i: usize, cap: u64, word: u64, out: &mut RawMessage) -> Result<()> {
+        let pos = self.consumed;
+        // A conforming producer's records end at or below `freed + cap - TERM` (space still
+        // held by guards is below `pos`; the terminator word stays free): the bound that
+        // keeps held messages intact.
+        let len = decode_rec(word, pos, cap - TERM as u64 - (pos - self.done.freed()))?;
+        let data = self.data.as_ptr();
         let start = ((pos + REC_HDR as u64) & (cap - 1)) as usize;
         let first = len.min(cap as usize - start);
         // SAFETY: `start < cap` and `first <= cap - start`: inside the lane.
@@ -712,26 +739,92 @@ impl<R: Region> RingPort<R> {
             1
         };
         let rec = record_len(len) as u64;
-        rx.consumed = pos + rec;
+        self.consumed = pos + rec;
         out.len = len;
-        out.src = rx.src;
+        out.src = self.src;
         // Token: a = lane << 32 | record length, b = record start.
         out.token = Token {
             a: (i as u64) << 32 | rec,
             b: pos,
         };
-        if i == self.cur {
-            self.burst += 1;
-            if self.burst >= BURST {
-                // Fairness: next time, start the scan after this lane.
-                self.burst = 0;
-                self.cur = usize::MAX;
-            }
-        } else {
-            self.cur = i;
-            self.burst = 1;
+        Ok(())
+    }
+
+    #[inline]
+    fn publish(&mut self) {
+        let freed = self.done.freed();
+        self.tail.get().store(freed, Ordering::Release);
+        self.published = freed;
+        self.publish_at = freed + self.every;
+    }
+}
+
+/// One open channel on a [`Fabric`].
+pub struct RingPort<R: Region> {
+    drv: Arc<RingDriver<R>>,
+    me: usize,
+    addr: NetAddr,
+    nports: u32,
+    nranks: u32,
+    cap: u64,
+    tx: Box<[Tx]>,
+    rx: Box<[Rx]>,
+    /// This channel's summary bitmap (`sum_words` words) and the job's lost-rank count.
+    summary: Shared<AtomicU64>,
+    sum_words: usize,
+    lost: Shared<AtomicU32>,
+    /// Lane served last (sticky fast path); `usize::MAX` after a full burst and once the
+    /// port is broken, so that the fast path needs no other test.
+    cur: usize,
+    /// Messages `cur` may still deliver before the scan moves on ([`BURST`] per turn).
+    burst: u32,
+    /// Where the last scan stopped (round-robin start).
+    last_scan: usize,
+    broken: Option<Error>,
+    /// The asymmetric barrier is on: senders need no fence ([`sys::light_barrier`]).
+    asym: bool,
+}
+
+// SAFETY: the raw pointers point into the fabric, which is Send + Sync and kept alive by
+// `drv`; a port is used by one thread at a time (`&mut self` everywhere).
+unsafe impl<R: Region> Send for RingPort<R> {}
+
+impl<R: Region> RingPort<R> {
+    /// The receive path after the fast path found nothing on `cur`: a broken port, the end
+    /// of a burst, an empty lane. Scans the other lanes; the lane found becomes `cur`.
+    #[inline(always)]
+    fn recv_other(&mut self, out: &mut RawMessage) -> Result<()> {
+        if self.broken.is_some() {
+            return Err(self.broken());
         }
-        Ok(true)
+        // No other lane has ever carried a message (one sender, the common case of a
+        // polling loop): the empty poll ends here, without the out-of-line scan — a
+        // spinning receiver then takes few issue slots from a sender on a sibling
+        // hyperthread.
+        if self.sum_words == 1 && self.summary_bits(0) == 0 {
+            return Err(self.nothing());
+        }
+        let Some(i) = self.scan()? else {
+            return Err(self.nothing());
+        };
+        let (cap, rx) = (self.cap, &mut self.rx[i]);
+        let word = header_word(rx.data, cap, rx.consumed).load(Ordering::Acquire);
+        if word == 0 {
+            return Err(self.nothing()); // `scan` saw it ready: not reachable with a sane producer
+        }
+        if let Err(e) = rx.deliver(i, cap, word, out) {
+            return Err(self.corrupt(e));
+        }
+        self.cur = i;
+        self.burst = BURST - 1;
+        Ok(())
+    }
+
+    /// The current lane delivered its [`BURST`]: the next receive scans from the lane after it.
+    #[cold]
+    fn end_burst(&mut self) {
+        self.last_scan = self.cur;
+        self.cur = usize::MAX;
     }
 
     /// Finds a lane with a message among those that have ever carried one (the summary
@@ -842,6 +935,7 @@ impl<R: Region> RingPort<R> {
     #[cold]
     fn corrupt(&mut self, e: Error) -> Error {
         self.broken = Some(e.clone());
+        self.cur = usize::MAX;
         e
     }
 
@@ -850,24 +944,58 @@ impl<R: Region> RingPort<R> {
         self.broken.clone().unwrap_or(Error::WouldBlock)
     }
 
-    /// A bad address or a lost destination rank, off the hot path.
+    /// An address outside the job, off the hot path.
     #[cold]
-    fn send_refused(&self, dst: NetAddr) -> Option<Error> {
-        let (r, pt) = (dst.rank(), dst.port());
-        if r >= self.nranks || pt >= self.nports {
-            return Some(Error::Unreachable {
-                addr: dst,
-                why: if r >= self.nranks {
-                    Unreachable::NoSuchRank
-                } else {
-                    Unreachable::NoSuchPort
-                },
-            });
+    fn bad_address(&self, dst: NetAddr) -> Error {
+        Error::Unreachable {
+            addr: dst,
+            why: if dst.rank() >= self.nranks {
+                Unreachable::NoSuchRank
+            } else {
+                Unreachable::NoSuchPort
+            },
         }
-        let fab = &*self.drv.fab;
-        // (A closed port is checked on the fast path, for every send.)
-        (fab.lost().is_some() && fab.rank_state(r) == rank_state::LOST)
-            .then_some(Error::PeerLost { rank: r })
+    }
+
+    /// What a send to a channel in state `st` (not open) gets: an error, or `None` for a
+    /// port never opened yet (its messages wait in the lane).
+    #[cold]
+    fn refused(dst: NetAddr, st: u32) -> Option<Error> {
+        match st {
+            chan_state::NEVER => None,
+            chan_state::LOST => Some(Error::PeerLost { rank: dst.rank() }),
+            _ => Some(Error::Unreachable {
+                addr: dst,
+                why: Unreachable::Closed,
+            }),
+        }
+    }
+
+    /// The lane to `d` has no room for `want` bytes by the cached tail: re-reads the tail,
+    /// and returns how much of the message fits now (`want`, or a worthwhile prefix for
+    /// [`SendMode::Prefix`]); `WouldBlock` when nothing does.
+    #[cold]
+    #[inline(never)]
+    fn send_when_full(
+        &mut self,
+        d: usize,
+        dst: NetAddr,
+        iov: &[IoSlice<'_>],
+        want: usize,
+        mode: SendMode,
+    ) -> Result<usize> {
+        self.reload_tail(d, dst)?;
+        let (cap, asym) = (self.cap, self.asym);
+        let tx = &mut self.tx[d];
+        let free = tx.limit - tx.head;
+        let n = if record_len(want) as u64 <= free {
+            want
+        } else {
+            let room = (free as usize).saturating_sub(REC_HDR);
+            partial_prefix(mode, room, want, cap as usize).ok_or(Error::WouldBlock)?
+        };
+        tx.put(cap, asym, iov, n);
+        Ok(n)
     }
 
     /// The tail of the lane to `d`, re-read because the cached copy says "full";
@@ -887,13 +1015,8 @@ impl<R: Region> RingPort<R> {
             return Err(self.corrupt(e));
         }
         tx.cached_tail = t;
+        tx.limit = t + self.cap - TERM as u64;
         Ok(t)
-    }
-
-    #[cold]
-    fn wake(tx: &Tx) {
-        tx.seq.get().fetch_add(1, Ordering::Release);
-        sys::futex_wake_all(tx.seq.get());
     }
 }
 
@@ -966,18 +1089,23 @@ unsafe impl<R: Region> Port for RingPort<R> {
             return Err(self.broken());
         }
         let (r, pt) = (dst.rank(), dst.port());
-        if r >= self.nranks || pt >= self.nports || self.lost.get().load(Ordering::Relaxed) != 0 {
-            if let Some(e) = self.send_refused(dst) {
-                return Err(e);
-            }
+        if r >= self.nranks || pt >= self.nports {
+            return Err(self.bad_address(dst));
         }
         let d = (r * self.nports + pt) as usize;
-        let tx = &self.tx[d];
-        if tx.state.get().load(Ordering::Relaxed) == chan_state::CLOSED {
+        let asym = self.asym;
+        let Some(tx) = self.tx.get_mut(d) else {
             return Err(Error::Unreachable {
                 addr: dst,
-                why: Unreachable::Closed,
-            });
+                why: Unreachable::NoSuchPort,
+            }); // not reached: `d < nranks * nports`
+        };
+        // One word says closed, lost (see `Fabric::mark_lost`) or never opened.
+        let st = tx.state.get().load(Ordering::Relaxed);
+        if st != chan_state::OPEN {
+            if let Some(e) = Self::refused(dst, st) {
+                return Err(e);
+            }
         }
         let total = match iov {
             [one] => one.len(),
@@ -995,71 +1123,36 @@ unsafe impl<R: Region> Port for RingPort<R> {
             SendMode::Whole => total,
             SendMode::Prefix => total.min(maxmsg),
         };
-        // `free` leaves out the terminator word after the last record.
-        let mut free = cap - TERM as u64 - (tx.head - tx.cached_tail);
-        if record_len(want) as u64 > free {
-            let t = self.reload_tail(d, dst)?;
-            free = cap - TERM as u64 - (self.tx[d].head - t);
+        if tx.head + record_len(want) as u64 > tx.limit {
+            return self.send_when_full(d, dst, iov, want, mode);
         }
-        let tx = &mut self.tx[d];
-        let n = if record_len(want) as u64 <= free {
-            want
-        } else {
-            // Partial send: only when a worthwhile prefix fits (no tiny fragments).
-            let room = (free as usize).saturating_sub(REC_HDR);
-            if mode == SendMode::Whole || room < want.min(cap as usize / 8).max(1) {
-                return Err(Error::WouldBlock);
-            }
-            room
-        };
-        if !tx.announced {
-            // Once per (port, destination): make the lane visible to the receiver's scan
-            // before its first record is published.
-            self.drv
-                .fab
-                .summary(d, self.me / 64)
-                .fetch_or(1 << (self.me % 64), Ordering::AcqRel);
-            tx.announced = true;
-        }
-        let data = tx.data.as_ptr();
-        let head = tx.head;
-        let end = head + record_len(n) as u64;
-        // SAFETY: `head..end+TERM` is free space of this lane (checked against the validated
-        // tail above), owned by this producer until its header is stored.
-        unsafe { copy_in(data, cap, head + REC_HDR as u64, iov, n) };
-        // Payload, then the next record's flag (zero: "not yet"), then this record's flag:
-        // a consumer that sees this header (acquire) also sees the zero after the record,
-        // never a stale word of an earlier lap.
-        header_word(tx.data, cap, end).store(0, Ordering::Relaxed);
-        header_word(tx.data, cap, head).store(encode_rec(n as u32, head), Ordering::Release);
-        tx.head = end;
-        sys::light_barrier();
-        if tx.sleepers.get().load(Ordering::Relaxed) != 0 {
-            Self::wake(tx);
-        }
-        Ok(n)
+        tx.put(cap, asym, iov, want);
+        Ok(want)
     }
 
     #[inline(always)]
     fn recv_into(&mut self, out: &mut RawMessage) -> Result<()> {
-        if self.broken.is_some() {
-            return Err(self.broken());
+        // Fast path: the lane that delivered last, while its burst lasts (`cur` is out of
+        // range after a burst and once the port is broken).
+        let (i, cap) = (self.cur, self.cap);
+        if let Some(rx) = self.rx.get_mut(i) {
+            let word = header_word(rx.data, cap, rx.consumed).load(Ordering::Acquire);
+            if word != 0 {
+                if let Err(e) = rx.deliver(i, cap, word, out) {
+                    return Err(self.corrupt(e));
+                }
+                self.burst -= 1;
+                if self.burst == 0 {
+                    self.end_burst();
+                }
+                return Ok(());
+            }
+            // Found empty: the lazy tail publication's second occasion.
+            if rx.published != rx.done.freed() {
+                rx.publish();
+            }
         }
-        // Fast path: the lane that delivered last.
-        if self.take(self.cur, out)? {
-            return Ok(());
-        }
-        // No other lane has ever carried a message (one sender, the common case of a
-        // polling loop): the empty poll ends here, without the out-of-line scan — a
-        // spinning receiver then takes few issue slots from a sender on a sibling
-        // hyperthread.
-        if self.sum_words == 1 && self.summary_bits(0) == 0 {
-            return Err(self.nothing());
-        }
-        match self.scan()? {
-            Some(i) if self.take(i, out)? => Ok(()),
-            _ => Err(self.nothing()),
-        }
+        self.recv_other(out)
     }
 
     fn ready(&mut self) -> Result<bool> {
@@ -1083,11 +1176,10 @@ unsafe impl<R: Region> Port for RingPort<R> {
         // Token: a = lane << 32 | record length, b = record start.
         let i = (t.a >> 32) as usize;
         let end = t.b + (t.a & 0xffff_ffff);
-        let every = self.cap / 16;
         let Some(rx) = self.rx.get_mut(i) else {
             return; // not a token of this port (the caller's contract rules it out)
         };
-        if rx.done.complete(t.b, end) && rx.done.freed() - rx.published >= every {
+        if rx.done.complete(t.b, end) && rx.done.freed() >= rx.publish_at {
             rx.publish();
         }
     }

@@ -94,10 +94,17 @@ pub fn register_process() {
     ONCE.call_once(imp::register);
 }
 
-/// Sender side: between publishing a message and reading the sleeper count.
+/// Whether this process registered for the asymmetric barrier (after
+/// [`register_process`]): a port keeps the answer for [`light_barrier`].
+pub fn asymmetric() -> bool {
+    ASYM.load(Ordering::SeqCst)
+}
+
+/// Sender side: between publishing a message and reading the sleeper count; `asym` is
+/// [`asymmetric`]'s answer.
 #[inline(always)]
-pub fn light_barrier() {
-    if ASYM.load(Ordering::Relaxed) {
+pub fn light_barrier(asym: bool) {
+    if asym {
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
     } else {
         fence(Ordering::SeqCst);
