@@ -359,10 +359,12 @@ impl Inbox {
                     continue;
                 }
             }
-            let mut segs = m.segments();
-            let r = self.piece(m.src(), m.len(), [segs.next(), segs.next()]);
-            m.complete(); // RecvComp: after reading every byte in place
-            if r? {
+            // Anything else is rare (fragments of partial sends): copied out and completed
+            // first, so that no guard lives across the call (which would keep every
+            // received message in memory instead of registers).
+            let (src, bytes) = (m.src(), m.to_vec());
+            m.complete();
+            if self.piece(src, bytes.len(), [Some(&bytes), None])? {
                 done += 1;
             }
         }
