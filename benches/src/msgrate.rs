@@ -411,6 +411,22 @@ fn send_rest<P: Port>(
     }
 }
 
+/// The MsgRate sender's loop, in a function of its own: inlined into the pass that
+/// dispatches every test, its registers were shared with the other tests' code.
+#[inline(never)]
+fn send_n<P: Port>(ch: &Channel<P>, to: NetAddr, msg: &[u8], n: u64, patience: u32) -> Result<()> {
+    for _ in 0..n {
+        send_msg(ch, to, msg, patience)?;
+    }
+    Ok(())
+}
+
+/// The MsgRate receiver's loop, on its own for the same reason as [`send_n`].
+#[inline(never)]
+fn take_n<P: Port>(inbox: &mut Inbox, ch: &Channel<P>, n: u64, patience: u32) -> Result<()> {
+    inbox.take(ch, n, patience)
+}
+
 impl<P: Port> Rank<P> {
     fn to(&self, rank: u32) -> NetAddr {
         NetAddr::new(rank as u16, DATA_PORT as u16)
@@ -431,13 +447,8 @@ impl<P: Port> Rank<P> {
         self.bar.wait(&self.bar_ch)?;
         let t0 = Instant::now();
         match (test, self.me) {
-            (Test::Msgrate, 0) => {
-                let to = self.to(1);
-                for _ in 0..iters {
-                    send_msg(&self.data, to, msg, self.patience)?;
-                }
-            }
-            (Test::Msgrate, 1) => self.inbox.take(&self.data, iters, self.patience)?,
+            (Test::Msgrate, 0) => send_n(&self.data, self.to(1), msg, iters, self.patience)?,
+            (Test::Msgrate, 1) => take_n(&mut self.inbox, &self.data, iters, self.patience)?,
             (Test::Latency, 0) => {
                 let to = self.to(1);
                 for _ in 0..iters {

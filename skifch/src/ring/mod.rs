@@ -723,21 +723,28 @@ impl Rx {
         let len = decode_rec(word, pos, cap - TERM as u64 - (pos - self.done.freed()))?;
         let data = self.data.as_ptr();
         let start = ((pos + REC_HDR as u64) & (cap - 1)) as usize;
-        let first = len.min(cap as usize - start);
-        // SAFETY: `start < cap` and `first <= cap - start`: inside the lane.
-        out.segs[0] = RawSeg {
-            ptr: unsafe { data.add(start) },
-            len: first,
-        };
-        out.count = if len > first {
+        if start + len <= cap as usize {
+            // SAFETY: `start + len <= cap`: inside the lane.
+            out.segs[0] = RawSeg {
+                ptr: unsafe { data.add(start) },
+                len,
+            };
+            out.count = 1;
+        } else {
+            // Rare: the hint keeps the compiler from computing both segments of every message.
+            std::hint::cold_path();
+            let first = cap as usize - start;
+            // SAFETY: `start < cap`: the first segment is `start..cap`, the rest starts the lane.
+            out.segs[0] = RawSeg {
+                ptr: unsafe { data.add(start) },
+                len: first,
+            };
             out.segs[1] = RawSeg {
                 ptr: data,
                 len: len - first,
             };
-            2
-        } else {
-            1
-        };
+            out.count = 2;
+        }
         let rec = record_len(len) as u64;
         self.consumed = pos + rec;
         out.len = len;
