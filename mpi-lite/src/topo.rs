@@ -9,7 +9,7 @@ fn factors(mut n: u32) -> Vec<u32> {
     let mut f = Vec::new();
     let mut p = 2;
     while p * p <= n {
-        while n % p == 0 {
+        while n.is_multiple_of(p) {
             f.push(p);
             n /= p;
         }

@@ -541,7 +541,7 @@ impl<P: Port> World<P> {
         fetch: bool,
     ) -> Result<u64, Error> {
         self.check(pe, a, width)?;
-        if (width != 4 && width != 8) || a.off % width != 0 {
+        if (width != 4 && width != 8) || !a.off.is_multiple_of(width) {
             return Err(Error::BadArgument(format!(
                 "an atomic needs a naturally aligned 4- or 8-byte object (got {width} bytes at offset {:#x})",
                 a.off

@@ -274,7 +274,7 @@ fn stream_sender(job: &Job, pidfile: Option<&String>) -> Outcome {
                 Err(e) => return Err(format!("stream send {seq}: {e}")),
             }
         }
-        if seq % 4096 == 0 && Instant::now() > deadline {
+        if seq.is_multiple_of(4096) && Instant::now() > deadline {
             return Err("nobody killed the streaming rank within 30 s".into());
         }
         seq += 1;

@@ -97,7 +97,7 @@ impl Rma for ShmRma {
     }
 
     unsafe fn share_in_place(&self, addr: *mut u8, len: usize) -> Result<Segment> {
-        if len == 0 || addr as usize % PAGE != 0 || len % PAGE != 0 {
+        if len == 0 || !(addr as usize).is_multiple_of(PAGE) || !len.is_multiple_of(PAGE) {
             return Err(Error::InvalidArgument(
                 format!("share_in_place needs page-aligned memory, got {addr:p}+{len}").into(),
             ));

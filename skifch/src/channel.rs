@@ -132,7 +132,7 @@ impl<P: Port> Channel<P> {
                 r => return r,
             }
             k += 1;
-            if k % 1024 == 0 {
+            if k.is_multiple_of(1024) {
                 use crate::driver::Waiter;
                 if let Some(rank) = self.waiter.lost_peer() {
                     return Err(Error::PeerLost { rank });

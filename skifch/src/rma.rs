@@ -339,7 +339,7 @@ impl Window for MappedWindow {
             ));
         }
         let p = self.at(rank, off, width)?;
-        if (p as usize) % width != 0 {
+        if !(p as usize).is_multiple_of(width) {
             return Err(Error::InvalidArgument(
                 format!("atomic at offset {off} of rank {rank} is not {width}-byte aligned").into(),
             ));

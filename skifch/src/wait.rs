@@ -97,7 +97,7 @@ pub fn wait_until<W: Waiter>(
                 return Ok(());
             }
             k = k.wrapping_add(1);
-            if k % 64 == 0 {
+            if k.is_multiple_of(64) {
                 let now = Instant::now();
                 if deadline.is_some_and(|d| now >= d) {
                     return Err(Error::TimedOut);
@@ -107,7 +107,7 @@ pub fn wait_until<W: Waiter>(
                         break;
                     }
                 }
-                if k % SPINS_BEFORE_YIELD == 0 {
+                if k.is_multiple_of(SPINS_BEFORE_YIELD) {
                     if let Some(rank) = waiter.lost_peer() {
                         return Err(Error::PeerLost { rank });
                     }

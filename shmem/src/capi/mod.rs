@@ -851,7 +851,7 @@ fn cmp(call: &str, c: c_int, v: u64, val: u64, width: usize, signed: bool) -> bo
 }
 
 fn local_var(call: &str, ivar: *const c_void, width: usize) -> usize {
-    if ivar.is_null() || (ivar as usize) % width != 0 {
+    if ivar.is_null() || !(ivar as usize).is_multiple_of(width) {
         fatal(
             call,
             &Error::BadArgument(format!("{ivar:p} is not an aligned {width}-byte variable")),

@@ -1360,7 +1360,7 @@ impl<H: Hw + Send + Sync + 'static> FpgaPort<H> {
             return e;
         }
         self.polls = self.polls.wrapping_add(1);
-        if self.polls % HEALTH_EVERY == 0 {
+        if self.polls.is_multiple_of(HEALTH_EVERY) {
             if let Err(e) = drv.check_health() {
                 return e;
             }
@@ -1374,7 +1374,7 @@ impl<H: Hw + Send + Sync + 'static> FpgaPort<H> {
     #[cold]
     fn refused(&mut self) -> Error {
         self.refusals = self.refusals.wrapping_add(1);
-        if self.refusals % HEALTH_EVERY == 0 {
+        if self.refusals.is_multiple_of(HEALTH_EVERY) {
             if let Err(e) = self.drv.check_health() {
                 return e;
             }
@@ -1454,7 +1454,7 @@ unsafe impl<H: Hw + Send + Sync + 'static> Port for FpgaPort<H> {
         match r {
             Ok(n) => {
                 self.sends = self.sends.wrapping_add(1);
-                if self.sends % SENDS_PER_HEALTH_CHECK == 0 {
+                if self.sends.is_multiple_of(SENDS_PER_HEALTH_CHECK) {
                     // A link may have failed under a stream that never blocks (the
                     // device drops unroutable messages at the source, NO_ROUTE).
                     let _ = drv.check_health();

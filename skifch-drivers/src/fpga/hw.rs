@@ -31,7 +31,7 @@ pub mod mem;
 #[cold]
 #[inline(never)]
 fn access_error(what: &str, len: usize, off: usize, width: usize) -> Error {
-    if off % width != 0 {
+    if !off.is_multiple_of(width) {
         Error::InvalidArgument(
             format!("{what}: offset {off:#x} is not {width}-byte aligned").into(),
         )
@@ -54,7 +54,7 @@ fn access_error(what: &str, len: usize, off: usize, width: usize) -> Error {
 #[inline]
 pub fn check_access(what: &str, len: usize, off: usize, width: usize) -> Result<()> {
     match off.checked_add(width) {
-        Some(end) if end <= len && off % width == 0 => Ok(()),
+        Some(end) if end <= len && off.is_multiple_of(width) => Ok(()),
         _ => Err(access_error(what, len, off, width)),
     }
 }
@@ -141,7 +141,7 @@ impl MmioRegion {
     /// device memory, or memory nobody else reaches except by volatile/atomic accesses)
     /// for as long as the returned value lives, and `base` must be 4-byte aligned.
     pub unsafe fn new(base: NonNull<u8>, len: usize) -> Result<Self> {
-        if base.as_ptr() as usize % 4 != 0 {
+        if !(base.as_ptr() as usize).is_multiple_of(4) {
             return Err(Error::InvalidArgument(
                 "a register window must start 4-byte aligned".into(),
             ));
@@ -465,7 +465,7 @@ impl<D: DmaMemory> Drop for DmaBuffer<D> {
 pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: &mut [u8]) {
     let n = dst.len();
     let mut i = 0;
-    while i < n && (src as usize + i) % 8 != 0 {
+    while i < n && !(src as usize + i).is_multiple_of(8) {
         // SAFETY: `i < n`: inside the caller's valid range.
         dst[i] = unsafe { AtomicU8::from_ptr(src.add(i).cast_mut()) }.load(Ordering::Relaxed);
         i += 1;
@@ -492,7 +492,7 @@ pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: &mut [u8]) {
 pub(crate) unsafe fn copy_to_shared(dst: *mut u8, src: &[u8]) {
     let n = src.len();
     let mut i = 0;
-    while i < n && (dst as usize + i) % 8 != 0 {
+    while i < n && !(dst as usize + i).is_multiple_of(8) {
         // SAFETY: `i < n`: inside the caller's valid range.
         unsafe { AtomicU8::from_ptr(dst.add(i)) }.store(src[i], Ordering::Relaxed);
         i += 1;

@@ -44,7 +44,11 @@ impl IovaAllocator {
     /// An allocator over `[base, limit)`; `align` is a power of two and `base`/`limit`
     /// multiples of it.
     pub fn new(base: u64, limit: u64, align: u64) -> Result<Self> {
-        if !align.is_power_of_two() || base % align != 0 || limit % align != 0 || base >= limit {
+        if !align.is_power_of_two()
+            || !base.is_multiple_of(align)
+            || !limit.is_multiple_of(align)
+            || base >= limit
+        {
             return Err(Error::InvalidArgument(
                 format!(
                     "IOVA window {base:#x}..{limit:#x} with alignment {align:#x} is not usable"
@@ -62,7 +66,9 @@ impl IovaAllocator {
 
     /// [`IovaAllocator::new`] for a window known to be valid (constants of this crate).
     pub(crate) fn from_valid(base: u64, limit: u64, align: u64) -> Self {
-        debug_assert!(align.is_power_of_two() && base % align == 0 && limit % align == 0);
+        debug_assert!(
+            align.is_power_of_two() && base.is_multiple_of(align) && limit.is_multiple_of(align)
+        );
         debug_assert!(base < limit);
         IovaAllocator {
             free: BTreeMap::from([(base, limit - base)]),
@@ -100,7 +106,7 @@ impl IovaAllocator {
     pub fn free(&mut self, iova: u64, len: u64) -> Result<()> {
         let len = self.round(len).ok_or_else(|| bad_free(iova, len))?;
         let end = iova.checked_add(len).ok_or_else(|| bad_free(iova, len))?;
-        if iova % self.align != 0 || iova < self.base || end > self.limit {
+        if !iova.is_multiple_of(self.align) || iova < self.base || end > self.limit {
             return Err(bad_free(iova, len));
         }
         let prev = self.free.range(..=iova).next_back().map(|(&s, &l)| (s, l));

@@ -133,7 +133,7 @@ impl std::fmt::Debug for NodeWindow {
 impl NodeWindow {
     /// Creates the window of node `node` of `nodes`, with `dma_len` bytes of DMA memory.
     pub fn create(node: u32, nodes: u32, dma_len: usize) -> Result<NodeWindow> {
-        if dma_len == 0 || dma_len % PAGE as usize != 0 || dma_len > 1 << 40 {
+        if dma_len == 0 || !dma_len.is_multiple_of(PAGE as usize) || dma_len > 1 << 40 {
             return Err(Error::InvalidArgument(
                 format!("node window: {dma_len} bytes of DMA memory is not a whole number of pages up to 1 TiB").into(),
             ));
@@ -157,7 +157,9 @@ impl NodeWindow {
     /// node `node`'s of a job of `nodes`.
     pub fn attach(region: MemfdRegion, node: u32, nodes: u32) -> Result<NodeWindow> {
         let bad = |m: String| Err(Error::Bootstrap(format!("node window: {m}").into()));
-        if region.len() < DMA_OFF + PAGE as usize || region.as_ptr() as usize % PAGE as usize != 0 {
+        if region.len() < DMA_OFF + PAGE as usize
+            || !(region.as_ptr() as usize).is_multiple_of(PAGE as usize)
+        {
             return bad(format!("{} bytes is too small", region.len()));
         }
         let w = NodeWindow { region, dma_len: 0 };
@@ -188,7 +190,7 @@ impl NodeWindow {
         if off != DMA_OFF as u64
             || total != w.region.len() as u64
             || off.checked_add(len) != Some(total)
-            || len % PAGE != 0
+            || !len.is_multiple_of(PAGE)
         {
             return bad(format!(
                 "header says {total} bytes with DMA memory {off:#x}+{len:#x}; the mapping has {}",
@@ -212,7 +214,7 @@ impl NodeWindow {
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off % 4 == 0 && off + 4 <= DMA_OFF);
+        debug_assert!(off.is_multiple_of(4) && off + 4 <= DMA_OFF);
         // SAFETY: `off` is one of this module's constant control offsets, 4-aligned and
         // below DMA_OFF, inside the mapping (checked at create/attach); the word is shared
         // with another process and only ever accessed atomically.
@@ -220,7 +222,7 @@ impl NodeWindow {
     }
 
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0 && off + 8 <= DMA_OFF);
+        debug_assert!(off.is_multiple_of(8) && off + 8 <= DMA_OFF);
         // SAFETY: as in `u32_at`, 8-aligned (the mapping is page-aligned).
         unsafe { AtomicU64::from_ptr(self.region.as_ptr().add(off).cast()) }
     }
@@ -233,7 +235,7 @@ impl NodeWindow {
     /// The DMA range `iova..iova + n` as a pointer, if it lies inside the DMA memory.
     fn dma_ptr(&self, iova: u64, n: usize) -> Result<*mut u8> {
         let end = iova.checked_add(n as u64);
-        if iova < DMA_OFF as u64 || !end.is_some_and(|e| e <= (DMA_OFF + self.dma_len) as u64) {
+        if iova < DMA_OFF as u64 || end.is_none_or(|e| e > (DMA_OFF + self.dma_len) as u64) {
             return Err(Error::Corrupt(
                 format!(
                     "device DMA to IOVA {iova:#x}+{n:#x}, outside the node's DMA memory {DMA_OFF:#x}..{:#x} (an IOMMU fault)",
@@ -778,14 +780,14 @@ pub fn default_dims(n: u32) -> Result<Dims> {
     let mut best: Option<(u32, [u32; 3])> = None;
     for z in 1..=16u32 {
         for y in z..=16 {
-            if n % (y * z) != 0 {
+            if !n.is_multiple_of(y * z) {
                 continue;
             }
             let x = n / (y * z);
             if x < y || x > 16 {
                 continue;
             }
-            if !best.is_some_and(|(m, _)| x >= m) {
+            if best.is_none_or(|(m, _)| x < m) {
                 best = Some((x, [x, y, z]));
             }
         }

@@ -175,13 +175,14 @@ impl FakeVfio {
 
     /// The device reads its own register at `off` (what the driver wrote).
     pub fn bar_read32(&self, off: usize) -> Option<u32> {
-        (off % 4 == 0)
+        off.is_multiple_of(4)
             .then(|| self.inner.bar.get(off / 4))?
             .map(|r| r.load(Ordering::SeqCst))
     }
     /// The device sets its register at `off` (what the driver will read).
     pub fn bar_write32(&self, off: usize, v: u32) -> bool {
-        match (off % 4 == 0)
+        match off
+            .is_multiple_of(4)
             .then(|| self.inner.bar.get(off / 4))
             .flatten()
         {

@@ -48,7 +48,7 @@ fn check_root<T: Transport + ?Sized>(t: &T, what: &str, root: usize) -> Result<(
 
 fn check_elems<R: Reducer + ?Sized>(what: &str, red: &R, len: usize) -> Result<usize> {
     let es = red.elem_size();
-    if es == 0 || len % es != 0 {
+    if es == 0 || !len.is_multiple_of(es) {
         return Err(bad(
             what,
             format!("{len} bytes is not a whole number of {es}-byte elements"),
@@ -652,7 +652,7 @@ pub fn allgatherv<T: Transport + ?Sized>(
 /// Block j of member i's `send` goes to block i of member j's `recv` (equal blocks).
 pub fn alltoall<T: Transport + ?Sized>(t: &T, send: &[u8], recv: &mut [u8]) -> Result<()> {
     let n = t.size();
-    if send.len() % n != 0 {
+    if !send.len().is_multiple_of(n) {
         return Err(bad(
             "alltoall",
             format!("{} bytes do not split into {n} blocks", send.len()),

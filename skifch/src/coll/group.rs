@@ -145,7 +145,7 @@ fn on_message(st: &Mutex<State>, am: &Am<'_>) -> Result<()> {
         Phase::LongDone { total } => {
             let l = am.take_landing();
             if matches!(st.posted.get(&key), Some(Posted::Landing)) {
-                let truncated = l.as_ref().map_or(true, |l| l.truncated());
+                let truncated = l.as_ref().is_none_or(|l| l.truncated());
                 st.posted.insert(
                     key,
                     Posted::Done {

@@ -776,7 +776,7 @@ impl<P: Port> Endpoint<P> {
             return Ok(());
         }
         *idle += 1;
-        if *idle % 64 == 0 {
+        if (*idle).is_multiple_of(64) {
             if let Some(rank) = self.waiter.lost_peer() {
                 return Err(Error::PeerLost { rank });
             }

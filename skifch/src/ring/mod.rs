@@ -189,7 +189,7 @@ impl<R: Region> Fabric<R> {
     /// Attaches to a region formatted by [`Fabric::create`] (maybe in another process),
     /// validating its header: magic, version, parameters, size.
     pub fn attach(region: R) -> Result<Self> {
-        if region.len() < HDR_BYTES || region.as_ptr() as usize % 4096 != 0 {
+        if region.len() < HDR_BYTES || !(region.as_ptr() as usize).is_multiple_of(4096) {
             return Err(Error::Corrupt(
                 format!(
                     "segment of {} bytes is too small for a header",
@@ -259,7 +259,7 @@ impl<R: Region> Fabric<R> {
 
     #[inline(always)]
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off % 4 == 0 && off + 4 <= self.region.len());
+        debug_assert!(off.is_multiple_of(4) && off + 4 <= self.region.len());
         // SAFETY: `off` comes from the trusted layout (in bounds, aligned: checked above in
         // debug builds and by construction of `Layout`); an AtomicU32 may alias memory that
         // other processes access atomically.
@@ -268,7 +268,7 @@ impl<R: Region> Fabric<R> {
 
     #[inline(always)]
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0 && off + 8 <= self.region.len());
+        debug_assert!(off.is_multiple_of(8) && off + 8 <= self.region.len());
         // SAFETY: as in `u32_at`.
         unsafe { &*(self.base.add(off) as *const AtomicU64) }
     }
@@ -703,7 +703,7 @@ struct Rx {
 /// bytes: the one place both sides of the lane protocol reach a record header.
 #[inline(always)]
 fn header_word<'a>(data: NonNull<u8>, cap: u64, pos: u64) -> &'a AtomicU64 {
-    debug_assert!(pos % 8 == 0 && cap.is_power_of_two());
+    debug_assert!(pos.is_multiple_of(8) && cap.is_power_of_two());
     // SAFETY: `data` is a live lane of `cap` bytes (a `Tx`/`Rx` pointer, kept alive like
     // every `Shared`); lanes start on a page and `pos & (cap - 1)` is 8-aligned below `cap`;
     // header words are accessed atomically by every process.

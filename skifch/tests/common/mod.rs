@@ -66,7 +66,7 @@ unsafe impl Region for SharedRegion {
 
 fn at<R: Region>(r: &R, off: usize, size: usize) -> *mut u8 {
     assert!(
-        off % size == 0 && off.checked_add(size).is_some_and(|e| e <= r.len()),
+        off.is_multiple_of(size) && off.checked_add(size).is_some_and(|e| e <= r.len()),
         "test poke at {off} (+{size}) outside the {}-byte region",
         r.len()
     );

@@ -112,7 +112,7 @@ mpi_fn!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut c_
             };
             // Overlapping buffers take the general path, which reports them.
             let apart = |p: *mut u8| (p as usize) + len <= r as usize || (r as usize) + len <= p as usize;
-            if let Some(s) = s.filter(|s| s.map_or(true, apart)) {
+            if let Some(s) = s.filter(|s| s.is_none_or(apart)) {
                 let b = Basic::ALL[datatype as usize - 1];
                 // SAFETY: MPI's contract for a blocking collective: `len` bytes (`n`
                 // elements of `datatype`, one dense run) at `r` are writable and at the send

@@ -613,7 +613,7 @@ fn count_of(st: &CState, status: *const MPI_Status, dt: c_int, elements: bool) -
     if unit == 0 {
         return Ok(0);
     }
-    if s.bytes % unit != 0 {
+    if !s.bytes.is_multiple_of(unit) {
         return Ok(UNDEFINED);
     }
     i32::try_from(s.bytes / unit).map_err(|_| Error::Count("count does not fit an int".into()))

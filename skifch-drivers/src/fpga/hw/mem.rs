@@ -24,7 +24,7 @@ pub struct MemBar {
 impl MemBar {
     /// A zeroed window of `len` bytes (`len` a multiple of 4).
     pub fn new(len: usize) -> Result<Self> {
-        if len % 4 != 0 {
+        if !len.is_multiple_of(4) {
             return Err(Error::InvalidArgument(
                 format!(
                     "a register window of {len} bytes is not a whole number of 32-bit registers"
