@@ -379,22 +379,29 @@ impl Inbox {
 pub fn send_msg<P: Port>(ch: &Channel<P>, dst: NetAddr, msg: &[u8], patience: u32) -> Result<()> {
     match ch.send(dst, &[IoSlice::new(msg)]) {
         Ok(k) if k == msg.len() => Ok(()),
-        first => send_rest(ch, dst, msg, patience, first),
+        Ok(k) => send_rest(ch, dst, msg, patience, k),
+        Err(Error::WouldBlock) => send_rest(ch, dst, msg, patience, 0),
+        Err(e) => Err(e.into()),
     }
 }
 
-/// [`send_msg`] after a first attempt that did not send everything.
+/// [`send_msg`] after a first attempt that sent only `sent` bytes (the error, if any, is
+/// not passed on: an error value passed to a call would live in memory on every send).
 #[inline(never)]
 fn send_rest<P: Port>(
     ch: &Channel<P>,
     dst: NetAddr,
     msg: &[u8],
     patience: u32,
-    first: skifch::Result<usize>,
+    sent: usize,
 ) -> Result<()> {
     let mut off = 0;
     let mut sp: Option<Spinner> = None;
-    let mut r = first;
+    let mut r = if sent > 0 {
+        Ok(sent)
+    } else {
+        Err(Error::WouldBlock)
+    };
     loop {
         match r {
             Ok(k) => {

@@ -482,6 +482,15 @@ pub fn bad_input<D: Driver>(s: &mut Suite<D>) -> Result<()> {
         "send to a port past the last",
         |e| matches!(e, Error::Unreachable { .. }),
     )?;
+    // After a valid send (a driver may remember its last destination), the all-ones
+    // address (`SKIFCH_ADDR_INVALID`) is still refused.
+    ch.send_all(ch.addr(), &one)?;
+    drop(ch.recv_timeout(Duration::from_secs(30))?);
+    expect(
+        ch.send(NetAddr::from(u32::MAX), &one),
+        "send to the all-ones address after a valid send",
+        |e| matches!(e, Error::Unreachable { .. }),
+    )?;
     let many = vec![IoSlice::new(&b); crate::driver::IOV_MAX + 1];
     expect(ch.send(NetAddr::new(0, 0), &many), "iovec too long", |e| {
         matches!(e, Error::InvalidArgument(_))

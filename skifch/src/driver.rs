@@ -199,6 +199,9 @@ pub const IOV_MAX: usize = 1024;
 #[derive(Debug, Default)]
 pub struct Reclaim {
     freed: u64,
+    /// `freed` while nothing waits in `ooo`, else `u64::MAX` (no message starts there): the
+    /// in-order case is then one compare.
+    next: u64,
     /// Completed above `freed`, waiting for an older message: `(start, end)`.
     ooo: Vec<(u64, u64)>,
 }
@@ -208,6 +211,7 @@ impl Reclaim {
     pub fn new(at: u64) -> Self {
         Reclaim {
             freed: at,
+            next: at,
             ooo: Vec::new(),
         }
     }
@@ -224,11 +228,13 @@ impl Reclaim {
     }
 
     /// Completes the message `start..end`; returns whether [`Reclaim::freed`] moved.
-    /// The in-order case is a compare and a store, small enough to inline into a guard's drop.
+    /// The in-order case is a compare and two stores, small enough to inline into a guard's
+    /// drop.
     #[inline(always)]
     pub fn complete(&mut self, start: u64, end: u64) -> bool {
-        if start == self.freed && self.ooo.is_empty() {
+        if start == self.next {
             self.freed = end;
+            self.next = end;
             true
         } else {
             self.complete_out_of_order(start, end)
@@ -240,12 +246,18 @@ impl Reclaim {
     fn complete_out_of_order(&mut self, start: u64, end: u64) -> bool {
         if start != self.freed {
             self.ooo.push((start, end));
+            self.next = u64::MAX;
             return false;
         }
         self.freed = end;
         while let Some(k) = self.ooo.iter().position(|&(s, _)| s == self.freed) {
             self.freed = self.ooo.swap_remove(k).1;
         }
+        self.next = if self.ooo.is_empty() {
+            self.freed
+        } else {
+            u64::MAX
+        };
         true
     }
 }

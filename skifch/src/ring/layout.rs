@@ -236,13 +236,14 @@ pub const REC_MAX_LEN: u32 = u32::MAX >> 1;
 /// the producer owns instead of by a check word (a cheaper test on every message).
 #[inline(always)]
 pub const fn encode_rec(len: u32, pos: u64) -> u64 {
-    len as u64 | (tag(pos) as u64) << 32
+    len as u64 | tag(pos)
 }
 
-/// The high word of the header at `pos`: position bits 3..33 with the present bit on top.
+/// The high word of the header at `pos` (8-aligned): position bits 3..33 with the present
+/// bit on top; the low word is zero.
 #[inline(always)]
-const fn tag(pos: u64) -> u32 {
-    (pos >> 3) as u32 | (REC_PRESENT >> 32) as u32
+const fn tag(pos: u64) -> u64 {
+    (pos << 29) | REC_PRESENT
 }
 
 /// Validates a non-zero record header read at `pos`, where at most `avail` bytes from `pos`
@@ -250,7 +251,7 @@ const fn tag(pos: u64) -> u32 {
 #[inline(always)]
 pub fn decode_rec(word: u64, pos: u64, avail: u64) -> Result<usize> {
     let len = word as u32;
-    if (word >> 32) as u32 != tag(pos) {
+    if (word ^ tag(pos)) >> 32 != 0 {
         return Err(bad_tag(word, pos));
     }
     if record_len(len as usize) as u64 > avail {

@@ -582,6 +582,8 @@ impl<R: Region> Driver for RingDriver<R> {
             burst: 0,
             last_scan: 0,
             broken: None,
+            last_dst: u64::MAX,
+            last_d: 0,
             asym: sys::asymmetric(),
         })
     }
@@ -683,6 +685,7 @@ impl Tx {
 }
 
 /// Consumer state of one lane (trusted, process-private).
+#[repr(align(64))] // a shift, not a multiply, finds a lane's record (hot on every receive)
 struct Rx {
     data: NonNull<u8>,
     tail: Shared<AtomicU64>,
@@ -788,6 +791,11 @@ pub struct RingPort<R: Region> {
     /// Where the last scan stopped (round-robin start).
     last_scan: usize,
     broken: Option<Error>,
+    /// The destination of the last send (`u64::MAX`, which no address is: none, or the
+    /// port is broken) and its channel index: a stream to one peer resolves its address
+    /// with one compare.
+    last_dst: u64,
+    last_d: usize,
     /// The asymmetric barrier is on: senders need no fence ([`sys::light_barrier`]).
     asym: bool,
 }
@@ -943,7 +951,26 @@ impl<R: Region> RingPort<R> {
     fn corrupt(&mut self, e: Error) -> Error {
         self.broken = Some(e.clone());
         self.cur = usize::MAX;
+        self.last_dst = u64::MAX;
         e
+    }
+
+    /// The channel index of `dst` for a send, off the hot path (a new destination): a
+    /// broken port or an address outside the job is refused.
+    #[cold]
+    #[inline(never)]
+    fn resolve(&mut self, dst: NetAddr) -> Result<usize> {
+        if self.broken.is_some() {
+            return Err(self.broken());
+        }
+        let (r, pt) = (dst.rank(), dst.port());
+        if r >= self.nranks || pt >= self.nports {
+            return Err(self.bad_address(dst));
+        }
+        let d = (r * self.nports + pt) as usize;
+        self.last_dst = u32::from(dst) as u64;
+        self.last_d = d;
+        Ok(d)
     }
 
     #[cold]
@@ -1092,14 +1119,11 @@ unsafe impl<R: Region> Port for RingPort<R> {
 
     #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
-        if self.broken.is_some() {
-            return Err(self.broken());
-        }
-        let (r, pt) = (dst.rank(), dst.port());
-        if r >= self.nranks || pt >= self.nports {
-            return Err(self.bad_address(dst));
-        }
-        let d = (r * self.nports + pt) as usize;
+        let d = if u32::from(dst) as u64 == self.last_dst {
+            self.last_d
+        } else {
+            self.resolve(dst)?
+        };
         let asym = self.asym;
         let Some(tx) = self.tx.get_mut(d) else {
             return Err(Error::Unreachable {
