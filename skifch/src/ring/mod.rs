@@ -39,10 +39,13 @@
 //!   lines it occupies and nothing else, and the receiver notices it with one cache-line
 //!   transfer (the shared `head` is written only when a sending port closes, so that a
 //!   port reopened later continues there).
-//! * **Send** (no atomic read-modify-write, no fence): check room against a *cached* tail,
-//!   re-read the tail (acquire) only when the cache says full; write the record straight
-//!   into the receiver's lane; then, if the receiving channel has a sleeper, bump its
-//!   futex word and wake it.
+//! * **Send** (no atomic read-modify-write, no fence): the destination of the previous
+//!   send is recognised with one compare (a new one is range-checked once, off the hot
+//!   path); one word of the receiving channel says open, closed, never opened or lost
+//!   ([`Fabric::mark_lost`] marks a lost rank's channels); check room against a *cached*
+//!   tail, re-read the tail (acquire) only when the cache says full; write the record
+//!   straight into the receiver's lane; then, if the receiving channel has a sleeper, bump
+//!   its futex word and wake it.
 //! * **Recv**: stay on the lane that delivered last (up to [`BURST`] messages, for
 //!   fairness), else scan the lanes named in the channel's summary bitmap. Idle lanes'
 //!   header words stay shared in the receiver's cache, so scanning them costs L1 hits.
