@@ -103,7 +103,8 @@ struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=15))]
     rounds: u32,
     /// Combined run: the c2c_gate.h gate of the C programs and run.sh,
-    /// THR_US[:MAXWAIT_S[:LO_US]] or `off` (run.sh's default).
+    /// THR_US[:MAXWAIT_S[:LO_US]] or `off` (run.sh's default); also the raw channels' gate
+    /// (on this tool's probe) unless --gate is given.
     #[arg(long, default_value = "0.1:20:0.04", value_name = "GATE|off")]
     c2c_gate: String,
     /// Combined run without measuring: the table and plot (--svg) of CSV files already
@@ -369,11 +370,16 @@ mod combined {
         if let Some(s) = &args.sizes {
             raw_args.extend(["--sizes".into(), s.clone()]);
         }
-        if let Some(g) = &args.gate {
-            raw_args.extend([
-                "--gate".into(),
-                format!("{}:{}:{}", g.thr_us, g.max_wait_s, g.lo_us),
-            ]);
+        // The raw channels are gated like the C programs and the peers (their side of every
+        // ratio is measured near): --gate if given, else the --c2c-gate thresholds applied
+        // to this tool's own probe.
+        let raw_gate = match &args.gate {
+            Some(g) => Some(format!("{}:{}:{}", g.thr_us, g.max_wait_s, g.lo_us)),
+            None if args.c2c_gate != "off" => Some(args.c2c_gate.clone()),
+            None => None,
+        };
+        if let Some(g) = raw_gate {
+            raw_args.extend(["--gate".into(), g]);
         }
         if args.no_pin {
             raw_args.push("--no-pin".into());
