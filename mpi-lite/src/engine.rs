@@ -50,6 +50,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use skifch::proto::{Am, Endpoint, Landing, Phase, Take};
+use skifch::rma::copy_slice;
 use skifch::Port;
 
 use crate::error::{class, Error, Result};
@@ -161,30 +162,12 @@ impl Sink for [u8] {
     #[inline]
     fn put(&mut self, [a, b]: [&[u8]; 2]) {
         let k = a.len().min(self.len());
-        copy_bytes(&mut self[..k], &a[..k]);
+        copy_slice(self, &a[..k]);
         let j = b.len().min(self.len() - k);
-        if j > 0 {
-            self[k..k + j].copy_from_slice(&b[..j]);
-        }
+        copy_slice(&mut self[k..], &b[..j]);
     }
     fn cap(&self) -> usize {
         self.len()
-    }
-}
-
-/// `dst.copy_from_slice(src)` (same lengths) with the small sizes of message-rate traffic
-/// as two overlapping fixed-size moves instead of a call to `memcpy`.
-#[inline(always)]
-fn copy_bytes(dst: &mut [u8], src: &[u8]) {
-    let n = src.len();
-    if (8..=16).contains(&n) {
-        dst[..8].copy_from_slice(&src[..8]);
-        dst[n - 8..].copy_from_slice(&src[n - 8..]);
-    } else if (4..8).contains(&n) {
-        dst[..4].copy_from_slice(&src[..4]);
-        dst[n - 4..].copy_from_slice(&src[n - 4..]);
-    } else if n > 0 {
-        dst.copy_from_slice(src);
     }
 }
 

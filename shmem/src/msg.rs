@@ -72,40 +72,27 @@ fn putv_key(seg_off: usize) -> u64 {
     (seg_off as u64) << 15
 }
 
-/// Copies `n <= AGG_PUT` bytes between non-overlapping ranges with unaligned loads and
-/// stores, without a call (a small put's copy; keeps the put path a leaf): 16-byte
-/// chunks and an overlapping last chunk, or two overlapping words for shorter ones.
+/// Copies `n <= AGG_PUT` bytes between non-overlapping ranges without a call (a small
+/// put's copy; keeps the put path a leaf): 16-byte chunks and an overlapping last chunk;
+/// up to 16 bytes, skifch's [`copy_small`](skifch::rma::copy_small).
 ///
 /// # Safety
 /// `src..src + n` readable, `dst..dst + n` writable, not overlapping; `n <= AGG_PUT`.
 #[inline(always)]
-pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY (every arm): the caller's ranges; each access lies within the first `n` bytes.
+pub(crate) unsafe fn copy_put(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY (both arms): the caller's ranges; each access lies within the first `n` bytes.
     unsafe {
-        if n >= 16 {
-            let mut i = 0;
-            while i + 16 < n {
-                let v = src.add(i).cast::<u128>().read_unaligned();
-                dst.add(i).cast::<u128>().write_unaligned(v);
-                i += 16;
-            }
-            let v = src.add(n - 16).cast::<u128>().read_unaligned();
-            dst.add(n - 16).cast::<u128>().write_unaligned(v);
-        } else if n >= 8 {
-            let a = src.cast::<u64>().read_unaligned();
-            let b = src.add(n - 8).cast::<u64>().read_unaligned();
-            dst.cast::<u64>().write_unaligned(a);
-            dst.add(n - 8).cast::<u64>().write_unaligned(b);
-        } else if n >= 4 {
-            let a = src.cast::<u32>().read_unaligned();
-            let b = src.add(n - 4).cast::<u32>().read_unaligned();
-            dst.cast::<u32>().write_unaligned(a);
-            dst.add(n - 4).cast::<u32>().write_unaligned(b);
-        } else {
-            for i in 0..n {
-                *dst.add(i) = *src.add(i);
-            }
+        if n <= 16 {
+            return skifch::rma::copy_small(src, dst, n);
         }
+        let mut i = 0;
+        while i + 16 < n {
+            let v = src.add(i).cast::<u128>().read_unaligned();
+            dst.add(i).cast::<u128>().write_unaligned(v);
+            i += 16;
+        }
+        let v = src.add(n - 16).cast::<u128>().read_unaligned();
+        dst.add(n - 16).cast::<u128>().write_unaligned(v);
     }
 }
 
@@ -137,7 +124,7 @@ impl PeBuf {
             unsafe {
                 let h = p.add(self.last).cast::<u64>();
                 h.write_unaligned((u64::from_le(h.read_unaligned()) + n as u64).to_le());
-                copy_small(src, p.add(self.len), n);
+                copy_put(src, p.add(self.len), n);
             }
             self.len += n;
         } else if self.len + PUTV_REC + n <= self.data.len() {
@@ -145,7 +132,7 @@ impl PeBuf {
             unsafe {
                 let r = p.add(self.len);
                 r.cast::<u64>().write_unaligned((key | n as u64).to_le());
-                copy_small(src, r.add(PUTV_REC), n);
+                copy_put(src, r.add(PUTV_REC), n);
             }
             self.last = self.len;
             self.len += PUTV_REC + n;
@@ -372,7 +359,7 @@ fn apply_putv(segs: &OnceLock<Segs>, src: u32, p: &[u8]) -> Result<(), ChError> 
         // the message's (not overlapping it).
         unsafe {
             if len <= AGG_PUT {
-                copy_small(data.as_ptr(), dst, len)
+                copy_put(data.as_ptr(), dst, len)
             } else {
                 copy_mem(data.as_ptr(), dst, len)
             }

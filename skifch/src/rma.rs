@@ -534,8 +534,9 @@ const COPY_SPLIT_MAX: usize = 512 << 10;
 /// destination lies 1–31 bytes past the source modulo 4096 (64 KiB copies, every offset
 /// measured; from [`COPY_SPLIT_MAX`] on glibc takes another path and is fast again). A `get` into a
 /// `malloc` buffer (16 bytes into its page) from a page-aligned symmetric buffer is exactly
-/// that case. Such copies, when the ranges do not overlap, go as [`COPY_CHUNK`]-byte
-/// `memcpy` calls, which glibc does with vector loops at full speed (~29 GB/s measured).
+/// that case. Such copies (skews up to a cache line, 1–63, are treated alike), when the
+/// ranges do not overlap, go as [`COPY_CHUNK`]-byte `memcpy` calls, which glibc does with
+/// vector loops at full speed (~29 GB/s measured). Short copies: [`copy_small`].
 ///
 /// # Safety
 /// As [`std::ptr::copy`].
@@ -549,6 +550,50 @@ pub unsafe fn copy_mem(src: *const u8, dst: *mut u8, n: usize) {
         // SAFETY: forwards the caller's contract.
         unsafe { std::ptr::copy(src, dst, n) }
     }
+}
+
+/// A copy between non-overlapping ranges that makes no call for the short lengths of
+/// message-rate traffic (a `memcpy` call costs about as much as the rest of a send): two
+/// overlapping word moves up to 16 bytes, [`copy_mem`] above. The one small-copy routine of
+/// the stack (lane sends, skifshmem's aggregated puts, mpi-lite's direct receive).
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`].
+#[inline(always)]
+pub unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY (every arm): each access lies within the first `n` bytes of the caller's
+    // ranges; unaligned accesses are explicit.
+    unsafe {
+        if (8..=16).contains(&n) {
+            let a = src.cast::<u64>().read_unaligned();
+            let b = src.add(n - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(a);
+            dst.add(n - 8).cast::<u64>().write_unaligned(b);
+        } else if (4..8).contains(&n) {
+            let a = src.cast::<u32>().read_unaligned();
+            let b = src.add(n - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(a);
+            dst.add(n - 4).cast::<u32>().write_unaligned(b);
+        } else if n < 4 {
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
+            }
+        } else {
+            copy_mem(src, dst, n);
+        }
+    }
+}
+
+/// [`copy_small`] between slices: copies `src` into the start of `dst`.
+///
+/// # Panics
+/// If `dst` is shorter than `src` (a caller's bug, as for `copy_from_slice`).
+#[inline(always)]
+pub fn copy_slice(dst: &mut [u8], src: &[u8]) {
+    assert!(dst.len() >= src.len(), "copy_slice: destination too short");
+    // SAFETY: `src` is readable and `dst` writable for `src.len()` bytes (checked above);
+    // a `&mut` and a `&` slice never overlap.
+    unsafe { copy_small(src.as_ptr(), dst.as_mut_ptr(), src.len()) }
 }
 
 /// [`copy_mem`]'s split copy (overlapping ranges: one `memmove`).

@@ -70,7 +70,7 @@ pub mod layout;
 pub mod sys;
 
 use std::io::IoSlice;
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,6 +82,7 @@ use crate::driver::{
     iov_total, partial_prefix, Driver, Port, RawMessage, RawSeg, Reclaim, SendMode, Token, Waiter,
 };
 use crate::error::Unreachable;
+use crate::rma::copy_small;
 use crate::{Error, NetAddr, Result};
 
 /// Messages taken in a row from one lane before the scan moves on (fairness across senders).
@@ -1054,31 +1055,6 @@ impl<R: Region> RingPort<R> {
         tx.cached_tail = t;
         tx.limit = t + self.cap - TERM as u64;
         Ok(t)
-    }
-}
-
-/// `copy_nonoverlapping` without the call for the short messages that dominate message
-/// rate (a `memmove` call costs about as much as the rest of a send).
-///
-/// # Safety
-/// As `ptr::copy_nonoverlapping(src, dst, n)`.
-#[inline(always)]
-unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY (all blocks): reads stay in `src..src+n`, writes in `dst..dst+n` (the caller's
-    // contract); unaligned accesses are explicit.
-    unsafe {
-        if (8..=16).contains(&n) {
-            let a = ptr::read_unaligned(src as *const u64);
-            let b = ptr::read_unaligned(src.add(n - 8) as *const u64);
-            ptr::write_unaligned(dst as *mut u64, a);
-            ptr::write_unaligned(dst.add(n - 8) as *mut u64, b);
-        } else if n < 8 {
-            for i in 0..n {
-                *dst.add(i) = *src.add(i);
-            }
-        } else {
-            crate::rma::copy_mem(src, dst, n);
-        }
     }
 }
 
