@@ -385,8 +385,9 @@ pub fn send_msg<P: Port>(ch: &Channel<P>, dst: NetAddr, msg: &[u8], patience: u3
     }
 }
 
-/// [`send_msg`] after a first attempt that sent only `sent` bytes (the error, if any, is
-/// not passed on: an error value passed to a call would live in memory on every send).
+/// [`send_msg`] after a first attempt that sent only `sent` bytes (maybe none: the lane
+/// was full); the error, if any, is not passed on: an error value passed to a call would
+/// live in memory on every send.
 #[inline(never)]
 fn send_rest<P: Port>(
     ch: &Channel<P>,
@@ -395,27 +396,19 @@ fn send_rest<P: Port>(
     patience: u32,
     sent: usize,
 ) -> Result<()> {
-    let mut off = 0;
+    let mut off = sent;
     let mut sp: Option<Spinner> = None;
-    let mut r = if sent > 0 {
-        Ok(sent)
-    } else {
-        Err(Error::WouldBlock)
-    };
-    loop {
-        match r {
+    while off < msg.len() {
+        match ch.send(dst, &[IoSlice::new(&msg[off..])]) {
             Ok(k) => {
                 off += k;
-                if off >= msg.len() {
-                    return Ok(());
-                }
                 sp = None;
             }
             Err(Error::WouldBlock) => sp.get_or_insert_with(|| Spinner::new(patience)).idle()?,
             Err(e) => return Err(e.into()),
         }
-        r = ch.send(dst, &[IoSlice::new(&msg[off..])]);
     }
+    Ok(())
 }
 
 /// The MsgRate sender's loop, in a function of its own: inlined into the pass that

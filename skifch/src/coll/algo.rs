@@ -344,42 +344,6 @@ pub fn reduce<T: Transport + ?Sized, R: Reducer + ?Sized>(
     Ok(())
 }
 
-/// Scratch bytes of a reduction step: on the stack for short vectors (an 8-byte Allreduce
-/// spent about a quarter of its instructions allocating a heap buffer), else on the heap.
-enum Scratch {
-    Small([u8; 64], usize),
-    Big(Vec<u8>),
-}
-
-impl Scratch {
-    fn new(len: usize) -> Self {
-        if len <= 64 {
-            Scratch::Small([0; 64], len)
-        } else {
-            Scratch::Big(vec![0; len])
-        }
-    }
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Scratch::Small(a, n) => &a[..*n],
-            Scratch::Big(v) => v,
-        }
-    }
-}
-
-impl std::ops::DerefMut for Scratch {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        match self {
-            Scratch::Small(a, n) => &mut a[..*n],
-            Scratch::Big(v) => v,
-        }
-    }
-}
-
 /// Reduces `send` of every member; every member gets the result in `recv`.
 pub fn allreduce<T: Transport + ?Sized, R: Reducer + ?Sized>(
     t: &T,
@@ -404,14 +368,22 @@ pub fn allreduce<T: Transport + ?Sized, R: Reducer + ?Sized>(
     // Recursive doubling; the first 2·rem members pair up so that a power of two remains.
     let pof2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
     let rem = n - pof2;
-    let mut tmp = Scratch::new(send.len());
+    // Scratch on the stack for short vectors (a heap buffer was about a quarter of an
+    // 8-byte Allreduce's instructions), else on the heap.
+    let (mut small, mut big) = ([0u8; 64], Vec::new());
+    let tmp: &mut [u8] = if send.len() <= small.len() {
+        &mut small[..send.len()]
+    } else {
+        big.resize(send.len(), 0);
+        &mut big
+    };
     let newrank = if r < 2 * rem {
         if r % 2 == 0 {
             t.send(r + 1, tag, recv)?;
             None
         } else {
-            recv_exact(t, r - 1, tag, &mut tmp)?;
-            red.apply(&tmp, recv);
+            recv_exact(t, r - 1, tag, tmp)?;
+            red.apply(tmp, recv);
             Some(r / 2)
         }
     } else {
@@ -422,12 +394,12 @@ pub fn allreduce<T: Transport + ?Sized, R: Reducer + ?Sized>(
         while mask < pof2 {
             let nd = nr ^ mask;
             let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
-            sendrecv_exact(t, dst, recv, dst, &mut tmp, tag)?;
+            sendrecv_exact(t, dst, recv, dst, tmp, tag)?;
             if dst < r {
-                red.apply(&tmp, recv);
+                red.apply(tmp, recv);
             } else {
-                red.apply(recv, &mut tmp);
-                recv.copy_from_slice(&tmp);
+                red.apply(recv, tmp);
+                recv.copy_from_slice(tmp);
             }
             mask <<= 1;
         }

@@ -340,11 +340,7 @@ impl<R: Region> Fabric<R> {
 
     /// Records a clean exit of `rank`: its ports close; senders to it get `Unreachable`.
     pub fn set_finalized(&self, rank: u32) {
-        let np = self.lay.params.nports as usize;
-        for p in 0..np {
-            self.chan_u32(rank as usize * np + p, C_STATE)
-                .store(chan_state::CLOSED, Ordering::Release);
-        }
+        self.set_channels(rank, chan_state::CLOSED);
         let st = self.rank_u32(rank, R_STATE);
         let _ = st.compare_exchange(
             rank_state::RUNNING,
@@ -379,11 +375,7 @@ impl<R: Region> Fabric<R> {
             }
         }
         // Senders test only the destination channel's state word on their fast path.
-        let np = self.lay.params.nports as usize;
-        for p in 0..np {
-            self.chan_u32(rank as usize * np + p, C_STATE)
-                .store(chan_state::LOST, Ordering::Release);
-        }
+        self.set_channels(rank, chan_state::LOST);
         let _ = self.u32_at(H_FIRST_LOST).compare_exchange(
             0,
             rank + 1,
@@ -393,6 +385,15 @@ impl<R: Region> Fabric<R> {
         self.u32_at(H_LOST).fetch_add(1, Ordering::AcqRel);
         self.wake_everyone();
         true
+    }
+
+    /// Sets the state of every channel of `rank`.
+    fn set_channels(&self, rank: u32, state: u32) {
+        let np = self.lay.params.nports as usize;
+        for p in 0..np {
+            self.chan_u32(rank as usize * np + p, C_STATE)
+                .store(state, Ordering::Release);
+        }
     }
 
     /// Wakes every sleeping receiver of the job.
@@ -505,7 +506,6 @@ impl<R: Region> Fabric<R> {
                 done: Reclaim::new(t),
                 published: t,
                 publish_at: t + cap / 16,
-                every: cap / 16,
                 src,
             });
         }
@@ -699,10 +699,8 @@ struct Rx {
     done: Reclaim,
     /// Last value stored to the shared tail.
     published: u64,
-    /// `published + every`: completing up to here publishes the tail (lazy publication).
+    /// `published + cap / 16`: completing up to here publishes the tail (lazy publication).
     publish_at: u64,
-    /// The period of the lazy publication (bytes).
-    every: u64,
     src: NetAddr,
 }
 
@@ -764,12 +762,13 @@ impl Rx {
         Ok(())
     }
 
+    /// Stores the shared tail; the next lazy publication is due `cap / 16` bytes later.
     #[inline]
-    fn publish(&mut self) {
+    fn publish(&mut self, cap: u64) {
         let freed = self.done.freed();
         self.tail.get().store(freed, Ordering::Release);
         self.published = freed;
-        self.publish_at = freed + self.every;
+        self.publish_at = freed + cap / 16;
     }
 }
 
@@ -928,7 +927,7 @@ impl<R: Region> RingPort<R> {
             return true;
         }
         if rx.published != rx.done.freed() {
-            rx.publish();
+            rx.publish(cap);
         }
         false
     }
@@ -1159,7 +1158,7 @@ unsafe impl<R: Region> Port for RingPort<R> {
             }
             // Found empty: the lazy tail publication's second occasion.
             if rx.published != rx.done.freed() {
-                rx.publish();
+                rx.publish(cap);
             }
         }
         self.recv_other(out)
@@ -1185,12 +1184,12 @@ unsafe impl<R: Region> Port for RingPort<R> {
     unsafe fn complete(&mut self, t: Token) {
         // Token: a = lane << 32 | record length, b = record start.
         let i = (t.a >> 32) as usize;
-        let end = t.b + (t.a & 0xffff_ffff);
+        let (end, cap) = (t.b + (t.a & 0xffff_ffff), self.cap);
         let Some(rx) = self.rx.get_mut(i) else {
             return; // not a token of this port (the caller's contract rules it out)
         };
         if rx.done.complete(t.b, end) && rx.done.freed() >= rx.publish_at {
-            rx.publish();
+            rx.publish(cap);
         }
     }
 
@@ -1204,9 +1203,10 @@ unsafe impl<R: Region> Port for RingPort<R> {
 
 impl<R: Region> Drop for RingPort<R> {
     fn drop(&mut self) {
+        let cap = self.cap;
         for rx in self.rx.iter_mut() {
             if rx.published != rx.done.freed() {
-                rx.publish();
+                rx.publish(cap);
             }
         }
         // Where a port reopened later continues sending.
