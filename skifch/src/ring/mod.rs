@@ -480,7 +480,6 @@ impl<R: Region> Fabric<R> {
                 seq: Shared::new(self.chan_u32(c, C_SEQ)),
                 head: h,
                 published: h,
-                cached_tail: t,
                 limit: t + cap - TERM as u64,
                 announced: false,
                 summary: Shared::new(self.summary(c, me / 64)),
@@ -625,9 +624,8 @@ struct Tx {
     head: u64,
     /// Last value stored to the shared head (only on close).
     published: u64,
-    cached_tail: u64,
-    /// `cached_tail + cap - TERM`: a record may end at or below this (the terminator word
-    /// after it stays free).
+    /// The last tail read (cached) `+ cap - TERM`: a record may end at or below this (the
+    /// terminator word after it stays free).
     limit: u64,
     /// This port has set its bit in the receiver's summary bitmap.
     announced: bool,
@@ -1039,20 +1037,17 @@ impl<R: Region> RingPort<R> {
     /// validated against what this producer knows.
     #[cold]
     fn reload_tail(&mut self, d: usize, dst: NetAddr) -> Result<u64> {
+        let room = self.cap - TERM as u64;
         let tx = &mut self.tx[d];
         let t = tx.tail.get().load(Ordering::Acquire);
-        if t < tx.cached_tail || t > tx.head || t & 7 != 0 {
+        let cached = tx.limit - room;
+        if t < cached || t > tx.head || t & 7 != 0 {
             let e = Error::Corrupt(
-                format!(
-                    "lane to {dst}: tail {t} outside {}..={}",
-                    tx.cached_tail, tx.head
-                )
-                .into(),
+                format!("lane to {dst}: tail {t} outside {cached}..={}", tx.head).into(),
             );
             return Err(self.corrupt(e));
         }
-        tx.cached_tail = t;
-        tx.limit = t + self.cap - TERM as u64;
+        tx.limit = t + room;
         Ok(t)
     }
 }
