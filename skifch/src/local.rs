@@ -53,7 +53,10 @@ pub fn run_with<T: Send + 'static>(
             let f = f.clone();
             std::thread::Builder::new()
                 .name(format!("rank{}", j.rank()))
-                .spawn(move || f(j))
+                .spawn(move || {
+                    j.driver().bind_thread();
+                    f(j)
+                })
                 .map_err(|e| Error::os("spawning a rank thread", e))
         })
         .collect::<Result<_>>()?;

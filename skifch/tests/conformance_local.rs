@@ -45,3 +45,44 @@ fn in_process_peer_failure_is_reported() {
         other => panic!("expected the victim's panic to be the only failure, got {other:?}"),
     }
 }
+
+/// The window behind a rare flake of the test above: a rank thread that panics must be
+/// marked lost before its ports close, so that no peer sees a transient `Closed`.
+#[test]
+fn a_panicking_rank_is_lost_before_its_ports_close() {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    use std::sync::Arc;
+    // 0: not observed; 1: lost when the port had closed; 2: not yet lost.
+    let seen = Arc::new(AtomicU8::new(0));
+    struct Probe(
+        Arc<skifch::ring::Fabric<skifch::ring::HeapRegion>>,
+        Arc<AtomicU8>,
+    );
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            let v = if self.0.lost() == Some(1) { 1 } else { 2 };
+            self.1.store(v, Ordering::SeqCst);
+        }
+    }
+    let p = Params {
+        nranks: 2,
+        nports: 1,
+        lane_bytes: 4 << 10,
+    };
+    let s = seen.clone();
+    let r = local::run_with(p, move |job| {
+        if job.rank() == 1 {
+            // Declared first, dropped last: it looks after the channel has closed.
+            let _probe = Probe(job.driver().fabric().clone(), s.clone());
+            let _ch = job.open(0)?;
+            panic!("rank dies on purpose");
+        }
+        Ok(())
+    });
+    assert!(matches!(r, Err(Error::Bootstrap(_))), "{r:?}");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "rank 1 was not lost when its port closed"
+    );
+}

@@ -517,6 +517,9 @@ pub struct RingDriver<R: Region> {
     fab: Arc<Fabric<R>>,
     rank: u32,
     name: &'static str,
+    /// The thread this rank lives and dies with (thread-per-rank jobs), see
+    /// [`RingDriver::bind_thread`].
+    thread: std::sync::OnceLock<std::thread::ThreadId>,
 }
 
 impl<R: Region> RingDriver<R> {
@@ -532,7 +535,28 @@ impl<R: Region> RingDriver<R> {
             ));
         }
         fab.set_running(rank, std::process::id());
-        Ok(RingDriver { fab, rank, name })
+        Ok(RingDriver {
+            fab,
+            rank,
+            name,
+            thread: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Declares that this rank lives and dies with the calling thread (the in-process
+    /// job's rank threads). A port dropped while that thread panics then marks the rank
+    /// lost before the port closes, so that peers see [`Error::PeerLost`], never a
+    /// transient "closed". Without it a panicking rank is marked lost only when its driver
+    /// drops, after its ports closed: in a multi-threaded process one thread's panic does
+    /// not end the rank. Returns `false` if another thread was already bound.
+    pub fn bind_thread(&self) -> bool {
+        let me = std::thread::current().id();
+        *self.thread.get_or_init(|| me) == me
+    }
+
+    /// The bound rank thread is unwinding (see [`RingDriver::bind_thread`]).
+    fn rank_thread_panicking(&self) -> bool {
+        std::thread::panicking() && self.thread.get() == Some(&std::thread::current().id())
     }
 
     /// The shared fabric.
@@ -1204,6 +1228,9 @@ impl<R: Region> Drop for RingPort<R> {
                 rx.publish(cap);
             }
         }
+        if self.drv.rank_thread_panicking() {
+            self.drv.fab.mark_lost(self.drv.rank);
+        }
         // Where a port reopened later continues sending.
         let fab = &*self.drv.fab;
         for (d, tx) in self.tx.iter_mut().enumerate() {
@@ -1213,8 +1240,13 @@ impl<R: Region> Drop for RingPort<R> {
                 tx.published = tx.head;
             }
         }
-        fab.chan_u32(self.me, C_STATE)
-            .store(chan_state::CLOSED, Ordering::Release);
+        // A lost rank's channels stay lost (terminal).
+        let _ = fab.chan_u32(self.me, C_STATE).compare_exchange(
+            chan_state::OPEN,
+            chan_state::CLOSED,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
     }
 }
 
