@@ -16,12 +16,12 @@
 //!   reads as payload is a race as well); header polls never read it.
 //!
 //! The index arithmetic and the record header are the real ones
-//! (`skifch::ring::layout::{record_len, encode_rec, decode_rec, TERM}`). Transcribed from
+//! (`skifch::ring::layout::{record_size, encode_rec, decode_rec, TERM}`). Transcribed from
 //! `ring/mod.rs`:
-//! * producer (`RingPort::send`): room is `record_len(n) <= cap - TERM - (head - tail)`
+//! * producer (`RingPort::send`): room is `record_size(head, n) <= cap - TERM - (head - tail)`
 //!   against a cached tail, re-read (acquire) only when the cache says full and validated as
 //!   there; announce the lane in the summary bitmap once; write the payload; store zero
-//!   (relaxed) into the word at `end = head + record_len(n)` (the next record's flag, the
+//!   (relaxed) into the word at `end = head + record_size(head, n)` (the next record's flag, the
 //!   "terminator"); release-store the header `encode_rec(n, head)` at `head`; barrier; read
 //!   `sleepers`; if any, bump `seq` and wake. No shared `head` per message;
 //! * consumer (`take`, `lane_ready`, `scan`, `complete`): acquire-load the word at
@@ -57,7 +57,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering, Ordering::*};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
-use skifch::ring::layout::{decode_rec, encode_rec, record_len, REC_HDR, TERM};
+use skifch::ring::layout::{decode_rec, encode_rec, record_size, REC_HDR, TERM};
 
 /// How faithful a run is: the real protocol, or one with a deliberate bug (to show that
 /// the model can fail).
@@ -188,7 +188,7 @@ impl Tx {
     /// One whole-message send attempt of `len` payload bytes; `false` = would block.
     fn try_send(&mut self, sh: &Shared, id: u64, len: u32) -> bool {
         let (cap, l) = (sh.v.cap, &sh.lanes[self.lane]);
-        let need = record_len(len as usize) as u64;
+        let need = record_size(self.head, len as usize);
         // `free` leaves out the terminator word after the last record.
         let mut free = cap - TERM as u64 - (self.head - self.cached_tail);
         if need > free {
@@ -300,7 +300,7 @@ impl Receiver {
         }
         let avail = cap - TERM as u64 - (pos - self.rx[lane].freed);
         let len = decode_rec(word, pos, avail).expect("a conforming producer's record");
-        let end = pos + record_len(len) as u64;
+        let end = pos + record_size(pos, len);
         self.rx[lane].consumed = end;
         if self.sh.v.free_before_read {
             // The bug: give the record's space back before reading it.

@@ -18,7 +18,8 @@ use std::io::IoSlice;
 use common::*;
 use proptest::prelude::*;
 use skifch::ring::layout::{
-    decode_rec, encode_rec, record_len, MAX_LANE, REC_HDR, REC_MAX_LEN, REC_PRESENT, TERM,
+    decode_rec, encode_rec, fit, max_message, record_len, record_size, ALIGN_ABOVE, MAX_LANE,
+    PAD_MAX, REC_HDR, REC_MAX_LEN, REC_PRESENT, TERM,
 };
 use skifch::ring::{Fabric, HeapRegion, Layout, Params, Region, RingPort};
 use skifch::{local, Channel, Error, Message};
@@ -107,13 +108,12 @@ proptest! {
 
 // ---- (b) model-based send / receive -------------------------------------------------------
 
+/// The small lane of most tests: every record packed. [`BIG_LANE`]: also records padded to
+/// put large payloads on a line (`skifch::ring::layout::record_size`).
 const LANE: usize = 1 << 10;
+const BIG_LANE: usize = 16 << 10;
 const CAP: u64 = LANE as u64;
 const MAX_MSG: usize = LANE - REC_HDR - TERM;
-/// The receiver publishes its tail once `lane_bytes/16` bytes are freed (module docs of
-/// `skifch::ring`), or when it finds the lane empty: the sender's view of the free space
-/// lags the truth by less than this.
-const TAIL_LAG: u64 = CAP / 16;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -130,13 +130,27 @@ enum Op {
     Complete { d: usize, k: usize },
 }
 
-fn op() -> impl Strategy<Value = Op> {
-    let size = prop_oneof![
-        2 => Just(0usize),
-        4 => 1usize..=24,
-        3 => 25usize..=300,
-        1 => 900usize..=1100, // around and beyond the largest message (1008)
-    ];
+/// Operations on a job with lanes of `lane` bytes (sizes scaled to it).
+fn op(lane: usize) -> impl Strategy<Value = Op> {
+    let max = max_message(lane as u64);
+    let size = if lane <= LANE {
+        prop_oneof![
+            2 => Just(0usize),
+            4 => 1usize..=24,
+            3 => 25usize..=300,
+            1 => 900usize..=1100, // around and beyond the largest message (1008)
+        ]
+        .boxed()
+    } else {
+        prop_oneof![
+            2 => Just(0usize),
+            2 => 1usize..=300,
+            3 => ALIGN_ABOVE - 64..=ALIGN_ABOVE + 64, // packed and padded records
+            3 => ALIGN_ABOVE + 65..=3 * lane / 8,
+            1 => max - 100..=max + 100, // around and beyond the largest message
+        ]
+        .boxed()
+    };
     prop_oneof![
         4 => (0usize..4, 0usize..4, size, any::<bool>())
             .prop_map(|(s, d, size, whole)| Op::Send { s, d, size, whole }),
@@ -153,8 +167,10 @@ fn payload(id: u64, size: usize) -> Vec<u8> {
 }
 
 /// The model of one lane (sender `s` → receiver `d`).
-#[derive(Default)]
 struct LaneModel {
+    /// The lane's size, and its producer position (the sum of the record sizes sent).
+    cap: u64,
+    head: u64,
     /// Sent, not yet received: (id, bytes).
     pending: VecDeque<(u64, Vec<u8>)>,
     /// Records in the ring not yet reclaimed, in ring order: (id, record bytes, completed).
@@ -163,13 +179,27 @@ struct LaneModel {
 }
 
 impl LaneModel {
+    fn new(cap: u64) -> Self {
+        LaneModel {
+            cap,
+            head: 0,
+            pending: VecDeque::new(),
+            ring: VecDeque::new(),
+        }
+    }
     fn unfreed(&self) -> u64 {
         self.ring.iter().map(|r| r.1).sum()
     }
     /// The least free space the sender may see: the truth (less the terminator word the
-    /// producer keeps free) minus the tail's lag.
+    /// producer keeps free) minus the tail's lag. The receiver publishes its tail once
+    /// `lane_bytes/16` bytes are freed (module docs of `skifch::ring`), or when it finds
+    /// the lane empty: the sender's view lags the truth by less than that.
     fn min_free(&self) -> u64 {
-        (CAP - TERM as u64 - self.unfreed()).saturating_sub(TAIL_LAG - 8)
+        (self.cap - TERM as u64 - self.unfreed()).saturating_sub(self.cap / 16 - 8)
+    }
+    /// Bytes the record of a `k`-byte message sent now occupies.
+    fn record(&self, k: usize) -> u64 {
+        record_size(self.head, k)
     }
     fn complete(&mut self, id: u64) {
         let r = self
@@ -245,21 +275,22 @@ fn take<'c>(
     }
 }
 
-/// Runs `ops` on a job of `nranks` ranks × 2 ports (channel c = rank·2 + port), all in this
-/// thread, checking each result against the model.
-fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
+/// Runs `ops` on a job of `nranks` ranks × 2 ports (channel c = rank·2 + port) and lanes
+/// of `lane_bytes`, all in this thread, checking each result against the model.
+fn run_model(nranks: u32, lane_bytes: usize, ops: &[Op]) -> Result<(), TestCaseError> {
     let params = Params {
         nranks,
         nports: 2,
-        lane_bytes: LANE,
+        lane_bytes,
     };
+    let (cap, max_msg) = (lane_bytes as u64, max_message(lane_bytes as u64));
     let jobs = local::job(params).unwrap();
     let chans: Vec<Channel<Port>> = jobs
         .iter()
         .flat_map(|j| (0..2).map(move |p| j.open(p).unwrap()))
         .collect();
     let n = chans.len();
-    let mut lanes: Vec<LaneModel> = (0..n * n).map(|_| LaneModel::default()).collect();
+    let mut lanes: Vec<LaneModel> = (0..n * n).map(|_| LaneModel::new(cap)).collect();
     let lane = |s: usize, d: usize| s * n + d;
     // Declared after `chans`: dropped first.
     let mut held: Vec<Vec<Held<'_>>> = (0..n).map(|_| Vec::new()).collect();
@@ -274,7 +305,7 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
                 let data = payload(id, size);
                 let to = chans[d].addr();
                 let lm = &mut lanes[lane(s, d)];
-                let want = size.min(MAX_MSG);
+                let want = size.min(max_msg);
                 let r = if whole {
                     chans[s]
                         .send_whole(to, &[IoSlice::new(&data)])
@@ -286,29 +317,36 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
                 };
                 match r {
                     Ok(k) => {
-                        prop_assert!(!(whole && size > MAX_MSG), "whole {} accepted", size);
+                        prop_assert!(!(whole && size > max_msg), "whole {} accepted", size);
                         prop_assert!(k <= want);
                         if k < want {
                             // Partial: never a tiny fragment, and only when short of room.
-                            prop_assert!(k >= want.clamp(1, LANE / 8), "fragment of {}", k);
-                            prop_assert!(record_len(want) as u64 > lm.min_free());
+                            prop_assert!(k >= want.clamp(1, lane_bytes / 8), "fragment of {}", k);
+                            prop_assert!(lm.record(want) > lm.min_free());
                         }
-                        lm.ring.push_back((id, record_len(k) as u64, false));
-                        prop_assert!(lm.unfreed() <= CAP - TERM as u64, "lane overfilled");
+                        let rec = lm.record(k);
+                        lm.ring.push_back((id, rec, false));
+                        lm.head += rec;
+                        prop_assert!(lm.unfreed() <= cap - TERM as u64, "lane overfilled");
                         lm.pending.push_back((id, data[..k].to_vec()));
                     }
                     Err(Error::MessageTooLarge { len, max }) => {
-                        prop_assert!(whole && size > MAX_MSG);
-                        prop_assert_eq!((len, max as usize), (size as u64, MAX_MSG));
+                        prop_assert!(whole && size > max_msg);
+                        prop_assert_eq!((len, max as usize), (size as u64, max_msg));
                     }
                     Err(Error::WouldBlock) => {
                         // Back-pressure only when the lane may really be full.
                         let free = lm.min_free();
                         if whole {
-                            prop_assert!(record_len(size) as u64 > free, "{} fits {}", size, free);
+                            prop_assert!(lm.record(size) > free, "{} fits {}", size, free);
                         } else {
-                            let room = free.saturating_sub(REC_HDR as u64) as usize;
-                            prop_assert!(room < want.clamp(1, LANE / 8), "{}: room {}", size, room);
+                            let room = fit(lm.head, lm.head + free);
+                            prop_assert!(
+                                room < want.clamp(1, lane_bytes / 8),
+                                "{}: room {}",
+                                size,
+                                room
+                            );
                         }
                     }
                     Err(e) => prop_assert!(false, "send: {:?}", e),
@@ -359,7 +397,7 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
         .all(|l| l.pending.is_empty() && l.ring.is_empty()));
     for s in 0..n {
         for d in 0..n {
-            let data = payload(next_id, MAX_MSG);
+            let data = payload(next_id, max_msg);
             chans[s]
                 .send_whole(chans[d].addr(), &[IoSlice::new(&data)])
                 .map_err(|e| TestCaseError::fail(format!("{s}->{d} after draining: {e}")))?;
@@ -371,7 +409,7 @@ fn run_model(nranks: u32, ops: &[Op]) -> Result<(), TestCaseError> {
         for _ in 0..n {
             let h = take(&chans, &mut lanes, d)?
                 .ok_or_else(|| TestCaseError::fail("a largest message was not delivered"))?;
-            prop_assert_eq!(h.msg.len(), MAX_MSG);
+            prop_assert_eq!(h.msg.len(), max_msg);
         }
         prop_assert!(take(&chans, &mut lanes, d)?.is_none());
     }
@@ -384,9 +422,18 @@ proptest! {
     #[test]
     fn lanes_follow_the_model(
         nranks in 1u32..=2,
-        ops in prop::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 160 }),
+        ops in prop::collection::vec(op(LANE), 1..if cfg!(miri) { 40 } else { 160 }),
     ) {
-        run_model(nranks, &ops)?;
+        run_model(nranks, LANE, &ops)?;
+    }
+
+    /// Lanes large enough for padded records (payloads above `ALIGN_ABOVE` start a line).
+    #[test]
+    fn big_lanes_follow_the_model(
+        nranks in 1u32..=2,
+        ops in prop::collection::vec(op(BIG_LANE), 1..if cfg!(miri) { 20 } else { 120 }),
+    ) {
+        run_model(nranks, BIG_LANE, &ops)?;
     }
 }
 
@@ -452,9 +499,11 @@ proptest! {
 
     #[test]
     fn record_header_round_trips(len in 0..=REC_MAX_LEN, pos in pos(), extra in 0u64..64) {
-        let need = record_len(len as usize) as u64;
+        let packed = record_len(len as usize) as u64;
+        prop_assert!(packed >= REC_HDR as u64 + len as u64 && packed < REC_HDR as u64 + len as u64 + 8);
+        let need = record_size(pos, len as usize);
         prop_assert_eq!(need % 8, 0);
-        prop_assert!(need >= REC_HDR as u64 + len as u64 && need < REC_HDR as u64 + len as u64 + 8);
+        prop_assert!(need >= packed && need <= packed + PAD_MAX as u64);
         let w = encode_rec(len, pos);
         // Zero is the consumer's "nothing yet": no header may ever be zero.
         prop_assert_ne!(w, 0);
@@ -597,7 +646,7 @@ proptest! {
     fn corruption_never_breaks_memory_safety(
         nranks in 1u32..=2,
         ops in prop::collection::vec(
-            prop_oneof![4 => op().prop_map(COp::Op), 1 => poke_op().prop_map(COp::Poke)],
+            prop_oneof![4 => op(LANE).prop_map(COp::Op), 1 => poke_op().prop_map(COp::Poke)],
             1..if cfg!(miri) { 30 } else { 100 },
         ),
     ) {
@@ -629,7 +678,8 @@ proptest! {
                     match r {
                         Ok(k) => {
                             prop_assert!(k <= MAX_MSG && k <= *size);
-                            heads[s * n + d] += record_len(k) as u64;
+                            let h = &mut heads[s * n + d];
+                            *h += record_size(*h, k);
                         }
                         Err(Error::WouldBlock | Error::Corrupt(_)) => {}
                         Err(Error::MessageTooLarge { .. }) => prop_assert!(*whole && *size > MAX_MSG),

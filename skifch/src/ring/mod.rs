@@ -26,8 +26,11 @@
 //! (payload length, a present bit and a tag of the record's position) followed by
 //! the payload padded to 8 bytes. Records are packed, not slotted: an 8-byte message takes
 //! 16 bytes, four to a cache line, so short messages cost fewer lines than in a slotted
-//! ring. A payload that runs past the ring end continues at its start and is handed out as
-//! two segments, never copied and never padded.
+//! ring. A record with a payload above 2 KiB is padded at its end (up to 56 bytes; layout
+//! version 4, [`layout::record_size`]; both sides derive it from the length and the
+//! position) so that the next header is the last word of a line: in a stream of large
+//! messages every payload starts a cache line. A payload that runs past the ring end
+//! continues at its start and is handed out as two segments, never copied.
 //!
 //! * **The header is the flag** (layout version 2; 3 made its check word a position tag).
 //!   The consumer polls the word where the
@@ -600,6 +603,7 @@ impl<R: Region> Driver for RingDriver<R> {
             nports: lay.params.nports,
             nranks: lay.params.nranks,
             cap: lay.params.lane_bytes as u64,
+            max_msg: lay.max_message(),
             tx,
             rx,
             summary: Shared::new(self.fab.summary(me, 0)),
@@ -669,17 +673,16 @@ impl Tx {
         self.announced = true;
     }
 
-    /// Writes a record of the first `n` bytes of `iov` at `head` (room checked by the
-    /// caller against the validated tail) and publishes it; then wakes a sleeping receiver.
-    /// The one place a record is written.
+    /// Writes a record of the first `n` bytes of `iov` at `head`, ending at `end` (`head +`
+    /// [`record_size`]`(head, n)`, room checked by the caller against the validated tail)
+    /// and publishes it; then wakes a sleeping receiver. The one place a record is written.
     #[inline(always)]
-    fn put(&mut self, cap: u64, asym: bool, iov: &[IoSlice<'_>], n: usize) {
+    fn put(&mut self, cap: u64, asym: bool, iov: &[IoSlice<'_>], n: usize, end: u64) {
         if !self.announced {
             self.announce();
         }
         let data = self.data.as_ptr();
         let head = self.head;
-        let end = head + record_len(n) as u64;
         let off = head + REC_HDR as u64;
         // SAFETY: `head..end+TERM` is free space of this lane (the caller's check against
         // the validated tail), owned by this producer until its header is stored; a payload
@@ -747,7 +750,8 @@ impl Rx {
         // A conforming producer's records end at or below `freed + cap - TERM` (space still
         // held by guards is below `pos`; the terminator word stays free): the bound that
         // keeps held messages intact.
-        let len = decode_rec(word, pos, cap - TERM as u64 - (pos - self.done.freed()))?;
+        let (len, rec) =
+            decode_rec_sized(word, pos, cap - TERM as u64 - (pos - self.done.freed()))?;
         let data = self.data.as_ptr();
         let start = ((pos + REC_HDR as u64) & (cap - 1)) as usize;
         if start + len <= cap as usize {
@@ -772,7 +776,6 @@ impl Rx {
             };
             out.count = 2;
         }
-        let rec = record_len(len) as u64;
         self.consumed = pos + rec;
         out.len = len;
         out.src = self.src;
@@ -802,6 +805,8 @@ pub struct RingPort<R: Region> {
     nports: u32,
     nranks: u32,
     cap: u64,
+    /// [`max_message`]`(cap)`, kept: a load, not a computation, on every send.
+    max_msg: usize,
     tx: Box<[Tx]>,
     rx: Box<[Rx]>,
     /// This channel's summary bitmap (`sum_words` words) and the job's lost-rank count.
@@ -1046,14 +1051,14 @@ impl<R: Region> RingPort<R> {
         self.reload_tail(d, dst)?;
         let (cap, asym) = (self.cap, self.asym);
         let tx = &mut self.tx[d];
-        let free = tx.limit - tx.head;
-        let n = if record_len(want) as u64 <= free {
+        let n = if tx.head + record_size(tx.head, want) <= tx.limit {
             want
         } else {
-            let room = (free as usize).saturating_sub(REC_HDR);
+            let room = fit(tx.head, tx.limit);
             partial_prefix(mode, room, want, cap as usize).ok_or(Error::WouldBlock)?
         };
-        tx.put(cap, asym, iov, n);
+        let end = tx.head + record_size(tx.head, n);
+        tx.put(cap, asym, iov, n, end);
         Ok(n)
     }
 
@@ -1140,7 +1145,7 @@ unsafe impl<R: Region> Port for RingPort<R> {
             _ => iov_total(iov)?,
         };
         let cap = self.cap;
-        let maxmsg = cap as usize - REC_HDR - TERM;
+        let maxmsg = self.max_msg;
         let want = match mode {
             SendMode::Whole if total > maxmsg => {
                 return Err(Error::MessageTooLarge {
@@ -1151,10 +1156,11 @@ unsafe impl<R: Region> Port for RingPort<R> {
             SendMode::Whole => total,
             SendMode::Prefix => total.min(maxmsg),
         };
-        if tx.head + record_len(want) as u64 > tx.limit {
+        let end = tx.head + record_size(tx.head, want);
+        if end > tx.limit {
             return self.send_when_full(d, dst, iov, want, mode);
         }
-        tx.put(cap, asym, iov, want);
+        tx.put(cap, asym, iov, want, end);
         Ok(want)
     }
 
