@@ -332,6 +332,7 @@ impl Inbox {
     #[inline(always)]
     pub fn take<P: Port>(&mut self, ch: &Channel<P>, count: u64, patience: u32) -> Result<()> {
         let mut done = 0;
+        let (size, expect) = (self.size, self.expect);
         // Made at the first idle round of a wait, dropped on progress.
         let mut sp: Option<Spinner> = None;
         while done < count {
@@ -347,12 +348,12 @@ impl Inbox {
             // Fast path, the shape of the raw ring's consumer: a whole message in one
             // segment from a data port, with no fragment of any sender pending. Every byte
             // is still summed and checked; only the reassembly bookkeeping is skipped.
-            if m.len() == self.size && m.src().port() == DATA_PORT && self.pending == 0 {
+            if m.len() == size && m.src().port() == DATA_PORT && self.pending == 0 {
                 if let Some(p) = m.as_contiguous() {
                     let sum = sum64_whole(p);
                     let src = m.src();
                     m.complete();
-                    if sum != self.expect {
+                    if sum != expect {
                         return Err(self.bad_sum(src, sum));
                     }
                     done += 1;
