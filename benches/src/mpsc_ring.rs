@@ -1,11 +1,12 @@
 //! Ring design (A), measured against the lane design of [`skifch::ring`] by `ringcmp`:
 //! **one multi-producer ring per receiving channel**.
 //!
-//! The record format is the lanes' (8-byte header, payload padded to 8, a payload may wrap
-//! the ring end and is then handed out as two segments); what differs is how producers
-//! share the ring:
+//! The record format is the lanes' (8-byte header, payload padded to 8 and, above 2 KiB,
+//! to the next line, see [`skifch::ring::layout::record_size`]; a payload may wrap the ring
+//! end and is then handed out as two segments); what differs is how producers share the
+//! ring:
 //!
-//! * **Send**: reserve `record_len(len)` bytes by a compare-and-swap on the shared
+//! * **Send**: reserve `record_size(at, len)` bytes by a compare-and-swap on the shared
 //!   reservation index `reserve` (a CAS, not a `fetch_add`, so that a full ring fails with
 //!   "full" and consumes nothing — the non-buffering send of SkifCh); check room against a
 //!   *cached* copy of the consumer's `tail`, re-read (acquire) only when it says full; copy
@@ -42,7 +43,9 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use skifch::ring::layout::{decode_rec, encode_rec, record_len, MAX_LANE, MIN_LANE, REC_HDR};
+use skifch::ring::layout::{
+    decode_rec_sized, encode_rec, max_message, record_size, MAX_LANE, MIN_LANE, REC_HDR, TERM,
+};
 
 use crate::{BenchError, Result};
 
@@ -193,16 +196,18 @@ impl Sender {
     #[inline]
     pub fn try_send(&mut self, msg: &[u8]) -> Result<(), TrySendError> {
         let sh = &*self.sh;
-        let max = sh.cap as usize - REC_HDR;
+        // The lanes' largest message, without their terminator word (this ring has none).
+        let max = max_message(sh.cap + TERM as u64);
         if msg.len() > max {
             return Err(TrySendError::TooLarge {
                 len: msg.len(),
                 max,
             });
         }
-        let need = record_len(msg.len()) as u64;
         let mut r = sh.reserve.0.load(Ordering::Relaxed);
+        let mut need;
         loop {
+            need = record_size(r, msg.len());
             // (No subtraction: a stale `r` may lie below a fresher tail.)
             if r + need > self.cached_tail + sh.cap {
                 self.cached_tail = sh.tail.0.load(Ordering::Acquire);
@@ -255,7 +260,7 @@ impl Receiver {
             }
             return Ok(None);
         }
-        let len = decode_rec(word ^ READY, pos, self.published + sh.cap - pos)?;
+        let (len, size) = decode_rec_sized(word ^ READY, pos, self.published + sh.cap - pos)?;
         let start = ((pos + REC_HDR as u64) & (sh.cap - 1)) as usize;
         let first = len.min(sh.cap as usize - start);
         // The payload `pos+8 .. pos+8+len` was written by its producer before the release
@@ -269,7 +274,7 @@ impl Receiver {
             ]
         };
         Ok(Some(Record {
-            end: pos + record_len(len) as u64,
+            end: pos + size,
             segs,
             rx: self,
         }))
@@ -364,6 +369,37 @@ mod tests {
         // Everything was published back: a maximal record fits again.
         tx.try_send(&p).unwrap();
         assert_eq!(rx.try_recv().unwrap().unwrap().len(), 1016);
+    }
+
+    /// Records above 2 KiB are padded to the next line (the lanes' `record_size`): sizes
+    /// on both sides of that, through a ring they fill and wrap, and the largest message.
+    #[test]
+    fn padded_records_wrap_and_fill() {
+        let (mut tx, mut rx) = ring(16 << 10).unwrap();
+        let max = (16 << 10) - 8 - 56;
+        assert_eq!(
+            tx.try_send(&vec![0; max + 1]),
+            Err(TrySendError::TooLarge { len: max + 1, max })
+        );
+        let p = pattern(max);
+        let mut sent = std::collections::VecDeque::new();
+        for i in 0..500usize {
+            let len = (i * 373) % 6000;
+            while let Err(e) = tx.try_send(&p[i % 7..i % 7 + len]) {
+                assert_eq!(e, TrySendError::Full);
+                let want: (usize, usize) = sent.pop_front().expect("full while empty");
+                let r = rx.try_recv().unwrap().expect("sent record is ready");
+                assert_eq!(r.to_vec(), &p[want.0..want.0 + want.1]);
+            }
+            sent.push_back((i % 7, len));
+        }
+        while let Some(want) = sent.pop_front() {
+            let r = rx.try_recv().unwrap().unwrap();
+            assert_eq!(r.to_vec(), &p[want.0..want.0 + want.1]);
+        }
+        assert!(rx.try_recv().unwrap().is_none());
+        tx.try_send(&p).unwrap();
+        assert_eq!(rx.try_recv().unwrap().unwrap().len(), max);
     }
 
     #[test]
