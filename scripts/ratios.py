@@ -1,6 +1,6 @@
 """Per-round ratios of a combined MsgRate run (raw channels vs the raw ring and the MPIs).
 
-Usage: python3 ratios.py WORK_DIR [ROUNDS]   (WORK_DIR: the run's --work-dir, holding
+Usage: python3 scripts/ratios.py WORK_DIR [ROUNDS]   (WORK_DIR: the run's --work-dir, holding
 raw-rN.csv and peers-<group>-rN.csv). Ratios are taken within a round; the last column is
 their median. Rates: ours/peer (> 1 = ours faster); latency: ours/ring (< 1 = ours faster).
 """
@@ -19,7 +19,7 @@ def load(path):
             pass
     return d
 
-work = sys.argv[1]  # e.g. docs/results-2026-11-22-core/rounds
+work = sys.argv[1]  # e.g. docs/results-2026-11-22-v4/rounds-a
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 rows = []
 def fmt(v, t):
