@@ -302,16 +302,15 @@ impl Inbox {
         };
         acc.0.update(a);
         acc.0.update(b);
-        let a = acc;
-        if a.1 == 0 {
+        if acc.1 == 0 {
             self.pending += 1;
         }
-        a.1 += len;
-        if a.1 < self.size {
+        acc.1 += len;
+        if acc.1 < self.size {
             return Ok(false);
         }
-        let (sum, got) = (a.0.finish(), a.1);
-        *a = (Sum64::default(), 0);
+        let (sum, got) = (acc.0.finish(), acc.1);
+        *acc = (Sum64::default(), 0);
         self.pending -= 1;
         if got != self.size {
             return Err(BenchError::Check(format!(
@@ -902,9 +901,10 @@ mod tests {
     fn messages_that_wrap_are_checked_in_place() {
         let good = pattern(1400);
         let mut bad = good.clone();
-        bad[1399] ^= 1; // in the second segment of a message that wraps
-                        // Which of 24 alternating good and bad messages wrap the 4 KiB lane's end: seen on
-                        // a raw channel (the lane layout is deterministic).
+        // The flipped byte is in the second segment of a message that wraps.
+        bad[1399] ^= 1;
+        // Which of 24 alternating good and bad messages wrap the 4 KiB lane's end: seen on a
+        // raw channel (the lane layout is deterministic).
         let (_j, a, b) = pair();
         let mut wraps = Vec::new();
         for i in 0..24 {
