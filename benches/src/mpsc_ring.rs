@@ -44,7 +44,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use skifch::ring::layout::{
-    decode_rec_sized, encode_rec, max_message, record_size, MAX_LANE, MIN_LANE, REC_HDR, TERM,
+    decode_rec, encode_rec, max_message, record_size, MAX_LANE, MIN_LANE, REC_HDR, TERM,
 };
 
 use crate::{BenchError, Result};
@@ -64,6 +64,9 @@ struct Shared {
     tail: CachePadded<AtomicU64>,
     buf: NonNull<u8>,
     cap: u64,
+    /// The largest message: the lanes' rule without their terminator word (this ring has
+    /// none), kept rather than computed on every send.
+    max: usize,
     layout: alloc::Layout,
 }
 
@@ -151,6 +154,7 @@ pub fn ring(cap: usize) -> Result<(Sender, Receiver)> {
         tail: CachePadded(AtomicU64::new(0)),
         buf,
         cap: cap as u64,
+        max: max_message(cap as u64 + TERM as u64),
         layout,
     });
     Ok((
@@ -196,8 +200,7 @@ impl Sender {
     #[inline]
     pub fn try_send(&mut self, msg: &[u8]) -> Result<(), TrySendError> {
         let sh = &*self.sh;
-        // The lanes' largest message, without their terminator word (this ring has none).
-        let max = max_message(sh.cap + TERM as u64);
+        let max = sh.max;
         if msg.len() > max {
             return Err(TrySendError::TooLarge {
                 len: msg.len(),
@@ -260,13 +263,14 @@ impl Receiver {
             }
             return Ok(None);
         }
-        let (len, size) = decode_rec_sized(word ^ READY, pos, self.published + sh.cap - pos)?;
+        let (len, size) = decode_rec(word ^ READY, pos, self.published + sh.cap - pos)?;
         let start = ((pos + REC_HDR as u64) & (sh.cap - 1)) as usize;
         let first = len.min(sh.cap as usize - start);
         // The payload `pos+8 .. pos+8+len` was written by its producer before the release
         // store of the header read above with acquire; nobody writes it again until the
         // tail passes it, which needs this record dropped first (it borrows `self`).
-        // SAFETY: as above; decode_rec checked the record lies within `cap` bytes of the tail.
+        // SAFETY: as above; `decode_rec` checked that the record lies within `cap` bytes of
+        // the tail.
         let segs = unsafe {
             [
                 std::slice::from_raw_parts(sh.buf.as_ptr().add(start), first),

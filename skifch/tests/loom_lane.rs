@@ -299,8 +299,8 @@ impl Receiver {
             return None;
         }
         let avail = cap - TERM as u64 - (pos - self.rx[lane].freed);
-        let len = decode_rec(word, pos, avail).expect("a conforming producer's record");
-        let end = pos + record_size(pos, len);
+        let (len, size) = decode_rec(word, pos, avail).expect("a conforming producer's record");
+        let end = pos + size;
         self.rx[lane].consumed = end;
         if self.sh.v.free_before_read {
             // The bug: give the record's space back before reading it.

@@ -750,8 +750,7 @@ impl Rx {
         // A conforming producer's records end at or below `freed + cap - TERM` (space still
         // held by guards is below `pos`; the terminator word stays free): the bound that
         // keeps held messages intact.
-        let (len, rec) =
-            decode_rec_sized(word, pos, cap - TERM as u64 - (pos - self.done.freed()))?;
+        let (len, rec) = decode_rec(word, pos, cap - TERM as u64 - (pos - self.done.freed()))?;
         let data = self.data.as_ptr();
         let start = ((pos + REC_HDR as u64) & (cap - 1)) as usize;
         if start + len <= cap as usize {
@@ -1051,13 +1050,14 @@ impl<R: Region> RingPort<R> {
         self.reload_tail(d, dst)?;
         let (cap, asym) = (self.cap, self.asym);
         let tx = &mut self.tx[d];
-        let n = if tx.head + record_size(tx.head, want) <= tx.limit {
-            want
+        let whole = tx.head + record_size(tx.head, want);
+        let (n, end) = if whole <= tx.limit {
+            (want, whole)
         } else {
             let room = fit(tx.head, tx.limit);
-            partial_prefix(mode, room, want, cap as usize).ok_or(Error::WouldBlock)?
+            let n = partial_prefix(mode, room, want, cap as usize).ok_or(Error::WouldBlock)?;
+            (n, tx.head + record_size(tx.head, n))
         };
-        let end = tx.head + record_size(tx.head, n);
         tx.put(cap, asym, iov, n, end);
         Ok(n)
     }
