@@ -50,7 +50,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use skifch::proto::{Am, Endpoint, Landing, Phase, Take};
-use skifch::rma::copy_slice;
+use skifch::mem::copy_slice;
 use skifch::Port;
 
 use crate::error::{class, Error, Result};

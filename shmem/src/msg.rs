@@ -44,7 +44,7 @@ use skifch::proto::{Am, Endpoint, Landing, Phase};
 use skifch::rma::{amo_at, Amo};
 use skifch::{Error as ChError, Port};
 
-use skifch::rma::copy_mem;
+use skifch::mem::{copy_mem, copy_put};
 
 /// Handler id of a put.
 pub const H_PUT: u8 = 1;
@@ -70,30 +70,6 @@ pub(crate) const PUTV_MAX: usize = 32 << 10;
 #[inline(always)]
 fn putv_key(seg_off: usize) -> u64 {
     (seg_off as u64) << 15
-}
-
-/// Copies `n <= AGG_PUT` bytes between non-overlapping ranges without a call (a small
-/// put's copy; keeps the put path a leaf): 16-byte chunks and an overlapping last chunk;
-/// up to 16 bytes, skifch's [`copy_small`](skifch::rma::copy_small).
-///
-/// # Safety
-/// `src..src + n` readable, `dst..dst + n` writable, not overlapping; `n <= AGG_PUT`.
-#[inline(always)]
-pub(crate) unsafe fn copy_put(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY (both arms): the caller's ranges; each access lies within the first `n` bytes.
-    unsafe {
-        if n <= 16 {
-            return skifch::rma::copy_small(src, dst, n);
-        }
-        let mut i = 0;
-        while i + 16 < n {
-            let v = src.add(i).cast::<u128>().read_unaligned();
-            dst.add(i).cast::<u128>().write_unaligned(v);
-            i += 16;
-        }
-        let v = src.add(n - 16).cast::<u128>().read_unaligned();
-        dst.add(n - 16).cast::<u128>().write_unaligned(v);
-    }
 }
 
 /// One target PE's waiting small puts: an [`H_PUTV`] payload being built.

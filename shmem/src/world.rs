@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use memmap2::{MmapOptions, MmapRaw};
 use skifch::coll::ProtoColl;
 use skifch::proto::{Endpoint, Landing, ProgressThread};
-use skifch::rma::{self, copy_mem, Amo, Rma, Window};
+use skifch::mem::copy_mem;
+use skifch::rma::{self, Amo, Rma, Window};
 use skifch::{Driver, Job, Port};
 
 use crate::heap::Heap;

@@ -34,6 +34,7 @@ pub mod driver;
 pub mod error;
 mod job;
 pub mod local;
+pub mod mem;
 pub mod proto;
 pub mod ring;
 pub mod rma;

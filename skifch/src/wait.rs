@@ -144,3 +144,86 @@ pub fn wait_until<W: Waiter>(
         }
     }
 }
+
+/// Spin, then yield, then sleep: the one back-off of the stack's polling loops (a caller
+/// that polls something other than a [`Waiter`], e.g. a queue drained by a peer, a
+/// device register, or a lock word, calls [`Backoff::snooze`] after each empty poll).
+///
+/// ```
+/// use skifch::wait::Backoff;
+/// use std::time::Duration;
+/// let mut b = Backoff::new();                         // 64 spins, 1024 yields, then 50 µs naps
+/// let mut polls = 0;
+/// while polls < 3 { polls += 1; b.snooze(); }          // still spinning: no syscall yet
+/// assert!(!b.is_sleeping());
+/// let mut slow = Backoff::with(0, 0, Duration::from_micros(10)); // sleep at once
+/// slow.snooze();
+/// assert!(slow.is_sleeping());
+/// ```
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    n: u32,
+    spins: u32,
+    yields: u32,
+    nap: Duration,
+}
+
+impl Backoff {
+    /// Default spins before yielding: about a microsecond of `pause`.
+    pub const SPINS: u32 = 64;
+    /// Default yields before sleeping.
+    pub const YIELDS: u32 = 1024;
+    /// Default sleep once yielding did not help.
+    pub const NAP: Duration = Duration::from_micros(50);
+
+    /// The default back-off ([`Self::SPINS`], [`Self::YIELDS`], [`Self::NAP`]).
+    pub const fn new() -> Backoff {
+        Backoff::with(Self::SPINS, Self::YIELDS, Self::NAP)
+    }
+
+    /// `spins` busy polls, then `yields` polls each after a `yield`, then polls each after
+    /// sleeping `nap`.
+    pub const fn with(spins: u32, yields: u32, nap: Duration) -> Backoff {
+        Backoff {
+            n: 0,
+            spins,
+            yields,
+            nap,
+        }
+    }
+
+    /// Waits a little before the next poll, longer the more polls came back empty.
+    #[inline]
+    pub fn snooze(&mut self) {
+        if self.n < self.spins {
+            std::hint::spin_loop();
+        } else if self.n - self.spins < self.yields {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(self.nap);
+        }
+        self.n = self.n.saturating_add(1);
+    }
+
+    /// Back to spinning (after a poll that found work).
+    #[inline]
+    pub fn reset(&mut self) {
+        self.n = 0;
+    }
+
+    /// Empty polls so far.
+    pub fn polls(&self) -> u32 {
+        self.n
+    }
+
+    /// Whether the next [`Self::snooze`] sleeps (spinning and yielding are over).
+    pub fn is_sleeping(&self) -> bool {
+        self.n >= self.spins.saturating_add(self.yields)
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::new()
+    }
+}

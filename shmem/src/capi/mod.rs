@@ -21,7 +21,7 @@ use skifch_drivers::{DefaultJob, DefaultPort};
 use crate::coll::{Num, ReduceOp, Team};
 use crate::world::{parse_size, Options, SymAddr, World, DEFAULT_HEAP};
 use crate::{fatal, Error};
-use skifch::rma::copy_mem;
+use skifch::mem::copy_mem;
 
 type W = World<DefaultPort>;
 

@@ -106,7 +106,7 @@ impl Landing {
         // SAFETY: `off + n <= len`, and the memory is writable and unaliased (owned `Vec`
         // behind `ptr`, or `raw`'s contract); `src` is channel receive memory or a caller
         // slice, never inside the landing.
-        unsafe { crate::rma::copy_mem(src.as_ptr(), self.ptr.as_ptr().add(off), n) }
+        unsafe { crate::mem::copy_mem(src.as_ptr(), self.ptr.as_ptr().add(off), n) }
     }
 }
 

@@ -85,7 +85,7 @@ use crate::driver::{
     iov_total, partial_prefix, Driver, Port, RawMessage, RawSeg, Reclaim, SendMode, Token, Waiter,
 };
 use crate::error::Unreachable;
-use crate::rma::copy_small;
+use crate::mem::copy_small;
 use crate::{Error, NetAddr, Result};
 
 /// Messages taken in a row from one lane before the scan moves on (fairness across senders).
@@ -1101,7 +1101,7 @@ unsafe fn copy_in(data: *mut u8, cap: u64, mut off: u64, iov: &[IoSlice<'_>], mu
         unsafe {
             copy_small(s.as_ptr(), data.add(pos), first);
             if take > first {
-                crate::rma::copy_mem(s.as_ptr().add(first), data, take - first);
+                crate::mem::copy_mem(s.as_ptr().add(first), data, take - first);
             }
         }
         off += take as u64;
