@@ -17,6 +17,7 @@
 //! Unsafe code lives only in [`affinity`] (libc CPU sets) and [`mpsc_ring`] (the ring's
 //! shared buffer).
 #![deny(unsafe_code)]
+#![allow(missing_docs)] // a tool crate (the MsgRate tool and benchmarks), not a library others build on
 
 pub mod affinity;
 pub mod check;

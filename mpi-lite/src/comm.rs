@@ -19,8 +19,8 @@ use crate::error::{Error, Result};
 use crate::group::{Compare, Group};
 use crate::mem::UserBuf;
 
-/// The channel port of mpi-lite (port assignment in ARCHITECTURE.md).
-pub const MPI_PORT: u32 = 1;
+/// The channel port of mpi-lite (the port table: [`skifch::ports`]).
+pub const MPI_PORT: u32 = skifch::ports::MPI;
 
 /// `MPI_UNDEFINED`.
 pub const UNDEFINED: i32 = -32766;

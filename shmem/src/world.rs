@@ -70,8 +70,8 @@ fn internal_bytes() -> usize {
     4096
 }
 
-/// The port of this library's endpoint.
-pub const PORT: u32 = 2;
+/// The port of this library's endpoint (the port table: [`skifch::ports`]).
+pub const PORT: u32 = skifch::ports::SHMEM;
 
 /// One PE's library state (shared by the threads of the PE).
 pub struct World<P: Port> {

@@ -39,11 +39,14 @@ pub const CONT_SIZE: usize = 2;
 /// One segment of a received message, as a raw pointer into the driver's receive memory.
 #[derive(Clone, Copy, Debug)]
 pub struct RawSeg {
+    /// First byte of the segment in the driver's receive memory.
     pub ptr: *const u8,
+    /// Bytes in the segment.
     pub len: usize,
 }
 
 impl RawSeg {
+    /// No bytes (a dangling, never dereferenced pointer).
     pub const EMPTY: RawSeg = RawSeg {
         ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
         len: 0,
@@ -53,7 +56,9 @@ impl RawSeg {
 /// Identifies a received message to [`Port::complete`]; its meaning is the driver's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Token {
+    /// First word (e.g. a lane index or ring slot).
     pub a: u64,
+    /// Second word (e.g. the position to release up to).
     pub b: u64,
 }
 
@@ -61,10 +66,15 @@ pub struct Token {
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 pub struct RawMessage {
+    /// The segments; `segs[..count]` are valid.
     pub segs: [RawSeg; CONT_SIZE],
+    /// Total bytes of the message (the sum of the valid segments' lengths).
     pub len: usize,
+    /// Valid segments (0 for an empty message, at most [`CONT_SIZE`]).
     pub count: u32,
+    /// The sender's channel.
     pub src: NetAddr,
+    /// What [`Port::complete`] needs to give the memory back.
     pub token: Token,
 }
 

@@ -14,15 +14,28 @@ pub enum Error {
     /// The address names a rank or port that does not exist in this job, or a port
     /// that its owner has closed (C: `EHOSTUNREACH`).
     #[error("no such destination {addr}: {why}")]
-    Unreachable { addr: NetAddr, why: Unreachable },
+    Unreachable {
+        /// The address sent to.
+        addr: NetAddr,
+        /// Which part of it is wrong.
+        why: Unreachable,
+    },
     /// A whole-message send can never fit the receiver's ring (C: `EMSGSIZE`).
     #[error(
         "message of {len} bytes can never fit the receiver (largest possible message: {max} bytes)"
     )]
-    MessageTooLarge { len: u64, max: u32 },
+    MessageTooLarge {
+        /// The message's length.
+        len: u64,
+        /// The largest message the receiver can take.
+        max: u32,
+    },
     /// A rank of the job died or left without finalizing (C: `EPIPE`).
     #[error("peer lost: rank {rank} of the job died or exited without finalizing")]
-    PeerLost { rank: u32 },
+    PeerLost {
+        /// The lost rank.
+        rank: u32,
+    },
     /// Shared state failed validation: wrong magic/version/size, an index or length out
     /// of range (C: `EPROTO`). The channel refuses to touch the memory any further.
     #[error("corrupt shared state: {0}")]

@@ -35,6 +35,7 @@ pub mod error;
 mod job;
 pub mod local;
 pub mod mem;
+pub mod ports;
 pub mod proto;
 pub mod ring;
 pub mod rma;

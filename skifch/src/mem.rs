@@ -48,7 +48,7 @@ pub unsafe fn copy_mem(src: *const u8, dst: *mut u8, n: usize) {
 /// As [`std::ptr::copy_nonoverlapping`].
 #[inline(always)]
 pub unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY (every arm): each access lies within the first `n` bytes of the caller's
+    // SAFETY: (every arm) each access lies within the first `n` bytes of the caller's
     // ranges; unaligned accesses are explicit.
     unsafe {
         if (8..=16).contains(&n) {
@@ -111,7 +111,7 @@ unsafe fn copy_split(src: *const u8, dst: *mut u8, n: usize) {
 /// `src..src + n` readable, `dst..dst + n` writable, not overlapping.
 #[inline(always)]
 pub unsafe fn copy_put(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY (both arms): the caller's ranges; each access lies within the first `n` bytes.
+    // SAFETY: (both arms) the caller's ranges; each access lies within the first `n` bytes.
     unsafe {
         if n <= 16 {
             return copy_small(src, dst, n);

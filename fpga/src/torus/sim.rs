@@ -21,7 +21,9 @@ use crate::{Error, Result};
 pub struct Message {
     /// Caller's identifier, returned in [`Delivered`].
     pub id: u64,
+    /// Source node.
     pub src: NodeId,
+    /// Destination node.
     pub dst: NodeId,
     /// Payload bytes (0 is allowed: one header-only packet).
     pub bytes: u32,
@@ -32,12 +34,19 @@ pub struct Message {
 /// A message whose last packet left the destination adapter into host memory.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Delivered {
+    /// The message's [`Message::id`].
     pub id: u64,
+    /// Source node.
     pub src: NodeId,
+    /// Destination node.
     pub dst: NodeId,
+    /// Payload bytes.
     pub bytes: u32,
+    /// The message's [`Message::tag`].
     pub tag: u32,
+    /// When the source adapter injected the first packet, ns of simulated time.
     pub inject_ns: f64,
+    /// When the last packet reached the destination's host memory, ns.
     pub deliver_ns: f64,
     /// Links crossed (the torus distance under dimension-order routing).
     pub hops: u32,
@@ -47,12 +56,17 @@ pub struct Delivered {
 /// message is never delivered.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Dropped {
+    /// The message's [`Message::id`].
     pub id: u64,
+    /// Source node.
     pub src: NodeId,
+    /// Destination node.
     pub dst: NodeId,
     /// The router that held the packet and the failed port it needed.
     pub node: NodeId,
+    /// The failed port (see `node`).
     pub port: Port,
+    /// When the packet was dropped, ns.
     pub at_ns: f64,
 }
 
@@ -61,9 +75,11 @@ pub struct Dropped {
 pub struct LinkStats {
     /// The link leaves `node` through `port`.
     pub node: NodeId,
+    /// The port the link leaves by.
     pub port: Port,
     /// Time spent transmitting, ns (utilisation = `busy_ns` / elapsed time).
     pub busy_ns: f64,
+    /// Packets sent over the link.
     pub packets: u64,
     /// Wire bytes (payload + overhead).
     pub bytes: u64,
@@ -73,6 +89,7 @@ pub struct LinkStats {
 /// `(node, port, vc)` names the buffer at the far end of the link leaving `node` by `port`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Deadlock {
+    /// The buffers of the cycle, in wait order.
     pub cycle: Vec<(NodeId, Port, u8)>,
     /// Packets inside the network plus messages still waiting in adapters.
     pub stuck: usize,

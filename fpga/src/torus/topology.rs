@@ -140,8 +140,11 @@ pub type Port = crate::regs::Link;
 /// One hop of a route: leave `node` through `port` on virtual channel `vc`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hop {
+    /// The router the hop leaves.
     pub node: NodeId,
+    /// The link it leaves by.
     pub port: Port,
+    /// The virtual channel it uses on that link.
     pub vc: u8,
 }
 
