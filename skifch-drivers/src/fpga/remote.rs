@@ -59,6 +59,7 @@ use fpga::model::{Bar, HostMemory, IrqSink, Machine, ModelConfig};
 use fpga::regs::{self, Dims};
 use skifch::ring::sys::{futex_wait, futex_wake_all};
 use skifch::ring::{Fabric, Region};
+use skifch::wait::Backoff;
 use skifch::{Driver, Error, Job, Result};
 
 use super::driver::{FpgaConfig, FpgaDriver, JobControl};
@@ -377,7 +378,7 @@ impl Drop for ModelHost {
 }
 
 /// Yields before a register server sleeps (a doorbell often follows the last one).
-const SERVER_SPINS: u32 = 64;
+const SERVER_YIELDS: u32 = 64;
 /// Longest single sleep of a register server (the stop flag is also checked then).
 const SERVER_NAP: Duration = Duration::from_millis(50);
 
@@ -387,14 +388,17 @@ fn serve(win: &NodeWindow, bar: &Bar, stop: &AtomicBool, node: u32) {
     let head_w = win.u32_at(REQ_HEAD);
     let asleep = win.u32_at(SERVER_ASLEEP);
     let mut head = head_w.load(Ordering::Relaxed);
-    let mut idle = 0u32;
+    // Yields while a doorbell is likely, then sleeps. The sleep is not the back-off's timed
+    // nap but a futex wait on the queue's tail with the "asleep" flag raised (the rank
+    // wakes the server when it sees the flag, `RemoteHw::push`): an idle server costs
+    // nothing and a new access is served at once, not after a nap.
+    let mut idle = Backoff::with(0, SERVER_YIELDS, SERVER_NAP);
     while !stop.load(Ordering::Relaxed) {
         let tail = tail_w.load(Ordering::Acquire);
         let n = tail.wrapping_sub(head);
         if n == 0 {
-            idle += 1;
-            if idle < SERVER_SPINS {
-                std::thread::yield_now();
+            if !idle.is_sleeping() {
+                idle.snooze();
                 continue;
             }
             asleep.store(1, Ordering::SeqCst);
@@ -404,7 +408,7 @@ fn serve(win: &NodeWindow, bar: &Bar, stop: &AtomicBool, node: u32) {
             asleep.store(0, Ordering::Relaxed);
             continue;
         }
-        idle = 0;
+        idle.reset();
         if n > REQ_SLOTS {
             return refuse(node, format!("register queue tail {tail} is {n} entries ahead of head {head} (the queue has {REQ_SLOTS})"), stop);
         }
@@ -514,6 +518,7 @@ impl RemoteHw {
     fn push(&self, p: &mut Producer, op: u32, off: u32, val: u32, seq: u32) -> Result<()> {
         let w = &*self.win;
         let t0 = Instant::now();
+        let mut full = Backoff::new();
         while p
             .tail
             .wrapping_sub(w.u32_at(REQ_HEAD).load(Ordering::Acquire))
@@ -522,8 +527,10 @@ impl RemoteHw {
             if t0.elapsed() > MODEL_TIMEOUT {
                 return Err(no_answer("take a register access"));
             }
-            futex_wake_all(w.u32_at(REQ_TAIL));
-            std::thread::sleep(Duration::from_micros(50));
+            if w.u32_at(SERVER_ASLEEP).load(Ordering::SeqCst) != 0 {
+                futex_wake_all(w.u32_at(REQ_TAIL));
+            }
+            full.snooze();
         }
         w.slot(p.tail, 0).store(op, Ordering::Relaxed);
         w.slot(p.tail, 1).store(off, Ordering::Relaxed);
@@ -552,7 +559,9 @@ impl Mmio for RemoteHw {
         self.push(&mut p, OP_READ, off as u32, 0, seq)?;
         let resp = self.win.u32_at(RESP_SEQ);
         let t0 = Instant::now();
-        let mut spins = 0u32;
+        // Yields first (the server answers within a few of them when awake), then a futex
+        // wait on the answer word, which the server wakes (not a timed nap: see `serve`).
+        let mut wait = Backoff::with(0, 32, Duration::from_millis(10));
         loop {
             let cur = resp.load(Ordering::Acquire);
             if cur == seq {
@@ -561,11 +570,10 @@ impl Mmio for RemoteHw {
             if t0.elapsed() > MODEL_TIMEOUT {
                 return Err(no_answer("answer a register read"));
             }
-            spins += 1;
-            if spins < 32 {
-                std::thread::yield_now();
-            } else {
+            if wait.is_sleeping() {
                 futex_wait(resp, cur, Duration::from_millis(10));
+            } else {
+                wait.snooze();
             }
         }
     }
