@@ -146,8 +146,9 @@ fn dma_map_translate_and_unmap_on_drop() {
     assert_eq!(again.iova(), ring_iova);
     again.free().unwrap();
 
-    // Teardown order: the device stops (IRQs off, bus master off, BAR unmapped, closed)
-    // while a buffer still lives; the buffer then unmaps through the still-open container.
+    // Teardown order: the device stops (IRQs off, bus master off, BAR unmapped) while a
+    // buffer still lives; the buffer then unmaps through the still-open container, whose
+    // group stays attached until the device descriptor closes, after the last unmap.
     drop(dev);
     assert!(!f.bus_master() && !f.bar_mapped());
     drop(dma);
@@ -159,13 +160,12 @@ fn dma_map_translate_and_unmap_on_drop() {
             .unwrap_or_else(|| panic!("{s}: {ev:?}"))
     };
     assert!(at("disable_irqs") < at("munmap bar0"), "{ev:?}");
-    assert!(at("munmap bar0") < at("close device"), "{ev:?}");
     let last_unmap = ev.iter().rposition(|e| e.starts_with("unmap_dma")).unwrap();
     assert!(
-        last_unmap > at("close device") && last_unmap < at("close group"),
+        last_unmap > at("munmap bar0") && last_unmap < at("close device"),
         "{ev:?}"
     );
-    assert!(at("close group") < at("close container"), "{ev:?}");
+    assert!(at("close device") < at("close container"), "{ev:?}");
     assert!(f.dma_mappings().is_empty());
 }
 
@@ -399,7 +399,8 @@ fn linux_vfio_reports_a_missing_device_clearly() {
 #[test]
 fn linux_vfio_reads_a_sysfs_tree() {
     // A fake sysfs tree for the real LinuxVfio: the device is bound to another driver, then
-    // to vfio-pci with a /dev/vfio that lacks the container.
+    // to vfio-pci; the real /dev/vfio (vfio-ioctls opens it, not configurable) lacks the
+    // container here, or, on a machine with VFIO, the fake tree's group 7.
     let root = std::env::temp_dir().join(format!("skifch-vfio-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let sys = root.join("sys");
@@ -409,7 +410,6 @@ fn linux_vfio_reads_a_sysfs_tree() {
     std::fs::create_dir_all(&grp).unwrap();
     std::fs::create_dir_all(sys.join("bus/pci/drivers/ixgbe")).unwrap();
     std::fs::create_dir_all(sys.join("bus/pci/drivers/vfio-pci")).unwrap();
-    std::fs::create_dir_all(root.join("dev-vfio")).unwrap();
     std::os::unix::fs::symlink(
         "../../../../kernel/iommu_groups/7",
         dev_dir.join("iommu_group"),
@@ -417,7 +417,7 @@ fn linux_vfio_reads_a_sysfs_tree() {
     .unwrap();
     std::os::unix::fs::symlink(&dev_dir, grp.join(BDF)).unwrap();
     std::os::unix::fs::symlink("../../../bus/pci/drivers/ixgbe", dev_dir.join("driver")).unwrap();
-    let sysv = LinuxVfio::with_roots(root.join("dev-vfio"), &sys);
+    let sysv = LinuxVfio::with_sysfs(&sys);
 
     let s = VfioDevice::open(sysv.clone(), BDF, 4096)
         .err()
@@ -432,7 +432,10 @@ fn linux_vfio_reads_a_sysfs_tree() {
         .err()
         .unwrap()
         .to_string();
-    assert!(s.contains("/dev/vfio/vfio does not exist"), "{s}");
+    assert!(
+        s.contains("/dev/vfio/vfio does not exist") || s.contains("/dev/vfio/7"),
+        "{s}"
+    );
 
     std::fs::remove_file(dev_dir.join("iommu_group")).unwrap();
     let s = VfioDevice::open(sysv, BDF, 4096).err().unwrap().to_string();

@@ -558,9 +558,8 @@ impl IrqEvent {
             return Err(Error::last_os("creating an interrupt eventfd"));
         }
         // SAFETY: `fd` was just returned by eventfd and is owned by nobody else.
-        Ok(IrqEvent {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(IrqEvent { fd })
     }
 
     /// A second handle on the same event (e.g. for a thread playing the device).

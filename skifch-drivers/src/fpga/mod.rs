@@ -5,7 +5,8 @@
 //!   (host memory the device reaches by DMA, IOVA translation), [`hw::Interrupts`] /
 //!   [`hw::IrqEvent`], bundled as [`hw::Hw`]; [`hw::mem`] is a heap-memory backend.
 //! * [`vfio`] — a real card through Linux VFIO, over the syscall layer [`vfio_sys`]
-//!   ([`vfio_sys::LinuxVfio`]; [`vfio_fake::FakeVfio`] in tests). Bring-up: `docs/VFIO.md`.
+//!   ([`vfio_sys::LinuxVfio`], on rust-vmm's `vfio-ioctls` without KVM;
+//!   [`vfio_fake::FakeVfio`] in tests). Bring-up, and the crate's limits: `docs/VFIO.md`.
 //! * [`iova`] — the IOVA allocator of the vfio backend.
 //! * [`model`] — the behavioural device of the `fpga` crate in this process (threads as
 //!   ranks); [`remote`] — the same device hosted by `skifrun --driver fpga-model`, one

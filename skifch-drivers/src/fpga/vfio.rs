@@ -10,8 +10,9 @@
 //! * Interrupts: one eventfd per vector through `VFIO_DEVICE_SET_IRQS`, on MSI-X, else
 //!   MSI, else INTx — whichever the device reports first.
 //! * Teardown ([`VfioDevice::close`] or drop): interrupts off, bus mastering off (the
-//!   device stops DMA), BAR0 unmapped, device closed. The container and group stay open
-//!   while any DMA buffer lives, so each buffer can still be unmapped from the IOMMU.
+//!   device stops DMA), BAR0 unmapped. The device descriptor, its group and the container
+//!   stay open while any DMA buffer lives, so each buffer can still be unmapped from the
+//!   IOMMU (`vfio-ioctls` detaches the group from the container when its device closes).
 //!
 //! ```no_run
 //! use skifch_drivers::fpga::hw::{DmaMemory, Hw, Interrupts, Mmio};
@@ -78,14 +79,14 @@ fn round_page(n: u64) -> Option<u64> {
         .map(|n| n & !(page_size() - 1))
 }
 
-/// Container and group: what a DMA mapping needs; shared by the device and every buffer.
+/// Container and device: what a DMA mapping needs; shared by the device and every buffer.
 struct Iommu<S: VfioSys> {
-    // Field order is drop order: the group leaves the container, then the container closes.
-    /// Never used after setup, but held open: the container has an IOMMU (and can unmap
-    /// DMA) only while a group is attached.
-    #[allow(dead_code)]
-    group: S::Handle,
-    container: S::Handle,
+    // Field order is drop order: the device closes (its group leaves the container), then
+    // the container closes.
+    /// Held open until the last DMA buffer is unmapped: the container has an IOMMU (and
+    /// can unmap DMA) only while the device's group is attached.
+    device: S::Device,
+    container: S::Container,
     iova: Mutex<IovaAllocator>,
     sys: S,
 }
@@ -168,17 +169,11 @@ unsafe impl<S: VfioSys> DmaMemory for VfioDma<S> {
     unsafe fn dma_unmap(&self, raw: &DmaRaw) -> Result<()> {
         let m = &self.iommu;
         let size = raw.len as u64;
-        match m.sys.unmap_dma(&m.container, raw.iova, size) {
-            Ok(n) if n == size => {}
-            // The device may still reach (part of) the memory: leak it, never free it.
-            Ok(_) => {
-                return Err(Error::Corrupt(
-                    format!("VFIO_IOMMU_UNMAP_DMA of IOVA {:#x} unmapped a different size; the buffer is leaked", raw.iova)
-                        .into(),
-                ))
-            }
-            Err(e) => return Err(Error::os("VFIO_IOMMU_UNMAP_DMA (the buffer is leaked)", e)),
-        }
+        // On failure (or an unmap of another size) the device may still reach (part of)
+        // the memory: leak it, never free it.
+        m.sys
+            .unmap_dma(&m.container, raw.iova, size)
+            .map_err(|e| Error::os("VFIO_IOMMU_UNMAP_DMA (the buffer is leaked)", e))?;
         m.iova
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -199,7 +194,8 @@ pub struct VfioDevice<S: VfioSys> {
     irq_index: Option<u32>,
     bdf: String,
     group: u32,
-    device: Option<S::Handle>,
+    /// Torn down: no register, interrupt or config-space access any more.
+    closed: bool,
     iommu: Arc<Iommu<S>>,
 }
 
@@ -305,6 +301,50 @@ fn open_error(path: &str, group: u32, e: &io::Error) -> Error {
     })
 }
 
+/// What to do about a failed open step (see [`OpenStep`]).
+fn open_failed<S: VfioSys>(sys: &S, e: OpenError, bdf: &str, group: u32) -> Error {
+    let OpenError { step, error } = e;
+    match step {
+        OpenStep::Container => open_error("/dev/vfio/vfio", group, &error),
+        OpenStep::ApiVersion => setup(format!(
+            "the kernel's VFIO API version is not {VFIO_API_VERSION}, the version this driver speaks"
+        )),
+        OpenStep::Iommu => setup(
+            "the VFIO container offers no Type1 IOMMU (version 2): the IOMMU is off or unsupported — \
+             boot with intel_iommu=on or amd_iommu=on (see docs/VFIO.md)"
+                .into(),
+        ),
+        OpenStep::Sysfs => setup(format!(
+            "{bdf}: cannot read its IOMMU group from /sys/bus/pci/devices/{bdf}/iommu_group ({error}): \
+             is the IOMMU on? (see docs/VFIO.md)"
+        )),
+        OpenStep::Group => open_error(&format!("/dev/vfio/{group}"), group, &error),
+        OpenStep::GroupViable => {
+            let culprits = match sys.group_devices(group) {
+                Ok(devs) => devs
+                    .into_iter()
+                    .filter(|(_, d)| d.as_deref().is_some_and(|d| d != "vfio-pci"))
+                    .map(|(b, d)| format!("{b} (bound to {})", d.unwrap_or_default()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                Err(_) => String::new(),
+            };
+            let culprits = if culprits.is_empty() {
+                String::new()
+            } else {
+                format!(" (now: {culprits})")
+            };
+            setup(format!(
+                "IOMMU group {group} is not viable: every device in /sys/kernel/iommu_groups/{group}/devices \
+                 must be bound to vfio-pci or to no driver{culprits} (see docs/VFIO.md)"
+            ))
+        }
+        OpenStep::Attach => Error::os("VFIO_GROUP_SET_CONTAINER / VFIO_SET_IOMMU", error),
+        OpenStep::Device => Error::os("VFIO_GROUP_GET_DEVICE_FD (or the device's info)", error),
+        OpenStep::NotPci => setup(format!("{bdf} is not a VFIO PCI device ({error})")),
+    }
+}
+
 impl<S: VfioSys> VfioDevice<S> {
     /// Opens the adapter `dev` (a PCI address such as `0000:03:00.0`, or the number of an
     /// IOMMU group holding only the adapter) with [`VfioConfig::new`]`(bar0_len)`.
@@ -321,94 +361,35 @@ impl<S: VfioSys> VfioDevice<S> {
         let (bdf, group) = resolve(&sys, dev)?;
         let container = sys
             .open_container()
-            .map_err(|e| open_error("/dev/vfio/vfio", group, &e))?;
-        let version = sys
-            .api_version(&container)
-            .map_err(|e| Error::os("VFIO_GET_API_VERSION", e))?;
-        if version != VFIO_API_VERSION {
-            return Err(setup(format!(
-                "VFIO API version {version}, this driver speaks version {VFIO_API_VERSION}"
-            )));
-        }
-        let iommu_type = if sys
-            .check_extension(&container, VFIO_TYPE1V2_IOMMU)
-            .unwrap_or(false)
-        {
-            VFIO_TYPE1V2_IOMMU
-        } else if sys
-            .check_extension(&container, VFIO_TYPE1_IOMMU)
-            .unwrap_or(false)
-        {
-            VFIO_TYPE1_IOMMU
-        } else {
-            return Err(setup(
-                "the VFIO container offers no Type1 IOMMU: the IOMMU is off or unsupported — boot \
-                 with intel_iommu=on or amd_iommu=on (see docs/VFIO.md)"
-                    .into(),
-            ));
-        };
-        let gpath = format!("/dev/vfio/{group}");
-        let group_h = sys
-            .open_group(group)
-            .map_err(|e| open_error(&gpath, group, &e))?;
-        let status = sys
-            .group_status(&group_h)
-            .map_err(|e| Error::os("VFIO_GROUP_GET_STATUS", e))?;
-        if status & GROUP_FLAGS_VIABLE == 0 {
-            let culprits = match sys.group_devices(group) {
-                Ok(devs) => devs
-                    .into_iter()
-                    .filter(|(_, d)| d.as_deref().is_some_and(|d| d != "vfio-pci"))
-                    .map(|(b, d)| format!("{b} (bound to {})", d.unwrap_or_default()))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                Err(_) => String::new(),
-            };
-            let culprits = if culprits.is_empty() {
-                String::new()
-            } else {
-                format!(" (now: {culprits})")
-            };
-            return Err(setup(format!(
-                "IOMMU group {group} is not viable: every device in /sys/kernel/iommu_groups/{group}/devices \
-                 must be bound to vfio-pci or to no driver{culprits} (see docs/VFIO.md)"
-            )));
-        }
-        sys.group_set_container(&group_h, &container)
-            .map_err(|e| Error::os("VFIO_GROUP_SET_CONTAINER", e))?;
-        sys.set_iommu(&container, iommu_type)
-            .map_err(|e| Error::os("VFIO_SET_IOMMU", e))?;
+            .map_err(|e| open_failed(&sys, e, &bdf, group))?;
         let device = sys
-            .group_get_device(&group_h, &bdf)
-            .map_err(|e| Error::os("VFIO_GROUP_GET_DEVICE_FD", e))?;
+            .open_device(&container, &bdf)
+            .map_err(|e| open_failed(&sys, e, &bdf, group))?;
         let (base, limit) = cfg.iova_window;
         let iova = IovaAllocator::new(base, limit, page_size())?;
         let iommu = Arc::new(Iommu {
-            group: group_h,
+            device,
             container,
             iova: Mutex::new(iova),
             sys,
         });
-        Self::setup_device(iommu, device, bdf, group, cfg)
+        Self::setup_device(iommu, bdf, group, cfg)
     }
 
     fn setup_device(
         iommu: Arc<Iommu<S>>,
-        device: S::Handle,
         bdf: String,
         group: u32,
         cfg: &VfioConfig,
     ) -> Result<Self> {
-        let sys = &iommu.sys;
-        let info = sys
-            .device_info(&device)
-            .map_err(|e| Error::os("VFIO_DEVICE_GET_INFO", e))?;
-        if info.flags & DEVICE_FLAGS_PCI == 0 || info.num_regions <= PCI_CONFIG_REGION_INDEX {
-            return Err(setup(format!("{bdf} is not a VFIO PCI device")));
+        let (sys, device) = (&iommu.sys, &iommu.device);
+        let config = sys.region_info(device, PCI_CONFIG_REGION_INDEX);
+        if config.size == 0 {
+            return Err(setup(format!(
+                "{bdf} is not a VFIO PCI device (no config space region)"
+            )));
         }
-        let bar0 = sys
-            .region_info(&device, PCI_BAR0_REGION_INDEX)
-            .map_err(|e| Error::os("VFIO_DEVICE_GET_REGION_INFO (BAR0)", e))?;
+        let bar0 = sys.region_info(device, PCI_BAR0_REGION_INDEX);
         if bar0.size < cfg.bar0_len as u64 {
             return Err(setup(format!(
                 "BAR0 of {bdf} is {} bytes, the adapter needs {}: is this the adapter? (`lspci -vv -s {bdf}`)",
@@ -427,11 +408,8 @@ impl<S: VfioSys> VfioDevice<S> {
                  a BAR smaller than a page on an old kernel); the driver needs memory-mapped registers"
             )));
         }
-        let config = sys
-            .region_info(&device, PCI_CONFIG_REGION_INDEX)
-            .map_err(|e| Error::os("VFIO_DEVICE_GET_REGION_INFO (config space)", e))?;
-        if cfg.reset && info.flags & DEVICE_FLAGS_RESET != 0 {
-            sys.reset(&device)
+        if cfg.reset {
+            sys.reset(device)
                 .map_err(|e| Error::os("VFIO_DEVICE_RESET", e))?;
         }
         let map_len = usize::try_from(bar0.size)
@@ -440,7 +418,7 @@ impl<S: VfioSys> VfioDevice<S> {
             .ok_or_else(|| setup(format!("BAR0 of {bdf} is too large to map")))?
             as usize;
         let ptr = sys
-            .mmap_region(&device, bar0.offset, map_len)
+            .mmap_region(device, bar0.offset, map_len)
             .map_err(|e| Error::os("mmap of BAR0", e))?;
         // From here on, `dev` owns the mapping and tears it down on every error path.
         let mut dev = VfioDevice {
@@ -453,20 +431,21 @@ impl<S: VfioSys> VfioDevice<S> {
             irq_index: None,
             bdf,
             group,
-            device: Some(device),
+            closed: false,
             iommu: iommu.clone(),
         };
         dev.set_command(PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER, 0)?;
         if cfg.irq_vectors > 0 {
-            dev.setup_irqs(cfg.irq_vectors, info.num_irqs)?;
+            dev.setup_irqs(cfg.irq_vectors)?;
         }
         Ok(dev)
     }
 
-    fn handle(&self) -> Result<&S::Handle> {
-        self.device
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("the VFIO device is closed".into()))
+    fn handle(&self) -> Result<&S::Device> {
+        if self.closed {
+            return Err(Error::InvalidArgument("the VFIO device is closed".into()));
+        }
+        Ok(&self.iommu.device)
     }
 
     /// Read-modify-write of the PCI command register: set `set`, clear `clear`.
@@ -480,17 +459,11 @@ impl<S: VfioSys> VfioDevice<S> {
             .map_err(|e| Error::os("writing the PCI command register (bus master enable)", e))
     }
 
-    fn setup_irqs(&mut self, want: u32, num_irqs: u32) -> Result<()> {
+    fn setup_irqs(&mut self, want: u32) -> Result<()> {
         let sys = &self.iommu.sys;
-        let d = self
-            .device
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("the VFIO device is closed".into()))?;
+        let d = self.handle()?;
         for index in [PCI_MSIX_IRQ_INDEX, PCI_MSI_IRQ_INDEX, PCI_INTX_IRQ_INDEX] {
-            if index >= num_irqs {
-                continue;
-            }
-            let Ok(info) = sys.irq_info(d, index) else {
+            let Some(info) = sys.irq_info(d, index) else {
                 continue;
             };
             if info.count == 0 || info.flags & IRQ_INFO_EVENTFD == 0 {
@@ -501,7 +474,7 @@ impl<S: VfioSys> VfioDevice<S> {
                 .map(|_| IrqEvent::new())
                 .collect::<Result<Vec<_>>>()?;
             let fds: Vec<_> = evs.iter().map(|e| e.as_fd()).collect();
-            sys.set_irq_eventfds(d, index, 0, &fds).map_err(|e| {
+            sys.set_irq_eventfds(d, index, &fds).map_err(|e| {
                 Error::os("VFIO_DEVICE_SET_IRQS (connecting interrupt eventfds)", e)
             })?;
             self.irqs = evs;
@@ -532,10 +505,11 @@ impl<S: VfioSys> VfioDevice<S> {
     }
 
     fn teardown(&mut self) -> Result<()> {
-        let Some(device) = self.device.as_ref() else {
+        if self.closed {
             return Ok(());
-        };
-        let sys = &self.iommu.sys;
+        }
+        let iommu = self.iommu.clone();
+        let (sys, device) = (&iommu.sys, &iommu.device);
         let mut first: Result<()> = Ok(());
         let mut note = |r: Result<()>| {
             if first.is_ok() {
@@ -559,7 +533,7 @@ impl<S: VfioSys> VfioDevice<S> {
             note(unsafe { sys.munmap(ptr, len) }.map_err(|e| Error::os("munmap of BAR0", e)));
         }
         self.irqs.clear();
-        self.device = None;
+        self.closed = true;
         first
     }
 }

@@ -7,7 +7,9 @@
 //! (translated by the fake's IOMMU table, like real DMA), and interrupts through
 //! [`FakeVfio::fire_irq`] (it signals the eventfds the backend registered). Host memory for
 //! DMA is real anonymous memory. [`FakeVfio::events`] records the calls that matter for
-//! ordering (maps, unmaps, closes).
+//! ordering (maps, unmaps, closes). Opening fails at the step a test chooses
+//! ([`FakeConfig`]: container, IOMMU type, group file, viability, device name), with the
+//! [`OpenStep`] the real layer reports for it.
 //!
 //! Device-side BAR accesses are atomic while the backend's are volatile: a test must order
 //! the two sides (same thread, or a join/channel between them), as it would anyway to
@@ -54,7 +56,7 @@ pub struct FakeConfig {
     pub group_file: GroupFile,
     /// `VFIO_GROUP_FLAGS_VIABLE`.
     pub viable: bool,
-    /// The container offers the Type1 IOMMU (v1 and v2).
+    /// The container offers the Type1 v2 IOMMU.
     pub type1_iommu: bool,
     /// Size of BAR0 in bytes.
     pub bar0_len: u64,
@@ -273,7 +275,8 @@ impl FakeVfio {
 }
 
 impl VfioSys for FakeVfio {
-    type Handle = FakeHandle;
+    type Container = FakeHandle;
+    type Device = FakeHandle;
 
     fn pci_device(&self, bdf: &str) -> io::Result<PciDevice> {
         let st = self.lock();
@@ -294,70 +297,53 @@ impl VfioSys for FakeVfio {
         v.extend(st.cfg.other_devices.iter().cloned());
         Ok(v)
     }
-    fn open_container(&self) -> io::Result<FakeHandle> {
-        if !self.lock().cfg.container_present {
-            return Err(errno(libc::ENOENT));
+    fn open_container(&self) -> std::result::Result<FakeHandle, OpenError> {
+        let st = self.lock();
+        if !st.cfg.container_present {
+            return Err(OpenError::errno(OpenStep::Container, libc::ENOENT));
         }
+        if !st.cfg.type1_iommu {
+            return Err(OpenError {
+                step: OpenStep::Iommu,
+                error: io::Error::other("container doesn't support VfioType1V2 IOMMU"),
+            });
+        }
+        drop(st);
         Ok(self.handle("container"))
     }
-    fn open_group(&self, group: u32) -> io::Result<FakeHandle> {
-        let st = self.lock();
-        if st.cfg.group != Some(group) {
-            return Err(errno(libc::ENOENT));
+    fn open_device(&self, _: &FakeHandle, bdf: &str) -> std::result::Result<FakeHandle, OpenError> {
+        let mut st = self.lock();
+        if st.cfg.group.is_none() {
+            return Err(OpenError {
+                step: OpenStep::Sysfs,
+                error: io::Error::other("invalid file path"),
+            });
         }
         match st.cfg.group_file {
-            GroupFile::Present => {
-                drop(st);
-                Ok(self.handle("group"))
+            GroupFile::Present => {}
+            GroupFile::Missing => return Err(OpenError::errno(OpenStep::Group, libc::ENOENT)),
+            GroupFile::PermissionDenied => {
+                return Err(OpenError::errno(OpenStep::Group, libc::EACCES))
             }
-            GroupFile::Missing => Err(errno(libc::ENOENT)),
-            GroupFile::PermissionDenied => Err(errno(libc::EACCES)),
         }
-    }
-    fn api_version(&self, _: &FakeHandle) -> io::Result<i32> {
-        Ok(VFIO_API_VERSION)
-    }
-    fn check_extension(&self, _: &FakeHandle, ext: u32) -> io::Result<bool> {
-        Ok(self.lock().cfg.type1_iommu && (ext == VFIO_TYPE1_IOMMU || ext == VFIO_TYPE1V2_IOMMU))
-    }
-    fn group_status(&self, _: &FakeHandle) -> io::Result<u32> {
-        Ok(if self.lock().cfg.viable {
-            GROUP_FLAGS_VIABLE
-        } else {
-            0
-        })
-    }
-    fn group_set_container(&self, _: &FakeHandle, _: &FakeHandle) -> io::Result<()> {
-        if !self.lock().cfg.viable {
-            return Err(errno(libc::EPERM));
+        if !st.cfg.viable {
+            return Err(OpenError {
+                step: OpenStep::GroupViable,
+                error: io::Error::other("group is not viable"),
+            });
         }
-        Ok(())
-    }
-    fn set_iommu(&self, _: &FakeHandle, t: u32) -> io::Result<()> {
-        if !self.lock().cfg.type1_iommu {
-            return Err(errno(libc::EINVAL));
+        if bdf != st.cfg.bdf {
+            return Err(OpenError::errno(OpenStep::Device, libc::ENODEV));
         }
-        self.log(format!("set_iommu {t}"));
-        Ok(())
-    }
-    fn group_get_device(&self, _: &FakeHandle, name: &str) -> io::Result<FakeHandle> {
-        if name != self.lock().cfg.bdf {
-            return Err(errno(libc::ENODEV));
-        }
+        st.events.push("attach group".into());
+        drop(st);
         Ok(self.handle("device"))
     }
-    fn device_info(&self, _: &FakeHandle) -> io::Result<DeviceInfo> {
-        Ok(DeviceInfo {
-            flags: DEVICE_FLAGS_PCI | DEVICE_FLAGS_RESET,
-            num_regions: 9,
-            num_irqs: 5,
-        })
-    }
-    fn region_info(&self, _: &FakeHandle, index: u32) -> io::Result<RegionInfo> {
+    fn region_info(&self, _: &FakeHandle, index: u32) -> RegionInfo {
         let st = self.lock();
         let rw = REGION_FLAG_READ | REGION_FLAG_WRITE;
         match index {
-            PCI_BAR0_REGION_INDEX => Ok(RegionInfo {
+            PCI_BAR0_REGION_INDEX => RegionInfo {
                 flags: rw
                     | if st.cfg.bar0_mmap {
                         REGION_FLAG_MMAP
@@ -366,30 +352,29 @@ impl VfioSys for FakeVfio {
                     },
                 size: st.cfg.bar0_len,
                 offset: region_offset(index),
-            }),
-            PCI_CONFIG_REGION_INDEX => Ok(RegionInfo {
+            },
+            PCI_CONFIG_REGION_INDEX => RegionInfo {
                 flags: rw,
                 size: 256,
                 offset: region_offset(index),
-            }),
-            i if i < 9 => Ok(RegionInfo {
+            },
+            i => RegionInfo {
                 flags: 0,
                 size: 0,
-                offset: region_offset(i),
-            }),
-            _ => Err(errno(libc::EINVAL)),
+                offset: if i < 9 { region_offset(i) } else { 0 },
+            },
         }
     }
-    fn irq_info(&self, _: &FakeHandle, index: u32) -> io::Result<IrqInfo> {
+    fn irq_info(&self, _: &FakeHandle, index: u32) -> Option<IrqInfo> {
         let st = self.lock();
         let count = match index {
             PCI_MSIX_IRQ_INDEX => st.cfg.irq_counts[0],
             PCI_MSI_IRQ_INDEX => st.cfg.irq_counts[1],
             PCI_INTX_IRQ_INDEX => st.cfg.irq_counts[2],
             i if i < 5 => 0,
-            _ => return Err(errno(libc::EINVAL)),
+            _ => return None,
         };
-        Ok(IrqInfo {
+        Some(IrqInfo {
             flags: IRQ_INFO_EVENTFD,
             count,
         })
@@ -398,15 +383,11 @@ impl VfioSys for FakeVfio {
         &self,
         _: &FakeHandle,
         index: u32,
-        start: u32,
         fds: &[BorrowedFd<'_>],
     ) -> io::Result<()> {
         let mut st = self.lock();
         if let Some(e) = st.cfg.set_irqs_errno {
             return Err(errno(e));
-        }
-        if start != 0 {
-            return Err(errno(libc::EINVAL));
         }
         let owned = fds
             .iter()
@@ -498,13 +479,13 @@ impl VfioSys for FakeVfio {
         st.events.push(format!("map_dma {iova:#x}+{size:#x}"));
         Ok(())
     }
-    fn unmap_dma(&self, _: &FakeHandle, iova: u64, size: u64) -> io::Result<u64> {
+    fn unmap_dma(&self, _: &FakeHandle, iova: u64, size: u64) -> io::Result<()> {
         let mut st = self.lock();
         match st.dma.get(iova) {
             Some((_, s)) if s == size => {
                 st.dma.remove(iova);
                 st.events.push(format!("unmap_dma {iova:#x}+{size:#x}"));
-                Ok(size)
+                Ok(())
             }
             _ => Err(errno(libc::EINVAL)),
         }
