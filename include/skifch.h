@@ -6,7 +6,7 @@
  * (Klimov, Orlov, Shvorin, "SkifCh: high performance communication interface", 2011).
  *
  * Build and run (from the repository root):
- *   cargo build --release -p skifch-capi -p skifch-drivers
+ *   cargo build --release -p skifch-capi -p skifrun
  *   cc -I include prog.c -L target/release -lskifch -Wl,-rpath,$PWD/target/release -o prog
  *   target/release/skifrun -n 4 -- ./prog
  * Static:

@@ -9,7 +9,7 @@
  *        pingpong   8-byte ping-pong (2 ranks)
  *        barrier    MPI_Barrier x N
  *        allreduce  MPI_Allreduce of one double (MPI_SUM) x N
- * E.g. (workspace root, after `cargo build --release -p skifmpi -p skifch-drivers`):
+ * E.g. (workspace root, after `cargo build --release -p skifmpi -p skifrun`):
  *   mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_loop.c -o /tmp/mpi_loop
  *   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.a /tmp/mpi_loop 20000 self
  *   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.b /tmp/mpi_loop 40000 self

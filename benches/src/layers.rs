@@ -231,7 +231,7 @@ impl Tools {
             Ok(p)
         } else {
             Err(BenchError::Setup(format!(
-                "{} not found: build it with `cargo build --release -p skifch-drivers --bin skifrun`",
+                "{} not found: build it with `cargo build --release -p skifrun`",
                 p.display()
             )))
         }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use skifch_benches::results::{read_csv, Row};
-use skifch_drivers::testing::{c_library_dir, skifrun_exe};
+use skifch_testing::{c_library_dir, skifrun_exe};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -8,7 +8,7 @@
  * segment.
  *
  * Build and run from the repository root (see examples/c/Makefile):
- *   cargo build --release -p skifch-capi -p skifch-drivers
+ *   cargo build --release -p skifch-capi -p skifrun
  *   cc -I include examples/c/hello.c -L target/release -lskifch \
  *      -Wl,-rpath,$PWD/target/release -o hello
  *   target/release/skifrun -n 4 -- ./hello

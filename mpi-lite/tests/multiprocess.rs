@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use skifch_drivers::testing;
+use skifch_testing as testing;
 
 #[test]
 fn ring_example_under_skifrun() {

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use skifch_drivers::testing::{self, have_cc, Outcome, STATIC_LIBS};
+use skifch_testing::{self as testing, have_cc, Outcome, STATIC_LIBS};
 
 /// Each job must finish within this (they take about a second).
 const JOB_TIMEOUT: Duration = Duration::from_secs(60);
@@ -24,9 +24,7 @@ fn crate_dir() -> &'static Path {
 /// The directory holding `libskifshmem.so`/`.a`, built if missing or stale.
 fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        skifch_drivers::testing::c_library_dir(&crate_dir().join("Cargo.toml"), "skifshmem")
-    })
+    DIR.get_or_init(|| skifch_testing::c_library_dir(&crate_dir().join("Cargo.toml"), "skifshmem"))
 }
 
 /// Compiles `tests/c/<name>.c` with skif-oshcc (shared) or cc + the static library.
@@ -247,8 +245,8 @@ fn oshcc_showme_and_missing_library() {
 /// message path, 2 and 4 PEs.
 #[test]
 fn rust_selftest_under_skifrun() {
-    let exe = skifch_drivers::testing::profile_dir().join("examples/selftest");
-    skifch_drivers::testing::cargo_build(
+    let exe = skifch_testing::profile_dir().join("examples/selftest");
+    skifch_testing::cargo_build(
         &crate_dir().join("Cargo.toml"),
         &["--example", "selftest"],
         &exe,

@@ -8,11 +8,14 @@
 //!   seam, over a real card (VFIO), over the device model in-process ([`fpga::model`]), or
 //!   over the device model hosted by `skifrun --driver fpga-model`, one process per torus
 //!   node ([`fpga::remote`]).
-//! * [`launch`] and the `skifrun` binary — the launcher: `skifrun -n N [options] -- program args`
-//!   (options, environment, failure handling and exit statuses are documented there).
+//! * [`launch`] — the launcher behind the `skifrun` binary (crate `skifrun`, which adds only
+//!   the command line): `skifrun -n N [options] -- program args` (options, environment,
+//!   failure handling and exit statuses are documented there).
 //! * [`init`] — joins the job over the driver the launcher chose ([`AnyDriver`]: one
 //!   `match` per call); [`init_concrete`] for code that dispatches once (see [`ConcreteJob`]).
-//! * [`testing`] — helpers for integration tests that run real multi-process jobs.
+//!
+//! The helpers that tests use to run real multi-process jobs are the dev-only crate
+//! `skifch-testing` (they panic; they are not part of this library).
 //!
 //! ## Joining a job
 //! ```no_run
@@ -42,7 +45,6 @@ pub mod fpga;
 pub mod launch;
 pub mod shm;
 pub mod shm_rma;
-pub mod testing;
 
 pub use any::{
     concrete, init, init_concrete, AnyDriver, AnyPort, AnyWaiter, ConcreteJob, FPGA_MODEL,

@@ -1,7 +1,7 @@
 //! The conformance suite on the shm driver, with real processes started by skifrun.
 use std::time::{Duration, Instant};
 
-use skifch_drivers::testing;
+use skifch_testing as testing;
 
 fn run(n: u32, extra: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, Duration) {
     let t0 = Instant::now();

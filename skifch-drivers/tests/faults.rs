@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use skifch_drivers::testing::{example_exe, skifrun_exe, wait_for_pid_file};
+use skifch_testing::{example_exe, skifrun_exe, wait_for_pid_file};
 
 /// Exit status of rank 0 when it saw PeerLost as expected (and in time).
 const SAW_PEER_LOST: i32 = 42;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use skifch_drivers::testing::{example_exe, skifrun_exe, wait_for_pid_file};
+use skifch_testing::{example_exe, skifrun_exe, wait_for_pid_file};
 
 const LIMIT: Duration = Duration::from_secs(60);
 /// Rank 0 of `fault_probe` saw PeerLost in time.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use skifch_drivers::testing::{example_exe, skifrun_exe};
+use skifch_testing::{example_exe, skifrun_exe};
 
 /// Exit status of a probe rank that saw the expected PeerLost.
 const SAW_PEER_LOST: i32 = 42;

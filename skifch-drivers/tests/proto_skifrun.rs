@@ -8,7 +8,7 @@ use skifch::proto::suite;
 use skifch_drivers::fpga::{driver::FpgaConfig, model};
 use std::time::Duration;
 
-use skifch_drivers::testing;
+use skifch_testing as testing;
 
 fn run(n: u32, extra: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
     let mut cmd = testing::skifrun_cmd(n, &["--grace", "2"], &testing::example_exe("proto_suite"));

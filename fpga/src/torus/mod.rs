@@ -5,8 +5,9 @@
 //! * [`config`] — link, router and adapter parameters with their sources.
 //! * [`sim`] — the deterministic discrete-event [`Network`] the behavioural device model
 //!   drives: [`Network::inject`], [`Network::run_until`], link faults, link statistics.
-//! * [`traffic`], [`report`], [`plot`] — the traffic patterns, measurements and outputs of
-//!   the `torus-sim` tool.
+//! * [`traffic`] — the traffic patterns of the `torus-sim` tool (its measurements, plots and
+//!   command line are the `torus-sim` crate, so that the libraries that link this crate
+//!   do not link plotters, hdrhistogram or clap).
 //!
 //! # The model
 //!
@@ -54,8 +55,6 @@
 //! ```
 
 pub mod config;
-pub mod plot;
-pub mod report;
 pub mod sim;
 pub mod topology;
 pub mod traffic;

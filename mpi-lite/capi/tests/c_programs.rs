@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use skifch_drivers::testing::{self, have_cc, Outcome};
+use skifch_testing::{self as testing, have_cc, Outcome};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -25,7 +25,7 @@ fn mpi_root() -> &'static Path {
 fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        skifch_drivers::testing::c_library_dir(
+        skifch_testing::c_library_dir(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
             "skifmpi",
         )

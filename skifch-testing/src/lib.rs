@@ -1,8 +1,9 @@
 //! Helpers for integration tests (of any crate of the workspace) that run real
-//! multi-process jobs through `skifrun`.
+//! multi-process jobs through `skifrun`. A dev-dependency only (`publish = false`): these
+//! helpers panic on failure, which is right for a test and wrong for a shipped library.
 //!
-//! A test binary runs from `target/<profile>/deps/<test>-<hash>`; the launcher and the
-//! examples of this crate live beside it in `target/<profile>/`. Cargo builds them only for
+//! A test binary runs from `target/<profile>/deps/<test>-<hash>`; the launcher (crate
+//! `skifrun`) and the examples of `skifch-drivers` live beside it in `target/<profile>/`. Cargo builds them only for
 //! some invocations (a crate's own binaries for its own integration tests; examples for a
 //! plain `cargo test`), so these helpers run `cargo build` for the wanted target, once per
 //! test process, into the same target directory and profile. That is a quick no-op when the
@@ -10,9 +11,9 @@
 //!
 //! ```no_run
 //! use std::process::Command;
-//! let status = Command::new(skifch_drivers::testing::skifrun_exe())
+//! let status = Command::new(skifch_testing::skifrun_exe())
 //!     .args(["-n", "2", "--"])
-//!     .arg(skifch_drivers::testing::example_exe("launch_probe"))
+//!     .arg(skifch_testing::example_exe("launch_probe"))
 //!     .arg("alltoall")
 //!     .status()
 //!     .unwrap();
@@ -32,22 +33,23 @@ use std::time::{Duration, Instant};
 /// If it cannot be built (the message has cargo's output). Meant for tests only.
 pub fn skifrun_exe() -> PathBuf {
     let exe = profile_dir().join("skifrun");
-    cargo_build(OWN_MANIFEST.as_ref(), &["--bin", "skifrun"], &exe);
+    cargo_build(SKIFRUN_MANIFEST.as_ref(), &["--bin", "skifrun"], &exe);
     exe
 }
 
-/// Path of example `name` of this crate (`skifch-drivers/examples/<name>.rs`) for the
+/// Path of example `name` of `skifch-drivers` (`skifch-drivers/examples/<name>.rs`) for the
 /// running test's profile, built if needed.
 ///
 /// # Panics
 /// As [`skifrun_exe`].
 pub fn example_exe(name: &str) -> PathBuf {
     let exe = profile_dir().join("examples").join(name);
-    cargo_build(OWN_MANIFEST.as_ref(), &["--example", name], &exe);
+    cargo_build(DRIVERS_MANIFEST.as_ref(), &["--example", name], &exe);
     exe
 }
 
-const OWN_MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+const SKIFRUN_MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../skifrun/Cargo.toml");
+const DRIVERS_MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../skifch-drivers/Cargo.toml");
 
 /// `target/<profile>` of the running executable (a test in `deps/`, an example in
 /// `examples/`, or a binary in the profile directory itself).
@@ -209,8 +211,11 @@ pub fn skifrun_cmd(n: u32, opts: &[&str], exe: &Path) -> Command {
 /// How a job ended and what it printed.
 #[derive(Debug)]
 pub struct Outcome {
+    /// How the job ended.
     pub status: ExitStatus,
+    /// Everything it wrote to stdout.
     pub stdout: String,
+    /// Everything it wrote to stderr.
     pub stderr: String,
 }
 

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use fpga::torus::plot::{self, Series};
-use fpga::torus::report::{self, Report, Spec};
 use fpga::torus::traffic::Pattern;
 use fpga::torus::{Config, Dims};
 use fpga::{Error, Result};
+use torus_sim::plot::{self, Series};
+use torus_sim::report::{self, Report, Spec};
 
 /// Simulate the SKIF-Aurora 3D-torus network: message rate, latency and link use of traffic
 /// patterns on tori from 2x2x2 to 16x16x16. Parameter defaults are assumptions close to

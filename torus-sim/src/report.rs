@@ -2,16 +2,16 @@
 
 use hdrhistogram::Histogram;
 
-use super::config::Config;
-use super::sim::{Message, Network};
-use super::topology::{NodeId, Port};
-use super::traffic::Pattern;
-use crate::{Error, Result};
+use fpga::torus::traffic::Pattern;
+use fpga::torus::{Config, Message, Network, NodeId, Port};
+use fpga::{Error, Result};
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spec {
+    /// The network and adapter parameters.
     pub cfg: Config,
+    /// Who sends to whom.
     pub pattern: Pattern,
     /// Payload bytes per message.
     pub size: u32,
@@ -20,14 +20,18 @@ pub struct Spec {
     /// Gap between a sender's messages, ns; 0 = all at time 0 (saturating: the adapters send
     /// as fast as they and the network can, as in MsgRate).
     pub interval_ns: f64,
+    /// Seed of the pattern's random choices (`uniform`).
     pub seed: u64,
 }
 
 /// What a run measured. Rates are in messages per second of simulated time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
+    /// What was run.
     pub spec: Spec,
+    /// Nodes that sent.
     pub senders: usize,
+    /// Messages delivered.
     pub delivered: u64,
     /// Time of the last delivery, ns.
     pub elapsed_ns: f64,
@@ -40,13 +44,19 @@ pub struct Report {
     pub rate_per_sender_min: f64,
     /// Message latency (inject → last packet in host memory), ns.
     pub lat_p50: f64,
+    /// 90th percentile latency, ns.
     pub lat_p90: f64,
+    /// 99th percentile latency, ns.
     pub lat_p99: f64,
+    /// Largest latency, ns.
     pub lat_max: f64,
+    /// Mean hops per message.
     pub mean_hops: f64,
     /// Link busy time / elapsed, mean over all links and the busiest one.
     pub util_mean: f64,
+    /// Utilisation of the busiest link.
     pub util_max: f64,
+    /// The busiest link: node and output port.
     pub busiest: (NodeId, Port),
     /// Offered load per sender, payload bytes/ns (infinite when saturating).
     pub offered: f64,
@@ -58,7 +68,8 @@ pub struct Report {
 ///
 /// # Examples
 /// ```
-/// use fpga::torus::{report, traffic::Pattern, Config, Dims};
+/// use fpga::torus::{traffic::Pattern, Config, Dims};
+/// use torus_sim::report;
 /// let cfg = Config { dims: Dims::new(2, 2, 2).unwrap(), ..Config::default() };
 /// let spec = report::Spec { cfg, pattern: Pattern::Pairs, size: 8, messages: 100,
 ///                           interval_ns: 0.0, seed: 1 };

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::{Error, Result};
+use fpga::{Error, Result};
 
 /// One curve: a label and `(size in bytes, messages per second)` points.
 pub type Series = (String, Vec<(u32, f64)>);
