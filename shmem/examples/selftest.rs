@@ -1,8 +1,7 @@
 //! The library's self-test ([`skifshmem::selftest`]) as a multi-process job over the
-//! default driver: `skifrun -n 4 -- target/debug/examples/selftest` (the shm driver's
-//! RMA; `SKIFSHMEM_RMA=off` for the message path). Exits non-zero on any failure.
+//! default driver: `skifrun -n 4 -- target/debug/examples/selftest` (the driver's RMA
+//! provider, `Job::rma`; `SKIFSHMEM_RMA=off` for the message path). Exits non-zero on any failure.
 
-use skifch::rma::Rma;
 use skifshmem::{Options, World};
 
 fn main() {
@@ -10,8 +9,7 @@ fn main() {
         let job = skifch_drivers::init()?;
         let rma_off = std::env::var("SKIFSHMEM_RMA").is_ok_and(|v| v == "off");
         let opts = Options {
-            rma: (!rma_off)
-                .then(|| Box::new(skifch_drivers::shm_rma::ShmRma::new(&job)) as Box<dyn Rma>),
+            rma: if rma_off { None } else { job.rma() },
             heap_size: 16 << 20,
             globals: None,
             progress_thread: std::env::var("SKIFSHMEM_PROGRESS_THREAD").is_ok_and(|v| v == "1"),

@@ -41,10 +41,12 @@ pub mod heap;
 pub mod msg;
 pub mod selftest;
 mod typed;
+pub mod wait;
 pub mod world;
 
 pub use coll::{ReduceOp, Team};
 pub use typed::{Elem, SymVec};
+pub use wait::{Cmp, Cond, Mode, Var};
 pub use world::{Options, Path, SymAddr, World, SEG_DATA, SEG_HEAP};
 
 /// Errors of the shmem library.

@@ -11,7 +11,7 @@ use memmap2::{MmapOptions, MmapRaw};
 use skifch::coll::ProtoColl;
 use skifch::proto::{Endpoint, Landing, ProgressThread};
 use skifch::mem::copy_mem;
-use skifch::rma::{self, Amo, Rma, Window};
+use skifch::rma::{self, Amo, MappedWindow, Rma, Window};
 use skifch::{Driver, Job, Port};
 
 use crate::heap::Heap;
@@ -45,7 +45,8 @@ impl SymAddr {
 /// How remote accesses are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
-    /// Through the driver's RMA capability (every PE's segments mapped here).
+    /// Through the driver's RMA capability ([`skifch::Job::rma`]: every PE's segments
+    /// mapped here).
     Direct,
     /// As requests served by the target PE ([`crate::msg`]).
     Messages,
@@ -53,8 +54,10 @@ pub enum Path {
 
 /// How to build a [`World`].
 pub struct Options {
-    /// The driver's RMA provider, if it has one and it should be used.
-    pub rma: Option<Box<dyn Rma>>,
+    /// The driver's RMA provider ([`skifch::Job::rma`]), if it has one and it should be
+    /// used; a provider without load/store access to peers ([`skifch::rma::RmaCaps`]) is
+    /// not (the message path serves then).
+    pub rma: Option<Arc<dyn Rma>>,
     /// Symmetric heap bytes per PE.
     pub heap_size: usize,
     /// Also make this process's global variables symmetric (C programs; needs `rma` for
@@ -79,10 +82,9 @@ pub struct World<P: Port> {
     n: u32,
     path: Path,
     segs: Segs,
-    win: [Option<Box<dyn Window>>; 2],
-    /// Every PE's segment base in this process, where the window maps it
-    /// ([`Window::direct`]): the put/get/atomic fast path after the bounds check.
-    mapped: [Vec<usize>; 2],
+    /// Every PE's heap and data segments as mapped here (direct path; empty windows on
+    /// the message path): every direct put, get and atomic goes through them.
+    win: [MappedWindow; 2],
     /// The active-message endpoint (message path, collectives, peer-loss checks), shared
     /// with the progress thread.
     ep: Arc<Mutex<Endpoint<P>>>,
@@ -177,29 +179,37 @@ impl<P: Port + 'static> World<P> {
                 "PE {pe} has a different symmetric heap size or program image than PE {me} (SHMEM_SYMMETRIC_SIZE must be the same on every PE, and every PE must run the same executable)"
             )));
         }
-        let mut win: [Option<Box<dyn Window>>; 2] = [None, None];
+        let mut win = [MappedWindow::empty(me), MappedWindow::empty(me)];
         let mut ok = false;
         if let Some(r) = &opts.rma {
-            let attempt = (|| -> Result<[Box<dyn Window>; 2], Error> {
+            let attempt = (|| -> Result<[MappedWindow; 2], Error> {
+                let caps = r.caps();
+                if !caps.load_store || (opts.globals.is_some() && !caps.share_in_place) {
+                    return Err(Error::BadArgument(format!(
+                        "the {} RMA provider offers {caps:?}; needed: load/store access{}",
+                        r.name(),
+                        if opts.globals.is_some() { " and shared globals" } else { "" }
+                    )));
+                }
                 let hw = rma::expose(r.as_ref(), r.alloc(heap_len)?, &mut exchange)?;
-                let dw: Box<dyn Window> = match opts.globals {
+                let dw = match opts.globals {
                     Some((addr, len)) => {
                         // SAFETY: `globals` is the page-aligned writable data of this
                         // program (shm_rma::data_segment), mapped for the process's life;
                         // init runs before the library starts any thread.
                         let seg = unsafe { r.share_in_place(addr as *mut u8, len)? };
-                        Box::new(rma::expose(r.as_ref(), seg, &mut exchange)?)
+                        rma::expose(r.as_ref(), seg, &mut exchange)?
                     }
-                    None => Box::new(EmptyWindow),
+                    None => MappedWindow::empty(me),
                 };
-                Ok([Box::new(hw), dw])
+                Ok([hw, dw])
             })();
             let why = attempt.as_ref().err().map(ToString::to_string);
             // Every PE uses the same path: direct only if all PEs opened all segments.
             let votes = exchange(&[u8::from(why.is_none())])?;
             ok = votes.iter().all(|v| v == &[1u8]);
             match attempt {
-                Ok(w) if ok => win = w.map(Some),
+                Ok(w) if ok => win = w,
                 _ => {}
             }
             if !ok && std::env::var_os("SKIFSHMEM_VERBOSE").is_some() {
@@ -211,10 +221,7 @@ impl<P: Port + 'static> World<P> {
         }
         let mut heap_mem = None;
         let heap_base = if ok {
-            win[0]
-                .as_ref()
-                .and_then(|w| w.direct(me))
-                .map_or(0, |p| p as usize)
+            win[0].reach(me, 0, 0).map_or(0, |p| p as usize)
         } else {
             // private, lazily backed memory served to peers by messages
             let m = MmapOptions::new()
@@ -238,19 +245,12 @@ impl<P: Port + 'static> World<P> {
         } else {
             None
         };
-        let mapped = [0, 1].map(|s: usize| match &win[s] {
-            Some(w) => (0..n)
-                .map_while(|pe| w.direct(pe).map(|p| p as usize))
-                .collect(),
-            None => Vec::new(),
-        });
         Ok(Arc::new(World {
             me,
             n,
             path: if ok { Path::Direct } else { Path::Messages },
             segs,
             win,
-            mapped,
             ep,
             coll,
             dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
@@ -261,31 +261,6 @@ impl<P: Port + 'static> World<P> {
             progress: Mutex::new(progress),
         }))
     }
-}
-
-/// The data window of a program without shared globals: every access is refused.
-struct EmptyWindow;
-impl Window for EmptyWindow {
-    fn len(&self, _: u32) -> usize {
-        0
-    }
-    fn put(&self, _: u32, _: usize, _: &[u8]) -> skifch::Result<()> {
-        Err(no_globals())
-    }
-    fn get(&self, _: u32, _: usize, _: &mut [u8]) -> skifch::Result<()> {
-        Err(no_globals())
-    }
-    fn amo(&self, _: u32, _: usize, _: usize, _: Amo) -> skifch::Result<u64> {
-        Err(no_globals())
-    }
-    fn quiet(&self) {}
-    fn direct(&self, _: u32) -> Option<*mut u8> {
-        None
-    }
-}
-
-fn no_globals() -> skifch::Error {
-    skifch::Error::InvalidArgument("global variables are not symmetric in this job".into())
 }
 
 impl<P: Port> World<P> {
@@ -342,17 +317,6 @@ impl<P: Port> World<P> {
         })
     }
 
-    /// Where `pe`'s copy of `[addr, addr + len)` (a symmetric range of this PE) is mapped
-    /// in this process, when the direct path reaches it: the put/get fast path of the C
-    /// ABI, one bounds check per segment and no error construction. `None`: not
-    /// symmetric, `pe` out of range, or not mapped (the caller takes the checked path,
-    /// which reports why).
-    #[inline]
-    pub fn direct(&self, pe: u32, addr: usize, len: usize) -> Option<usize> {
-        let (seg, off) = self.seg_of(addr, len)?;
-        self.mapped_at(seg, pe, off)
-    }
-
     /// The segment and offset of local range `[addr, addr + len)`, if symmetric.
     #[inline(always)]
     pub fn seg_of(&self, addr: usize, len: usize) -> Option<(u8, usize)> {
@@ -365,12 +329,13 @@ impl<P: Port> World<P> {
         None
     }
 
-    /// Where offset `off` (of a range [`World::seg_of`] found) of segment `seg` of `pe`
-    /// is mapped here, on the direct path.
+    /// Segment `seg`'s window (`seg` of a range [`World::seg_of`] found, or
+    /// [`SEG_HEAP`]/[`SEG_DATA`]): every PE's copy as mapped here on the direct path,
+    /// reached by [`MappedWindow::reach`] (a bounds check) and copied by
+    /// [`MappedWindow::put_raw`]/[`MappedWindow::get_raw`]; empty on the message path.
     #[inline(always)]
-    pub fn mapped_at(&self, seg: u8, pe: u32, off: usize) -> Option<usize> {
-        let m = self.mapped.get(seg as usize)?;
-        m.get(pe as usize).map(|&base| base + off)
+    pub fn window(&self, seg: u8) -> &MappedWindow {
+        &self.win[usize::from(seg & 1)]
     }
 
     /// The message path's small put in the common case, for the C ABI: `len` bytes from
@@ -427,8 +392,8 @@ impl<P: Port> World<P> {
         if pe == self.me {
             return Some(self.local(a));
         }
-        let w = self.win.get(a.seg as usize)?.as_ref()?;
-        (pe < self.n && a.off < w.len(pe)).then(|| w.direct(pe).map(|b| b as usize + a.off))?
+        let w = self.win.get(a.seg as usize)?;
+        w.reach(pe, a.off, 1).map(|p| p as usize)
     }
 
     /// Copies `src` to `dst` on `pe`. Returns when `src` may be reused; the data is
@@ -438,14 +403,9 @@ impl<P: Port> World<P> {
         if src.is_empty() {
             return Ok(());
         }
-        if let Some(&base) = self.mapped[dst.seg as usize].get(pe as usize) {
-            // SAFETY: `check` bounded the range by this PE's segment length, which every
-            // PE's segment has (compared at init); the window keeps the mapping alive.
-            unsafe { copy_mem(src.as_ptr(), (base + dst.off) as *mut u8, src.len()) };
+        // SAFETY: `src` is a live slice.
+        if unsafe { self.window(dst.seg).put_raw(pe, dst.off, src.as_ptr(), src.len()) } {
             return Ok(());
-        }
-        if let Some(w) = &self.win[dst.seg as usize] {
-            return Ok(w.put(pe, dst.off, src)?);
         }
         if pe == self.me {
             // SAFETY: checked in range of this PE's live segment.
@@ -497,13 +457,9 @@ impl<P: Port> World<P> {
         if dst.is_empty() {
             return Ok(());
         }
-        if let Some(&base) = self.mapped[src.seg as usize].get(pe as usize) {
-            // SAFETY: as in `put`.
-            unsafe { copy_mem((base + src.off) as *const u8, dst.as_mut_ptr(), dst.len()) };
+        // SAFETY: `dst` is a live, exclusively borrowed slice.
+        if unsafe { self.window(src.seg).get_raw(pe, src.off, dst.as_mut_ptr(), dst.len()) } {
             return Ok(());
-        }
-        if let Some(w) = &self.win[src.seg as usize] {
-            return Ok(w.get(pe, src.off, dst)?);
         }
         if pe == self.me {
             // SAFETY: checked in range of this PE's live segment.
@@ -548,13 +504,8 @@ impl<P: Port> World<P> {
                 a.off
             )));
         }
-        if let Some(&base) = self.mapped[a.seg as usize].get(pe as usize) {
-            // SAFETY: bounded by `check`, aligned (the segment bases are page-aligned and
-            // `off` is a multiple of `width`); shared locations are accessed only
-            // atomically or by raw copies.
-            return Ok(unsafe { rma::amo_at((base + a.off) as *mut u8, width, op) });
-        }
-        if let Some(w) = &self.win[a.seg as usize] {
+        let w = self.window(a.seg);
+        if w.reach(pe, a.off, width).is_some() {
             return Ok(w.amo(pe, a.off, width, op)?);
         }
         if pe == self.me {
@@ -583,7 +534,7 @@ impl<P: Port> World<P> {
     pub fn quiet(&self) -> Result<(), Error> {
         match self.path {
             Path::Direct => {
-                for w in self.win.iter().flatten() {
+                for w in &self.win {
                     w.quiet();
                 }
                 Ok(())
@@ -639,21 +590,21 @@ impl<P: Port> World<P> {
         width: usize,
         mut cond: impl FnMut(u64) -> bool,
     ) -> Result<u64, Error> {
-        let mut spins = 0u32;
+        let mut b = crate::wait::backoff();
         loop {
             let v = self.load_local(addr, width);
             if cond(v) {
                 return Ok(v);
             }
-            if self.path == Path::Messages || spins % 256 == 255 {
+            if self.path == Path::Messages || b.polls() % 256 == 255 {
                 self.flush_all()?;
                 // Keep spinning (no yield) while requests are flowing in.
                 if self.ep().poll()? > 0 {
-                    spins = 0;
+                    b.reset();
                     continue;
                 }
             }
-            backoff(&mut spins);
+            b.snooze();
         }
     }
 
@@ -748,15 +699,5 @@ impl<P: Port> World<P> {
             t.stop()?;
         }
         Ok(())
-    }
-}
-
-/// Spin, then yield (2 vCPUs are often shared by more processes than that).
-fn backoff(spins: &mut u32) {
-    *spins = spins.wrapping_add(1);
-    if *spins < 200 {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
     }
 }

@@ -1,8 +1,8 @@
 //! The Rust API on the in-process job (ranks as threads), on both access paths: the
-//! direct path through `skifch::rma::LocalRma` and the message path (no RMA).
+//! direct path through the job's RMA provider (`Job::rma`: `skifch::rma::LocalRma`) and
+//! the message path (no RMA).
 
 use skifch::local::{self, LocalJob};
-use skifch::rma::LocalRma;
 use skifshmem::{Options, Path, SymVec, World};
 
 fn world(
@@ -11,7 +11,7 @@ fn world(
     progress_thread: bool,
 ) -> std::sync::Arc<World<<skifch::local::LocalDriver as skifch::Driver>::Port>> {
     let opts = Options {
-        rma: direct.then(|| Box::new(LocalRma::new(job)) as Box<dyn skifch::rma::Rma>),
+        rma: if direct { job.rma() } else { None },
         heap_size: 8 << 20,
         globals: None,
         progress_thread,

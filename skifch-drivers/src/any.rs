@@ -96,6 +96,9 @@ impl Driver for AnyDriver {
     fn max_message(&self) -> usize {
         each!(self, d => d.max_message())
     }
+    fn rma(self: &Arc<Self>) -> Option<Arc<dyn skifch::rma::Rma>> {
+        each!(&**self, d => d.rma())
+    }
 }
 
 // SAFETY: every call forwards to the wrapped port, whose own `Port` promise (obligation 5)

@@ -85,6 +85,11 @@ unsafe impl Region for MemfdRegion {
     fn len(&self) -> usize {
         self.map.len()
     }
+    /// Every rank maps this memfd, so every rank is a process of this host: memfd
+    /// segments mapped by all ranks ([`crate::shm_rma`]).
+    fn rma(&self, rank: u32, size: u32) -> Option<Arc<dyn skifch::rma::Rma>> {
+        Some(Arc::new(crate::shm_rma::ShmRma::new(rank, size)))
+    }
 }
 
 /// The shm driver: a rank's attachment to the job's segment.

@@ -25,8 +25,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 
 use memmap2::MmapRaw;
-use skifch::rma::{PeerMapping, Rma, Segment};
-use skifch::{Driver, Error, Job, Result};
+use skifch::rma::{PeerMapping, Rma, RmaCaps, Segment};
+use skifch::{Error, Result};
 
 /// The shm RMA provider of one rank. Only for jobs whose ranks are processes of this
 /// host (the shm driver); each peer segment is checked by inode, so a rank elsewhere is
@@ -37,12 +37,11 @@ pub struct ShmRma {
 }
 
 impl ShmRma {
-    /// The provider for `job`'s rank (any job whose ranks are processes of one host).
-    pub fn new<D: Driver>(job: &Job<D>) -> Self {
-        ShmRma {
-            rank: job.rank(),
-            size: job.size(),
-        }
+    /// The provider of rank `rank` of `size` (ranks that are processes of one host). The
+    /// shm driver offers it through [`skifch::Driver::rma`]; libraries get it from
+    /// [`skifch::Job::rma`], never by building it.
+    pub fn new(rank: u32, size: u32) -> Self {
+        ShmRma { rank, size }
     }
 }
 
@@ -83,6 +82,12 @@ impl Rma for ShmRma {
     }
     fn size(&self) -> u32 {
         self.size
+    }
+    fn caps(&self) -> RmaCaps {
+        RmaCaps {
+            load_store: true,
+            share_in_place: true,
+        }
     }
 
     fn alloc(&self, len: usize) -> Result<Segment> {

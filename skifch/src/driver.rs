@@ -114,6 +114,15 @@ pub trait Driver: Send + Sync + 'static {
     fn open_port(self: &Arc<Self>, port: u32) -> Result<Self::Port>;
     /// The largest message a port of this job can ever receive.
     fn max_message(&self) -> usize;
+    /// The driver's remote memory access provider ([`crate::rma`]), if it can reach a
+    /// peer's memory without the peer's CPU: the one discovery call of every library that
+    /// puts, gets or runs atomics (skifshmem; MPI windows, ARMCI, GASNet next). What the
+    /// provider offers is in [`crate::rma::Rma::caps`]; libraries never look at
+    /// [`Driver::name`]. `None` (the default): no RMA, libraries use active messages.
+    /// A driver that wraps another (tracer, fault injector) forwards this call.
+    fn rma(self: &Arc<Self>) -> Option<Arc<dyn crate::rma::Rma>> {
+        None
+    }
 }
 
 /// One open channel: the three calls of the spec, in raw form.

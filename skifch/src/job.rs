@@ -51,6 +51,11 @@ impl<D: Driver> Job<D> {
     pub fn driver_name(&self) -> &'static str {
         self.drv.name()
     }
+    /// The driver's remote memory access provider, if any ([`Driver::rma`]; how libraries
+    /// use it: [`crate::rma`]). Each call returns a fresh handle on the same capability.
+    pub fn rma(&self) -> Option<Arc<dyn crate::rma::Rma>> {
+        self.drv.rma()
+    }
     /// The driver.
     pub fn driver(&self) -> &Arc<D> {
         &self.drv

@@ -1,8 +1,32 @@
 //! Remote memory access as an **optional** driver capability (ARCHITECTURE "Higher
-//! libraries"). The core [`crate::Driver`] trait does not depend on this module: a driver
-//! that can reach a peer's memory without the peer's CPU (the shm driver by mapping it, the
-//! FPGA adapter by DMA) offers an [`Rma`] provider beside its job; libraries use it when it
-//! is there and fall back to active messages over a channel when it is not.
+//! libraries"). A driver that can reach a peer's memory without the peer's CPU (the shm
+//! driver by mapping it, the in-process job on the heap, later the FPGA adapter by DMA)
+//! offers an [`Rma`] provider through [`crate::Driver::rma`]; libraries use it when it is
+//! there and fall back to active messages over a channel when it is not.
+//!
+//! ## Discovery: one call, for every library
+//! A library (skifshmem today; MPI windows, ARMCI, GASNet next) asks the job and reads the
+//! provider's [`RmaCaps`], never the driver's name:
+//! ```
+//! use skifch::rma::{self, Window};
+//! # fn lib<D: skifch::Driver>(job: &skifch::Job<D>,
+//! #     exchange: &mut rma::Exchange<'_>) -> skifch::Result<()> {
+//! match job.rma() {
+//!     // peers' memory is mapped here: puts are copies, atomics CPU atomics
+//!     Some(r) if r.caps().load_store => {
+//!         let win = rma::expose(r.as_ref(), r.alloc(1 << 20)?, exchange)?;
+//!         win.put(0, 64, b"hello")?;
+//!         win.quiet();
+//!     }
+//!     // no RMA (or not load/store): the library's active-message path
+//!     _ => {}
+//! }
+//! # Ok(()) }
+//! ```
+//! A library's hot path keeps the [`MappedWindow`] (not `dyn Window`) and calls its inlined
+//! accessors ([`MappedWindow::reach`], [`MappedWindow::put_raw`], [`MappedWindow::get_raw`]):
+//! a bounds check and a copy, no dynamic call, no lock. Drivers: return the provider from
+//! `Driver::rma` (the default is `None`); a wrapping driver forwards the call.
 //!
 //! ## Model
 //! 1. Each rank obtains a [`Segment`] of its own memory: fresh memory from [`Rma::alloc`]
@@ -38,6 +62,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::mem::{copy_mem, copy_small};
 use crate::{Error, Result};
 
 /// An atomic memory operation on a 4- or 8-byte integer; [`Window::amo`] returns the value
@@ -170,19 +195,33 @@ impl PeerMapping {
     }
 }
 
-/// The capability: a driver's way of making one rank's memory reachable by the others.
+/// What an [`Rma`] provider offers: the facts a library chooses its path by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmaCaps {
+    /// Every peer's segment is mapped in this process: [`expose`] gives a [`MappedWindow`]
+    /// whose accesses are loads, stores and CPU atomics (and `shmem_ptr` works). Only such
+    /// providers exist today; a DMA-only provider will say `false`.
+    pub load_store: bool,
+    /// [`Rma::share_in_place`] works (a program's global variables can be exposed).
+    pub share_in_place: bool,
+}
+
+/// The capability: a driver's way of making one rank's memory reachable by the others
+/// (obtained from [`crate::Job::rma`]).
 pub trait Rma: Send + Sync {
-    /// The provider's name (`shm`, `local`, …).
+    /// The provider's name (`shm`, `local`, …), for messages only: choose by [`Rma::caps`].
     fn name(&self) -> &'static str;
     /// This rank.
     fn rank(&self) -> u32;
     /// Ranks in the job.
     fn size(&self) -> u32;
+    /// What this provider offers.
+    fn caps(&self) -> RmaCaps;
     /// Fresh zeroed memory of `len` bytes that can be exposed (lazily backed).
     fn alloc(&self, len: usize) -> Result<Segment>;
     /// Makes the existing pages `addr..addr+len` exposable, keeping their contents (the shm
     /// provider moves them onto shared memory with the same address). Providers that cannot
-    /// return [`Error::Unsupported`].
+    /// return [`Error::InvalidArgument`] (see [`RmaCaps::share_in_place`]).
     ///
     /// # Safety
     /// `addr` and `len` must be page-aligned and the pages mapped read-write for the rest
@@ -200,6 +239,15 @@ pub trait Rma: Send + Sync {
 /// peer's segment (not necessarily once the peers have opened this one: a library
 /// synchronizes before its first remote access).
 pub fn expose(rma: &dyn Rma, seg: Segment, exchange: &mut Exchange<'_>) -> Result<MappedWindow> {
+    if !rma.caps().load_store {
+        return Err(Error::InvalidArgument(
+            format!(
+                "the {} RMA provider does not map peers' memory",
+                rma.name()
+            )
+            .into(),
+        ));
+    }
     let mut token = (seg.len as u64).to_le_bytes().to_vec();
     token.extend_from_slice(&seg.token);
     let all = exchange(&token)?;
@@ -244,7 +292,7 @@ pub fn expose(rma: &dyn Rma, seg: Segment, exchange: &mut Exchange<'_>) -> Resul
     Ok(MappedWindow {
         bases,
         rank: rma.rank(),
-        _own: seg,
+        _own: Some(seg),
         _peers: maps,
     })
 }
@@ -268,11 +316,14 @@ pub trait Window: Send + Sync {
     fn direct(&self, rank: u32) -> Option<*mut u8>;
 }
 
-/// A window whose segments are all mapped in this process (shm driver, in-process job).
+/// A window whose segments are all mapped in this process (shm driver, in-process job):
+/// the one implementation of direct put, get and atomics. Libraries keep the concrete type
+/// on their hot paths and call the inlined accessors ([`MappedWindow::reach`],
+/// [`MappedWindow::put_raw`], [`MappedWindow::get_raw`]); [`Window`] wraps them with errors.
 pub struct MappedWindow {
     bases: Vec<(*mut u8, usize)>,
     rank: u32,
-    _own: Segment,
+    _own: Option<Segment>,
     _peers: Vec<PeerMapping>,
 }
 
@@ -283,31 +334,102 @@ unsafe impl Send for MappedWindow {}
 unsafe impl Sync for MappedWindow {}
 
 impl MappedWindow {
+    /// A window without segments (every access is out of reach): a library's stand-in for
+    /// a segment it did not expose, so its fast path needs no `Option`.
+    pub fn empty(rank: u32) -> Self {
+        MappedWindow {
+            bases: Vec::new(),
+            rank,
+            _own: None,
+            _peers: Vec::new(),
+        }
+    }
+
     /// This rank.
     pub fn rank(&self) -> u32 {
         self.rank
     }
 
-    /// The address of `off..off+len` in `rank`'s segment, checked.
+    /// The fast accessor: where `off..off+len` of `rank`'s segment is mapped in this
+    /// process; `None` if `rank` is out of range or the range leaves the segment. A bounds
+    /// check and an addition (no call, no error value).
+    #[inline(always)]
+    pub fn reach(&self, rank: u32, off: usize, len: usize) -> Option<*mut u8> {
+        let &(base, size) = self.bases.get(rank as usize)?;
+        (off <= size && len <= size - off).then(|| base.wrapping_add(off))
+    }
+
+    /// Copies `len` bytes from `src` to `rank`'s segment at `off`, if [`MappedWindow::reach`]
+    /// reaches it (true); false: nothing was copied.
+    ///
+    /// # Safety
+    /// `src..src+len` is readable.
+    #[inline(always)]
+    pub unsafe fn put_raw(&self, rank: u32, off: usize, src: *const u8, len: usize) -> bool {
+        match self.reach(rank, off, len) {
+            Some(dst) => {
+                // SAFETY: `reach` bounded `dst..dst+len` by a live mapping; the caller
+                // vouches for the source.
+                unsafe { copy(src, dst, len) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Copies `len` bytes from `rank`'s segment at `off` to `dst`, if reached (true).
+    ///
+    /// # Safety
+    /// `dst..dst+len` is writable and not referenced by Rust code meanwhile.
+    #[inline(always)]
+    pub unsafe fn get_raw(&self, rank: u32, off: usize, dst: *mut u8, len: usize) -> bool {
+        match self.reach(rank, off, len) {
+            Some(src) => {
+                // SAFETY: as in `put_raw`, with the roles swapped.
+                unsafe { copy(src, dst, len) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The address of `off..off+len` in `rank`'s segment, or the error saying why not.
     fn at(&self, rank: u32, off: usize, len: usize) -> Result<*mut u8> {
-        let Some(&(base, size)) = self.bases.get(rank as usize) else {
+        if let Some(p) = self.reach(rank, off, len) {
+            return Ok(p);
+        }
+        let Some(&(_, size)) = self.bases.get(rank as usize) else {
             return Err(Error::InvalidArgument(
                 format!(
-                    "rank {rank} is out of range (the job has {} ranks)",
+                    "rank {rank} is out of range (the window has {} ranks)",
                     self.bases.len()
                 )
                 .into(),
             ));
         };
-        match off.checked_add(len) {
-            Some(end) if end <= size => Ok(base.wrapping_add(off)),
-            _ => Err(Error::InvalidArgument(
-                format!(
-                    "remote access of {len} bytes at offset {off} is outside rank {rank}'s {size}-byte segment"
-                )
-                .into(),
-            )),
-        }
+        Err(Error::InvalidArgument(
+            format!(
+                "remote access of {len} bytes at offset {off} is outside rank {rank}'s {size}-byte segment"
+            )
+            .into(),
+        ))
+    }
+}
+
+/// The copy of a direct put or get: no call for 4 to 16 bytes ([`copy_small`] loads both
+/// words before storing, so overlap is fine), else [`copy_mem`] (`memmove`: a rank may put
+/// to itself from an overlapping buffer).
+///
+/// # Safety
+/// As [`std::ptr::copy`].
+#[inline(always)]
+unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    if n.wrapping_sub(4) <= 12 {
+        // SAFETY: 4..=16 bytes, the caller's ranges; overlap-safe as said above.
+        unsafe { copy_small(src, dst, n) }
+    } else {
+        // SAFETY: forwards the caller's contract.
+        unsafe { copy_mem(src, dst, n) }
     }
 }
 
@@ -319,16 +441,16 @@ impl Window for MappedWindow {
     fn put(&self, rank: u32, off: usize, src: &[u8]) -> Result<()> {
         let dst = self.at(rank, off, src.len())?;
         // SAFETY: `at` checked that dst..dst+len lies in a live mapping; `src` is a local
-        // buffer that may overlap the destination only if the caller puts to itself, hence
-        // `copy` (memmove) rather than copy_nonoverlapping.
-        unsafe { std::ptr::copy(src.as_ptr(), dst, src.len()) };
+        // buffer that may overlap the destination only if the caller puts to itself
+        // (`copy` is a memmove).
+        unsafe { copy(src.as_ptr(), dst, src.len()) };
         Ok(())
     }
 
     fn get(&self, rank: u32, off: usize, dst: &mut [u8]) -> Result<()> {
         let src = self.at(rank, off, dst.len())?;
         // SAFETY: as in `put`, with the roles swapped.
-        unsafe { std::ptr::copy(src, dst.as_mut_ptr(), dst.len()) };
+        unsafe { copy(src, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 
@@ -441,12 +563,10 @@ pub struct LocalRma {
 }
 
 impl LocalRma {
-    /// The provider for `job`'s rank.
-    pub fn new<D: crate::Driver>(job: &crate::Job<D>) -> Self {
-        LocalRma {
-            rank: job.rank(),
-            size: job.size(),
-        }
+    /// The provider of rank `rank` of `size` in a job whose ranks are threads of this
+    /// process (any in-process driver returns it from [`crate::Driver::rma`]).
+    pub fn new(rank: u32, size: u32) -> Self {
+        LocalRma { rank, size }
     }
 }
 
@@ -468,6 +588,12 @@ impl Rma for LocalRma {
     }
     fn size(&self) -> u32 {
         self.size
+    }
+    fn caps(&self) -> RmaCaps {
+        RmaCaps {
+            load_store: true,
+            share_in_place: false,
+        }
     }
     fn alloc(&self, len: usize) -> Result<Segment> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -551,7 +677,9 @@ mod tests {
     #[test]
     fn local_window_put_get_amo_bounds() {
         let out = local::run(3, |job| {
-            let rma = LocalRma::new(&job);
+            let rma = job.rma().expect("the in-process job offers RMA");
+            assert!(rma.caps().load_store);
+            let rma = rma.as_ref();
             let ch = job.open(2)?;
             let me = job.rank();
             let n = job.size();
@@ -567,7 +695,7 @@ mod tests {
                 }
                 Ok(all)
             };
-            let w = expose(&rma, rma.alloc(4096)?, &mut ex)?;
+            let w = expose(rma, rma.alloc(4096)?, &mut ex)?;
             let mut b = crate::coll::Barrier::new(me, n);
             let bch = job.open(1)?;
             b.wait(&bch)?;

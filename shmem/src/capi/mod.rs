@@ -21,7 +21,6 @@ use skifch_drivers::{DefaultJob, DefaultPort};
 use crate::coll::{Num, ReduceOp, Team};
 use crate::world::{parse_size, Options, SymAddr, World, DEFAULT_HEAP};
 use crate::{fatal, Error};
-use skifch::mem::copy_mem;
 
 type W = World<DefaultPort>;
 
@@ -106,12 +105,10 @@ fn do_init(call: &str, requested: c_int) -> c_int {
         }),
         Err(_) => DEFAULT_HEAP,
     };
-    // The memfd mappings of shm_rma need every rank on this host: the shm driver's case.
-    // Other drivers (the FPGA adapter model) use the message path until they offer RMA.
-    let rma_off = std::env::var("SKIFSHMEM_RMA").is_ok_and(|v| v == "off" || v == "0")
-        || job.driver_name() != "shm";
-    let rma: Option<Box<dyn skifch::rma::Rma>> = (!rma_off)
-        .then(|| Box::new(skifch_drivers::shm_rma::ShmRma::new(&job)) as Box<dyn skifch::rma::Rma>);
+    // The driver says whether it offers remote memory access (skifch::rma); a driver
+    // without it (the FPGA adapter today) gets the message path. SKIFSHMEM_RMA=off forces it.
+    let rma_off = std::env::var("SKIFSHMEM_RMA").is_ok_and(|v| v == "off" || v == "0");
+    let rma = if rma_off { None } else { job.rma() };
     let globals = skifch_drivers::shm_rma::data_segment();
     let progress_thread =
         std::env::var("SKIFSHMEM_PROGRESS_THREAD").is_ok_and(|v| v == "1" || v == "on");
@@ -419,10 +416,8 @@ unsafe fn put_default(call: *const c_char, d: *mut c_void, s: *const c_void, n: 
         // SAFETY: as in `st`.
         let w = unsafe { &(*st).world };
         if let Some((seg, off)) = w.seg_of(d as usize, n) {
-            if let Some(at) = w.mapped_at(seg, pe as u32, off) {
-                // SAFETY: `seg_of` bounded `at..at + n` by the target's mapped segment;
-                // the caller passes `n` readable bytes at `s` (OpenSHMEM put contract).
-                unsafe { copy_mem(s.cast::<u8>(), at as *mut u8, n) };
+            // SAFETY: the caller passes `n` readable bytes at `s` (OpenSHMEM put contract).
+            if unsafe { w.window(seg).put_raw(pe as u32, off, s.cast(), n) } {
                 return;
             }
             // SAFETY: forwards the caller's contract.
@@ -497,16 +492,25 @@ unsafe fn rma_checked(
     }
 }
 
-/// The direct path's put/get in one step: where `pe`'s copy of the symmetric range
-/// `[p, p + len)` is mapped here (default context only). `None`: take the checked path.
+/// The direct path's get in one step (default context only): true if `pe`'s copy of
+/// the symmetric range `[src, src + len)` is mapped here and was copied to `dest`.
+/// False: take the checked path.
+///
+/// # Safety
+/// `dest..dest + len` is writable.
 #[inline(always)]
-fn direct(ctx: usize, pe: c_int, p: *const c_void, len: usize) -> Option<usize> {
+unsafe fn get_direct(ctx: usize, pe: c_int, dest: *mut c_void, src: *const c_void, len: usize) -> bool {
     let st = STATE.load(Ordering::Acquire);
     if st.is_null() || ctx != 1 || pe < 0 {
-        return None;
+        return false;
     }
     // SAFETY: as in `st`.
-    unsafe { &(*st).world }.direct(pe as u32, p as usize, len)
+    let w = unsafe { &(*st).world };
+    match w.seg_of(src as usize, len) {
+        // SAFETY: the caller's contract.
+        Some((seg, off)) => unsafe { w.window(seg).get_raw(pe as u32, off, dest.cast(), len) },
+        None => false,
+    }
 }
 
 /// The checks of every RMA call without building the call's name: the state, the
@@ -551,10 +555,8 @@ pub unsafe extern "C" fn skifshmem_get(
     bytes: usize,
     pe: c_int,
 ) {
-    if let Some(s) = direct(ctx, pe, src, bytes) {
-        // SAFETY: `direct` bounded `s..s + bytes` by the source PE's mapped segment; the
-        // caller passes `bytes` writable bytes at `dest`.
-        unsafe { copy_mem(s as *const u8, dest.cast::<u8>(), bytes) };
+    // SAFETY: the caller passes `bytes` writable bytes at `dest`.
+    if unsafe { get_direct(ctx, pe, dest, src, bytes) } {
         return;
     }
     // SAFETY: forwards the caller's contract.
@@ -825,28 +827,11 @@ pub extern "C" fn shmem_ctx_quiet(ctx: usize) {
     shmem_quiet();
 }
 
-/// Comparison codes of shmem.h (`SHMEM_CMP_EQ` 0, NE 1, GT 2, LE 3, LT 4, GE 5).
+/// Comparison codes of shmem.h ([`crate::Cmp::from_code`]).
 fn cmp(call: &str, c: c_int, v: u64, val: u64, width: usize, signed: bool) -> bool {
-    use std::cmp::Ordering as O;
-    let o = if signed {
-        let sh = 64 - 8 * width as u32;
-        (((v << sh) as i64) >> sh).cmp(&(((val << sh) as i64) >> sh))
-    } else {
-        let m = if width >= 8 {
-            u64::MAX
-        } else {
-            (1u64 << (8 * width)) - 1
-        };
-        (v & m).cmp(&(val & m))
-    };
-    match c {
-        0 => o == O::Equal,
-        1 => o != O::Equal,
-        2 => o == O::Greater,
-        3 => o != O::Greater,
-        4 => o == O::Less,
-        5 => o != O::Less,
-        _ => fatal(call, &Error::BadArgument(format!("comparison code {c}"))),
+    match crate::Cmp::from_code(c) {
+        Some(c) => c.holds(v, val, width, signed),
+        None => fatal(call, &Error::BadArgument(format!("comparison code {c}"))),
     }
 }
 

@@ -101,6 +101,11 @@ pub const MAX_SLEEP: Duration = Duration::from_millis(250);
 pub unsafe trait Region: Send + Sync + 'static {
     fn as_ptr(&self) -> *mut u8;
     fn len(&self) -> usize;
+    /// The RMA provider of rank `rank` of `size` whose job lives in this region
+    /// ([`Driver::rma`] of [`RingDriver`]); `None` by default.
+    fn rma(&self, _rank: u32, _size: u32) -> Option<Arc<dyn crate::rma::Rma>> {
+        None
+    }
 }
 
 /// Zeroed heap memory for the in-process job (and Miri).
@@ -147,6 +152,10 @@ unsafe impl Region for HeapRegion {
     }
     fn len(&self) -> usize {
         self.layout.size()
+    }
+    /// Ranks are threads of this process: heap segments ([`crate::rma::LocalRma`]).
+    fn rma(&self, rank: u32, size: u32) -> Option<Arc<dyn crate::rma::Rma>> {
+        Some(Arc::new(crate::rma::LocalRma::new(rank, size)))
     }
 }
 
@@ -620,6 +629,9 @@ impl<R: Region> Driver for RingDriver<R> {
     }
     fn max_message(&self) -> usize {
         self.fab.lay.max_message()
+    }
+    fn rma(self: &Arc<Self>) -> Option<Arc<dyn crate::rma::Rma>> {
+        self.fab.region.rma(self.rank, self.size())
     }
 }
 
