@@ -92,11 +92,21 @@
 //! follows; then `CTRL.RESET`, and only then is DMA memory unmapped.
 //!
 //! # Files
-//! [`bringup`] (bring-up, one named step per register group), [`tx`] (descriptor and
-//! staging rings), [`rx`] (RX queues: completions, lazy publishing), [`credits`] (credit
-//! flow control and port-state notices on the credit queue), [`port`] (the [`Port`]: send,
-//! receive, RecvComp), [`waiter`] (interrupt sleeps); this file holds the driver's state,
+//! `bringup.rs` (bring-up, one named step per register group), `tx.rs` (descriptor and
+//! staging rings), `rx.rs` (RX queues: completions, lazy publishing), `credits.rs` (credit
+//! flow control and port-state notices on the credit queue), `port.rs` (the [`Port`]: send,
+//! receive, RecvComp), `waiter.rs` (interrupt sleeps); `mod.rs` holds the driver's state,
 //! its health checks and shutdown.
+//!
+//! [`Port`]: skifch::driver::Port
+//! [`Waiter`]: skifch::driver::Waiter
+//! [`Port::complete`]: skifch::driver::Port::complete
+//! [`SendMode::Prefix`]: skifch::driver::SendMode::Prefix
+//! [`desc::INLINE_MAX`]: fpga::desc::INLINE_MAX
+//! [`desc::MAX_MSG`]: fpga::desc::MAX_MSG
+//! [`RxCompletion::validate`]: fpga::desc::RxCompletion::validate
+//! [`RxExpect`]: fpga::desc::RxExpect
+//! [`DmaBuffer::cpu_slice`]: super::hw::DmaBuffer::cpu_slice
 
 mod bringup;
 mod credits;
@@ -167,7 +177,7 @@ pub struct FpgaConfig {
     pub ready_timeout: Duration,
     /// Longest wait for the torus links after `ENABLE`.
     pub link_timeout: Duration,
-    /// Longest single interrupt wait of a [`Waiter`] (sleeps are re-armed by the caller).
+    /// Longest single interrupt wait of a [`Waiter`](skifch::driver::Waiter) (sleeps are re-armed by the caller).
     pub irq_slice: Duration,
     /// Software credit flow control (needs `CAPS.HW_DEMUX` and a spare RX queue): see the
     /// module docs, "Credits". Off, a full receiver blocks its senders' whole TX ring.

@@ -37,6 +37,8 @@ impl IrqState {
 /// sleeps). One sleeper at a time waits on the interrupt itself and wakes the others;
 /// every sleep is bounded by [`FpgaConfig::irq_slice`], after which the device's health is
 /// checked. Without interrupt vectors, sleeps are short naps.
+///
+/// [`FpgaConfig::irq_slice`]: super::FpgaConfig::irq_slice
 pub struct FpgaWaiter<H: Hw + Send + Sync + 'static> {
     pub(super) drv: Arc<FpgaDriver<H>>,
 }
