@@ -37,14 +37,19 @@
 
 mod capi;
 pub mod coll;
+pub mod ctx;
 pub mod heap;
+pub mod lock;
 pub mod msg;
 pub mod selftest;
+pub mod signal;
+pub mod team;
 mod typed;
 pub mod wait;
 pub mod world;
 
 pub use coll::{ReduceOp, Team};
+pub use signal::SignalOp;
 pub use typed::{Elem, SymVec};
 pub use wait::{Cmp, Cond, Mode, Var};
 pub use world::{Options, Path, SymAddr, World, SEG_DATA, SEG_HEAP};

@@ -1,7 +1,8 @@
 //! A self-test of the library's one-sided and collective properties on a live job (the
 //! shape of [`skifch::conformance`]): every PE calls [`run`] on its [`World`]; it checks
 //! put/get (small and larger than one message), atomics under contention, flag-after-data
-//! ordering, collectives on the world and a strided team, and that bad input is an error.
+//! ordering, locks, signals and wait sets, team splits, collectives on the world and a
+//! strided team, and that bad input is an error.
 //! Used by the in-process tests on both paths and by `examples/selftest.rs` under
 //! `skifrun` (the shm driver's RMA, or messages with `SKIFSHMEM_RMA=off`).
 //!
@@ -149,6 +150,73 @@ pub fn run<P: Port>(w: &World<P>) -> Result<(), Error> {
         dst.get(w, 0, &mut r[..1], me)?;
         ensure_eq!(r[0], evens.size() as i32);
     }
+    w.barrier_all()?;
+
+    // locks: every PE increments PE 0's counter inside the lock, non-atomically
+    let lock = SymVec::<i64>::new(w, 2)?;
+    for _ in 0..5 {
+        w.set_lock(lock.addr(0))?;
+        let mut cur = [0i64];
+        lock.get(w, 1, &mut cur, 0)?;
+        lock.put(w, 1, &[cur[0] + 1], 0)?;
+        w.clear_lock(lock.addr(0))?;
+    }
+    ensure!(w.clear_lock(lock.addr(0)).is_err()); // not held
+    w.barrier_all()?;
+    if me == 0 {
+        ensure_eq!(lock.read(w, 1)?, 5 * i64::from(n));
+        ensure!(w.try_lock(lock.addr(0))?);
+        ensure!(w.set_lock(lock.addr(0)).is_err()); // already held
+        w.clear_lock(lock.addr(0))?;
+    }
+    w.barrier_all()?;
+
+    // signals and wait sets: each PE signals its right neighbour's word `me`
+    let sig = SymVec::<u64>::new(w, n as usize)?;
+    w.put_signal(
+        right,
+        v.addr(200),
+        &(u64::from(me) + 7).to_le_bytes(),
+        sig.addr(me as usize),
+        2,
+        crate::SignalOp::Set,
+    )?;
+    w.signal(right, sig.addr(me as usize), 1, crate::SignalOp::Add)?;
+    let base = crate::Var::new(w.local(sig.addr(0)), 8, false)?;
+    let set: Vec<crate::Cond> = (0..n as usize)
+        .map(|i| crate::Cond {
+            key: i,
+            var: base.at(i),
+            value: 3,
+        })
+        .collect();
+    let hit = w.wait_set(&set, crate::Cmp::Eq, crate::Mode::Any, true)?;
+    ensure_eq!(hit, Some(vec![left as usize]));
+    v.get(w, 200, &mut x, me)?;
+    ensure_eq!(x[0], u64::from(left) + 7);
+    let none = w.wait_set(
+        &set[me as usize..=me as usize],
+        crate::Cmp::Eq,
+        crate::Mode::All,
+        false,
+    )?;
+    ensure!(n > 1 && none.is_none() || n == 1);
+    ensure_eq!(
+        w.wait_set(&[], crate::Cmp::Eq, crate::Mode::Some, false)?,
+        Some(vec![])
+    );
+    w.barrier_all()?;
+
+    // a team split: the odd PEs, then their translation to the world
+    let world = Team::world(n);
+    let odd = w.team_split_strided(&world, 1, 2, (n / 2) as i32)?;
+    ensure_eq!(odd.is_some(), me % 2 == 1 && n > 1);
+    if let Some(t) = &odd {
+        ensure_eq!(w.team_my_pe(t), Some(me as usize / 2));
+        ensure_eq!(t.translate(0, &world), Some(1));
+        w.team_sync(t)?;
+    }
+    ensure!(w.team_split_strided(&world, 0, 1, n as i32 + 1).is_err());
     w.barrier_all()?;
 
     // bad input is an error, not an access

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use memmap2::{MmapOptions, MmapRaw};
 use skifch::coll::ProtoColl;
-use skifch::proto::{Endpoint, Landing, ProgressThread};
 use skifch::mem::copy_mem;
+use skifch::proto::{Endpoint, Landing, ProgressThread};
 use skifch::rma::{self, Amo, MappedWindow, Rma, Window};
 use skifch::{Driver, Job, Port};
 
@@ -188,7 +188,11 @@ impl<P: Port + 'static> World<P> {
                     return Err(Error::BadArgument(format!(
                         "the {} RMA provider offers {caps:?}; needed: load/store access{}",
                         r.name(),
-                        if opts.globals.is_some() { " and shared globals" } else { "" }
+                        if opts.globals.is_some() {
+                            " and shared globals"
+                        } else {
+                            ""
+                        }
                     )));
                 }
                 let hw = rma::expose(r.as_ref(), r.alloc(heap_len)?, &mut exchange)?;
@@ -404,7 +408,10 @@ impl<P: Port> World<P> {
             return Ok(());
         }
         // SAFETY: `src` is a live slice.
-        if unsafe { self.window(dst.seg).put_raw(pe, dst.off, src.as_ptr(), src.len()) } {
+        if unsafe {
+            self.window(dst.seg)
+                .put_raw(pe, dst.off, src.as_ptr(), src.len())
+        } {
             return Ok(());
         }
         if pe == self.me {
@@ -458,7 +465,10 @@ impl<P: Port> World<P> {
             return Ok(());
         }
         // SAFETY: `dst` is a live, exclusively borrowed slice.
-        if unsafe { self.window(src.seg).get_raw(pe, src.off, dst.as_mut_ptr(), dst.len()) } {
+        if unsafe {
+            self.window(src.seg)
+                .get_raw(pe, src.off, dst.as_mut_ptr(), dst.len())
+        } {
             return Ok(());
         }
         if pe == self.me {

@@ -241,11 +241,7 @@ pub trait Rma: Send + Sync {
 pub fn expose(rma: &dyn Rma, seg: Segment, exchange: &mut Exchange<'_>) -> Result<MappedWindow> {
     if !rma.caps().load_store {
         return Err(Error::InvalidArgument(
-            format!(
-                "the {} RMA provider does not map peers' memory",
-                rma.name()
-            )
-            .into(),
+            format!("the {} RMA provider does not map peers' memory", rma.name()).into(),
         ));
     }
     let mut token = (seg.len as u64).to_le_bytes().to_vec();

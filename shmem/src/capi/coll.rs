@@ -1,0 +1,380 @@
+//! Collectives (OpenSHMEM 1.5 §9.9–9.10) over a team or a legacy active set; the
+//! algorithms are [`crate::coll`]'s.
+#![allow(unsafe_code)] // the C ABI: raw pointers from C
+#![allow(clippy::missing_safety_doc)] // documented in shmem.h and the OpenSHMEM standard
+
+use std::ffi::{c_char, c_int, c_long, c_void};
+
+use super::{fatal, name, ok, sym, team, w, Error};
+use crate::coll::{Num, ReduceOp, Team};
+
+#[no_mangle]
+pub extern "C" fn shmem_barrier_all() {
+    let call = "shmem_barrier_all";
+    ok(call, w(call).barrier_all());
+}
+#[no_mangle]
+pub extern "C" fn shmem_sync_all() {
+    let call = "shmem_sync_all";
+    ok(call, w(call).barrier_all());
+}
+
+fn active(call: &str, start: c_int, log: c_int, size: c_int) -> Team {
+    let n = w(call).n_pes();
+    ok(call, Team::active_set(n, start, log, size))
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_barrier(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
+    let call = "shmem_barrier";
+    let t = active(call, start, log, size);
+    ok(call, w(call).barrier(&t.members));
+}
+#[no_mangle]
+pub extern "C" fn shmem_sync(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
+    let call = "shmem_sync";
+    let t = active(call, start, log, size);
+    ok(call, w(call).barrier(&t.members));
+}
+
+/// Team (`t` ≠ 0) or active-set (`t` = 0, `start/log/size`) of a collective.
+fn coll_team(call: &str, t: usize, start: c_int, log: c_int, size: c_int) -> Option<Team> {
+    let tm = if t != 0 {
+        team(call, t)
+    } else {
+        active(call, start, log, size)
+    };
+    tm.index_of(w(call).my_pe()).map(|_| tm)
+}
+
+/// Collective kinds of `skifshmem_coll`: 0 broadcast, 1 collect, 2 fcollect, 3 alltoall,
+/// 4 alltoalls. `t` = 0 selects the legacy active set (then broadcast leaves the root's
+/// `dest` alone, as the legacy calls do). Sizes are in bytes except for `alltoalls`
+/// (strides and `nelems` in elements of `elem` bytes). Returns 0, or −1 for
+/// `SHMEM_TEAM_INVALID`.
+#[no_mangle]
+pub unsafe extern "C" fn skifshmem_coll(
+    call: *const c_char,
+    kind: c_int,
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    root: c_int,
+    dst: isize,
+    sst: isize,
+    elem: usize,
+    start: c_int,
+    log: c_int,
+    size: c_int,
+) -> c_int {
+    // SAFETY: see `name`.
+    let call = unsafe { name(call) };
+    let Some(tm) = coll_team(call, t, start, log, size) else {
+        if t != 0 {
+            return -1;
+        }
+        fatal(
+            call,
+            &Error::BadArgument("this PE is not in the active set".into()),
+        );
+    };
+    let w = w(call);
+    let n = tm.size();
+    let r = match kind {
+        0 => {
+            if root < 0 || root as usize >= n {
+                fatal(
+                    call,
+                    &Error::BadArgument(format!("root {root} of a {n}-PE team")),
+                );
+            }
+            w.broadcast(
+                &tm,
+                sym(call, dest, bytes),
+                sym(call, src, bytes),
+                bytes,
+                root as usize,
+                t != 0,
+            )
+        }
+        1 => w.collect(&tm, sym(call, dest, 1), sym(call, src, bytes), bytes),
+        2 => w.collect(
+            &tm,
+            sym(call, dest, bytes * n),
+            sym(call, src, bytes),
+            bytes,
+        ),
+        3 => w.alltoall(
+            &tm,
+            sym(call, dest, bytes * n),
+            sym(call, src, bytes * n),
+            bytes,
+        ),
+        4 => {
+            if dst < 1 || sst < 1 {
+                fatal(
+                    call,
+                    &Error::BadArgument(format!("strides {dst} and {sst} must be ≥ 1")),
+                );
+            }
+            let (d, s) = (dst as usize, sst as usize);
+            let span = |st: usize| ((n * bytes).saturating_sub(1) * st + 1) * elem;
+            w.alltoalls(
+                &tm,
+                sym(call, dest, span(d)),
+                sym(call, src, span(s)),
+                d,
+                s,
+                bytes,
+                elem,
+            )
+        }
+        k => fatal(call, &Error::BadArgument(format!("collective kind {k}"))),
+    };
+    ok(call, r);
+    0
+}
+
+fn num(call: &str, code: c_int) -> Num {
+    match code {
+        1 | 2 | 4 | 8 => Num::I(code as usize),
+        11 | 12 | 14 | 18 => Num::U(code as usize - 10),
+        20 => Num::F32,
+        21 => Num::F64,
+        30 => Num::C32,
+        31 => Num::C64,
+        _ => fatal(
+            call,
+            &Error::NotImplemented("this reduction type (long double)"),
+        ),
+    }
+}
+
+fn rop(call: &str, code: c_int) -> ReduceOp {
+    match code {
+        0 => ReduceOp::And,
+        1 => ReduceOp::Or,
+        2 => ReduceOp::Xor,
+        3 => ReduceOp::Min,
+        4 => ReduceOp::Max,
+        5 => ReduceOp::Sum,
+        6 => ReduceOp::Prod,
+        _ => fatal(
+            call,
+            &Error::BadArgument(format!("reduction operator {code}")),
+        ),
+    }
+}
+
+/// Reductions: team form (`t` ≠ 0) or legacy `_to_all` (`t` = 0 and the active set).
+/// `ty`: shmem.h's `SKIF_T_*` codes; `op`: `SKIF_OP_*`. Returns 0, or −1 for an invalid team.
+#[no_mangle]
+pub unsafe extern "C" fn skifshmem_reduce(
+    call: *const c_char,
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    nreduce: usize,
+    ty: c_int,
+    op: c_int,
+    start: c_int,
+    log: c_int,
+    size: c_int,
+) -> c_int {
+    // SAFETY: see `name`.
+    let call = unsafe { name(call) };
+    let ty = num(call, ty);
+    let op = rop(call, op);
+    let Some(tm) = coll_team(call, t, start, log, size) else {
+        if t != 0 {
+            return -1;
+        }
+        fatal(
+            call,
+            &Error::BadArgument("this PE is not in the active set".into()),
+        );
+    };
+    let bytes = nreduce * ty.size();
+    let w = w(call);
+    ok(
+        call,
+        w.reduce(
+            &tm,
+            sym(call, dest, bytes),
+            sym(call, src, bytes),
+            nreduce,
+            ty,
+            op,
+        ),
+    );
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shmem_broadcastmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    root: c_int,
+) -> c_int {
+    // SAFETY: forwards the caller's contract.
+    unsafe {
+        skifshmem_coll(
+            c"shmem_broadcastmem".as_ptr(),
+            0,
+            t,
+            dest,
+            src,
+            n,
+            root,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
+}
+#[no_mangle]
+pub unsafe extern "C" fn shmem_collectmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> c_int {
+    // SAFETY: forwards the caller's contract.
+    unsafe {
+        skifshmem_coll(
+            c"shmem_collectmem".as_ptr(),
+            1,
+            t,
+            dest,
+            src,
+            n,
+            0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
+}
+#[no_mangle]
+pub unsafe extern "C" fn shmem_fcollectmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> c_int {
+    // SAFETY: forwards the caller's contract.
+    unsafe {
+        skifshmem_coll(
+            c"shmem_fcollectmem".as_ptr(),
+            2,
+            t,
+            dest,
+            src,
+            n,
+            0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
+}
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoallmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> c_int {
+    // SAFETY: forwards the caller's contract.
+    unsafe {
+        skifshmem_coll(
+            c"shmem_alltoallmem".as_ptr(),
+            3,
+            t,
+            dest,
+            src,
+            n,
+            0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
+}
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoallsmem(
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    dst: isize,
+    sst: isize,
+    n: usize,
+) -> c_int {
+    // SAFETY: forwards the caller's contract.
+    unsafe {
+        skifshmem_coll(
+            c"shmem_alltoallsmem".as_ptr(),
+            4,
+            t,
+            dest,
+            src,
+            n,
+            0,
+            dst,
+            sst,
+            1,
+            0,
+            0,
+            0,
+        )
+    }
+}
+
+macro_rules! legacy {
+    ($($bc:ident $col:ident $fcol:ident $a2a:ident $a2as:ident $b:expr;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $bc(dest: *mut c_void, src: *const c_void, n: usize, root: c_int, start: c_int, log: c_int, size: c_int, _p: *mut c_long) {
+            // SAFETY: forwards the caller's contract.
+            unsafe { skifshmem_coll(concat!(stringify!($bc), "\0").as_ptr().cast(), 0, 0, dest, src, n * $b, root, 0, 0, $b, start, log, size) };
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $col(dest: *mut c_void, src: *const c_void, n: usize, start: c_int, log: c_int, size: c_int, _p: *mut c_long) {
+            // SAFETY: forwards the caller's contract.
+            unsafe { skifshmem_coll(concat!(stringify!($col), "\0").as_ptr().cast(), 1, 0, dest, src, n * $b, 0, 0, 0, $b, start, log, size) };
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $fcol(dest: *mut c_void, src: *const c_void, n: usize, start: c_int, log: c_int, size: c_int, _p: *mut c_long) {
+            // SAFETY: forwards the caller's contract.
+            unsafe { skifshmem_coll(concat!(stringify!($fcol), "\0").as_ptr().cast(), 2, 0, dest, src, n * $b, 0, 0, 0, $b, start, log, size) };
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $a2a(dest: *mut c_void, src: *const c_void, n: usize, start: c_int, log: c_int, size: c_int, _p: *mut c_long) {
+            // SAFETY: forwards the caller's contract.
+            unsafe { skifshmem_coll(concat!(stringify!($a2a), "\0").as_ptr().cast(), 3, 0, dest, src, n * $b, 0, 0, 0, $b, start, log, size) };
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $a2as(dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, n: usize, start: c_int, log: c_int, size: c_int, _p: *mut c_long) {
+            // SAFETY: forwards the caller's contract.
+            unsafe { skifshmem_coll(concat!(stringify!($a2as), "\0").as_ptr().cast(), 4, 0, dest, src, n, 0, dst, sst, $b, start, log, size) };
+        }
+    )*};
+}
+legacy! {
+    shmem_broadcast32 shmem_collect32 shmem_fcollect32 shmem_alltoall32 shmem_alltoalls32 4;
+    shmem_broadcast64 shmem_collect64 shmem_fcollect64 shmem_alltoall64 shmem_alltoalls64 8;
+}
