@@ -3,8 +3,10 @@
 #   1. cargo test --workspace: unit, doc and integration tests, including real multi-process
 #      jobs through skifrun (conformance suite on shm, launcher, faults, C programs compiled
 #      with cc against include/skifch.h and run under skifrun);
-#   2. Miri on the ring transport and the channel layer (small counts);
-#   3. loom model of the lane protocol and the wake-up protocol.
+#   2. Miri on the shm lanes (skifch-drivers: ring_props, corrupt, conformance_local) and
+#      on the core crate (channel layer, loopback job, proto) with small counts;
+#   3. loom model of the lane code itself: publication, wrap, back-pressure, lazy tail
+#      publication and the wake-up protocol (skifch-drivers tests/loom_lane.rs).
 # Steps 2-3 need the nightly toolchain with miri (rustup component add --toolchain nightly
 # miri rust-src); without it they are reported as SKIPPED and the script still fails if
 # anything that ran failed. Set SKIP_MIRI=1 / SKIP_LOOM=1 to leave them out on purpose.
@@ -18,22 +20,23 @@ cargo test --workspace --no-fail-fast
 
 if [ "${SKIP_MIRI:-0}" != 1 ]; then
     if cargo +nightly miri --version >/dev/null 2>&1; then
-        step "Miri: skifch ring + channel tests"
+        step "Miri: shm lanes + core crate tests"
         # Weak-memory emulation is off: a lane word is a record header (atomic) in one lap
         # and payload (plain copy) in another, and Miri's store-buffer emulation panics on
         # that mix (an internal error, rust-lang/miri#5185). Data races, bounds and UB are
         # still checked; the weak-memory behaviour of the protocol is loom's job (step 3).
-        MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation -Zmiri-disable-weak-memory-emulation}" \
-            cargo +nightly miri test -p skifch --lib --test ring_props --test corrupt --test conformance_local
+        export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation -Zmiri-disable-weak-memory-emulation}"
+        cargo +nightly miri test -p skifch-drivers --test ring_props --test corrupt --test conformance_local
+        cargo +nightly miri test -p skifch --lib
     else
         step "Miri SKIPPED: run 'rustup component add --toolchain nightly miri rust-src' to enable it"
     fi
 fi
 
 if [ "${SKIP_LOOM:-0}" != 1 ]; then
-    step "loom: lane + wake-up protocol model"
+    step "loom: the lane code and its wake-up protocol"
     RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-        cargo test --release -p skifch --test loom_lane
+        cargo test --release -p skifch-drivers --test loom_lane
 fi
 
 step "all tests passed"

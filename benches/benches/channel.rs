@@ -1,5 +1,5 @@
 //! Criterion micro-benchmarks of single channel operations, on one thread of an in-process
-//! job (`skifch::local::job`), so they need no launcher:
+//! job (`skifch_drivers::inproc::job`), so they need no launcher:
 //!
 //! * `send/<size>` — `Channel::send_whole` into a lane that the same thread drains (the
 //!   draining is not timed);
@@ -19,8 +19,8 @@ use std::io::IoSlice;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Bencher, BenchmarkId, Criterion, Throughput};
-use skifch::local::LocalDriver;
-use skifch::ring::Params;
+use skifch_drivers::inproc::InprocDriver;
+use skifch_drivers::shm::Params;
 use skifch::{Channel, Driver, Error, NetAddr};
 use skifch_benches::check::pattern;
 use skifch_benches::mpsc_ring;
@@ -28,11 +28,11 @@ use skifch_benches::mpsc_ring;
 const SIZES: [usize; 3] = [8, 64, 2048];
 const LANE: usize = 64 << 10;
 
-type LocalChannel = Channel<<LocalDriver as Driver>::Port>;
+type LocalChannel = Channel<<InprocDriver as Driver>::Port>;
 
 /// A one-rank job whose port 0 sends to itself (the lane from port 0 to port 0).
 fn self_channel() -> (LocalChannel, NetAddr) {
-    let jobs = skifch::local::job(Params {
+    let jobs = skifch_drivers::inproc::job(Params {
         nranks: 1,
         nports: 1,
         lane_bytes: LANE,

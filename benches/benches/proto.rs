@@ -18,13 +18,13 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use skifch::proto::{Am, Endpoint};
-use skifch::ring::Params;
+use skifch_drivers::shm::Params;
 use skifch::WaitPolicy;
 
 const SIZES: [usize; 2] = [8, 256];
 
-fn job() -> skifch::local::LocalJob {
-    skifch::local::job(Params {
+fn job() -> skifch_drivers::inproc::InprocJob {
+    skifch_drivers::inproc::job(Params {
         nranks: 1,
         nports: 1,
         lane_bytes: 64 << 10,

@@ -3,7 +3,7 @@
 //! * `msgrate` (binary) — the paper's MsgRate test and friends over a real job (shm driver,
 //!   two processes started through the launcher), CSV + table + SVG; see [`msgrate`].
 //! * `ringcmp` (binary) — the two ring designs measured with one harness: [`mpsc_ring`]
-//!   (one multi-producer ring per receiver) against [`skifch::ring`] (one single-producer
+//!   (one multi-producer ring per receiver) against [`skifch_drivers::shm::lane`] (one single-producer
 //!   lane per sender/receiver pair).
 //! * `msgrate --with mpi-lite,shmem --peers-run` — the combined run: raw channels, the
 //!   libraries on them and the peers in one CSV, table and plot; see [`layers`].

@@ -1,8 +1,8 @@
-//! Ring design (A), measured against the lane design of [`skifch::ring`] by `ringcmp`:
+//! Ring design (A), measured against the lane design of [`skifch_drivers::shm::lane`] by `ringcmp`:
 //! **one multi-producer ring per receiving channel**.
 //!
 //! The record format is the lanes' (8-byte header, payload padded to 8 and, above 2 KiB,
-//! to the next line, see [`skifch::ring::layout::record_size`]; a payload may wrap the ring
+//! to the next line, see [`skifch_drivers::shm::layout::record_size`]; a payload may wrap the ring
 //! end and is then handed out as two segments); what differs is how producers share the
 //! ring:
 //!
@@ -43,7 +43,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use skifch::ring::layout::{
+use skifch_drivers::shm::layout::{
     decode_rec, encode_rec, max_message, record_size, MAX_LANE, MIN_LANE, REC_HDR, TERM,
 };
 

@@ -175,7 +175,7 @@ const CMD_LEN: usize = 24;
 /// # Collective Operation
 /// Every rank of the job calls it with the same `cfg`; it needs ≥ 2 ranks and ≥ 3 ports.
 /// On an error the caller should mark this rank lost before it drops `job` (e.g.
-/// `job.driver().fabric().mark_lost(rank)`, or exit without finalizing), so that the peers
+/// `job.driver().fabric().ctl().mark_lost(rank)`, or exit without finalizing), so that the peers
 /// stop at once instead of waiting for it.
 pub fn run_rank<D: Driver>(job: &Job<D>, cfg: &Config) -> Result<Option<Report>> {
     let (me, n) = (job.rank(), job.size());
@@ -781,8 +781,8 @@ mod tests {
     use super::*;
     use crate::check::pattern;
     use crate::measure::Stat;
-    use skifch::local;
-    use skifch::ring::Params;
+    use skifch_drivers::inproc as local;
+    use skifch_drivers::shm::Params;
 
     fn quick(tests: &str, sizes: &[usize]) -> Config {
         Config {
@@ -896,10 +896,10 @@ mod tests {
         assert!(!table(&ours, &[]).contains("rawring"));
     }
 
-    type LocalPort = <local::LocalDriver as Driver>::Port;
+    type LocalPort = <local::InprocDriver as Driver>::Port;
 
     /// Two ranks in one process, one port each, 4 KiB lanes: the jobs and the two channels.
-    fn pair() -> (Vec<local::LocalJob>, Channel<LocalPort>, Channel<LocalPort>) {
+    fn pair() -> (Vec<local::InprocJob>, Channel<LocalPort>, Channel<LocalPort>) {
         let jobs = local::job(Params {
             nranks: 2,
             nports: 1,

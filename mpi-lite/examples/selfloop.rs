@@ -13,7 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::args()
         .nth(1)
         .map_or(Ok(1_000_000), |s| s.parse())?;
-    let job = skifch::local::job(skifch::ring::Params {
+    let job = skifch::local::job(skifch::local::Params {
         nranks: 1,
         nports: 4,
         lane_bytes: 256 << 10,

@@ -215,7 +215,7 @@ fn collectives_from_rust() {
 
 #[test]
 fn non_overtaking_across_protocols_with_small_lanes() {
-    let params = skifch::ring::Params {
+    let params = skifch::local::Params {
         nranks: 2,
         nports: 4,
         lane_bytes: 4096,

@@ -57,7 +57,7 @@ pub fn init() -> Result<()> {
     }
     let job = skifch_drivers::init()?;
     let (rank, size) = (job.rank(), job.size());
-    // Ranks are < MAX_RANKS (4096), so both fit an `int`.
+    // Ranks are at most `skifch_drivers::shm::MAX_RANKS` (1024), so both fit an `int`.
     RANK.store(rank as i32, Ordering::Release);
     SIZE.store(size as i32, Ordering::Release);
     st.job = Some(job);

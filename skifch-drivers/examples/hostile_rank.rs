@@ -78,7 +78,7 @@ fn attacker() -> Result<(), String> {
     #[allow(unsafe_code)]
     let tail = unsafe { std::sync::atomic::AtomicU32::from_ptr(map.as_mut_ptr().add(0x80).cast()) };
     tail.fetch_add(10_000, std::sync::atomic::Ordering::Release);
-    skifch::ring::sys::futex_wake_all(tail);
+    skifch_drivers::sys::futex_wake_all(tail);
     println!("hostile: queue broken");
     // Leaving now would mark this rank lost (it never joined) and fail rank 0's calls
     // with PeerLost; stay until rank 0 is done.

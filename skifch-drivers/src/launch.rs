@@ -14,7 +14,7 @@
 //! ## Options
 //! | option | default | meaning |
 //! | --- | --- | --- |
-//! | `-n N` | required | number of ranks (1..=4096) |
+//! | `-n N` | required | number of ranks (1..=1024, `shm::MAX_RANKS`) |
 //! | `--wait P` | `SKIFCH_WAIT`, else `fixed` | waiting policy of the ranks' blocking calls ([`WaitPolicy`]) |
 //! | `--grace S` | 3 | seconds that survivors get to exit on their own after a failure or after SIGTERM |
 //! | `--ports P` | `SKIFCH_PORTS`, else 4 | ports per rank |
@@ -81,7 +81,8 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use skifch::ring::{rank_state, Fabric, Layout, Params};
+use crate::jobctl::rank_state;
+use crate::shm::{Fabric, Layout, Params};
 use skifch::{Error, Result, WaitPolicy};
 
 use crate::shm::MemfdRegion;
@@ -244,7 +245,7 @@ impl LaunchOptions {
             let p = Params {
                 nranks: self.nranks,
                 nports: 1,
-                lane_bytes: skifch::ring::layout::MIN_LANE,
+                lane_bytes: crate::shm::layout::MIN_LANE,
             };
             Layout::new(p)?;
             return Ok(p);
@@ -621,7 +622,7 @@ impl<'a> Watch<'a> {
     }
 
     fn mark_lost(&self, rank: u32) {
-        if self.fab.mark_lost(rank) {
+        if self.fab.ctl().mark_lost(rank) {
             if let Some(m) = self.model {
                 m.wake_all();
             }
@@ -735,7 +736,7 @@ impl<'a> Watch<'a> {
             // Its adapter's traffic must not back up into the torus now.
             let _ = m.machine().host_gone(rank as u16);
         }
-        let state = self.fab.rank_state(rank);
+        let state = self.fab.ctl().rank_state(rank);
         let finalized = state == rank_state::FINALIZED;
         let joined = state != rank_state::STARTING;
         if !finalized {

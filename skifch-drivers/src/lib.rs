@@ -3,7 +3,13 @@
 //! * [`shm`] — the shared-memory emulator, the default driver: every rank of a node maps
 //!   one memory segment (an anonymous `memfd`, inherited from the launcher, so nothing is
 //!   ever left in `/dev/shm`); a sender copies straight into the receiver's lane and the
-//!   receiver reads in place (the lane transport of [`skifch::ring`]).
+//!   receiver reads in place (the lanes: [`shm::lane`]). [`inproc`] runs the same lanes
+//!   in one process, ranks as threads, on heap memory.
+//! * [`jobctl`] — the job-control block every driver shares with the launcher (rank
+//!   states, lost ranks, channel states and wake words), at the start of the job segment.
+//! * [`sys`] — the futex and membarrier syscalls, swapped as a whole for Miri and loom;
+//!   the segment's atomics go through a shim (`sync`: std's, or loom's under `--cfg loom`)
+//!   so that the loom model runs the lane code itself.
 //! * [`fpga`] — the FPGA/PCIe 3D-torus adapter driver, written once against a hardware
 //!   seam, over a real card (VFIO), over the device model in-process ([`fpga::model`]), or
 //!   over the device model hosted by `skifrun --driver fpga-model`, one process per torus
@@ -40,21 +46,35 @@
 //! See [`shm`] for the two designs measured and the numbers behind the choice.
 #![deny(unsafe_code)]
 
+// Under `--cfg loom` only the lanes and what they need are built (the model's scope).
+#[cfg(not(loom))]
 pub mod any;
+#[cfg(not(loom))]
 pub mod fpga;
+pub mod inproc;
+pub mod jobctl;
+#[cfg(not(loom))]
 pub mod launch;
 pub mod shm;
+#[cfg(not(loom))]
 pub mod shm_rma;
+mod sync;
+pub mod sys;
 
+#[cfg(not(loom))]
 pub use any::{
     concrete, init, init_concrete, AnyDriver, AnyPort, AnyWaiter, ConcreteJob, FPGA_MODEL,
 };
+#[cfg(not(loom))]
 pub use fpga::remote::{RemoteDriver, RemoteJob};
+#[cfg(not(loom))]
 pub use shm::{ShmDriver, ShmJob};
 
+#[cfg(not(loom))]
 /// The job type [`init`] returns: a job over the driver the launcher chose
 /// ([`AnyDriver`]). Libraries with a C ABI (mpi-lite, shmem, the SkifCh C ABI) name this
 /// instead of a concrete driver.
 pub type DefaultJob = skifch::Job<AnyDriver>;
+#[cfg(not(loom))]
 /// The port type of [`DefaultJob`]'s channels.
 pub type DefaultPort = AnyPort;

@@ -6,7 +6,7 @@ use std::fmt;
 ///
 /// Encoding (fixed, part of the C ABI): the high 16 bits are the rank, the low 16 bits the
 /// port. So a job has at most 65 535 ranks and a process at most 65 535 ports; a driver
-/// may support fewer ports (the shm driver: [`crate::ring::MAX_PORTS`]).
+/// may support fewer ports (the shm driver: `skifch_drivers::shm::MAX_PORTS`).
 ///
 /// # Examples
 /// ```

@@ -12,8 +12,9 @@
 //! * [`Job`] — rank, size, opening ports ([`NetAddr`] = rank ≪ 16 | port).
 //! * [`driver`] — the hardware boundary: [`Driver`], [`Port`], [`Waiter`]. A new
 //!   interconnect implements these and passes [`conformance`].
-//! * [`ring`] — the lane transport shared by the shm driver (crate `skifch-drivers`) and
-//!   the in-process job ([`local`]): single-producer lanes, validated shared state.
+//! * [`local`] — an in-process loopback job (ranks as threads over a small safe driver)
+//!   for doctests, tests and examples; the transports themselves (the shm lanes, the FPGA
+//!   adapter) are in crate `skifch-drivers`.
 //! * [`proto`] — active messages over one channel (inline header + payload, handlers,
 //!   request/reply, chunked long transfers, progress engine): the protocol layer of the
 //!   higher libraries.
@@ -21,8 +22,11 @@
 //!   reductions, gather/scatter, all-to-all, scans) and the reduction kernels, written
 //!   once for every library; plus a barrier straight over a channel (MsgRate, conformance).
 //!
-//! Unsafe code lives only in [`ring`] (shared memory, syscalls) and [`channel`] (turning
-//! driver pointers into borrows); the rest of the crate denies it.
+//! Unsafe code lives only in [`channel`] (turning driver pointers into borrows), [`mem`]
+//! (the copies), [`rma`] (windows on peers' memory) and [`proto`]'s landing buffers (its
+//! one write through a caller's pointer), plus the declaration of the unsafe [`Port`]
+//! contract and the loopback driver's `unsafe impl` of it (no unsafe operation); the rest
+//! of the crate denies it.
 #![deny(unsafe_code)]
 #![allow(clippy::len_without_is_empty)]
 
@@ -37,7 +41,6 @@ pub mod local;
 pub mod mem;
 pub mod ports;
 pub mod proto;
-pub mod ring;
 pub mod rma;
 pub mod wait;
 

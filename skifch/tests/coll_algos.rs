@@ -6,7 +6,7 @@ use skifch::coll::ops::fold;
 use skifch::coll::{self, DType, Kernel, Op, ProtoColl, ProtoGroup, Reducer, Transport};
 use skifch::local::{self, LocalJob};
 use skifch::proto::Endpoint;
-use skifch::ring::Params;
+use skifch::local::Params;
 use skifch::{Error, Result};
 
 const PORT: u32 = 1;

@@ -6,7 +6,7 @@ use skifch::coll::ops::fold;
 use skifch::coll::{self, DType, Kernel, Op, ProtoColl, Transport};
 use skifch::local;
 use skifch::proto::Endpoint;
-use skifch::ring::Params;
+use skifch::local::Params;
 use skifch::Result;
 
 const TYPES: [DType; 10] = [

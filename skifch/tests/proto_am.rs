@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use skifch::local::{self, LocalJob};
 use skifch::proto::{Am, Endpoint, Landing, Phase, ProgressThread};
-use skifch::ring::Params;
+use skifch::local::Params;
 use skifch::{Error, Port, Result};
 
 const PORT: u32 = 1;

@@ -40,7 +40,7 @@ enum Driver {
 )]
 struct Cli {
     /// Number of ranks
-    #[arg(short = 'n', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=skifch::ring::MAX_RANKS as i64))]
+    #[arg(short = 'n', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=skifch_drivers::shm::MAX_RANKS as i64))]
     nranks: u32,
     /// Waiting policy of blocking calls: spin, fixed, fixed:MICROSECONDS, block [default: SKIFCH_WAIT or fixed]
     #[arg(long, value_name = "POLICY", value_parser = parse_wait)]

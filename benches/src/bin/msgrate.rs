@@ -17,7 +17,7 @@ use std::process::exit;
 use std::sync::Arc;
 
 use clap::Parser;
-use skifch::ring::Params;
+use skifch_drivers::shm::Params;
 use skifch_benches::measure::MeasureArgs;
 use skifch_benches::msgrate::{parse_tests, run_rank, table, Config, Gate, Report};
 use skifch_benches::results::{read_csv, write_csv, Row};
@@ -194,7 +194,7 @@ fn run_job(args: &Args, cfg: &Config) -> Option<Report> {
             Ok(rep) => rep,
             Err(e) => {
                 // Lost, not finalized: the peers stop at once instead of waiting for us.
-                job.driver().fabric().mark_lost(job.rank());
+                job.driver().fabric().ctl().mark_lost(job.rank());
                 fail(&format!("rank {}", job.rank()), e)
             }
         },
@@ -212,9 +212,9 @@ fn run_job(args: &Args, cfg: &Config) -> Option<Report> {
 fn run_local(args: &Args, cfg: Config) -> Option<Report> {
     let params = Params::from_env(args.ranks).unwrap_or_else(|e| fail("setup", e.into()));
     let cfg = Arc::new(cfg);
-    let out = skifch::local::run_with(params, move |job| {
+    let out = skifch_drivers::inproc::run_with(params, move |job| {
         Ok(run_rank(&job, &cfg).inspect_err(|_| {
-            job.driver().fabric().mark_lost(job.rank());
+            job.driver().fabric().ctl().mark_lost(job.rank());
         }))
     })
     .unwrap_or_else(|e| fail("in-process job", e.into()));

@@ -1,6 +1,6 @@
 //! `ringcmp` — the two ring designs under one harness (see `benches/README.md`, "Ring designs").
 //!
-//! * `ring-lanes` (B, kept): [`skifch::ring`] through the in-process job — one
+//! * `ring-lanes` (B, kept): [`skifch_drivers::shm::lane`] through the in-process job — one
 //!   single-producer lane per (sender, receiver) pair, no atomic RMW on the send path;
 //!   sends go through the real `Channel::send_whole` (with its per-send checks).
 //! * `ring-mpsc` (A): [`skifch_benches::mpsc_ring`] — one ring per receiver, producers
@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::Parser;
-use skifch::local::LocalDriver;
-use skifch::ring::Params;
+use skifch_drivers::inproc::InprocDriver;
+use skifch_drivers::shm::Params;
 use skifch::{Channel, Driver, Error, NetAddr};
 use skifch_benches::check::{pattern, sum64, Sum64};
 use skifch_benches::measure::{measure, MeasureArgs, Plan};
@@ -71,7 +71,7 @@ trait Design {
     fn recv(rx: &mut Self::Rx, sum: &mut Sum64) -> Result<Option<usize>>;
 }
 
-type LaneChannel = Channel<<LocalDriver as Driver>::Port>;
+type LaneChannel = Channel<<InprocDriver as Driver>::Port>;
 
 struct Lanes;
 impl Design for Lanes {
@@ -79,7 +79,7 @@ impl Design for Lanes {
     type Tx = LaneChannel;
     type Rx = LaneChannel;
     fn build(senders: usize, cap: usize) -> Result<(Vec<LaneChannel>, LaneChannel)> {
-        let jobs = skifch::local::job(Params {
+        let jobs = skifch_drivers::inproc::job(Params {
             nranks: senders as u32 + 1,
             nports: 1,
             lane_bytes: cap,

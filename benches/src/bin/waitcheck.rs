@@ -148,7 +148,7 @@ fn main() {
         }
         Err(e) => {
             // Lost, not finalized: the peer stops at once instead of waiting for us.
-            job.driver().fabric().mark_lost(job.rank());
+            job.driver().fabric().ctl().mark_lost(job.rank());
             fail(&format!("rank {}", job.rank()), e)
         }
     }
@@ -515,7 +515,7 @@ enum Floor {
 /// Wake-up latency of a bare `floor` between two threads: a helper thread (on `waker_cpu`)
 /// sleeps 1-20 ms, stores a stamp and wakes this one. Nanoseconds per sample.
 fn floor_wake(args: &Args, floor: Floor, waker_cpu: Option<usize>) -> Result<Vec<u64>> {
-    use skifch::ring::sys::{futex_wait, futex_wake_all};
+    use skifch_drivers::sys::{futex_wait, futex_wake_all};
     use std::sync::atomic::{AtomicU64, Ordering};
     let region = skifch_drivers::shm::MemfdRegion::create(4096)?;
     let word = sys::first_word(&region);
@@ -599,7 +599,7 @@ mod sys {
     use std::sync::atomic::AtomicU32;
     use std::time::Duration;
 
-    use skifch::ring::Region;
+    use skifch_drivers::shm::Region;
 
     use skifch_benches::{BenchError, Result};
 

@@ -57,8 +57,8 @@ use std::time::{Duration, Instant};
 
 use fpga::model::{Bar, HostMemory, IrqSink, Machine, ModelConfig};
 use fpga::regs::{self, Dims};
-use skifch::ring::sys::{futex_wait, futex_wake_all};
-use skifch::ring::{Fabric, Region};
+use crate::shm::{Fabric, Region};
+use crate::sys::{futex_wait, futex_wake_all};
 use skifch::wait::Backoff;
 use skifch::{Driver, Error, Job, Result};
 
@@ -675,11 +675,11 @@ pub struct LauncherControl {
 
 impl JobControl for LauncherControl {
     fn lost(&self) -> Option<u32> {
-        self.fab.lost()
+        self.fab.ctl().lost()
     }
     fn finalized(&self, rank: u32) -> bool {
         rank < self.fab.layout().params.nranks
-            && self.fab.rank_state(rank) == skifch::ring::rank_state::FINALIZED
+            && self.fab.ctl().rank_state(rank) == crate::jobctl::rank_state::FINALIZED
     }
 }
 
@@ -689,9 +689,9 @@ impl Drop for LauncherControl {
             return; // bring-up failed: the launcher counts an exit without finalizing
         }
         if std::thread::panicking() {
-            self.fab.mark_lost(self.rank);
+            self.fab.ctl().mark_lost(self.rank);
         } else {
-            self.fab.set_finalized(self.rank);
+            self.fab.ctl().set_finalized(self.rank);
         }
     }
 }
@@ -753,7 +753,7 @@ pub fn init() -> Result<RemoteJob> {
     let size = fab.layout().params.nranks;
     let win = NodeWindow::attach(MemfdRegion::map(file)?, rank, size)?;
     let hw = RemoteHw::new(Arc::new(win))?;
-    fab.set_running(rank, std::process::id());
+    fab.ctl().set_running(rank, std::process::id());
     let ctl = Arc::new(LauncherControl {
         fab,
         rank,

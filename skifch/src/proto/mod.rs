@@ -1465,7 +1465,7 @@ fn too_many_args() -> Error {
 mod tests {
     use super::*;
     use crate::coll::{self, DType, Kernel, Op, ProtoColl};
-    use crate::ring::Params;
+    use crate::local::Params;
 
     #[test]
     fn long_replies_and_posted_receives_land_in_caller_memory() {

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use skifch::ring::layout::{encode_rec, record_len};
-use skifch::ring::{Fabric, HeapRegion, Layout, Params, RingPort, MAX_PORTS, MAX_RANKS};
-use skifch::{local, Channel, Error, NetAddr};
+use skifch_drivers::shm::layout::{encode_rec, record_len};
+use skifch_drivers::shm::{Fabric, HeapRegion, Layout, Params, RingPort, MAX_PORTS, MAX_RANKS};
+use skifch_drivers::inproc as local;
+use skifch::{Channel, Error, NetAddr};
 
 const LANE: usize = 1 << 10;
 
@@ -79,10 +80,10 @@ fn attach_refuses_a_bad_magic() {
 #[test]
 fn attach_refuses_another_layout_version() {
     let mem = formatted(params(2, 2));
-    poke_u32(&mem, H_VERSION, skifch::ring::layout::VERSION + 1);
+    poke_u32(&mem, H_VERSION, skifch_drivers::shm::layout::VERSION + 1);
     assert_attach_corrupt(
         mem,
-        &format!("version {}", skifch::ring::layout::VERSION + 1),
+        &format!("version {}", skifch_drivers::shm::layout::VERSION + 1),
     );
 }
 
@@ -543,5 +544,5 @@ fn garbage_in_the_lost_rank_word_names_a_rank_of_the_job() {
         l.b.try_recv().map(|_| ()),
         Err(Error::PeerLost { rank: 0 })
     ));
-    assert_eq!(l.fab.lost(), Some(0));
+    assert_eq!(l.fab.ctl().lost(), Some(0));
 }

@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use skifch::ring::{HeapRegion, Layout, Region};
+use skifch_drivers::shm::{HeapRegion, Layout, Region};
 
 // Segment header fields (byte offsets). They mirror `ring/layout.rs`; the tests that poke
 // them check the error message that names the field, so a drift fails loudly.

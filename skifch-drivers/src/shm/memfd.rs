@@ -1,16 +1,5 @@
-//! The shared-memory emulator (spec: "Hardware the paper ran on" — the software stand-in
-//! for the NIC: the sender's copy into the receiver's memory is the one copy a NIC's DMA
-//! would make).
-//!
-//! One segment per job: an anonymous `memfd` created by `skifrun` (or by the process
-//! itself for a 1-rank job), mapped `MAP_SHARED` by every rank. It has no name in any
-//! file system, so it disappears with the last process that maps it, also after
-//! `kill -9` of any rank or of the launcher (ranks die with the launcher: `PR_SET_PDEATHSIG`).
-//!
-//! ## Ring designs measured (`cargo run --release -p skifch-benches --bin ringcmp`)
-//! One single-producer lane per (sender, receiver) pair with a summary bitmap, versus one
-//! multi-producer ring per receiving channel: the numbers and the reasons for keeping the
-//! lanes are in the [`skifch::ring`] docs and `benches/README.md` ("Ring designs").
+//! The segment's memory for the shm driver: an anonymous, size-sealed `memfd` mapped
+//! `MAP_SHARED` ([`MemfdRegion`]), and joining the job through it.
 #![allow(unsafe_code)] // mmap of the segment and the memfd syscalls
 
 use std::fs::File;
@@ -18,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use memmap2::MmapRaw;
-use skifch::ring::{Fabric, Layout, Params, Region, RingDriver};
+use super::{Fabric, Layout, Params, Region, RingDriver};
 use skifch::{Error, Job, Result};
 
 /// A job segment mapped from a memfd.
@@ -77,7 +66,7 @@ impl MemfdRegion {
 }
 
 // SAFETY: a MAP_SHARED mapping is page-aligned, `len()` bytes long and stays mapped until
-// `map` is dropped with the region; Rust reaches it only through `skifch::ring`.
+// `map` is dropped with the region; Rust reaches it only through the lane code ([`super`]).
 unsafe impl Region for MemfdRegion {
     fn as_ptr(&self) -> *mut u8 {
         self.map.as_mut_ptr()

@@ -1,8 +1,9 @@
 //! The conformance suite on the in-process job (threads).
 use std::time::Duration;
 
-use skifch::ring::Params;
-use skifch::{conformance, local, Error};
+use skifch_drivers::shm::Params;
+use skifch::{conformance, Error};
+use skifch_drivers::inproc as local;
 
 fn cfg() -> conformance::Config {
     if cfg!(miri) {
@@ -55,12 +56,12 @@ fn a_panicking_rank_is_lost_before_its_ports_close() {
     // 0: not observed; 1: lost when the port had closed; 2: not yet lost.
     let seen = Arc::new(AtomicU8::new(0));
     struct Probe(
-        Arc<skifch::ring::Fabric<skifch::ring::HeapRegion>>,
+        Arc<skifch_drivers::shm::Fabric<skifch_drivers::shm::HeapRegion>>,
         Arc<AtomicU8>,
     );
     impl Drop for Probe {
         fn drop(&mut self) {
-            let v = if self.0.lost() == Some(1) { 1 } else { 2 };
+            let v = if self.0.ctl().lost() == Some(1) { 1 } else { 2 };
             self.1.store(v, Ordering::SeqCst);
         }
     }

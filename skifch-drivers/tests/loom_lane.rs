@@ -1,4 +1,4 @@
-//! A loom model of the lane protocol of `skifch::ring` (one receiving channel, one lane per
+//! A loom model of the lane protocol of `skifch_drivers::shm` (one receiving channel, one lane per
 //! sender; layout version 2): exhaustive interleavings (up to a preemption bound) under the
 //! C11 memory model.
 //!
@@ -16,7 +16,7 @@
 //!   reads as payload is a race as well); header polls never read it.
 //!
 //! The index arithmetic and the record header are the real ones
-//! (`skifch::ring::layout::{record_size, encode_rec, decode_rec, TERM}`). Transcribed from
+//! (`skifch_drivers::shm::layout::{record_size, encode_rec, decode_rec, TERM}`). Transcribed from
 //! `ring/mod.rs`:
 //! * producer (`RingPort::send`): room is `record_size(head, n) <= cap - TERM - (head - tail)`
 //!   against a cached tail, re-read (acquire) only when the cache says full and validated as
@@ -57,7 +57,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering, Ordering::*};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
-use skifch::ring::layout::{decode_rec, encode_rec, record_size, REC_HDR, TERM};
+use skifch_drivers::shm::layout::{decode_rec, encode_rec, record_size, REC_HDR, TERM};
 
 /// How faithful a run is: the real protocol, or one with a deliberate bug (to show that
 /// the model can fail).

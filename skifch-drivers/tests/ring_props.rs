@@ -17,12 +17,13 @@ use std::io::IoSlice;
 
 use common::*;
 use proptest::prelude::*;
-use skifch::ring::layout::{
+use skifch_drivers::shm::layout::{
     decode_rec, encode_rec, fit, max_message, record_len, record_size, ALIGN_ABOVE, MAX_LANE,
     PAD_MAX, REC_HDR, REC_MAX_LEN, REC_PRESENT, TERM,
 };
-use skifch::ring::{Fabric, HeapRegion, Layout, Params, Region, RingPort};
-use skifch::{local, Channel, Error, Message};
+use skifch_drivers::shm::{Fabric, HeapRegion, Layout, Params, Region, RingPort};
+use skifch_drivers::inproc as local;
+use skifch::{Channel, Error, Message};
 
 fn config(cases: u32) -> ProptestConfig {
     if cfg!(miri) {
@@ -109,7 +110,7 @@ proptest! {
 // ---- (b) model-based send / receive -------------------------------------------------------
 
 /// The small lane of most tests: every record packed. [`BIG_LANE`]: also records padded to
-/// put large payloads on a line (`skifch::ring::layout::record_size`).
+/// put large payloads on a line (`skifch_drivers::shm::layout::record_size`).
 const LANE: usize = 1 << 10;
 const BIG_LANE: usize = 16 << 10;
 const CAP: u64 = LANE as u64;
@@ -192,7 +193,7 @@ impl LaneModel {
     }
     /// The least free space the sender may see: the truth (less the terminator word the
     /// producer keeps free) minus the tail's lag. The receiver publishes its tail once
-    /// `lane_bytes/16` bytes are freed (module docs of `skifch::ring`), or when it finds
+    /// `lane_bytes/16` bytes are freed (`skifch_drivers::shm::lane` docs), or when it finds
     /// the lane empty: the sender's view lags the truth by less than that.
     fn min_free(&self) -> u64 {
         (self.cap - TERM as u64 - self.unfreed()).saturating_sub(self.cap / 16 - 8)

@@ -1,8 +1,11 @@
-//! The segment layout: a header, rank records, channel records, lane control lines and
-//! lane data. Everything here is plain arithmetic on trusted parameters; the header copy in
-//! shared memory is only compared against it, never used to compute an address.
+//! The segment layout: a header, rank records, channel records (these three are the
+//! job-control block, [`crate::jobctl`]), lane control lines and lane data. Everything
+//! here is plain arithmetic on trusted parameters; the header copy in shared memory is
+//! only compared against it, never used to compute an address.
 
-use crate::{Error, Result};
+use skifch::{Error, Result};
+
+pub use crate::jobctl::{CHAN_REC, H_FIRST_LOST, H_LOST, RANK_REC};
 
 /// `"SKIFCH\0\1"`: first 8 bytes of every segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SKIFCH\0\x01");
@@ -17,13 +20,19 @@ pub const LINE: usize = 64;
 pub const MAX_PORTS: u32 = 64;
 /// Most ranks in one segment.
 pub const MAX_RANKS: u32 = 1024;
-/// Smallest and largest lane capacity (bytes; a power of two).
+/// Smallest and largest lane capacity (bytes; a power of two). The loom model runs lanes
+/// of a few records.
+#[cfg(not(loom))]
 pub const MIN_LANE: usize = 1 << 10;
+/// Smallest and largest lane capacity (bytes; a power of two). The loom model runs lanes
+/// of a few records.
+#[cfg(loom)]
+pub const MIN_LANE: usize = 1 << 6;
 pub const MAX_LANE: usize = 1 << 28;
 /// Bytes of the per-message record header in a lane.
 pub const REC_HDR: usize = 8;
 /// Bytes a producer keeps free after its last record: the zeroed word where the next
-/// header will go (the consumer's "not yet" flag, see the ring module docs).
+/// header will go (the consumer's "not yet" flag, see [`super::lane`]).
 pub const TERM: usize = 8;
 /// Payloads longer than this are placed on a cache line (see [`record_size`]).
 pub const ALIGN_ABOVE: usize = 2048;
@@ -31,8 +40,6 @@ pub const ALIGN_ABOVE: usize = 2048;
 pub const PAD_MAX: usize = LINE - REC_HDR;
 
 pub(super) const HDR_BYTES: usize = 4 * LINE;
-pub(super) const RANK_REC: usize = LINE;
-pub(super) const CHAN_REC: usize = 2 * LINE;
 pub(super) const LANE_CTL: usize = 2 * LINE;
 
 // Header field offsets (bytes from the segment start).
@@ -42,41 +49,12 @@ pub(super) const H_NRANKS: usize = 12;
 pub(super) const H_NPORTS: usize = 16;
 pub(super) const H_LANE_LOG2: usize = 20;
 pub(super) const H_TOTAL: usize = 24;
-/// Number of ranks lost (own line: read on every send).
-pub(super) const H_LOST: usize = LINE;
-/// First lost rank + 1 (0: none).
-pub(super) const H_FIRST_LOST: usize = LINE + 4;
-
-// Rank record fields.
-pub(super) const R_STATE: usize = 0;
-pub(super) const R_PID: usize = 4;
-
-// Channel record fields: line 0 state/owner (read by senders), line 1 wake word + sleepers.
-pub(super) const C_STATE: usize = 0;
-pub(super) const C_OWNER: usize = 4;
-pub(super) const C_SEQ: usize = LINE;
-pub(super) const C_SLEEPERS: usize = LINE + 4;
+// `H_LOST` and `H_FIRST_LOST` (the job-control block's words of the header) follow.
 
 // Lane control: head and tail on separate lines. `head` is written only when a sending
 // port closes (so a port reopened later continues there); `tail` lazily by the receiver.
 pub(super) const L_HEAD: usize = 0;
 pub(super) const L_TAIL: usize = LINE;
-
-/// Rank states in the rank record.
-pub mod rank_state {
-    pub const STARTING: u32 = 0;
-    pub const RUNNING: u32 = 1;
-    pub const FINALIZED: u32 = 2;
-    pub const LOST: u32 = 3;
-}
-/// Channel (port) states in the channel record.
-pub mod chan_state {
-    pub const NEVER: u32 = 0;
-    pub const OPEN: u32 = 1;
-    pub const CLOSED: u32 = 2;
-    /// The owning rank was lost (set by [`super::super::Fabric::mark_lost`]); terminal.
-    pub const LOST: u32 = 3;
-}
 
 /// Parameters of a job's segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -463,7 +441,7 @@ mod tests {
 
     #[test]
     fn fields_fit_their_records() {
-        // Pinned: tests/common/mod.rs mirrors the header and lane-control offsets.
+        // Pinned: skifch-drivers/tests/common/mod.rs mirrors the header and lane-control offsets.
         assert_eq!(
             [
                 H_MAGIC,
@@ -482,9 +460,7 @@ mod tests {
     }
 
     const _: () = assert!(H_TOTAL + 8 <= H_LOST && H_FIRST_LOST + 4 <= HDR_BYTES);
-    const _: () = assert!(R_PID + 4 <= RANK_REC);
-    // Senders read line 0 of a channel record; the futex word and sleepers are line 1.
-    const _: () = assert!(C_OWNER + 4 <= C_SEQ && C_SEQ / LINE == 1 && C_SLEEPERS + 4 <= CHAN_REC);
+    const _: () = assert!(H_LOST.is_multiple_of(LINE) && RANK_REC == LINE && CHAN_REC == 2 * LINE);
     const _: () = assert!(L_HEAD + 8 <= L_TAIL && L_TAIL / LINE == 1 && L_TAIL + 8 <= LANE_CTL);
 
     #[test]

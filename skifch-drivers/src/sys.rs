@@ -1,16 +1,24 @@
-//! The only syscalls of the ring transport: futex wait/wake and the asymmetric barrier
-//! (membarrier). Kept in one place so that Miri and other platforms swap them out.
+//! The waiting syscalls of the drivers: futex wait/wake and the asymmetric barrier
+//! (membarrier), used by the shm lanes ([`crate::shm`]), the job-control block
+//! ([`crate::jobctl`]) and the FPGA model host ([`crate::fpga::remote`]). Kept in one
+//! place so that they are swapped as a whole: Linux has the real ones; other platforms
+//! and Miri a fence and a polling sleep; the loom model (`--cfg loom`) a futex built from
+//! loom's mutex and condition variable, without a timeout (so that a lost wake-up shows
+//! as a deadlock, not a delay), and plain `SeqCst` fences for both sides of the barrier
+//! (the guarantee the asymmetric pair gives; loom has no `membarrier`).
 #![allow(unsafe_code)]
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+
+use crate::sync::{fence, AtomicU32, Ordering};
 
 /// Set when this process registered for `MEMBARRIER_CMD_GLOBAL_EXPEDITED`: then a sender
 /// needs no fence between publishing and reading the sleeper count, because a sleeping
 /// receiver issues the heavy barrier on every registered process instead.
 static ASYM: AtomicBool = AtomicBool::new(false);
 
-#[cfg(all(target_os = "linux", not(miri)))]
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
 mod imp {
     use super::*;
     const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_long = 1 << 1;
@@ -71,7 +79,7 @@ mod imp {
     }
 }
 
-#[cfg(any(not(target_os = "linux"), miri))]
+#[cfg(all(any(not(target_os = "linux"), miri), not(loom)))]
 mod imp {
     //! Portable fallback (and Miri): a real fence on the sender, polling sleep on the receiver.
     use super::*;
@@ -86,6 +94,54 @@ mod imp {
         }
     }
     pub fn wake_all(_word: &AtomicU32) {}
+}
+
+#[cfg(loom)]
+mod imp {
+    //! The loom model's futex: one mutex + condition variable per word (by address), the
+    //! word compared under the mutex, as the kernel compares it under its hash-bucket lock.
+    use super::*;
+    use loom::sync::{Condvar, Mutex};
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    type Queue = &'static (Mutex<()>, Condvar);
+
+    thread_local! {
+        /// Per model run (cleared with the words, [`crate::sync::reset`] time): leaked
+        /// like the words' atomics.
+        static QUEUES: RefCell<(usize, HashMap<usize, Queue>)> = RefCell::default();
+    }
+
+    fn queue(word: &AtomicU32) -> Queue {
+        let key = word as *const AtomicU32 as usize;
+        QUEUES.with(|q| {
+            let mut q = q.borrow_mut();
+            let gen = crate::sync::generation();
+            if q.0 != gen {
+                *q = (gen, HashMap::new());
+            }
+            *q.1.entry(key)
+                .or_insert_with(|| Box::leak(Box::new((Mutex::new(()), Condvar::new()))))
+        })
+    }
+
+    pub fn register() {}
+    pub fn heavy() {
+        fence(Ordering::SeqCst);
+    }
+    pub fn wait(word: &AtomicU32, expect: u32, _timeout: Duration) {
+        let (m, cv) = queue(word);
+        let g = m.lock().unwrap();
+        if word.load(Ordering::SeqCst) == expect {
+            drop(cv.wait(g).unwrap());
+        }
+    }
+    pub fn wake_all(word: &AtomicU32) {
+        let (m, cv) = queue(word);
+        let _g = m.lock().unwrap();
+        cv.notify_all();
+    }
 }
 
 /// Registers this process for the asymmetric barrier (once per process; cheap to repeat).
@@ -104,7 +160,8 @@ pub fn asymmetric() -> bool {
 /// [`asymmetric`]'s answer.
 #[inline(always)]
 pub fn light_barrier(asym: bool) {
-    if asym {
+    // loom has no compiler fence: the model checks the fence the pair stands for.
+    if asym && !cfg!(loom) {
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
     } else {
         fence(Ordering::SeqCst);
