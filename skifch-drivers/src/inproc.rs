@@ -23,22 +23,9 @@ pub fn job(params: Params) -> Result<Vec<InprocJob>> {
         .collect()
 }
 
-/// Runs `f` as an `n`-rank in-process job, one thread per rank, with default parameters
-/// (4 ports, 64 KiB lanes); returns each rank's result in rank order. A rank that panics
-/// is reported to the others as lost, and its panic becomes an error.
-pub fn run<T: Send + 'static>(
-    n: u32,
-    f: impl Fn(InprocJob) -> Result<T> + Send + Sync + 'static,
-) -> Result<Vec<T>> {
-    let p = Params {
-        nranks: n,
-        nports: Params::DEFAULT_PORTS,
-        lane_bytes: 64 << 10,
-    };
-    run_with(p, f)
-}
-
-/// As [`run`], with explicit transport parameters.
+/// Runs `f` as an in-process job of `params`, one thread per rank; returns each rank's
+/// result in rank order. A rank that panics is reported to the others as lost, and its
+/// panic becomes an error (as `skifch::local::run`, over the lanes).
 pub fn run_with<T: Send + 'static>(
     params: Params,
     f: impl Fn(InprocJob) -> Result<T> + Send + Sync + 'static,
