@@ -47,16 +47,23 @@ const _: () = assert!(C_OWNER + 4 <= C_SEQ && C_SEQ / 64 == 1 && C_SLEEPERS + 4 
 
 /// Rank states in the rank record.
 pub mod rank_state {
+    /// Not joined yet (the launcher started it).
     pub const STARTING: u32 = 0;
+    /// Joined the job.
     pub const RUNNING: u32 = 1;
+    /// Left cleanly.
     pub const FINALIZED: u32 = 2;
+    /// Died or left without finalizing; terminal.
     pub const LOST: u32 = 3;
 }
 
 /// Channel (port) states in the channel record.
 pub mod chan_state {
+    /// Never opened: messages sent to it wait in its lanes.
     pub const NEVER: u32 = 0;
+    /// Open.
     pub const OPEN: u32 = 1;
+    /// Closed by its owner: senders get `Unreachable`.
     pub const CLOSED: u32 = 2;
     /// The owning rank was lost (set by [`super::JobCtl::mark_lost`]); terminal.
     pub const LOST: u32 = 3;

@@ -30,6 +30,7 @@ const HDR: usize = 8;
 /// Parameters of an in-process loopback job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
+    /// Ranks in the job.
     pub nranks: u32,
     /// Ports per rank.
     pub nports: u32,

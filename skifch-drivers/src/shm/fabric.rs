@@ -24,7 +24,9 @@ use crate::sys;
 /// `as_ptr()` must point to `len()` bytes, aligned to 4096, valid and fixed for the life of
 /// the value, that Rust code only ever reaches through this module (atomics and raw copies).
 pub unsafe trait Region: Send + Sync + 'static {
+    /// The first byte.
     fn as_ptr(&self) -> *mut u8;
+    /// Bytes from `as_ptr()`.
     fn len(&self) -> usize;
     /// The RMA provider of rank `rank` of `size` whose job lives in this region
     /// ([`skifch::Driver::rma`] of [`super::RingDriver`]); `None` by default.

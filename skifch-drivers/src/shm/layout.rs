@@ -28,6 +28,7 @@ pub const MIN_LANE: usize = 1 << 10;
 /// of a few records.
 #[cfg(loom)]
 pub const MIN_LANE: usize = 1 << 6;
+/// Largest lane capacity (bytes).
 pub const MAX_LANE: usize = 1 << 28;
 /// Bytes of the per-message record header in a lane.
 pub const REC_HDR: usize = 8;
@@ -59,7 +60,9 @@ pub(super) const L_TAIL: usize = LINE;
 /// Parameters of a job's segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
+    /// Ranks in the job.
     pub nranks: u32,
+    /// Ports (channels) per rank.
     pub nports: u32,
     /// Bytes of each lane's ring (power of two).
     pub lane_bytes: usize,
@@ -112,18 +115,28 @@ impl Params {
 /// Trusted offsets derived from [`Params`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
+    /// The parameters it was computed from.
     pub params: Params,
+    /// Channels (ranks × ports) and lanes (channels²: one per ordered pair).
     pub chans: usize,
+    /// See `chans`.
     pub lanes: usize,
+    /// Offset of the rank records and of the channel records (the job-control block).
     pub rank_off: usize,
+    /// See `rank_off`.
     pub chan_off: usize,
     /// Per receiving channel: a bitmap (one bit per sending channel) of the lanes that
     /// have ever carried a message — the receiver scans only these.
     pub sum_off: usize,
+    /// Words of one summary bitmap, and the bytes between two bitmaps (a line multiple).
     pub sum_words: usize,
+    /// See `sum_words`.
     pub sum_stride: usize,
+    /// Offset of the lane control lines (head and tail of each lane).
     pub lctl_off: usize,
+    /// Offset of the lane data (page-aligned).
     pub data_off: usize,
+    /// Bytes of the whole segment.
     pub total: usize,
 }
 
