@@ -28,6 +28,12 @@
 //! complete at return; atomics are atomic with respect to each other on the same object;
 //! puts to one PE are delivered in order (`fence` is free).
 //!
+//! ## Where things are
+//! [`world`] (the PE, its segments, put/get/atomics, quiet, barrier), [`wait`] (§9.11),
+//! [`lock`] (§9.12), [`signal`] (§9.7), [`team`] and [`ctx`] (§9.4–9.5), [`coll`]
+//! (§9.9–9.10), [`msg`] (the message path's handlers). The C ABI (`src/capi/`) only
+//! translates C arguments to these and errors to the OpenSHMEM convention.
+//!
 //! ## Errors
 //! The Rust API returns [`Error`]. The C ABI follows the OpenSHMEM convention: a bad
 //! argument (address outside the symmetric segments, PE out of range, a lost PE) prints
