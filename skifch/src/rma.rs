@@ -716,4 +716,38 @@ mod tests {
         });
         out.unwrap();
     }
+
+    #[test]
+    fn fast_accessors_check_bounds_and_copy_overlapping() {
+        let rma = LocalRma::new(0, 1);
+        let mut one = |b: &[u8]| -> Result<Vec<Vec<u8>>> { Ok(vec![b.to_vec()]) };
+        let w = expose(&rma, rma.alloc(64).unwrap(), &mut one).unwrap();
+        assert!(w.reach(0, 64, 0).is_some() && w.reach(0, 60, 4).is_some());
+        assert!(w.reach(0, 61, 4).is_none() && w.reach(0, 65, 0).is_none());
+        assert!(w.reach(0, usize::MAX, 2).is_none() && w.reach(1, 0, 1).is_none());
+        let src: Vec<u8> = (1..=20).collect();
+        for n in [1, 3, 4, 8, 13, 16, 20] {
+            // SAFETY: `src` holds 20 readable bytes.
+            assert!(unsafe { w.put_raw(0, 7, src.as_ptr(), n) });
+            let mut got = [0u8; 20];
+            // SAFETY: `got` holds 20 writable bytes.
+            assert!(unsafe { w.get_raw(0, 7, got.as_mut_ptr(), n) });
+            assert_eq!(got[..n], src[..n]);
+        }
+        // SAFETY: as above; refused, so nothing is read.
+        assert!(!unsafe { w.put_raw(0, 60, src.as_ptr(), 8) });
+        // a put to oneself from an overlapping range is a memmove
+        let p = w.reach(0, 0, 32).unwrap();
+        for n in [8, 12, 16, 20] {
+            w.put(0, 0, &src[..n]).unwrap();
+            // SAFETY: `p..p+32` is this rank's live segment; no reference aliases it.
+            unsafe { w.put_raw(0, 2, p, n) };
+            let mut got = [0u8; 24];
+            w.get(0, 2, &mut got[..n]).unwrap();
+            assert_eq!(got[..n], src[..n], "{n} bytes");
+        }
+        let e = MappedWindow::empty(0);
+        assert!(e.reach(0, 0, 0).is_none() && e.put(0, 0, &[1]).is_err());
+        assert_eq!(Window::len(&e, 0), 0);
+    }
 }
