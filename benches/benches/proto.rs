@@ -13,11 +13,9 @@
 
 use std::hint::black_box;
 use std::io::IoSlice;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use skifch::proto::{Am, Endpoint};
+use skifch::proto::{Am, Endpoint, Io};
 use skifch_drivers::shm::Params;
 use skifch::WaitPolicy;
 
@@ -52,22 +50,18 @@ fn bench(c: &mut Criterion) {
         }
         for (name, args) in [("am", &[][..]), ("am_args", &[1u64, 2][..])] {
             let j = job();
-            let ep = Endpoint::new(
+            // The context: a sum the handler adds each payload's first byte to.
+            let mut ep = Endpoint::new(
                 skifch::Driver::open_port(j.driver(), 0).expect("port"),
                 1,
                 j.max_message(),
                 WaitPolicy::Spin,
+                0u64,
             )
             .expect("endpoint");
-            let sum = Arc::new(AtomicU64::new(0));
-            let s = sum.clone();
-            ep.register(1, move |_ep, am: &Am<'_>| {
+            ep.register(1, |sum: &mut u64, _: &mut Io<'_, _>, am: &Am<'_>| {
                 let p = am.payload().as_contiguous().unwrap_or(&[]);
-                // load + store, not a locked add: the handler of a real library writes plain memory.
-                s.store(
-                    s.load(Ordering::Relaxed) + p.first().copied().unwrap_or(0) as u64,
-                    Ordering::Relaxed,
-                );
+                *sum += p.first().copied().unwrap_or(0) as u64;
                 Ok(())
             })
             .expect("register");
@@ -77,7 +71,7 @@ fn bench(c: &mut Criterion) {
                     black_box(ep.poll().expect("poll"));
                 })
             });
-            black_box(sum.load(Ordering::Relaxed));
+            black_box(*ep.ctx());
         }
     }
     g.finish();

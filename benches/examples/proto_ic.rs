@@ -4,10 +4,8 @@
 //! handles each at once. `proto_ic raw|raw_drain|am|am_args <count>`; the difference between two
 //! counts divided by their difference is the cost of one message.
 use std::io::IoSlice;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
-use skifch::proto::{Am, Endpoint};
+use skifch::proto::{Am, Endpoint, Io};
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "am".into());
@@ -34,12 +32,10 @@ fn main() {
         }
     } else {
         let args: &[u64] = if mode == "am_args" { &[1, 2] } else { &[] };
-        let ep = Endpoint::open(&job, 0).expect("endpoint");
-        let total = Arc::new(AtomicU64::new(0));
-        let t = total.clone();
-        ep.register(1, move |_ep, am: &Am<'_>| {
-            let b = am.payload().as_contiguous().map_or(0, |s| s[0] as u64);
-            t.store(t.load(Ordering::Relaxed) + b, Ordering::Relaxed);
+        // The context: the sum of the payloads' first bytes.
+        let mut ep = Endpoint::open_with(&job, 0, 0u64).expect("endpoint");
+        ep.register(1, |total: &mut u64, _: &mut Io<'_, _>, am: &Am<'_>| {
+            *total += am.payload().as_contiguous().map_or(0, |s| s[0] as u64);
             Ok(())
         })
         .expect("register");
@@ -47,7 +43,7 @@ fn main() {
             ep.send(0, 1, 5, args, &msg).expect("send");
             ep.poll().expect("poll");
         }
-        sum = total.load(Ordering::Relaxed);
+        sum = *ep.ctx();
     }
     assert_eq!(sum, count * 7);
 }

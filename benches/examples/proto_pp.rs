@@ -3,11 +3,9 @@
 //! `cargo run --release -p skifch-benches --example proto_pp -- [raw|am] [round trips]`
 //! (both pin rank r to CPU r and spin; on a shared machine run each a few times).
 use std::io::IoSlice;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
-use skifch::proto::{Am, Endpoint};
+use skifch::proto::{Am, Endpoint, Io};
 use skifch::{Error, NetAddr, WaitPolicy};
 
 fn pin(cpu: usize) {
@@ -59,24 +57,24 @@ fn run<D: skifch::Driver>(job: skifch::Job<D>) {
             }
         }
     } else {
-        let ep = Endpoint::new(
+        // The context: messages received.
+        let mut ep = Endpoint::new(
             job.driver().open_port(0).expect("port"),
             2,
             job.max_message(),
             WaitPolicy::Spin,
+            0u64,
         )
         .expect("endpoint");
-        let got = Arc::new(AtomicU64::new(0));
-        let g = got.clone();
-        ep.register(1, move |_ep, am: &Am<'_>| {
+        ep.register(1, |got: &mut u64, _: &mut Io<'_, _>, am: &Am<'_>| {
             std::hint::black_box(am.payload().len());
-            g.store(g.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            *got += 1;
             Ok(())
         })
         .expect("register");
         ep.barrier().expect("barrier");
-        let wait = |k: u64| {
-            while got.load(Ordering::Relaxed) < k {
+        let wait = |ep: &mut Endpoint<_, u64>, k: u64| {
+            while *ep.ctx() < k {
                 ep.poll().expect("poll");
             }
         };
@@ -84,9 +82,9 @@ fn run<D: skifch::Driver>(job: skifch::Job<D>) {
         for k in 1..=n {
             if me == 0 {
                 ep.send(peer, 1, 0, &[], &msg).expect("send");
-                wait(k);
+                wait(&mut ep, k);
             } else {
-                wait(k);
+                wait(&mut ep, k);
                 ep.send(peer, 1, 0, &[], &msg).expect("send");
             }
         }

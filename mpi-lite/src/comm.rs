@@ -105,9 +105,8 @@ pub const BSEND_OVERHEAD: usize = 96;
 impl<P: Port> Mpi<P> {
     /// Joins MPI on `job`: opens the MPI channel (port 1).
     pub fn new<D: Driver<Port = P>>(job: &Job<D>) -> Result<Self> {
-        let ep = skifch::proto::Endpoint::open(job, MPI_PORT)?;
         let (me, n) = (job.rank(), job.size());
-        let eng = Engine::new(ep)?;
+        let eng = Engine::open(job, MPI_PORT)?;
         Ok(Mpi {
             eng: RefCell::new(eng),
             next_ctx: Cell::new(4),

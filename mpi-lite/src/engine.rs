@@ -12,11 +12,11 @@
 //!
 //! ## The direct blocking receive (the common case of a message-rate loop)
 //! While no receive is posted, no unexpected message is queued and no rendezvous send is
-//! cleared (`Shared::pending`, refreshed whenever the state lock is released and read
-//! without it), nothing can claim an incoming message before a blocking receive being
-//! called now: [`Engine::recv`] then waits in [`Endpoint::progress_take`], which offers
-//! it each arriving message first. The first matching eager message is copied from the
-//! channel into the receive buffer (no queue entry, request or lock); other messages go
+//! cleared (`State::pending`, three counters), nothing can claim an incoming message
+//! before a blocking receive being called now: [`Engine::recv`] then waits in
+//! [`Endpoint::progress_take`], which offers it each arriving message first. The first
+//! matching eager message is copied from the channel into the receive buffer (no queue
+//! entry, request or table update); other messages go
 //! to their handlers; a matching synchronous or rendezvous message, or a CTS, ends the
 //! wait and the general path (`irecv` + `wait`) finds it queued.
 //!
@@ -37,21 +37,19 @@
 //! ## Progress and deadlock freedom
 //! Handlers run inside proto calls; they only match, copy and answer (proto queues an
 //! answer that does not fit). Proto's sends drain incoming messages while they wait for
-//! room, so two ranks sending to each other never deadlock. The state is shared with the
-//! handlers behind a mutex that is never held across a proto call outside a handler.
-//! Rendezvous data is pushed by the waiting loops, never by a handler. A lost peer ends
+//! room, so two ranks sending to each other never deadlock. The matching state is the
+//! endpoint's context ([`skifch::proto`] "Design"): handlers get it as `&mut State`, the
+//! engine reads it between proto calls (no lock, no atomic mirror: one thread runs the
+//! endpoint). Rendezvous data is pushed by the waiting loops, never by a handler. A lost peer ends
 //! every wait with `PeerLost` (never a hang).
 #![allow(clippy::too_many_arguments)]
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
-use skifch::proto::{Am, Endpoint, Landing, Phase, Take};
 use skifch::mem::copy_slice;
-use skifch::Port;
+use skifch::proto::{Am, Endpoint, Io, Landing, Phase, Take};
+use skifch::{Driver, Job, Port};
 
 use crate::error::{class, Error, Result};
 use crate::mem::UserBuf;
@@ -301,8 +299,7 @@ impl Unex {
     }
 }
 
-/// A reply decided under the state lock and sent after it is released (a proto send
-/// outside a handler may run handlers, which take the lock).
+/// A reply decided while matching and sent after (through proto's non-blocking send half).
 #[derive(Debug, Clone, Copy)]
 enum Reply {
     Cts { dst: u32, sreq: u32, rreq: u32 },
@@ -334,7 +331,8 @@ fn unenv(v: u64) -> (u16, i32) {
     (v as u16, (v >> 16) as u32 as i32)
 }
 
-/// Matching state and protocol bookkeeping, shared with the handlers.
+/// Matching state and protocol bookkeeping: the context of mpi-lite's endpoint, so the
+/// handlers get it as `&mut` (no lock: handlers run inside this rank's own proto calls).
 pub struct State {
     me: u32,
     size: u32,
@@ -364,8 +362,7 @@ pub struct State {
 /// any more. This is what makes borrowed buffers sound: a request either completes (and
 /// releases its buffer) or the engine never touches memory again.
 pub struct Engine<P: Port> {
-    ep: Endpoint<P>,
-    st: Arc<Shared>,
+    ep: Endpoint<P, State>,
     broken: Option<Error>,
     /// The eager limit (fixed at creation; also in `State` for the handlers).
     eager: usize,
@@ -375,68 +372,17 @@ fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
     (want_src == ANY_SOURCE || want_src == src) && (want_tag == ANY_TAG || want_tag == tag)
 }
 
-/// The state shared with the handlers, and a lock-free summary of it.
-struct Shared {
-    state: Mutex<State>,
-    /// Posted receives + unexpected messages + cleared rendezvous sends, stored at every
-    /// unlock ([`Guard`]): 0 lets a blocking receive skip the lock and take the next
-    /// matching message straight from the channel. Written only under the lock; both
-    /// sides are on the engine's thread (handlers run inside its proto calls), the atomic
-    /// only satisfies the handlers' `Sync` bound.
-    pending: AtomicUsize,
-    /// Rendezvous sends whose CTS came (`State::cleared`), stored the same way: 0 lets the
-    /// waits skip the lock when there is no data to push.
-    cleared: AtomicUsize,
-}
-
-/// The state lock; refreshes [`Shared::pending`] and [`Shared::cleared`] when released.
-struct Guard<'a> {
-    g: MutexGuard<'a, State>,
-    // Not named after `State`'s fields: a `Guard` field would shadow them.
-    sh: &'a Shared,
-}
-
-impl Deref for Guard<'_> {
-    type Target = State;
-    fn deref(&self) -> &State {
-        &self.g
-    }
-}
-
-impl DerefMut for Guard<'_> {
-    fn deref_mut(&mut self) -> &mut State {
-        &mut self.g
-    }
-}
-
-impl Drop for Guard<'_> {
-    fn drop(&mut self) {
-        let s = &*self.g;
-        let n = s.posted_n + s.unex_n + s.cleared.len();
-        self.sh.pending.store(n, Ordering::Relaxed);
-        self.sh.cleared.store(s.cleared.len(), Ordering::Relaxed);
-    }
-}
-
-fn lock(st: &Shared) -> Guard<'_> {
-    // A panic in a handler cannot leave the tables half-updated in a way later calls
-    // trust (each update completes before the next step); keep going.
-    Guard {
-        g: st.state.lock().unwrap_or_else(|p| p.into_inner()),
-        sh: st,
-    }
-}
-
-fn send_reply<P: Port>(ep: &Endpoint<P>, r: Reply) -> skifch::Result<()> {
+/// Sends a CTS or ACK; never waits (queued behind a full lane).
+fn send_reply<P: Port>(io: &mut Io<'_, P>, r: Reply) -> skifch::Result<()> {
     match r {
-        Reply::Cts { dst, sreq, rreq } => ep.send(dst, H_CTS, sreq, &[rreq as u64], &[]),
-        Reply::Ack { dst, sreq } => ep.send(dst, H_ACK, sreq, &[], &[]),
+        Reply::Cts { dst, sreq, rreq } => io.send(dst, H_CTS, sreq, &[rreq as u64], &[]),
+        Reply::Ack { dst, sreq } => io.send(dst, H_ACK, sreq, &[], &[]),
     }
 }
 
 /// Sends an eager message: the envelope packed in the 8-byte header when it fits.
 fn send_eager<P: Port>(
-    ep: &Endpoint<P>,
+    ep: &mut Endpoint<P, State>,
     dst: u32,
     ctx: u16,
     src: i32,
@@ -472,12 +418,12 @@ fn eager_envelope(am: &Am<'_>) -> Option<(u16, i32, i32)> {
     }
 }
 
-/// The handler of every mpi-lite message (runs inside proto calls of this rank).
-fn on_message<P: Port>(st: &Shared, ep: &Endpoint<P>, am: &Am<'_>) -> skifch::Result<()> {
+/// The handler of every mpi-lite message (runs inside proto calls of this rank, with the
+/// matching state as the endpoint's context).
+fn on_message<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Result<()> {
     let world = am.src();
     let args = am.args();
     let arg = |i: usize| args.get(i).copied().unwrap_or(0);
-    let mut s = lock(st);
     let reply = match am.handler() {
         H_EAGER_S | H_EAGER | H_SYNC => {
             let (ctx, src, tag) = eager_envelope(am).unwrap_or_else(|| {
@@ -575,17 +521,17 @@ fn on_message<P: Port>(st: &Shared, ep: &Endpoint<P>, am: &Am<'_>) -> skifch::Re
             ))
         }
     };
-    drop(s);
     // From a handler proto never blocks: a reply that does not fit is queued.
     match reply {
-        Some(r) => send_reply(ep, r),
+        Some(r) => send_reply(io, r),
         None => Ok(()),
     }
 }
 
 impl<P: Port> Engine<P> {
-    /// An engine on endpoint `ep` (mpi-lite's port): registers the handlers.
-    pub fn new(ep: Endpoint<P>) -> Result<Self> {
+    /// An engine on `port` of `job` (mpi-lite's port): an endpoint whose context is the
+    /// matching state, with the handlers registered.
+    pub fn open<D: Driver<Port = P>>(job: &Job<D>, port: u32) -> Result<Self> {
         let eager = match std::env::var("SKIFMPI_EAGER") {
             Ok(v) => v
                 .trim()
@@ -593,12 +539,10 @@ impl<P: Port> Engine<P> {
                 .map_err(|_| Error::Arg(format!("SKIFMPI_EAGER={v:?} is not a byte count")))?,
             Err(_) => DEFAULT_EAGER,
         };
-        // Eager messages fit one channel message with the longest header (4 words).
-        let room = ep.max_inline().saturating_sub(32);
-        let state = Mutex::new(State {
-            me: ep.rank(),
-            size: ep.size(),
-            eager: eager.min(room),
+        let state = State {
+            me: job.rank(),
+            size: job.size(),
+            eager,
             reqs: Vec::new(),
             free: Vec::new(),
             posted_exact: FxMap::default(),
@@ -609,34 +553,36 @@ impl<P: Port> Engine<P> {
             seq: 0,
             cleared: VecDeque::new(),
             bsend_used: 0,
-        });
-        let st = Arc::new(Shared {
-            state,
-            pending: AtomicUsize::new(0),
-            cleared: AtomicUsize::new(0),
-        });
+        };
+        let mut ep = Endpoint::open_with(job, port, state)?;
+        // Eager messages fit one channel message with the longest header (4 words).
+        let eager = eager.min(ep.max_inline().saturating_sub(32));
+        ep.ctx_mut().eager = eager;
         for h in [H_EAGER_S, H_EAGER, H_SYNC, H_RTS, H_CTS, H_DATA, H_ACK] {
-            let s = st.clone();
-            ep.register(h, move |ep: &Endpoint<P>, am: &Am<'_>| {
-                on_message(&s, ep, am)
-            })?;
+            ep.register(h, on_message::<P>)?;
         }
-        let eager = lock(&st).eager;
         Ok(Engine {
             ep,
-            st,
             broken: None,
             eager,
         })
     }
 
-    fn lock(&self) -> Guard<'_> {
-        lock(&self.st)
+    /// The matching state.
+    #[inline]
+    fn st(&self) -> &State {
+        self.ep.ctx()
+    }
+
+    /// The matching state, to change.
+    #[inline]
+    fn st_mut(&mut self) -> &mut State {
+        self.ep.ctx_mut()
     }
 
     /// World rank and size.
     pub fn world(&self) -> (u32, u32) {
-        let s = self.lock();
+        let s = self.st();
         (s.me, s.size)
     }
 
@@ -646,12 +592,12 @@ impl<P: Port> Engine<P> {
     }
 
     /// Blocking standard send without a request when the message goes eagerly (the
-    /// common small message: one proto send, no lock). Else as `isend` + `wait`.
+    /// common small message: one proto send). Else as `isend` + `wait`.
     pub fn send(&mut self, ctx: u16, src: i32, dst: u32, tag: i32, buf: UserBuf) -> Result<()> {
         self.check()?;
         if buf.packed_len() <= self.eager {
             if let Some(data) = buf.as_contiguous() {
-                let r = send_eager(&self.ep, dst, ctx, src, tag, data);
+                let r = send_eager(&mut self.ep, dst, ctx, src, tag, data);
                 return r.map_err(|e| self.fail(e));
             }
         }
@@ -660,19 +606,19 @@ impl<P: Port> Engine<P> {
     }
 
     /// Blocking receive: an eager message already waiting in the unexpected queue is
-    /// copied out under one lock, without a request; else, when no other receive is posted
+    /// copied out without a request; else, when no other receive is posted
     /// (so none can have a prior claim, §3.5), the next matching eager message is copied
     /// straight from the channel into `buf` (`recv_direct`). Otherwise (and for
     /// synchronous or rendezvous messages) as `irecv` + `wait`.
     pub fn recv(&mut self, ctx: u16, src: i32, tag: i32, mut buf: UserBuf) -> Result<Status> {
         self.check()?;
-        if src != PROC_NULL && self.st.pending.load(Ordering::Relaxed) == 0 {
-            // Nothing posted, queued or cleared: no lock needed to know it.
+        if src != PROC_NULL && self.st().pending() == 0 {
+            // Nothing posted, queued or cleared.
             if let Some(r) = self.recv_direct(ctx, src, tag, &mut buf)? {
                 return r;
             }
         } else if src != PROC_NULL {
-            let mut s = self.lock();
+            let s = self.st_mut();
             let found = s.find_unexpected(ctx, src, tag);
             if let Some(key) = found {
                 let q = s.unex.get_mut(&key).expect("found");
@@ -691,7 +637,6 @@ impl<P: Port> Engine<P> {
                     buf.write_packed(0, data.as_slice());
                     q.pop_front();
                     s.unex_n -= 1;
-                    drop(s);
                     let cap = buf.packed_len();
                     if len > cap {
                         return Err(Error::Truncate { len, cap });
@@ -708,7 +653,6 @@ impl<P: Port> Engine<P> {
             // A matching synchronous or rendezvous message waits in the queue: that one is
             // ours, taken by the general path.
             let direct = found.is_none() && s.posted_n == 0 && s.cleared.is_empty();
-            drop(s);
             if direct {
                 if let Some(r) = self.recv_direct(ctx, src, tag, &mut buf)? {
                     return r;
@@ -734,7 +678,7 @@ impl<P: Port> Engine<P> {
         if data.len() > self.eager {
             return Ok(false);
         }
-        let r = send_eager(&self.ep, dst, ctx, src, tag, data);
+        let r = send_eager(&mut self.ep, dst, ctx, src, tag, data);
         r.map_err(|e| self.fail(e))?;
         Ok(true)
     }
@@ -752,7 +696,7 @@ impl<P: Port> Engine<P> {
         buf: &mut [u8],
     ) -> Result<Option<Status>> {
         self.check()?;
-        if self.st.pending.load(Ordering::Relaxed) != 0 {
+        if self.st().pending() != 0 {
             return Ok(None);
         }
         match self.recv_direct(ctx, src, tag, buf)? {
@@ -861,7 +805,7 @@ impl<P: Port> Engine<P> {
 
     /// Bytes of the attached Bsend buffer in use.
     pub fn bsend_used(&self) -> usize {
-        self.lock().bsend_used
+        self.st().bsend_used
     }
 
     /// The error that broke the engine, if any.
@@ -902,14 +846,14 @@ impl<P: Port> Engine<P> {
         if eager && mode == Mode::Standard {
             // Complete once out: send first, then record a finished request (one lock).
             let data = buf.as_contiguous().unwrap_or(&[]);
-            let r = send_eager(&self.ep, dst, ctx, src, tag, data);
+            let r = send_eager(&mut self.ep, dst, ctx, src, tag, data);
             r.map_err(|e| self.fail(e))?;
-            let mut s = self.lock();
+            let s = self.st_mut();
             let id = s.new_send(dst, bsend);
             s.complete(id);
             return Ok(id);
         }
-        let id = self.lock().new_send(dst, bsend);
+        let id = self.st_mut().new_send(dst, bsend);
         let r = if eager {
             let data = buf.as_contiguous().unwrap_or(&[]);
             self.ep
@@ -919,7 +863,7 @@ impl<P: Port> Engine<P> {
             if let Some(Req {
                 kind: ReqKind::Send { buf: b, .. },
                 ..
-            }) = self.lock().get_mut(id)
+            }) = self.st_mut().get_mut(id)
             {
                 *b = Some(buf);
             }
@@ -940,7 +884,7 @@ impl<P: Port> Engine<P> {
     pub fn irecv(&mut self, ctx: u16, src: i32, tag: i32, buf: UserBuf) -> Result<ReqId> {
         self.check()?;
         let (id, reply) = {
-            let mut s = self.lock();
+            let s = self.st_mut();
             let seq = s.next_seq();
             let id = s.alloc(Req {
                 kind: ReqKind::Nothing,
@@ -985,14 +929,14 @@ impl<P: Port> Engine<P> {
             (id, reply)
         };
         if let Some(r) = reply {
-            send_reply(&self.ep, r).map_err(|e| self.fail(e))?;
+            send_reply(&mut self.ep.io(), r).map_err(|e| self.fail(e))?;
         }
         Ok(id)
     }
 
     /// A completed request that needs no communication (PROC_NULL sends, …).
     pub fn done_request(&mut self) -> ReqId {
-        let mut s = self.lock();
+        let s = self.st_mut();
         let seq = s.next_seq();
         s.alloc(Req {
             kind: ReqKind::Nothing,
@@ -1006,18 +950,18 @@ impl<P: Port> Engine<P> {
 
     /// `true` if `id` names a live request.
     pub fn is_request(&self, id: ReqId) -> bool {
-        self.lock().is_request(id)
+        self.st().is_request(id)
     }
 
     /// `true` if the request is complete (without releasing it).
     pub fn is_done(&self, id: ReqId) -> bool {
-        self.lock().is_done(id)
+        self.st().is_done(id)
     }
 
     /// `MPI_Test` on one request: `None` while pending; when complete, releases the
     /// request and returns its status, or its error.
     pub fn test(&mut self, id: ReqId) -> Result<Option<Status>> {
-        let mut s = self.lock();
+        let s = self.st_mut();
         match s.get(id) {
             None => Err(Error::Request(format!("request {id} does not exist"))),
             Some(r) if !r.done => Ok(None),
@@ -1037,7 +981,7 @@ impl<P: Port> Engine<P> {
         if !self.is_done(id) {
             self.progress()?;
         }
-        let s = self.lock();
+        let s = self.st();
         match s.get(id) {
             None => Err(Error::Request(format!("request {id} does not exist"))),
             Some(r) if !r.done => Ok(None),
@@ -1061,7 +1005,7 @@ impl<P: Port> Engine<P> {
 
     /// The outcome of `id` if it is complete (releasing it), else `None`.
     fn test_done(&mut self, id: ReqId) -> Option<Result<Status>> {
-        let mut s = self.lock();
+        let s = self.st_mut();
         if !s.is_done(id) {
             return None;
         }
@@ -1077,19 +1021,18 @@ impl<P: Port> Engine<P> {
     pub fn wait_until(&mut self, mut done: impl FnMut(&State) -> bool) -> Result<()> {
         self.check()?;
         loop {
-            if done(&self.lock()) {
+            if done(self.st()) {
                 return Ok(());
             }
             if self.push_cleared()? {
                 continue;
             }
-            let st = &self.st;
             // Proto's wait: service messages (fixed spin, then sleep on the channel) until
             // ours is done or a rendezvous send may go.
             let r = self.ep.progress_until(
-                |_| {
-                    let s = lock(st);
-                    done(&s) || !s.cleared.is_empty()
+                |ep| {
+                    let s = ep.ctx();
+                    done(s) || !s.cleared.is_empty()
                 },
                 None,
             );
@@ -1103,11 +1046,11 @@ impl<P: Port> Engine<P> {
     /// Sends the data of one rendezvous send whose CTS came (a proto long message that
     /// lands in the receiver's buffer); `false` if none is waiting.
     fn push_cleared(&mut self) -> Result<bool> {
-        if self.st.cleared.load(Ordering::Relaxed) == 0 {
+        if self.st().cleared.is_empty() {
             return Ok(false);
         }
         let next = {
-            let mut s = self.lock();
+            let s = self.st_mut();
             match s.cleared.pop_front() {
                 None => None,
                 Some((sreq, rreq)) => match s.get_mut(sreq) {
@@ -1126,13 +1069,13 @@ impl<P: Port> Engine<P> {
         let r = self.ep.send(dst, H_DATA, rreq, &[], data);
         r.map_err(|e| self.fail(e))?;
         drop(buf);
-        self.lock().complete(sreq);
+        self.st_mut().complete(sreq);
         Ok(true)
     }
 
     /// `MPI_Request_free`: the request is released when it completes.
     pub fn request_free(&mut self, id: ReqId) -> Result<()> {
-        let mut s = self.lock();
+        let s = self.st_mut();
         match s.get_mut(id) {
             None => Err(Error::Request(format!("request {id} does not exist"))),
             Some(r) if r.done => {
@@ -1149,7 +1092,7 @@ impl<P: Port> Engine<P> {
     /// `MPI_Cancel`: a receive not yet matched completes as cancelled; anything else
     /// (sends, matched receives) completes normally (the standard allows that).
     pub fn cancel(&mut self, id: ReqId) -> Result<()> {
-        let mut s = self.lock();
+        let s = self.st_mut();
         let Some(r) = s.get(id) else {
             return Err(Error::Request(format!("request {id} does not exist")));
         };
@@ -1186,11 +1129,11 @@ impl<P: Port> Engine<P> {
         if src == PROC_NULL {
             return Ok(Some(Status::proc_null()));
         }
-        if let Some(s) = self.lock().peek_unexpected(ctx, src, tag) {
+        if let Some(s) = self.st_mut().peek_unexpected(ctx, src, tag) {
             return Ok(Some(s));
         }
         self.progress()?;
-        Ok(self.lock().peek_unexpected(ctx, src, tag))
+        Ok(self.st_mut().peek_unexpected(ctx, src, tag))
     }
 
     /// `MPI_Probe`: waits for a matching message and returns its envelope.
@@ -1223,12 +1166,11 @@ impl<P: Port> Engine<P> {
             if self.push_cleared()? {
                 continue;
             }
-            let st = &self.st;
             let r = self
                 .ep
-                .progress_until(|ep| ep.queued() == 0 || !lock(st).cleared.is_empty(), None);
+                .progress_until(|ep| ep.queued() == 0 || !ep.ctx().cleared.is_empty(), None);
             r.map_err(|e| self.fail(e))?;
-            if self.lock().cleared.is_empty() {
+            if self.st().cleared.is_empty() {
                 return Ok(());
             }
         }
@@ -1239,7 +1181,7 @@ impl<P: Port> Engine<P> {
         let b = UserBuf::owned(vec![0u8; len]);
         let id = self.irecv(ctx, src, tag, b)?;
         self.wait_until(|s| s.is_done(id))?;
-        let r = self.lock().release(id);
+        let r = self.st_mut().release(id);
         if let Some(e) = r.err {
             return Err(e);
         }
@@ -1251,6 +1193,13 @@ impl<P: Port> Engine<P> {
 }
 
 impl State {
+    /// Posted receives + unexpected messages + cleared rendezvous sends: 0 lets a blocking
+    /// receive take the next matching message straight from the channel.
+    #[inline]
+    fn pending(&self) -> usize {
+        self.posted_n + self.unex_n + self.cleared.len()
+    }
+
     /// A new send request to world rank `dst` holding `bsend` bytes of the Bsend buffer.
     fn new_send(&mut self, dst: u32, bsend: usize) -> ReqId {
         let seq = self.next_seq();

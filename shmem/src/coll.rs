@@ -16,7 +16,7 @@
 //! arguments of the legacy forms are accepted and not used, so they need not be
 //! initialized or kept apart between calls.
 
-use skifch::coll::{DType, Kernel, Op, ProtoGroup, Reducer};
+use skifch::coll::{DType, GroupOn, Kernel, Op, ProtoGroup, Reducer};
 use skifch::Port;
 
 use crate::{Error, SymAddr, World};
@@ -214,13 +214,13 @@ impl<P: Port> World<P> {
     fn with_group<R>(
         &self,
         t: &Team,
-        f: impl FnOnce(&ProtoGroup<'_, P>) -> skifch::Result<R>,
+        f: impl FnOnce(&GroupOn<'_, P, crate::msg::Ctx>) -> skifch::Result<R>,
     ) -> Result<R, Error> {
         self.me_in(t)?;
         let gid = self.group_id(&t.members);
-        let ep = self.ep();
-        let g = self.coll().group(&ep, gid, t.members.clone())?;
-        Ok(f(&g)?)
+        let mut ep = self.ep();
+        let g = ProtoGroup::new(&ep, gid, t.members.clone())?;
+        Ok(f(&g.on(&mut ep))?)
     }
 
     fn read_vec(&self, a: SymAddr, len: usize) -> Result<Vec<u8>, Error> {

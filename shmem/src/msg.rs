@@ -38,9 +38,8 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
-use skifch::proto::{Am, Endpoint, Landing, Phase};
+use skifch::proto::{Am, Endpoint, Io, Landing, Phase};
 use skifch::rma::{amo_at, Amo};
 use skifch::{Error as ChError, Port};
 
@@ -309,8 +308,8 @@ pub(crate) const AGG_PUT: usize = 1024;
 
 /// Applies the records of an [`H_PUTV`] payload in order (each checked; a bad one
 /// stops the rest).
-fn apply_putv(segs: &OnceLock<Segs>, src: u32, p: &[u8]) -> Result<(), ChError> {
-    let Some(s) = segs.get() else {
+fn apply_putv(segs: &Ctx, src: u32, p: &[u8]) -> Result<(), ChError> {
+    let Some(s) = segs else {
         return Err(bad(src, "puts before this PE's segments exist".into()));
     };
     let mut i = 0;
@@ -345,9 +344,12 @@ fn apply_putv(segs: &OnceLock<Segs>, src: u32, p: &[u8]) -> Result<(), ChError> 
     Ok(())
 }
 
-/// This PE's local segments as the target of requests: (base address, length); set once
-/// the segments exist (before any PE can send a request, see `World::new`).
+/// This PE's local segments as the target of requests: (base address, length).
 pub(crate) type Segs = [(usize, usize); 2];
+
+/// The context of shmem's endpoint: this PE's segments once they exist (before any PE can
+/// send a request, see `World::new`). The handlers get it as `&mut`.
+pub(crate) type Ctx = Option<Segs>;
 
 fn bad(src: u32, what: String) -> ChError {
     ChError::InvalidArgument(format!("shmem: PE {src} sent {what}").into())
@@ -370,8 +372,8 @@ fn outside(
 }
 
 /// Checked local address of `len` bytes at `off` of segment `seg`.
-fn local(segs: &OnceLock<Segs>, src: u32, seg: u32, off: u64, len: u64) -> Result<usize, ChError> {
-    let r = segs.get().and_then(|s| {
+fn local(segs: &Ctx, src: u32, seg: u32, off: u64, len: u64) -> Result<usize, ChError> {
+    let r = segs.as_ref().and_then(|s| {
         let &(base, size) = s.get(seg as usize)?;
         let end = off.checked_add(len)?;
         (end <= size as u64).then_some(base + off as usize)
@@ -395,113 +397,120 @@ fn amo_decode(arg: u32, a: u64, b: u64) -> Option<(Amo, usize, u32)> {
     Some((op, (arg >> 8 & 0xFF) as usize, arg >> 16 & 0xFF))
 }
 
-/// Registers the four handlers on `ep`; `segs` is filled in later by the world.
-pub(crate) fn install<P: Port>(ep: &Endpoint<P>, segs: Arc<OnceLock<Segs>>) -> skifch::Result<()> {
-    let s = segs.clone();
-    ep.register(H_PUT, move |_ep: &Endpoint<P>, am: &Am<'_>| {
-        let off = am.args().first().copied().unwrap_or(u64::MAX);
-        match am.phase() {
-            Phase::Whole => {
-                let p = am.payload();
-                let dst = local(&s, am.src(), am.arg(), off, p.len() as u64)?;
-                let mut at = dst;
-                for seg in p.segments() {
-                    // SAFETY: `local` checked dst..dst+len lies in this PE's live segment;
-                    // the program reaches that memory only as one-sided memory.
-                    unsafe { copy_mem(seg.as_ptr(), at as *mut u8, seg.len()) };
-                    at += seg.len();
-                }
-                Ok(())
-            }
-            Phase::LongStart { total } => {
-                let dst = local(&s, am.src(), am.arg(), off, total)?;
-                // SAFETY: the checked range of the segment receives this transfer alone
-                // (the program must not access a put's destination until it completes).
-                am.place(unsafe { Landing::raw(dst as *mut u8, total as usize) });
-                Ok(())
-            }
-            Phase::LongDone { .. } => Ok(()),
-        }
-    })?;
-    let s = segs.clone();
-    ep.register(H_GET, move |ep: &Endpoint<P>, am: &Am<'_>| {
-        let to = am
-            .reply_to()
-            .ok_or_else(|| bad(am.src(), "a get without a reply address".into()))?;
-        let (off, len) = match am.args() {
-            [o, l, ..] => (*o, *l),
-            _ => return Err(bad(am.src(), "a get without offset and length".into())),
-        };
-        let src = match local(&s, am.src(), am.arg(), off, len) {
-            Ok(p) => p,
-            Err(e) => {
-                ep.reply_error(to, &e.to_string())?;
-                return Err(e);
-            }
-        };
-        let mut v = vec![0u8; len as usize];
-        // SAFETY: checked range of this PE's live segment, copied out by raw pointer (no
-        // reference to memory the program may be writing).
-        unsafe { copy_mem(src as *const u8, v.as_mut_ptr(), v.len()) };
-        ep.reply(to, 0, &[], &v)
-    })?;
-    let s = segs.clone();
-    ep.register(H_AMO, move |ep: &Endpoint<P>, am: &Am<'_>| {
-        let (off, a, b) = match am.args() {
-            [o, a, b] => (*o, *a, *b),
-            _ => return Err(bad(am.src(), "an atomic without its arguments".into())),
-        };
-        let checked = amo_decode(am.arg(), a, b)
-            .filter(|&(_, w, _)| w == 4 || w == 8)
-            .ok_or_else(|| bad(am.src(), format!("a bad atomic code {:#x}", am.arg())))
-            .and_then(|(op, w, seg)| {
-                let p = local(&s, am.src(), seg, off, w as u64)?;
-                if p % w != 0 {
-                    return Err(bad(
-                        am.src(),
-                        format!("a misaligned {w}-byte atomic at offset {off:#x}"),
-                    ));
-                }
-                Ok((op, w, p))
-            });
-        let (op, w, p) = match (checked, am.reply_to()) {
-            (Ok(c), _) => c,
-            (Err(e), Some(to)) => {
-                ep.reply_error(to, &e.to_string())?;
-                return Err(e);
-            }
-            (Err(e), None) => return Err(e),
-        };
-        // SAFETY: checked in range and aligned; the location is only accessed atomically
-        // or by raw copies.
-        let old = unsafe { amo_at(p as *mut u8, w, op) };
-        match am.reply_to() {
-            Some(to) => ep.reply(to, 0, &[old], &[]),
-            None => Ok(()),
-        }
-    })?;
-    let s = segs.clone();
-    ep.register(H_PUTV, move |_ep: &Endpoint<P>, am: &Am<'_>| {
-        match am.phase() {
-            Phase::Whole => match am.payload().as_contiguous() {
-                Some(p) => apply_putv(&s, am.src(), p),
-                None => apply_putv(&s, am.src(), &am.payload().to_vec()),
-            },
-            Phase::LongStart { total } => {
-                am.place(Landing::vec(total as usize));
-                Ok(())
-            }
-            Phase::LongDone { .. } => match am.take_landing().and_then(Landing::into_vec) {
-                Some(v) => apply_putv(&s, am.src(), &v),
-                None => Err(bad(am.src(), "aggregated puts without their data".into())),
-            },
-        }
-    })?;
-    ep.register(H_FLUSH, |ep: &Endpoint<P>, am: &Am<'_>| {
-        match am.reply_to() {
-            Some(to) => ep.reply(to, 0, &[], &[]),
-            None => Ok(()),
-        }
-    })?;
+/// Registers the handlers on `ep` (its context, the segments, is filled in later by the
+/// world).
+pub(crate) fn install<P: Port>(ep: &mut Endpoint<P, Ctx>) -> skifch::Result<()> {
+    ep.register(H_PUT, on_put)?;
+    ep.register(H_GET, on_get)?;
+    ep.register(H_AMO, on_amo)?;
+    ep.register(H_PUTV, on_putv)?;
+    ep.register(H_FLUSH, on_flush)?;
     Ok(())
+}
+
+fn on_put<P: Port>(s: &mut Ctx, _: &mut Io<'_, P>, am: &Am<'_>) -> Result<(), ChError> {
+    let off = am.args().first().copied().unwrap_or(u64::MAX);
+    match am.phase() {
+        Phase::Whole => {
+            let p = am.payload();
+            let dst = local(s, am.src(), am.arg(), off, p.len() as u64)?;
+            let mut at = dst;
+            for seg in p.segments() {
+                // SAFETY: `local` checked dst..dst+len lies in this PE's live segment;
+                // the program reaches that memory only as one-sided memory.
+                unsafe { copy_mem(seg.as_ptr(), at as *mut u8, seg.len()) };
+                at += seg.len();
+            }
+            Ok(())
+        }
+        Phase::LongStart { total } => {
+            let dst = local(s, am.src(), am.arg(), off, total)?;
+            // SAFETY: the checked range of the segment receives this transfer alone
+            // (the program must not access a put's destination until it completes).
+            am.place(unsafe { Landing::raw(dst as *mut u8, total as usize) });
+            Ok(())
+        }
+        Phase::LongDone { .. } => Ok(()),
+    }
+}
+
+fn on_get<P: Port>(s: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> Result<(), ChError> {
+    let to = am
+        .reply_to()
+        .ok_or_else(|| bad(am.src(), "a get without a reply address".into()))?;
+    let (off, len) = match am.args() {
+        [o, l, ..] => (*o, *l),
+        _ => return Err(bad(am.src(), "a get without offset and length".into())),
+    };
+    let src = match local(s, am.src(), am.arg(), off, len) {
+        Ok(p) => p,
+        Err(e) => {
+            io.reply_error(to, &e.to_string())?;
+            return Err(e);
+        }
+    };
+    let mut v = vec![0u8; len as usize];
+    // SAFETY: checked range of this PE's live segment, copied out by raw pointer (no
+    // reference to memory the program may be writing).
+    unsafe { copy_mem(src as *const u8, v.as_mut_ptr(), v.len()) };
+    io.reply(to, 0, &[], &v)
+}
+
+fn on_amo<P: Port>(s: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> Result<(), ChError> {
+    let (off, a, b) = match am.args() {
+        [o, a, b] => (*o, *a, *b),
+        _ => return Err(bad(am.src(), "an atomic without its arguments".into())),
+    };
+    let checked = amo_decode(am.arg(), a, b)
+        .filter(|&(_, w, _)| w == 4 || w == 8)
+        .ok_or_else(|| bad(am.src(), format!("a bad atomic code {:#x}", am.arg())))
+        .and_then(|(op, w, seg)| {
+            let p = local(s, am.src(), seg, off, w as u64)?;
+            if p % w != 0 {
+                return Err(bad(
+                    am.src(),
+                    format!("a misaligned {w}-byte atomic at offset {off:#x}"),
+                ));
+            }
+            Ok((op, w, p))
+        });
+    let (op, w, p) = match (checked, am.reply_to()) {
+        (Ok(c), _) => c,
+        (Err(e), Some(to)) => {
+            io.reply_error(to, &e.to_string())?;
+            return Err(e);
+        }
+        (Err(e), None) => return Err(e),
+    };
+    // SAFETY: checked in range and aligned; the location is only accessed atomically
+    // or by raw copies.
+    let old = unsafe { amo_at(p as *mut u8, w, op) };
+    match am.reply_to() {
+        Some(to) => io.reply(to, 0, &[old], &[]),
+        None => Ok(()),
+    }
+}
+
+fn on_putv<P: Port>(s: &mut Ctx, _: &mut Io<'_, P>, am: &Am<'_>) -> Result<(), ChError> {
+    match am.phase() {
+        Phase::Whole => match am.payload().as_contiguous() {
+            Some(p) => apply_putv(s, am.src(), p),
+            None => apply_putv(s, am.src(), &am.payload().to_vec()),
+        },
+        Phase::LongStart { total } => {
+            am.place(Landing::vec(total as usize));
+            Ok(())
+        }
+        Phase::LongDone { .. } => match am.take_landing().and_then(Landing::into_vec) {
+            Some(v) => apply_putv(s, am.src(), &v),
+            None => Err(bad(am.src(), "aggregated puts without their data".into())),
+        },
+    }
+}
+
+fn on_flush<P: Port>(_: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> Result<(), ChError> {
+    match am.reply_to() {
+        Some(to) => io.reply(to, 0, &[], &[]),
+        None => Ok(()),
+    }
 }

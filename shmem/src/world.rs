@@ -5,10 +5,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use memmap2::{MmapOptions, MmapRaw};
-use skifch::coll::ProtoColl;
+use skifch::coll::ProtoGroup;
 use skifch::mem::copy_mem;
 use skifch::proto::{Endpoint, Landing, ProgressThread};
 use skifch::rma::{self, Amo, MappedWindow, Rma, Window};
@@ -87,8 +87,7 @@ pub struct World<P: Port> {
     win: [MappedWindow; 2],
     /// The active-message endpoint (message path, collectives, peer-loss checks), shared
     /// with the progress thread.
-    ep: Arc<Mutex<Endpoint<P>>>,
-    coll: ProtoColl,
+    ep: Arc<Mutex<Endpoint<P, msg::Ctx>>>,
     /// PEs written by one-way messages since the last quiet (message path).
     dirty: Vec<AtomicBool>,
     /// Small puts waiting to go to each PE as one message (message path, see
@@ -128,8 +127,7 @@ const SLOT: usize = 120;
 
 /// All-gather of up to [`SLOT`] bytes per PE over the world group (init only).
 fn allgather_small<P: Port>(
-    ep: &Endpoint<P>,
-    coll: &ProtoColl,
+    ep: &mut Endpoint<P, msg::Ctx>,
     mine: &[u8],
 ) -> skifch::Result<Vec<Vec<u8>>> {
     if mine.len() > SLOT {
@@ -142,7 +140,8 @@ fn allgather_small<P: Port>(
     slot[..8].copy_from_slice(&(mine.len() as u64).to_le_bytes());
     slot[8..8 + mine.len()].copy_from_slice(mine);
     let mut all = vec![0u8; n * (SLOT + 8)];
-    skifch::coll::allgather(&coll.world(ep), &slot, &mut all)?;
+    let g = ProtoGroup::world(ep);
+    skifch::coll::allgather(&g.on(ep), &slot, &mut all)?;
     Ok(all
         .chunks_exact(SLOT + 8)
         .map(|c| {
@@ -159,17 +158,15 @@ impl<P: Port + 'static> World<P> {
     /// it, and it returns after a barrier). Opens port 2 as a [`skifch::proto`] endpoint.
     pub fn new<D: Driver<Port = P>>(job: &Job<D>, opts: Options) -> Result<Arc<Self>, Error> {
         let (me, n) = (job.rank(), job.size());
-        let ep = Endpoint::open(job, PORT)?;
-        let coll = ProtoColl::install(&ep)?;
-        let shared_segs: Arc<OnceLock<Segs>> = Arc::default();
-        msg::install(&ep, shared_segs.clone())?;
+        let mut ep = Endpoint::open_with(job, PORT, None)?;
+        msg::install(&mut ep)?;
         // Every PE has its handlers before anyone sends to them.
         ep.barrier()?;
         let heap_len = opts
             .heap_size
             .max(internal_bytes() + 4096)
             .next_multiple_of(4096);
-        let mut exchange = |b: &[u8]| allgather_small(&ep, &coll, b);
+        let mut exchange = |b: &[u8]| allgather_small(&mut ep, b);
         // Every PE must agree on the sizes (the allocator's offsets are the addresses).
         let mut sizes = (heap_len as u64).to_le_bytes().to_vec();
         sizes.extend_from_slice(&(opts.globals.map_or(0, |g| g.1) as u64).to_le_bytes());
@@ -238,7 +235,7 @@ impl<P: Port + 'static> World<P> {
             b
         };
         let segs: Segs = [(heap_base, heap_len), opts.globals.unwrap_or((0, 0))];
-        let _ = shared_segs.set(segs);
+        *ep.ctx_mut() = Some(segs);
         // No PE sends a request before every PE has its segments.
         ep.barrier()?;
         let agg_max = AGG_BYTES.min(ep.max_inline().saturating_sub(64));
@@ -256,7 +253,6 @@ impl<P: Port + 'static> World<P> {
             segs,
             win,
             ep,
-            coll,
             dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
             agg,
             calls: Mutex::new(HashMap::new()),
@@ -282,18 +278,13 @@ impl<P: Port> World<P> {
     }
 
     /// The endpoint, locked (the progress thread takes the same lock to poll).
-    pub(crate) fn ep(&self) -> MutexGuard<'_, Endpoint<P>> {
+    pub(crate) fn ep(&self) -> MutexGuard<'_, Endpoint<P, msg::Ctx>> {
         self.ep.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The collective layer installed on the endpoint.
-    pub(crate) fn coll(&self) -> &ProtoColl {
-        &self.coll
     }
 
     /// A fresh group id for the next collective call on `members`: the same on every
     /// member (each makes the same sequence of calls on a team), so each call's messages
-    /// are keyed apart from other calls' ([`skifch::coll::ProtoColl::group`]).
+    /// are keyed apart from other calls' ([`skifch::coll::ProtoGroup::new`]).
     pub(crate) fn group_id(&self, members: &[u32]) -> u32 {
         let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
         let c = calls.entry(members.to_vec()).or_insert(0);
@@ -477,7 +468,7 @@ impl<P: Port> World<P> {
             return Ok(());
         }
         self.flush_all()?;
-        let ep = self.ep();
+        let mut ep = self.ep();
         let args = [src.off as u64, dst.len() as u64];
         // SAFETY: `dst` is borrowed for this whole call, which waits for the reply or
         // cancels the request (dropping the landing) before returning.
@@ -530,7 +521,7 @@ impl<P: Port> World<P> {
         } else {
             self.flush(pe)?;
         }
-        let ep = self.ep();
+        let mut ep = self.ep();
         if !fetch {
             self.mark_dirty(pe);
             ep.send(pe, msg::H_AMO, arg, &args, &[])?;
@@ -558,7 +549,7 @@ impl<P: Port> World<P> {
                     return Ok(());
                 }
                 // A reply to a flush follows every earlier message to that PE.
-                let ep = self.ep();
+                let mut ep = self.ep();
                 let ids = to
                     .iter()
                     .map(|&pe| ep.request(pe, msg::H_FLUSH, 0, &[], &[], Landing::discard()))
@@ -651,9 +642,9 @@ impl<P: Port> World<P> {
     pub fn barrier(&self, members: &[u32]) -> Result<(), Error> {
         self.quiet()?;
         let gid = self.group_id(members);
-        let ep = self.ep();
-        let g = self.coll.group(&ep, gid, members.to_vec())?;
-        skifch::coll::barrier(&g)?;
+        let mut ep = self.ep();
+        let g = ProtoGroup::new(&ep, gid, members.to_vec())?;
+        skifch::coll::barrier(&g.on(&mut ep))?;
         Ok(())
     }
 

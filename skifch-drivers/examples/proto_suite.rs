@@ -17,7 +17,7 @@ fn main() {
     let job = skifch_drivers::init().expect("joining the job");
     let me = job.rank();
     if args.iter().any(|a| a == "--die") {
-        let ep = Endpoint::open(&job, 0).expect("endpoint");
+        let mut ep = Endpoint::open(&job, 0).expect("endpoint");
         ep.barrier().expect("barrier");
         if me == job.size() - 1 {
             std::thread::sleep(Duration::from_millis(200));

@@ -17,7 +17,8 @@
 //!   adapter) are in crate `skifch-drivers`.
 //! * [`proto`] — active messages over one channel (inline header + payload, handlers,
 //!   request/reply, chunked long transfers, progress engine): the protocol layer of the
-//!   higher libraries.
+//!   higher libraries. An endpoint owns its library's context; handlers are plain
+//!   functions given `&mut` that context and a non-blocking send half.
 //! * [`coll`] — collective algorithms over a small transport trait (barrier, broadcast,
 //!   reductions, gather/scatter, all-to-all, scans) and the reduction kernels, written
 //!   once for every library; plus a barrier straight over a channel (MsgRate, conformance).

@@ -3,7 +3,7 @@
 //! reduction operation, a non-commutative user operation, small lanes, subgroups.
 
 use skifch::coll::ops::fold;
-use skifch::coll::{self, DType, Kernel, Op, ProtoColl, ProtoGroup, Reducer, Transport};
+use skifch::coll::{self, DType, GroupOn, Kernel, Op, ProtoGroup, Reducer, Transport};
 use skifch::local::{self, LocalJob};
 use skifch::proto::Endpoint;
 use skifch::local::Params;
@@ -341,17 +341,15 @@ fn movement<T: Transport>(t: &T, sizes: &[usize]) -> Result<()> {
 
 fn with_world<T: Send + 'static>(
     params: Params,
-    f: impl Fn(&ProtoGroup<'_, <skifch::local::LocalDriver as skifch::Driver>::Port>) -> Result<T>
+    f: impl Fn(&GroupOn<'_, <skifch::local::LocalDriver as skifch::Driver>::Port>) -> Result<T>
         + Send
         + Sync
         + 'static,
 ) -> Result<Vec<T>> {
     local::run_with(params, move |job: LocalJob| {
-        let ep = Endpoint::open(&job, PORT)?;
-        let c = ProtoColl::install(&ep)?;
-        ep.barrier()?;
-        let w = c.world(&ep);
-        let r = f(&w)?;
+        let mut ep = Endpoint::open(&job, PORT)?;
+        let g = ProtoGroup::world(&ep);
+        let r = f(&g.on(&mut ep))?;
         ep.barrier()?;
         Ok(r)
     })
@@ -435,24 +433,22 @@ fn tiny_lanes_do_not_deadlock() {
 #[test]
 fn subgroups_run_beside_the_world() {
     local::run_with(params(6, 64 << 10), |job| {
-        let ep = Endpoint::open(&job, PORT)?;
-        let c = ProtoColl::install(&ep)?;
-        ep.barrier()?;
+        let mut ep = Endpoint::open(&job, PORT)?;
         let me = ep.rank();
         let parity: Vec<u32> = (0..6).filter(|x| x % 2 == me % 2).collect();
-        let g = c.group(&ep, 10 + me % 2, parity.clone())?;
-        let w = c.world(&ep);
+        let g = ProtoGroup::new(&ep, 10 + me % 2, parity.clone())?;
+        let w = ProtoGroup::world(&ep);
         let k = Kernel::new(DType::U32, Op::Sum)?;
         for round in 0..20u32 {
             let mut s = [0u8; 4];
-            coll::allreduce(&g, &(me + round).to_ne_bytes(), &mut s, &k)?;
+            coll::allreduce(&g.on(&mut ep), &(me + round).to_ne_bytes(), &mut s, &k)?;
             let want: u32 = parity.iter().map(|x| x + round).sum();
             assert_eq!(u32::from_ne_bytes(s), want);
-            coll::allreduce(&w, &me.to_ne_bytes(), &mut s, &k)?;
+            coll::allreduce(&w.on(&mut ep), &me.to_ne_bytes(), &mut s, &k)?;
             assert_eq!(u32::from_ne_bytes(s), 15);
         }
-        assert!(c.group(&ep, 99, vec![(me + 1) % 6]).is_err());
-        assert!(c.group(&ep, 99, vec![me, me]).is_err());
+        assert!(ProtoGroup::new(&ep, 99, vec![(me + 1) % 6]).is_err());
+        assert!(ProtoGroup::new(&ep, 99, vec![me, me]).is_err());
         ep.barrier()
     })
     .unwrap();

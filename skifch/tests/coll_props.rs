@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use skifch::coll::ops::fold;
-use skifch::coll::{self, DType, Kernel, Op, ProtoColl, Transport};
+use skifch::coll::{self, DType, Kernel, Op, ProtoGroup, Transport};
 use skifch::local;
 use skifch::proto::Endpoint;
 use skifch::local::Params;
@@ -83,10 +83,9 @@ fn run(c: Case) -> Result<()> {
         lane_bytes: c.lane_kb << 10,
     };
     local::run_with(p, move |job| {
-        let ep = Endpoint::open(&job, 0)?;
-        let pc = ProtoColl::install(&ep)?;
-        ep.barrier()?;
-        let w = pc.world(&ep);
+        let mut ep = Endpoint::open(&job, 0)?;
+        let g = ProtoGroup::world(&ep);
+        let w = g.on(&mut ep);
         let (r, n) = (w.rank(), w.size());
         let ins: Vec<Vec<u8>> = (0..n).map(|i| input(c.dt, c.seed, i, c.count)).collect();
         if let Ok(k) = Kernel::new(c.dt, c.op) {
@@ -129,6 +128,7 @@ fn run(c: Case) -> Result<()> {
         let mut got = vec![0u8; want.len()];
         coll::alltoallv(&w, &send, &sc, &displs(&sc), &mut got, &rc, &displs(&rc))?;
         assert_eq!(got, want, "alltoallv {c:?}");
+        drop(w);
         ep.barrier()
     })
     .map(|_| ())

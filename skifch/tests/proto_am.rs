@@ -2,12 +2,12 @@
 //! request/reply with data landing in caller buffers, full lanes, handler rules, peer loss,
 //! and the progress thread.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use skifch::local::{self, LocalJob};
-use skifch::proto::{Am, Endpoint, Landing, Phase, ProgressThread};
+use skifch::proto::{Am, Endpoint, Io, Landing, Phase, ProgressThread};
 use skifch::local::Params;
 use skifch::{Error, Port, Result};
 
@@ -37,21 +37,30 @@ fn pattern(seed: u32, len: usize) -> Vec<u8> {
 ///   of `pattern(src ^ arg)`; counts messages and bytes.
 /// * H_GET: replies with `pattern(me, args[0])` (a "get" of any length).
 /// * H_PUT: long or inline; verifies the data (`pattern(src, len)`) and replies its length.
+///
+/// Their state is the endpoint's context.
+#[derive(Default)]
 struct State {
-    next_seq: Vec<AtomicU64>,
-    msgs: AtomicUsize,
-    bytes: AtomicUsize,
+    next_seq: Vec<u64>,
+    msgs: usize,
+    bytes: usize,
 }
 
-fn install(ep: &Endpoint<impl Port>, n: u32) -> Arc<State> {
-    let st = Arc::new(State {
-        next_seq: (0..n).map(|_| AtomicU64::new(0)).collect(),
-        msgs: AtomicUsize::new(0),
-        bytes: AtomicUsize::new(0),
-    });
-    let s = st.clone();
-    ep.register(H_COUNT, move |_ep, am: &Am<'_>| {
-        let want = s.next_seq[am.src() as usize].fetch_add(1, Ordering::Relaxed);
+/// An endpoint on `PORT` with the handlers above.
+fn open(job: &LocalJob) -> Result<Endpoint<impl Port, State>> {
+    let st = State {
+        next_seq: vec![0; job.size() as usize],
+        ..State::default()
+    };
+    let mut ep = Endpoint::open_with(job, PORT, st)?;
+    install(&mut ep);
+    Ok(ep)
+}
+
+fn install<P: Port>(ep: &mut Endpoint<P, State>) {
+    ep.register(H_COUNT, |s: &mut State, _: &mut Io<'_, P>, am: &Am<'_>| {
+        let want = s.next_seq[am.src() as usize];
+        s.next_seq[am.src() as usize] += 1;
         if am.arg() as u64 != want {
             return Err(Error::InvalidArgument(
                 format!("out of order: got {} want {want}", am.arg()).into(),
@@ -63,7 +72,7 @@ fn install(ep: &Endpoint<impl Port>, n: u32) -> Arc<State> {
             Phase::LongStart { total } => {
                 am.place(Landing::vec(total as usize));
                 // Counted at LongDone.
-                s.next_seq[am.src() as usize].fetch_sub(1, Ordering::Relaxed);
+                s.next_seq[am.src() as usize] -= 1;
                 return Ok(());
             }
             Phase::LongDone { .. } => am.take_landing().and_then(Landing::into_vec).unwrap(),
@@ -71,18 +80,17 @@ fn install(ep: &Endpoint<impl Port>, n: u32) -> Arc<State> {
         if data != pattern(am.src() ^ am.arg(), len) {
             return Err(Error::InvalidArgument("payload mismatch".into()));
         }
-        s.msgs.fetch_add(1, Ordering::Relaxed);
-        s.bytes.fetch_add(len, Ordering::Relaxed);
+        s.msgs += 1;
+        s.bytes += len;
         Ok(())
     })
     .unwrap();
-    let me = ep.rank();
-    ep.register(H_GET, move |ep, am: &Am<'_>| {
-        let to = am.reply_to().unwrap();
-        ep.reply(to, me, &[], &pattern(me, am.args()[0] as usize))
+    ep.register(H_GET, |_: &mut State, io: &mut Io<'_, P>, am: &Am<'_>| {
+        let (to, me) = (am.reply_to().unwrap(), io.rank());
+        io.reply(to, me, &[], &pattern(me, am.args()[0] as usize))
     })
     .unwrap();
-    ep.register(H_PUT, move |ep, am: &Am<'_>| {
+    ep.register(H_PUT, |_: &mut State, io: &mut Io<'_, P>, am: &Am<'_>| {
         let data = match am.phase() {
             Phase::Whole => am.payload().to_vec(),
             Phase::LongStart { total } => {
@@ -92,18 +100,16 @@ fn install(ep: &Endpoint<impl Port>, n: u32) -> Arc<State> {
             Phase::LongDone { .. } => am.take_landing().and_then(Landing::into_vec).unwrap(),
         };
         let ok = data == pattern(am.src(), data.len());
-        ep.reply(am.reply_to().unwrap(), ok as u32, &[data.len() as u64], &[])
+        io.reply(am.reply_to().unwrap(), ok as u32, &[data.len() as u64], &[])
     })
     .unwrap();
-    st
 }
 
 /// Every rank sends `count` messages of sizes cycling through `sizes` to every rank
 /// (itself included) while answering gets; then checks what arrived.
 fn all_to_all(job: LocalJob, count: u32, sizes: &[usize]) -> Result<()> {
-    let ep = Endpoint::open(&job, PORT)?;
+    let mut ep = open(&job)?;
     let (me, n) = (ep.rank(), ep.size());
-    let st = install(&ep, n);
     ep.barrier()?;
     let mut expect_bytes = 0;
     for k in 0..count {
@@ -127,10 +133,10 @@ fn all_to_all(job: LocalJob, count: u32, sizes: &[usize]) -> Result<()> {
     }
     let want_msgs = (count * n) as usize;
     ep.progress_until(
-        |_| st.msgs.load(Ordering::Relaxed) == want_msgs,
+        |ep| ep.ctx().msgs == want_msgs,
         Some(Duration::from_secs(60)),
     )?;
-    assert_eq!(st.bytes.load(Ordering::Relaxed), expect_bytes);
+    assert_eq!(ep.ctx().bytes, expect_bytes);
     ep.barrier()?;
     Ok(())
 }
@@ -162,9 +168,8 @@ fn requests_with_long_payloads_and_replies_from_handlers() {
     // Puts whose data is long (placed by the handler) and whose reply is sent from the
     // LongDone phase, many outstanding at once.
     local::run_with(params(3, 4 << 10), |job| {
-        let ep = Endpoint::open(&job, PORT)?;
+        let mut ep = open(&job)?;
         let (me, n) = (ep.rank(), ep.size());
-        install(&ep, n);
         ep.barrier()?;
         let mut ids = Vec::new();
         let data = pattern(me, 50_000);
@@ -188,8 +193,7 @@ fn requests_with_long_payloads_and_replies_from_handlers() {
 #[test]
 fn reply_longer_than_the_buffer_is_truncated_not_overrun() {
     local::run(2, |job| {
-        let ep = Endpoint::open(&job, PORT)?;
-        install(&ep, 2);
+        let mut ep = open(&job)?;
         ep.barrier()?;
         let peer = 1 - ep.rank();
         let mut buf = vec![0xAAu8; 200_001];
@@ -206,16 +210,18 @@ fn reply_longer_than_the_buffer_is_truncated_not_overrun() {
 #[test]
 fn handler_rules_and_bad_input() {
     local::run(2, |job| {
-        let ep = Endpoint::open(&job, PORT)?;
-        install(&ep, 2);
-        // A handler that tries to wait gets an error, which the application sees.
-        ep.register(H_WAITS, |ep, _am: &Am<'_>| ep.barrier())?;
+        let mut ep = open(&job)?;
+        // A handler's failure is kept for the application (a handler cannot wait at all:
+        // `Io` has no wait, see the compile-fail example in the proto docs).
+        ep.register(H_WAITS, |_: &mut State, _: &mut Io<'_, _>, _: &Am<'_>| {
+            Err(Error::InvalidArgument("refused by the handler".into()))
+        })?;
         assert!(matches!(
-            ep.register(0xF5, |_ep, _am: &Am<'_>| Ok(())),
+            ep.register(0xF5, |_: &mut State, _: &mut Io<'_, _>, _: &Am<'_>| Ok(())),
             Err(Error::InvalidArgument(_))
         ));
         assert!(matches!(
-            ep.register(H_GET, |_ep, _am: &Am<'_>| Ok(())),
+            ep.register(H_GET, |_: &mut State, _: &mut Io<'_, _>, _: &Am<'_>| Ok(())),
             Err(Error::InvalidArgument(_))
         ));
         assert!(matches!(
@@ -250,7 +256,7 @@ fn handler_rules_and_bad_input() {
                 "{errs:?}"
             );
             assert!(
-                matches!(&errs[1], Error::InvalidArgument(m) if m.contains("inside a message handler")),
+                matches!(&errs[1], Error::InvalidArgument(m) if m.contains("refused by the handler")),
                 "{errs:?}"
             );
             assert!(ep.poll().is_ok());
@@ -266,8 +272,8 @@ fn peer_lost_during_a_wait_is_an_error_not_a_hang() {
     let s = seen.clone();
     let t0 = Instant::now();
     let r = local::run(2, move |job| {
-        let ep = Endpoint::open(&job, PORT)?;
-        ep.register(H_GET, |_ep, _am: &Am<'_>| Ok(()))?; // never replies
+        let mut ep = Endpoint::open(&job, PORT)?;
+        ep.register(H_GET, |_: &mut (), _: &mut Io<'_, _>, _: &Am<'_>| Ok(()))?; // never replies
         ep.barrier()?;
         if ep.rank() == 1 {
             std::thread::sleep(Duration::from_millis(100));
@@ -289,7 +295,7 @@ fn blocked_sender_gives_up_when_the_receiver_dies() {
     let seen: Arc<Mutex<Option<Result<()>>>> = Arc::new(Mutex::new(None));
     let s = seen.clone();
     let r = local::run_with(params(2, 1 << 10), move |job| {
-        let ep = Endpoint::open(&job, PORT)?;
+        let mut ep = Endpoint::open(&job, PORT)?;
         ep.barrier()?;
         if ep.rank() == 1 {
             std::thread::sleep(Duration::from_millis(100));
@@ -317,8 +323,7 @@ fn blocked_sender_gives_up_when_the_receiver_dies() {
 fn progress_thread_serves_requests_while_the_target_computes() {
     let served = Arc::new(std::sync::atomic::AtomicBool::new(false));
     local::run(2, move |job| {
-        let ep = Arc::new(Mutex::new(Endpoint::open(&job, PORT)?));
-        install(&ep.lock().unwrap(), 2);
+        let ep = Arc::new(Mutex::new(open(&job)?));
         ep.lock().unwrap().barrier()?;
         if job.rank() == 1 {
             let pt = ProgressThread::start(ep.clone(), Duration::from_micros(20))?;
@@ -332,7 +337,7 @@ fn progress_thread_serves_requests_while_the_target_computes() {
         } else {
             for k in 0..50 {
                 let mut buf = vec![0u8; 1000 * k];
-                let g = ep.lock().unwrap();
+                let mut g = ep.lock().unwrap();
                 g.call(1, H_GET, 0, &[buf.len() as u64], &[], &mut buf)?;
                 assert_eq!(buf, pattern(1, buf.len()));
             }
@@ -350,13 +355,15 @@ fn deferred_replies_timeouts_and_cancel() {
     // MPI receiver answers a rendezvous once its receive is posted). The requester times
     // out, cancels, and a reply that still comes is dropped without touching its buffer.
     local::run(2, |job| {
-        let ep = Endpoint::open(&job, PORT)?;
-        let kept: Arc<Mutex<Vec<skifch::proto::ReplyTo>>> = Arc::default();
-        let k = kept.clone();
-        ep.register(H_GET, move |_ep, am: &Am<'_>| {
-            k.lock().unwrap().push(am.reply_to().unwrap());
-            Ok(())
-        })?;
+        // The context: the reply addresses kept for later.
+        let mut ep = Endpoint::open_with(&job, PORT, Vec::<skifch::proto::ReplyTo>::new())?;
+        ep.register(
+            H_GET,
+            |kept: &mut Vec<_>, _: &mut Io<'_, _>, am: &Am<'_>| {
+                kept.push(am.reply_to().unwrap());
+                Ok(())
+            },
+        )?;
         ep.barrier()?;
         if ep.rank() == 0 {
             let mut first = vec![0u8; 4];
@@ -371,10 +378,10 @@ fn deferred_replies_timeouts_and_cancel() {
             assert_eq!((r.arg, &first[..]), (2, &b"new!"[..]));
         } else {
             ep.barrier()?; // 1
-            let stale = kept.lock().unwrap().remove(0); // the oldest (the new one may be here already)
+            let stale = ep.ctx_mut().remove(0); // the oldest (the new one may be here already)
             ep.reply(stale, 1, &[], b"old!")?;
-            ep.progress_until(|_| !kept.lock().unwrap().is_empty(), None)?;
-            let to = kept.lock().unwrap().remove(0);
+            ep.progress_until(|ep| !ep.ctx().is_empty(), None)?;
+            let to = ep.ctx_mut().remove(0);
             ep.reply(to, 2, &[], b"new!")?;
         }
         ep.barrier()?;
@@ -389,8 +396,7 @@ fn non_blocking_sends_queue_and_flush() {
     // 1 KiB lanes: most of the 200 messages do not fit when sent, so they are queued in
     // order behind each other; the receiver checks the order and the bytes.
     local::run_with(params(2, 1 << 10), |job| {
-        let ep = Endpoint::open(&job, PORT)?;
-        let st = install(&ep, 2);
+        let mut ep = open(&job)?;
         ep.barrier()?;
         if ep.rank() == 0 {
             for k in 0..200u32 {
@@ -404,10 +410,7 @@ fn non_blocking_sends_queue_and_flush() {
             ep.flush()?;
             assert_eq!(ep.queued(), 0);
         } else {
-            ep.progress_until(
-                |_| st.msgs.load(Ordering::Relaxed) == 200,
-                Some(Duration::from_secs(60)),
-            )?;
+            ep.progress_until(|ep| ep.ctx().msgs == 200, Some(Duration::from_secs(60)))?;
         }
         ep.barrier()?;
         assert!(ep.take_error().is_none());
@@ -445,8 +448,8 @@ fn a_peer_that_finalizes_without_answering_ends_the_wait() {
     // Rank 1 takes the request and leaves normally (no crash: nothing reports it lost);
     // rank 0's wait notices the closed endpoint within about a second.
     local::run(2, |job| {
-        let ep = Endpoint::open(&job, PORT)?;
-        ep.register(H_GET, |_ep, _am: &Am<'_>| Ok(()))?; // never replies
+        let mut ep = Endpoint::open(&job, PORT)?;
+        ep.register(H_GET, |_: &mut (), _: &mut Io<'_, _>, _: &Am<'_>| Ok(()))?; // never replies
         ep.barrier()?;
         if ep.rank() == 1 {
             ep.progress_until(|ep| ep.queued() == 0, None)?;
@@ -472,19 +475,21 @@ fn progress_take_consumes_one_message_in_order() {
     use skifch::proto::Take;
     const H_SEEN: u8 = 5;
     local::run_with(params(2, 4096), |job: LocalJob| -> Result<()> {
-        let ep = Endpoint::open(&job, PORT)?;
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s = seen.clone();
-        ep.register(H_SEEN, move |_: &Endpoint<_>, am: &Am<'_>| {
-            s.lock().unwrap().push(am.arg());
-            Ok(())
-        })?;
+        // The context: the arguments of the messages handled, in order.
+        let mut ep = Endpoint::open_with(&job, PORT, Vec::<u32>::new())?;
+        ep.register(
+            H_SEEN,
+            |seen: &mut Vec<u32>, _: &mut Io<'_, _>, am: &Am<'_>| {
+                seen.push(am.arg());
+                Ok(())
+            },
+        )?;
         ep.barrier()?;
         // No wait on rank 1 between its "ready" and `progress_take` (a wait would dispatch
         // the messages).
         if job.rank() == 0 {
-            ep.progress_until(|_| !seen.lock().unwrap().is_empty(), None)?;
-            seen.lock().unwrap().clear();
+            ep.progress_until(|ep| !ep.ctx().is_empty(), None)?;
+            ep.ctx_mut().clear();
             for a in 1..=5u32 {
                 ep.send(1, H_SEEN, a, &[], &a.to_le_bytes())?;
             }
@@ -503,7 +508,7 @@ fn progress_take_consumes_one_message_in_order() {
                 Some(Duration::from_secs(20)),
             )?;
             assert_eq!(got.as_deref(), Some(&3u32.to_le_bytes()[..]));
-            assert_eq!(*seen.lock().unwrap(), [1, 2]);
+            assert_eq!(*ep.ctx(), [1, 2]);
             ep.progress_take(
                 |am| {
                     if am.arg() == 4 {
@@ -514,9 +519,9 @@ fn progress_take_consumes_one_message_in_order() {
                 },
                 Some(Duration::from_secs(20)),
             )?;
-            assert_eq!(*seen.lock().unwrap(), [1, 2, 4]);
-            ep.progress_until(|_| seen.lock().unwrap().len() == 4, None)?;
-            assert_eq!(*seen.lock().unwrap(), [1, 2, 4, 5]);
+            assert_eq!(*ep.ctx(), [1, 2, 4]);
+            ep.progress_until(|ep| ep.ctx().len() == 4, None)?;
+            assert_eq!(*ep.ctx(), [1, 2, 4, 5]);
         }
         ep.barrier()
     })

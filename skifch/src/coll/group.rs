@@ -3,9 +3,8 @@
 //! posted before its message arrives gets it straight from the channel's receive memory
 //! (long messages chunk by chunk, see [`crate::proto`]).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Transport;
 use crate::proto::{Am, Endpoint, Landing, Phase};
@@ -28,40 +27,110 @@ enum Posted {
     },
 }
 
+/// The collective layer's matching state, part of every [`Endpoint`] (its handler is
+/// built in: no installation step, and [`Endpoint::barrier`] runs on it).
 #[derive(Default)]
-struct State {
+pub(crate) struct CollState {
     /// Messages that came before their receive, in order; `None` while a long one arrives.
     unexpected: HashMap<Key, VecDeque<Option<Vec<u8>>>>,
     posted: HashMap<Key, Posted>,
 }
 
-/// The collective layer installed on an endpoint (one per endpoint): makes groups.
-pub struct ProtoColl {
-    st: Arc<Mutex<State>>,
-}
-
-fn lock(st: &Mutex<State>) -> MutexGuard<'_, State> {
-    st.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl ProtoColl {
-    /// Registers the collective handler on `ep` (once per endpoint; every rank installs it
-    /// before collective traffic can reach it, e.g. before an [`Endpoint::barrier`]).
-    pub fn install<P: Port>(ep: &Endpoint<P>) -> Result<ProtoColl> {
-        let st = Arc::new(Mutex::new(State::default()));
-        let s = st.clone();
-        ep.register_any(
-            H_COLL,
-            Arc::new(move |_ep: &Endpoint<P>, am: &Am<'_>| on_message(&s, am)),
-        )?;
-        Ok(ProtoColl { st })
+impl CollState {
+    /// The handler of collective traffic ([`H_COLL`]).
+    pub(crate) fn on_message(&mut self, am: &Am<'_>) -> Result<()> {
+        let gid = am.args().first().copied().unwrap_or(0) as u32;
+        let key = (gid, am.src(), am.arg());
+        let st = self;
+        let queued = st.unexpected.get(&key).is_some_and(|q| !q.is_empty());
+        let waiting = !queued && matches!(st.posted.get(&key), Some(Posted::Waiting(_)));
+        match am.phase() {
+            Phase::Whole if waiting => {
+                if let Some(Posted::Waiting(mut l)) = st.posted.remove(&key) {
+                    l.write_segs(0, am.payload().segments());
+                    let truncated = l.truncated();
+                    st.posted.insert(
+                        key,
+                        Posted::Done {
+                            len: am.payload().len() as u64,
+                            truncated,
+                        },
+                    );
+                }
+            }
+            Phase::Whole => st
+                .unexpected
+                .entry(key)
+                .or_default()
+                .push_back(Some(am.payload().to_vec())),
+            Phase::LongStart { .. } if waiting => {
+                if let Some(Posted::Waiting(l)) = st.posted.insert(key, Posted::Landing) {
+                    am.place(l);
+                }
+            }
+            Phase::LongStart { total } => {
+                let len = usize::try_from(total).map_err(|_| {
+                    Error::InvalidArgument("collective message too large for memory".into())
+                })?;
+                st.unexpected.entry(key).or_default().push_back(None);
+                am.place(Landing::vec(len));
+            }
+            Phase::LongDone { total } => {
+                let l = am.take_landing();
+                if matches!(st.posted.get(&key), Some(Posted::Landing)) {
+                    let truncated = l.as_ref().is_none_or(|l| l.truncated());
+                    st.posted.insert(
+                        key,
+                        Posted::Done {
+                            len: total,
+                            truncated,
+                        },
+                    );
+                } else if let Some(slot) = st
+                    .unexpected
+                    .get_mut(&key)
+                    .and_then(|q| q.iter_mut().find(|m| m.is_none()))
+                {
+                    *slot = Some(l.and_then(Landing::into_vec).unwrap_or_default());
+                }
+            }
+        }
+        Ok(())
     }
+}
 
+/// A group of ranks of an endpoint's job: group id, members, and the tag sequence of its
+/// collective calls. It does not hold the endpoint: [`ProtoGroup::on`] lends it one for a
+/// call, as the collective [`Transport`] (tagged messages of the endpoint's built-in
+/// collective layer), so groups live as long as the library wants (shmem teams) and
+/// several groups share one endpoint. Collective calls on one group are made in the same
+/// order by every member, one at a time.
+pub struct ProtoGroup {
+    gid: u32,
+    me: usize,
+    members: Vec<u32>,
+    seq: Cell<u32>,
+}
+
+/// A [`ProtoGroup`] on its endpoint for one or more collective calls: the [`Transport`]
+/// (the `RefCell` only adapts the transport's `&self` calls to the endpoint's
+/// `&mut self`).
+pub struct GroupOn<'a, P: Port, C = ()> {
+    g: &'a ProtoGroup,
+    ep: RefCell<&'a mut Endpoint<P, C>>,
+}
+
+enum Recv {
+    /// Not matched yet, nothing posted (an earlier long message is still arriving).
+    Pending,
+    Posted,
+    Done(usize),
+}
+
+impl ProtoGroup {
     /// The group of every rank of the job (group id `u32::MAX`).
-    pub fn world<'e, P: Port>(&self, ep: &'e Endpoint<P>) -> ProtoGroup<'e, P> {
+    pub fn world<P: Port, C>(ep: &Endpoint<P, C>) -> Self {
         ProtoGroup {
-            ep,
-            st: self.st.clone(),
             gid: u32::MAX,
             me: ep.rank() as usize,
             members: (0..ep.size()).collect(),
@@ -71,12 +140,7 @@ impl ProtoColl {
 
     /// A group of the given job ranks (member i = `members[i]`; this rank must be one).
     /// `gid` names the group: the same on every member, unique among live groups.
-    pub fn group<'e, P: Port>(
-        &self,
-        ep: &'e Endpoint<P>,
-        gid: u32,
-        members: Vec<u32>,
-    ) -> Result<ProtoGroup<'e, P>> {
+    pub fn new<P: Port, C>(ep: &Endpoint<P, C>, gid: u32, members: Vec<u32>) -> Result<Self> {
         let me = members
             .iter()
             .position(|&m| m == ep.rank())
@@ -94,100 +158,21 @@ impl ProtoColl {
             ));
         }
         Ok(ProtoGroup {
-            ep,
-            st: self.st.clone(),
             gid,
             me,
             members,
             seq: Cell::new(0),
         })
     }
-}
 
-fn on_message(st: &Mutex<State>, am: &Am<'_>) -> Result<()> {
-    let gid = am.args().first().copied().unwrap_or(0) as u32;
-    let key = (gid, am.src(), am.arg());
-    let mut st = lock(st);
-    let st = &mut *st;
-    let queued = st.unexpected.get(&key).is_some_and(|q| !q.is_empty());
-    let waiting = !queued && matches!(st.posted.get(&key), Some(Posted::Waiting(_)));
-    match am.phase() {
-        Phase::Whole if waiting => {
-            if let Some(Posted::Waiting(mut l)) = st.posted.remove(&key) {
-                l.write_segs(0, am.payload().segments());
-                let truncated = l.truncated();
-                st.posted.insert(
-                    key,
-                    Posted::Done {
-                        len: am.payload().len() as u64,
-                        truncated,
-                    },
-                );
-            }
-        }
-        Phase::Whole => st
-            .unexpected
-            .entry(key)
-            .or_default()
-            .push_back(Some(am.payload().to_vec())),
-        Phase::LongStart { .. } if waiting => {
-            if let Some(Posted::Waiting(l)) = st.posted.insert(key, Posted::Landing) {
-                am.place(l);
-            }
-        }
-        Phase::LongStart { total } => {
-            let len = usize::try_from(total).map_err(|_| {
-                Error::InvalidArgument("collective message too large for memory".into())
-            })?;
-            st.unexpected.entry(key).or_default().push_back(None);
-            am.place(Landing::vec(len));
-        }
-        Phase::LongDone { total } => {
-            let l = am.take_landing();
-            if matches!(st.posted.get(&key), Some(Posted::Landing)) {
-                let truncated = l.as_ref().is_none_or(|l| l.truncated());
-                st.posted.insert(
-                    key,
-                    Posted::Done {
-                        len: total,
-                        truncated,
-                    },
-                );
-            } else if let Some(slot) = st
-                .unexpected
-                .get_mut(&key)
-                .and_then(|q| q.iter_mut().find(|m| m.is_none()))
-            {
-                *slot = Some(l.and_then(Landing::into_vec).unwrap_or_default());
-            }
+    /// This group on `ep` (the endpoint it was made for), as the collective transport.
+    pub fn on<'a, P: Port, C>(&'a self, ep: &'a mut Endpoint<P, C>) -> GroupOn<'a, P, C> {
+        GroupOn {
+            g: self,
+            ep: RefCell::new(ep),
         }
     }
-    Ok(())
-}
 
-/// A group of ranks on an endpoint, as a collective [`Transport`]. Collective calls on one
-/// group are made in the same order by every member, one at a time.
-pub struct ProtoGroup<'e, P: Port> {
-    ep: &'e Endpoint<P>,
-    st: Arc<Mutex<State>>,
-    gid: u32,
-    me: usize,
-    members: Vec<u32>,
-    seq: Cell<u32>,
-}
-
-enum Recv {
-    /// Not matched yet, nothing posted (an earlier long message is still arriving).
-    Pending,
-    Posted,
-    Done(usize),
-}
-
-impl<P: Port> ProtoGroup<'_, P> {
-    /// The endpoint.
-    pub fn endpoint(&self) -> &Endpoint<P> {
-        self.ep
-    }
     /// Job rank of member `i`.
     pub fn member(&self, i: usize) -> u32 {
         self.members[i]
@@ -199,75 +184,25 @@ impl<P: Port> ProtoGroup<'_, P> {
         })?;
         Ok((self.gid, src, tag))
     }
+}
 
-    /// One step of a receive into `dest` (`room` bytes): match an unexpected message or
-    /// post `dest`. The caller's buffer is reached only through `dest` from the start, so
-    /// no reborrow of it invalidates the pointer that a posted landing writes through.
-    fn step(
-        &self,
-        key: Key,
-        dest: &mut Option<Landing>,
-        room: usize,
-        state: &mut Recv,
-    ) -> Result<bool> {
-        let mut st = lock(&self.st);
-        match state {
-            Recv::Done(_) => Ok(true),
-            Recv::Posted => match st.posted.get(&key) {
-                Some(Posted::Done { len, truncated }) => {
-                    let (len, truncated) = (*len, *truncated);
-                    st.posted.remove(&key);
-                    if truncated {
-                        return Err(too_long(key, len, room));
-                    }
-                    *state = Recv::Done(len as usize);
-                    Ok(true)
-                }
-                _ => Ok(false),
-            },
-            Recv::Pending => {
-                let q = st.unexpected.entry(key).or_default();
-                match q.front() {
-                    Some(Some(_)) => {
-                        let v = q.pop_front().flatten().unwrap_or_default();
-                        if q.is_empty() {
-                            st.unexpected.remove(&key);
-                        }
-                        if v.len() > room {
-                            return Err(too_long(key, v.len() as u64, room));
-                        }
-                        if let Some(d) = dest.as_mut() {
-                            d.write_segs(0, [&v, &[]]);
-                        }
-                        *state = Recv::Done(v.len());
-                        Ok(true)
-                    }
-                    Some(None) => Ok(false),
-                    None => {
-                        let d = dest.take().unwrap_or_else(Landing::discard);
-                        st.posted.insert(key, Posted::Waiting(d));
-                        *state = Recv::Posted;
-                        Ok(false)
-                    }
-                }
-            }
-        }
-    }
-
+impl<P: Port, C> GroupOn<'_, P, C> {
     /// Posts or matches a receive into `buf`, sends `sdata` if any, waits for the receive.
     fn exchange(&self, key: Key, buf: &mut [u8], send: Option<(usize, &[u8])>) -> Result<usize> {
         let room = buf.len();
         let ptr = buf.as_ptr();
         let mut dest = Some(Landing::scoped(buf));
         let mut s = Recv::Pending;
+        let mut ep = self.ep.borrow_mut();
         let r = (|| {
-            self.step(key, &mut dest, room, &mut s)?;
+            step(ep.coll_state(), key, &mut dest, room, &mut s)?;
             if let Some((to, data)) = send {
-                self.send(to, key.2, data)?;
+                let (_, dst, _) = self.g.key(to, key.2)?;
+                ep.send_reserved(dst, H_COLL, key.2, &[self.g.gid as u64], data)?;
             }
             let mut err = None;
-            self.ep.progress_until_peer(
-                |_| match self.step(key, &mut dest, room, &mut s) {
+            ep.progress_until_peer(
+                |ep| match step(ep.coll_state(), key, &mut dest, room, &mut s) {
                     Ok(done) => done,
                     Err(e) => {
                         err = Some(e);
@@ -287,13 +222,64 @@ impl<P: Port> ProtoGroup<'_, P> {
         })();
         if r.is_err() {
             // The posted buffer must never be written again.
-            let mut st = lock(&self.st);
-            if let Some(Posted::Landing) = st.posted.remove(&key) {
-                drop(st);
-                self.ep.forget_landing(ptr);
+            if let Some(Posted::Landing) = ep.coll_state().posted.remove(&key) {
+                ep.forget_landing(ptr);
             }
         }
         r
+    }
+}
+
+/// One step of a receive into `dest` (`room` bytes): match an unexpected message or post
+/// `dest`. The caller's buffer is reached only through `dest` from the start, so no
+/// reborrow of it invalidates the pointer that a posted landing writes through.
+fn step(
+    st: &mut CollState,
+    key: Key,
+    dest: &mut Option<Landing>,
+    room: usize,
+    state: &mut Recv,
+) -> Result<bool> {
+    match state {
+        Recv::Done(_) => Ok(true),
+        Recv::Posted => match st.posted.get(&key) {
+            Some(Posted::Done { len, truncated }) => {
+                let (len, truncated) = (*len, *truncated);
+                st.posted.remove(&key);
+                if truncated {
+                    return Err(too_long(key, len, room));
+                }
+                *state = Recv::Done(len as usize);
+                Ok(true)
+            }
+            _ => Ok(false),
+        },
+        Recv::Pending => {
+            let q = st.unexpected.entry(key).or_default();
+            match q.front() {
+                Some(Some(_)) => {
+                    let v = q.pop_front().flatten().unwrap_or_default();
+                    if q.is_empty() {
+                        st.unexpected.remove(&key);
+                    }
+                    if v.len() > room {
+                        return Err(too_long(key, v.len() as u64, room));
+                    }
+                    if let Some(d) = dest.as_mut() {
+                        d.write_segs(0, [&v, &[]]);
+                    }
+                    *state = Recv::Done(v.len());
+                    Ok(true)
+                }
+                Some(None) => Ok(false),
+                None => {
+                    let d = dest.take().unwrap_or_else(Landing::discard);
+                    st.posted.insert(key, Posted::Waiting(d));
+                    *state = Recv::Posted;
+                    Ok(false)
+                }
+            }
+        }
     }
 }
 
@@ -307,25 +293,26 @@ fn too_long(key: Key, len: u64, room: usize) -> Error {
     )
 }
 
-impl<P: Port> Transport for ProtoGroup<'_, P> {
+impl<P: Port, C> Transport for GroupOn<'_, P, C> {
     fn rank(&self) -> usize {
-        self.me
+        self.g.me
     }
     fn size(&self) -> usize {
-        self.members.len()
+        self.g.members.len()
     }
     fn next_tag(&self) -> u32 {
-        let s = self.seq.get();
-        self.seq.set(s.wrapping_add(1) & 0x7fff_ffff);
+        let s = self.g.seq.get();
+        self.g.seq.set(s.wrapping_add(1) & 0x7fff_ffff);
         s
     }
     fn send(&self, to: usize, tag: u32, data: &[u8]) -> Result<()> {
-        let (_, dst, _) = self.key(to, tag)?;
+        let (_, dst, _) = self.g.key(to, tag)?;
         self.ep
-            .send_reserved(dst, H_COLL, tag, &[self.gid as u64], data)
+            .borrow_mut()
+            .send_reserved(dst, H_COLL, tag, &[self.g.gid as u64], data)
     }
     fn recv(&self, from: usize, tag: u32, buf: &mut [u8]) -> Result<usize> {
-        let key = self.key(from, tag)?;
+        let key = self.g.key(from, tag)?;
         self.exchange(key, buf, None)
     }
     fn sendrecv(
@@ -337,7 +324,7 @@ impl<P: Port> Transport for ProtoGroup<'_, P> {
         tag: u32,
     ) -> Result<usize> {
         // Posted first: the incoming message may land in place while we send.
-        let key = self.key(from, tag)?;
+        let key = self.g.key(from, tag)?;
         self.exchange(key, rbuf, Some((to, sdata)))
     }
 }

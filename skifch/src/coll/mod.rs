@@ -4,8 +4,9 @@
 //! * [`Transport`] — what an algorithm needs from a group: its rank and size, tagged
 //!   blocking send/recv between members, and a `sendrecv` that cannot deadlock on a
 //!   non-buffering channel. mpi-lite implements it over its matching engine (a
-//!   communicator's collective context); [`ProtoGroup`] implements it over
-//!   [`crate::proto`] active messages (used by shmem teams and by anything else).
+//!   communicator's collective context); a [`ProtoGroup`] on an endpoint
+//!   ([`ProtoGroup::on`], a [`GroupOn`]) implements it over [`crate::proto`] active
+//!   messages (used by shmem teams and by anything else).
 //! * The algorithms ([`barrier`], [`bcast`], [`reduce`], [`allreduce`], [`gather`],
 //!   [`gatherv`], [`scatter`], [`scatterv`], [`allgather`], [`allgatherv`], [`alltoall`],
 //!   [`alltoallv`], [`reduce_scatter`], [`reduce_scatter_block`], [`scan`], [`exscan`]),
@@ -30,12 +31,11 @@
 //!
 //! # Example
 //! ```
-//! use skifch::{coll::{self, DType, Kernel, Op, ProtoColl}, local, proto::Endpoint};
+//! use skifch::{coll::{self, DType, Kernel, Op, ProtoGroup}, local, proto::Endpoint};
 //! let sums = local::run(5, |job| {
-//!     let ep = Endpoint::open(&job, 1)?;
-//!     let coll = ProtoColl::install(&ep)?;
-//!     ep.barrier()?; // everyone has installed the handler
-//!     let world = coll.world(&ep);
+//!     let mut ep = Endpoint::open(&job, 1)?; // the collective layer is built in
+//!     let group = ProtoGroup::world(&ep);
+//!     let world = group.on(&mut ep);
 //!     let mine = (job.rank() as i64 + 1).to_ne_bytes();
 //!     let mut sum = [0u8; 8];
 //!     coll::allreduce(&world, &mine, &mut sum, &Kernel::new(DType::I64, Op::Sum)?)?;
@@ -55,7 +55,8 @@ pub use algo::{
     ALLREDUCE_RING, BCAST_LONG,
 };
 pub use barrier::Barrier;
-pub use group::{ProtoColl, ProtoGroup};
+pub(crate) use group::{CollState, H_COLL};
+pub use group::{GroupOn, ProtoGroup};
 pub use ops::{DType, Kernel, Op, Reducer};
 
 use crate::Result;

@@ -12,7 +12,7 @@ use super::Endpoint;
 use crate::driver::Waiter;
 use crate::{Error, Port, Result, WaitPolicy};
 
-/// A thread that polls an endpoint shared as `Arc<Mutex<Endpoint<P>>>`. The application
+/// A thread that polls an endpoint shared as `Arc<Mutex<Endpoint<P, C>>>`. The application
 /// takes the lock for each library call; the thread takes it only to poll. Handler errors
 /// stay in the endpoint for the application's next `poll`/wait; the thread ends on a
 /// channel error (e.g. `PeerLost`), which [`ProgressThread::stop`] returns.
@@ -23,7 +23,10 @@ pub struct ProgressThread {
 
 impl ProgressThread {
     /// Starts polling `ep`; spins for `spin` after the last message, then sleeps.
-    pub fn start<P: Port + 'static>(ep: Arc<Mutex<Endpoint<P>>>, spin: Duration) -> Result<Self> {
+    pub fn start<P: Port + 'static, C: Send + 'static>(
+        ep: Arc<Mutex<Endpoint<P, C>>>,
+        spin: Duration,
+    ) -> Result<Self> {
         let waiter = lock(&ep).waiter();
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
@@ -38,7 +41,9 @@ impl ProgressThread {
     }
 
     /// Starts with the spin period of the endpoint's wait policy (20 µs by default).
-    pub fn start_default<P: Port + 'static>(ep: Arc<Mutex<Endpoint<P>>>) -> Result<Self> {
+    pub fn start_default<P: Port + 'static, C: Send + 'static>(
+        ep: Arc<Mutex<Endpoint<P, C>>>,
+    ) -> Result<Self> {
         let spin = match WaitPolicy::from_env() {
             WaitPolicy::Fixed(d) => d,
             WaitPolicy::Spin => Duration::from_millis(1),
@@ -76,12 +81,12 @@ impl Drop for ProgressThread {
     }
 }
 
-fn lock<P: Port>(ep: &Mutex<Endpoint<P>>) -> std::sync::MutexGuard<'_, Endpoint<P>> {
+fn lock<P: Port, C>(ep: &Mutex<Endpoint<P, C>>) -> std::sync::MutexGuard<'_, Endpoint<P, C>> {
     ep.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn run<P: Port>(
-    ep: &Mutex<Endpoint<P>>,
+fn run<P: Port, C>(
+    ep: &Mutex<Endpoint<P, C>>,
     waiter: &P::Waiter,
     stop: &AtomicBool,
     spin: Duration,
@@ -89,8 +94,9 @@ fn run<P: Port>(
     let mut last = Instant::now();
     while !stop.load(Ordering::Acquire) {
         let (n, queued) = {
-            let g = lock(ep);
-            g.flush_all()?;
+            let mut g = lock(ep);
+            let g = &mut *g;
+            g.io.flush_all(&g.ch);
             (g.service()?, g.queued())
         };
         if n > 0 {
@@ -103,10 +109,7 @@ fn run<P: Port>(
         }
         // Sleep protocol of `Waiter`: arm, look once more, sleep.
         let t = waiter.arm();
-        let n = {
-            let g = lock(ep);
-            g.service()?
-        };
+        let n = { lock(ep).service()? };
         if n == 0 {
             let slice = if queued > 0 {
                 Duration::from_micros(100)

@@ -8,13 +8,11 @@
 //! local::run(3, |job| suite::run(&job, 1, &suite::Config::small())).unwrap();
 //! ```
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Am, Endpoint, Landing, Phase};
+use super::{Am, Endpoint, Io, Landing, Phase};
 use crate::coll::ops::fold;
-use crate::coll::{self, DType, Kernel, Op, ProtoColl, Transport};
+use crate::coll::{self, DType, Kernel, Op, ProtoGroup, Transport};
 use crate::{Driver, Error, Job, Result};
 
 /// How much traffic the suite makes.
@@ -51,12 +49,10 @@ fn pattern(seed: usize, len: usize) -> Vec<u8> {
 
 /// Runs every check; all ranks call it with the same `port` and `cfg`.
 pub fn run<D: Driver>(job: &Job<D>, port: u32, cfg: &Config) -> Result<()> {
-    let ep = Endpoint::open(job, port)?;
-    let coll = ProtoColl::install(&ep)?;
+    // The context: how many active messages arrived intact.
+    let mut ep = Endpoint::open_with(job, port, 0usize)?;
     let (me, n) = (ep.rank(), ep.size());
-    let got = Arc::new(AtomicUsize::new(0));
-    let g = got.clone();
-    ep.register(H_DATA, move |_ep, am: &Am<'_>| {
+    ep.register(H_DATA, |got: &mut usize, _: &mut Io<'_, _>, am: &Am<'_>| {
         let data = match am.phase() {
             Phase::Whole => am.payload().to_vec(),
             Phase::LongStart { total } => {
@@ -75,15 +71,16 @@ pub fn run<D: Driver>(job: &Job<D>, port: u32, cfg: &Config) -> Result<()> {
                 format!("corrupt data from {}", am.src()),
             ));
         }
-        g.fetch_add(1, Ordering::Relaxed);
+        *got += 1;
         Ok(())
     })?;
-    ep.register(H_GET, move |ep, am: &Am<'_>| {
+    ep.register(H_GET, |_: &mut usize, io: &mut Io<'_, _>, am: &Am<'_>| {
         let to = am
             .reply_to()
             .ok_or_else(|| fail("get", "not a request".into()))?;
         let len = am.args().first().copied().unwrap_or(0) as usize;
-        ep.reply(to, me, &[], &pattern(me as usize, len))
+        let me = io.rank();
+        io.reply(to, me, &[], &pattern(me as usize, len))
     })?;
     ep.barrier()?;
 
@@ -111,16 +108,14 @@ pub fn run<D: Driver>(job: &Job<D>, port: u32, cfg: &Config) -> Result<()> {
         }
     }
     let want = (cfg.rounds * n) as usize;
-    ep.progress_until(
-        |_| got.load(Ordering::Relaxed) == want,
-        Some(Duration::from_secs(120)),
-    )?;
+    ep.progress_until(|ep| *ep.ctx() == want, Some(Duration::from_secs(120)))?;
     if let Some(e) = ep.take_error() {
         return Err(e);
     }
 
     // Collectives against sequential references.
-    let w = coll.world(&ep);
+    let g = ProtoGroup::world(&ep);
+    let w = g.on(&mut ep);
     let (r, n) = (w.rank(), w.size());
     for (dt, op, count) in [
         (DType::I64, Op::Sum, 3),
@@ -178,5 +173,6 @@ pub fn run<D: Driver>(job: &Job<D>, port: u32, cfg: &Config) -> Result<()> {
         }
     }
     coll::barrier(&w)?;
+    drop(w);
     ep.barrier()
 }
