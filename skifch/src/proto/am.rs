@@ -14,10 +14,16 @@ pub enum Phase {
     /// First message of a long transfer of `total` bytes: the payload is its first chunk.
     /// Call [`Am::place`] to choose where the data lands (else it is dropped and the
     /// endpoint reports an error).
-    LongStart { total: u64 },
+    LongStart {
+        /// Bytes of the whole transfer.
+        total: u64,
+    },
     /// All `total` bytes of a long transfer have landed; [`Am::take_landing`] gives the
     /// landing back (the payload is empty). Reply now if the sender asked for one.
-    LongDone { total: u64 },
+    LongDone {
+        /// Bytes of the whole transfer.
+        total: u64,
+    },
 }
 
 /// What the filter of [`super::Endpoint::progress_take`] does with an incoming message.
@@ -34,7 +40,9 @@ pub enum Take {
 /// Where to send a reply: the requester's rank and request id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplyTo {
+    /// The requester's rank.
     pub rank: u32,
+    /// The requester's request slot.
     pub req: u16,
 }
 

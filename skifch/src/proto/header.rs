@@ -66,6 +66,7 @@ pub struct Head {
 }
 
 impl Head {
+    /// Extra `u64` arguments (0 to 3).
     pub fn nargs(&self) -> usize {
         (self.flags & F_NARGS) as usize
     }

@@ -23,6 +23,7 @@ pub struct Reply {
     pub arg: u32,
     /// The replier's extra arguments (`nargs` of them are meaningful).
     pub args: [u64; 3],
+    /// How many of `args` the replier sent.
     pub nargs: usize,
     /// Bytes the replier sent (the landing received `min(len, landing size)`).
     pub len: u64,
