@@ -79,7 +79,7 @@ struct Inbox {
     /// Bumped by every delivery and by a lost rank: the sleepers' ticket.
     seq: u32,
     /// Messages in arrival order: (sending channel, start position, payload).
-    queue: VecDeque<(usize, u64, Box<[u8]>)>,
+    queue: VecDeque<(usize, u64, Vec<u8>)>,
     /// Per sending channel.
     pairs: Vec<Pair>,
 }
@@ -334,8 +334,10 @@ struct Held {
     src: usize,
     start: u64,
     end: u64,
-    /// Where the segment points; never touched until completion.
-    _data: Box<[u8]>,
+    /// Where the segment points; never touched until completion. A `Vec`, not a `Box`:
+    /// moving a `Box` asserts unique access and would invalidate the segment's pointer
+    /// (Stacked Borrows; Miri reports it), moving a `Vec` does not.
+    _data: Vec<u8>,
 }
 
 /// One open channel of a loopback job.
@@ -424,7 +426,7 @@ unsafe impl Port for LocalPort {
         let pair = &mut ib.pairs[self.me];
         let start = pair.head;
         pair.head += record(n);
-        ib.queue.push_back((self.me, start, data.into_boxed_slice()));
+        ib.queue.push_back((self.me, start, data));
         ib.seq = ib.seq.wrapping_add(1);
         drop(ib);
         self.net().chans[d].wake.notify_all();
