@@ -6,10 +6,11 @@
 //! loom's atomics cannot live in raw memory, so under loom each word the code reaches
 //! atomically gets a loom atomic of its own in a per-thread table keyed by its address
 //! (loom runs a model's threads on the test's thread), created zero — the region is zeroed
-//! — on first use and forgotten when the next region is allocated ([`reset`]). Payload is
-//! still copied into the real memory; [`payload_written`] mirrors each word a copy wrote
+//! — on first use or by `prepare` and forgotten when the next region is allocated (`reset`). Payload is
+//! still copied into the real memory; `payload_written` mirrors each word a copy wrote
 //! into its atomic (relaxed), so a header poll can see a stale payload word of an earlier
-//! lap exactly as real memory would let it.
+//! lap exactly as real memory would let it, and `payload_seen` checks that every word
+//! the consumer is handed was written before (happens-before) it is read.
 #![allow(unsafe_code)] // words of shared memory from raw pointers
 
 #[cfg(not(loom))]
@@ -85,6 +86,23 @@ mod model {
         })
     }
 
+    pub(super) fn payload_seen(p: *const u8, len: usize) {
+        if len == 0 {
+            return;
+        }
+        let (start, end) = (p as usize & !7, (p as usize + len + 7) & !7);
+        for a in (start..end).step_by(8) {
+            // SAFETY: as in `payload_written`: a word of the lane holding the message.
+            let v = unsafe { std::ptr::read(a as *const u64) };
+            let seen = u64_at(a as *mut u8).load(Ordering::Relaxed);
+            assert_eq!(
+                seen, v,
+                "payload word at {a:#x} handed out before its write is visible to the \
+                 consumer (a missing release/acquire pair)"
+            );
+        }
+    }
+
     pub(super) fn payload_written(p: *const u8, len: usize) {
         if len == 0 {
             return;
@@ -121,6 +139,26 @@ pub unsafe fn u64_at<'a>(p: *mut u8) -> &'a AtomicU64 {
 #[cfg(loom)]
 pub fn payload_written(p: *const u8, len: usize) {
     model::payload_written(p, len)
+}
+
+/// The consumer is handed `len` bytes at `p`: each word's last write must be visible to
+/// it (happen before) — a relaxed load of the mirrored word may return any write not
+/// ordered before it, so a missing release/acquire shows as a mismatch with the memory.
+#[cfg(loom)]
+pub fn payload_seen(p: *const u8, len: usize) {
+    model::payload_seen(p, len)
+}
+
+/// Creates the model atomics of the words in `len` bytes at `p` now: loom counts an
+/// atomic's creation as a plain write, so a word first reached inside a model thread would
+/// race with the other threads' loads. The segment's control words are all reached while
+/// the job is set up (before its threads start); lanes' data words are prepared here.
+#[cfg(loom)]
+pub fn prepare(p: *mut u8, len: usize) {
+    for off in (0..len).step_by(8) {
+        // SAFETY: a word inside the caller's region (only its address is used here).
+        model::u64_at(unsafe { p.add(off) });
+    }
 }
 
 /// A fresh region: forgets the words of the previous one.

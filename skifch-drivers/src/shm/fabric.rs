@@ -131,6 +131,10 @@ impl<R: Region> Fabric<R> {
             .store(params.lane_bytes.trailing_zeros(), Ordering::Relaxed);
         f.u64_at(H_TOTAL).store(lay.total as u64, Ordering::Relaxed);
         f.u64_at(H_MAGIC).store(MAGIC, Ordering::Release);
+        #[cfg(loom)]
+        for lane in 0..lay.lanes {
+            sync::prepare(f.lane_data(lane), params.lane_bytes);
+        }
         sys::register_process();
         Ok(f)
     }

@@ -240,6 +240,10 @@ impl Rx {
             };
             out.count = 2;
         }
+        #[cfg(loom)]
+        for s in &out.segs[..out.count as usize] {
+            sync::payload_seen(s.ptr, s.len);
+        }
         self.consumed = pos + rec;
         out.len = len;
         out.src = self.src;
