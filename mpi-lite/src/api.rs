@@ -102,48 +102,41 @@ impl<'m, P: Port> Comm<'m, P> {
     pub fn send<T: Equivalence>(&self, data: &[T], dst: i32, tag: i32) -> Result<()> {
         if self
             .mpi
-            .try_send_bytes(&self.data, bytes_of(data), dst, tag, "MPI_Send")?
+            .try_send_bytes(&self.data, bytes_of(data), dst, tag)?
         {
             return Ok(());
         }
         // SAFETY: `data` outlives the call, which completes the send before returning.
         let b = unsafe { slice_buf(data) };
-        self.mpi.send(&self.data, b, dst, tag, "MPI_Send")
+        self.mpi.send(&self.data, b, dst, tag)
     }
 
     /// `MPI_Ssend`: returns once the receive is matched.
     pub fn ssend<T: Equivalence>(&self, data: &[T], dst: i32, tag: i32) -> Result<()> {
-        self.send_mode(data, dst, tag, Mode::Sync, "MPI_Ssend")
+        self.send_mode(data, dst, tag, Mode::Sync)
     }
 
-    fn send_mode<T: Equivalence>(
-        &self,
-        data: &[T],
-        dst: i32,
-        tag: i32,
-        mode: Mode,
-        call: &str,
-    ) -> Result<()> {
+    fn send_mode<T: Equivalence>(&self, data: &[T], dst: i32, tag: i32, mode: Mode) -> Result<()> {
         // SAFETY: `data` outlives the request: it is waited for before returning (the
         // engine drops the buffer when the request completes).
         let b = unsafe { slice_buf(data) };
-        let id = self.mpi.isend(&self.data, b, dst, tag, mode, call)?;
+        let id = self.mpi.isend(&self.data, b, dst, tag, mode)?;
         self.mpi.wait(id).map(|_| ())
     }
 
     /// `MPI_Recv` into a slice from `src` (or `ANY_SOURCE`/`PROC_NULL`) with `tag` (or
     /// `ANY_TAG`). `MPI_ERR_TRUNCATE` if the message is longer than the slice.
     pub fn recv<T: Equivalence>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
-        let direct =
-            self.mpi
-                .try_recv_bytes(&self.data, bytes_of_mut(buf), src, tag, "MPI_Recv")?;
+        let direct = self
+            .mpi
+            .try_recv_bytes(&self.data, bytes_of_mut(buf), src, tag)?;
         if let Some(s) = direct {
             return Ok(s);
         }
         // SAFETY: `buf` is borrowed mutably for the whole call and the request is
         // complete (its buffer dropped) when `wait` returns.
         let b = unsafe { slice_buf(buf) };
-        self.mpi.recv(&self.data, b, src, tag, "MPI_Recv")
+        self.mpi.recv(&self.data, b, src, tag)
     }
 
     /// `MPI_Sendrecv`.
@@ -158,8 +151,7 @@ impl<'m, P: Port> Comm<'m, P> {
     ) -> Result<Status> {
         // SAFETY: both slices outlive the requests, which complete before returning.
         let (sb, rb) = unsafe { (slice_buf(data), slice_buf(buf)) };
-        self.mpi
-            .sendrecv(&self.data, sb, dst, stag, rb, src, rtag, "MPI_Sendrecv")
+        self.mpi.sendrecv(&self.data, sb, dst, stag, rb, src, rtag)
     }
 
     /// `MPI_Isend`: the request owns `data` and gives it back when complete.
@@ -170,8 +162,7 @@ impl<'m, P: Port> Comm<'m, P> {
         tag: i32,
     ) -> Result<Request<'m, P, T>> {
         self.istart(data, |b| {
-            self.mpi
-                .isend(&self.data, b, dst, tag, Mode::Standard, "MPI_Isend")
+            self.mpi.isend(&self.data, b, dst, tag, Mode::Standard)
         })
     }
 
@@ -183,8 +174,7 @@ impl<'m, P: Port> Comm<'m, P> {
         tag: i32,
     ) -> Result<Request<'m, P, T>> {
         self.istart(data, |b| {
-            self.mpi
-                .isend(&self.data, b, dst, tag, Mode::Sync, "MPI_Issend")
+            self.mpi.isend(&self.data, b, dst, tag, Mode::Sync)
         })
     }
 
@@ -195,9 +185,7 @@ impl<'m, P: Port> Comm<'m, P> {
         src: i32,
         tag: i32,
     ) -> Result<Request<'m, P, T>> {
-        self.istart(buf, |b| {
-            self.mpi.irecv(&self.data, b, src, tag, "MPI_Irecv")
-        })
+        self.istart(buf, |b| self.mpi.irecv(&self.data, b, src, tag))
     }
 
     fn istart<T: Equivalence>(

@@ -95,19 +95,15 @@ impl<P: Port> Transport for CommTransport<'_, P> {
     }
     fn send(&self, to: usize, tag: u32, data: &[u8]) -> skifch::Result<()> {
         let mut e = self.mpi.engine();
-        let (ctx, me, dst, tag) = (
-            self.c.coll_ctx(),
-            self.c.rank as i32,
-            self.c.world_of(to),
-            tag as i32,
-        );
-        let r = match e.try_send_eager(ctx, me, dst, tag, data) {
+        let env = self.c.coll_env(self.c.rank as i32, tag as i32);
+        let dst = self.c.world_of(to);
+        let r = match e.try_send_eager(env, dst, data) {
             Ok(true) => Ok(()),
             Ok(false) => {
                 // SAFETY: `data` is borrowed for this call, which completes the send (or
                 // breaks the engine) before returning.
                 let b = unsafe { Self::byte_buf(data.as_ptr(), data.len()) };
-                e.send(ctx, me, dst, tag, b)
+                e.send(env, dst, b)
             }
             Err(x) => Err(x),
         };
@@ -115,13 +111,13 @@ impl<P: Port> Transport for CommTransport<'_, P> {
     }
     fn recv(&self, from: usize, tag: u32, buf: &mut [u8]) -> skifch::Result<usize> {
         let mut e = self.mpi.engine();
-        let (ctx, from, tag) = (self.c.coll_ctx(), from as i32, tag as i32);
-        let r = match e.try_recv_bytes(ctx, from, tag, buf) {
+        let env = self.c.coll_env(from as i32, tag as i32);
+        let r = match e.try_recv_bytes(env, buf) {
             Ok(None) => {
                 // SAFETY: `buf` is borrowed mutably for this call, which completes the
                 // receive (or breaks the engine) before returning.
                 let b = unsafe { Self::byte_buf(buf.as_mut_ptr(), buf.len()) };
-                e.recv(ctx, from, tag, b)
+                e.recv(env, b)
             }
             Ok(Some(s)) => Ok(s),
             Err(x) => Err(x),
@@ -137,18 +133,19 @@ impl<P: Port> Transport for CommTransport<'_, P> {
         tag: u32,
     ) -> skifch::Result<usize> {
         let mut e = self.mpi.engine();
-        let (ctx, me) = (self.c.coll_ctx(), self.c.rank as i32);
-        let (dst, t, from) = (self.c.world_of(to), tag as i32, from as i32);
+        let out = self.c.coll_env(self.c.rank as i32, tag as i32);
+        let inc = self.c.coll_env(from as i32, tag as i32);
+        let dst = self.c.world_of(to);
         let r = (|| {
             // The common small exchange: eager send, then the direct receive into `rbuf`.
-            if e.try_send_eager(ctx, me, dst, t, sdata)? {
-                if let Some(s) = e.try_recv_bytes(ctx, from, t, rbuf)? {
+            if e.try_send_eager(out, dst, sdata)? {
+                if let Some(s) = e.try_recv_bytes(inc, rbuf)? {
                     return Ok(s);
                 }
                 // SAFETY: `rbuf` is borrowed mutably for this call, which completes the
                 // receive (or breaks the engine) before returning.
                 let rb = unsafe { Self::byte_buf(rbuf.as_mut_ptr(), rbuf.len()) };
-                return e.recv(ctx, from, t, rb);
+                return e.recv(inc, rb);
             }
             // SAFETY: both slices are borrowed for this call, which completes (or breaks
             // the engine for) both transfers before returning.
@@ -158,7 +155,7 @@ impl<P: Port> Transport for CommTransport<'_, P> {
                     Self::byte_buf(sdata.as_ptr(), sdata.len()),
                 )
             };
-            e.sendrecv(ctx, me, dst, t, sb, from, t, rb)
+            e.sendrecv(out, dst, sb, inc, rb)
         })();
         r.map(|s| s.bytes).map_err(|x| self.keep(x))
     }

@@ -14,7 +14,9 @@ use std::time::Instant;
 
 use skifch::{Driver, Job, Port};
 
-use crate::engine::{Engine, Mode, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+use crate::engine::{
+    Engine, Envelope, Mode, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB,
+};
 use crate::error::{Error, Result};
 use crate::group::{Compare, Group};
 use crate::mem::UserBuf;
@@ -76,7 +78,16 @@ impl CommData {
     pub fn size(&self) -> usize {
         self.group.size()
     }
-    /// Collective context id.
+    /// The envelope of a message from member `src` with `tag` on the collective context.
+    pub fn coll_env(&self, src: i32, tag: i32) -> Envelope {
+        Envelope {
+            ctx: self.coll_ctx(),
+            src,
+            tag,
+        }
+    }
+
+    /// The collective context id.
     pub fn coll_ctx(&self) -> u16 {
         self.ctx + 1
     }
@@ -141,28 +152,57 @@ impl<P: Port> Mpi<P> {
         self.eng.borrow().eager_limit()
     }
 
-    fn check_peer(c: &CommData, r: i32, any: bool, call: &str) -> Result<()> {
+    fn check_peer(c: &CommData, r: i32, any: bool) -> Result<()> {
         if r == PROC_NULL || (any && r == ANY_SOURCE) || (0..c.size() as i32).contains(&r) {
             Ok(())
         } else {
             Err(Error::Rank(format!(
-                "{call}: rank {r} is not in a communicator of {} processes",
+                "rank {r} is not in a communicator of {} processes",
                 c.size()
             )))
         }
     }
 
-    fn check_tag(tag: i32, any: bool, call: &str) -> Result<()> {
+    fn check_tag(tag: i32, any: bool) -> Result<()> {
         if (0..=TAG_UB).contains(&tag) || (any && tag == ANY_TAG) {
             Ok(())
         } else {
-            Err(Error::Tag(format!(
-                "{call}: tag {tag} is outside 0..={TAG_UB}"
-            )))
+            Err(Error::Tag(format!("tag {tag} is outside 0..={TAG_UB}")))
         }
     }
 
-    /// Starts a send (`MPI_Isend`, `MPI_Issend`); `bsend` > 0 for `MPI_Ibsend`.
+    /// A send's envelope and destination world rank, checked and resolved once from the
+    /// communicator and the caller's arguments (MPI-3.1 §3.2.3); `None` for
+    /// `MPI_PROC_NULL`. Errors name no call: the C ABI's error path adds its name.
+    #[inline]
+    pub fn route(c: &CommData, dst: i32, tag: i32) -> Result<Option<(Envelope, u32)>> {
+        Self::check_peer(c, dst, false)?;
+        Self::check_tag(tag, false)?;
+        if dst == PROC_NULL {
+            return Ok(None);
+        }
+        let env = Envelope {
+            ctx: c.ctx,
+            src: c.rank as i32,
+            tag,
+        };
+        Ok(Some((env, c.world_of(dst as usize))))
+    }
+
+    /// A receive's envelope (source may be `ANY_SOURCE` or `MPI_PROC_NULL`, tag
+    /// `ANY_TAG`), checked once.
+    #[inline]
+    pub fn want(c: &CommData, src: i32, tag: i32) -> Result<Envelope> {
+        Self::check_peer(c, src, true)?;
+        Self::check_tag(tag, true)?;
+        Ok(Envelope {
+            ctx: c.ctx,
+            src,
+            tag,
+        })
+    }
+
+    /// Starts a send (`MPI_Isend`, `MPI_Issend`).
     pub fn isend(
         &self,
         c: &CommData,
@@ -170,57 +210,31 @@ impl<P: Port> Mpi<P> {
         dst: i32,
         tag: i32,
         mode: Mode,
-        call: &str,
     ) -> Result<ReqId> {
-        Self::check_peer(c, dst, false, call)?;
-        Self::check_tag(tag, false, call)?;
+        let to = Self::route(c, dst, tag)?;
         let mut e = self.eng.borrow_mut();
-        if dst == PROC_NULL {
-            return Ok(e.done_request());
+        match to {
+            None => Ok(e.done_request()),
+            Some((env, w)) => e.isend(env, w, buf, mode, 0),
         }
-        e.isend(
-            c.ctx,
-            c.rank as i32,
-            c.world_of(dst as usize),
-            tag,
-            buf,
-            mode,
-            0,
-        )
     }
 
     /// `MPI_Send` (and `MPI_Rsend`): blocking standard send.
-    pub fn send(&self, c: &CommData, buf: UserBuf, dst: i32, tag: i32, call: &str) -> Result<()> {
-        Self::check_peer(c, dst, false, call)?;
-        Self::check_tag(tag, false, call)?;
-        if dst == PROC_NULL {
-            return Ok(());
+    pub fn send(&self, c: &CommData, buf: UserBuf, dst: i32, tag: i32) -> Result<()> {
+        match Self::route(c, dst, tag)? {
+            None => Ok(()),
+            Some((env, w)) => self.eng.borrow_mut().send(env, w, buf),
         }
-        self.eng
-            .borrow_mut()
-            .send(c.ctx, c.rank as i32, c.world_of(dst as usize), tag, buf)
     }
 
     /// `MPI_Send` of contiguous bytes (the C ABI's predefined types): `false` when the
     /// message is above the eager limit (nothing sent: use [`Mpi::send`]).
     #[inline]
-    pub fn try_send_bytes(
-        &self,
-        c: &CommData,
-        data: &[u8],
-        dst: i32,
-        tag: i32,
-        call: &str,
-    ) -> Result<bool> {
-        Self::check_peer(c, dst, false, call)?;
-        Self::check_tag(tag, false, call)?;
-        if dst == PROC_NULL {
-            return Ok(true);
+    pub fn try_send_bytes(&self, c: &CommData, data: &[u8], dst: i32, tag: i32) -> Result<bool> {
+        match Self::route(c, dst, tag)? {
+            None => Ok(true),
+            Some((env, w)) => self.eng.borrow_mut().try_send_eager(env, w, data),
         }
-        let w = c.world_of(dst as usize);
-        self.eng
-            .borrow_mut()
-            .try_send_eager(c.ctx, c.rank as i32, w, tag, data)
     }
 
     /// `MPI_Recv` into contiguous bytes when it can take the next message straight from
@@ -233,42 +247,31 @@ impl<P: Port> Mpi<P> {
         buf: &mut [u8],
         src: i32,
         tag: i32,
-        call: &str,
     ) -> Result<Option<Status>> {
-        Self::check_peer(c, src, true, call)?;
-        Self::check_tag(tag, true, call)?;
+        let env = Self::want(c, src, tag)?;
         if src == PROC_NULL {
             return Ok(Some(Status::proc_null()));
         }
-        self.eng.borrow_mut().try_recv_bytes(c.ctx, src, tag, buf)
+        self.eng.borrow_mut().try_recv_bytes(env, buf)
     }
 
     /// `MPI_Recv`: blocking receive.
-    pub fn recv(
-        &self,
-        c: &CommData,
-        buf: UserBuf,
-        src: i32,
-        tag: i32,
-        call: &str,
-    ) -> Result<Status> {
-        Self::check_peer(c, src, true, call)?;
-        Self::check_tag(tag, true, call)?;
+    pub fn recv(&self, c: &CommData, buf: UserBuf, src: i32, tag: i32) -> Result<Status> {
+        let env = Self::want(c, src, tag)?;
         if src == PROC_NULL {
             return Ok(Status::proc_null());
         }
-        self.eng.borrow_mut().recv(c.ctx, src, tag, buf)
+        self.eng.borrow_mut().recv(env, buf)
     }
 
     /// `MPI_Ibsend`: copies the data now (checked against the attached buffer), so
     /// the request completes at once.
     pub fn ibsend(&self, c: &CommData, buf: &UserBuf, dst: i32, tag: i32) -> Result<ReqId> {
-        Self::check_peer(c, dst, false, "MPI_Bsend")?;
-        Self::check_tag(tag, false, "MPI_Bsend")?;
+        let to = Self::route(c, dst, tag)?;
         let mut e = self.eng.borrow_mut();
-        if dst == PROC_NULL {
+        let Some((env, w)) = to else {
             return Ok(e.done_request());
-        }
+        };
         let need = buf.packed_len() + BSEND_OVERHEAD;
         let (used, cap) = (e.bsend_used(), self.bsend_cap.get());
         if used + need > cap {
@@ -280,16 +283,7 @@ impl<P: Port> Mpi<P> {
             )));
         }
         let copy = UserBuf::owned(buf.to_packed());
-        let id = e.isend(
-            c.ctx,
-            c.rank as i32,
-            c.world_of(dst as usize),
-            tag,
-            copy,
-            Mode::Standard,
-            need,
-        )?;
-        Ok(id)
+        e.isend(env, w, copy, Mode::Standard, need)
     }
 
     /// `MPI_Buffer_attach` (size only: Bsend copies into memory of its own, accounted
@@ -311,17 +305,9 @@ impl<P: Port> Mpi<P> {
     }
 
     /// Posts a receive (`MPI_Irecv`).
-    pub fn irecv(
-        &self,
-        c: &CommData,
-        buf: UserBuf,
-        src: i32,
-        tag: i32,
-        call: &str,
-    ) -> Result<ReqId> {
-        Self::check_peer(c, src, true, call)?;
-        Self::check_tag(tag, true, call)?;
-        self.eng.borrow_mut().irecv(c.ctx, src, tag, buf)
+    pub fn irecv(&self, c: &CommData, buf: UserBuf, src: i32, tag: i32) -> Result<ReqId> {
+        let env = Self::want(c, src, tag)?;
+        self.eng.borrow_mut().irecv(env, buf)
     }
 
     /// `MPI_Sendrecv`: posts the receive, sends, waits for both.
@@ -335,19 +321,13 @@ impl<P: Port> Mpi<P> {
         recv: UserBuf,
         src: i32,
         rtag: i32,
-        call: &str,
     ) -> Result<Status> {
-        if dst != PROC_NULL && src != PROC_NULL {
-            Self::check_peer(c, dst, false, call)?;
-            Self::check_tag(stag, false, call)?;
-            Self::check_peer(c, src, true, call)?;
-            Self::check_tag(rtag, true, call)?;
-            let (me, w) = (c.rank as i32, c.world_of(dst as usize));
-            let mut e = self.eng.borrow_mut();
-            return e.sendrecv(c.ctx, me, w, stag, send, src, rtag, recv);
+        let (to, from) = (Self::route(c, dst, stag)?, Self::want(c, src, rtag)?);
+        if let (Some((env, w)), false) = (to, src == PROC_NULL) {
+            return self.eng.borrow_mut().sendrecv(env, w, send, from, recv);
         }
-        let r = self.irecv(c, recv, src, rtag, call)?;
-        let s = match self.isend(c, send, dst, stag, Mode::Standard, call) {
+        let r = self.irecv(c, recv, src, rtag)?;
+        let s = match self.isend(c, send, dst, stag, Mode::Standard) {
             Ok(s) => s,
             Err(e) => {
                 // Do not leave a receive into the caller's buffer behind.
@@ -378,16 +358,14 @@ impl<P: Port> Mpi<P> {
 
     /// `MPI_Probe`.
     pub fn probe(&self, c: &CommData, src: i32, tag: i32) -> Result<Status> {
-        Self::check_peer(c, src, true, "MPI_Probe")?;
-        Self::check_tag(tag, true, "MPI_Probe")?;
-        self.eng.borrow_mut().probe(c.ctx, src, tag)
+        let env = Self::want(c, src, tag)?;
+        self.eng.borrow_mut().probe(env)
     }
 
     /// `MPI_Iprobe`.
     pub fn iprobe(&self, c: &CommData, src: i32, tag: i32) -> Result<Option<Status>> {
-        Self::check_peer(c, src, true, "MPI_Iprobe")?;
-        Self::check_tag(tag, true, "MPI_Iprobe")?;
-        self.eng.borrow_mut().iprobe(c.ctx, src, tag)
+        let env = Self::want(c, src, tag)?;
+        self.eng.borrow_mut().iprobe(env)
     }
 
     // ---- communicator management (collective over the parent) ----
@@ -401,22 +379,15 @@ impl<P: Port> Mpi<P> {
         let mut sends = Vec::new();
         for r in (0..n).filter(|&r| r != c.rank) {
             let b = UserBuf::owned(mine.to_vec());
-            sends.push(e.isend(
-                c.coll_ctx(),
-                c.rank as i32,
-                c.world_of(r),
-                tag,
-                b,
-                Mode::Standard,
-                0,
-            )?);
+            let env = c.coll_env(c.rank as i32, tag);
+            sends.push(e.isend(env, c.world_of(r), b, Mode::Standard, 0)?);
         }
         let mut out = Vec::with_capacity(n);
         for r in 0..n {
             if r == c.rank {
                 out.push(mine.to_vec());
             } else {
-                out.push(e.coll_recv(c.coll_ctx(), r as i32, tag, mine.len())?);
+                out.push(e.coll_recv(c.coll_env(r as i32, tag), mine.len())?);
             }
         }
         for s in sends {
@@ -547,12 +518,12 @@ impl<P: Port> Mpi<P> {
             };
             // Negative tags: never those of the collective algorithms (`next_tag`).
             let tag = -20 - round;
-            let (ctx, me, w) = (c.coll_ctx(), c.rank as i32, c.world_of(to));
+            let (out, inc) = (c.coll_env(c.rank as i32, tag), c.coll_env(from as i32, tag));
             let mut e = self.eng.borrow_mut();
             // An empty message always goes eagerly; the receive directly when it can.
-            e.try_send_eager(ctx, me, w, tag, &[])?;
-            if e.try_recv_bytes(ctx, from as i32, tag, &mut [])?.is_none() {
-                e.recv(ctx, from as i32, tag, UserBuf::owned(Vec::new()))?;
+            e.try_send_eager(out, c.world_of(to), &[])?;
+            if e.try_recv_bytes(inc, &mut [])?.is_none() {
+                e.recv(inc, UserBuf::owned(Vec::new()))?;
             }
             d *= 2;
             round += 1;

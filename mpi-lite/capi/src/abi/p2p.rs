@@ -55,7 +55,7 @@ unsafe fn start_send(
     // SAFETY: forwarded MPI buffer contract.
     let b = unsafe { user_buf(st, buf, n, dt, call)? };
     match mode {
-        Some(m) => st.mpi.isend(&c, b, dst, tag, m, call),
+        Some(m) => st.mpi.isend(&c, b, dst, tag, m),
         None => st.mpi.ibsend(&c, &b, dst, tag),
     }
 }
@@ -81,13 +81,13 @@ mpi_fn!(MPI_Send, PMPI_Send, (buf: *const c_void, count: c_int, datatype: c_int,
             // SAFETY: MPI's contract for a blocking send: `count` elements of `datatype`
             // (here one run of `n` bytes at `p`) are readable for the whole call.
             let data = unsafe { std::slice::from_raw_parts(p, n) };
-            if st.mpi.try_send_bytes(c, data, dest, tag, "MPI_Send")? {
+            if st.mpi.try_send_bytes(c, data, dest, tag)? {
                 return Ok(());
             }
         }
         // SAFETY: blocking: the buffer is valid for the whole call.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Send")? };
-        st.mpi.send(c, b, dest, tag, "MPI_Send")
+        st.mpi.send(c, b, dest, tag)
     })
 });
 blocking_send!(MPI_Ssend, PMPI_Ssend, Some(Mode::Sync), "MPI_Ssend");
@@ -125,7 +125,7 @@ mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, s
             // of `count` elements of `datatype`) are writable and not touched by the program
             // for the whole call; the slice ends before the general path below.
             let bytes = unsafe { std::slice::from_raw_parts_mut(p, n) };
-            if let Some(s) = st.mpi.try_recv_bytes(c, bytes, source, tag, "MPI_Recv")? {
+            if let Some(s) = st.mpi.try_recv_bytes(c, bytes, source, tag)? {
                 // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
                 unsafe { put_status(status, &s) };
                 return Ok(());
@@ -133,7 +133,7 @@ mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, s
         }
         // SAFETY: blocking: the buffer is valid and ours for the whole call.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Recv")? };
-        let s = st.mpi.recv(c, b, source, tag, "MPI_Recv")?;
+        let s = st.mpi.recv(c, b, source, tag)?;
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &s) };
         Ok(())
@@ -149,7 +149,7 @@ mpi_fn!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: c_int,
         let c = st.comm(comm)?;
         // SAFETY: MPI contract: the buffer is the library's until the request completes.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Irecv")? };
-        let id = st.mpi.irecv(&c, b, source, tag, "MPI_Irecv")?;
+        let id = st.mpi.irecv(&c, b, source, tag)?;
         // SAFETY: checked non-null.
         unsafe { put(request, req_handle(id), "request") }
     })
@@ -165,7 +165,7 @@ mpi_fn!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_int, 
             (user_buf(st, sendbuf, sendcount, sendtype, "MPI_Sendrecv")?,
              user_buf(st, recvbuf, recvcount, recvtype, "MPI_Sendrecv")?)
         };
-        let rs = st.mpi.sendrecv(&c, sb, dest, sendtag, rb, source, recvtag, "MPI_Sendrecv")?;
+        let rs = st.mpi.sendrecv(&c, sb, dest, sendtag, rb, source, recvtag)?;
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &rs) };
         Ok(())
@@ -181,7 +181,7 @@ mpi_fn!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c
         let rb = unsafe { user_buf(st, buf, count, datatype, "MPI_Sendrecv_replace")? };
         // The outgoing data is copied first: the receive overwrites the buffer.
         let sb = UserBuf::owned(rb.to_packed());
-        let rs = st.mpi.sendrecv(&c, sb, dest, sendtag, rb, source, recvtag, "MPI_Sendrecv_replace")?;
+        let rs = st.mpi.sendrecv(&c, sb, dest, sendtag, rb, source, recvtag)?;
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &rs) };
         Ok(())

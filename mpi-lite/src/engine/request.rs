@@ -1,0 +1,219 @@
+//! Requests: completion, waiting with progress (and pushing cleared rendezvous data),
+//! cancel, probe.
+
+use skifch::Port;
+
+use super::protocol::H_DATA;
+use super::state::{Req, ReqKind};
+use super::{Engine, Envelope, ReqId, State, Status, PROC_NULL};
+use crate::error::{Error, Result};
+
+impl<P: Port> Engine<P> {
+    /// A completed request that needs no communication (PROC_NULL sends, …).
+    pub fn done_request(&mut self) -> ReqId {
+        let s = self.st_mut();
+        let seq = s.next_seq();
+        s.alloc(Req {
+            kind: ReqKind::Nothing,
+            done: true,
+            freed: false,
+            status: Status::proc_null(),
+            err: None,
+            seq,
+        })
+    }
+
+    /// `true` if `id` names a live request.
+    pub fn is_request(&self, id: ReqId) -> bool {
+        self.st().is_request(id)
+    }
+
+    /// `true` if the request is complete (without releasing it).
+    pub fn is_done(&self, id: ReqId) -> bool {
+        self.st().is_done(id)
+    }
+
+    /// `MPI_Test` on one request: `None` while pending; when complete, releases the
+    /// request and returns its status, or its error.
+    pub fn test(&mut self, id: ReqId) -> Result<Option<Status>> {
+        let s = self.st_mut();
+        match s.get(id) {
+            None => Err(Error::Request(format!("request {id} does not exist"))),
+            Some(r) if !r.done => Ok(None),
+            Some(_) => {
+                let r = s.release(id);
+                match r.err {
+                    Some(e) => Err(e),
+                    None => Ok(Some(r.status)),
+                }
+            }
+        }
+    }
+
+    /// `MPI_Request_get_status`: one round of progress, then the status of a complete
+    /// request (or its error) without releasing it; `None` while pending.
+    pub fn peek(&mut self, id: ReqId) -> Result<Option<Status>> {
+        if !self.is_done(id) {
+            self.progress()?;
+        }
+        let s = self.st();
+        match s.get(id) {
+            None => Err(Error::Request(format!("request {id} does not exist"))),
+            Some(r) if !r.done => Ok(None),
+            Some(r) => match &r.err {
+                Some(e) => Err(e.clone()),
+                None => Ok(Some(r.status)),
+            },
+        }
+    }
+
+    /// `MPI_Wait`: progresses until `id` completes, then as [`Engine::test`].
+    pub fn wait(&mut self, id: ReqId) -> Result<Status> {
+        // Already complete (eager sends, unexpected receives): one lock, no progress.
+        if let Some(r) = self.test_done(id) {
+            return r;
+        }
+        self.wait_until(|s| s.is_done(id) || !s.is_request(id))?;
+        self.test(id)?
+            .ok_or_else(|| Error::Intern("request not complete after wait".into()))
+    }
+
+    /// The outcome of `id` if it is complete (releasing it), else `None`.
+    pub(super) fn test_done(&mut self, id: ReqId) -> Option<Result<Status>> {
+        let s = self.st_mut();
+        if !s.is_done(id) {
+            return None;
+        }
+        let r = s.release(id);
+        Some(match r.err {
+            Some(e) => Err(e),
+            None => Ok(r.status),
+        })
+    }
+
+    /// Progresses until `done(state)`; `PeerLost` and other transport errors end it (and
+    /// break the engine).
+    pub fn wait_until(&mut self, mut done: impl FnMut(&State) -> bool) -> Result<()> {
+        self.check()?;
+        loop {
+            if done(self.st()) {
+                return Ok(());
+            }
+            if self.push_cleared()? {
+                continue;
+            }
+            // Proto's wait: service messages (fixed spin, then sleep on the channel) until
+            // ours is done or a rendezvous send may go.
+            let r = self.ep.progress_until(
+                |ep| {
+                    let s = ep.ctx();
+                    done(s) || !s.cleared.is_empty()
+                },
+                None,
+            );
+            r.map_err(|e| self.fail(e))?;
+            if let Some(e) = self.ep.take_error() {
+                return Err(self.fail(e));
+            }
+        }
+    }
+
+    /// Sends the data of one rendezvous send whose CTS came (a proto long message that
+    /// lands in the receiver's buffer); `false` if none is waiting.
+    pub(super) fn push_cleared(&mut self) -> Result<bool> {
+        if self.st().cleared.is_empty() {
+            return Ok(false);
+        }
+        let next = {
+            let s = self.st_mut();
+            match s.cleared.pop_front() {
+                None => None,
+                Some((sreq, rreq)) => match s.get_mut(sreq) {
+                    Some(Req {
+                        kind: ReqKind::Send { buf, dst, .. },
+                        ..
+                    }) => Some((sreq, rreq, *dst, buf.take())),
+                    _ => return Err(Error::Intern(format!("CTS for unknown send {sreq}"))),
+                },
+            }
+        };
+        let Some((sreq, rreq, dst, buf)) = next else {
+            return Ok(false);
+        };
+        let data = buf.as_ref().and_then(|b| b.as_contiguous()).unwrap_or(&[]);
+        let r = self.ep.send(dst, H_DATA, rreq, &[], data);
+        r.map_err(|e| self.fail(e))?;
+        drop(buf);
+        self.st_mut().complete(sreq);
+        Ok(true)
+    }
+
+    /// `MPI_Request_free`: the request is released when it completes.
+    pub fn request_free(&mut self, id: ReqId) -> Result<()> {
+        let s = self.st_mut();
+        match s.get_mut(id) {
+            None => Err(Error::Request(format!("request {id} does not exist"))),
+            Some(r) if r.done => {
+                s.release(id);
+                Ok(())
+            }
+            Some(r) => {
+                r.freed = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// `MPI_Cancel`: a receive not yet matched completes as cancelled; anything else
+    /// (sends, matched receives) completes normally (the standard allows that).
+    pub fn cancel(&mut self, id: ReqId) -> Result<()> {
+        let s = self.st_mut();
+        let Some(r) = s.get(id) else {
+            return Err(Error::Request(format!("request {id} does not exist")));
+        };
+        if let ReqKind::Recv { env, total: 0, .. } = r.kind {
+            if r.done {
+                return Ok(());
+            }
+            let removed = if env.is_exact() {
+                s.remove_posted_exact(env, id)
+            } else {
+                let i = s.posted_wild.iter().position(|&x| x == id);
+                i.map(|i| s.posted_wild.remove(i)).is_some()
+            };
+            if removed {
+                s.posted_n -= 1;
+                let r = s.get_mut(id).expect("live");
+                r.status.cancelled = true;
+                s.complete(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Iprobe`: the envelope of the first unexpected message matching, after one
+    /// round of progress.
+    pub fn iprobe(&mut self, env: Envelope) -> Result<Option<Status>> {
+        if env.src == PROC_NULL {
+            return Ok(Some(Status::proc_null()));
+        }
+        if let Some(s) = self.st().peek_unexpected(env) {
+            return Ok(Some(s));
+        }
+        self.progress()?;
+        Ok(self.st().peek_unexpected(env))
+    }
+
+    /// `MPI_Probe`: waits for a matching message and returns its envelope.
+    pub fn probe(&mut self, env: Envelope) -> Result<Status> {
+        if env.src == PROC_NULL {
+            return Ok(Status::proc_null());
+        }
+        let mut found = None;
+        self.wait_until(|s| {
+            found = s.peek_unexpected(env);
+            found.is_some()
+        })?;
+        found.ok_or_else(|| Error::Intern("probe ended without a message".into()))
+    }
+}
