@@ -21,11 +21,11 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
-use skifch::coll::{self, DType, Kernel, Op, Transport};
+use skifch::coll::{self, Kernel, Op, Transport};
 use skifch::Port;
 
 use crate::comm::{CommData, Mpi};
-use crate::datatype::{Basic, Datatype, PairValue, Scalar};
+use crate::datatype::{Basic, Datatype};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
 
@@ -195,29 +195,12 @@ pub fn kernel(dt: &Datatype, op: Op) -> Result<Kernel> {
 
 /// The reduction kernel for `op` on elements of predefined type `b`.
 pub fn kernel_of(b: Basic, op: Op) -> Result<Kernel> {
-    let d = match (b, b.scalar()) {
-        (_, Scalar::I8) => DType::I8,
-        (_, Scalar::U8) | (_, Scalar::Bool) | (Basic::Byte, _) => DType::U8,
-        (_, Scalar::I16) => DType::I16,
-        (_, Scalar::U16) => DType::U16,
-        (_, Scalar::I32) => DType::I32,
-        (_, Scalar::U32) => DType::U32,
-        (_, Scalar::I64) => DType::I64,
-        (_, Scalar::U64) => DType::U64,
-        (_, Scalar::F32) => DType::F32,
-        (_, Scalar::F64) => DType::F64,
-        (_, Scalar::Pair(PairValue::F32, _)) => DType::FloatInt,
-        (_, Scalar::Pair(PairValue::F64, _)) => DType::DoubleInt,
-        (_, Scalar::Pair(PairValue::I64, _)) => DType::LongInt,
-        (_, Scalar::Pair(PairValue::I32, _)) => DType::TwoInt,
-        (_, Scalar::Pair(PairValue::I16, _)) => DType::ShortInt,
-        _ => {
-            return Err(Error::Op(format!(
-                "reductions on {} are not supported by mpi-lite",
-                b.name()
-            )))
-        }
-    };
+    let d = b.dtype().ok_or_else(|| {
+        Error::Op(format!(
+            "reductions on {} are not supported by mpi-lite",
+            b.name()
+        ))
+    })?;
     Kernel::new(d, op).map_err(|e| Error::Op(format!("{op:?} on {}: {e}", b.name())))
 }
 

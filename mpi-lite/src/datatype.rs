@@ -9,6 +9,8 @@
 
 use std::sync::Arc;
 
+use skifch::coll::DType;
+
 use crate::error::{Error, Result};
 
 /// The predefined element types, which reductions understand. Pair types are the
@@ -53,43 +55,6 @@ pub enum Basic {
     TwoInt,
     ShortInt,
     LongDoubleInt,
-}
-
-/// What a reduction sees in one element of a predefined type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum Scalar {
-    I8,
-    U8,
-    I16,
-    U16,
-    I32,
-    U32,
-    I64,
-    U64,
-    F32,
-    F64,
-    Bool,
-    /// Complex numbers: (re, im) of `F32`/`F64`.
-    C32,
-    C64,
-    /// No arithmetic (MPI_BYTE, MPI_PACKED, long double: bytes only).
-    Opaque,
-    /// A `{value; int}` pair; the value's scalar and the int's byte offset.
-    Pair(PairValue, usize),
-}
-
-/// The value part of a pair type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum PairValue {
-    F32,
-    F64,
-    I64,
-    I32,
-    I16,
-    /// long double: compared as bytes is meaningless, so reductions refuse it.
-    LongDouble,
 }
 
 impl Basic {
@@ -178,31 +143,30 @@ impl Basic {
         }
     }
 
-    /// How reductions see it (LP64 Linux: `long` is 64-bit, `wchar_t` 32-bit signed).
-    pub fn scalar(self) -> Scalar {
+    /// The element type the predefined reductions see in it — `skifch::coll::DType`, the
+    /// one element-type enum of the stack (LP64 Linux: `long` is 64-bit, `wchar_t` 32-bit
+    /// signed; `MPI_C_BOOL` and `MPI_BYTE` are 8-bit unsigned, MPI-3.1 §5.9.2). `None`:
+    /// no predefined reduction applies (packed data, long double, the complex types).
+    pub fn dtype(self) -> Option<DType> {
         use Basic::*;
-        match self {
-            Char | SignedChar | Int8 => Scalar::I8,
-            UnsignedChar | Uint8 => Scalar::U8,
-            Short | Int16 => Scalar::I16,
-            UnsignedShort | Uint16 => Scalar::U16,
-            Int | Int32 | WChar => Scalar::I32,
-            Unsigned | Uint32 => Scalar::U32,
-            Long | LongLong | Int64 | Aint | Offset | Count => Scalar::I64,
-            UnsignedLong | UnsignedLongLong | Uint64 => Scalar::U64,
-            Float => Scalar::F32,
-            Double => Scalar::F64,
-            CBool => Scalar::Bool,
-            CFloatComplex => Scalar::C32,
-            CDoubleComplex => Scalar::C64,
-            Byte | Packed | LongDouble => Scalar::Opaque,
-            FloatInt => Scalar::Pair(PairValue::F32, 4),
-            DoubleInt => Scalar::Pair(PairValue::F64, 8),
-            LongInt => Scalar::Pair(PairValue::I64, 8),
-            TwoInt => Scalar::Pair(PairValue::I32, 4),
-            ShortInt => Scalar::Pair(PairValue::I16, 4),
-            LongDoubleInt => Scalar::Pair(PairValue::LongDouble, 16),
-        }
+        Some(match self {
+            Char | SignedChar | Int8 => DType::I8,
+            UnsignedChar | Uint8 | CBool | Byte => DType::U8,
+            Short | Int16 => DType::I16,
+            UnsignedShort | Uint16 => DType::U16,
+            Int | Int32 | WChar => DType::I32,
+            Unsigned | Uint32 => DType::U32,
+            Long | LongLong | Int64 | Aint | Offset | Count => DType::I64,
+            UnsignedLong | UnsignedLongLong | Uint64 => DType::U64,
+            Float => DType::F32,
+            Double => DType::F64,
+            FloatInt => DType::FloatInt,
+            DoubleInt => DType::DoubleInt,
+            LongInt => DType::LongInt,
+            TwoInt => DType::TwoInt,
+            ShortInt => DType::ShortInt,
+            CFloatComplex | CDoubleComplex | Packed | LongDouble | LongDoubleInt => return None,
+        })
     }
 
     /// Bytes of one element when it is one dense run (size = extent), as the C layout on

@@ -4,9 +4,9 @@
 
 use skifch::coll::ops::fold;
 use skifch::coll::{self, DType, GroupOn, Kernel, Op, ProtoGroup, Reducer, Transport};
+use skifch::local::Params;
 use skifch::local::{self, LocalJob};
 use skifch::proto::Endpoint;
-use skifch::local::Params;
 use skifch::{Error, Result};
 
 const PORT: u32 = 1;

@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use skifch::coll::ops::fold;
 use skifch::coll::{self, DType, Kernel, Op, ProtoGroup, Transport};
 use skifch::local;
-use skifch::proto::Endpoint;
 use skifch::local::Params;
+use skifch::proto::Endpoint;
 use skifch::Result;
 
 const TYPES: [DType; 10] = [

@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use skifch::local::Params;
 use skifch::local::{self, LocalJob};
 use skifch::proto::{Am, Endpoint, Io, Landing, Phase, ProgressThread};
-use skifch::local::Params;
 use skifch::{Error, Port, Result};
 
 const PORT: u32 = 1;

@@ -39,18 +39,30 @@ pub fn fold<R: Reducer + ?Sized, B: AsRef<[u8]>>(red: &R, inputs: &[B]) -> Vec<u
     acc
 }
 
-/// Element types of the predefined reductions.
+/// Element types of the predefined reductions: the one element-type enum of the stack
+/// (mpi-lite maps its predefined datatypes onto it, `Basic::dtype`; shmem its typed
+/// reductions). Native-endian C layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
+    /// `int8_t`.
     I8,
+    /// `uint8_t` (also `MPI_BYTE`, `MPI_C_BOOL`).
     U8,
+    /// `int16_t`.
     I16,
+    /// `uint16_t`.
     U16,
+    /// `int32_t`.
     I32,
+    /// `uint32_t`.
     U32,
+    /// `int64_t`.
     I64,
+    /// `uint64_t`.
     U64,
+    /// `float`.
     F32,
+    /// `double`.
     F64,
     /// `struct { float v; int i; }` (MPI_FLOAT_INT, 8 bytes).
     FloatInt,
@@ -89,17 +101,29 @@ impl DType {
 /// The predefined operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// Sum (`MPI_SUM`).
     Sum,
+    /// Product (`MPI_PROD`).
     Prod,
+    /// Minimum (`MPI_MIN`).
     Min,
+    /// Maximum (`MPI_MAX`).
     Max,
+    /// Logical and (`MPI_LAND`).
     Land,
+    /// Logical or (`MPI_LOR`).
     Lor,
+    /// Logical exclusive or (`MPI_LXOR`).
     Lxor,
+    /// Bitwise and (`MPI_BAND`).
     Band,
+    /// Bitwise or (`MPI_BOR`).
     Bor,
+    /// Bitwise exclusive or (`MPI_BXOR`).
     Bxor,
+    /// Minimum value and the lowest index holding it (`MPI_MINLOC`, pair types).
     MinLoc,
+    /// Maximum value and the lowest index holding it (`MPI_MAXLOC`, pair types).
     MaxLoc,
 }
 
@@ -146,9 +170,11 @@ impl Kernel {
         }
         Ok(Kernel { dtype, op })
     }
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
+    /// The operation.
     pub fn op(&self) -> Op {
         self.op
     }
