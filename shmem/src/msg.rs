@@ -44,6 +44,7 @@ use skifch::rma::{amo_at, Amo};
 use skifch::{Error as ChError, Port};
 
 use skifch::mem::{copy_mem, copy_put};
+use skifch::wait::Backoff;
 
 /// Handler id of a put.
 pub const H_PUT: u8 = 1;
@@ -231,15 +232,11 @@ impl Aggregator {
 
     #[cold]
     fn contended(&self) {
-        let mut spins = 0u32;
+        // Held only while one payload is sent: spin, then yield (never sleep long).
+        let mut b = Backoff::with(100, u32::MAX, std::time::Duration::ZERO);
         loop {
             while self.busy.load(Ordering::Relaxed) {
-                spins += 1;
-                if spins < 100 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
+                b.snooze();
             }
             if !self.busy.swap(true, Ordering::Acquire) {
                 return;

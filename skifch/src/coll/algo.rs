@@ -161,10 +161,26 @@ fn ranges(
 /// Dissemination barrier.
 pub fn barrier<T: Transport + ?Sized>(t: &T) -> Result<()> {
     let (r, n, tag) = (t.rank(), t.size(), t.next_tag());
-    let mut d = 1;
+    dissemination(r, n, |_, to, from| {
+        sendrecv_exact(t, to, &[], from, &mut [], tag).map(|_| ())
+    })
+}
+
+/// The dissemination schedule (Hensgen, Finkel and Manber 1988): in round `k` (distance
+/// `2^k < n`) member `rank` sends to `rank + 2^k` and hears from `rank - 2^k` (mod `n`);
+/// after ⌈log₂ n⌉ rounds every member has heard, transitively, from every other. The one
+/// barrier schedule of the stack: [`barrier`] (any transport, so also
+/// `proto::Endpoint::barrier`) and the channel-level [`super::Barrier`] run it.
+pub(crate) fn dissemination(
+    rank: usize,
+    n: usize,
+    mut round: impl FnMut(u8, usize, usize) -> Result<()>,
+) -> Result<()> {
+    let (mut d, mut k) = (1, 0u8);
     while d < n {
-        sendrecv_exact(t, (r + d) % n, &[], (r + n - d) % n, &mut [], tag)?;
+        round(k, (rank + d) % n, (rank + n - d) % n)?;
         d *= 2;
+        k += 1;
     }
     Ok(())
 }

@@ -1,9 +1,10 @@
-//! The channel barrier: a dissemination barrier straight over a [`Channel`] port reserved
-//! for it (used by the MsgRate tool and the conformance suite, which test the channel
-//! itself and so must not depend on the protocol layer).
+//! The channel barrier: the dissemination schedule of [`super::barrier`] straight over a
+//! [`Channel`] port reserved for it (used by the MsgRate tool and the conformance suite,
+//! which test the channel itself and so must not depend on the protocol layer).
 
 use std::io::IoSlice;
 
+use super::algo::dissemination;
 use crate::{Channel, Error, Port, Result};
 
 /// A dissemination barrier among all ranks of a job (⌈log₂ n⌉ rounds of one zero-copy
@@ -47,42 +48,37 @@ impl Barrier {
     pub fn wait<P: Port>(&mut self, ch: &Channel<P>) -> Result<()> {
         self.epoch = self.epoch.wrapping_add(1);
         let port = ch.addr().port();
-        let mut dist = 1u32;
-        let mut round = 0u8;
-        while dist < self.size {
-            let to = (self.rank + dist) % self.size;
-            let msg = [self.epoch.to_le_bytes().as_slice(), &[round]].concat();
+        let (epoch, early) = (self.epoch, &mut self.early);
+        dissemination(self.rank as usize, self.size as usize, |round, to, _| {
+            let msg = [epoch.to_le_bytes().as_slice(), &[round]].concat();
             ch.send_all(
                 crate::NetAddr::new(to as u16, port as u16),
                 &[IoSlice::new(&msg)],
             )?;
-            let want = (self.epoch, round);
-            if let Some(i) = self.early.iter().position(|&e| e == want) {
-                self.early.swap_remove(i);
-            } else {
-                loop {
-                    let m = ch.recv()?;
-                    let mut b = [0u8; 5];
-                    if m.len() != 5 || m.copy_to(&mut b) != 5 {
-                        return Err(Error::InvalidArgument(
-                            format!(
-                                "a {}-byte message from {} arrived on the barrier's port {port}",
-                                m.len(),
-                                m.src()
-                            )
-                            .into(),
-                        ));
-                    }
-                    let got = (u32::from_le_bytes([b[0], b[1], b[2], b[3]]), b[4]);
-                    if got == want {
-                        break;
-                    }
-                    self.early.push(got);
-                }
+            let want = (epoch, round);
+            if let Some(i) = early.iter().position(|&e| e == want) {
+                early.swap_remove(i);
+                return Ok(());
             }
-            dist *= 2;
-            round += 1;
-        }
-        Ok(())
+            loop {
+                let m = ch.recv()?;
+                let mut b = [0u8; 5];
+                if m.len() != 5 || m.copy_to(&mut b) != 5 {
+                    return Err(Error::InvalidArgument(
+                        format!(
+                            "a {}-byte message from {} arrived on the barrier's port {port}",
+                            m.len(),
+                            m.src()
+                        )
+                        .into(),
+                    ));
+                }
+                let got = (u32::from_le_bytes([b[0], b[1], b[2], b[3]]), b[4]);
+                if got == want {
+                    return Ok(());
+                }
+                early.push(got);
+            }
+        })
     }
 }
