@@ -1,0 +1,345 @@
+//! [`expose`] and the one implementation of direct access: [`MappedWindow`] (every
+//! segment mapped in this process), its inlined accessors and [`Window`] on top.
+#![allow(unsafe_code)] // raw access to memory shared with other processes or threads
+
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+use super::{Amo, Exchange, PeerMapping, Rma, Segment};
+use crate::mem::{copy_mem, copy_small};
+use crate::{Error, Result};
+
+/// Collective: every rank exposes `seg` (the calls of all ranks pair up in order); returns
+/// the window of all ranks' segments. `exchange` is an all-gather among all ranks.
+///
+/// # Collective Operation
+/// Every rank calls it with its segment; it returns once this rank has opened every
+/// peer's segment (not necessarily once the peers have opened this one: a library
+/// synchronizes before its first remote access).
+pub fn expose(rma: &dyn Rma, seg: Segment, exchange: &mut Exchange<'_>) -> Result<MappedWindow> {
+    if !rma.caps().load_store {
+        return Err(Error::InvalidArgument(
+            format!("the {} RMA provider does not map peers' memory", rma.name()).into(),
+        ));
+    }
+    let mut token = (seg.len as u64).to_le_bytes().to_vec();
+    token.extend_from_slice(&seg.token);
+    let all = exchange(&token)?;
+    if all.len() != rma.size() as usize {
+        return Err(Error::InvalidArgument(
+            format!(
+                "the exchange returned {} entries for {} ranks",
+                all.len(),
+                rma.size()
+            )
+            .into(),
+        ));
+    }
+    let mut bases = Vec::with_capacity(all.len());
+    let mut maps = Vec::with_capacity(all.len());
+    for (r, t) in all.iter().enumerate() {
+        if r == rma.rank() as usize {
+            bases.push((seg.ptr, seg.len));
+            continue;
+        }
+        if t.len() < 8 {
+            return Err(Error::Corrupt(
+                format!("rank {r}'s segment descriptor is truncated").into(),
+            ));
+        }
+        let mut l = [0u8; 8];
+        l.copy_from_slice(&t[..8]);
+        let len = u64::from_le_bytes(l);
+        let m = rma.open_peer(r as u32, &t[8..])?;
+        if m.len as u64 != len {
+            return Err(Error::Corrupt(
+                format!(
+                    "rank {r}'s segment maps {} bytes, it announced {len}",
+                    m.len
+                )
+                .into(),
+            ));
+        }
+        bases.push((m.ptr, m.len));
+        maps.push(m);
+    }
+    Ok(MappedWindow {
+        bases,
+        rank: rma.rank(),
+        _own: Some(seg),
+        _peers: maps,
+    })
+}
+
+/// Access to every rank's exposed segment, by rank and byte offset (see the module docs
+/// for completion and ordering).
+pub trait Window: Send + Sync {
+    /// Length of rank `rank`'s segment (0 for a rank out of range).
+    fn len(&self, rank: u32) -> usize;
+    /// Copies `src` to `rank`'s segment at `off`.
+    fn put(&self, rank: u32, off: usize, src: &[u8]) -> Result<()>;
+    /// Copies `dst.len()` bytes from `rank`'s segment at `off` into `dst`.
+    fn get(&self, rank: u32, off: usize, dst: &mut [u8]) -> Result<()>;
+    /// Atomic `op` on the `width`-byte (4 or 8) integer at `off` in `rank`'s segment;
+    /// returns the previous value (zero-extended).
+    fn amo(&self, rank: u32, off: usize, width: usize, op: Amo) -> Result<u64>;
+    /// Remote completion of every put and atomic issued before (module docs).
+    fn quiet(&self);
+    /// The address of `rank`'s segment in this process, if it is mapped here (load/store
+    /// access, `shmem_ptr`); `None` for DMA-only windows.
+    fn direct(&self, rank: u32) -> Option<*mut u8>;
+}
+
+/// A window whose segments are all mapped in this process (shm driver, in-process job):
+/// the one implementation of direct put, get and atomics. Libraries keep the concrete type
+/// on their hot paths and call the inlined accessors ([`MappedWindow::reach`],
+/// [`MappedWindow::put_raw`], [`MappedWindow::get_raw`]); [`Window`] wraps them with errors.
+pub struct MappedWindow {
+    bases: Vec<(*mut u8, usize)>,
+    rank: u32,
+    _own: Option<Segment>,
+    _peers: Vec<PeerMapping>,
+}
+
+// SAFETY: the window holds addresses of mappings it keeps alive; all accesses are raw or
+// atomic (module docs), so sharing it between threads adds no reference aliasing.
+unsafe impl Send for MappedWindow {}
+// SAFETY: as for Send.
+unsafe impl Sync for MappedWindow {}
+
+impl MappedWindow {
+    /// A window without segments (every access is out of reach): a library's stand-in for
+    /// a segment it did not expose, so its fast path needs no `Option`.
+    pub fn empty(rank: u32) -> Self {
+        MappedWindow {
+            bases: Vec::new(),
+            rank,
+            _own: None,
+            _peers: Vec::new(),
+        }
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// The fast accessor: where `off..off+len` of `rank`'s segment is mapped in this
+    /// process; `None` if `rank` is out of range or the range leaves the segment. A bounds
+    /// check and an addition (no call, no error value).
+    #[inline(always)]
+    pub fn reach(&self, rank: u32, off: usize, len: usize) -> Option<*mut u8> {
+        let &(base, size) = self.bases.get(rank as usize)?;
+        (off <= size && len <= size - off).then(|| base.wrapping_add(off))
+    }
+
+    /// Copies `len` bytes from `src` to `rank`'s segment at `off`, if [`MappedWindow::reach`]
+    /// reaches it (true); false: nothing was copied.
+    ///
+    /// # Safety
+    /// `src..src+len` is readable.
+    #[inline(always)]
+    pub unsafe fn put_raw(&self, rank: u32, off: usize, src: *const u8, len: usize) -> bool {
+        match self.reach(rank, off, len) {
+            Some(dst) => {
+                // SAFETY: `reach` bounded `dst..dst+len` by a live mapping; the caller
+                // vouches for the source.
+                unsafe { copy(src, dst, len) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Copies `len` bytes from `rank`'s segment at `off` to `dst`, if reached (true).
+    ///
+    /// # Safety
+    /// `dst..dst+len` is writable and not referenced by Rust code meanwhile.
+    #[inline(always)]
+    pub unsafe fn get_raw(&self, rank: u32, off: usize, dst: *mut u8, len: usize) -> bool {
+        match self.reach(rank, off, len) {
+            Some(src) => {
+                // SAFETY: as in `put_raw`, with the roles swapped.
+                unsafe { copy(src, dst, len) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The address of `off..off+len` in `rank`'s segment, or the error saying why not.
+    fn at(&self, rank: u32, off: usize, len: usize) -> Result<*mut u8> {
+        if let Some(p) = self.reach(rank, off, len) {
+            return Ok(p);
+        }
+        let Some(&(_, size)) = self.bases.get(rank as usize) else {
+            return Err(Error::InvalidArgument(
+                format!(
+                    "rank {rank} is out of range (the window has {} ranks)",
+                    self.bases.len()
+                )
+                .into(),
+            ));
+        };
+        Err(Error::InvalidArgument(
+            format!(
+                "remote access of {len} bytes at offset {off} is outside rank {rank}'s {size}-byte segment"
+            )
+            .into(),
+        ))
+    }
+}
+
+/// The copy of a direct put or get: no call for 4 to 16 bytes ([`copy_small`] loads both
+/// words before storing, so overlap is fine), else [`copy_mem`] (`memmove`: a rank may put
+/// to itself from an overlapping buffer).
+///
+/// # Safety
+/// As [`std::ptr::copy`].
+#[inline(always)]
+unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    if n.wrapping_sub(4) <= 12 {
+        // SAFETY: 4..=16 bytes, the caller's ranges; overlap-safe as said above.
+        unsafe { copy_small(src, dst, n) }
+    } else {
+        // SAFETY: forwards the caller's contract.
+        unsafe { copy_mem(src, dst, n) }
+    }
+}
+
+impl Window for MappedWindow {
+    fn len(&self, rank: u32) -> usize {
+        self.bases.get(rank as usize).map_or(0, |b| b.1)
+    }
+
+    fn put(&self, rank: u32, off: usize, src: &[u8]) -> Result<()> {
+        let dst = self.at(rank, off, src.len())?;
+        // SAFETY: `at` checked that dst..dst+len lies in a live mapping; `src` is a local
+        // buffer that may overlap the destination only if the caller puts to itself
+        // (`copy` is a memmove).
+        unsafe { copy(src.as_ptr(), dst, src.len()) };
+        Ok(())
+    }
+
+    fn get(&self, rank: u32, off: usize, dst: &mut [u8]) -> Result<()> {
+        let src = self.at(rank, off, dst.len())?;
+        // SAFETY: as in `put`, with the roles swapped.
+        unsafe { copy(src, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    fn amo(&self, rank: u32, off: usize, width: usize, op: Amo) -> Result<u64> {
+        if width != 4 && width != 8 {
+            return Err(Error::InvalidArgument(
+                format!("atomics are on 4- or 8-byte integers, not {width}").into(),
+            ));
+        }
+        let p = self.at(rank, off, width)?;
+        if !(p as usize).is_multiple_of(width) {
+            return Err(Error::InvalidArgument(
+                format!("atomic at offset {off} of rank {rank} is not {width}-byte aligned").into(),
+            ));
+        }
+        // SAFETY: `p` is checked in bounds and aligned, in a mapping that lives as long
+        // as `self`, and only ever accessed atomically or by raw copies.
+        Ok(unsafe { amo_at(p, width, op) })
+    }
+
+    fn quiet(&self) {
+        fence(Ordering::SeqCst);
+    }
+
+    fn direct(&self, rank: u32) -> Option<*mut u8> {
+        self.bases.get(rank as usize).map(|b| b.0)
+    }
+}
+
+/// Atomic `op` on the `width`-byte (4 or 8; other widths act as 8) integer at `p`, with
+/// sequential consistency; returns the previous value zero-extended. Used by
+/// [`MappedWindow`] and by libraries that serve remote atomics on their own memory.
+///
+/// # Safety
+/// `p` must be valid for `width` bytes, aligned to `width`, and accessed by other threads
+/// or processes only atomically or by raw copies.
+pub unsafe fn amo_at(p: *mut u8, width: usize, op: Amo) -> u64 {
+    const O: Ordering = Ordering::SeqCst;
+    if width == 8 {
+        // SAFETY: the caller's contract (see the function docs).
+        let a = unsafe { AtomicU64::from_ptr(p.cast()) };
+        match op {
+            Amo::Fetch => a.load(O),
+            Amo::Set(v) => {
+                a.store(v, O);
+                0
+            }
+            Amo::Swap(v) => a.swap(v, O),
+            Amo::CompareSwap { expected, new } => match a.compare_exchange(expected, new, O, O) {
+                Ok(v) | Err(v) => v,
+            },
+            Amo::Add(v) => a.fetch_add(v, O),
+            Amo::And(v) => a.fetch_and(v, O),
+            Amo::Or(v) => a.fetch_or(v, O),
+            Amo::Xor(v) => a.fetch_xor(v, O),
+        }
+    } else {
+        // SAFETY: as above, for a 4-byte location.
+        let a = unsafe { AtomicU32::from_ptr(p.cast()) };
+        let v32 = |v: u64| v as u32;
+        u64::from(match op {
+            Amo::Fetch => a.load(O),
+            Amo::Set(v) => {
+                a.store(v32(v), O);
+                0
+            }
+            Amo::Swap(v) => a.swap(v32(v), O),
+            Amo::CompareSwap { expected, new } => {
+                match a.compare_exchange(v32(expected), v32(new), O, O) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+            Amo::Add(v) => a.fetch_add(v32(v), O),
+            Amo::And(v) => a.fetch_and(v32(v), O),
+            Amo::Or(v) => a.fetch_or(v32(v), O),
+            Amo::Xor(v) => a.fetch_xor(v32(v), O),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::LocalRma;
+    use super::*;
+
+    #[test]
+    fn fast_accessors_check_bounds_and_copy_overlapping() {
+        let rma = LocalRma::new(0, 1);
+        let mut one = |b: &[u8]| -> Result<Vec<Vec<u8>>> { Ok(vec![b.to_vec()]) };
+        let w = expose(&rma, rma.alloc(64).unwrap(), &mut one).unwrap();
+        assert!(w.reach(0, 64, 0).is_some() && w.reach(0, 60, 4).is_some());
+        assert!(w.reach(0, 61, 4).is_none() && w.reach(0, 65, 0).is_none());
+        assert!(w.reach(0, usize::MAX, 2).is_none() && w.reach(1, 0, 1).is_none());
+        let src: Vec<u8> = (1..=20).collect();
+        for n in [1, 3, 4, 8, 13, 16, 20] {
+            // SAFETY: `src` holds 20 readable bytes.
+            assert!(unsafe { w.put_raw(0, 7, src.as_ptr(), n) });
+            let mut got = [0u8; 20];
+            // SAFETY: `got` holds 20 writable bytes.
+            assert!(unsafe { w.get_raw(0, 7, got.as_mut_ptr(), n) });
+            assert_eq!(got[..n], src[..n]);
+        }
+        // SAFETY: as above; refused, so nothing is read.
+        assert!(!unsafe { w.put_raw(0, 60, src.as_ptr(), 8) });
+        // a put to oneself from an overlapping range is a memmove
+        let p = w.reach(0, 0, 32).unwrap();
+        for n in [8, 12, 16, 20] {
+            w.put(0, 0, &src[..n]).unwrap();
+            // SAFETY: `p..p+32` is this rank's live segment; no reference aliases it.
+            unsafe { w.put_raw(0, 2, p, n) };
+            let mut got = [0u8; 24];
+            w.get(0, 2, &mut got[..n]).unwrap();
+            assert_eq!(got[..n], src[..n], "{n} bytes");
+        }
+        let e = MappedWindow::empty(0);
+        assert!(e.reach(0, 0, 0).is_none() && e.put(0, 0, &[1]).is_err());
+        assert_eq!(Window::len(&e, 0), 0);
+    }
+}
