@@ -380,7 +380,7 @@ unsafe impl Port for LocalPort {
 
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
         let p = self.net().p;
-        let (r, pt) = (dst.rank() as u32, dst.port() as u32);
+        let (r, pt) = (dst.rank(), dst.port());
         if r >= p.nranks || pt >= p.nports {
             let why = if r >= p.nranks {
                 Unreachable::NoSuchRank

@@ -23,6 +23,7 @@ use crate::sys;
 /// # Safety
 /// `as_ptr()` must point to `len()` bytes, aligned to 4096, valid and fixed for the life of
 /// the value, that Rust code only ever reaches through this module (atomics and raw copies).
+#[allow(clippy::len_without_is_empty)] // a region is never empty (a segment has a header)
 pub unsafe trait Region: Send + Sync + 'static {
     /// The first byte.
     fn as_ptr(&self) -> *mut u8;

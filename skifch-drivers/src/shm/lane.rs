@@ -219,8 +219,8 @@ impl Rx {
         let data = self.data.as_ptr();
         let start = ((pos + REC_HDR as u64) & (cap - 1)) as usize;
         if start + len <= cap as usize {
-            // SAFETY: `start + len <= cap`: inside the lane.
             out.segs[0] = RawSeg {
+                // SAFETY: `start + len <= cap`: inside the lane.
                 ptr: unsafe { data.add(start) },
                 len,
             };
@@ -229,8 +229,9 @@ impl Rx {
             // Rare: the hint keeps the compiler from computing both segments of every message.
             std::hint::cold_path();
             let first = cap as usize - start;
-            // SAFETY: `start < cap`: the first segment is `start..cap`, the rest starts the lane.
             out.segs[0] = RawSeg {
+                // SAFETY: `start < cap`: the first segment is `start..cap`, the rest
+                // starts the lane.
                 ptr: unsafe { data.add(start) },
                 len: first,
             };
