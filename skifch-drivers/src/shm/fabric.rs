@@ -1,7 +1,7 @@
 //! The job segment: the memory it lives in ([`Region`]: a shared mapping for the shm
 //! driver, the heap for the in-process job) and [`Fabric`], a segment with a validated
 //! layout — the header, the job-control block ([`crate::jobctl`]) and the lanes
-//! ([`super::lane`]). Opening a port ([`Fabric::open`]) builds its private view of its
+//! ([`super::lane`]). Opening a port (`Fabric::open`) builds its private view of its
 //! lanes; everything after that is the port's ([`super::port`]).
 #![allow(unsafe_code)] // the segment's words, reached from the region's base pointer
 

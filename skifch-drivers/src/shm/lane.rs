@@ -1,6 +1,6 @@
 //! The lanes: the shared-memory rings behind the shm driver and the in-process job (one
 //! piece of code for both; only where the memory comes from differs, see
-//! [`super::Region`]). This file holds a lane's two ends ([`Tx`], [`Rx`]); the port that
+//! [`super::Region`]). This file holds a lane's two ends (`Tx`, `Rx`); the port that
 //! owns them is [`super::port`], the segment they live in [`super::fabric`].
 //!
 //! # Design (kept after measurement)
