@@ -15,7 +15,7 @@
 //! wrap-around (a payload crossing the lane end comes out as two segments), back-pressure
 //! (a full lane, the producer re-reading the tail), messages held while later ones are
 //! completed, completion out of order, lazy tail publication (every `lane/16` bytes, or when
-//! the lane is found empty), the wake-up protocol (`arm`, a last look, `sleep`, `disarm`),
+//! the lane is found empty: a 256-byte lane there), the wake-up protocol (`arm`, a last look, `sleep`, `disarm`),
 //! two senders into one receiving channel (the summary bitmap's scan). Payload bytes are
 //! checked on receipt and again before completion: a producer writing over a message
 //! still held shows as changed bytes. Not covered: several receiving channels, peer loss,
@@ -58,10 +58,15 @@ fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
 
 /// `nranks` ranks of one port each, over 64-byte lanes; the ports of every rank, opened.
 fn ports(nranks: u32) -> Vec<P> {
+    ports_with(nranks, 64)
+}
+
+/// As [`ports`], with lanes of `lane_bytes`.
+fn ports_with(nranks: u32, lane_bytes: usize) -> Vec<P> {
     let jobs = inproc::job(Params {
         nranks,
         nports: 1,
-        lane_bytes: 64,
+        lane_bytes,
     })
     .expect("a loom job");
     jobs.iter()
@@ -193,6 +198,30 @@ fn wrap_back_pressure_and_completion_out_of_order() {
             }
             complete(&mut rx, m, 0, id as u32);
         }
+        t.join().unwrap();
+    });
+}
+
+/// Lazy tail publication: in a 256-byte lane the tail is published every 16 freed bytes
+/// or when the receiver finds the lane empty. The receiver completes an empty message (8
+/// bytes: not published yet), holds the next one, which fills the lane, and polls again:
+/// finding the lane empty, it publishes the 8 bytes that the third message needs.
+#[test]
+fn an_empty_lane_publishes_the_tail() {
+    const LENS: [usize; 3] = [0, 232, 0];
+    model(3, || {
+        let mut p = ports_with(2, 256);
+        let mut rx = p.pop().unwrap();
+        let mut tx = p.pop().unwrap();
+        let to = rx.addr();
+        let t = thread::spawn(move || send_all(&mut tx, 0, to, &LENS));
+        let m = poll(&mut rx);
+        complete(&mut rx, m, 0, 0);
+        let held = poll(&mut rx);
+        check(&held, 0, 1, LENS[1]);
+        let m = poll(&mut rx);
+        complete(&mut rx, m, 0, 2);
+        complete(&mut rx, held, 0, 1);
         t.join().unwrap();
     });
 }
