@@ -28,11 +28,17 @@ fn lib_dir() -> &'static Path {
 }
 
 /// Compiles `tests/c/<name>.c` with skif-oshcc (shared) or cc + the static library.
+/// Tests running at once may compile the same program (the fpga-model test and the
+/// program's own): each compiles to a file of its own and renames it into place, so no
+/// test ever starts a half-written executable.
 fn compile(name: &str, shared: bool) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let lib = lib_dir();
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c");
     std::fs::create_dir_all(&out_dir).expect("scratch directory");
     let exe = out_dir.join(format!("{name}-{}", if shared { "so" } else { "a" }));
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = exe.with_extension(format!("tmp{}-{seq}", std::process::id()));
     let src = crate_dir().join(format!("tests/c/{name}.c"));
     let flags = ["-Wall", "-Wextra", "-Werror", "-O1", "-g"];
     let mut cmd = if shared {
@@ -41,7 +47,7 @@ fn compile(name: &str, shared: bool) -> PathBuf {
             .args(flags)
             .arg(&src)
             .arg("-o")
-            .arg(&exe);
+            .arg(&tmp);
         c
     } else {
         let mut c = Command::new("cc");
@@ -51,7 +57,7 @@ fn compile(name: &str, shared: bool) -> PathBuf {
             .args(flags)
             .arg(&src)
             .arg("-o")
-            .arg(&exe)
+            .arg(&tmp)
             .arg(lib.join("libskifshmem.a"))
             .args(STATIC_LIBS);
         c
@@ -62,6 +68,7 @@ fn compile(name: &str, shared: bool) -> PathBuf {
         "compiling {name} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    std::fs::rename(&tmp, &exe).expect("moving the executable into place");
     exe
 }
 
