@@ -78,19 +78,20 @@ impl<P: Port, C> Endpoint<P, C> {
             ctx,
             ..
         } = self;
+        let ch: &Channel<P> = ch;
+        let mut p = Parts {
+            ch,
+            io,
+            coll,
+            handlers,
+            ctx,
+        };
         let mut n = 0;
         while n < POLL_BUDGET && !*stop {
             // The closure form: the message guard is never moved (see `try_recv_with`).
             // The closure returns nothing: a 16-byte `Result` coming back out of it is
             // written in parts and read whole, a store-forwarding stall per message.
             let r = ch.try_recv_with(|m| {
-                let mut p = Parts {
-                    ch,
-                    io: &mut *io,
-                    coll: &mut *coll,
-                    handlers,
-                    ctx: &mut *ctx,
-                };
                 if let Err(e) = p.dispatch(m, take, stop) {
                     p.io.defer(e);
                 }
