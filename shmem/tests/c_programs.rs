@@ -127,6 +127,27 @@ fn check_program(name: &str) {
 }
 
 #[test]
+fn message_path_over_the_fault_injector() {
+    // SKIFCH_FAULT wraps the job's driver (skifch_drivers::init); the message path goes
+    // through it (the direct path would bypass it: the wrappers act on messages only).
+    if !have_cc() {
+        return;
+    }
+    let env = [
+        ("SKIFSHMEM_RMA", "off"),
+        (
+            "SKIFCH_FAULT",
+            "seed=8,wouldblock=0.2,recv_wouldblock=every:3,slow=every:200,recv_delay=100",
+        ),
+    ];
+    for name in ["rma", "amo", "sync"] {
+        let o = run(&compile(name, true), 3, &env, &[]);
+        assert!(o.status.success(), "{name}: {}
+{}", o.status, o.text());
+    }
+}
+
+#[test]
 fn setup_and_heap() {
     check_program("setup_heap");
 }

@@ -19,7 +19,13 @@ pub fn job(params: Params) -> Result<Vec<InprocJob>> {
     let lay = Layout::new(params)?;
     let fab = Arc::new(Fabric::create(HeapRegion::new(lay.total)?, params)?);
     (0..params.nranks)
-        .map(|r| Ok(Job::new(Arc::new(RingDriver::new(fab.clone(), r, "local")?))))
+        .map(|r| {
+            Ok(Job::new(Arc::new(RingDriver::new(
+                fab.clone(),
+                r,
+                "local",
+            )?)))
+        })
         .collect()
 }
 

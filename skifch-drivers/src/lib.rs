@@ -17,6 +17,9 @@
 //! * [`launch`] — the launcher behind the `skifrun` binary (crate `skifrun`, which adds only
 //!   the command line): `skifrun -n N [options] -- program args` (options, environment,
 //!   failure handling and exit statuses are documented there).
+//! * [`wrap`] — drivers that wrap another: the fault injector ([`wrap::FaultDriver`]) and
+//!   the tracer ([`wrap::TraceDriver`]), chosen from code or by `SKIFCH_FAULT` /
+//!   `SKIFCH_TRACE`.
 //! * [`init`] — joins the job over the driver the launcher chose ([`AnyDriver`]: one
 //!   `match` per call); [`init_concrete`] for code that dispatches once (see [`ConcreteJob`]).
 //!
@@ -41,6 +44,7 @@
 //! | `SKIFCH_WAIT` | waiting policy: `spin`, `fixed`, `fixed:<us>`, `block` |
 //! | `SKIFCH_PORTS` | ports per rank (shm: read by the launcher, up to 64; `fpga-model`: read by the rank, 1..=7, default 4) |
 //! | `SKIFCH_LANE_KB` | shm lane size (read by the launcher) |
+//! | `SKIFCH_FAULT`, `SKIFCH_TRACE` | wrap the driver in the fault injector / the tracer ([`wrap`]) |
 //!
 //! ## Ring designs measured
 //! See [`shm`] for the two designs measured and the numbers behind the choice.
@@ -60,10 +64,12 @@ pub mod shm;
 pub mod shm_rma;
 mod sync;
 pub mod sys;
+#[cfg(not(loom))]
+pub mod wrap;
 
 #[cfg(not(loom))]
 pub use any::{
-    concrete, init, init_concrete, AnyDriver, AnyPort, AnyWaiter, ConcreteJob, FPGA_MODEL,
+    concrete, init, init_concrete, AnyDriver, AnyPort, AnyWaiter, ConcreteJob, DynPort, FPGA_MODEL,
 };
 #[cfg(not(loom))]
 pub use fpga::remote::{RemoteDriver, RemoteJob};

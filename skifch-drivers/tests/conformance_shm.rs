@@ -46,3 +46,63 @@ fn shm_reports_a_killed_peer_to_every_survivor() {
     );
     assert!(dt < Duration::from_secs(30), "took {dt:?}");
 }
+
+#[test]
+fn shm_passes_the_suite_over_the_fault_injector() {
+    // SKIFCH_FAULT wraps the driver skifrun chose (skifch_drivers::init): forced partial
+    // sends and would-blocks, a receive that sees its message a moment late, a slow consumer.
+    let (code, out, _) = run(
+        3,
+        &["--messages", "500"],
+        &[
+            ("SKIFCH_LANE_KB", "8"),
+            (
+                "SKIFCH_FAULT",
+                "seed=4,partial=0.3,wouldblock=0.2,recv_wouldblock=every:3,slow=every:100,recv_delay=200",
+            ),
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    for r in 0..3 {
+        assert!(out.contains(&format!("conformance: rank {r} ok")), "{out}");
+    }
+}
+
+#[test]
+fn a_rank_lost_at_message_n_by_skifch_fault_is_peer_lost_at_its_peers() {
+    // Rank 2 SIGKILLs itself at its 301st message (sent or received); the survivors' checks
+    // fail with PeerLost (not a hang) and skifrun reports the killed rank.
+    let (code, out, dt) = run(
+        3,
+        &["--messages", "2000"],
+        &[("SKIFCH_LANE_KB", "8"), ("SKIFCH_FAULT", "lose=2@300")],
+    );
+    assert_eq!(code, Some(137), "{out}");
+    // Each survivor fails with PeerLost: of rank 2, or of the other survivor if that one
+    // has already left unfinalized (a failed rank is a lost rank too).
+    assert!(out.contains("peer lost: rank 2"), "{out}");
+    for r in 0..2 {
+        assert!(
+            out.contains(&format!("conformance: rank {r}: peer lost: rank ")),
+            "{out}"
+        );
+    }
+    assert!(dt < Duration::from_secs(30), "took {dt:?}");
+}
+
+#[test]
+fn skifch_trace_logs_every_rank_to_its_file() {
+    let dir = std::env::temp_dir().join(format!("skifch-trace-shm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = format!("{},bytes=12", dir.join("trace.%r").display());
+    let (code, out, _) = run(2, &["--messages", "30"], &[("SKIFCH_TRACE", &spec)]);
+    assert_eq!(code, Some(0), "{out}");
+    for r in 0..2 {
+        let t = std::fs::read_to_string(dir.join(format!("trace.{r}"))).unwrap();
+        assert!(t.contains(&format!(" r{r} p0 open\n")), "{t}");
+        assert!(t.contains(&format!(" r{r} p0 send ")), "{t}");
+        assert!(t.contains(&format!(" r{r} p0 recv ")), "{t}");
+        assert!(t.contains(&format!(" r{r} p0 complete tok ")), "{t}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

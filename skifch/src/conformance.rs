@@ -304,7 +304,8 @@ pub fn partial_sends<D: Driver>(s: &mut Suite<D>) -> Result<()> {
 
 /// Every other rank sends to rank 0 until its sends would block (rank 0 does not consume);
 /// then rank 0 drains while senders finish: checks that back-pressure loses and duplicates
-/// nothing, with many senders.
+/// nothing, with many senders. A would-block counts as back-pressure only when it persists
+/// (a transport may refuse a send for a moment with room at the receiver, obligation 2).
 pub fn back_pressure<D: Driver>(s: &mut Suite<D>) -> Result<()> {
     let (job, ch, sync, bar, cfg) = s.parts();
     const C: &str = "back-pressure";
@@ -316,11 +317,19 @@ pub fn back_pressure<D: Driver>(s: &mut Suite<D>) -> Result<()> {
         let mut seq = 0u32;
         // Fill until the receiver's lane pushes back.
         let t0 = Instant::now();
+        let mut refused = 0;
         loop {
             fill(&mut buf, me, seq, 24);
             match ch.send_whole(to0, &[IoSlice::new(&buf)]) {
-                Ok(()) => seq += 1,
-                Err(Error::WouldBlock) => break,
+                Ok(()) => {
+                    seq += 1;
+                    refused = 0;
+                }
+                Err(Error::WouldBlock) if refused >= 32 => break,
+                Err(Error::WouldBlock) => {
+                    refused += 1;
+                    std::thread::yield_now();
+                }
                 Err(e) => return Err(e),
             }
             if t0.elapsed() > Duration::from_secs(30) {
@@ -484,7 +493,7 @@ pub fn bad_input<D: Driver>(s: &mut Suite<D>) -> Result<()> {
     )?;
     // After a valid send (a driver may remember its last destination), the all-ones
     // address (`SKIFCH_ADDR_INVALID`) is still refused.
-    ch.send_all(ch.addr(), &one)?;
+    ch.send_whole_wait(ch.addr(), &one)?;
     drop(ch.recv_timeout(Duration::from_secs(30))?);
     expect(
         ch.send(NetAddr::from(u32::MAX), &one),

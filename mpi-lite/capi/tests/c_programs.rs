@@ -95,6 +95,20 @@ fn point_to_point_all_rendezvous() {
 }
 
 #[test]
+fn point_to_point_and_collectives_over_the_fault_injector() {
+    // SKIFCH_FAULT wraps the job's driver (skifch_drivers::init): C programs unchanged.
+    if !have_cc() {
+        return;
+    }
+    let faults = [(
+        "SKIFCH_FAULT",
+        "seed=2,wouldblock=0.2,recv_wouldblock=every:3,slow=every:200,recv_delay=100",
+    )];
+    run_ok(&compile("p2p", false), 3, &faults);
+    run_ok(&compile("coll", false), 3, &faults);
+}
+
+#[test]
 fn environment_and_remaining_calls() {
     check("env", &[]);
 }

@@ -17,7 +17,6 @@ use crate::jobctl::{chan_state, JobCtl, C_OWNER, C_SEQ, C_SLEEPERS, C_STATE};
 use crate::sync::{self, AtomicU32, AtomicU64, Ordering};
 use crate::sys;
 
-
 /// Memory holding a segment: a shared mapping (shm driver) or the heap (in-process job).
 ///
 /// # Safety
@@ -317,7 +316,8 @@ impl<R: Region> Fabric<R> {
                 format!("port {port} of rank {rank} is already open").into(),
             ));
         }
-        self.ctl.chan(me, C_OWNER)
+        self.ctl
+            .chan(me, C_OWNER)
             .store(std::process::id(), Ordering::Relaxed);
         let cap = p.lane_bytes as u64;
         let mut tx = Vec::with_capacity(self.lay.chans);
@@ -381,7 +381,6 @@ impl<R: Region> Fabric<R> {
         Ok((me, tx.into_boxed_slice(), rx.into_boxed_slice()))
     }
 }
-
 
 /// The region's base address, refused if null (a mapping never is).
 fn region_base<R: Region>(region: &R) -> Result<NonNull<u8>> {

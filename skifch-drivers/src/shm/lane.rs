@@ -210,7 +210,13 @@ impl Rx {
     /// consumer position into `out`: validates it, advances the lane. `i` is the lane's
     /// index (for the token), `cap` its size. Written once for the fast path and the scan.
     #[inline(always)]
-    pub(super) fn deliver(&mut self, i: usize, cap: u64, word: u64, out: &mut RawMessage) -> Result<()> {
+    pub(super) fn deliver(
+        &mut self,
+        i: usize,
+        cap: u64,
+        word: u64,
+        out: &mut RawMessage,
+    ) -> Result<()> {
         let pos = self.consumed;
         // A conforming producer's records end at or below `freed + cap - TERM` (space still
         // held by guards is below `pos`; the terminator word stays free): the bound that

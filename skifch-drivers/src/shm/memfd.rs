@@ -6,8 +6,8 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
-use memmap2::MmapRaw;
 use super::{Fabric, Layout, Params, Region, RingDriver};
+use memmap2::MmapRaw;
 use skifch::{Error, Job, Result};
 
 /// A job segment mapped from a memfd.

@@ -590,7 +590,8 @@ impl<R: Region> Waiter for RingWaiter<R> {
     fn arm(&self) -> u32 {
         let fab = &*self.drv.fab;
         let t = fab.ctl().chan(self.chan, C_SEQ).load(Ordering::Acquire);
-        fab.ctl().chan(self.chan, C_SLEEPERS)
+        fab.ctl()
+            .chan(self.chan, C_SLEEPERS)
             .fetch_add(1, Ordering::SeqCst);
         sys::heavy_barrier();
         t
@@ -613,4 +614,3 @@ impl<R: Region> Waiter for RingWaiter<R> {
         self.drv.fab.ctl().lost()
     }
 }
-

@@ -51,7 +51,9 @@ impl Barrier {
         let (epoch, early) = (self.epoch, &mut self.early);
         dissemination(self.rank as usize, self.size as usize, |round, to, _| {
             let msg = [epoch.to_le_bytes().as_slice(), &[round]].concat();
-            ch.send_all(
+            // One message, never split: a driver may send any prefix of a Prefix-mode
+            // send (obligation 1), and the receiver reads the 5 bytes as one record.
+            ch.send_whole_wait(
                 crate::NetAddr::new(to as u16, port as u16),
                 &[IoSlice::new(&msg)],
             )?;
