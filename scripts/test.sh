@@ -3,6 +3,7 @@
 #   1. cargo test --workspace: unit, doc and integration tests, including real multi-process
 #      jobs through skifrun (conformance suite on shm, launcher, faults, C programs compiled
 #      with cc against include/skifch.h and run under skifrun);
+#   1b. clippy with the workspace lints as errors (SAFETY comments, safety docs, docs);
 #   2. Miri on the shm lanes (skifch-drivers: ring_props, corrupt, conformance_local) and
 #      on the core crate (channel layer, loopback job, proto) with small counts;
 #   3. loom model of the lane code itself: publication, wrap, back-pressure, lazy tail
@@ -17,6 +18,15 @@ step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - t0)); }
 
 step "cargo test --workspace"
 cargo test --workspace --no-fail-fast
+
+# The project's conventions are workspace lints (Cargo.toml [workspace.lints]: SAFETY
+# comments, safety docs, unsafe_op_in_unsafe_fn, missing_docs); here they are errors.
+step "clippy (workspace lints as errors)"
+if cargo clippy --version >/dev/null 2>&1; then
+    cargo clippy --workspace --all-targets -- -D warnings
+else
+    step "clippy SKIPPED: run 'rustup component add clippy' to enable it"
+fi
 
 if [ "${SKIP_MIRI:-0}" != 1 ]; then
     if cargo +nightly miri --version >/dev/null 2>&1; then

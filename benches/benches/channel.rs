@@ -13,17 +13,18 @@
 //! cargo bench -p skifch-benches --bench channel
 //! cargo bench -p skifch-benches --bench channel -- --warm-up-time 0.1 --measurement-time 0.2 send/8
 //! ```
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
 
 use std::hint::black_box;
 use std::io::IoSlice;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Bencher, BenchmarkId, Criterion, Throughput};
-use skifch_drivers::inproc::InprocDriver;
-use skifch_drivers::shm::Params;
 use skifch::{Channel, Driver, Error, NetAddr};
 use skifch_benches::check::pattern;
 use skifch_benches::mpsc_ring;
+use skifch_drivers::inproc::InprocDriver;
+use skifch_drivers::shm::Params;
 
 const SIZES: [usize; 3] = [8, 64, 2048];
 const LANE: usize = 64 << 10;

@@ -10,14 +10,15 @@
 //! ```text
 //! cargo bench -p skifch-benches --bench proto -- --warm-up-time 0.5 --measurement-time 2
 //! ```
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
 
 use std::hint::black_box;
 use std::io::IoSlice;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use skifch::proto::{Am, Endpoint, Io};
-use skifch_drivers::shm::Params;
 use skifch::WaitPolicy;
+use skifch_drivers::shm::Params;
 
 const SIZES: [usize; 2] = [8, 256];
 

@@ -445,7 +445,6 @@ mod tests {
             assert!(sum
                 .chunks(2)
                 .all(|c| u16::from_ne_bytes([c[0], c[1]]) == 514));
-            drop(w);
             ep.barrier()
         })
         .unwrap();

@@ -173,6 +173,5 @@ pub fn run<D: Driver>(job: &Job<D>, port: u32, cfg: &Config) -> Result<()> {
         }
     }
     coll::barrier(&w)?;
-    drop(w);
     ep.barrier()
 }
