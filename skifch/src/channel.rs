@@ -122,28 +122,23 @@ impl<P: Port> Channel<P> {
         }
     }
 
-    /// Retries `f` while it would block: spin, then yield, then short sleeps; gives up with
-    /// `PeerLost` when a rank of the job is lost while waiting.
+    /// Retries `f` while it would block: spin, then yield, then short sleeps
+    /// ([`crate::wait::Backoff`]); gives up with `PeerLost` when a rank of the job is lost
+    /// while waiting (looked at every 1024 polls: the lost-rank word is shared).
     fn retry_send(&self, mut f: impl FnMut() -> Result<usize>) -> Result<usize> {
-        let mut k: u32 = 0;
+        let mut backoff = crate::wait::Backoff::with(1024, 1 << 16, Duration::from_micros(50));
         loop {
             match f() {
                 Err(Error::WouldBlock) => {}
                 r => return r,
             }
-            k += 1;
-            if k.is_multiple_of(1024) {
+            if backoff.polls() % 1024 == 1023 {
                 use crate::driver::Waiter;
                 if let Some(rank) = self.waiter.lost_peer() {
                     return Err(Error::PeerLost { rank });
                 }
-                if k < 1 << 16 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(Duration::from_micros(50));
-                }
             }
-            std::hint::spin_loop();
+            backoff.snooze();
         }
     }
 
