@@ -899,7 +899,11 @@ mod tests {
     type LocalPort = <local::InprocDriver as Driver>::Port;
 
     /// Two ranks in one process, one port each, 4 KiB lanes: the jobs and the two channels.
-    fn pair() -> (Vec<local::InprocJob>, Channel<LocalPort>, Channel<LocalPort>) {
+    fn pair() -> (
+        Vec<local::InprocJob>,
+        Channel<LocalPort>,
+        Channel<LocalPort>,
+    ) {
         let jobs = local::job(Params {
             nranks: 2,
             nports: 1,

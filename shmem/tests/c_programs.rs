@@ -142,8 +142,13 @@ fn message_path_over_the_fault_injector() {
     ];
     for name in ["rma", "amo", "sync"] {
         let o = run(&compile(name, true), 3, &env, &[]);
-        assert!(o.status.success(), "{name}: {}
-{}", o.status, o.text());
+        assert!(
+            o.status.success(),
+            "{name}: {}
+{}",
+            o.status,
+            o.text()
+        );
     }
 }
 

@@ -1,9 +1,9 @@
 //! The conformance suite on the in-process job (threads).
 use std::time::Duration;
 
-use skifch_drivers::shm::Params;
 use skifch::{conformance, Error};
 use skifch_drivers::inproc as local;
+use skifch_drivers::shm::Params;
 
 fn cfg() -> conformance::Config {
     if cfg!(miri) {

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
+use skifch::{Channel, Error, NetAddr};
+use skifch_drivers::inproc as local;
 use skifch_drivers::shm::layout::{encode_rec, record_len};
 use skifch_drivers::shm::{Fabric, HeapRegion, Layout, Params, RingPort, MAX_PORTS, MAX_RANKS};
-use skifch_drivers::inproc as local;
-use skifch::{Channel, Error, NetAddr};
 
 const LANE: usize = 1 << 10;
 

@@ -53,7 +53,10 @@ fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
         counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         f()
     });
-    eprintln!("{} executions", runs.load(std::sync::atomic::Ordering::Relaxed));
+    eprintln!(
+        "{} executions",
+        runs.load(std::sync::atomic::Ordering::Relaxed)
+    );
 }
 
 /// `nranks` ranks of one port each, over 64-byte lanes; the ports of every rank, opened.
@@ -79,7 +82,9 @@ fn ports_with(nranks: u32, lane_bytes: usize) -> Vec<P> {
 
 /// The payload of message `id` of `len` bytes from sender `src`.
 fn payload(src: u32, id: u32, len: usize) -> Vec<u8> {
-    (0..len).map(|k| (src * 64 + id * 8 + k as u32) as u8).collect()
+    (0..len)
+        .map(|k| (src * 64 + id * 8 + k as u32) as u8)
+        .collect()
 }
 
 /// The bytes of a received message (one or two segments).
@@ -160,7 +165,11 @@ fn sleep_recv(port: &mut P, arm_late: bool) -> RawMessage {
 fn check(m: &RawMessage, src: u32, id: u32, len: usize) {
     assert_eq!(m.src, NetAddr::new(src as u16, 0), "message {id}: sender");
     assert_eq!(m.len, len, "message {id} from {src}: length");
-    assert_eq!(bytes(m), payload(src, id, len), "message {id} from {src}: payload");
+    assert_eq!(
+        bytes(m),
+        payload(src, id, len),
+        "message {id} from {src}: payload"
+    );
 }
 
 /// Completes `m` (this port's message, once), after checking that its bytes are unchanged.

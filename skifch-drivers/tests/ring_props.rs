@@ -17,13 +17,13 @@ use std::io::IoSlice;
 
 use common::*;
 use proptest::prelude::*;
+use skifch::{Channel, Error, Message};
+use skifch_drivers::inproc as local;
 use skifch_drivers::shm::layout::{
     decode_rec, encode_rec, fit, max_message, record_len, record_size, ALIGN_ABOVE, MAX_LANE,
     PAD_MAX, REC_HDR, REC_MAX_LEN, REC_PRESENT, TERM,
 };
 use skifch_drivers::shm::{Fabric, HeapRegion, Layout, Params, Region, RingPort};
-use skifch_drivers::inproc as local;
-use skifch::{Channel, Error, Message};
 
 fn config(cases: u32) -> ProptestConfig {
     if cfg!(miri) {

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use skifch_drivers::shm::{layout::record_len, Params};
-use skifch_drivers::inproc as local;
 use skifch::{Error, NetAddr};
+use skifch_drivers::inproc as local;
+use skifch_drivers::shm::{layout::record_len, Params};
 
 const LANE: usize = 4 << 10;
 /// A multiple of 8, so a message is never sent partially.

@@ -101,7 +101,10 @@ impl Net {
     fn lock(&self, c: usize) -> MutexGuard<'_, Inbox> {
         // A rank thread that panicked holding the lock left consistent state (every
         // update is completed before anything can panic); its loss is reported separately.
-        self.chans[c].inbox.lock().unwrap_or_else(|e| e.into_inner())
+        self.chans[c]
+            .inbox
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     fn lost(&self) -> Option<u32> {

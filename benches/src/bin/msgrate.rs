@@ -17,11 +17,11 @@ use std::process::exit;
 use std::sync::Arc;
 
 use clap::Parser;
-use skifch_drivers::shm::Params;
 use skifch_benches::measure::MeasureArgs;
 use skifch_benches::msgrate::{parse_tests, run_rank, table, Config, Gate, Report};
 use skifch_benches::results::{read_csv, write_csv, Row};
 use skifch_benches::{layers, parse_sizes, plot::plot_svg, BenchError, Result};
+use skifch_drivers::shm::Params;
 use skifch_drivers::ConcreteJob;
 
 /// The peers' sizes (`../shared/peers`).

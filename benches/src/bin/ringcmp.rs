@@ -24,14 +24,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::Parser;
-use skifch_drivers::inproc::InprocDriver;
-use skifch_drivers::shm::Params;
 use skifch::{Channel, Driver, Error, NetAddr};
 use skifch_benches::check::{pattern, sum64, Sum64};
 use skifch_benches::measure::{measure, MeasureArgs, Plan};
 use skifch_benches::mpsc_ring::{self, TrySendError};
 use skifch_benches::results::{si, write_csv, Row};
 use skifch_benches::{affinity, parse_list, parse_sizes, BenchError, Result, Spinner};
+use skifch_drivers::inproc::InprocDriver;
+use skifch_drivers::shm::Params;
 
 #[derive(Parser, Debug)]
 #[command(
