@@ -39,9 +39,15 @@ fn main() {
         Ok(())
     };
     match run() {
-        Ok(()) => println!("conformance: rank {rank} ok ({})", job.driver_name()),
+        // One write per line (unbuffered stderr writes each format piece separately, and
+        // the tests look for whole lines among other ranks' and skifrun's output).
+        Ok(()) => {
+            let line = format!("conformance: rank {rank} ok ({})\n", job.driver_name());
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), line.as_bytes());
+        }
         Err(e) => {
-            eprintln!("conformance: rank {rank}: {e}");
+            let line = format!("conformance: rank {rank}: {e}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             std::process::exit(1);
         }
     }
