@@ -5,6 +5,8 @@
 //!   `rep movsb` case;
 //! * [`copy_small`] / [`copy_slice`] — no call for the short lengths of message-rate
 //!   traffic (two overlapping word moves up to 16 bytes);
+//! * [`copy_move`] — `memmove` semantics (ranges may overlap) with no call for 4–16 bytes:
+//!   the direct put and get of [`crate::rma::MappedWindow`];
 //! * [`copy_put`] — a leaf copy for small puts (16-byte chunks, no call at all).
 #![allow(unsafe_code)] // raw copies between ranges the callers vouch for
 
@@ -68,6 +70,24 @@ pub unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
         } else {
             copy_mem(src, dst, n);
         }
+    }
+}
+
+/// `memmove` (the ranges may overlap: a rank may put to itself from an overlapping buffer)
+/// without a call for 4 to 16 bytes — [`copy_small`] loads both words before storing
+/// either, so overlap is harmless there — and [`copy_mem`] otherwise. The copy of
+/// [`crate::rma::MappedWindow`]'s direct put and get.
+///
+/// # Safety
+/// As [`std::ptr::copy`].
+#[inline(always)]
+pub unsafe fn copy_move(src: *const u8, dst: *mut u8, n: usize) {
+    if n.wrapping_sub(4) <= 12 {
+        // SAFETY: 4..=16 bytes within the caller's ranges; overlap-safe as said above.
+        unsafe { copy_small(src, dst, n) }
+    } else {
+        // SAFETY: forwards the caller's contract.
+        unsafe { copy_mem(src, dst, n) }
     }
 }
 

@@ -5,7 +5,7 @@
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 use super::{Amo, Exchange, PeerMapping, Rma, Segment};
-use crate::mem::{copy_mem, copy_small};
+use crate::mem::copy_move;
 use crate::{Error, Result};
 
 /// Collective: every rank exposes `seg` (the calls of all ranks pair up in order); returns
@@ -143,7 +143,7 @@ impl MappedWindow {
             Some(dst) => {
                 // SAFETY: `reach` bounded `dst..dst+len` by a live mapping; the caller
                 // vouches for the source.
-                unsafe { copy(src, dst, len) };
+                unsafe { copy_move(src, dst, len) };
                 true
             }
             None => false,
@@ -159,7 +159,7 @@ impl MappedWindow {
         match self.reach(rank, off, len) {
             Some(src) => {
                 // SAFETY: as in `put_raw`, with the roles swapped.
-                unsafe { copy(src, dst, len) };
+                unsafe { copy_move(src, dst, len) };
                 true
             }
             None => false,
@@ -189,23 +189,6 @@ impl MappedWindow {
     }
 }
 
-/// The copy of a direct put or get: no call for 4 to 16 bytes ([`copy_small`] loads both
-/// words before storing, so overlap is fine), else [`copy_mem`] (`memmove`: a rank may put
-/// to itself from an overlapping buffer).
-///
-/// # Safety
-/// As [`std::ptr::copy`].
-#[inline(always)]
-unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
-    if n.wrapping_sub(4) <= 12 {
-        // SAFETY: 4..=16 bytes, the caller's ranges; overlap-safe as said above.
-        unsafe { copy_small(src, dst, n) }
-    } else {
-        // SAFETY: forwards the caller's contract.
-        unsafe { copy_mem(src, dst, n) }
-    }
-}
-
 impl Window for MappedWindow {
     fn len(&self, rank: u32) -> usize {
         self.bases.get(rank as usize).map_or(0, |b| b.1)
@@ -216,14 +199,14 @@ impl Window for MappedWindow {
         // SAFETY: `at` checked that dst..dst+len lies in a live mapping; `src` is a local
         // buffer that may overlap the destination only if the caller puts to itself
         // (`copy` is a memmove).
-        unsafe { copy(src.as_ptr(), dst, src.len()) };
+        unsafe { copy_move(src.as_ptr(), dst, src.len()) };
         Ok(())
     }
 
     fn get(&self, rank: u32, off: usize, dst: &mut [u8]) -> Result<()> {
         let src = self.at(rank, off, dst.len())?;
         // SAFETY: as in `put`, with the roles swapped.
-        unsafe { copy(src, dst.as_mut_ptr(), dst.len()) };
+        unsafe { copy_move(src, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 
