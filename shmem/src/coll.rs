@@ -223,6 +223,16 @@ impl<P: Port> World<P> {
         Ok(f(&g.on(&mut ep))?)
     }
 
+    /// Whether `flag` is true on every member of `t` (an allreduce; every member calls).
+    pub fn all(&self, t: &Team, flag: bool) -> Result<bool, Error> {
+        let r = reducer(Num::U(1), ReduceOp::And)?;
+        let mut out = [0u8];
+        self.with_group(t, |g| {
+            skifch::coll::allreduce(g, &[u8::from(flag)], &mut out, &*r)
+        })?;
+        Ok(out[0] == 1)
+    }
+
     fn read_vec(&self, a: SymAddr, len: usize) -> Result<Vec<u8>, Error> {
         let mut v = vec![0u8; len];
         self.read_local(a, &mut v)?;

@@ -85,6 +85,13 @@ pub enum Error {
         /// Free bytes, possibly fragmented.
         free: usize,
     },
+    /// An alignment the heap's mappings cannot give on every PE: heap offsets are
+    /// aligned, addresses only as far as each PE's mapping of the heap is.
+    #[error("alignment {align} is larger than the symmetric heap's mapping guarantees on every PE (page-aligned)")]
+    Misaligned {
+        /// The alignment asked for.
+        align: usize,
+    },
     /// Any other invalid argument.
     #[error("invalid argument: {0}")]
     BadArgument(String),

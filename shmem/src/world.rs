@@ -663,7 +663,22 @@ impl<P: Port> World<P> {
             .unwrap_or_else(|p| p.into_inner())
             .alloc(size, align)?;
         self.barrier_all()?;
-        Ok(SymAddr { seg: SEG_HEAP, off })
+        let a = SymAddr { seg: SEG_HEAP, off };
+        // Offsets are aligned; addresses are only as far as each PE's mapping of the heap
+        // is (a page, at least). Beyond that every PE must find its address aligned.
+        if align > 4096
+            && !self.all(
+                &crate::coll::Team::world(self.n),
+                self.local(a).is_multiple_of(align),
+            )?
+        {
+            self.heap
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .free(off)?;
+            return Err(Error::Misaligned { align });
+        }
+        Ok(a)
     }
 
     /// Collective free (barrier first, so no PE still accesses the block).

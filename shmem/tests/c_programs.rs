@@ -158,6 +158,11 @@ fn setup_and_heap() {
 }
 
 #[test]
+fn allocation_corner_cases() {
+    check_program("alloc_corners");
+}
+
+#[test]
 fn rma() {
     check_program("rma");
 }

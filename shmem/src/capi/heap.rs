@@ -1,4 +1,11 @@
 //! Memory management (OpenSHMEM 1.5 §9.3): the symmetric heap's allocation calls.
+//!
+//! The standard's corner cases: a zero size allocates nothing and returns NULL
+//! (`shmem_malloc`, `shmem_align` "perform no action"; `shmem_calloc` with `count` or
+//! `size` 0 returns NULL after its barrier); `shmem_free(NULL)` does nothing;
+//! `shmem_realloc(NULL, n)` is `shmem_malloc(n)` and `shmem_realloc(p, 0)` frees `p`. An
+//! alignment that is not a power of two is undefined behaviour in the standard; here it
+//! returns NULL with a message (every PE passes the same value, so all return NULL).
 #![allow(unsafe_code)] // the C ABI: raw pointers from C
 #![allow(clippy::missing_safety_doc)] // documented in shmem.h and the OpenSHMEM standard
 
@@ -8,8 +15,21 @@ use super::{fatal, ok, sym, w, Error};
 
 fn alloc(call: &str, size: usize, align: usize) -> *mut c_void {
     let w = w(call);
+    if !align.is_power_of_two() {
+        crate::say(&format!(
+            "skifshmem: {call}: alignment {align} is not a power of two"
+        ));
+        return std::ptr::null_mut();
+    }
+    if size == 0 {
+        return std::ptr::null_mut();
+    }
     match w.malloc(size, align) {
         Ok(a) => w.local(a) as *mut c_void,
+        Err(e @ Error::Misaligned { .. }) => {
+            crate::say(&format!("skifshmem: {call}: {e}"));
+            std::ptr::null_mut()
+        }
         Err(e @ Error::HeapExhausted { .. }) => {
             crate::say(&format!("skifshmem: {call}: {e}"));
             // The other PEs also failed (same allocator, same calls); keep them in step.
@@ -50,6 +70,11 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
         ));
         return std::ptr::null_mut();
     };
+    if bytes == 0 {
+        // NULL, but still the barrier on exit (§9.3.3 has no "performs no action" here).
+        ok(call, w(call).barrier_all());
+        return std::ptr::null_mut();
+    }
     let p = alloc(call, bytes, 16);
     if !p.is_null() {
         let w = w(call);
@@ -62,8 +87,7 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
 fn free(call: &str, p: *mut c_void) {
     let w = w(call);
     if p.is_null() {
-        ok(call, w.barrier_all());
-        return;
+        return; // "no action is performed" (§9.3.2), not even the barrier
     }
     let a = sym(call, p, 1);
     ok(call, w.free(a));
@@ -84,6 +108,10 @@ fn realloc(call: &str, p: *mut c_void, size: usize) -> *mut c_void {
     }
     let w = w(call);
     let old = sym(call, p, 1);
+    if size == 0 {
+        ok(call, w.free(old));
+        return std::ptr::null_mut();
+    }
     let Some(old_len) = w.block_size(old) else {
         fatal(
             call,
