@@ -17,6 +17,7 @@
  *   EAGAIN        would block: nothing can be sent / no message is waiting; retry later
  *   EINVAL        bad argument (NULL pointer, negative count, iovec longer than 1024
  *                 parts, port out of range or already open, call outside Init..Finalize)
+ *   EBADF         the channel was closed (SkifCh_Close): every call taking a channel
  *   EHOSTUNREACH  no such rank or port in the job, or the port was closed by its owner
  *                 (also: its rank has finalized)
  *   EMSGSIZE      a message can never fit the receiver
@@ -142,9 +143,11 @@ struct SkifCh *SkifCh_Open(int port);
 
 /**
  * Closes a channel: completes every message still held on it (their segments become
- * invalid), then frees it. Peers that send to the port afterwards get EHOSTUNREACH; the
- * port may be opened again. ch must not be used afterwards. Returns 0.
- * Errors: EINVAL (ch NULL).
+ * invalid). Peers that send to the port afterwards get EHOSTUNREACH; the port may be
+ * opened again. Returns 0. Like a closed file descriptor, the handle then fails every
+ * call with EBADF (its memory is kept, not freed), until SkifCh_Open of the same port
+ * returns the same handle again.
+ * Errors: EINVAL (ch NULL), EBADF (already closed).
  */
 int SkifCh_Close(struct SkifCh *ch);
 

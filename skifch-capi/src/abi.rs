@@ -117,8 +117,8 @@ unsafe fn with_iov<T>(
 /// `SkifCh_Send`: one message from a prefix of `iov`; bytes sent, or -1/errno.
 ///
 /// # Safety
-/// `ch` is NULL or a channel from `SkifCh_Open` not yet closed, used by no other thread
-/// during the call; `iov` as in `with_iov`.
+/// `ch` is NULL or a handle from `SkifCh_Open` (a closed one too: handles are never freed),
+/// used by no other thread during the call; `iov` as in `with_iov`.
 #[no_mangle]
 pub unsafe extern "C" fn SkifCh_Send(
     ch: *mut SkifCh,
@@ -127,7 +127,7 @@ pub unsafe extern "C" fn SkifCh_Send(
     iov_count: c_int,
 ) -> ssize_t {
     ffi(-1, || {
-        // SAFETY: NULL or a live channel (caller's contract).
+        // SAFETY: NULL or a handle of ours (caller's contract).
         let ch = unsafe { ch.as_ref() }.ok_or_else(|| inval("channel is NULL"))?;
         // SAFETY: forwarded contract on `iov`.
         let n = unsafe { with_iov(iov, iov_count, |s| ch.send(NetAddr::from(dst), s)) }?;
@@ -147,7 +147,7 @@ unsafe fn recv(
     cont_count: *mut c_int,
     src: *mut netaddr_t,
 ) -> Result<ssize_t> {
-    // SAFETY: NULL or a live channel used only by this thread (caller's contract).
+    // SAFETY: NULL or a handle of ours used only by this thread (caller's contract).
     let ch = unsafe { ch.as_mut() }.ok_or_else(|| inval("channel is NULL"))?;
     if cont.is_null() || cont_count.is_null() {
         return Err(inval("cont or cont_count is NULL"));
@@ -218,7 +218,7 @@ pub unsafe extern "C" fn SkifCh_RecvFrom(
 #[no_mangle]
 pub unsafe extern "C" fn SkifCh_RecvComp(ch: *mut SkifCh) -> c_int {
     ffi(-1, || {
-        // SAFETY: NULL or a live channel used only by this thread (caller's contract).
+        // SAFETY: NULL or a handle of ours used only by this thread (caller's contract).
         let ch = unsafe { ch.as_mut() }.ok_or_else(|| inval("channel is NULL"))?;
         // SAFETY: forwarded contract.
         unsafe { ch.complete_oldest() }?;
@@ -261,25 +261,22 @@ pub extern "C" fn SkifCh_Size() -> c_int {
 /// `SkifCh_Open`: this rank's channel on `port`, or NULL/errno.
 #[no_mangle]
 pub extern "C" fn SkifCh_Open(port: c_int) -> *mut SkifCh {
-    ffi(std::ptr::null_mut(), || job::open(port).map(Box::into_raw))
+    ffi(std::ptr::null_mut(), || job::open(port))
 }
 
 /// `SkifCh_Close`: completes held messages and closes the channel; 0 or -1/errno.
 ///
 /// # Safety
-/// `ch` is NULL or a channel from `SkifCh_Open` not yet closed and not in use by another
-/// thread; neither it nor any segment received on it is used after this call.
+/// `ch` is NULL or a handle from `SkifCh_Open` (closing a closed one gives `EBADF`), not in
+/// use by another thread; no segment received on it is used after this call.
 #[no_mangle]
 pub unsafe extern "C" fn SkifCh_Close(ch: *mut SkifCh) -> c_int {
     ffi(-1, || {
-        if ch.is_null() {
-            return Err(inval("channel is NULL"));
-        }
-        // SAFETY: `ch` came from `Box::into_raw` in `SkifCh_Open` and is closed once
-        // (caller's contract), so ownership returns to this Box.
-        let ch = unsafe { Box::from_raw(ch) };
+        // SAFETY: NULL or a handle from `SkifCh_Open` (open or closed: handles are never
+        // freed) not in use by another thread (caller's contract).
+        let ch = unsafe { ch.as_mut() }.ok_or_else(|| inval("channel is NULL"))?;
         // SAFETY: forwarded contract: no segment of this channel is read any more.
-        unsafe { ch.close() };
+        unsafe { ch.close() }?;
         Ok(0)
     })
 }
@@ -301,13 +298,13 @@ pub extern "C" fn SkifCh_Addr(rank: c_int, port: c_int) -> netaddr_t {
 /// `SkifCh_MyAddr`: the channel's own address; `SKIFCH_ADDR_INVALID`/`EINVAL` for NULL.
 ///
 /// # Safety
-/// `ch` is NULL or a live channel.
+/// `ch` is NULL or a handle from `SkifCh_Open`.
 #[no_mangle]
 pub unsafe extern "C" fn SkifCh_MyAddr(ch: *const SkifCh) -> netaddr_t {
     ffi(SKIFCH_ADDR_INVALID, || {
-        // SAFETY: NULL or a live channel (caller's contract).
+        // SAFETY: NULL or a handle of ours (caller's contract).
         let ch = unsafe { ch.as_ref() }.ok_or_else(|| inval("channel is NULL"))?;
-        Ok(ch.addr().raw())
+        Ok(ch.addr()?.raw())
     })
 }
 
@@ -318,7 +315,7 @@ pub unsafe extern "C" fn SkifCh_MyAddr(ch: *const SkifCh) -> netaddr_t {
 #[no_mangle]
 pub unsafe extern "C" fn SkifCh_Wait(ch: *mut SkifCh, timeout_ms: c_int) -> c_int {
     ffi(-1, || {
-        // SAFETY: NULL or a live channel used only by this thread (caller's contract).
+        // SAFETY: NULL or a handle of ours used only by this thread (caller's contract).
         let ch = unsafe { ch.as_ref() }.ok_or_else(|| inval("channel is NULL"))?;
         let timeout = match timeout_ms {
             -1 => None,

@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 use skifch::{Error, Result};
 use skifch_drivers::DefaultJob;
 
-use crate::handle::SkifCh;
+use crate::handle::{self, SkifCh, Slot};
 
 struct State {
     job: Option<DefaultJob>,
@@ -19,12 +19,15 @@ struct State {
     inits: u32,
     /// The last Finalize ran: the rank is finalized in the job segment for good.
     finalized: bool,
+    /// Per port, the handle C got when it was last opened (reused: see `handle`).
+    slots: Vec<Option<Slot>>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     job: None,
     inits: 0,
     finalized: false,
+    slots: Vec::new(),
 });
 /// Rank and size while joined, else -1 (read without the lock by Rank/Size).
 static RANK: AtomicI32 = AtomicI32::new(-1);
@@ -110,8 +113,8 @@ pub fn size() -> Result<i32> {
 }
 
 /// `SkifCh_Open`: this rank's channel on `port`.
-pub fn open(port: i32) -> Result<Box<SkifCh>> {
-    let st = state();
+pub fn open(port: i32) -> Result<*mut SkifCh> {
+    let mut st = state();
     let job = st
         .job
         .as_ref()
@@ -124,10 +127,14 @@ pub fn open(port: i32) -> Result<Box<SkifCh>> {
     let ch = job.open(port)?;
     // Counted under the lock, so a concurrent Finalize sees it.
     OPEN.fetch_add(1, Ordering::AcqRel);
-    Ok(Box::new(SkifCh::new(ch)))
+    let i = port as usize; // < job.ports() <= 64: the open succeeded
+    if st.slots.len() <= i {
+        st.slots.resize_with(i + 1, || None);
+    }
+    Ok(handle::install(&mut st.slots[i], ch))
 }
 
-/// Called once by every [`SkifCh`] when it is dropped.
+/// Called once by every [`SkifCh`] when it is closed.
 pub(crate) fn channel_closed() {
     OPEN.fetch_sub(1, Ordering::AcqRel);
 }

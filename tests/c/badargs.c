@@ -63,7 +63,18 @@ int main(int argc, char **argv) {
     struct SkifCh *tmp = t_open(2);
     CHECK_OK(SkifCh_Close(tmp));
     CHECK_ERR(SkifCh_Send(ch, SkifCh_Addr(t_rank, 2), &one, 1), EHOSTUNREACH);
+    /* A closed handle fails every call with EBADF (it used to send on freed memory). */
+    CHECK_ERR(SkifCh_Send(tmp, me, &one, 1), EBADF);
+    CHECK_ERR(SkifCh_Recv(tmp, cont, &cnt), EBADF);
+    CHECK_ERR(SkifCh_RecvFrom(tmp, cont, &cnt, NULL), EBADF);
+    CHECK_ERR(SkifCh_RecvComp(tmp), EBADF);
+    CHECK_ERR(SkifCh_Wait(tmp, 0), EBADF);
+    CHECK_ERR(SkifCh_Close(tmp), EBADF);
+    errno = 0;
+    CHECK(SkifCh_MyAddr(tmp) == SKIFCH_ADDR_INVALID && errno == EBADF, "MyAddr of a closed channel");
+    struct SkifCh *old = tmp;
     tmp = t_open(2);
+    CHECK(tmp == old, "reopening a port returns its handle again");
     CHECK(SkifCh_Send(ch, SkifCh_Addr(t_rank, 2), &one, 1) == 1, "send to the reopened port");
     CHECK_OK(SkifCh_Close(tmp)); /* with its message unread */
 
