@@ -183,6 +183,11 @@ fn collectives() {
 }
 
 #[test]
+fn collectives_zero_elements_and_subsets() {
+    check_program("coll_subsets");
+}
+
+#[test]
 fn teams_contexts_locks() {
     check_program("teams_ctx_locks");
 }

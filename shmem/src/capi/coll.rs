@@ -98,7 +98,8 @@ pub unsafe extern "C" fn skifshmem_coll(
                 t != 0,
             )
         }
-        1 => w.collect(&tm, sym(call, dest, 1), sym(call, src, bytes), bytes),
+        // the total is known only inside: checked as it is written
+        1 => w.collect(&tm, sym(call, dest, 0), sym(call, src, bytes), bytes),
         2 => w.collect(
             &tm,
             sym(call, dest, bytes * n),
@@ -119,7 +120,10 @@ pub unsafe extern "C" fn skifshmem_coll(
                 );
             }
             let (d, s) = (dst as usize, sst as usize);
-            let span = |st: usize| ((n * bytes).saturating_sub(1) * st + 1) * elem;
+            let span = |st: usize| match n * bytes {
+                0 => 0,
+                k => ((k - 1) * st + 1) * elem,
+            };
             w.alltoalls(
                 &tm,
                 sym(call, dest, span(d)),
