@@ -372,3 +372,29 @@ fn header_compiles_as_strict_c_and_as_cpp() {
         }
     }
 }
+
+#[test]
+fn init_never_closes_a_descriptor_it_does_not_own() {
+    // Issue 16, defect 1: SKIFCH_FD / SKIFCH_FPGA_FD naming stdin/stdout/stderr, the
+    // program's own file, a pipe or a memfd that is not a segment: Init fails with a
+    // reason and leaves the descriptor open (the program checks each one after the call).
+    if !have_cc() {
+        return;
+    }
+    for link in [Link::Shared, Link::Static] {
+        let exe = compile("tests/c/badfd.c", link);
+        let o = run(&exe, 0, &[]);
+        let ctx = format!("{link:?}:\n{}", o.text());
+        assert!(o.status.success() && o.stdout.contains("badfd: ok"), "{ctx}");
+        for why in [
+            "SKIFCH_FD=1 is standard output",
+            "SKIFCH_FPGA_FD=0 is standard input",
+            "is not a memfd with a sealed size",
+            "has the wrong header",
+            "SKIFCH_FD=1000 is not an open descriptor",
+            "left open",
+        ] {
+            assert!(o.stderr.contains(why), "no reason {why:?} on stderr: {ctx}");
+        }
+    }
+}

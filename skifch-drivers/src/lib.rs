@@ -41,6 +41,7 @@
 //! | `SKIFCH_RANK`, `SKIFCH_SIZE` | this process's rank and the job size |
 //! | `SKIFCH_FD` | descriptor of the job's segment (a memfd) inherited from the launcher; for `fpga-model` it carries only the job state (rank states, lost ranks) |
 //! | `SKIFCH_FPGA_FD` | `fpga-model`: descriptor of this rank's node window (its adapter's register queue, interrupt word and DMA memory; [`fpga::remote`]) |
+//! | | Both descriptors are checked before use (a size-sealed memfd with the segment's or window's magic): a stale variable naming another descriptor fails the join and leaves that descriptor open. Once joined, the inherited numbers are closed (the job works on close-on-exec copies) |
 //! | `SKIFCH_WAIT` | waiting policy: `spin`, `fixed`, `fixed:<us>`, `block` |
 //! | `SKIFCH_PORTS` | ports per rank (shm: read by the launcher, up to 64; `fpga-model`: read by the rank, 1..=7, default 4) |
 //! | `SKIFCH_LANE_KB` | shm lane size (read by the launcher) |

@@ -116,14 +116,9 @@ pub fn join_segment() -> Result<(Arc<Fabric<MemfdRegion>>, u32)> {
     match (rank, size, fd) {
         (None, None, None) => Ok((create_fabric(Params::from_env(1)?)?, 0)),
         (Some(rank), Some(size), Some(fd)) => {
-            let fd = fd as i32;
-            // SAFETY: F_GETFD only inspects the descriptor table entry.
-            if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-                return Err(Error::Bootstrap(format!("SKIFCH_FD={fd} is not an open descriptor").into()));
-            }
-            // SAFETY: the launcher passed this descriptor to us for exclusive use; after
-            // mapping it we drop it (the mapping stays valid), so no other owner exists.
-            let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+            // A copy of the inherited descriptor, made only once it proved to be a job
+            // segment; the inherited number itself is closed only after joining succeeded.
+            let file = inherited_memfd("SKIFCH_FD", fd, super::layout::MAGIC)?;
             let fab = Arc::new(Fabric::attach(MemfdRegion::map(file)?)?);
             if fab.layout().params.nranks != size {
                 return Err(Error::Bootstrap(format!(
@@ -136,15 +131,75 @@ pub fn join_segment() -> Result<(Arc<Fabric<MemfdRegion>>, u32)> {
                     format!("SKIFCH_RANK={rank} is not below SKIFCH_SIZE={size}").into(),
                 ));
             }
-            // Keep the descriptor out of programs this rank may exec.
-            // SAFETY: F_SETFD on a descriptor we own.
-            unsafe { libc::fcntl(fab.region().file().as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+            close_inherited(fd);
             Ok((fab, rank))
         }
         _ => Err(Error::Bootstrap(
             "SKIFCH_RANK, SKIFCH_SIZE and SKIFCH_FD must be set together (start the program with skifrun)".into(),
         )),
     }
+}
+
+/// The job memfd that environment variable `var` (`SKIFCH_FD`, `SKIFCH_FPGA_FD`) names,
+/// as a fresh close-on-exec copy, after checking without taking ownership that it is one:
+/// open, not standard input/output/error, a memfd whose size is sealed (as
+/// [`MemfdRegion::create`] leaves it) and that starts with `magic`. A stale environment
+/// (a child that inherited `SKIFCH_*` while the number was reused) thus fails here and
+/// the descriptor — stdin, a pipe, the program's own file — stays open and untouched.
+pub(crate) fn inherited_memfd(var: &str, fd: u32, magic: u64) -> Result<File> {
+    let bad = |why: String| {
+        Err(Error::Bootstrap(
+            format!("{var}={fd} {why}; it is not a job segment (left open; is this process started by skifrun?)").into(),
+        ))
+    };
+    let Ok(raw) = i32::try_from(fd) else {
+        return bad("is out of range".into());
+    };
+    if let Some(name) = ["standard input", "standard output", "standard error"].get(fd as usize) {
+        return bad(format!("is {name}"));
+    }
+    // SAFETY: F_GETFD only inspects the descriptor table entry.
+    if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
+        return bad("is not an open descriptor".into());
+    }
+    // SAFETY: `st` is plain data written by fstat; the descriptor is only inspected.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; `st` is a valid out-pointer.
+    if unsafe { libc::fstat(raw, &mut st) } < 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return bad("is not a regular file or memfd".into());
+    }
+    // SAFETY: F_GET_SEALS only reads the file's seals (EINVAL for files without seals).
+    let seals = unsafe { libc::fcntl(raw, libc::F_GET_SEALS) };
+    let size_seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+    if seals < 0 || seals & size_seals != size_seals {
+        return bad("is not a memfd with a sealed size".into());
+    }
+    let mut head = [0u8; 8];
+    // SAFETY: `head` is a valid 8-byte buffer; pread does not move the file offset.
+    let n = unsafe { libc::pread(raw, head.as_mut_ptr().cast(), head.len(), 0) };
+    if n != head.len() as isize || u64::from_le_bytes(head) != magic {
+        return bad(format!(
+            "has the wrong header (magic {:#018x}, expected {magic:#018x})",
+            u64::from_le_bytes(head)
+        ));
+    }
+    // SAFETY: F_DUPFD_CLOEXEC creates a new descriptor (>= 3) that nobody else owns.
+    let copy = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 3) };
+    if copy < 0 {
+        return Err(Error::last_os("duplicating the inherited job segment descriptor"));
+    }
+    // SAFETY: `copy` was just created and is owned by nobody else.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(copy) }))
+}
+
+/// Closes the descriptor a launcher variable named, once [`inherited_memfd`] proved it a
+/// job segment and the process joined the job through its copy: programs this rank execs
+/// or forks do not get it by accident.
+pub(crate) fn close_inherited(fd: u32) {
+    // SAFETY: `fd` is the launcher's descriptor, proven a job segment by
+    // `inherited_memfd`; this process works on its own copy, so closing it frees nothing
+    // anyone else uses.
+    unsafe { libc::close(fd as i32) };
 }
 
 /// Reads a numeric environment variable set by the launcher (`None` when unset).

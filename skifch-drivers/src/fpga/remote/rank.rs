@@ -1,15 +1,13 @@
 //! The rank's side: the [`Hw`] seam over the node window, its DMA memory, the launcher's
 //! view of the job, and joining a job (see the [module docs](super)).
 
-use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use fpga::regs;
 
-use crate::shm::{env_u32, Fabric, MemfdRegion};
+use crate::shm::{close_inherited, env_u32, inherited_memfd, Fabric, MemfdRegion};
 use crate::sys::{futex_wait, futex_wake_all};
 use skifch::wait::Backoff;
 use skifch::{Driver, Error, Job, Result};
@@ -19,7 +17,7 @@ use super::super::hw::{check_access, DmaMemory, DmaRaw, Hw, Interrupts, Mmio};
 use super::super::iova::IovaAllocator;
 use super::{
     NodeWindow, DEFAULT_PORTS, DMA_OFF, H_NODE, IRQ_COUNT, MAX_PORTS, MODEL_TIMEOUT, OP_READ,
-    OP_WRITE, PAGE, REQ_HEAD, REQ_SLOTS, REQ_TAIL, RESP_SEQ, RESP_VAL, SERVER_ASLEEP,
+    OP_WRITE, PAGE, REQ_HEAD, REQ_SLOTS, REQ_TAIL, RESP_SEQ, RESP_VAL, SERVER_ASLEEP, WINDOW_MAGIC,
 };
 
 struct Producer {
@@ -307,17 +305,8 @@ pub fn init() -> Result<RemoteJob> {
             "SKIFCH_FPGA_FD is set but SKIFCH_RANK is not (start the program with skifrun --driver fpga-model)".into(),
         ));
     }
-    let fd = fd as i32;
-    // SAFETY: F_GETFD only inspects the descriptor table entry.
-    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-        return Err(Error::Bootstrap(
-            format!("SKIFCH_FPGA_FD={fd} is not an open descriptor").into(),
-        ));
-    }
-    // SAFETY: the launcher passed this descriptor to this process for its exclusive use.
-    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-    // SAFETY: F_SETFD on a descriptor we own: keep it out of programs this rank may exec.
-    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    // Checked and copied; the inherited number is closed only once the job is joined.
+    let file = inherited_memfd("SKIFCH_FPGA_FD", fd, WINDOW_MAGIC)?;
     let (fab, rank) = crate::shm::join_segment()?;
     let size = fab.layout().params.nranks;
     let win = NodeWindow::attach(MemfdRegion::map(file)?, rank, size)?;
@@ -340,5 +329,6 @@ pub fn init() -> Result<RemoteJob> {
         ));
     }
     ctl.joined.store(true, Ordering::Relaxed);
+    close_inherited(fd);
     Ok(Job::new(drv))
 }
