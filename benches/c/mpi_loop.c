@@ -9,6 +9,10 @@
  *        pingpong   8-byte ping-pong (2 ranks)
  *        barrier    MPI_Barrier x N
  *        allreduce  MPI_Allreduce of one double (MPI_SUM) x N
+ *        wself      a window to itself: 64 MPI_Irecv, 64 MPI_Isend, MPI_Waitall of the 128
+ *                   (8 bytes; 1 rank); N windows, so divide by 64 N for one message
+ *        window     the msgrate_window pattern: rank 0 64 MPI_Isend + MPI_Waitall, rank 1
+ *                   64 MPI_Irecv + MPI_Waitall, then a 4-byte ack (8 bytes; 2 ranks)
  * E.g. (workspace root, after `cargo build --release -p skifmpi -p skifrun`):
  *   mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_loop.c -o /tmp/mpi_loop
  *   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.a /tmp/mpi_loop 20000 self
@@ -26,23 +30,26 @@
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: mpi_loop N self|rate|pingpong|barrier|allreduce\n");
+        fprintf(stderr, "usage: mpi_loop N self|rate|pingpong|barrier|allreduce|wself|window\n");
         return 1;
     }
     long n = atol(argv[1]);
     const char *mode = argv[2];
     int rank, size, rc = MPI_SUCCESS;
     char b[8] = {0};
+    enum { W = 64 };
+    static char wb[W][8];
+    MPI_Request req[2 * W];
     double x = 1, y = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int peer = 1 - rank;
-    static const char *MODES[] = {"self", "rate", "pingpong", "barrier", "allreduce"};
+    static const char *MODES[] = {"self", "rate", "pingpong", "barrier", "allreduce", "wself", "window"};
     int m = -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 7; i++)
         if (strcmp(mode, MODES[i]) == 0) m = i;
-    if (m < 0 || ((m == 1 || m == 2) && size != 2)) {
+    if (m < 0 || ((m == 1 || m == 2 || m == 6) && size != 2)) {
         fprintf(stderr, "mpi_loop: mode %s unknown or needs 2 ranks\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -70,6 +77,22 @@ int main(int argc, char **argv)
             break;
         case 3:
             rc = MPI_Barrier(MPI_COMM_WORLD);
+            break;
+        case 5:
+            for (int w = 0; w < W && rc == MPI_SUCCESS; w++)
+                rc = MPI_Irecv(wb[w], 8, MPI_BYTE, rank, 1, MPI_COMM_WORLD, &req[w]);
+            for (int w = 0; w < W && rc == MPI_SUCCESS; w++)
+                rc = MPI_Isend(b, 8, MPI_BYTE, rank, 1, MPI_COMM_WORLD, &req[W + w]);
+            if (rc == MPI_SUCCESS) rc = MPI_Waitall(2 * W, req, MPI_STATUSES_IGNORE);
+            break;
+        case 6:
+            for (int w = 0; w < W && rc == MPI_SUCCESS; w++)
+                rc = rank == 0 ? MPI_Isend(b, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &req[w])
+                               : MPI_Irecv(wb[w], 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &req[w]);
+            if (rc == MPI_SUCCESS) rc = MPI_Waitall(W, req, MPI_STATUSES_IGNORE);
+            if (rc == MPI_SUCCESS)
+                rc = rank == 0 ? MPI_Recv(b, 4, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
+                               : MPI_Send(b, 4, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
             break;
         default:
             rc = MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
