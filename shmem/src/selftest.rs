@@ -97,7 +97,7 @@ pub fn run<P: Port>(w: &World<P>) -> Result<(), Error> {
     // point-to-point: flag after data, fence orders them
     let flag = SymVec::<u64>::new(w, 1)?;
     v.put(w, 100, &[0xABCD], right)?;
-    w.fence();
+    w.fence()?;
     flag.put(w, 0, &[1], right)?;
     flag.wait_until(w, 0, |x| x == 1)?;
     let mut x = [0u64];

@@ -35,7 +35,7 @@ impl<P: Port> World<P> {
             SignalOp::Set => Amo::Set(value),
             SignalOp::Add => Amo::Add(value),
         };
-        self.fence();
+        self.fence()?;
         self.amo(pe, sig, 8, op, false).map(drop)
     }
 

@@ -12,7 +12,7 @@ use skifch::coll::ProtoGroup;
 use skifch::mem::copy_mem;
 use skifch::proto::{Endpoint, Landing, ProgressThread};
 use skifch::rma::{self, Amo, MappedWindow, Rma, Window};
-use skifch::{Driver, Job, Port};
+use skifch::{Driver, Job, Port, Waiter};
 
 use crate::heap::Heap;
 use crate::msg::{self, Segs};
@@ -88,6 +88,11 @@ pub struct World<P: Port> {
     /// The active-message endpoint (message path, collectives, peer-loss checks), shared
     /// with the progress thread.
     ep: Arc<Mutex<Endpoint<P, msg::Ctx>>>,
+    /// The channel's waiter, for its job-wide lost-rank check ([`Waiter::lost_peer`]: on
+    /// the shm driver one load of the job segment's lost-rank count), which the direct
+    /// path's fetching calls, atomics, `quiet`, `fence` and barriers consult, so that a
+    /// dead PE's still-mapped memory is never taken for a live one.
+    lost: P::Waiter,
     /// PEs written by one-way messages since the last quiet (message path).
     dirty: Vec<AtomicBool>,
     /// Small puts waiting to go to each PE as one message (message path, see
@@ -240,6 +245,7 @@ impl<P: Port + 'static> World<P> {
         ep.barrier()?;
         let agg_max = AGG_BYTES.min(ep.max_inline().saturating_sub(64));
         let agg = msg::Aggregator::new(n, agg_max, segs.iter().map(|s| s.1).max().unwrap_or(0));
+        let lost = ep.waiter();
         let ep = Arc::new(Mutex::new(ep));
         let progress = if opts.progress_thread && !ok {
             Some(ProgressThread::start_default(ep.clone())?)
@@ -253,6 +259,7 @@ impl<P: Port + 'static> World<P> {
             segs,
             win,
             ep,
+            lost,
             dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
             agg,
             calls: Mutex::new(HashMap::new()),
@@ -275,6 +282,21 @@ impl<P: Port> World<P> {
     /// The access path in use.
     pub fn path(&self) -> Path {
         self.path
+    }
+
+    /// `Err(PeerLost)` if the job has lost a PE: the check of every call that must not
+    /// succeed once a peer is gone (issue 16 defect 3) — fetching calls, atomics,
+    /// `quiet`, `fence`, barriers. On the message path those calls wait for the peer and
+    /// would notice anyway; on the direct path they are plain loads, stores and CPU
+    /// atomics on memory that stays mapped after its owner died, so nothing else would.
+    /// One load of the driver's lost-rank word (job-wide, as the channels' `PeerLost`);
+    /// `shmem_putmem` does not pay it (a put completes at the next `quiet`, which checks).
+    #[inline]
+    pub fn alive(&self) -> Result<(), Error> {
+        match self.lost.lost_peer() {
+            None => Ok(()),
+            Some(rank) => Err(Error::Comm(skifch::Error::PeerLost { rank })),
+        }
     }
 
     /// The endpoint, locked (the progress thread takes the same lock to poll).
@@ -452,6 +474,7 @@ impl<P: Port> World<P> {
     /// Copies `dst.len()` bytes from `src` on `pe` into `dst`; complete at return.
     pub fn get(&self, pe: u32, src: SymAddr, dst: &mut [u8]) -> Result<(), Error> {
         self.check(pe, src, dst.len())?;
+        self.alive()?;
         if dst.is_empty() {
             return Ok(());
         }
@@ -499,6 +522,7 @@ impl<P: Port> World<P> {
         fetch: bool,
     ) -> Result<u64, Error> {
         self.check(pe, a, width)?;
+        self.alive()?;
         if (width != 4 && width != 8) || !a.off.is_multiple_of(width) {
             return Err(Error::BadArgument(format!(
                 "an atomic needs a naturally aligned 4- or 8-byte object (got {width} bytes at offset {:#x})",
@@ -533,6 +557,7 @@ impl<P: Port> World<P> {
 
     /// Remote completion of every put and atomic this PE issued (OpenSHMEM `shmem_quiet`).
     pub fn quiet(&self) -> Result<(), Error> {
+        self.alive()?;
         match self.path {
             Path::Direct => {
                 for w in &self.win {
@@ -563,9 +588,11 @@ impl<P: Port> World<P> {
     }
 
     /// Ordering of puts to each PE (`shmem_fence`): on both paths the delivery to one PE
-    /// is already in order, so this is a compiler/CPU store fence only.
-    pub fn fence(&self) {
+    /// is already in order, so this is a compiler/CPU store fence, and the lost-PE check
+    /// ([`World::alive`]).
+    pub fn fence(&self) -> Result<(), Error> {
         std::sync::atomic::fence(Ordering::SeqCst);
+        self.alive()
     }
 
     fn mark_dirty(&self, pe: u32) {
@@ -645,7 +672,8 @@ impl<P: Port> World<P> {
         let mut ep = self.ep();
         let g = ProtoGroup::new(&ep, gid, members.to_vec())?;
         skifch::coll::barrier(&g.on(&mut ep))?;
-        Ok(())
+        // A member that sent its part and died is gone all the same.
+        self.alive()
     }
 
     /// [`World::barrier`] over all PEs.

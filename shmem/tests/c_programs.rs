@@ -250,6 +250,44 @@ fn bad_input_is_a_clear_error() {
     }
 }
 
+/// Issue 16 defect 3: every call that must not succeed once its target PE is gone —
+/// `quiet`, `fence`, barriers, fetching calls and atomics — fails naming the call and
+/// the lost PE, within the 1.5 s that `dead_peer.c` gives it, on both paths (the direct
+/// path used to run them on the dead PE's still-mapped memory: 9.57 M calls a second).
+#[test]
+fn calls_aimed_at_a_dead_pe_fail() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("dead_peer", true);
+    let modes = [
+        ("quiet", "shmem_quiet"),
+        ("fence", "shmem_fence"),
+        ("barrier_all", "shmem_barrier_all"),
+        ("sync_all", "shmem_sync_all"),
+        ("barrier", "shmem_barrier"),
+        ("getmem", "shmem_getmem"),
+        ("g", "shmem_long_g"),
+        ("fetch", "shmem_long_atomic_fetch"),
+        ("fetch_add", "shmem_long_atomic_fetch_add"),
+        ("compare_swap", "shmem_long_atomic_compare_swap"),
+        ("add", "shmem_long_atomic_add"),
+        ("set", "shmem_long_atomic_set"),
+    ];
+    for env in [DIRECT, MESSAGES] {
+        for (mode, call) in modes {
+            let o = run(&exe, 2, env, &[mode]);
+            let want = format!("skifshmem: {call}: peer lost: rank 1");
+            assert!(
+                o.status.code() == Some(1) && o.stderr.contains(&want),
+                "{mode} {env:?}: {} (want status 1 and {want:?})\n{}",
+                o.status,
+                o.stderr
+            );
+        }
+    }
+}
+
 #[test]
 fn header_is_generated() {
     let Ok(st) = Command::new("python3")

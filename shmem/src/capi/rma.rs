@@ -121,8 +121,8 @@ unsafe fn rma_checked(
 }
 
 /// The direct path's get in one step (default context only): true if `pe`'s copy of
-/// the symmetric range `[src, src + len)` is mapped here and was copied to `dest`.
-/// False: take the checked path.
+/// the symmetric range `[src, src + len)` is mapped here and was copied to `dest`, and
+/// no PE is lost ([`World::alive`]). False: take the checked path.
 ///
 /// # Safety
 /// `dest..dest + len` is writable.
@@ -141,8 +141,12 @@ unsafe fn get_direct(
     // SAFETY: as in `st`.
     let w = unsafe { &(*st).world };
     match w.seg_of(src as usize, len) {
-        // SAFETY: the caller's contract.
-        Some((seg, off)) => unsafe { w.window(seg).get_raw(pe as u32, off, dest.cast(), len) },
+        // A get from a lost PE's still-mapped memory must fail: the checked path reports it.
+        Some((seg, off)) => {
+            // SAFETY: the caller's contract.
+            let copied = unsafe { w.window(seg).get_raw(pe as u32, off, dest.cast(), len) };
+            copied && w.alive().is_ok()
+        }
         None => false,
     }
 }

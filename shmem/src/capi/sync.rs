@@ -10,7 +10,7 @@ use crate::wait::{Cmp, Cond, Mode, Var};
 
 #[no_mangle]
 pub extern "C" fn shmem_fence() {
-    w("shmem_fence").fence();
+    ok("shmem_fence", w("shmem_fence").fence());
 }
 #[no_mangle]
 pub extern "C" fn shmem_quiet() {
