@@ -606,8 +606,21 @@ impl<P: Port> World<P> {
     /// bad request) or a lost PE.
     pub fn poll(&self) -> Result<(), Error> {
         self.flush_all()?;
-        self.ep().poll()?;
+        self.poll_endpoint()?;
         Ok(())
+    }
+
+    /// Serves waiting requests unless another thread holds the endpoint: that thread (a
+    /// collective, a quiet, the progress thread) serves them while it waits, and a thread
+    /// that only waits for a value must never queue behind it (OpenSHMEM 1.5 §9.2: a
+    /// blocked thread does not prevent the other threads' calls). Requests served.
+    fn poll_endpoint(&self) -> Result<usize, Error> {
+        let mut ep = match self.ep.try_lock() {
+            Ok(ep) => ep,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(0),
+        };
+        Ok(ep.poll()?)
     }
 
     /// Waits until `cond(value at local address addr)` holds, reading it atomically with
@@ -627,7 +640,7 @@ impl<P: Port> World<P> {
             if self.path == Path::Messages || b.polls() % 256 == 255 {
                 self.flush_all()?;
                 // Keep spinning (no yield) while requests are flowing in.
-                if self.ep().poll()? > 0 {
+                if self.poll_endpoint()? > 0 {
                     b.reset();
                     continue;
                 }

@@ -198,6 +198,11 @@ fn threads_put_at_once() {
 }
 
 #[test]
+fn thread_level_funneled() {
+    check_program("thread_funneled");
+}
+
+#[test]
 fn bad_input_is_a_clear_error() {
     if !have_cc() {
         return;

@@ -148,18 +148,38 @@ fn do_init(call: &str, requested: c_int) -> c_int {
             },
         ),
     );
+    let thread_level = requested.clamp(0, max_thread_level(&world));
     let state = Box::new(State {
         teams: Teams::new(world.n_pes()),
         world,
         _job: job,
         ctxs: Contexts::default(),
-        thread_level: requested.clamp(0, 3),
+        thread_level,
     });
     STATE.store(Box::into_raw(state), Ordering::Release);
     INITS.store(1, Ordering::Relaxed);
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
     0
+}
+
+/// `SHMEM_THREAD_*` values (shmem.h).
+const THREAD_SERIALIZED: c_int = 2;
+const THREAD_MULTIPLE: c_int = 3;
+
+/// The highest thread level this PE serves honestly (OpenSHMEM 1.5 §9.2). Concurrent
+/// calls are safe on both paths, but §9.2 also promises that a thread blocked in a call
+/// does not hold up the other threads' calls. On the direct path only collectives and
+/// allocation take the endpoint (a waiting thread's poll skips it when busy), so
+/// `SHMEM_THREAD_MULTIPLE`. On the message path a collective holds the endpoint until it
+/// completes and every put, get and atomic needs it to send: another thread's call waits,
+/// and if the collective needs that call's data, neither ends. So at most
+/// `SHMEM_THREAD_SERIALIZED` there.
+fn max_thread_level(w: &W) -> c_int {
+    match w.path() {
+        crate::Path::Direct => THREAD_MULTIPLE,
+        crate::Path::Messages => THREAD_SERIALIZED,
+    }
 }
 
 extern "C" fn at_exit() {
@@ -169,17 +189,22 @@ extern "C" fn at_exit() {
     }
 }
 
+/// `shmem_init` (and `start_pes`) provide the highest level this PE serves: the library
+/// costs the same at every level.
 #[no_mangle]
 pub extern "C" fn shmem_init() {
-    do_init("shmem_init", 3);
+    do_init("shmem_init", THREAD_MULTIPLE);
 }
 
+/// Provides the level requested if this PE serves it, else the highest it serves
+/// ([`max_thread_level`]); a second initialization reports the level of the first.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
-    let r = do_init("shmem_init_thread", requested);
+    let call = "shmem_init_thread";
+    let r = do_init(call, requested);
     if !provided.is_null() {
         // SAFETY: the caller passes a valid int pointer (or NULL).
-        unsafe { *provided = 3 };
+        unsafe { *provided = st(call).thread_level };
     }
     r
 }
@@ -189,13 +214,13 @@ pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
     let s = st("shmem_query_thread");
     if !provided.is_null() {
         // SAFETY: the caller passes a valid int pointer.
-        unsafe { *provided = s.thread_level.max(3) };
+        unsafe { *provided = s.thread_level };
     }
 }
 
 #[no_mangle]
 pub extern "C" fn start_pes(_npes: c_int) {
-    do_init("start_pes", 3);
+    do_init("start_pes", THREAD_MULTIPLE);
 }
 
 #[no_mangle]
