@@ -24,7 +24,11 @@ extern "C" {
 
 #define MPI_VERSION 3
 #define MPI_SUBVERSION 1
+/* The implementation (as MPICH_VERSION / OMPI_MAJOR_VERSION identify theirs): tools and
+ * build systems test MPI_LITE; the version is the mpi-lite crate's. */
 #define MPI_LITE 1
+#define MPI_LITE_VERSION "0.1.0"
+#define MPI_LITE_NUMVERSION 100 /* major * 10000 + minor * 100 + patch */
 
 /* ---- handles ---- */
 typedef int MPI_Comm;
@@ -108,6 +112,11 @@ typedef struct MPI_Status {
 #define MPI_2INT ((MPI_Datatype)35)
 #define MPI_SHORT_INT ((MPI_Datatype)36)
 #define MPI_LONG_DOUBLE_INT ((MPI_Datatype)37)
+#define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)38)
+#define MPI_CXX_BOOL ((MPI_Datatype)39)
+#define MPI_CXX_FLOAT_COMPLEX ((MPI_Datatype)40)
+#define MPI_CXX_DOUBLE_COMPLEX ((MPI_Datatype)41)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)42)
 
 /* Reduction operations. */
 #define MPI_OP_NULL ((MPI_Op)0)
@@ -145,8 +154,10 @@ typedef struct MPI_Status {
 #define MPI_STATUSES_IGNORE ((MPI_Status *)1)
 #define MPI_IN_PLACE ((void *)-1)
 #define MPI_BOTTOM ((void *)0)
-#define MPI_UNWEIGHTED ((int *)2)
-#define MPI_WEIGHTS_EMPTY ((int *)3)
+/* Sentinels: the addresses of two objects of the library (never written). */
+extern int mpi_lite_unweighted, mpi_lite_weights_empty;
+#define MPI_UNWEIGHTED (&mpi_lite_unweighted)
+#define MPI_WEIGHTS_EMPTY (&mpi_lite_weights_empty)
 #define MPI_ERRCODES_IGNORE ((int *)0)
 
 #define MPI_THREAD_SINGLE 0
@@ -167,13 +178,44 @@ typedef struct MPI_Status {
 #define MPI_ORDER_FORTRAN 57
 #define MPI_COMM_TYPE_SHARED 1
 
+/* Type constructors (MPI_Type_get_envelope; MPICH's numbers). */
+#define MPI_COMBINER_NAMED 1
+#define MPI_COMBINER_DUP 2
+#define MPI_COMBINER_CONTIGUOUS 3
+#define MPI_COMBINER_VECTOR 4
+#define MPI_COMBINER_HVECTOR_INTEGER 5
+#define MPI_COMBINER_HVECTOR 6
+#define MPI_COMBINER_INDEXED 7
+#define MPI_COMBINER_HINDEXED_INTEGER 8
+#define MPI_COMBINER_HINDEXED 9
+#define MPI_COMBINER_INDEXED_BLOCK 10
+#define MPI_COMBINER_STRUCT_INTEGER 11
+#define MPI_COMBINER_STRUCT 12
+#define MPI_COMBINER_SUBARRAY 13
+#define MPI_COMBINER_DARRAY 14
+#define MPI_COMBINER_F90_REAL 15
+#define MPI_COMBINER_F90_COMPLEX 16
+#define MPI_COMBINER_F90_INTEGER 17
+#define MPI_COMBINER_RESIZED 18
+#define MPI_COMBINER_HINDEXED_BLOCK 19
+
+#define MPI_DISTRIBUTE_BLOCK 121
+#define MPI_DISTRIBUTE_CYCLIC 122
+#define MPI_DISTRIBUTE_NONE 123
+#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
+
+#define MPI_TYPECLASS_REAL 1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
+
 /* Predefined attribute keys (MPI_Comm_get_attr). */
 #define MPI_TAG_UB 0x64400001
 #define MPI_HOST 0x64400003
 #define MPI_IO 0x64400005
 #define MPI_WTIME_IS_GLOBAL 0x64400007
 #define MPI_UNIVERSE_SIZE 0x64400009
-#define MPI_APPNUM 0x6440000b
+#define MPI_LASTUSEDCODE 0x6440000b
+#define MPI_APPNUM 0x6440000d
 
 /* One-sided constants (the calls return MPI_ERR_UNSUPPORTED_OPERATION for now). */
 #define MPI_LOCK_EXCLUSIVE 234
@@ -184,7 +226,7 @@ typedef struct MPI_Status {
 #define MPI_MODE_NOPRECEDE 8192
 #define MPI_MODE_NOSUCCEED 16384
 
-/* ---- error classes (MPICH's numbers) ---- */
+/* ---- error classes (MPICH's numbers; MPI-3.1 §8.4 Table 8.2, §14.3.9) ---- */
 #define MPI_SUCCESS 0
 #define MPI_ERR_BUFFER 1
 #define MPI_ERR_COUNT 2
@@ -205,12 +247,67 @@ typedef struct MPI_Status {
 #define MPI_ERR_IN_STATUS 17
 #define MPI_ERR_PENDING 18
 #define MPI_ERR_REQUEST 19
+#define MPI_ERR_ACCESS 20
+#define MPI_ERR_AMODE 21
+#define MPI_ERR_BAD_FILE 22
+#define MPI_ERR_CONVERSION 23
+#define MPI_ERR_DUP_DATAREP 24
+#define MPI_ERR_FILE_EXISTS 25
+#define MPI_ERR_FILE_IN_USE 26
+#define MPI_ERR_FILE 27
+#define MPI_ERR_INFO 28
+#define MPI_ERR_INFO_KEY 29
+#define MPI_ERR_INFO_VALUE 30
+#define MPI_ERR_INFO_NOKEY 31
+#define MPI_ERR_IO 32
+#define MPI_ERR_NAME 33
+#define MPI_ERR_NO_MEM 34
+#define MPI_ERR_NOT_SAME 35
+#define MPI_ERR_NO_SPACE 36
+#define MPI_ERR_NO_SUCH_FILE 37
+#define MPI_ERR_PORT 38
+#define MPI_ERR_QUOTA 39
+#define MPI_ERR_READ_ONLY 40
+#define MPI_ERR_SERVICE 41
+#define MPI_ERR_SPAWN 42
+#define MPI_ERR_UNSUPPORTED_DATAREP 43
+#define MPI_ERR_UNSUPPORTED_OPERATION 44
 #define MPI_ERR_WIN 45
-#define MPI_ERR_UNSUPPORTED_OPERATION 52
+#define MPI_ERR_BASE 46
+#define MPI_ERR_LOCKTYPE 47
+#define MPI_ERR_KEYVAL 48
+#define MPI_ERR_RMA_CONFLICT 49
+#define MPI_ERR_RMA_SYNC 50
+#define MPI_ERR_SIZE 51
+#define MPI_ERR_DISP 52
+#define MPI_ERR_ASSERT 53
+#define MPI_ERR_RMA_RANGE 55
+#define MPI_ERR_RMA_ATTACH 56
+#define MPI_ERR_RMA_SHARED 57
+#define MPI_ERR_RMA_FLAVOR 58
+#define MPI_T_ERR_MEMORY 59
+#define MPI_T_ERR_NOT_INITIALIZED 60
+#define MPI_T_ERR_CANNOT_INIT 61
+#define MPI_T_ERR_INVALID_INDEX 62
+#define MPI_T_ERR_INVALID_ITEM 63
+#define MPI_T_ERR_INVALID_HANDLE 64
+#define MPI_T_ERR_OUT_OF_HANDLES 65
+#define MPI_T_ERR_OUT_OF_SESSIONS 66
+#define MPI_T_ERR_INVALID_SESSION 67
+#define MPI_T_ERR_CVAR_SET_NOT_NOW 68
+#define MPI_T_ERR_CVAR_SET_NEVER 69
+#define MPI_T_ERR_PVAR_NO_STARTSTOP 70
+#define MPI_T_ERR_PVAR_NO_WRITE 71
+#define MPI_T_ERR_PVAR_NO_ATOMIC 72
+#define MPI_T_ERR_INVALID_NAME 73
+#define MPI_T_ERR_INVALID 74
 #define MPI_ERR_LASTCODE 0x3fffffff
 
 typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
 typedef void(MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+typedef void(MPI_Win_errhandler_function)(MPI_Win *, int *, ...);
+typedef void(MPI_File_errhandler_function)(MPI_File *, int *, ...);
 
 /* ---- functions (each also as PMPI_...) ---- */
 #define MPI_LITE_FN(ret, name, args) ret MPI_##name args; ret PMPI_##name args;
@@ -235,6 +332,19 @@ MPI_LITE_FN(int, Comm_set_errhandler, (MPI_Comm comm, MPI_Errhandler errhandler)
 MPI_LITE_FN(int, Comm_get_errhandler, (MPI_Comm comm, MPI_Errhandler *errhandler))
 MPI_LITE_FN(int, Errhandler_free, (MPI_Errhandler *errhandler))
 MPI_LITE_FN(int, Comm_create_errhandler, (MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler))
+MPI_LITE_FN(int, Comm_call_errhandler, (MPI_Comm comm, int errorcode))
+MPI_LITE_FN(int, Add_error_class, (int *errorclass))
+MPI_LITE_FN(int, Add_error_code, (int errorclass, int *errorcode))
+MPI_LITE_FN(int, Add_error_string, (int errorcode, const char *string))
+MPI_LITE_FN(int, Win_create_errhandler, (MPI_Win_errhandler_function *fn, MPI_Errhandler *errhandler))
+MPI_LITE_FN(int, Win_set_errhandler, (MPI_Win win, MPI_Errhandler errhandler))
+MPI_LITE_FN(int, Win_get_errhandler, (MPI_Win win, MPI_Errhandler *errhandler))
+MPI_LITE_FN(int, Win_call_errhandler, (MPI_Win win, int errorcode))
+MPI_LITE_FN(int, File_create_errhandler, (MPI_File_errhandler_function *fn, MPI_Errhandler *errhandler))
+MPI_LITE_FN(int, File_set_errhandler, (MPI_File file, MPI_Errhandler errhandler))
+MPI_LITE_FN(int, File_get_errhandler, (MPI_File file, MPI_Errhandler *errhandler))
+MPI_LITE_FN(int, File_call_errhandler, (MPI_File fh, int errorcode))
+MPI_LITE_FN(int, Pcontrol, (const int level, ...))
 
 /* point-to-point */
 MPI_LITE_FN(int, Send, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm))
@@ -296,6 +406,18 @@ MPI_LITE_FN(int, Pack_size, (int incount, MPI_Datatype datatype, MPI_Comm comm, 
 MPI_LITE_FN(int, Get_address, (const void *location, MPI_Aint *address))
 MPI_LITE_FN(MPI_Aint, Aint_add, (MPI_Aint base, MPI_Aint disp))
 MPI_LITE_FN(MPI_Aint, Aint_diff, (MPI_Aint addr1, MPI_Aint addr2))
+MPI_LITE_FN(int, Type_create_hindexed_block, (int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_create_subarray, (int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_create_darray, (int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_get_envelope, (MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner))
+MPI_LITE_FN(int, Type_get_contents, (MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]))
+MPI_LITE_FN(int, Type_match_size, (int typeclass, int size, MPI_Datatype *datatype))
+MPI_LITE_FN(int, Type_get_extent_x, (MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent))
+MPI_LITE_FN(int, Type_get_true_extent_x, (MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent))
+MPI_LITE_FN(int, Get_elements_x, (const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count))
+MPI_LITE_FN(int, Status_set_elements, (MPI_Status *status, MPI_Datatype datatype, int count))
+MPI_LITE_FN(int, Status_set_elements_x, (MPI_Status *status, MPI_Datatype datatype, MPI_Count count))
+MPI_LITE_FN(int, Status_set_cancelled, (MPI_Status *status, int flag))
 
 /* groups */
 MPI_LITE_FN(int, Comm_group, (MPI_Comm comm, MPI_Group *group))

@@ -205,11 +205,11 @@ pub fn kernel_of(b: Basic, op: Op) -> Result<Kernel> {
 }
 
 /// A buffer's bytes for reading: in place when contiguous, else packed.
-fn bytes(b: &UserBuf) -> Cow<'_, [u8]> {
-    match b.as_contiguous() {
+fn bytes(b: &UserBuf) -> Result<Cow<'_, [u8]>> {
+    Ok(match b.as_contiguous() {
         Some(s) => Cow::Borrowed(s),
-        None => Cow::Owned(b.to_packed()),
-    }
+        None => Cow::Owned(b.to_packed()?),
+    })
 }
 
 /// Runs `f` on a buffer's bytes for writing (in place, or packed and unpacked after);
@@ -219,9 +219,9 @@ fn with_bytes<T>(b: &mut UserBuf, load: bool, f: impl FnOnce(&mut [u8]) -> Resul
         return f(s);
     }
     let mut tmp = if load {
-        b.to_packed()
+        b.to_packed()?
     } else {
-        vec![0; b.packed_len()]
+        crate::mem::zeroed(b.packed_len())?
     };
     let r = f(&mut tmp)?;
     b.write_packed(0, &tmp);
@@ -452,16 +452,16 @@ impl<P: Port> Mpi<P> {
         if c.rank != root {
             let s =
                 send.ok_or_else(|| Error::Buffer("MPI_Gather: MPI_IN_PLACE on a non-root".into()))?;
-            let s = bytes(s);
+            let s = bytes(s)?;
             return self.run(c, |t| coll::gatherv(t, root, &s, &mut [], &[], &[]));
         }
         let r =
             recv.ok_or_else(|| Error::Buffer("MPI_Gather: no receive buffer at the root".into()))?;
         let (bc, bd) = byte_layout(r.datatype(), counts, displs);
         let own = match send {
-            Some(s) => bytes(s).into_owned(),
+            Some(s) => bytes(s)?.into_owned(),
             None => {
-                let mut v = vec![0; bc[c.rank]];
+                let mut v = crate::mem::zeroed(bc[c.rank])?;
                 r.read_packed(bd[c.rank], &mut v);
                 v
             }
@@ -493,13 +493,13 @@ impl<P: Port> Mpi<P> {
         let s =
             send.ok_or_else(|| Error::Buffer("MPI_Scatter: no send buffer at the root".into()))?;
         let (bc, bd) = byte_layout(s.datatype(), counts, displs);
-        let sb = bytes(s);
+        let sb = bytes(s)?;
         match recv {
             Some(r) => with_bytes(r, false, |b| {
                 self.run(c, |t| coll::scatterv(t, root, &sb, &bc, &bd, b))
             }),
             None => {
-                let mut own = vec![0; bc[c.rank]];
+                let mut own = crate::mem::zeroed(bc[c.rank])?;
                 self.run(c, |t| coll::scatterv(t, root, &sb, &bc, &bd, &mut own))
             }
         }
@@ -518,9 +518,9 @@ impl<P: Port> Mpi<P> {
         let (bc, bd) = byte_layout(recv.datatype(), counts, displs);
         let me = c.rank;
         let own = match send {
-            Some(s) => bytes(s).into_owned(),
+            Some(s) => bytes(s)?.into_owned(),
             None => {
-                let mut v = vec![0; bc[me]];
+                let mut v = crate::mem::zeroed(bc[me])?;
                 recv.read_packed(bd[me], &mut v);
                 v
             }
@@ -555,9 +555,9 @@ impl<P: Port> Mpi<P> {
         let (sb, sc, sd) = match send {
             Some(s) => {
                 let (sc, sd) = byte_layout(s.datatype(), scounts, sdispls);
-                (bytes(s).into_owned(), sc, sd)
+                (bytes(s)?.into_owned(), sc, sd)
             }
-            None => (recv.to_packed(), rc.clone(), rd.clone()),
+            None => (recv.to_packed()?, rc.clone(), rd.clone()),
         };
         let equal = |cs: &[usize], ds: &[usize]| {
             cs.iter().all(|&x| x == cs[0]) && ds.iter().enumerate().all(|(i, &d)| d == i * cs[0])

@@ -282,7 +282,7 @@ impl<P: Port> Mpi<P> {
                 cap - used
             )));
         }
-        let copy = UserBuf::owned(buf.to_packed());
+        let copy = UserBuf::owned(buf.to_packed()?);
         e.isend(env, w, copy, Mode::Standard, need)
     }
 

@@ -7,6 +7,17 @@
 use std::borrow::Cow;
 
 use crate::datatype::Datatype;
+use crate::error::{Error, Result};
+
+/// `len` zero bytes, or `MPI_ERR_NO_MEM` when the allocation fails (instead of the
+/// process aborting: a message of a huge count must be an error the caller sees).
+pub fn zeroed(len: usize) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| Error::NoMem(format!("{len} bytes for a packed copy")))?;
+    v.resize(len, 0);
+    Ok(v)
+}
 
 /// A user buffer: `count` elements of `dt` at `base`.
 #[derive(Debug)]
@@ -162,11 +173,12 @@ impl UserBuf {
         });
     }
 
-    /// The whole buffer packed into a vector.
-    pub fn to_packed(&self) -> Vec<u8> {
-        let mut v = vec![0u8; self.packed_len()];
+    /// The whole buffer packed into a vector (`MPI_ERR_NO_MEM` when it cannot be
+    /// allocated: a huge count of a noncontiguous type).
+    pub fn to_packed(&self) -> Result<Vec<u8>> {
+        let mut v = zeroed(self.packed_len())?;
         self.read_packed(0, &mut v);
-        v
+        Ok(v)
     }
 
     /// Writes the message segments `[a, b]` (as a received message gives them) as packed
@@ -220,7 +232,7 @@ mod tests {
         let src: Vec<i32> = (0..6).collect();
         // SAFETY: `src` holds the 6 ints the type map reaches and outlives `b`.
         let b = unsafe { UserBuf::new(src.as_ptr().cast(), 1, v.clone()) };
-        let packed = b.to_packed();
+        let packed = b.to_packed().unwrap();
         let vals: Vec<i32> = packed
             .chunks(4)
             .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))

@@ -8,6 +8,8 @@
 //! * `state` — the process-wide [`mpi_lite::Mpi`] created by `MPI_Init`, the handle
 //!   tables and error-handler dispatch (MPI-3.1 §8.3); one lock serializes calls
 //!   (`MPI_THREAD_SERIALIZED`).
+//! * `errors` — error codes (predefined, user-added, one per unsupported call) and
+//!   error handlers (predefined and the user's, called with the state lock released).
 //! * `abi` — the `extern "C"` functions, each exported as `PMPI_X` and as `MPI_X`
 //!   calling it (MPI-3.1 §14.2 profiling interface): pointer checks, handle lookup,
 //!   statuses; no panic unwinds into C.
@@ -17,6 +19,8 @@
 #![allow(missing_docs)] // the extern "C" functions are the MPI standard's, documented by mpi.h and MPI-3.1
 
 mod abi;
+#[allow(unsafe_code)] // calls the user's error handlers (C function pointers)
+mod errors;
 mod state;
 
 pub use abi::*;

@@ -13,6 +13,8 @@ use mpi_lite::datatype::{Basic, Datatype};
 use mpi_lite::error::class;
 use mpi_lite::group::Group;
 use mpi_lite::{Error, Mpi, Result};
+
+use crate::errors::{Kind, Raised};
 use skifch_drivers::{DefaultJob, DefaultPort};
 
 /// Handle values of `mpi.h`.
@@ -162,24 +164,32 @@ impl CState {
     }
 }
 
-/// Raises `e` from call `name` on the error handler of communicator `comm` (world's if the
-/// handle is bad or the error is not tied to one): returns the error class, or aborts the
-/// job with a message under `MPI_ERRORS_ARE_FATAL`.
-pub fn raise(st: Option<&CState>, comm: i32, name: &str, e: &Error) -> c_int {
-    let errh = match st {
-        Some(s) => s
-            .comm_entry(comm)
-            .or_else(|_| s.comm_entry(h::COMM_WORLD))
-            .map_or(h::ERRORS_ARE_FATAL, |c| c.errh),
-        None => WORLD_ERRH.load(Ordering::Relaxed),
+/// Decides how `e` from call `name` is raised on the error handler of communicator
+/// `comm` (world's if the handle is bad or the error is not tied to one); carry it out with
+/// [`Raised::now`] once the state lock is released (a user handler may call MPI).
+pub fn raise_later(st: Option<&CState>, comm: i32, name: &str, e: &Error) -> Raised {
+    let (errh, handle) = match st {
+        Some(s) => match s.comm_entry(comm) {
+            Ok(c) => (c.errh, comm),
+            Err(_) => (
+                s.comm_entry(h::COMM_WORLD).map_or(h::ERRORS_ARE_FATAL, |c| c.errh),
+                h::COMM_WORLD,
+            ),
+        },
+        None => (WORLD_ERRH.load(Ordering::Relaxed), h::COMM_WORLD),
     };
-    let cls = e.class();
-    if errh == h::ERRORS_RETURN {
-        return cls;
-    }
-    let rank = st.map_or(-1, |s| s.mpi.world_data().rank as i64);
-    eprintln!("mpi-lite: rank {rank}: {name}: {e} (MPI_ERRORS_ARE_FATAL: aborting the job)");
-    std::process::exit(cls.clamp(1, 255));
+    Raised::decide(errh, Kind::Comm, handle, name, e)
+}
+
+/// Raises `e` on `comm`'s handler, taking the state lock only to decide.
+pub fn raise_now(comm: i32, name: &str, e: &Error) -> c_int {
+    let r = raise_later(lock().as_ref(), comm, name, e);
+    r.now()
+}
+
+/// [`raise_later`] carried out at once: for callers that hold no lock.
+pub fn raise(st: Option<&CState>, comm: i32, name: &str, e: &Error) -> c_int {
+    raise_later(st, comm, name, e).now()
 }
 
 fn not_running(name: &str) -> Error {
@@ -205,7 +215,11 @@ pub fn call(name: &str, comm: i32, f: impl FnOnce(&mut CState) -> Result<()>) ->
     };
     match r {
         Ok(()) => class::SUCCESS,
-        Err(e) => raise(g.as_ref(), comm, name, &e),
+        Err(e) => {
+            let r = raise_later(g.as_ref(), comm, name, &e);
+            drop(g);
+            r.now()
+        }
     }
 }
 
@@ -214,12 +228,14 @@ pub fn call(name: &str, comm: i32, f: impl FnOnce(&mut CState) -> Result<()>) ->
 pub fn call_pure(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => class::SUCCESS,
-        Ok(Err(e)) => raise(lock().as_ref(), h::COMM_WORLD, name, &e),
-        Err(_) => raise(
-            lock().as_ref(),
-            h::COMM_WORLD,
-            name,
-            &Error::Intern(format!("{name}: internal panic (a bug)")),
-        ),
+        Ok(Err(e)) => {
+            let r = raise_later(lock().as_ref(), h::COMM_WORLD, name, &e);
+            r.now()
+        }
+        Err(_) => {
+            let e = Error::Intern(format!("{name}: internal panic (a bug)"));
+            let r = raise_later(lock().as_ref(), h::COMM_WORLD, name, &e);
+            r.now()
+        }
     }
 }

@@ -344,7 +344,7 @@ impl<P: Port> Engine<P> {
         // Payloads go straight from user memory; a noncontiguous one is packed once.
         let buf = match buf.as_contiguous() {
             Some(_) => buf,
-            None => UserBuf::owned(buf.to_packed()),
+            None => UserBuf::owned(buf.to_packed()?),
         };
         let eager = len <= self.eager;
         if eager && mode == Mode::Standard {
@@ -457,7 +457,7 @@ impl<P: Port> Engine<P> {
 
     /// Blocking receive of exactly `len` bytes on a collective context.
     pub fn coll_recv(&mut self, env: Envelope, len: usize) -> Result<Vec<u8>> {
-        let b = UserBuf::owned(vec![0u8; len]);
+        let b = UserBuf::owned(crate::mem::zeroed(len)?);
         let id = self.irecv(env, b)?;
         self.wait_until(|s| s.is_done(id))?;
         let r = self.st_mut().release(id);

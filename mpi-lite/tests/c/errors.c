@@ -80,11 +80,11 @@ int main(int argc, char **argv) {
     /* One-sided: present, unsupported, never pretending. */
     MPI_Win win = MPI_WIN_NULL;
     char buf[64];
-    CHECK(MPI_Win_create(buf, 64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win) == MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK(cls(MPI_Win_create(buf, 64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win)) == MPI_ERR_UNSUPPORTED_OPERATION);
     CHECK(win == MPI_WIN_NULL);
-    CHECK(MPI_Put(buf, 1, MPI_CHAR, 0, 0, 1, MPI_CHAR, win) == MPI_ERR_UNSUPPORTED_OPERATION);
-    CHECK(MPI_Win_fence(0, win) == MPI_ERR_UNSUPPORTED_OPERATION);
-    CHECK(MPI_Send_init(&x, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, &r) == MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK(cls(MPI_Put(buf, 1, MPI_CHAR, 0, 0, 1, MPI_CHAR, win)) == MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK(cls(MPI_Win_fence(0, win)) == MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK(cls(MPI_Send_init(&x, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, &r)) == MPI_ERR_UNSUPPORTED_OPERATION);
 
     char msg[MPI_MAX_ERROR_STRING];
     int len;

@@ -158,6 +158,7 @@ static ATTR_HOST: AtomicI32 = AtomicI32::new(PROC_NULL);
 static ATTR_IO: AtomicI32 = AtomicI32::new(ANY_SOURCE);
 static ATTR_WTIME_GLOBAL: AtomicI32 = AtomicI32::new(0);
 static ATTR_UNIVERSE: AtomicI32 = AtomicI32::new(0);
+static ATTR_LASTUSEDCODE: AtomicI32 = AtomicI32::new(0);
 
 mpi_fn!(MPI_Comm_get_attr, PMPI_Comm_get_attr, (comm: c_int, keyval: c_int, attribute_val: *mut c_void,
         flag: *mut c_int) -> c_int {
@@ -170,8 +171,12 @@ mpi_fn!(MPI_Comm_get_attr, PMPI_Comm_get_attr, (comm: c_int, keyval: c_int, attr
             0x6440_0005 => Some(&ATTR_IO),
             0x6440_0007 => Some(&ATTR_WTIME_GLOBAL),
             0x6440_0009 => Some(&ATTR_UNIVERSE),
-            0x6440_000b => None,
-            k => return Err(Error::Unsupported(format!("MPI_Comm_get_attr with keyval {k:#x} (user attributes)"))),
+            0x6440_000b => {
+                ATTR_LASTUSEDCODE.store(crate::errors::last_used(), Ordering::Relaxed);
+                Some(&ATTR_LASTUSEDCODE)
+            }
+            0x6440_000d => None,
+            k => return Err(Error::Keyval(format!("MPI_Comm_get_attr: keyval {k:#x} does not exist"))),
         };
         // SAFETY: `attribute_val` is the address of the caller's `int *` (§6.7.2): it gets
         // the address of the value, static here; `flag` is the caller's int.

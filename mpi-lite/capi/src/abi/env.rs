@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use mpi_lite::error::{class, class_string};
+use mpi_lite::error::class;
 use mpi_lite::{Error, Mpi};
 
 use super::{mpi_fn, put, put_str};
@@ -35,6 +35,7 @@ fn init(required: c_int) -> c_int {
         if bind_cores {
             bind(job.rank(), job.size());
         }
+        crate::errors::set_rank(job.rank());
         let mpi = Mpi::new(&job)?;
         EPOCH.get_or_init(Instant::now);
         MAIN_THREAD.get_or_init(|| std::thread::current().id());
@@ -44,7 +45,11 @@ fn init(required: c_int) -> c_int {
     })();
     match r {
         Ok(()) => class::SUCCESS,
-        Err(e) => raise(g.as_ref(), h::COMM_WORLD, name, &e),
+        Err(e) => {
+            let r = state::raise_later(g.as_ref(), h::COMM_WORLD, name, &e);
+            drop(g);
+            r.now()
+        }
     }
 }
 
@@ -117,6 +122,7 @@ mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
         } else {
             "MPI_Finalize before MPI_Init".into()
         });
+        drop(g);
         return raise(None, h::COMM_WORLD, "MPI_Finalize", &e);
     };
     WORLD_ERRH.store(st.comm_entry(h::COMM_WORLD).map_or(h::ERRORS_ARE_FATAL, |c| c.errh), Ordering::Relaxed);
@@ -124,6 +130,7 @@ mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
     let CState { mpi, job, .. } = st;
     let r = mpi.finalize();
     drop(job);
+    drop(g);
     match r {
         Ok(()) => class::SUCCESS,
         Err(e) => raise(None, h::COMM_WORLD, "MPI_Finalize", &e),
@@ -143,8 +150,7 @@ mpi_fn!(MPI_Finalized, PMPI_Finalized, (flag: *mut c_int) -> c_int {
 });
 
 mpi_fn!(MPI_Abort, PMPI_Abort, (_comm: c_int, errorcode: c_int) -> c_int {
-    let rank = lock().as_ref().map_or(-1, |s| s.mpi.world_data().rank as i64);
-    eprintln!("mpi-lite: rank {rank}: MPI_Abort({errorcode}) called: aborting the job");
+    crate::errors::say(&format!("MPI_Abort({errorcode}) called: aborting the job"));
     // skifrun ends the other ranks when one fails.
     std::process::exit(if errorcode == 0 { 1 } else { errorcode & 0xff })
 });
@@ -203,64 +209,3 @@ mpi_fn!(MPI_Get_library_version, PMPI_Get_library_version, (version: *mut c_char
     state::call_pure("MPI_Get_library_version", || unsafe { put_str(version, resultlen, &s, 8192) })
 });
 
-mpi_fn!(MPI_Error_class, PMPI_Error_class, (errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    state::call_pure("MPI_Error_class", || {
-        // Codes are classes in mpi-lite.
-        if class_string(errorcode).is_none() {
-            return Err(Error::Arg(format!("MPI_Error_class: {errorcode} is not an error code")));
-        }
-        // SAFETY: the caller's int.
-        unsafe { put(errorclass, errorcode, "errorclass") }
-    })
-});
-
-mpi_fn!(MPI_Error_string, PMPI_Error_string, (errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
-    state::call_pure("MPI_Error_string", || {
-        let s = class_string(errorcode).ok_or_else(|| {
-            Error::Arg(format!("MPI_Error_string: {errorcode} is not an error code"))
-        })?;
-        // SAFETY: MPI_MAX_ERROR_STRING bytes at `string`.
-        unsafe { put_str(string, resultlen, s, 512) }
-    })
-});
-
-mpi_fn!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler, (comm: c_int, errhandler: c_int) -> c_int {
-    if errhandler != h::ERRORS_ARE_FATAL && errhandler != h::ERRORS_RETURN {
-        let e = Error::Arg(format!(
-            "MPI_Comm_set_errhandler: handler {errhandler} is not MPI_ERRORS_ARE_FATAL or MPI_ERRORS_RETURN"));
-        return raise(lock().as_ref(), comm, "MPI_Comm_set_errhandler", &e);
-    }
-    // Allowed on MPI_COMM_WORLD before Init and after Finalize too, so that errors of
-    // calls made then can be returned (as MPI-4 allows).
-    if comm == h::COMM_WORLD && PHASE.load(Ordering::Acquire) != 1 {
-        WORLD_ERRH.store(errhandler, Ordering::Relaxed);
-        return class::SUCCESS;
-    }
-    call("MPI_Comm_set_errhandler", comm, |st| {
-        st.comm_entry(comm)?;
-        if let Some(Some(e)) = st.comms.get_mut(comm as usize) {
-            e.errh = errhandler;
-        }
-        Ok(())
-    })
-});
-
-mpi_fn!(MPI_Comm_get_errhandler, PMPI_Comm_get_errhandler, (comm: c_int, errhandler: *mut c_int) -> c_int {
-    call("MPI_Comm_get_errhandler", comm, |st| {
-        let e = st.comm_entry(comm)?.errh;
-        // SAFETY: the caller's int.
-        unsafe { put(errhandler, e, "errhandler") }
-    })
-});
-
-mpi_fn!(MPI_Errhandler_free, PMPI_Errhandler_free, (errhandler: *mut c_int) -> c_int {
-    // The predefined handlers are the only ones; freeing one just nulls the handle.
-    // SAFETY: the caller's int.
-    state::call_pure("MPI_Errhandler_free", || unsafe { put(errhandler, 0, "errhandler") })
-});
-
-mpi_fn!(MPI_Comm_create_errhandler, PMPI_Comm_create_errhandler, (_f: *mut std::ffi::c_void, _errhandler: *mut c_int) -> c_int {
-    state::call_pure("MPI_Comm_create_errhandler", || {
-        Err(Error::Unsupported("MPI_Comm_create_errhandler (user error handlers)".into()))
-    })
-});

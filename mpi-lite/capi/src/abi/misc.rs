@@ -115,7 +115,7 @@ mpi_fn!(MPI_Info_delete, PMPI_Info_delete, (i: c_int, key: *const c_char) -> c_i
         let k = unsafe { get_str(key, "key")? };
         let e = info(st, i)?;
         let at = e.iter().position(|(x, _)| *x == k)
-            .ok_or_else(|| Error::Arg(format!("MPI_Info_delete: no key {k:?}")))?;
+            .ok_or_else(|| Error::InfoNoKey(format!("MPI_Info_delete: no key {k:?}")))?;
         e.remove(at);
         Ok(())
     })

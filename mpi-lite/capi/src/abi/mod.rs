@@ -1,6 +1,6 @@
 //! The `extern "C"` functions of `mpi.h`, grouped as in the header.
 #![allow(unsafe_code)] // `#[no_mangle]` entry points taking raw pointers from C
-#![allow(non_snake_case, non_camel_case_types, clippy::missing_safety_doc)]
+#![allow(non_snake_case, non_camel_case_types, non_upper_case_globals, clippy::missing_safety_doc)]
 // The C signatures are the MPI standard's.
 #![allow(clippy::too_many_arguments)]
 
@@ -15,19 +15,23 @@ use crate::state::{h, CState};
 mod coll;
 mod comms;
 mod env;
+mod errh;
 mod misc;
 mod p2p;
 mod rma;
 mod topo;
+mod typeinfo;
 mod types;
 
 pub use coll::*;
 pub use comms::*;
 pub use env::*;
+pub use errh::*;
 pub use misc::*;
 pub use p2p::*;
 pub use rma::*;
 pub use topo::*;
+pub use typeinfo::*;
 pub use types::*;
 
 /// Defines `PMPI_<name>` with the body and `MPI_<name>` forwarding to it. The contract of
@@ -181,6 +185,8 @@ pub(crate) unsafe fn user_buf(
         return Ok(unsafe { UserBuf::new_static(buf.cast(), n, d) });
     }
     let d: Datatype = st.dtype(dt)?;
+    // A count near INT_MAX of a large type: MPI_ERR_COUNT, before any byte is touched.
+    d.span(n)?;
     // NULL is MPI_BOTTOM, legal with derived types of absolute addresses only.
     if buf.is_null() && n > 0 && d.size() > 0 && d.predefined().is_some() {
         return Err(null_buf(call, n, &d));

@@ -180,7 +180,7 @@ mpi_fn!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c
         // SAFETY: blocking: the buffer is valid for the whole call.
         let rb = unsafe { user_buf(st, buf, count, datatype, "MPI_Sendrecv_replace")? };
         // The outgoing data is copied first: the receive overwrites the buffer.
-        let sb = UserBuf::owned(rb.to_packed());
+        let sb = UserBuf::owned(rb.to_packed()?);
         let rs = st.mpi.sendrecv(&c, sb, dest, sendtag, rb, source, recvtag)?;
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &rs) };

@@ -9,8 +9,21 @@ use mpi_lite::{Error, Result};
 use super::{arr, arr_mut, mpi_fn, put};
 use crate::state::{call, call_pure, h, CState};
 
-const UNWEIGHTED: usize = 2;
-const WEIGHTS_EMPTY: usize = 3;
+/// `MPI_UNWEIGHTED` and `MPI_WEIGHTS_EMPTY` are the addresses of these (as MPICH's are of
+/// objects of its own): a constant like `(int *)2` made GCC warn, under `-Werror` fail, on
+/// every call passing one ("reading 4 bytes from a region of size 0"). Never written.
+#[no_mangle]
+pub static mpi_lite_unweighted: c_int = 0;
+/// See [`mpi_lite_unweighted`].
+#[no_mangle]
+pub static mpi_lite_weights_empty: c_int = 0;
+
+fn is_unweighted(p: *const c_int) -> bool {
+    std::ptr::eq(p, &mpi_lite_unweighted)
+}
+fn is_weights_empty(p: *const c_int) -> bool {
+    std::ptr::eq(p, &mpi_lite_weights_empty)
+}
 
 fn cart(st: &CState, comm: c_int) -> Result<(Vec<i32>, Vec<bool>, usize)> {
     let c = st.comm(comm)?;
@@ -143,8 +156,13 @@ unsafe fn neighbours(
 ) -> Result<(Vec<(i32, i32)>, bool)> {
     // SAFETY: forwarded.
     let r = unsafe { arr(ranks, n, what)? };
-    let weighted = !(w as usize == UNWEIGHTED || (w as usize == WEIGHTS_EMPTY && n == 0));
-    let ws: Vec<i32> = if weighted {
+    // Weighted unless MPI_UNWEIGHTED; MPI_WEIGHTS_EMPTY is the weights of no neighbour
+    // (MPI-3.1 §7.5.4): weighted, and only valid with a degree of 0.
+    let weighted = !is_unweighted(w);
+    if is_weights_empty(w) && n != 0 {
+        return Err(Error::Arg(format!("{what}: MPI_WEIGHTS_EMPTY with {n} neighbours")));
+    }
+    let ws: Vec<i32> = if weighted && n > 0 {
         // SAFETY: forwarded.
         unsafe { arr(w, n, "weights")? }.to_vec()
     } else {
@@ -212,7 +230,7 @@ mpi_fn!(MPI_Dist_graph_neighbors, PMPI_Dist_graph_neighbors, (comm: c_int, maxin
             for (o, &(x, _)) in out.iter_mut().zip(list) {
                 *o = x;
             }
-            if w && wt as usize != UNWEIGHTED && !wt.is_null() {
+            if w && !is_unweighted(wt) && !wt.is_null() {
                 // SAFETY: as above, for the weights.
                 let ow = unsafe { arr_mut(wt, list.len(), "weights")? };
                 for (o, &(_, y)) in ow.iter_mut().zip(list) {

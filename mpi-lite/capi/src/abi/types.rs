@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use mpi_lite::datatype::Datatype;
+use mpi_lite::datatype::{Combiner, Contents, Datatype};
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
 
@@ -23,6 +23,11 @@ unsafe fn new_type(st: &mut CState, d: Result<Datatype>, out: *mut c_int) -> Res
     unsafe { put(out, h, "newtype") }
 }
 
+/// The constructor's result recording its arguments (`MPI_Type_get_contents`).
+fn rec(d: Result<Datatype>, combiner: Combiner, ints: Vec<i32>, aints: Vec<isize>, types: Vec<Datatype>) -> Result<Datatype> {
+    d.map(|d| d.with_contents(Contents { combiner, ints, aints, types }))
+}
+
 fn lens(v: &[c_int], what: &str) -> Result<Vec<usize>> {
     v.iter()
         .map(|&n| {
@@ -33,7 +38,8 @@ fn lens(v: &[c_int], what: &str) -> Result<Vec<usize>> {
 
 mpi_fn!(MPI_Type_contiguous, PMPI_Type_contiguous, (n: c_int, oldtype: c_int, newtype: *mut c_int) -> c_int {
     call("MPI_Type_contiguous", h::COMM_WORLD, |st| {
-        let d = st.dtype_any(oldtype).and_then(|o| Datatype::contiguous(count(n, "MPI_Type_contiguous")?, &o));
+        let o = st.dtype_any(oldtype)?;
+        let d = rec(Datatype::contiguous(count(n, "MPI_Type_contiguous")?, &o), Combiner::Contiguous, vec![n], vec![], vec![o]);
         // SAFETY: the caller's handle.
         unsafe { new_type(st, d, newtype) }
     })
@@ -42,9 +48,9 @@ mpi_fn!(MPI_Type_contiguous, PMPI_Type_contiguous, (n: c_int, oldtype: c_int, ne
 mpi_fn!(MPI_Type_vector, PMPI_Type_vector, (n: c_int, blocklength: c_int, stride: c_int, oldtype: c_int,
         newtype: *mut c_int) -> c_int {
     call("MPI_Type_vector", h::COMM_WORLD, |st| {
-        let d = st.dtype_any(oldtype).and_then(|o| {
-            Datatype::vector(count(n, "MPI_Type_vector")?, count(blocklength, "MPI_Type_vector")?, stride as isize, &o)
-        });
+        let o = st.dtype_any(oldtype)?;
+        let d = Datatype::vector(count(n, "MPI_Type_vector")?, count(blocklength, "MPI_Type_vector")?, stride as isize, &o);
+        let d = rec(d, Combiner::Vector, vec![n, blocklength, stride], vec![], vec![o]);
         // SAFETY: the caller's handle.
         unsafe { new_type(st, d, newtype) }
     })
@@ -53,9 +59,9 @@ mpi_fn!(MPI_Type_vector, PMPI_Type_vector, (n: c_int, blocklength: c_int, stride
 mpi_fn!(MPI_Type_create_hvector, PMPI_Type_create_hvector, (n: c_int, blocklength: c_int, stride: isize,
         oldtype: c_int, newtype: *mut c_int) -> c_int {
     call("MPI_Type_create_hvector", h::COMM_WORLD, |st| {
-        let d = st.dtype_any(oldtype).and_then(|o| {
-            Datatype::hvector(count(n, "MPI_Type_create_hvector")?, count(blocklength, "MPI_Type_create_hvector")?, stride, &o)
-        });
+        let o = st.dtype_any(oldtype)?;
+        let d = Datatype::hvector(count(n, "MPI_Type_create_hvector")?, count(blocklength, "MPI_Type_create_hvector")?, stride, &o);
+        let d = rec(d, Combiner::Hvector, vec![n, blocklength], vec![stride], vec![o]);
         // SAFETY: the caller's handle.
         unsafe { new_type(st, d, newtype) }
     })
@@ -66,9 +72,11 @@ mpi_fn!(MPI_Type_indexed, PMPI_Type_indexed, (n: c_int, blocklengths: *const c_i
     call("MPI_Type_indexed", h::COMM_WORLD, |st| {
         // SAFETY: `n` ints in each array (MPI contract).
         let (b, d) = unsafe { (arr(blocklengths, n, "array_of_blocklengths")?, arr(displs, n, "array_of_displacements")?) };
+        let ints = [&[n][..], b, d].concat();
         let b = lens(b, "MPI_Type_indexed")?;
         let d: Vec<isize> = d.iter().map(|&x| x as isize).collect();
-        let t = st.dtype_any(oldtype).and_then(|o| Datatype::indexed(&b, &d, &o));
+        let o = st.dtype_any(oldtype)?;
+        let t = rec(Datatype::indexed(&b, &d, &o), Combiner::Indexed, ints, vec![], vec![o]);
         // SAFETY: the caller's handle.
         unsafe { new_type(st, t, newtype) }
     })
@@ -79,8 +87,10 @@ mpi_fn!(MPI_Type_create_hindexed, PMPI_Type_create_hindexed, (n: c_int, blocklen
     call("MPI_Type_create_hindexed", h::COMM_WORLD, |st| {
         // SAFETY: `n` elements in each array (MPI contract).
         let (b, d) = unsafe { (arr(blocklengths, n, "array_of_blocklengths")?, arr(displs, n, "array_of_displacements")?) };
+        let ints = [&[n][..], b].concat();
         let b = lens(b, "MPI_Type_create_hindexed")?;
-        let t = st.dtype_any(oldtype).and_then(|o| Datatype::hindexed(&b, d, &o));
+        let o = st.dtype_any(oldtype)?;
+        let t = rec(Datatype::hindexed(&b, d, &o), Combiner::Hindexed, ints, d.to_vec(), vec![o]);
         // SAFETY: the caller's handle.
         unsafe { new_type(st, t, newtype) }
     })
@@ -91,9 +101,11 @@ mpi_fn!(MPI_Type_create_indexed_block, PMPI_Type_create_indexed_block, (n: c_int
     call("MPI_Type_create_indexed_block", h::COMM_WORLD, |st| {
         // SAFETY: `n` ints (MPI contract).
         let d = unsafe { arr(displs, n, "array_of_displacements")? };
+        let ints = [&[n, blocklength][..], d].concat();
         let bl = count(blocklength, "MPI_Type_create_indexed_block")?;
         let d: Vec<isize> = d.iter().map(|&x| x as isize).collect();
-        let t = st.dtype_any(oldtype).and_then(|o| Datatype::indexed(&vec![bl; d.len()], &d, &o));
+        let o = st.dtype_any(oldtype)?;
+        let t = rec(Datatype::indexed(&vec![bl; d.len()], &d, &o), Combiner::IndexedBlock, ints, vec![], vec![o]);
         // SAFETY: the caller's handle.
         unsafe { new_type(st, t, newtype) }
     })
@@ -107,9 +119,10 @@ mpi_fn!(MPI_Type_create_struct, PMPI_Type_create_struct, (n: c_int, blocklengths
             (arr(blocklengths, n, "array_of_blocklengths")?, arr(displs, n, "array_of_displacements")?,
              arr(types, n, "array_of_types")?)
         };
+        let ints = [&[n][..], b].concat();
         let b = lens(b, "MPI_Type_create_struct")?;
         let ts: Vec<Datatype> = t.iter().map(|&x| st.dtype_any(x)).collect::<Result<_>>()?;
-        let r = Datatype::structure(&b, d, &ts);
+        let r = rec(Datatype::structure(&b, d, &ts), Combiner::Struct, ints, d.to_vec(), ts);
         // SAFETY: the caller's handle.
         unsafe { new_type(st, r, newtype) }
     })
@@ -118,7 +131,8 @@ mpi_fn!(MPI_Type_create_struct, PMPI_Type_create_struct, (n: c_int, blocklengths
 mpi_fn!(MPI_Type_create_resized, PMPI_Type_create_resized, (oldtype: c_int, lb: isize, extent: isize,
         newtype: *mut c_int) -> c_int {
     call("MPI_Type_create_resized", h::COMM_WORLD, |st| {
-        let t = st.dtype_any(oldtype).map(|o| Datatype::resized(&o, lb, extent));
+        let o = st.dtype_any(oldtype)?;
+        let t = rec(Ok(Datatype::resized(&o, lb, extent)), Combiner::Resized, vec![], vec![lb, extent], vec![o]);
         // SAFETY: the caller's handle.
         unsafe { new_type(st, t, newtype) }
     })
@@ -126,7 +140,8 @@ mpi_fn!(MPI_Type_create_resized, PMPI_Type_create_resized, (oldtype: c_int, lb: 
 
 mpi_fn!(MPI_Type_dup, PMPI_Type_dup, (oldtype: c_int, newtype: *mut c_int) -> c_int {
     call("MPI_Type_dup", h::COMM_WORLD, |st| {
-        let t = st.dtype_any(oldtype);
+        let o = st.dtype_any(oldtype)?;
+        let t = rec(Ok(o.clone()), Combiner::Dup, vec![], vec![], vec![o]);
         // SAFETY: the caller's handle.
         unsafe { new_type(st, t, newtype) }
     })
@@ -259,7 +274,7 @@ mpi_fn!(MPI_Unpack, PMPI_Unpack, (inbuf: *const c_void, insize: c_int, position:
 mpi_fn!(MPI_Pack_size, PMPI_Pack_size, (incount: c_int, datatype: c_int, comm: c_int, size: *mut c_int) -> c_int {
     call("MPI_Pack_size", comm, |st| {
         st.comm(comm)?;
-        let n = count(incount, "MPI_Pack_size")? * st.dtype_any(datatype)?.size();
+        let n = st.dtype_any(datatype)?.span(count(incount, "MPI_Pack_size")?)?;
         let n = c_int::try_from(n).map_err(|_| Error::Count("MPI_Pack_size: size does not fit an int".into()))?;
         // SAFETY: the caller's int.
         unsafe { put(size, n, "size") }
