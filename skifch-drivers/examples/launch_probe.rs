@@ -12,6 +12,10 @@
 //! skifrun -n N -- launch_probe ignore <rank> <code> <rank> exits with <code>; the others sleep forever
 //! skifrun -n N -- launch_probe pids <file> [<rank>] every rank appends "rank pid" to <file> and sleeps
 //!                                                   forever; <rank> ignores SIGTERM
+//! skifrun -n N -- launch_probe spawn <file>         every rank leaves processes behind and exits 0
+//!                                                   (finalized): a forked child, a double-forked
+//!                                                   grandchild in its own session, a `sleep`;
+//!                                                   appends "<kind> <pid>" lines and "segment <inode>"
 //! skifrun -n N -- launch_probe wait-policy <policy> exit 0 if SKIFCH_WAIT and the channel's policy
 //!                                                   are <policy> and SKIFCH_DRIVER is shm
 //! ```
@@ -57,6 +61,25 @@ fn monotonic() -> Duration {
     // SAFETY: `ts` is a valid timespec to write to.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Forks a child that sleeps for ever (in a new session if `setsid`); returns its pid.
+fn fork_sleeper(setsid: bool) -> i32 {
+    // SAFETY: the child makes only async-signal-safe calls (setsid, pause) and never returns.
+    match unsafe { libc::fork() } {
+        0 => {
+            if setsid {
+                // SAFETY: setsid takes no arguments.
+                unsafe { libc::setsid() };
+            }
+            loop {
+                // SAFETY: pause takes no arguments.
+                unsafe { libc::pause() };
+            }
+        }
+        -1 => fail("fork failed".into()),
+        pid => pid,
+    }
 }
 
 fn raise(sig: i32) -> ! {
@@ -183,6 +206,60 @@ fn main() {
             f.write_all(format!("{me} {}\n", std::process::id()).as_bytes())
                 .unwrap_or_else(|e| fail(format!("{path}: {e}")));
             sleep_forever();
+        }
+        "spawn" => {
+            let path: String = arg(&args, 1);
+            let mut lines = String::new();
+            // A fork after Init: holds the segment's mapping.
+            lines += &format!("fork {}\n", fork_sleeper(false));
+            // A double fork into a new session: an orphan outside the rank's group.
+            let (rd, wr) = {
+                let mut fds = [0; 2];
+                // SAFETY: `fds` has room for two descriptors.
+                assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+                (fds[0], fds[1])
+            };
+            // SAFETY: the child only forks, writes and exits (async-signal-safe calls).
+            match unsafe { libc::fork() } {
+                0 => {
+                    let pid = fork_sleeper(true);
+                    // SAFETY: `wr` is the pipe's write end; 4 bytes from a live i32.
+                    unsafe {
+                        libc::write(wr, (&pid as *const i32).cast(), 4);
+                        libc::_exit(0)
+                    }
+                }
+                -1 => fail("fork failed".into()),
+                mid => {
+                    let mut pid = 0i32;
+                    // SAFETY: reads 4 bytes into a live i32; waits for our own child.
+                    unsafe {
+                        libc::read(rd, (&mut pid as *mut i32).cast(), 4);
+                        libc::waitpid(mid, std::ptr::null_mut(), 0);
+                    }
+                    lines += &format!("setsid {pid}\n");
+                }
+            }
+            let sleep = std::process::Command::new("sleep")
+                .arg("1000")
+                .spawn()
+                .unwrap_or_else(|e| fail(format!("sleep: {e}")));
+            lines += &format!("sleep {}\n", sleep.id());
+            std::mem::forget(sleep); // left running on purpose: the launcher must end it
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+            let ino = maps
+                .lines()
+                .find(|l| l.contains("/memfd:skifch-job"))
+                .and_then(|l| l.split_whitespace().nth(4))
+                .unwrap_or_else(|| fail("the segment is not mapped".into()));
+            lines += &format!("segment {ino}\n");
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&path)
+                .unwrap_or_else(|e| fail(format!("{path}: {e}")));
+            f.write_all(lines.as_bytes())
+                .unwrap_or_else(|e| fail(format!("{path}: {e}")));
         }
         "wait-policy" => {
             let want: String = arg(&args, 1);

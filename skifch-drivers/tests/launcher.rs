@@ -355,3 +355,129 @@ fn self_launch_reruns_the_program_as_a_job() {
         assert!(stdout.contains(&format!("launcher: job exited with {status}")));
     }
 }
+
+/// Whether any process has the memfd with inode `ino` open or mapped.
+fn segment_holders(ino: &str) -> Vec<String> {
+    let mut holders = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if pid.parse::<u32>().is_err() {
+            continue;
+        }
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        let mapped = maps.lines().any(|l| {
+            l.contains("/memfd:skifch-job") && l.split_whitespace().nth(4) == Some(ino)
+        });
+        let open = std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|d| {
+            d.filter_map(|e| e.ok()).any(|e| {
+                std::fs::read_link(e.path())
+                    .is_ok_and(|t| t.to_string_lossy().starts_with("/memfd:skifch-job"))
+                    && std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(e.path()).unwrap())
+                        .to_string()
+                        == ino
+            })
+        });
+        if (mapped || open) && !gone(pid.parse().unwrap()) {
+            holders.push(pid);
+        }
+    }
+    holders
+}
+
+#[test]
+fn processes_started_by_ranks_end_with_the_job() {
+    // Issue 16, defect 2: a wrapper's background helper (`sh -c 'helper & exec prog'`,
+    // which inherits SKIFCH_FD), a fork after Init, a double fork into a new session and a
+    // plain child of each rank: none may outlive skifrun or keep the segment alive.
+    let file = temp_file("spawn");
+    let f = file.to_str().unwrap();
+    let script = format!(
+        "sleep 1000 & echo \"wrapper $!\" >> {f}; exec {} spawn {f}",
+        probe().display()
+    );
+    // stdout to /dev/null: helpers that inherit a pipe would keep the test reading it.
+    let child = Command::new(skifrun_exe())
+        .args(["-n", "2", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (out, _) = wait_limit(child, LIMIT);
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let mut pids = Vec::new();
+    let mut segment = None;
+    for l in text.lines() {
+        let (kind, v) = l.split_once(' ').unwrap();
+        match kind {
+            "segment" => segment = Some(v.to_string()),
+            _ => pids.push(v.parse::<i32>().unwrap()),
+        }
+    }
+    assert_eq!(pids.len(), 8, "2 ranks x (wrapper, fork, setsid, sleep): {text}");
+    let left: Vec<i32> = pids.iter().copied().filter(|&p| !gone(p)).collect();
+    for &p in &left {
+        // SAFETY: kill with integers; cleaning up after a failed check.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "outlived the job: {left:?} of\n{text}");
+    let holders = segment_holders(&segment.expect("the ranks reported the segment"));
+    assert!(holders.is_empty(), "still hold the segment: {holders:?}");
+}
+
+#[test]
+fn ctrl_c_to_the_whole_process_group_is_an_interrupt_not_a_failure() {
+    // Issue 16, defect 9: the terminal sends SIGINT to the whole foreground process group.
+    // skifrun must exit 130 (128 + SIGINT, as mpirun does) and report no rank "killed by
+    // signal 2" as a failure, every time.
+    use std::os::unix::process::CommandExt;
+    for round in 0..10 {
+        let file = temp_file(&format!("sigint-{round}"));
+        let child = skifrun(&["-n", "12"], &["pids", file.to_str().unwrap()])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pids = rank_pids(&file, 12);
+        // SAFETY: kill with integer arguments, to the process group of our own child.
+        assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
+        let (out, _) = wait_limit(child, LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "round {round}: {err}");
+        assert!(err.contains("skifrun: got SIGINT"), "round {round}: {err}");
+        assert!(!err.contains("killed by signal"), "round {round}: {err}");
+        assert!(all_gone_within(&pids, Duration::from_secs(1)), "round {round}");
+        let _ = std::fs::remove_file(&file);
+    }
+}
+
+#[test]
+fn rank_0_reads_a_terminal_on_stdin() {
+    // The ranks lead their own process groups, outside the terminal's foreground group:
+    // rank 0 reading the terminal directly would be stopped by SIGTTIN (the job hangs).
+    // skifrun forwards a terminal stdin to rank 0 through a pipe, as mpirun does. The
+    // terminal is a pty made by `script` (util-linux).
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no `script` (util-linux) to run skifrun on a terminal");
+        return;
+    }
+    let inner = format!(
+        "{} -n 2 -- sh -c 'if [ $SKIFCH_RANK = 0 ]; then read x; echo \"rank0 got $x\"; fi'",
+        skifrun_exe().display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kept open until the end: an end of file on script's input may end the session.
+    let mut input = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut input, b"hello\n").unwrap();
+    let (out, _) = wait_limit(child, LIMIT);
+    drop(input);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("rank0 got hello"), "{stdout}");
+}

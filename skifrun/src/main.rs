@@ -25,7 +25,9 @@ enum Driver {
 /// binaries run over either driver.
 /// When a rank fails (non-zero exit, signal, or exit without finalizing), its peers'
 /// calls fail with "peer lost" (EPIPE); survivors get --grace seconds to exit, then
-/// SIGKILL. SIGINT/SIGTERM/SIGHUP: SIGTERM to every rank, SIGKILL after --grace.
+/// SIGKILL. SIGINT/SIGTERM/SIGHUP: forwarded to every rank, SIGKILL after --grace.
+/// Each rank runs in its own process group: processes it starts (helpers, forks) are
+/// killed when the job ends. A terminal on stdin is forwarded to rank 0.
 ///
 /// Exit status: 0 if every rank exited 0; else the first failing rank's status
 /// (128+signal if killed; 1 if it exited 0 without finalizing); 128+signal if skifrun
