@@ -200,7 +200,7 @@ pub fn reducer(t: Num, op: ReduceOp) -> Result<Box<dyn Reducer>, Error> {
 }
 
 impl<P: Port> World<P> {
-    fn me_in(&self, t: &Team) -> Result<usize, Error> {
+    pub(crate) fn me_in(&self, t: &Team) -> Result<usize, Error> {
         t.index_of(self.my_pe()).ok_or_else(|| {
             Error::BadArgument(format!(
                 "PE {} is not a member of the team {:?}",

@@ -15,11 +15,16 @@ pub const TEAM_WORLD: usize = 1;
 /// `SHMEM_TEAM_SHARED` (every PE of a job shares memory with the others: the world).
 pub const TEAM_SHARED: usize = 2;
 
-/// The teams this PE created and has not destroyed, by handle: [`TEAM_WORLD`] and
-/// [`TEAM_SHARED`] are predefined; handles from 3 on are created teams.
+/// The teams this PE created and has not destroyed, by handle, each with its
+/// `num_contexts` option (`shmem_team_config_t`, §9.4.1; the predefined teams' is 0):
+/// [`TEAM_WORLD`] and [`TEAM_SHARED`] are predefined; handles from 3 on are created
+/// teams. Handles are never reused (a stale handle stays invalid) and a destroyed team
+/// leaves a 40-byte slot, so creating and destroying teams never runs out of anything:
+/// a team's collectives are keyed by its members and a per-members call count
+/// ([`World::group_id`](crate::World)), not by a slot of a fixed pool.
 pub struct Teams {
     n: u32,
-    made: Mutex<Vec<Option<Team>>>,
+    made: Mutex<Vec<Option<(Team, i32)>>>,
 }
 
 impl Teams {
@@ -31,7 +36,7 @@ impl Teams {
         }
     }
 
-    fn made(&self) -> std::sync::MutexGuard<'_, Vec<Option<Team>>> {
+    fn made(&self) -> std::sync::MutexGuard<'_, Vec<Option<(Team, i32)>>> {
         self.made.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -40,14 +45,23 @@ impl Teams {
         match h {
             TEAM_WORLD | TEAM_SHARED => Some(Team::world(self.n)),
             TEAM_INVALID => None,
-            h => self.made().get(h - 3).cloned().flatten(),
+            h => self.made().get(h - 3).cloned().flatten().map(|(t, _)| t),
         }
     }
 
-    /// Enters `t`; returns its handle.
-    pub fn add(&self, t: Team) -> usize {
+    /// The `num_contexts` option of live team `h`.
+    pub fn num_contexts(&self, h: usize) -> Option<i32> {
+        match h {
+            TEAM_WORLD | TEAM_SHARED => Some(0),
+            TEAM_INVALID => None,
+            h => self.made().get(h - 3).cloned().flatten().map(|(_, c)| c),
+        }
+    }
+
+    /// Enters `t` with option `num_contexts`; returns its handle.
+    pub fn add(&self, t: Team, num_contexts: i32) -> usize {
         let mut m = self.made();
-        m.push(Some(t));
+        m.push(Some((t, num_contexts)));
         m.len() + 2
     }
 
@@ -117,6 +131,32 @@ impl<P: Port> World<P> {
         Ok(self.team_my_pe(&t).is_some().then_some(t))
     }
 
+    /// `shmem_team_split_2d`: collective over `parent` (a barrier first). The parent's
+    /// members are laid out in rows of `xrange` (more than the team's size is the size):
+    /// member `i` is at `(i mod xrange, i div xrange)`. Returns this PE's row (its x-axis
+    /// team, numbered by x) and column (its y-axis team, numbered by y). A `xrange` below
+    /// 1 is [`Error::BadArgument`] on every PE.
+    pub fn team_split_2d(&self, parent: &Team, xrange: i32) -> Result<(Team, Team), Error> {
+        self.barrier(&parent.members)?;
+        if xrange < 1 {
+            return Err(Error::BadArgument(format!(
+                "xrange {xrange} of shmem_team_split_2d must be positive"
+            )));
+        }
+        let me = self.me_in(parent)?;
+        let x = (xrange as usize).min(parent.size());
+        let row = parent.members.chunks(x).nth(me / x).unwrap_or_default();
+        let col = parent.members.iter().skip(me % x).step_by(x);
+        Ok((
+            Team {
+                members: row.to_vec(),
+            },
+            Team {
+                members: col.copied().collect(),
+            },
+        ))
+    }
+
     /// `shmem_team_sync`: a barrier over `t`'s members.
     pub fn team_sync(&self, t: &Team) -> Result<(), Error> {
         self.barrier(&t.members)
@@ -132,10 +172,15 @@ mod tests {
         let ts = Teams::new(4);
         assert_eq!(ts.get(TEAM_WORLD).unwrap().size(), 4);
         assert!(ts.get(TEAM_INVALID).is_none() && ts.get(7).is_none());
-        let h = ts.add(Team {
-            members: vec![1, 3],
-        });
+        let h = ts.add(
+            Team {
+                members: vec![1, 3],
+            },
+            2,
+        );
         assert_eq!(h, 3);
+        assert_eq!(ts.num_contexts(h), Some(2));
+        assert_eq!(ts.num_contexts(TEAM_WORLD), Some(0));
         let t = ts.get(h).unwrap();
         assert_eq!(t.translate(1, &Team::world(4)), Some(3));
         assert_eq!(Team::world(4).translate(2, &t), None);

@@ -193,6 +193,11 @@ fn teams_contexts_locks() {
 }
 
 #[test]
+fn team_options_contexts_split_2d() {
+    check_program("teams_ctx_more");
+}
+
+#[test]
 fn threads_put_at_once() {
     check_program("threads");
 }

@@ -321,6 +321,30 @@ fn check_ctx(call: &str, ctx: usize) {
     ok(call, st(call).ctxs.check(ctx));
 }
 
+/// The job's PE number of `pe` in context `ctx`: a live context's team numbers its PEs
+/// (§9.5.2), the world's for the default context and `shmem_ctx_create`'s; else a fatal
+/// error.
+fn ctx_pe(call: &str, ctx: usize, pe: c_int) -> u32 {
+    if ctx == crate::ctx::CTX_DEFAULT {
+        return pe_u32(call, pe);
+    }
+    match ok(call, st(call).ctxs.team(ctx)).members {
+        None => pe_u32(call, pe),
+        Some(t) => usize::try_from(pe)
+            .ok()
+            .and_then(|i| t.members.get(i).copied())
+            .unwrap_or_else(|| {
+                fatal(
+                    call,
+                    &Error::BadPe {
+                        pe: pe.into(),
+                        n: t.members.len() as u32,
+                    },
+                )
+            }),
+    }
+}
+
 /// The team of handle `h`, or a fatal error.
 fn team(call: &str, h: usize) -> Team {
     st(call)

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 
 use skifch::rma::Amo;
 
-use super::{check_ctx, fatal, name, ok, pe_u32, sym, w, Error, SymAddr, STATE, W};
+use super::{ctx_pe, fatal, name, ok, sym, w, Error, SymAddr, STATE, W};
 use crate::signal::SignalOp;
 #[cfg(doc)]
 use crate::World;
@@ -176,10 +176,7 @@ fn slow(
     p: *const c_void,
     len: usize,
 ) -> (&'static W, u32, SymAddr) {
-    if ctx != 1 {
-        check_ctx(call, ctx);
-    }
-    let pe = pe_u32(call, pe);
+    let pe = ctx_pe(call, ctx, pe);
     (w(call), pe, sym(call, p, len))
 }
 
@@ -254,10 +251,7 @@ unsafe fn strided(
 ) {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
-    if ctx != 1 {
-        check_ctx(call, ctx);
-    }
-    let pe = pe_u32(call, pe);
+    let pe = ctx_pe(call, ctx, pe);
     let w = w(call);
     for k in 0..nelems as isize {
         let d = (dest as isize + k * dst * size as isize) as *mut u8;
@@ -352,10 +346,7 @@ pub unsafe extern "C" fn skifshmem_amo(
 
 /// Signal operations ([`SignalOp::from_code`]): after the data, the signal word.
 fn signal(call: &str, ctx: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
-    if ctx != 1 {
-        check_ctx(call, ctx);
-    }
-    let pe = pe_u32(call, pe);
+    let pe = ctx_pe(call, ctx, pe);
     let a = sym(call, sig_addr.cast(), 8);
     let op = SignalOp::from_code(sig_op).unwrap_or_else(|| {
         fatal(

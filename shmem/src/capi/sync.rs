@@ -16,15 +16,21 @@ pub extern "C" fn shmem_fence() {
 pub extern "C" fn shmem_quiet() {
     ok("shmem_quiet", w("shmem_quiet").quiet());
 }
+/// On `SHMEM_CTX_INVALID` nothing happens (§9.8.1).
 #[no_mangle]
 pub extern "C" fn shmem_ctx_fence(ctx: usize) {
-    check_ctx("shmem_ctx_fence", ctx);
-    shmem_fence();
+    if ctx != crate::ctx::CTX_INVALID {
+        check_ctx("shmem_ctx_fence", ctx);
+        shmem_fence();
+    }
 }
+/// On `SHMEM_CTX_INVALID` nothing happens (§9.8.2).
 #[no_mangle]
 pub extern "C" fn shmem_ctx_quiet(ctx: usize) {
-    check_ctx("shmem_ctx_quiet", ctx);
-    shmem_quiet();
+    if ctx != crate::ctx::CTX_INVALID {
+        check_ctx("shmem_ctx_quiet", ctx);
+        shmem_quiet();
+    }
 }
 
 /// The comparison of shmem.h's code, or a fatal error.

@@ -6,8 +6,29 @@
 
 use std::ffi::{c_int, c_long, c_void};
 
-use super::{check_ctx, fatal, ok, st, team, w, Error};
-use crate::team::TEAM_INVALID;
+use super::{ok, st, team, w, Error};
+use crate::ctx::{CtxTeam, CTX_INVALID};
+use crate::team::{TEAM_INVALID, TEAM_WORLD};
+
+/// `SHMEM_TEAM_NUM_CONTEXTS`, the one field of `shmem_team_config_t`.
+const NUM_CONTEXTS: c_long = 1;
+
+/// The `num_contexts` of a new team's `config` under `mask` (0 when not given).
+unsafe fn num_contexts(config: *const c_int, mask: c_long) -> i32 {
+    if mask & NUM_CONTEXTS == 0 || config.is_null() {
+        return 0;
+    }
+    // SAFETY: shmem_team_config_t starts with `int num_contexts`; the caller passes one.
+    unsafe { *config }
+}
+
+/// Stores handle `h` at `out` (if not NULL).
+unsafe fn put_handle(out: *mut usize, h: usize) {
+    if !out.is_null() {
+        // SAFETY: the caller passes a valid shmem_team_t / shmem_ctx_t pointer.
+        unsafe { *out = h };
+    }
+}
 
 #[no_mangle]
 pub extern "C" fn shmem_team_my_pe(t: usize) -> c_int {
@@ -47,22 +68,68 @@ pub unsafe extern "C" fn shmem_team_split_strided(
     start: c_int,
     stride: c_int,
     size: c_int,
-    _config: *const c_void,
-    _mask: c_long,
+    config: *const c_void,
+    mask: c_long,
     new_team: *mut usize,
 ) -> c_int {
     let call = "shmem_team_split_strided";
     let s = st(call);
+    if parent == TEAM_INVALID {
+        // SAFETY: forwards the caller's pointer.
+        unsafe { put_handle(new_team, TEAM_INVALID) };
+        return -1;
+    }
     let p = team(call, parent);
+    // SAFETY: forwards the caller's config.
+    let nc = unsafe { num_contexts(config.cast(), mask) };
     let (h, r) = match s.world.team_split_strided(&p, start, stride, size) {
-        Ok(Some(t)) => (s.teams.add(t), 0),
+        Ok(Some(t)) => (s.teams.add(t, nc), 0),
         Ok(None) => (TEAM_INVALID, 0),
         Err(Error::BadArgument(_) | Error::BadPe { .. }) => (TEAM_INVALID, -1),
-        Err(e) => fatal(call, &e),
+        Err(e) => super::fatal(call, &e),
     };
-    if !new_team.is_null() {
-        // SAFETY: the caller passes a valid shmem_team_t pointer.
-        unsafe { *new_team = h };
+    // SAFETY: forwards the caller's pointer.
+    unsafe { put_handle(new_team, h) };
+    r
+}
+
+/// `shmem_team_split_2d` (§9.4.7): collective over the parent; every member gets its row
+/// (x-axis team) and column (y-axis team). Returns 0, or −1 (both handles
+/// `SHMEM_TEAM_INVALID`) for an invalid parent or a `xrange` below 1.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the standard's signature
+pub unsafe extern "C" fn shmem_team_split_2d(
+    parent: usize,
+    xrange: c_int,
+    xconfig: *const c_void,
+    xmask: c_long,
+    xteam: *mut usize,
+    yconfig: *const c_void,
+    ymask: c_long,
+    yteam: *mut usize,
+) -> c_int {
+    let call = "shmem_team_split_2d";
+    let s = st(call);
+    let (x, y, r) = if parent == TEAM_INVALID {
+        (TEAM_INVALID, TEAM_INVALID, -1)
+    } else {
+        match s.world.team_split_2d(&team(call, parent), xrange) {
+            // SAFETY: forwards the caller's configs.
+            Ok((row, col)) => unsafe {
+                (
+                    s.teams.add(row, num_contexts(xconfig.cast(), xmask)),
+                    s.teams.add(col, num_contexts(yconfig.cast(), ymask)),
+                    0,
+                )
+            },
+            Err(Error::BadArgument(_)) => (TEAM_INVALID, TEAM_INVALID, -1),
+            Err(e) => super::fatal(call, &e),
+        }
+    };
+    // SAFETY: forwards the caller's pointers.
+    unsafe {
+        put_handle(xteam, x);
+        put_handle(yteam, y);
     }
     r
 }
@@ -83,80 +150,89 @@ pub extern "C" fn shmem_team_sync(t: usize) -> c_int {
     0
 }
 
-/// Teams have no configurable options: `num_contexts` reads 0.
+/// The team's options under `mask` (only `SHMEM_TEAM_NUM_CONTEXTS`: the value it was
+/// created with, 0 for the predefined teams). Returns 0, or −1 for `SHMEM_TEAM_INVALID`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_team_get_config(
     t: usize,
-    _mask: c_long,
+    mask: c_long,
     config: *mut c_int,
 ) -> c_int {
+    let call = "shmem_team_get_config";
     if t == TEAM_INVALID {
         return -1;
     }
-    team("shmem_team_get_config", t);
-    if !config.is_null() {
+    let nc = st(call)
+        .teams
+        .num_contexts(t)
+        .unwrap_or_else(|| super::fatal(call, &crate::team::invalid()));
+    if mask & NUM_CONTEXTS != 0 && !config.is_null() {
         // SAFETY: shmem_team_config_t starts with `int num_contexts`.
-        unsafe { *config = 0 };
+        unsafe { *config = nc };
     }
     0
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_split_2d(
-    _parent: usize,
-    _xrange: c_int,
-    _xc: *const c_void,
-    _xm: c_long,
-    _xt: *mut usize,
-    _yc: *const c_void,
-    _ym: c_long,
-    _yt: *mut usize,
-) -> c_int {
-    fatal(
-        "shmem_team_split_2d",
-        &Error::NotImplemented("shmem_team_split_2d"),
-    )
-}
-
-/// A new context (all contexts share the PE's ordering domain, see [`crate::ctx`]).
+/// A new context of the world (all contexts share the PE's ordering domain, see
+/// [`crate::ctx`]).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut usize) -> c_int {
-    let h = st("shmem_ctx_create").ctxs.create();
-    if !ctx.is_null() {
-        // SAFETY: the caller passes a valid shmem_ctx_t pointer.
-        unsafe { *ctx = h };
-    }
+    let h = st("shmem_ctx_create").ctxs.create(CtxTeam {
+        handle: TEAM_WORLD,
+        members: None,
+    });
+    // SAFETY: forwards the caller's pointer.
+    unsafe { put_handle(ctx, h) };
     0
 }
 
+/// A context of team `t`: PE numbers in calls on it are `t`'s (§9.5.2). Returns 0, or
+/// −1 with `SHMEM_CTX_INVALID` for `SHMEM_TEAM_INVALID` (a PE outside a split's team).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_team_create_ctx(
     t: usize,
     _options: c_long,
     ctx: *mut usize,
 ) -> c_int {
+    let call = "shmem_team_create_ctx";
     if t == TEAM_INVALID {
+        // SAFETY: forwards the caller's pointer.
+        unsafe { put_handle(ctx, CTX_INVALID) };
         return -1;
     }
-    team("shmem_team_create_ctx", t);
+    let tm = team(call, t);
+    let h = st(call).ctxs.create(CtxTeam {
+        handle: t,
+        members: (t > crate::team::TEAM_SHARED).then_some(tm),
+    });
     // SAFETY: forwards the caller's pointer.
-    unsafe { shmem_ctx_create(0, ctx) }
+    unsafe { put_handle(ctx, h) };
+    0
 }
 
+/// Ends `ctx` after a quiet; `SHMEM_CTX_INVALID` is ignored (§9.5.3).
 #[no_mangle]
 pub extern "C" fn shmem_ctx_destroy(ctx: usize) {
     let call = "shmem_ctx_destroy";
+    if ctx == CTX_INVALID {
+        return;
+    }
     let s = st(call);
     ok(call, s.ctxs.destroy(&s.world, ctx));
 }
 
-/// Every context's team is the world.
+/// The team `ctx` was made from (the world for the default context and
+/// `shmem_ctx_create`'s). Returns 0, or −1 with `SHMEM_TEAM_INVALID` for
+/// `SHMEM_CTX_INVALID` (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get_team(ctx: usize, t: *mut usize) -> c_int {
-    check_ctx("shmem_ctx_get_team", ctx);
-    if !t.is_null() {
-        // SAFETY: the caller passes a valid shmem_team_t pointer.
-        unsafe { *t = crate::team::TEAM_WORLD };
-    }
-    0
+    let call = "shmem_ctx_get_team";
+    let (h, r) = if ctx == CTX_INVALID {
+        (TEAM_INVALID, -1)
+    } else {
+        (ok(call, st(call).ctxs.team(ctx)).handle, 0)
+    };
+    // SAFETY: forwards the caller's pointer.
+    unsafe { put_handle(t, h) };
+    r
 }

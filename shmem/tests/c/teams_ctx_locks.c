@@ -42,7 +42,8 @@ int main(void) {
         for (int k = 0; k < ne; k++) CHECK(r[k] == 2 * k);
         shmem_ctx_t tctx;
         CHECK(shmem_team_create_ctx(evens, 0, &tctx) == 0);
-        shmem_ctx_long_p(tctx, &r[7], 5, me);
+        /* PE numbers on a team's context are the team's (§9.5.2) */
+        shmem_ctx_long_p(tctx, &r[7], 5, shmem_team_my_pe(evens));
         shmem_ctx_quiet(tctx);
         CHECK(r[7] == 5);
         shmem_ctx_destroy(tctx);
