@@ -6,7 +6,9 @@
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::abi::{current_call, note_call};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use mpi_lite::comm::CommData;
 use mpi_lite::datatype::{Basic, Datatype};
@@ -57,6 +59,22 @@ pub static PHASE: AtomicU8 = AtomicU8::new(0);
 /// of calls made then are raised on it).
 pub static WORLD_ERRH: AtomicI32 = AtomicI32::new(h::ERRORS_ARE_FATAL);
 static STATE: Mutex<Option<CState>> = Mutex::new(None);
+/// A call entered while another thread is inside one (issue 16 defect 6). The library
+/// provides `MPI_THREAD_SERIALIZED` at most: calls must not overlap (MPI-3.1 §12.4.3), and
+/// one process-wide lock serializes them — a blocking call holding it cannot be completed
+/// by a call of another thread, so waiting for the lock could deadlock for ever. Fails at
+/// once instead, naming both calls, on `MPI_COMM_WORLD`'s handler (the state, and so the
+/// communicator's handler, cannot be read while the other call holds it).
+#[cold]
+fn concurrent_entry(name: &str) -> c_int {
+    let e = Error::Other(format!(
+        "called while another thread is inside {}: mpi-lite provides MPI_THREAD_SERIALIZED \
+         at most, so MPI calls of several threads must not overlap (a blocking call cannot be \
+         completed by another thread's call: failing instead of deadlocking)",
+        current_call()
+    ));
+    raise_later(None, h::COMM_WORLD, name, &e).now()
+}
 
 /// The state lock (poisoning is ignored: a panic inside a call becomes MPI_ERR_INTERN and
 /// leaves tables consistent, each update being a single assignment).
@@ -202,10 +220,16 @@ fn not_running(name: &str) -> Error {
 }
 
 /// Runs MPI call `name` on the initialized state; errors are raised on `comm`'s handler;
-/// a panic (a bug) becomes `MPI_ERR_INTERN`, never unwinding into C.
+/// a panic (a bug) becomes `MPI_ERR_INTERN`, never unwinding into C. A call entered while
+/// another thread is inside one fails at once (see [`concurrent_entry`]).
 #[inline]
-pub fn call(name: &str, comm: i32, f: impl FnOnce(&mut CState) -> Result<()>) -> c_int {
-    let mut g = lock();
+pub fn call(name: &'static str, comm: i32, f: impl FnOnce(&mut CState) -> Result<()>) -> c_int {
+    let mut g = match STATE.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return concurrent_entry(name),
+    };
+    note_call(name);
     let r = match g.as_mut() {
         None => Err(not_running(name)),
         Some(st) => match catch_unwind(AssertUnwindSafe(|| f(st))) {

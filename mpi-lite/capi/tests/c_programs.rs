@@ -209,6 +209,37 @@ fn errors_are_fatal_by_default_and_name_the_call() {
     }
 }
 
+#[test]
+fn threads_take_turns_and_an_overlapping_call_fails_instead_of_deadlocking() {
+    // Issue 16 defect 6: a call entered while another thread blocks inside one used to wait
+    // for the process-wide lock for ever (seen: this test hung until its timeout).
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("threads", false);
+    for n in [1, 2, 3] {
+        run_ok(&exe, n, &[]);
+    }
+    for n in [1, 2] {
+        let mut cmd = testing::skifrun_cmd(n, &[], &exe);
+        cmd.arg("overlap");
+        let o = testing::run_job(cmd, JOB_TIMEOUT);
+        let ctx = format!("overlap, {n} ranks: {}\nstdout:\n{}\nstderr:\n{}", o.status, o.stdout, o.stderr);
+        assert_eq!(o.status.code(), Some(15), "{ctx}"); // MPI_ERR_OTHER, not a timeout
+        assert!(o.stderr.contains("MPI_Send: "), "{ctx}");
+        assert!(o.stderr.contains("inside MPI_Recv"), "{ctx}");
+        assert!(o.stderr.contains("MPI_THREAD_SERIALIZED"), "{ctx}");
+        assert!(!o.stdout.contains("MPI_Send returned"), "{ctx}");
+    }
+    let mut cmd = testing::skifrun_cmd(2, &[], &exe);
+    cmd.arg("return");
+    let o = testing::run_job(cmd, JOB_TIMEOUT);
+    let ctx = format!("return: {}\nstdout:\n{}\nstderr:\n{}", o.status, o.stdout, o.stderr);
+    // Each rank leaves without MPI_Finalize (its receiver can never finish): skifrun
+    // counts that as a failure; what matters is that the send returned MPI_ERR_OTHER.
+    assert_eq!(o.stdout.matches("MPI_Send returned 15").count(), 2, "{ctx}");
+}
+
 /// The `MPI_LITE_FN(ret, Name, (args))` declarations of mpi.h.
 fn declared() -> Vec<String> {
     let h = std::fs::read_to_string(mpi_root().join("include/mpi.h")).expect("reading mpi.h");

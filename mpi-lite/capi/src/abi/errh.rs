@@ -73,6 +73,10 @@ mpi_fn!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler, (comm: c_int, errhand
         if let Some(Some(e)) = st.comms.get_mut(comm as usize) {
             e.errh = errhandler;
         }
+        if comm == h::COMM_WORLD {
+            // Mirrored for errors raised when the state cannot be read (a concurrent call).
+            WORLD_ERRH.store(errhandler, Ordering::Relaxed);
+        }
         Ok(())
     })
 });

@@ -1,0 +1,70 @@
+/* Threads under MPI_THREAD_SERIALIZED (issue 16 defect 6). mpi-lite provides SERIALIZED
+ * at most: one process-wide lock serializes calls.
+ *   (no argument)  correct use: two threads take turns (a mutex of the program's around
+ *                  each call, as SERIALIZED requires): every call succeeds.
+ *   "overlap"      erroneous use: a thread blocks in MPI_Recv from this rank while the main
+ *                  thread calls the MPI_Send that would match it. This used to deadlock
+ *                  silently (the receive holds the lock, the send waits for it); now the send
+ *                  fails at once naming both calls (MPI_ERRORS_ARE_FATAL: the job aborts).
+ *   "return"       the same under MPI_ERRORS_RETURN: the send returns MPI_ERR_OTHER. */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int got = -1;
+
+static void *receiver(void *arg) {
+    (void)arg;
+    MPI_Recv(&got, 1, MPI_INT, rank, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return NULL;
+}
+
+static void *taker(void *arg) {
+    int id = *(int *)arg;
+    for (int i = 0; i < 2000; i++) {
+        pthread_mutex_lock(&mu);
+        int x = id * 100000 + i, y = -1;
+        MPI_Sendrecv(&x, 1, MPI_INT, rank, id, &y, 1, MPI_INT, rank, id, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        pthread_mutex_unlock(&mu);
+        if (y != x) {
+            fprintf(stderr, "threads: rank %d thread %d got %d, sent %d\n", rank, id, y, x);
+            _exit(3);
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    int provided = -1;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(provided == MPI_THREAD_SERIALIZED);
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (mode[0] == '\0') {
+        pthread_t t[2];
+        int ids[2] = {1, 2};
+        for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, taker, &ids[i]) == 0);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        MPI_Barrier(MPI_COMM_WORLD);
+        printf("threads: rank %d ok\n", rank);
+        MPI_Finalize();
+        return 0;
+    }
+    if (strcmp(mode, "return") == 0) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, receiver, NULL) == 0);
+    struct timespec d = {0, 200 * 1000 * 1000};
+    nanosleep(&d, NULL); /* the receiver is inside MPI_Recv by now */
+    int x = 42;
+    int rc = MPI_Send(&x, 1, MPI_INT, rank, 7, MPI_COMM_WORLD);
+    printf("threads: rank %d MPI_Send returned %d\n", rank, rc);
+    fflush(stdout);
+    /* The receiver can never complete: leave without MPI_Finalize. */
+    _exit(rc == MPI_ERR_OTHER ? 0 : 4);
+}
