@@ -128,7 +128,7 @@ int SkifCh_Finalize(void);
 /** This process's rank in the job (0..size-1). Errors: EINVAL outside Init..Finalize. */
 int SkifCh_Rank(void);
 
-/** Number of ranks in the job. Errors: EINVAL outside Init..Finalize. */
+/** Number of ranks in the job (at most 1024). Errors: EINVAL outside Init..Finalize. */
 int SkifCh_Size(void);
 
 /**

@@ -232,12 +232,18 @@ pub unsafe extern "C" fn SkifCh_RecvComp(ch: *mut SkifCh) -> c_int {
 pub extern "C" fn SkifCh_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
     ffi(-1, || {
         job::init().map(|()| 0).inspect_err(|e| {
-            // errno alone cannot say what to fix in the launcher environment.
-            if !matches!(e, Error::InvalidArgument(_)) {
-                eprintln!("skifch: SkifCh_Init: {e}");
-            }
+            // errno alone cannot say what to fix in the launcher environment (skifch.h
+            // promises the reason on stderr), EINVAL included.
+            say_init_failure(e);
         })
     })
+}
+
+/// The reason of a failed `SkifCh_Init`, in one `write` so that ranks' lines do not mix.
+fn say_init_failure(e: &Error) {
+    use std::io::Write;
+    let line = format!("skifch: SkifCh_Init: {e}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// `SkifCh_Finalize`: the call matching the first Init leaves the job; 0 or -1/errno.

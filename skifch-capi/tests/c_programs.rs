@@ -398,3 +398,27 @@ fn init_never_closes_a_descriptor_it_does_not_own() {
         }
     }
 }
+
+#[test]
+fn init_says_why_an_environment_value_is_out_of_range() {
+    // Issue 16, defect 8: EINVAL with no reason on stderr for out-of-range SKIFCH_PORTS /
+    // SKIFCH_LANE_KB, though skifch.h promises one.
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("tests/c/initenv.c", Link::Shared);
+    for (var, value, why) in [
+        ("SKIFCH_PORTS", "0", "SKIFCH_PORTS=0: ports per rank must be 1..=64"),
+        ("SKIFCH_PORTS", "65", "SKIFCH_PORTS=65: ports per rank must be 1..=64"),
+        ("SKIFCH_LANE_KB", "3", "SKIFCH_LANE_KB=3: the lane size in KiB must be a power of two in 1..=262144"),
+        ("SKIFCH_LANE_KB", "1048576", "SKIFCH_LANE_KB=1048576: the lane size"),
+    ] {
+        let mut cmd = Command::new(&exe);
+        testing::clean_env(&mut cmd).env(var, value);
+        let o = testing::run_job(cmd, JOB_TIMEOUT);
+        let ctx = format!("{var}={value}:\n{}", o.text());
+        assert!(o.status.success() && o.stdout.contains("initenv: EINVAL"), "{ctx}");
+        let line = o.stderr.lines().find(|l| l.starts_with("skifch: SkifCh_Init: "));
+        assert!(line.is_some_and(|l| l.contains(why)), "{ctx}");
+    }
+}

@@ -86,20 +86,42 @@ impl Params {
     }
 
     /// Parameters for `nranks` with defaults, overridden by `SKIFCH_PORTS` and `SKIFCH_LANE_KB`.
+    /// A value out of range is an [`Error::InvalidArgument`] naming the variable.
     pub fn from_env(nranks: u32) -> Result<Params> {
         let nports = match std::env::var("SKIFCH_PORTS") {
-            Ok(v) => v.parse().map_err(|_| {
-                Error::Bootstrap(format!("SKIFCH_PORTS={v:?} is not a number").into())
-            })?,
+            Ok(v) => match v.parse::<u32>() {
+                Ok(n) if (1..=MAX_PORTS).contains(&n) => n,
+                Ok(_) => {
+                    return Err(Error::InvalidArgument(
+                        format!("SKIFCH_PORTS={v}: ports per rank must be 1..={MAX_PORTS}").into(),
+                    ))
+                }
+                Err(_) => {
+                    return Err(Error::Bootstrap(
+                        format!("SKIFCH_PORTS={v:?} is not a number").into(),
+                    ))
+                }
+            },
             Err(_) => Self::DEFAULT_PORTS,
         };
         let lane_bytes = match std::env::var("SKIFCH_LANE_KB") {
-            Ok(v) => v
-                .parse::<usize>()
-                .map_err(|_| {
+            Ok(v) => {
+                let kb = v.parse::<usize>().map_err(|_| {
                     Error::Bootstrap(format!("SKIFCH_LANE_KB={v:?} is not a number").into())
-                })?
-                .saturating_mul(1024),
+                })?;
+                let bytes = kb.saturating_mul(1024);
+                if !bytes.is_power_of_two() || !(MIN_LANE..=MAX_LANE).contains(&bytes) {
+                    return Err(Error::InvalidArgument(
+                        format!(
+                            "SKIFCH_LANE_KB={v}: the lane size in KiB must be a power of two in {}..={}",
+                            MIN_LANE.div_ceil(1024),
+                            MAX_LANE / 1024
+                        )
+                        .into(),
+                    ));
+                }
+                bytes
+            }
             Err(_) => Self::default_lane_bytes(nranks, nports),
         };
         let p = Params {

@@ -236,7 +236,7 @@ pub fn default_dims(n: u32) -> Result<Dims> {
     }
     let Some((_, [x, y, z])) = best else {
         return Err(Error::InvalidArgument(
-            format!("{n} ranks do not form an X×Y×Z torus with every extent in 1..=16 (at most 4096 nodes); give --torus or another -n").into(),
+            format!("{n} ranks do not form an X×Y×Z torus with every extent in 1..=16 (and a job has at most 1024 ranks); give --torus or another -n").into(),
         ));
     };
     Dims::new(x as u8, y as u8, z as u8)
