@@ -229,7 +229,7 @@ impl<P: Port> Mpi<P> {
 
     /// `MPI_Send` of contiguous bytes (the C ABI's predefined types): `false` when the
     /// message is above the eager limit (nothing sent: use [`Mpi::send`]).
-    #[inline]
+    #[inline(always)] // on MPI_Send's and MPI_Isend's paths
     pub fn try_send_bytes(&self, c: &CommData, data: &[u8], dst: i32, tag: i32) -> Result<bool> {
         match Self::route(c, dst, tag)? {
             None => Ok(true),

@@ -6,6 +6,8 @@
 
 use std::borrow::Cow;
 
+use skifch::mem::copy_slice;
+
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
 
@@ -189,7 +191,7 @@ impl UserBuf {
             if let Some(dst) = self.as_contiguous_mut() {
                 // The common small message: one run into one run.
                 let n = a.len().min(dst.len());
-                dst[..n].copy_from_slice(&a[..n]);
+                copy_slice(dst, &a[..n]);
                 return;
             }
         }
@@ -207,7 +209,7 @@ impl UserBuf {
         let data = &data[..data.len().min(cap - from)];
         if let Some(dst) = self.as_contiguous_mut() {
             // One run (the common case): a plain copy.
-            dst[from..from + data.len()].copy_from_slice(data);
+            copy_slice(&mut dst[from..], data);
             return;
         }
         self.dt.for_each_piece(from, data.len(), |addr, pos, n| {

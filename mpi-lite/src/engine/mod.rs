@@ -184,8 +184,13 @@ impl Sink for [u8] {
     }
 }
 
-/// A request id (index into the engine's request table).
+/// A request id (index into the engine's request table, or [`SENT`]).
 pub type ReqId = u32;
+
+/// The id of every send that completed when it started (a standard-mode eager send: its
+/// data is out): no table entry, nothing to release, as MPICH's preallocated completed
+/// request. Waits and tests on it return at once with an empty status.
+pub const SENT: ReqId = (i32::MAX - 1) as ReqId;
 
 /// The engine: mpi-lite's proto endpoint plus the matching state.
 ///
@@ -348,14 +353,11 @@ impl<P: Port> Engine<P> {
         };
         let eager = len <= self.eager;
         if eager && mode == Mode::Standard {
-            // Complete once out: send first, then record a finished request (one lock).
+            // Complete once out (a Bsend's share of the buffer is free again at once).
             let data = buf.as_contiguous().unwrap_or(&[]);
             let r = send_eager(&mut self.ep, env, dst, data);
             r.map_err(|e| self.fail(e))?;
-            let s = self.st_mut();
-            let id = s.new_send(dst, bsend);
-            s.complete(id);
-            return Ok(id);
+            return Ok(SENT);
         }
         let id = self.st_mut().new_send(dst, bsend);
         let r = if eager {
@@ -382,32 +384,27 @@ impl<P: Port> Engine<P> {
     /// `ANY_TAG`). A source of `PROC_NULL` completes at once.
     pub fn irecv(&mut self, env: Envelope, buf: UserBuf) -> Result<ReqId> {
         self.check()?;
+        if env.src == PROC_NULL {
+            return Ok(self.done_request());
+        }
         let (id, reply) = {
             let s = self.st_mut();
+            let found = s.take_unexpected(env);
             let seq = s.next_seq();
+            // Built whole, in its slot: a request is large, so no second move.
             let id = s.alloc(Req {
-                kind: ReqKind::Nothing,
+                kind: ReqKind::Recv {
+                    env,
+                    buf,
+                    total: 0,
+                    got: 0,
+                },
                 done: false,
                 freed: false,
                 status: Status::default(),
                 err: None,
                 seq,
             });
-            if env.src == PROC_NULL {
-                let r = s.get_mut(id).expect("fresh");
-                r.status = Status::proc_null();
-                r.done = true;
-                return Ok(id);
-            }
-            let found = s.take_unexpected(env);
-            if let Some(r) = s.get_mut(id) {
-                r.kind = ReqKind::Recv {
-                    env,
-                    buf,
-                    total: 0,
-                    got: 0,
-                };
-            }
             let reply = match found {
                 Some(u) => s.deliver_unexpected(id, u),
                 None => {

@@ -104,11 +104,7 @@ pub(super) fn on_message<P: Port>(
             let p = am.payload();
             match s.match_posted(env) {
                 Some(id) => {
-                    let [a, b] = p.segments();
-                    s.fill_eager(id, env, p.len(), |buf| {
-                        buf.write_packed(0, a);
-                        buf.write_packed(a.len(), b);
-                    });
+                    s.fill_eager(id, env, p.len(), |buf| buf.write_segments(p.segments()));
                     ack.map(|(dst, sreq)| Reply::Ack { dst, sreq })
                 }
                 None => {

@@ -5,7 +5,7 @@ use skifch::Port;
 
 use super::protocol::H_DATA;
 use super::state::{Req, ReqKind};
-use super::{Engine, Envelope, ReqId, State, Status, PROC_NULL};
+use super::{Engine, Envelope, ReqId, State, Status, PROC_NULL, SENT};
 use crate::error::{Error, Result};
 
 impl<P: Port> Engine<P> {
@@ -36,23 +36,23 @@ impl<P: Port> Engine<P> {
     /// `MPI_Test` on one request: `None` while pending; when complete, releases the
     /// request and returns its status, or its error.
     pub fn test(&mut self, id: ReqId) -> Result<Option<Status>> {
+        if id == SENT {
+            return Ok(Some(Status::default()));
+        }
         let s = self.st_mut();
         match s.get(id) {
             None => Err(Error::Request(format!("request {id} does not exist"))),
             Some(r) if !r.done => Ok(None),
-            Some(_) => {
-                let r = s.release(id);
-                match r.err {
-                    Some(e) => Err(e),
-                    None => Ok(Some(r.status)),
-                }
-            }
+            Some(_) => s.finish(id).map(Some),
         }
     }
 
     /// `MPI_Request_get_status`: one round of progress, then the status of a complete
     /// request (or its error) without releasing it; `None` while pending.
     pub fn peek(&mut self, id: ReqId) -> Result<Option<Status>> {
+        if id == SENT {
+            return Ok(Some(Status::default()));
+        }
         if !self.is_done(id) {
             self.progress()?;
         }
@@ -80,15 +80,14 @@ impl<P: Port> Engine<P> {
 
     /// The outcome of `id` if it is complete (releasing it), else `None`.
     pub(super) fn test_done(&mut self, id: ReqId) -> Option<Result<Status>> {
+        if id == SENT {
+            return Some(Ok(Status::default()));
+        }
         let s = self.st_mut();
         if !s.is_done(id) {
             return None;
         }
-        let r = s.release(id);
-        Some(match r.err {
-            Some(e) => Err(e),
-            None => Ok(r.status),
-        })
+        Some(s.finish(id))
     }
 
     /// Progresses until `done(state)`; `PeerLost` and other transport errors end it (and
@@ -150,6 +149,9 @@ impl<P: Port> Engine<P> {
 
     /// `MPI_Request_free`: the request is released when it completes.
     pub fn request_free(&mut self, id: ReqId) -> Result<()> {
+        if id == SENT {
+            return Ok(());
+        }
         let s = self.st_mut();
         match s.get_mut(id) {
             None => Err(Error::Request(format!("request {id} does not exist"))),
@@ -167,6 +169,9 @@ impl<P: Port> Engine<P> {
     /// `MPI_Cancel`: a receive not yet matched completes as cancelled; anything else
     /// (sends, matched receives) completes normally (the standard allows that).
     pub fn cancel(&mut self, id: ReqId) -> Result<()> {
+        if id == SENT {
+            return Ok(()); // complete: a cancel has no effect (§3.8.4)
+        }
         let s = self.st_mut();
         let Some(r) = s.get(id) else {
             return Err(Error::Request(format!("request {id} does not exist")));

@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::protocol::Reply;
-use super::{Envelope, ReqId, Status};
+use super::{Envelope, ReqId, Status, SENT};
 use crate::error::{class, Error};
 use crate::mem::UserBuf;
 
@@ -204,12 +204,12 @@ impl State {
 
     /// `true` if request `id` is complete (not yet released).
     pub fn is_done(&self, id: ReqId) -> bool {
-        self.get(id).is_some_and(|r| r.done)
+        id == SENT || self.get(id).is_some_and(|r| r.done)
     }
 
     /// `true` if `id` names a live request.
     pub fn is_request(&self, id: ReqId) -> bool {
-        self.get(id).is_some()
+        id == SENT || self.get(id).is_some()
     }
 
     /// Bytes of the attached Bsend buffer in use.
@@ -247,6 +247,19 @@ impl State {
         let r = self.reqs[id as usize].take().expect("live request");
         self.free.push(id);
         r
+    }
+
+    /// The outcome of complete request `id` (its status, or its error), releasing it in
+    /// place: a request is large (its buffer's type), and moving it out costs a `memcpy`.
+    pub(super) fn finish(&mut self, id: ReqId) -> Result<Status, Error> {
+        let slot = &mut self.reqs[id as usize];
+        let out = match slot {
+            Some(r) => r.err.take().map_or(Ok(r.status), Err),
+            None => Err(Error::Intern(format!("request {id} released twice"))),
+        };
+        *slot = None;
+        self.free.push(id);
+        out
     }
 
     /// Marks `id` complete; drops it if the user already freed it.

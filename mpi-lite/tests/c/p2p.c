@@ -124,6 +124,25 @@ int main(int argc, char **argv) {
     CHECK(r == MPI_REQUEST_NULL);
     MPI_Recv(&x, 1, MPI_INT, left, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     CHECK(x == left);
+    /* Send requests (eager ones complete as they start and share one handle value):
+     * every completion call works on them, a cancel of a send has no effect. */
+    MPI_Request two[2];
+    MPI_Isend(&y, 1, MPI_INT, right, 6, MPI_COMM_WORLD, &two[0]);
+    MPI_Isend(&y, 1, MPI_INT, right, 7, MPI_COMM_WORLD, &two[1]);
+    CHECK(two[0] != MPI_REQUEST_NULL && two[1] != MPI_REQUEST_NULL);
+    CHECK(MPI_Request_get_status(two[0], &flag, &st) == MPI_SUCCESS);
+    CHECK(two[0] != MPI_REQUEST_NULL);
+    CHECK(MPI_Cancel(&two[0]) == MPI_SUCCESS);
+    MPI_Recv(&x, 1, MPI_INT, left, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(&x, 1, MPI_INT, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(x == left);
+    CHECK(MPI_Wait(&two[0], &st) == MPI_SUCCESS && two[0] == MPI_REQUEST_NULL);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(!flag);
+    do {
+        CHECK(MPI_Test(&two[1], &flag, &st) == MPI_SUCCESS);
+    } while (!flag);
+    CHECK(two[1] == MPI_REQUEST_NULL);
 
     /* PROC_NULL */
     MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st);

@@ -4,7 +4,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mpi_lite::engine::{Mode, ReqId, Status, ANY_SOURCE, ANY_TAG};
+use mpi_lite::engine::{Mode, ReqId, Status, ANY_SOURCE, ANY_TAG, SENT};
 use mpi_lite::error::class;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
@@ -102,6 +102,20 @@ macro_rules! nonblocking_send {
             call($name, comm, |st| {
                 if request.is_null() {
                     return Err(Error::Arg(concat!($name, ": request is NULL").into()));
+                }
+                // A standard-mode eager send of contiguous bytes completes as it starts: the
+                // blocking send's path, and the request is `SENT` (no table entry).
+                if $mode == Some(Mode::Standard) {
+                    let c = &st.comm_entry(comm)?.data;
+                    if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
+                        // SAFETY: MPI contract: the buffer is readable until the request
+                        // completes; here it completes before the call returns.
+                        let data = unsafe { std::slice::from_raw_parts(p, n) };
+                        if st.mpi.try_send_bytes(c, data, dest, tag)? {
+                            // SAFETY: checked non-null, the caller's MPI_Request.
+                            return unsafe { put(request, req_handle(SENT), "request") };
+                        }
+                    }
                 }
                 // SAFETY: MPI contract: the buffer stays valid until the request completes.
                 let id = unsafe { start_send(st, buf, count, datatype, dest, tag, comm, $mode, $name)? };
