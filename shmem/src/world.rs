@@ -60,8 +60,10 @@ pub struct Options {
     pub rma: Option<Arc<dyn Rma>>,
     /// Symmetric heap bytes per PE.
     pub heap_size: usize,
-    /// Also make this process's global variables symmetric (C programs; needs `rma` for
-    /// the direct path, and one executable for all PEs).
+    /// Also make this process's global variables symmetric: the address and length of
+    /// its `.data`/`.bss` (C programs: `skifch_drivers::shm_rma::data_segment`; needs
+    /// `rma` for the direct path, and one executable for all PEs). Nothing outside this
+    /// range is symmetric, though the direct path shares the pages around it.
     pub globals: Option<(usize, usize)>,
     /// Start a progress thread (message path).
     pub progress_thread: bool,
@@ -121,6 +123,9 @@ pub fn parse_size(s: &str) -> Option<usize> {
 /// Default symmetric heap per PE: 512 MiB of lazily backed memory (rate benchmarks
 /// allocate ~200 MB per PE).
 pub const DEFAULT_HEAP: usize = 512 << 20;
+
+/// The page size that [`Rma::share_in_place`] works in.
+const PAGE: usize = 4096;
 
 /// Aggregated puts to one PE go as one message of at most this many bytes (lanes
 /// allowing): 8 KiB gave 44 M puts/s of 8 bytes, 32 KiB 50 M/s (fewer wake-ups of the
@@ -200,11 +205,14 @@ impl<P: Port + 'static> World<P> {
                 let hw = rma::expose(r.as_ref(), r.alloc(heap_len)?, &mut exchange)?;
                 let dw = match opts.globals {
                     Some((addr, len)) => {
-                        // SAFETY: `globals` is the page-aligned writable data of this
-                        // program (shm_rma::data_segment), mapped for the process's life;
-                        // init runs before the library starts any thread.
-                        let seg = unsafe { r.share_in_place(addr as *mut u8, len)? };
-                        rma::expose(r.as_ref(), seg, &mut exchange)?
+                        // The enclosing pages are shared; only `.data`/`.bss` is exposed.
+                        let first = addr & !(PAGE - 1);
+                        let pages = (addr + len).next_multiple_of(PAGE) - first;
+                        // SAFETY: `globals` is the writable data of this program
+                        // (shm_rma::data_segment), whose pages are mapped for the
+                        // process's life; init runs before the library starts any thread.
+                        let seg = unsafe { r.share_in_place(first as *mut u8, pages)? };
+                        rma::expose(r.as_ref(), seg, &mut exchange)?.narrow(addr - first, len)
                     }
                     None => MappedWindow::empty(me),
                 };

@@ -32,11 +32,16 @@ fn lib_dir() -> &'static Path {
 /// program's own): each compiles to a file of its own and renames it into place, so no
 /// test ever starts a half-written executable.
 fn compile(name: &str, shared: bool) -> PathBuf {
+    compile_with(name, shared, "", &[])
+}
+
+/// As [`compile`] with extra compiler arguments, to `<name><tag>-so`/`-a`.
+fn compile_with(name: &str, shared: bool, tag: &str, extra: &[&str]) -> PathBuf {
     static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let lib = lib_dir();
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c");
     std::fs::create_dir_all(&out_dir).expect("scratch directory");
-    let exe = out_dir.join(format!("{name}-{}", if shared { "so" } else { "a" }));
+    let exe = out_dir.join(format!("{name}{tag}-{}", if shared { "so" } else { "a" }));
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = exe.with_extension(format!("tmp{}-{seq}", std::process::id()));
     let src = crate_dir().join(format!("tests/c/{name}.c"));
@@ -45,6 +50,7 @@ fn compile(name: &str, shared: bool) -> PathBuf {
         let mut c = Command::new(crate_dir().join("bin/skif-oshcc"));
         c.env("SKIFSHMEM_LIBDIR", lib)
             .args(flags)
+            .args(extra)
             .arg(&src)
             .arg("-o")
             .arg(&tmp);
@@ -55,6 +61,7 @@ fn compile(name: &str, shared: bool) -> PathBuf {
             .arg("-I")
             .arg(crate_dir().join("include"))
             .args(flags)
+            .args(extra)
             .arg(&src)
             .arg("-o")
             .arg(&tmp)
@@ -295,6 +302,41 @@ fn calls_aimed_at_a_dead_pe_fail() {
                 o.stderr
             );
         }
+    }
+}
+
+/// Issue 16 defect 4: the program's lazy-binding PLT slots (`.got.plt`, writable and
+/// right after RELRO with the default partial-RELRO link) are not symmetric data —
+/// `shmem_addr_accessible` says no and a put into them fails — on both paths, linked with
+/// `-z lazy` and as `skif-oshcc` links by default (full RELRO, checked in the ELF).
+#[test]
+fn plt_slots_are_not_symmetric() {
+    if !have_cc() {
+        return;
+    }
+    let lazy = compile_with("got", true, "-lazy", &["-Wl,-z,lazy"]);
+    let full = compile("got", true);
+    let dynamic = Command::new("readelf").args(["-d", "-l", "-W"]).arg(&full).output();
+    if let Ok(out) = dynamic {
+        let s = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            s.contains("GNU_RELRO") && (s.contains("BIND_NOW") || s.contains("Flags: NOW")),
+            "skif-oshcc did not link with -z now -z relro:\n{s}"
+        );
+    }
+    for env in [DIRECT, MESSAGES] {
+        for exe in [&lazy, &full] {
+            let o = run(exe, 2, env, &["query"]);
+            assert!(o.status.success(), "query {exe:?} {env:?}: {}\n{}", o.status, o.stderr);
+        }
+        let o = run(&lazy, 2, env, &["put"]);
+        assert!(
+            o.status.code() == Some(1)
+                && o.stderr.contains("shmem_putmem: address is not symmetric"),
+            "put into the PLT slots {env:?}: {}\n{}",
+            o.status,
+            o.stderr
+        );
     }
 }
 

@@ -17,7 +17,8 @@
 //! serving globals with messages (needs the target's progress for every access, and AMOs
 //! on globals would be a different mechanism from AMOs on the heap) and over
 //! `process_vm_readv/writev` (a syscall per access, no atomics, subject to ptrace policy
-//! at every call instead of once at start-up). [`data_segment`] finds the pages.
+//! at every call instead of once at start-up). [`data_segment`] finds `.data`/`.bss`
+//! (never the `.got.plt` beside them); the caller shares their pages.
 #![allow(unsafe_code)] // memfd/mmap syscalls and dl_iterate_phdr
 
 use std::fs::{File, OpenOptions};
@@ -171,8 +172,13 @@ impl Rma for ShmRma {
     }
 }
 
-/// The page-aligned range of the main program's writable data (`.data`, `.bss`), without
-/// its RELRO part (made read-only after relocation). `None` if the program has none.
+/// The main program's `.data` and `.bss`: the address and length of the bytes from the
+/// end of its RELRO part (read-only after relocation) and of its lazy-binding PLT slots
+/// (`.got.plt`: with the default, partial-RELRO link they follow RELRO on the same page,
+/// and a put there would redirect the peer's next library call — issue 16 defect 4) to
+/// the end of its writable segment. Not page-aligned: a caller that shares them
+/// ([`Rma::share_in_place`]) maps the enclosing pages and exposes only this range
+/// ([`skifch::rma::MappedWindow::narrow`]). `None` if the program has none.
 pub fn data_segment() -> Option<(usize, usize)> {
     struct Found {
         range: Option<(usize, usize)>,
@@ -188,20 +194,25 @@ pub fn data_segment() -> Option<(usize, usize)> {
         let bias = info.dlpi_addr as usize;
         // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
         let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
-        let mut relro_end = 0usize;
+        let mut lo = 0usize;
         for ph in phdrs {
             if ph.p_type == libc::PT_GNU_RELRO {
-                relro_end = bias + ph.p_vaddr as usize + ph.p_memsz as usize;
+                lo = lo.max(bias + ph.p_vaddr as usize + ph.p_memsz as usize);
+            }
+            if ph.p_type == libc::PT_DYNAMIC {
+                let dynamic = (bias + ph.p_vaddr as usize) as *const Elf64Dyn;
+                let n = ph.p_memsz as usize / std::mem::size_of::<Elf64Dyn>();
+                // SAFETY: the loaded program's dynamic section: `n` entries, mapped for
+                // the process's life, written only by the loader before main.
+                lo = lo.max(unsafe { plt_got_end(dynamic, n, bias) });
             }
         }
         for ph in phdrs {
             if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_W != 0 {
-                let start = bias + ph.p_vaddr as usize;
-                let end = start + ph.p_memsz as usize;
-                let s = (start & !(PAGE - 1)).max(relro_end.div_ceil(PAGE) * PAGE);
-                let e = end.div_ceil(PAGE) * PAGE;
-                if e > s {
-                    found.range = Some((s, e - s));
+                let start = (bias + ph.p_vaddr as usize).max(lo);
+                let end = bias + ph.p_vaddr as usize + ph.p_memsz as usize;
+                if end > start {
+                    found.range = Some((start, end - start));
                 }
             }
         }
@@ -211,4 +222,47 @@ pub fn data_segment() -> Option<(usize, usize)> {
     // SAFETY: the callback matches the expected signature and only reads the headers.
     unsafe { libc::dl_iterate_phdr(Some(cb), (&mut found as *mut Found).cast()) };
     found.range
+}
+
+/// An `Elf64_Dyn` entry of the dynamic section (the libc crate does not declare it).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Elf64Dyn {
+    d_tag: i64,
+    d_val: u64,
+}
+
+/// The end of the program's `.got.plt` (its three reserved words and one slot per PLT
+/// relocation, ELF x86-64 psABI §5.2), or 0 without one. `DT_PLTGOT` is a link-time
+/// address that some loaders relocate in place: below `bias` it is unrelocated.
+///
+/// # Safety
+/// `dynamic` points at `n` readable `Elf64_Dyn` entries.
+unsafe fn plt_got_end(dynamic: *const Elf64Dyn, n: usize, bias: usize) -> usize {
+    const DT_PLTRELSZ: i64 = 2;
+    const DT_PLTGOT: i64 = 3;
+    const DT_RELAENT: i64 = 9;
+    const DT_RELENT: i64 = 19;
+    const DT_PLTREL: i64 = 20;
+    const DT_RELA: u64 = 7;
+    let (mut got, mut relsz, mut relaent, mut relent, mut kind) = (0, 0, 24, 16, DT_RELA);
+    for i in 0..n {
+        // SAFETY: the caller's contract; `i < n`.
+        let d = unsafe { dynamic.add(i).read() };
+        match d.d_tag {
+            0 => break, // DT_NULL
+            DT_PLTGOT => got = d.d_val as usize,
+            DT_PLTRELSZ => relsz = d.d_val as usize,
+            DT_RELAENT => relaent = d.d_val as usize,
+            DT_RELENT => relent = d.d_val as usize,
+            DT_PLTREL => kind = d.d_val,
+            _ => {}
+        }
+    }
+    if got == 0 {
+        return 0;
+    }
+    let got = if got < bias { got + bias } else { got };
+    let ent = if kind == DT_RELA { relaent } else { relent };
+    got + 8 * (3 + relsz / ent.max(1))
 }

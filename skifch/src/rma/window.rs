@@ -123,6 +123,20 @@ impl MappedWindow {
         self.rank
     }
 
+    /// The same window limited to bytes `skip..skip + len` of every rank's segment (offset
+    /// 0 is then byte `skip`): for a library that must map whole pages but expose only
+    /// part of them (skifshmem's globals are `.data`/`.bss`, not the `.got.plt` that
+    /// shares their first page). Only shrinks: a rank whose segment is shorter keeps
+    /// what it has.
+    pub fn narrow(mut self, skip: usize, len: usize) -> Self {
+        for (base, size) in &mut self.bases {
+            let s = skip.min(*size);
+            *base = base.wrapping_add(s);
+            *size = len.min(*size - s);
+        }
+        self
+    }
+
     /// The fast accessor: where `off..off+len` of `rank`'s segment is mapped in this
     /// process; `None` if `rank` is out of range or the range leaves the segment. A bounds
     /// check and an addition (no call, no error value).
@@ -324,5 +338,21 @@ mod tests {
         let e = MappedWindow::empty(0);
         assert!(e.reach(0, 0, 0).is_none() && e.put(0, 0, &[1]).is_err());
         assert_eq!(Window::len(&e, 0), 0);
+    }
+
+    #[test]
+    fn narrow_exposes_only_the_inner_range() {
+        let rma = LocalRma::new(0, 1);
+        let mut one = |b: &[u8]| -> Result<Vec<Vec<u8>>> { Ok(vec![b.to_vec()]) };
+        let w = expose(&rma, rma.alloc(64).unwrap(), &mut one).unwrap();
+        let base = w.reach(0, 0, 0).unwrap();
+        let n = w.narrow(10, 20);
+        assert_eq!(n.reach(0, 0, 20), Some(base.wrapping_add(10)));
+        assert!(n.reach(0, 0, 21).is_none() && n.reach(0, 20, 1).is_none());
+        let w = expose(&rma, rma.alloc(64).unwrap(), &mut one).unwrap();
+        let base = w.reach(0, 0, 0).unwrap();
+        let w = w.narrow(60, 100); // past the end: only what the segment has
+        assert_eq!(w.reach(0, 0, 4), Some(base.wrapping_add(60)));
+        assert!(w.reach(0, 0, 5).is_none());
     }
 }
