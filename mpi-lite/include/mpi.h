@@ -303,6 +303,30 @@ extern int mpi_lite_unweighted, mpi_lite_weights_empty;
 #define MPI_T_ERR_INVALID 74
 #define MPI_ERR_LASTCODE 0x3fffffff
 
+/* Attribute callbacks (handles are ints: one shape for every kind). */
+typedef int(MPI_Comm_copy_attr_function)(MPI_Comm oldcomm, int comm_keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int(MPI_Comm_delete_attr_function)(MPI_Comm comm, int comm_keyval, void *attribute_val, void *extra_state);
+typedef int(MPI_Type_copy_attr_function)(MPI_Datatype oldtype, int type_keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int(MPI_Type_delete_attr_function)(MPI_Datatype datatype, int type_keyval, void *attribute_val, void *extra_state);
+typedef int(MPI_Win_copy_attr_function)(MPI_Win oldwin, int win_keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int(MPI_Win_delete_attr_function)(MPI_Win win, int win_keyval, void *attribute_val, void *extra_state);
+typedef int(MPI_Copy_function)(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int(MPI_Delete_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
+/* The copy callback of the *_DUP_FN names (copies the value); the NULL ones are null. */
+int mpi_lite_attr_dup_fn(int oldobj, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+#define MPI_COMM_NULL_COPY_FN ((MPI_Comm_copy_attr_function *)0)
+#define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0)
+#define MPI_COMM_DUP_FN ((MPI_Comm_copy_attr_function *)mpi_lite_attr_dup_fn)
+#define MPI_TYPE_NULL_COPY_FN ((MPI_Type_copy_attr_function *)0)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0)
+#define MPI_TYPE_DUP_FN ((MPI_Type_copy_attr_function *)mpi_lite_attr_dup_fn)
+#define MPI_WIN_NULL_COPY_FN ((MPI_Win_copy_attr_function *)0)
+#define MPI_WIN_NULL_DELETE_FN ((MPI_Win_delete_attr_function *)0)
+#define MPI_WIN_DUP_FN ((MPI_Win_copy_attr_function *)mpi_lite_attr_dup_fn)
+#define MPI_NULL_COPY_FN ((MPI_Copy_function *)0)
+#define MPI_NULL_DELETE_FN ((MPI_Delete_function *)0)
+#define MPI_DUP_FN ((MPI_Copy_function *)mpi_lite_attr_dup_fn)
+
 typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
 typedef void(MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
@@ -445,6 +469,27 @@ MPI_LITE_FN(int, Comm_test_inter, (MPI_Comm comm, int *flag))
 MPI_LITE_FN(int, Comm_set_name, (MPI_Comm comm, const char *comm_name))
 MPI_LITE_FN(int, Comm_get_name, (MPI_Comm comm, char *comm_name, int *resultlen))
 MPI_LITE_FN(int, Comm_get_attr, (MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag))
+
+/* attribute caching (MPI-3.1 §6.7; MPI_Comm_get_attr above) */
+MPI_LITE_FN(int, Comm_create_keyval, (MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state))
+MPI_LITE_FN(int, Comm_free_keyval, (int *comm_keyval))
+MPI_LITE_FN(int, Comm_set_attr, (MPI_Comm comm, int comm_keyval, void *attribute_val))
+MPI_LITE_FN(int, Comm_delete_attr, (MPI_Comm comm, int comm_keyval))
+MPI_LITE_FN(int, Type_create_keyval, (MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state))
+MPI_LITE_FN(int, Type_free_keyval, (int *type_keyval))
+MPI_LITE_FN(int, Type_set_attr, (MPI_Datatype datatype, int type_keyval, void *attribute_val))
+MPI_LITE_FN(int, Type_get_attr, (MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag))
+MPI_LITE_FN(int, Type_delete_attr, (MPI_Datatype datatype, int type_keyval))
+MPI_LITE_FN(int, Win_create_keyval, (MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state))
+MPI_LITE_FN(int, Win_free_keyval, (int *win_keyval))
+MPI_LITE_FN(int, Win_set_attr, (MPI_Win win, int win_keyval, void *attribute_val))
+MPI_LITE_FN(int, Win_get_attr, (MPI_Win win, int win_keyval, void *attribute_val, int *flag))
+MPI_LITE_FN(int, Win_delete_attr, (MPI_Win win, int win_keyval))
+MPI_LITE_FN(int, Keyval_create, (MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state))
+MPI_LITE_FN(int, Keyval_free, (int *keyval))
+MPI_LITE_FN(int, Attr_put, (MPI_Comm comm, int keyval, void *attribute_val))
+MPI_LITE_FN(int, Attr_get, (MPI_Comm comm, int keyval, void *attribute_val, int *flag))
+MPI_LITE_FN(int, Attr_delete, (MPI_Comm comm, int keyval))
 
 /* collectives */
 MPI_LITE_FN(int, Barrier, (MPI_Comm comm))

@@ -19,6 +19,8 @@
 #![allow(missing_docs)] // the extern "C" functions are the MPI standard's, documented by mpi.h and MPI-3.1
 
 mod abi;
+#[allow(unsafe_code)] // calls the program's attribute callbacks (C function pointers)
+mod attrs;
 #[allow(unsafe_code)] // calls the user's error handlers (C function pointers)
 mod errors;
 mod state;

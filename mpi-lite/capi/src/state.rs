@@ -67,13 +67,51 @@ static STATE: Mutex<Option<CState>> = Mutex::new(None);
 /// communicator's handler, cannot be read while the other call holds it).
 #[cold]
 fn concurrent_entry(name: &str) -> c_int {
-    let e = Error::Other(format!(
+    raise_later(None, h::COMM_WORLD, name, &concurrent_error()).now()
+}
+
+#[cold]
+fn concurrent_error() -> Error {
+    Error::Other(format!(
         "called while another thread is inside {}: mpi-lite provides MPI_THREAD_SERIALIZED \
          at most, so MPI calls of several threads must not overlap (a blocking call cannot be \
          completed by another thread's call: failing instead of deadlocking)",
         current_call()
-    ));
-    raise_later(None, h::COMM_WORLD, name, &e).now()
+    ))
+}
+
+/// Runs `f` on the initialized state and returns its result (errors not raised: for calls
+/// made of several steps, some of which run the program's callbacks with the lock
+/// released; see [`call_steps`]).
+pub fn with_state<T>(name: &'static str, f: impl FnOnce(&mut CState) -> Result<T>) -> Result<T> {
+    let mut g = match STATE.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return Err(concurrent_error()),
+    };
+    note_call(name);
+    match g.as_mut() {
+        None => Err(not_running(name)),
+        Some(st) => f(st),
+    }
+}
+
+/// MPI call `name` made of steps that take the state lock ([`with_state`]) between which
+/// the program's callbacks run (attribute copy and delete functions); errors are raised on
+/// `comm`'s handler, a panic becomes `MPI_ERR_INTERN`.
+pub fn call_steps(name: &'static str, comm: i32, f: impl FnOnce() -> Result<()>) -> c_int {
+    let r = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => Err(Error::Intern(format!("{name}: internal panic (a bug)"))),
+    };
+    let Err(e) = r else { return class::SUCCESS };
+    // Not `raise_now`: after a concurrent entry the lock is another thread's.
+    let how = match STATE.try_lock() {
+        Ok(g) => raise_later(g.as_ref(), comm, name, &e),
+        Err(TryLockError::Poisoned(p)) => raise_later(p.into_inner().as_ref(), comm, name, &e),
+        Err(TryLockError::WouldBlock) => raise_later(None, h::COMM_WORLD, name, &e),
+    };
+    how.now()
 }
 
 /// The state lock (poisoning is ignored: a panic inside a call becomes MPI_ERR_INTERN and

@@ -132,6 +132,11 @@ fn collectives() {
 }
 
 #[test]
+fn attribute_caching() {
+    check("attrs", &[]);
+}
+
+#[test]
 fn datatypes() {
     check("types", &[]);
 }

@@ -9,7 +9,8 @@ use mpi_lite::engine::{ANY_SOURCE, PROC_NULL, TAG_UB};
 use mpi_lite::{Error, Mpi, Result};
 
 use super::{arr, arr_mut, get, get_str, mpi_fn, put, put_str};
-use crate::state::{call, h, CState};
+use crate::attrs;
+use crate::state::{call, call_steps, h, with_state, CState};
 
 /// # Safety
 /// `out` is NULL (an error) or the caller's handle.
@@ -38,20 +39,39 @@ mpi_fn!(MPI_Comm_rank, PMPI_Comm_rank, (comm: c_int, rank: *mut c_int) -> c_int 
     })
 });
 
-mpi_fn!(MPI_Comm_dup, PMPI_Comm_dup, (comm: c_int, newcomm: *mut c_int) -> c_int {
-    call("MPI_Comm_dup", comm, |st| {
+/// Duplicates `comm` (its group, topology and error handler, §6.4.2) then its attributes
+/// through their copy callbacks (called with the state lock released); a failing callback
+/// frees the new communicator again. `MPI_Comm_dup` and the calls made of it.
+pub(crate) fn dup_comm(name: &'static str, comm: c_int) -> Result<c_int> {
+    let hd = with_state(name, |st| {
         let c = st.comm(comm)?;
         let d = st.mpi.dup(&c)?;
         let errh = st.comm_entry(comm)?.errh;
-        // SAFETY: the caller's handle.
-        unsafe { put_comm(st, Some(d), newcomm)? };
-        // The error handler is inherited (§6.4.2).
-        // SAFETY: just written by put_comm.
-        let hd = unsafe { *newcomm };
+        let hd = st.add_comm(d);
         if let Some(Some(e)) = st.comms.get_mut(hd as usize) {
             e.errh = errh;
         }
-        Ok(())
+        Ok(hd)
+    })?;
+    if let Err(e) = attrs::copy_all(name, attrs::Kind::Comm, comm, hd) {
+        let _ = attrs::delete_all(name, attrs::Kind::Comm, hd);
+        let _ = with_state(name, |st| {
+            st.comms[hd as usize] = None;
+            Ok(())
+        });
+        return Err(e);
+    }
+    Ok(hd)
+}
+
+mpi_fn!(MPI_Comm_dup, PMPI_Comm_dup, (comm: c_int, newcomm: *mut c_int) -> c_int {
+    call_steps("MPI_Comm_dup", comm, || {
+        if newcomm.is_null() {
+            return Err(Error::Arg("MPI_Comm_dup: newcomm is NULL".into()));
+        }
+        let hd = dup_comm("MPI_Comm_dup", comm)?;
+        // SAFETY: the caller's handle (checked non-null).
+        unsafe { put(newcomm, hd, "newcomm") }
     })
 });
 
@@ -99,14 +119,22 @@ mpi_fn!(MPI_Comm_create, PMPI_Comm_create, (comm: c_int, group: c_int, newcomm: 
 });
 
 mpi_fn!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut c_int) -> c_int {
-    call("MPI_Comm_free", h::COMM_WORLD, |st| {
+    call_steps("MPI_Comm_free", h::COMM_WORLD, || {
         // SAFETY: the caller's handle.
         let c = unsafe { get(comm, "comm")? };
-        st.comm_entry(c)?;
-        if c == h::COMM_WORLD || c == h::COMM_SELF {
-            return Err(Error::Comm("MPI_Comm_free: MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed".into()));
-        }
-        st.comms[c as usize] = None;
+        with_state("MPI_Comm_free", |st| {
+            st.comm_entry(c)?;
+            if c == h::COMM_WORLD || c == h::COMM_SELF {
+                return Err(Error::Comm("MPI_Comm_free: MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed".into()));
+            }
+            Ok(())
+        })?;
+        // The attributes' delete callbacks first, with the lock released (§6.7.2).
+        attrs::delete_all("MPI_Comm_free", attrs::Kind::Comm, c)?;
+        with_state("MPI_Comm_free", |st| {
+            st.comms[c as usize] = None;
+            Ok(())
+        })?;
         // SAFETY: the caller's handle.
         unsafe { put(comm, h::COMM_NULL, "comm") }
     })
@@ -176,7 +204,18 @@ mpi_fn!(MPI_Comm_get_attr, PMPI_Comm_get_attr, (comm: c_int, keyval: c_int, attr
                 Some(&ATTR_LASTUSEDCODE)
             }
             0x6440_000d => None,
-            k => return Err(Error::Keyval(format!("MPI_Comm_get_attr: keyval {k:#x} does not exist"))),
+            k => {
+                // A user keyval (§6.7.2): the value is the program's `void *`.
+                let v = attrs::get(attrs::Kind::Comm, comm, k)?;
+                // SAFETY: `attribute_val` is the address of the caller's `void *`; `flag`
+                // the caller's int.
+                return unsafe {
+                    if let Some(v) = v {
+                        put(attribute_val.cast::<*mut c_void>(), v as *mut c_void, "attribute_val")?;
+                    }
+                    put(flag, v.is_some() as c_int, "flag")
+                };
+            }
         };
         // SAFETY: `attribute_val` is the address of the caller's `int *` (§6.7.2): it gets
         // the address of the value, static here; `flag` is the caller's int.

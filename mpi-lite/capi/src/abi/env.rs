@@ -115,6 +115,13 @@ mpi_fn!(MPI_Init_thread, PMPI_Init_thread, (_argc: *mut c_int, _argv: *mut *mut 
 });
 
 mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
+    // MPI_COMM_SELF's attributes are deleted first, in the reverse order of setting, while
+    // MPI still works (MPI-3.1 §8.7.1: libraries hook their clean-up there).
+    if PHASE.load(Ordering::Acquire) == 1 {
+        if let Err(e) = crate::attrs::delete_all("MPI_Finalize", crate::attrs::Kind::Comm, h::COMM_SELF) {
+            return state::raise_now(h::COMM_WORLD, "MPI_Finalize", &e);
+        }
+    }
     let mut g = lock();
     let Some(st) = g.take() else {
         let e = Error::Other(if PHASE.load(Ordering::Acquire) == 2 {

@@ -13,6 +13,7 @@ use mpi_lite::{Error, Result, Status};
 
 use crate::state::{h, CState};
 
+mod attr;
 mod coll;
 mod comms;
 mod env;
@@ -24,6 +25,7 @@ mod topo;
 mod typeinfo;
 mod types;
 
+pub use attr::*;
 pub use coll::*;
 pub use comms::*;
 pub use env::*;

@@ -8,7 +8,8 @@ use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
 
 use super::{arr, count, get, get_str, mpi_fn, put, put_str};
-use crate::state::{call, h, CState};
+use crate::attrs;
+use crate::state::{call, call_steps, h, with_state, CState};
 
 /// Registers a new (uncommitted) type and writes its handle.
 ///
@@ -139,11 +140,29 @@ mpi_fn!(MPI_Type_create_resized, PMPI_Type_create_resized, (oldtype: c_int, lb: 
 });
 
 mpi_fn!(MPI_Type_dup, PMPI_Type_dup, (oldtype: c_int, newtype: *mut c_int) -> c_int {
-    call("MPI_Type_dup", h::COMM_WORLD, |st| {
-        let o = st.dtype_any(oldtype)?;
-        let t = rec(Ok(o.clone()), Combiner::Dup, vec![], vec![], vec![o]);
-        // SAFETY: the caller's handle.
-        unsafe { new_type(st, t, newtype) }
+    call_steps("MPI_Type_dup", h::COMM_WORLD, || {
+        if newtype.is_null() {
+            return Err(Error::Arg("MPI_Type_dup: newtype is NULL".into()));
+        }
+        let hd = with_state("MPI_Type_dup", |st| {
+            let o = st.dtype_any(oldtype)?;
+            let t = rec(Ok(o.clone()), Combiner::Dup, vec![], vec![], vec![o]);
+            let mut hd = 0;
+            // SAFETY: a local int.
+            unsafe { new_type(st, t, &mut hd)? };
+            Ok(hd)
+        })?;
+        // The attributes, through their copy callbacks, with the lock released (§6.7.4).
+        if let Err(e) = attrs::copy_all("MPI_Type_dup", attrs::Kind::Type, oldtype, hd) {
+            let _ = attrs::delete_all("MPI_Type_dup", attrs::Kind::Type, hd);
+            let _ = with_state("MPI_Type_dup", |st| {
+                st.types[hd as usize] = None;
+                Ok(())
+            });
+            return Err(e);
+        }
+        // SAFETY: the caller's handle (checked non-null).
+        unsafe { put(newtype, hd, "newtype") }
     })
 });
 
@@ -158,15 +177,22 @@ mpi_fn!(MPI_Type_commit, PMPI_Type_commit, (datatype: *mut c_int) -> c_int {
 });
 
 mpi_fn!(MPI_Type_free, PMPI_Type_free, (datatype: *mut c_int) -> c_int {
-    call("MPI_Type_free", h::COMM_WORLD, |st| {
+    call_steps("MPI_Type_free", h::COMM_WORLD, || {
         // SAFETY: the caller's handle.
         let t = unsafe { get(datatype, "datatype")? };
-        st.dtype_any(t)?;
-        if (t as usize) < h::FIRST_USER_TYPE {
-            return Err(Error::Type(format!("MPI_Type_free: datatype {t} is predefined")));
-        }
+        with_state("MPI_Type_free", |st| {
+            st.dtype_any(t)?;
+            if (t as usize) < h::FIRST_USER_TYPE {
+                return Err(Error::Type(format!("MPI_Type_free: datatype {t} is predefined")));
+            }
+            Ok(())
+        })?;
+        attrs::delete_all("MPI_Type_free", attrs::Kind::Type, t)?;
         // Pending operations keep their own reference to the type.
-        st.types[t as usize] = None;
+        with_state("MPI_Type_free", |st| {
+            st.types[t as usize] = None;
+            Ok(())
+        })?;
         // SAFETY: the caller's handle.
         unsafe { put(datatype, h::DATATYPE_NULL, "datatype") }
     })
