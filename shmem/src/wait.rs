@@ -157,7 +157,10 @@ impl<P: Port> World<P> {
     /// the `_vector` forms), or with `block == false` tests once (`shmem_test_*`). Returns
     /// the satisfied members' keys (every key for `All`, one for `Any`, at least one for
     /// `Some`); `None` when a test finds the set unsatisfied. An empty set is satisfied
-    /// at once, with no keys (§9.11: all → 1, any → `SIZE_MAX`, some → 0).
+    /// at once, with no keys (§9.11: all → 1, any → `SIZE_MAX`, some → 0). A test makes
+    /// one progress sweep first, as [`World::test`] does: on the message path a program
+    /// that puts and then loops on a test (`while (!shmem_test_all(…))`, as test suites
+    /// do) would otherwise never send its own aggregated puts or serve its peers'.
     pub fn wait_set(
         &self,
         set: &[Cond],
@@ -166,6 +169,9 @@ impl<P: Port> World<P> {
         block: bool,
     ) -> Result<Option<Vec<usize>>, Error> {
         let mut b = backoff();
+        if !block {
+            self.poll()?;
+        }
         loop {
             let hit = match mode {
                 Mode::All => set

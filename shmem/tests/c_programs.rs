@@ -185,6 +185,11 @@ fn ordering_wait_and_signals() {
 }
 
 #[test]
+fn test_and_wait_sets() {
+    check_program("test_sets");
+}
+
+#[test]
 fn collectives() {
     check_program("coll");
 }

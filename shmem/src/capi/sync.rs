@@ -99,7 +99,8 @@ pub unsafe extern "C" fn skifshmem_wait_set(
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     let c = cmp(call, c);
-    let base = var(call, ivars, width, signed);
+    // no variable to read with `nelems` 0 (NULL is allowed then)
+    let base = (nelems > 0).then(|| var(call, ivars, width, signed));
     let want = |i: usize| -> u64 {
         if values.is_null() {
             return value;
@@ -112,15 +113,17 @@ pub unsafe extern "C" fn skifshmem_wait_set(
         }
         u64::from_le_bytes(b)
     };
-    let set: Vec<Cond> = (0..nelems)
-        // SAFETY: `status` is NULL or holds `nelems` ints (OpenSHMEM 1.5 §9.11).
-        .filter(|&i| status.is_null() || unsafe { *status.add(i) } == 0)
-        .map(|i| Cond {
-            key: i,
-            var: base.at(i),
-            value: want(i),
-        })
-        .collect();
+    let set: Vec<Cond> = base.map_or_else(Vec::new, |base| {
+        (0..nelems)
+            // SAFETY: `status` is NULL or holds `nelems` ints (OpenSHMEM 1.5 §9.11).
+            .filter(|&i| status.is_null() || unsafe { *status.add(i) } == 0)
+            .map(|i| Cond {
+                key: i,
+                var: base.at(i),
+                value: want(i),
+            })
+            .collect()
+    });
     let mode = match mode {
         0 => Mode::All,
         1 => Mode::Any,
