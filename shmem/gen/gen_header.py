@@ -55,7 +55,6 @@ def tcode(n):
     if n == "double": return "21"
     if n == "complexf": return "30"
     if n == "complexd": return "31"
-    if n == "longdouble": return "99"
     if n == "char": return "((CHAR_MIN < 0 ? 0 : 10) + 1)"
     return f"{'' if n in SIGNED else '10 + '}(int)sizeof({t})"
 
@@ -255,6 +254,24 @@ int skifshmem_test(const char *call, const volatile void *ivar, size_t width, in
 size_t skifshmem_wait_set(const char *call, const volatile void *ivars, size_t nelems, size_t width, int is_signed, const int *status, int cmp, const void *values, uint64_t value, int mode, size_t *indices, int wait);
 int skifshmem_coll(const char *call, int kind, shmem_team_t team, void *dest, const void *src, size_t bytes, int root, ptrdiff_t dst, ptrdiff_t sst, size_t elem, int PE_start, int logPE_stride, int PE_size);
 int skifshmem_reduce(const char *call, shmem_team_t team, void *dest, const void *src, size_t nreduce, int type, int op, int PE_start, int logPE_stride, int PE_size);
+int skifshmem_reduce_fn(const char *call, shmem_team_t team, void *dest, const void *src, size_t nreduce, size_t elem, void (*combine)(const void *a, void *inout, size_t n), int PE_start, int logPE_stride, int PE_size);
+
+/* long double reductions: the library moves the bytes, these combine them (its
+ * `inout[i] = a[i] op inout[i]`); memcpy because its buffers are not aligned for long double */
+#define SKIF_LD_OP(name, expr) \
+    static inline void skif_ld_##name(const void *a, void *inout, size_t n) { \
+        for (size_t i = 0; i < n; i++) { \
+            long double x, y; \
+            memcpy(&x, (const char *)a + i * sizeof x, sizeof x); \
+            memcpy(&y, (char *)inout + i * sizeof y, sizeof y); \
+            y = (expr); \
+            memcpy((char *)inout + i * sizeof y, &y, sizeof y); \
+        } \
+    }
+SKIF_LD_OP(min, x < y ? x : y)
+SKIF_LD_OP(max, x > y ? x : y)
+SKIF_LD_OP(sum, x + y)
+SKIF_LD_OP(prod, x * y)
 
 static inline uint64_t skif_bits(const void *p, size_t n) { uint64_t b = 0; memcpy(&b, p, n); return b; }
 ''')
@@ -390,14 +407,18 @@ for n, t in RMA:
        f"return skifshmem_coll(__func__, 4, team, dest, source, nelems, 0, dst, sst, {sz}, 0, 0, 0);")
 for op, code in OPS.items():
     types = RED_BIT if op in ("and", "or", "xor") else (RED_MM if op in ("min", "max") else RED_SP)
+    def red(n, team, count, active):
+        if n == "longdouble":
+            return f"skifshmem_reduce_fn(__func__, {team}, dest, source, {count}, sizeof(long double), skif_ld_{op}, {active})"
+        return f"skifshmem_reduce(__func__, {team}, dest, source, {count}, {tcode(n)}, {code}, {active})"
     for n in types:
         t = C[n]
         fn("int", f"shmem_{n}_{op}_reduce", f"shmem_team_t team, {t} *dest, const {t} *source, size_t nreduce",
-           f"return skifshmem_reduce(__func__, team, dest, source, nreduce, {tcode(n)}, {code}, 0, 0, 0);")
+           f"return {red(n, 'team', 'nreduce', '0, 0, 0')};")
     for n in LEG[op]:
         t = C[n]
         fn("void", f"shmem_{n}_{op}_to_all", f"{t} *dest, const {t} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {t} *pWrk, long *pSync",
-           f"(void)pWrk; (void)pSync; skifshmem_reduce(__func__, SHMEM_TEAM_INVALID, dest, source, (size_t)nreduce, {tcode(n)}, {code}, PE_start, logPE_stride, PE_size);")
+           f"(void)pWrk; (void)pSync; {red(n, 'SHMEM_TEAM_INVALID', '(size_t)nreduce', 'PE_start, logPE_stride, PE_size')};")
 
 # ---- C11 generic selection ----
 def ptrs(t, qual):

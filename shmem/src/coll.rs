@@ -363,12 +363,24 @@ impl<P: Port> World<P> {
         ty: Num,
         op: ReduceOp,
     ) -> Result<(), Error> {
+        self.reduce_with(t, dst, src, nelems, &*reducer(ty, op)?)
+    }
+
+    /// [`World::reduce`] with any reduction kernel `r` (the C ABI's `long double`
+    /// operators, which the C compiler provides).
+    pub fn reduce_with(
+        &self,
+        t: &Team,
+        dst: SymAddr,
+        src: SymAddr,
+        nelems: usize,
+        r: &dyn Reducer,
+    ) -> Result<(), Error> {
         self.me_in(t)?;
-        let r = reducer(ty, op)?;
         self.quiet()?;
-        let send = self.read_vec(src, nelems * ty.size())?;
+        let send = self.read_vec(src, nelems * r.elem_size())?;
         let mut recv = vec![0u8; send.len()];
-        self.with_group(t, |g| skifch::coll::allreduce(g, &send, &mut recv, &*r))?;
+        self.with_group(t, |g| skifch::coll::allreduce(g, &send, &mut recv, r))?;
         self.write_local(dst, &recv)
     }
 }

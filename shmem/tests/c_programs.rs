@@ -200,6 +200,11 @@ fn collectives_zero_elements_and_subsets() {
 }
 
 #[test]
+fn long_double_reductions() {
+    check_program("longdouble");
+}
+
+#[test]
 fn teams_contexts_locks() {
     check_program("teams_ctx_locks");
 }

@@ -37,14 +37,25 @@ pub extern "C" fn shmem_sync(start: c_int, log: c_int, size: c_int, _psync: *mut
     ok(call, w(call).barrier(&t.members));
 }
 
-/// Team (`t` ≠ 0) or active-set (`t` = 0, `start/log/size`) of a collective.
+/// Team (`t` ≠ 0) or active-set (`t` = 0, `start/log/size`) of a collective; `None`
+/// (the call returns −1) for a team this PE is not in (`SHMEM_TEAM_INVALID`), a fatal
+/// error for an active set this PE is not in.
 fn coll_team(call: &str, t: usize, start: c_int, log: c_int, size: c_int) -> Option<Team> {
     let tm = if t != 0 {
         team(call, t)
     } else {
         active(call, start, log, size)
     };
-    tm.index_of(w(call).my_pe()).map(|_| tm)
+    if tm.index_of(w(call).my_pe()).is_none() {
+        if t != 0 {
+            return None;
+        }
+        fatal(
+            call,
+            &Error::BadArgument("this PE is not in the active set".into()),
+        );
+    }
+    Some(tm)
 }
 
 /// Collective kinds of `skifshmem_coll`: 0 broadcast, 1 collect, 2 fcollect, 3 alltoall,
@@ -71,13 +82,7 @@ pub unsafe extern "C" fn skifshmem_coll(
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
     let Some(tm) = coll_team(call, t, start, log, size) else {
-        if t != 0 {
-            return -1;
-        }
-        fatal(
-            call,
-            &Error::BadArgument("this PE is not in the active set".into()),
-        );
+        return -1;
     };
     let w = w(call);
     let n = tm.size();
@@ -150,7 +155,7 @@ fn num(call: &str, code: c_int) -> Num {
         31 => Num::C64,
         _ => fatal(
             call,
-            &Error::NotImplemented("this reduction type (long double)"),
+            &Error::BadArgument(format!("reduction type code {code}")),
         ),
     }
 }
@@ -188,31 +193,77 @@ pub unsafe extern "C" fn skifshmem_reduce(
 ) -> c_int {
     // SAFETY: see `name`.
     let call = unsafe { name(call) };
-    let ty = num(call, ty);
-    let op = rop(call, op);
+    let r = ok(call, crate::coll::reducer(num(call, ty), rop(call, op)));
+    reduce_on(call, t, dest, src, nreduce, &*r, (start, log, size))
+}
+
+/// The reductions' common part: `nreduce` elements of `r` over team `t` or the active
+/// set `(start, log, size)`; 0, or −1 for a team this PE is not in.
+fn reduce_on(
+    call: &str,
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    nreduce: usize,
+    r: &dyn skifch::coll::Reducer,
+    (start, log, size): (c_int, c_int, c_int),
+) -> c_int {
     let Some(tm) = coll_team(call, t, start, log, size) else {
-        if t != 0 {
-            return -1;
-        }
+        return -1;
+    };
+    let bytes = nreduce * r.elem_size();
+    let (d, s) = (sym(call, dest, bytes), sym(call, src, bytes));
+    ok(call, w(call).reduce_with(&tm, d, s, nreduce, r));
+    0
+}
+
+/// A reduction operator compiled by the C compiler: `inout[i] = a[i] op inout[i]` for
+/// `n` elements (shmem.h's `long double` operators: Rust has no `long double`).
+type CombineFn = unsafe extern "C" fn(a: *const c_void, inout: *mut c_void, n: usize);
+
+/// A [`CombineFn`] as a [`skifch::coll`] reduction kernel.
+struct CReducer {
+    elem: usize,
+    f: CombineFn,
+}
+
+impl skifch::coll::Reducer for CReducer {
+    fn elem_size(&self) -> usize {
+        self.elem
+    }
+    fn apply(&self, a: &[u8], inout: &mut [u8]) {
+        let n = a.len().min(inout.len()) / self.elem;
+        // SAFETY: both buffers hold `n` elements of `elem` bytes; the header's operators
+        // read and write them with memcpy (no alignment needed).
+        unsafe { (self.f)(a.as_ptr().cast(), inout.as_mut_ptr().cast(), n) }
+    }
+}
+
+/// Reductions whose operator comes from the header (`long double`): as
+/// [`skifshmem_reduce`], with `elem`-byte elements combined by `combine`.
+#[no_mangle]
+pub unsafe extern "C" fn skifshmem_reduce_fn(
+    call: *const c_char,
+    t: usize,
+    dest: *mut c_void,
+    src: *const c_void,
+    nreduce: usize,
+    elem: usize,
+    combine: Option<CombineFn>,
+    start: c_int,
+    log: c_int,
+    size: c_int,
+) -> c_int {
+    // SAFETY: see `name`.
+    let call = unsafe { name(call) };
+    let (Some(f), 1..) = (combine, elem) else {
         fatal(
             call,
-            &Error::BadArgument("this PE is not in the active set".into()),
+            &Error::BadArgument("no reduction operator or a zero element size".into()),
         );
     };
-    let bytes = nreduce * ty.size();
-    let w = w(call);
-    ok(
-        call,
-        w.reduce(
-            &tm,
-            sym(call, dest, bytes),
-            sym(call, src, bytes),
-            nreduce,
-            ty,
-            op,
-        ),
-    );
-    0
+    let r = CReducer { elem, f };
+    reduce_on(call, t, dest, src, nreduce, &r, (start, log, size))
 }
 
 #[no_mangle]
