@@ -12,6 +12,8 @@
 //! skifrun -n N -- launch_probe ignore <rank> <code> <rank> exits with <code>; the others sleep forever
 //! skifrun -n N -- launch_probe pids <file> [<rank>] every rank appends "rank pid" to <file> and sleeps
 //!                                                   forever; <rank> ignores SIGTERM
+//! skifrun -n N -- launch_probe leave <rank>         <rank> finalizes and exits 0; the others wait in
+//!                                                   recv() for a message that never comes
 //! skifrun -n N -- launch_probe spawn <file>         every rank leaves processes behind and exits 0
 //!                                                   (finalized): a forked child, a double-forked
 //!                                                   grandchild in its own session, a `sleep`;
@@ -206,6 +208,12 @@ fn main() {
             f.write_all(format!("{me} {}\n", std::process::id()).as_bytes())
                 .unwrap_or_else(|e| fail(format!("{path}: {e}")));
             sleep_forever();
+        }
+        "leave" => {
+            if me != arg::<u32>(&args, 1) {
+                let m = ch.recv();
+                fail(format!("recv returned {:?}", m.map(|m| m.len())));
+            }
         }
         "spawn" => {
             let path: String = arg(&args, 1);

@@ -481,3 +481,55 @@ fn rank_0_reads_a_terminal_on_stdin() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("rank0 got hello"), "{stdout}");
 }
+
+#[test]
+fn the_time_limit_ends_a_hung_job() {
+    // Issue 16, defect 10: a rank stuck for ever, or one that finalizes and leaves while
+    // its peer waits for it, hung the job for ever. --timeout / SKIFRUN_TIMEOUT /
+    // MPIEXEC_TIMEOUT end it with a message naming the limit and status 124.
+    let _shm = NoLeftovers::new();
+    /// skifrun's options, the probe's, an environment variable, the limit's source.
+    type Case<'a> = (&'a [&'a str], &'a [&'a str], Option<(&'a str, &'a str)>, &'a str);
+    let cases: [Case; 4] = [
+        // Every rank stuck (sleeping for ever).
+        (&["-n", "2", "--grace", "1", "--timeout", "1"], &["ignore", "5", "0"], None, "--timeout"),
+        // Rank 0 finalizes and leaves; rank 1 waits for it.
+        (&["-n", "2", "--grace", "1"], &["leave", "0"], Some(("SKIFRUN_TIMEOUT", "1")), "SKIFRUN_TIMEOUT"),
+        (&["-n", "3", "--grace", "1"], &["leave", "1"], Some(("MPIEXEC_TIMEOUT", "0.5")), "MPIEXEC_TIMEOUT"),
+        // --timeout wins over the environment.
+        (&["-n", "2", "--grace", "1", "--timeout", "1"], &["leave", "1"], Some(("SKIFRUN_TIMEOUT", "100")), "--timeout"),
+    ];
+    for (args, probe_args, env, from) in cases {
+        let mut cmd = skifrun(args, probe_args);
+        cmd.env_remove("SKIFRUN_TIMEOUT").env_remove("MPIEXEC_TIMEOUT");
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let t0 = Instant::now();
+        let (out, _) = wait_limit(cmd.spawn().unwrap(), LIMIT);
+        let dt = t0.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(124), "{args:?} {env:?}: {err}");
+        assert!(
+            err.contains("skifrun: the job's time limit of") && err.contains(&format!("({from}) has passed")),
+            "{args:?} {env:?}: {err}"
+        );
+        assert!(!err.contains("killed by signal"), "{err}");
+        assert!(dt < Duration::from_secs(5), "{dt:?}");
+    }
+    // Within the limit: the job's own status.
+    let (code, err, _) = run(&["-n", "2", "--timeout", "30"], &["alltoall", "10"], LIMIT);
+    assert_eq!(code, 0, "{err}");
+    let out = Command::new(skifrun_exe())
+        .args(["-n", "1", "--timeout", "x", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(skifrun_exe())
+        .args(["-n", "1", "--", "true"])
+        .env("SKIFRUN_TIMEOUT", "soon")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SKIFRUN_TIMEOUT=\"soon\""));
+}

@@ -31,8 +31,9 @@ enum Driver {
 ///
 /// Exit status: 0 if every rank exited 0; else the first failing rank's status
 /// (128+signal if killed; 1 if it exited 0 without finalizing); 128+signal if skifrun
-/// itself was signalled; 127/126 if the program cannot be found/executed; 2 for bad
-/// arguments.
+/// itself was signalled (130 for Ctrl-C); 124 if the time limit (--timeout,
+/// SKIFRUN_TIMEOUT or MPIEXEC_TIMEOUT) ended the job; 127/126 if the program cannot be
+/// found/executed; 2 for bad arguments.
 #[derive(Parser, Debug)]
 #[command(
     name = "skifrun",
@@ -59,6 +60,10 @@ struct Cli {
     /// Driver [default: SKIFCH_DRIVER or shm]
     #[arg(long, value_enum)]
     driver: Option<Driver>,
+    /// Time limit of the job in seconds (0: none): then SIGTERM to every rank, SIGKILL
+    /// after --grace, and exit status 124 [default: SKIFRUN_TIMEOUT, else MPIEXEC_TIMEOUT, else none]
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    timeout: Option<Duration>,
     /// fpga-model: torus size XxYxZ (each 1..=16; X*Y*Z must be N) [default: most cube-like for N]
     #[arg(long, value_name = "XxYxZ", value_parser = parse_torus)]
     torus: Option<fpga::regs::Dims>,
@@ -78,6 +83,10 @@ fn parse_wait(s: &str) -> Result<WaitPolicy, String> {
 
 fn parse_torus(s: &str) -> Result<fpga::regs::Dims, String> {
     s.parse().map_err(|e: fpga::Error| e.to_string())
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    LaunchOptions::parse_seconds("--timeout", s).map_err(|e| e.to_string())
 }
 
 fn parse_grace(s: &str) -> Result<f64, String> {
@@ -105,6 +114,7 @@ fn main() {
         }),
     };
     opts.torus = cli.torus;
+    opts.timeout = cli.timeout;
     let status = match launch(&opts) {
         Ok(status) => status,
         Err(e @ (Error::InvalidArgument(_) | Error::Bootstrap(_))) => {

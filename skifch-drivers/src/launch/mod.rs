@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! skifrun -n N [--wait spin|fixed|fixed:<us>|block] [--grace SECS] [--ports P]
-//!              [--lane-kb K] [--driver shm|fpga-model] [--torus XxYxZ] -- program args...
+//!              [--lane-kb K] [--driver shm|fpga-model] [--torus XxYxZ] [--timeout SECS]
+//!              -- program args...
 //! ```
 //!
 //! The launcher creates the job's segment (an anonymous memfd, see [`crate::shm`]), starts
@@ -21,6 +22,7 @@
 //! | `--lane-kb K` | `SKIFCH_LANE_KB`, else by job size | bytes of each lane, in KiB (power of two) |
 //! | `--driver D` | `SKIFCH_DRIVER`, else `shm` | `shm`, or `fpga-model`: the FPGA adapter driver over the device model, which the launcher hosts ([`crate::fpga::remote`]) |
 //! | `--torus XxYxZ` | most cube-like for N | `fpga-model` only: the torus; X·Y·Z must be N (rank r is node r) |
+//! | `--timeout S` | `SKIFRUN_TIMEOUT`, else `MPIEXEC_TIMEOUT` (as MPICH's `mpiexec`), else none | the job's time limit in seconds (0: none): then `SIGTERM` to every rank, `SIGKILL` after the grace period, exit status [`EXIT_TIMEOUT`] (124) |
 //!
 //! ## What each rank gets
 //! * Environment: `SKIFCH_RANK`, `SKIFCH_SIZE`, `SKIFCH_FD` (the inherited segment
@@ -86,6 +88,7 @@
 //! | 128 + signal | the first rank to fail was killed by that signal |
 //! | [`EXIT_NOT_FINALIZED`] (1) | the first rank to fail exited 0 without finalizing |
 //! | 128 + signal | the launcher got `SIGINT`/`SIGTERM`/`SIGHUP` (takes precedence) |
+//! | [`EXIT_TIMEOUT`] (124) | the job's time limit ended it (takes precedence) |
 //! | [`EXIT_CANNOT_EXECUTE`] (126), [`EXIT_NOT_FOUND`] (127) | the program could not be started |
 //! | 1 (`skifrun`) | the launcher itself failed (segment creation, …); 2: bad arguments |
 //!
@@ -125,7 +128,7 @@ mod signals;
 mod sweep;
 mod watch;
 
-pub use options::{DriverKind, LaunchOptions};
+pub use options::{DriverKind, LaunchOptions, TIMEOUT_ENV};
 pub use signals::signal_name;
 
 use child::{child_setup, Stdin0};
@@ -144,6 +147,9 @@ pub const EXIT_NOT_FINALIZED: i32 = 1;
 pub const EXIT_CANNOT_EXECUTE: i32 = 126;
 /// Exit status when the program is not found (as in a shell).
 pub const EXIT_NOT_FOUND: i32 = 127;
+/// Exit status when the job's time limit (`--timeout`, `SKIFRUN_TIMEOUT`,
+/// `MPIEXEC_TIMEOUT`) ended it (as GNU `timeout`).
+pub const EXIT_TIMEOUT: i32 = 124;
 /// Default grace period.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(3);
 
@@ -170,6 +176,7 @@ const TICK: Duration = Duration::from_millis(10);
 /// ```
 pub fn launch(opts: &LaunchOptions) -> Result<i32> {
     let params = opts.params()?;
+    let limit = opts.time_limit()?;
     let fab = crate::shm::create_fabric(params)?;
     // The copy that ranks inherit: `try_clone` gives a descriptor >= 3 (clear of stdio) that
     // is close-on-exec here; only the child clears the flag, just before its exec, so other
@@ -194,7 +201,7 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
 
     // After blocking the signals, as the model: rank 0's stdin, forwarded from a terminal.
     let mut stdin = Stdin0::new()?;
-    let mut job = Watch::new(opts, &fab, model.as_ref());
+    let mut job = Watch::new(opts, &fab, model.as_ref(), limit);
     for rank in 0..opts.nranks {
         let mut cmd = Command::new(&opts.program);
         cmd.args(&opts.args)

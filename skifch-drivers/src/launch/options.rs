@@ -87,6 +87,9 @@ pub struct LaunchOptions {
     /// `fpga-model` only: the torus (X·Y·Z must equal `nranks`; `None`: the most
     /// cube-like one, [`crate::fpga::remote::default_dims`]).
     pub torus: Option<fpga::regs::Dims>,
+    /// The job's time limit (`--timeout`); `None`: `SKIFRUN_TIMEOUT`, else
+    /// `MPIEXEC_TIMEOUT`, else none ([`LaunchOptions::time_limit`]).
+    pub timeout: Option<Duration>,
 }
 
 impl LaunchOptions {
@@ -102,6 +105,7 @@ impl LaunchOptions {
             lane_kb: None,
             driver: DriverKind::Shm,
             torus: None,
+            timeout: None,
         }
     }
 
@@ -174,7 +178,52 @@ impl LaunchOptions {
     }
 }
 
+/// Environment variables that set the job's time limit when `--timeout` is not given,
+/// in order: ours, then the one MPICH's `mpiexec` reads.
+pub const TIMEOUT_ENV: [&str; 2] = ["SKIFRUN_TIMEOUT", "MPIEXEC_TIMEOUT"];
+
 impl LaunchOptions {
+    /// The job's time limit and where it comes from (`--timeout` or the variable of
+    /// [`TIMEOUT_ENV`] that set it); a limit of 0 means none.
+    ///
+    /// ```
+    /// use skifch_drivers::launch::LaunchOptions;
+    /// use std::time::Duration;
+    /// let mut o = LaunchOptions::new(2, "true");
+    /// o.timeout = Some(Duration::from_secs(5));
+    /// assert_eq!(o.time_limit()?, Some((Duration::from_secs(5), "--timeout")));
+    /// assert!(LaunchOptions::parse_seconds("X", "-1").is_err());
+    /// # Ok::<(), skifch::Error>(())
+    /// ```
+    pub fn time_limit(&self) -> Result<Option<(Duration, &'static str)>> {
+        let limit = match self.timeout {
+            Some(t) => Some((t, "--timeout")),
+            None => {
+                let mut found = None;
+                for var in TIMEOUT_ENV {
+                    if let Ok(v) = std::env::var(var) {
+                        found = Some((Self::parse_seconds(var, &v)?, var));
+                        break;
+                    }
+                }
+                found
+            }
+        };
+        Ok(limit.filter(|(t, _)| !t.is_zero()))
+    }
+
+    /// Seconds (a non-negative number, at most a year) given as `what`.
+    pub fn parse_seconds(what: &str, v: &str) -> Result<Duration> {
+        match v.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && (0.0..=31_536_000.0).contains(&s) => {
+                Ok(Duration::from_secs_f64(s))
+            }
+            _ => Err(Error::InvalidArgument(
+                format!("{what}={v:?}: not a number of seconds in 0..=31536000").into(),
+            )),
+        }
+    }
+
     /// The torus of an `fpga-model` job: `torus`, which must have exactly `nranks` nodes,
     /// or the default for `nranks`.
     pub fn fpga_dims(&self) -> Result<fpga::regs::Dims> {

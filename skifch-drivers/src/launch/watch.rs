@@ -12,7 +12,7 @@ use crate::shm::{Fabric, MemfdRegion};
 
 use super::signals::{signal_name, SignalGuard};
 use super::sweep;
-use super::{LaunchOptions, EXIT_NOT_FINALIZED, TICK};
+use super::{LaunchOptions, EXIT_NOT_FINALIZED, EXIT_TIMEOUT, TICK};
 
 /// A started rank: the leader of its own process group (pgid = its pid), which its
 /// helpers and forked children inherit.
@@ -80,6 +80,10 @@ pub(super) struct Watch<'a> {
     /// When survivors get `SIGKILL`.
     kill_at: Option<Instant>,
     killed: bool,
+    /// The job's time limit: when it ends, and the option or variable that set it.
+    deadline: Option<(Instant, Duration, &'static str)>,
+    /// The time limit ended the job.
+    timed_out: bool,
 }
 
 impl<'a> Watch<'a> {
@@ -87,8 +91,11 @@ impl<'a> Watch<'a> {
         opts: &'a LaunchOptions,
         fab: &'a Fabric<MemfdRegion>,
         model: Option<&'a crate::fpga::remote::ModelHost>,
+        limit: Option<(Duration, &'static str)>,
     ) -> Self {
         Watch {
+            deadline: limit.map(|(t, from)| (Instant::now() + t, t, from)),
+            timed_out: false,
             opts,
             fab,
             model,
@@ -145,12 +152,14 @@ impl<'a> Watch<'a> {
             if self.alive() == 0 {
                 break;
             }
+            self.check_time_limit();
             if let Some(t) = self.kill_at {
                 if !self.killed && Instant::now() >= t {
                     let n = self.alive();
                     let them = if n == 1 { "it" } else { "them" };
                     let after = match self.signalled {
                         Some(s) => format!("{} and ", signal_name(s)),
+                        None if self.timed_out => "SIGTERM and ".to_string(),
                         None => String::new(),
                     };
                     say!(
@@ -166,11 +175,33 @@ impl<'a> Watch<'a> {
         if let Some(s) = sigs.drain() {
             self.signalled.get_or_insert(s);
         }
-        match (self.signalled, self.first_failure) {
-            (Some(s), _) => 128 + s,
-            (None, Some(code)) => code,
-            (None, None) => 0,
+        match (self.timed_out, self.signalled, self.first_failure) {
+            (true, _, _) => EXIT_TIMEOUT,
+            (false, Some(s), _) => 128 + s,
+            (false, None, Some(code)) => code,
+            (false, None, None) => 0,
         }
+    }
+
+    /// Ends the job if its time limit has passed: `SIGTERM` to every rank still running,
+    /// `SIGKILL` after the grace period; the job's status is [`EXIT_TIMEOUT`].
+    fn check_time_limit(&mut self) {
+        let Some((at, limit, from)) = self.deadline else {
+            return;
+        };
+        if self.timed_out || self.signalled.is_some() || Instant::now() < at {
+            return;
+        }
+        self.timed_out = true;
+        say!(
+            "the job's time limit of {} s ({from}) has passed; sending SIGTERM to {} (SIGKILL after {} s); exit status {EXIT_TIMEOUT}",
+            limit.as_secs_f64(),
+            ranks(self.alive()),
+            self.opts.grace.as_secs_f64()
+        );
+        self.kill_all(libc::SIGTERM);
+        let t = Instant::now() + self.opts.grace;
+        self.kill_at = Some(self.kill_at.map_or(t, |k| k.min(t)));
     }
 
     /// Every rank has exited: kills what remains of their process groups (helpers,
@@ -221,8 +252,9 @@ impl<'a> Watch<'a> {
 
     fn on_signal(&mut self, s: i32) {
         let n = self.alive();
-        if self.signalled.is_some() {
-            say!("got {} again; killing the {}", signal_name(s), ranks(n));
+        if self.signalled.is_some() || self.timed_out {
+            let when = if self.signalled.is_some() { "again" } else { "after the time limit" };
+            say!("got {} {when}; killing the {}", signal_name(s), ranks(n));
             self.kill_all(libc::SIGKILL);
             return;
         }
@@ -313,7 +345,7 @@ impl<'a> Watch<'a> {
             ),
         };
         say!("rank {rank} (pid {pid}) {msg}");
-        if self.first_failure.is_none() && self.signalled.is_none() {
+        if self.first_failure.is_none() && self.signalled.is_none() && !self.timed_out {
             self.first_failure = Some(code);
             if self.alive() > 0 {
                 self.kill_at = Some(Instant::now() + self.opts.grace);
