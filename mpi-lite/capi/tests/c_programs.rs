@@ -137,6 +137,15 @@ fn attribute_caching() {
 }
 
 #[test]
+fn matched_probe() {
+    check("mprobe", &[]);
+    if have_cc() {
+        // Every message rendezvous: the CTS goes when the held message is received.
+        run_ok(&compile("mprobe", false), 3, &[("SKIFMPI_EAGER", "0")]);
+    }
+}
+
+#[test]
 fn datatypes() {
     check("types", &[]);
 }

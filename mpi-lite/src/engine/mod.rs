@@ -50,6 +50,7 @@
 #![allow(clippy::too_many_arguments)]
 
 mod direct;
+mod mprobe;
 mod protocol;
 mod request;
 mod state;
@@ -66,6 +67,7 @@ use protocol::{
     env_word, on_message, send_eager, send_reply, H_ACK, H_CTS, H_DATA, H_EAGER, H_EAGER_S, H_RTS,
     H_SYNC,
 };
+pub use mprobe::MsgId;
 pub use state::State;
 use state::{FxMap, Req, ReqKind};
 
@@ -230,6 +232,7 @@ impl<P: Port> Engine<P> {
             seq: 0,
             cleared: VecDeque::new(),
             bsend_used: 0,
+            held: Vec::new(),
         };
         let mut ep = Endpoint::open_with(job, port, state)?;
         // Eager messages fit one channel message with the longest header (4 words).
@@ -390,21 +393,7 @@ impl<P: Port> Engine<P> {
         let (id, reply) = {
             let s = self.st_mut();
             let found = s.take_unexpected(env);
-            let seq = s.next_seq();
-            // Built whole, in its slot: a request is large, so no second move.
-            let id = s.alloc(Req {
-                kind: ReqKind::Recv {
-                    env,
-                    buf,
-                    total: 0,
-                    got: 0,
-                },
-                done: false,
-                freed: false,
-                status: Status::default(),
-                err: None,
-                seq,
-            });
+            let id = s.new_recv(env, buf);
             let reply = match found {
                 Some(u) => s.deliver_unexpected(id, u),
                 None => {

@@ -174,6 +174,9 @@ pub struct State {
     pub(super) cleared: VecDeque<(u32, u32)>,
     /// Bytes of the Bsend buffer in use.
     pub(super) bsend_used: usize,
+    /// Messages taken by a matched probe (`MPI_Mprobe`), waiting for their `MPI_Mrecv`:
+    /// index = message id.
+    pub(super) held: Vec<Option<Unex>>,
 }
 
 impl State {
@@ -182,6 +185,26 @@ impl State {
     #[inline]
     pub(super) fn pending(&self) -> usize {
         self.posted_n + self.unex_n + self.cleared.len()
+    }
+
+    /// A new receive request of `env` into `buf`, not yet posted nor matched.
+    #[inline]
+    pub(super) fn new_recv(&mut self, env: Envelope, buf: UserBuf) -> ReqId {
+        let seq = self.next_seq();
+        // Built whole, in its slot: a request is large, so no second move.
+        self.alloc(Req {
+            kind: ReqKind::Recv {
+                env,
+                buf,
+                total: 0,
+                got: 0,
+            },
+            done: false,
+            freed: false,
+            status: Status::default(),
+            err: None,
+            seq,
+        })
     }
 
     /// A new send request to world rank `dst` holding `bsend` bytes of the Bsend buffer.

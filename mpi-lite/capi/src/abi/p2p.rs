@@ -17,7 +17,7 @@ use crate::state::{call, h, CState};
 
 const UNDEFINED: c_int = -32766;
 
-fn req_handle(id: ReqId) -> c_int {
+pub(crate) fn req_handle(id: ReqId) -> c_int {
     id as c_int + 1
 }
 
