@@ -516,6 +516,7 @@ MPI_LITE_FN(int, Scan, (const void *sendbuf, void *recvbuf, int count, MPI_Datat
 MPI_LITE_FN(int, Exscan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
 MPI_LITE_FN(int, Op_create, (MPI_User_function *user_fn, int commute, MPI_Op *op))
 MPI_LITE_FN(int, Op_free, (MPI_Op *op))
+MPI_LITE_FN(int, Op_commutative, (MPI_Op op, int *commute))
 
 /* topologies */
 MPI_LITE_FN(int, Dims_create, (int nnodes, int ndims, int dims[]))

@@ -28,6 +28,7 @@ use crate::comm::{CommData, Mpi};
 use crate::datatype::{Basic, Datatype};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
+use crate::op::{reducer, ReduceOp};
 
 /// A communicator's collective context as the algorithms' transport.
 pub struct CommTransport<'a, P: Port> {
@@ -292,7 +293,7 @@ impl<P: Port> Mpi<P> {
         c: &CommData,
         send: Option<&UserBuf>,
         recv: Option<&mut UserBuf>,
-        op: Op,
+        op: impl Into<ReduceOp>,
         root: i32,
     ) -> Result<()> {
         let root = root_of(c, root)?;
@@ -300,7 +301,7 @@ impl<P: Port> Mpi<P> {
             .or(recv.as_deref())
             .map(|b| b.datatype().clone())
             .ok_or_else(|| Error::Buffer("MPI_Reduce: no send buffer".into()))?;
-        let k = kernel(&dt, op)?;
+        let k = reducer(&dt, &op.into())?;
         match (send, recv) {
             (Some(s), Some(r)) if c.rank == root => {
                 let s = dense_in(s)?.to_vec();
@@ -329,9 +330,9 @@ impl<P: Port> Mpi<P> {
         c: &CommData,
         send: Option<&UserBuf>,
         recv: &mut UserBuf,
-        op: Op,
+        op: impl Into<ReduceOp>,
     ) -> Result<()> {
-        let k = kernel(send.map_or(recv.datatype(), |s| s.datatype()), op)?;
+        let k = reducer(send.map_or(recv.datatype(), |s| s.datatype()), &op.into())?;
         let s = match send {
             Some(s) => {
                 let s = dense_in(s)?;
@@ -356,15 +357,22 @@ impl<P: Port> Mpi<P> {
         b: Basic,
         op: Op,
     ) -> Result<()> {
-        self.allreduce_dense(c, send, recv, &kernel_of(b, op)?)
+        match kernel_of(b, op) {
+            Ok(k) => self.allreduce_dense(c, send, recv, &k),
+            // The complex types: mpi-lite's own reducer.
+            Err(e) => match reducer(Datatype::basic_ref(b), &op.into()) {
+                Ok(r) => self.allreduce_dense(c, send, recv, &r),
+                Err(_) => Err(e),
+            },
+        }
     }
 
-    fn allreduce_dense(
+    fn allreduce_dense<R: coll::Reducer>(
         &self,
         c: &CommData,
         send: Option<&[u8]>,
         recv: &mut [u8],
-        k: &Kernel,
+        k: &R,
     ) -> Result<()> {
         // The send buffer is used in place; MPI_IN_PLACE needs a copy of the input, on the
         // stack when small.
@@ -390,10 +398,10 @@ impl<P: Port> Mpi<P> {
         c: &CommData,
         send: Option<&UserBuf>,
         recv: &mut UserBuf,
-        op: Op,
+        op: impl Into<ReduceOp>,
         exclusive: bool,
     ) -> Result<()> {
-        let k = kernel(send.map_or(recv.datatype(), |s| s.datatype()), op)?;
+        let k = reducer(send.map_or(recv.datatype(), |s| s.datatype()), &op.into())?;
         let s = match send {
             Some(s) => dense_in(s)?.to_vec(),
             None => dense_in(recv)?.to_vec(),
@@ -414,10 +422,10 @@ impl<P: Port> Mpi<P> {
         send: Option<&UserBuf>,
         recv: &mut UserBuf,
         counts: &[usize],
-        op: Op,
+        op: impl Into<ReduceOp>,
     ) -> Result<()> {
         let dt = send.map_or(recv.datatype(), |s| s.datatype()).clone();
-        let k = kernel(&dt, op)?;
+        let k = reducer(&dt, &op.into())?;
         let es = dt.extent() as usize;
         let bc: Vec<usize> = counts.iter().map(|n| n * es).collect();
         let s = match send {

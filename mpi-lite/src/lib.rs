@@ -19,6 +19,7 @@
 //!   [`skifch::coll`] (a communicator's collective context is their `Transport`).
 //! * [`api`] — the idiomatic Rust API ([`api::Comm`], typed slices, owned-buffer
 //!   requests).
+//! * [`op`] — reduction operations: predefined kernels and the user's (`MPI_Op_create`).
 //! * [`error`] — the error enum and MPI error classes.
 //!
 //! Unsafe code is confined to [`mem`] (user pointers), [`api`] (slices lent to the
@@ -30,6 +31,7 @@ pub mod engine;
 pub mod error;
 pub mod group;
 pub mod mem;
+pub mod op;
 
 pub use error::{Error, Result};
 pub mod api;

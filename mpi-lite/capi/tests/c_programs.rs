@@ -161,6 +161,11 @@ fn derived_datatypes_padded_constant_memory_and_huge_counts() {
 }
 
 #[test]
+fn user_defined_reductions() {
+    check("userops", &[]);
+}
+
+#[test]
 fn error_classes_codes_and_user_handlers() {
     check("errclass", &[]);
 }

@@ -4,14 +4,15 @@
 
 use std::ffi::{c_int, c_void};
 
-use mpi_lite::coll::{kernel, op_from_handle};
+use mpi_lite::op::{reducer, ReduceOp};
 use mpi_lite::datatype::Basic;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
 use skifch::coll::Reducer;
 
 use super::{arr, contiguous_bytes, count, mpi_fn, user_buf, IN_PLACE};
-use crate::state::{call, call_pure, h, CState};
+use super::ops::op_of;
+use crate::state::{call, h, CState};
 
 fn in_place(p: *const c_void) -> bool {
     p as usize == IN_PLACE
@@ -88,7 +89,7 @@ mpi_fn!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_void, 
         op: c_int, root: c_int, comm: c_int) -> c_int {
     call("MPI_Reduce", comm, |st| {
         let c = st.comm(comm)?;
-        let op = op_from_handle(op)?;
+        let op = op_of(op, datatype)?;
         // SAFETY: the buffers are valid for the call (MPI contract; recvbuf at the root).
         let (s, mut r) = unsafe {
             (send_buf(st, sendbuf, n, datatype, "MPI_Reduce")?,
@@ -102,7 +103,7 @@ mpi_fn!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut c_
         op: c_int, comm: c_int) -> c_int {
     call("MPI_Allreduce", comm, |st| {
         let c = &st.comm_entry(comm)?.data;
-        let op = op_from_handle(op)?;
+        let op = op_of(op, datatype)?;
         // Predefined dense types (the common case): the bytes themselves, no `UserBuf`.
         if let Some((r, len)) = contiguous_bytes(recvbuf, n, datatype) {
             let s = if in_place(sendbuf) {
@@ -123,7 +124,9 @@ mpi_fn!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut c_
                         s.map(|p| std::slice::from_raw_parts(p.cast_const(), len)),
                     )
                 };
-                return st.mpi.allreduce_bytes(c, ss, rs, b, op);
+                if let ReduceOp::Predefined(o) = op {
+                    return st.mpi.allreduce_bytes(c, ss, rs, b, o);
+                }
             }
         }
         // SAFETY: the buffers are valid for the call.
@@ -140,7 +143,7 @@ macro_rules! scan_fn {
                 op: c_int, comm: c_int) -> c_int {
             call($name, comm, |st| {
                 let c = st.comm(comm)?;
-                let op = op_from_handle(op)?;
+                let op = op_of(op, datatype)?;
                 // SAFETY: the buffers are valid for the call.
                 let (s, mut r) = unsafe {
                     (send_buf(st, sendbuf, n, datatype, $name)?, user_buf(st, recvbuf, n, datatype, $name)?)
@@ -156,12 +159,12 @@ scan_fn!(MPI_Exscan, PMPI_Exscan, "MPI_Exscan", true);
 mpi_fn!(MPI_Reduce_local, PMPI_Reduce_local, (inbuf: *const c_void, inoutbuf: *mut c_void, n: c_int,
         datatype: c_int, op: c_int) -> c_int {
     call("MPI_Reduce_local", h::COMM_WORLD, |st| {
-        let op = op_from_handle(op)?;
+        let op = op_of(op, datatype)?;
         // SAFETY: the buffers are valid for the call.
         let (i, mut io) = unsafe {
             (user_buf(st, inbuf, n, datatype, "MPI_Reduce_local")?, user_buf(st, inoutbuf, n, datatype, "MPI_Reduce_local")?)
         };
-        let k = kernel(i.datatype(), op)?;
+        let k = reducer(i.datatype(), &op)?;
         let a = i.dense().map(<[u8]>::to_vec).ok_or_else(|| Error::Type("MPI_Reduce_local: not a dense type".into()))?;
         let out = io.dense_mut().ok_or_else(|| Error::Type("MPI_Reduce_local: not a dense type".into()))?;
         k.apply(&a, out);
@@ -173,7 +176,7 @@ mpi_fn!(MPI_Reduce_scatter, PMPI_Reduce_scatter, (sendbuf: *const c_void, recvbu
         recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) -> c_int {
     call("MPI_Reduce_scatter", comm, |st| {
         let c = st.comm(comm)?;
-        let op = op_from_handle(op)?;
+        let op = op_of(op, datatype)?;
         // SAFETY: one count per member.
         let counts: Vec<usize> = unsafe { arr(recvcounts, c.size() as c_int, "recvcounts")? }
             .iter().map(|&x| count(x, "MPI_Reduce_scatter")).collect::<Result<_>>()?;
@@ -192,7 +195,7 @@ mpi_fn!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, (sendbuf: *const c_
         recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) -> c_int {
     call("MPI_Reduce_scatter_block", comm, |st| {
         let c = st.comm(comm)?;
-        let op = op_from_handle(op)?;
+        let op = op_of(op, datatype)?;
         let k = count(recvcount, "MPI_Reduce_scatter_block")?;
         let counts = vec![k; c.size()];
         let total = k * c.size();
@@ -344,10 +347,3 @@ mpi_fn!(MPI_Alltoallv, PMPI_Alltoallv, (sendbuf: *const c_void, sendcounts: *con
     })
 });
 
-mpi_fn!(MPI_Op_create, PMPI_Op_create, (_user_fn: *mut c_void, _commute: c_int, _op: *mut c_int) -> c_int {
-    call_pure("MPI_Op_create", || Err(Error::Unsupported("MPI_Op_create (user-defined reductions)".into())))
-});
-
-mpi_fn!(MPI_Op_free, PMPI_Op_free, (_op: *mut c_int) -> c_int {
-    call_pure("MPI_Op_free", || Err(Error::Unsupported("MPI_Op_free (user-defined reductions)".into())))
-});

@@ -1,0 +1,213 @@
+//! Reduction operations (MPI-3.1 §5.9): the predefined ones (kernels of
+//! [`skifch::coll`]) and the user's (`MPI_Op_create`, §5.9.5), both as the
+//! [`Reducer`] the collective algorithms combine with. A user operation sees elements laid
+//! out as the program has them (`count` elements, `extent` bytes apart), which for the
+//! dense types the reductions accept is their packed form too.
+
+use std::fmt;
+use std::sync::Arc;
+
+use skifch::coll::{Kernel, Op, Reducer};
+
+use crate::coll::kernel;
+use crate::datatype::{Basic, Datatype};
+use crate::error::{Error, Result};
+
+/// A user function: `f(invec, inoutvec, count)` computes `inoutvec[i] = invec[i] ∘
+/// inoutvec[i]` for `count` elements (the C ABI passes the datatype handle itself).
+pub type UserFn = Arc<dyn Fn(&[u8], &mut [u8], usize) + Send + Sync>;
+
+/// A reduction operation.
+#[derive(Clone)]
+pub enum ReduceOp {
+    /// `MPI_SUM`, `MPI_MAX`, …
+    Predefined(Op),
+    /// `MPI_Op_create`'s: the function and whether it commutes (if not, the algorithms
+    /// combine in rank order).
+    User {
+        /// The function.
+        f: UserFn,
+        /// `commute` of `MPI_Op_create`.
+        commutative: bool,
+    },
+}
+
+impl fmt::Debug for ReduceOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReduceOp::Predefined(op) => write!(f, "{op:?}"),
+            ReduceOp::User { commutative, .. } => {
+                write!(f, "user operation (commutative: {commutative})")
+            }
+        }
+    }
+}
+
+impl From<Op> for ReduceOp {
+    fn from(op: Op) -> Self {
+        ReduceOp::Predefined(op)
+    }
+}
+
+impl ReduceOp {
+    /// `MPI_Op_commutative`.
+    pub fn commutative(&self) -> bool {
+        match self {
+            ReduceOp::Predefined(_) => true,
+            ReduceOp::User { commutative, .. } => *commutative,
+        }
+    }
+}
+
+/// A reduction on elements of one datatype, as the algorithms use it.
+pub enum Red {
+    /// A predefined operation on a predefined element type.
+    Kernel(Kernel),
+    /// `MPI_SUM` / `MPI_PROD` (`prod`) on the C complex types (`double`: the 16-byte
+    /// ones), which `skifch::coll`'s kernels do not know.
+    Complex {
+        /// `double _Complex` rather than `float _Complex`.
+        double: bool,
+        /// `MPI_PROD` rather than `MPI_SUM`.
+        prod: bool,
+    },
+    /// The user's function on elements of `elem` bytes.
+    User {
+        /// The function.
+        f: UserFn,
+        /// Whether it commutes.
+        commutative: bool,
+        /// Bytes per element (the type's extent).
+        elem: usize,
+    },
+}
+
+/// The reducer for `op` on elements of `dt`.
+pub fn reducer(dt: &Datatype, op: &ReduceOp) -> Result<Red> {
+    match op {
+        ReduceOp::Predefined(o) => {
+            let double = match dt.homogeneous() {
+                Some((Basic::CFloatComplex | Basic::CxxFloatComplex, _)) => false,
+                Some((Basic::CDoubleComplex | Basic::CxxDoubleComplex, _)) => true,
+                _ => return kernel(dt, *o).map(Red::Kernel),
+            };
+            match o {
+                Op::Sum | Op::Prod => Ok(Red::Complex {
+                    double,
+                    prod: *o == Op::Prod,
+                }),
+                _ => Err(Error::Op(format!(
+                    "{o:?} on a complex type (MPI-3.1 §5.9.2: only MPI_SUM and MPI_PROD)"
+                ))),
+            }
+        }
+        ReduceOp::User { f, commutative } => {
+            let elem = usize::try_from(dt.extent())
+                .ok()
+                .filter(|&e| e > 0)
+                .ok_or_else(|| {
+                    Error::Type(format!(
+                        "a user reduction on a type of extent {}",
+                        dt.extent()
+                    ))
+                })?;
+            Ok(Red::User {
+                f: f.clone(),
+                commutative: *commutative,
+                elem,
+            })
+        }
+    }
+}
+
+impl Reducer for Red {
+    fn elem_size(&self) -> usize {
+        match self {
+            Red::Kernel(k) => k.elem_size(),
+            Red::Complex { double, .. } => 8 << *double as usize,
+            Red::User { elem, .. } => *elem,
+        }
+    }
+    fn commutative(&self) -> bool {
+        match self {
+            Red::Kernel(k) => k.commutative(),
+            Red::Complex { .. } => true,
+            Red::User { commutative, .. } => *commutative,
+        }
+    }
+    fn apply(&self, a: &[u8], inout: &mut [u8]) {
+        match self {
+            Red::Kernel(k) => k.apply(a, inout),
+            Red::Complex { double: false, prod } => complex::<4>(a, inout, *prod),
+            Red::Complex { double: true, prod } => complex::<8>(a, inout, *prod),
+            Red::User { f, elem, .. } => f(a, inout, a.len() / elem),
+        }
+    }
+}
+
+/// `inout = a + inout` or `a × inout` on complex numbers of two `W`-byte floats.
+fn complex<const W: usize>(a: &[u8], inout: &mut [u8], prod: bool) {
+    let get = |b: &[u8]| -> f64 {
+        if W == 4 {
+            f32::from_ne_bytes(b.try_into().expect("4 bytes")) as f64
+        } else {
+            f64::from_ne_bytes(b.try_into().expect("8 bytes"))
+        }
+    };
+    let put = |b: &mut [u8], v: f64| {
+        if W == 4 {
+            b.copy_from_slice(&(v as f32).to_ne_bytes())
+        } else {
+            b.copy_from_slice(&v.to_ne_bytes())
+        }
+    };
+    for (x, y) in a.chunks_exact(2 * W).zip(inout.chunks_exact_mut(2 * W)) {
+        let (ar, ai) = (get(&x[..W]), get(&x[W..]));
+        let (br, bi) = (get(&y[..W]), get(&y[W..]));
+        let (r, i) = if prod {
+            (ar * br - ai * bi, ar * bi + ai * br)
+        } else {
+            (ar + br, ai + bi)
+        };
+        put(&mut y[..W], r);
+        put(&mut y[W..], i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complex_sum_and_product() {
+        let c = |r: f64, i: f64| [r.to_ne_bytes(), i.to_ne_bytes()].concat();
+        let dt = Datatype::basic(Basic::CDoubleComplex);
+        let p = reducer(&dt, &Op::Prod.into()).unwrap();
+        let mut io = c(3.0, 4.0);
+        p.apply(&c(1.0, 2.0), &mut io); // (1+2i)(3+4i) = -5+10i
+        assert_eq!(io, c(-5.0, 10.0));
+        let s = reducer(&dt, &Op::Sum.into()).unwrap();
+        s.apply(&c(1.0, 1.0), &mut io);
+        assert_eq!(io, c(-4.0, 11.0));
+        assert!(reducer(&dt, &Op::Max.into()).is_err());
+        let f = reducer(&Datatype::basic(Basic::CFloatComplex), &Op::Sum.into()).unwrap();
+        assert_eq!(f.elem_size(), 8);
+    }
+
+    #[test]
+    fn a_user_operation_sees_whole_elements_in_order() {
+        // Non-commutative: "keep the left one" over i32s.
+        let f: UserFn = Arc::new(|a: &[u8], io: &mut [u8], n: usize| {
+            assert_eq!(a.len(), n * 4);
+            io.copy_from_slice(a);
+        });
+        let op = ReduceOp::User { f, commutative: false };
+        let r = reducer(&Datatype::basic(Basic::Int), &op).unwrap();
+        assert!(!r.commutative() && !op.commutative());
+        assert_eq!(r.elem_size(), 4);
+        let out = skifch::coll::ops::fold(&r, &[[1u8, 0, 0, 0], [2, 0, 0, 0], [3, 0, 0, 0]]);
+        assert_eq!(out, [1, 0, 0, 0]);
+        let sum = reducer(&Datatype::basic(Basic::Int), &Op::Sum.into()).unwrap();
+        assert!(sum.commutative());
+    }
+}

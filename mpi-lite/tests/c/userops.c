@@ -1,0 +1,130 @@
+/* User-defined reductions (MPI-3.1 §5.9.5): MPI_Op_create / Op_free / Op_commutative,
+ * used by Reduce, Allreduce, Scan, Exscan, Reduce_scatter_block and Reduce_local; a
+ * non-commutative operation is applied in rank order. Any rank count >= 2. */
+#include "check.h"
+#include <complex.h>
+
+static int calls;
+
+/* Commutative: sum of ints, checking the datatype handle MPI passes. */
+static void isum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    calls++;
+    CHECK(*dt == MPI_INT);
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* Not commutative: 2x2 integer matrix product inout = in * inout (row-major). */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    long *a = in, *b = inout;
+    for (int k = 0; k < *len; k++, a += 4, b += 4) {
+        long r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
+                     a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+        for (int i = 0; i < 4; i++) b[i] = r[i];
+    }
+}
+
+/* Each rank's matrix: [[1, r+1], [0, 1]] (upper unitriangular: products in order
+ * 0..k give [[1, sum], [0, 1]]) times a rank-dependent permutation for ranks >= 1 so
+ * that the order matters. */
+static void mine(int r, long m[4]) {
+    m[0] = 1; m[1] = r + 1; m[2] = 0; m[3] = 1;
+    if (r % 2 == 1) { m[0] = 0; m[1] = 1; m[2] = 1; m[3] = r + 1; }
+}
+
+static void expect_prefix(int upto, const long got[4]) {
+    long acc[4] = {1, 0, 0, 1}, m[4];
+    for (int r = 0; r <= upto; r++) {
+        mine(r, m);
+        /* acc = acc * m (rank order: lower ranks on the left) */
+        long t[4] = {acc[0] * m[0] + acc[1] * m[2], acc[0] * m[1] + acc[1] * m[3],
+                     acc[2] * m[0] + acc[3] * m[2], acc[2] * m[1] + acc[3] * m[3]};
+        for (int i = 0; i < 4; i++) acc[i] = t[i];
+    }
+    for (int i = 0; i < 4; i++) CHECK(got[i] == acc[i]);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    MPI_Op sum, mm;
+    CHECK(MPI_Op_create(isum, 1, &sum) == MPI_SUCCESS);
+    CHECK(MPI_Op_create(matmul, 0, &mm) == MPI_SUCCESS);
+    int c;
+    MPI_Op_commutative(sum, &c);
+    CHECK(c == 1);
+    MPI_Op_commutative(mm, &c);
+    CHECK(c == 0);
+    MPI_Op_commutative(MPI_SUM, &c);
+    CHECK(c == 1);
+
+    int v[3] = {rank, 2 * rank, 1}, out[3];
+    CHECK(MPI_Allreduce(v, out, 3, MPI_INT, sum, MPI_COMM_WORLD) == MPI_SUCCESS);
+    int tot = size * (size - 1) / 2;
+    CHECK(out[0] == tot && out[1] == 2 * tot && out[2] == size);
+    int root = size - 1;
+    out[0] = -1;
+    CHECK(MPI_Reduce(v, out, 3, MPI_INT, sum, root, MPI_COMM_WORLD) == MPI_SUCCESS);
+    if (rank == root) CHECK(out[0] == tot && out[2] == size);
+    CHECK(MPI_Scan(v, out, 3, MPI_INT, sum, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(out[0] == rank * (rank + 1) / 2 && out[2] == rank + 1);
+    CHECK(MPI_Exscan(v, out, 3, MPI_INT, sum, MPI_COMM_WORLD) == MPI_SUCCESS);
+    if (rank > 0) CHECK(out[0] == rank * (rank - 1) / 2 && out[2] == rank);
+    int blk[64], got1;
+    for (int i = 0; i < size; i++) blk[i] = i + rank;
+    CHECK(MPI_Reduce_scatter_block(blk, &got1, 1, MPI_INT, sum, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(got1 == size * rank + tot);
+    int a[2] = {5, 6}, b[2] = {1, 2};
+    CHECK(MPI_Reduce_local(a, b, 2, MPI_INT, sum) == MPI_SUCCESS);
+    CHECK(b[0] == 6 && b[1] == 8);
+
+    /* Non-commutative, on a derived type (4 longs): rank order is kept. */
+    MPI_Datatype mat;
+    MPI_Type_contiguous(4, MPI_LONG, &mat);
+    MPI_Type_commit(&mat);
+    long m[2][4], r2[2][4];
+    mine(rank, m[0]);
+    mine(rank, m[1]);
+    CHECK(MPI_Allreduce(m, r2, 2, mat, mm, MPI_COMM_WORLD) == MPI_SUCCESS);
+    expect_prefix(size - 1, r2[0]);
+    expect_prefix(size - 1, r2[1]);
+    CHECK(MPI_Reduce(m, r2, 2, mat, mm, 0, MPI_COMM_WORLD) == MPI_SUCCESS);
+    if (rank == 0) expect_prefix(size - 1, r2[1]);
+    CHECK(MPI_Scan(m, r2, 2, mat, mm, MPI_COMM_WORLD) == MPI_SUCCESS);
+    expect_prefix(rank, r2[0]);
+    MPI_Type_free(&mat);
+
+    CHECK(MPI_Op_free(&sum) == MPI_SUCCESS && sum == MPI_OP_NULL);
+    int e;
+    MPI_Error_class(MPI_Op_free(&sum), &e);
+    CHECK(e == MPI_ERR_OP);
+    MPI_Error_class(MPI_Op_free(&(MPI_Op){MPI_SUM}), &e);
+    CHECK(e == MPI_ERR_OP);
+    MPI_Error_class(MPI_Allreduce(v, out, 3, MPI_INT, 77, MPI_COMM_WORLD), &e);
+    CHECK(e == MPI_ERR_OP);
+    MPI_Op_free(&mm);
+
+    /* Predefined reductions on the complex types (MPI_SUM, MPI_PROD only). */
+    double _Complex z = (double)(rank + 1) + 1.0 * I, zs, zp;
+    CHECK(MPI_Allreduce(&z, &zs, 1, MPI_C_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(creal(zs) == size * (size + 1) / 2.0 && cimag(zs) == size);
+    CHECK(MPI_Allreduce(&z, &zp, 1, MPI_C_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD) == MPI_SUCCESS);
+    double _Complex want = 1;
+    for (int r = 0; r < size; r++) want *= (double)(r + 1) + 1.0 * I;
+    double _Complex d = zp - want;
+    double n2 = creal(want) * creal(want) + cimag(want) * cimag(want);
+    CHECK(creal(d) * creal(d) + cimag(d) * cimag(d) <= 1e-18 * n2);
+    float _Complex fz[2] = {1.0f + 2.0f * I, (float)rank}, fs[2];
+    CHECK(MPI_Reduce(fz, fs, 2, MPI_C_FLOAT_COMPLEX, MPI_SUM, 0, MPI_COMM_WORLD) == MPI_SUCCESS);
+    if (rank == 0) CHECK(crealf(fs[0]) == size && cimagf(fs[0]) == 2 * size && crealf(fs[1]) == tot);
+    MPI_Error_class(MPI_Allreduce(&z, &zs, 1, MPI_C_DOUBLE_COMPLEX, MPI_MAX, MPI_COMM_WORLD), &e);
+    CHECK(e == MPI_ERR_OP);
+    double _Complex l = 2.0 * I;
+    zs = 3.0;
+    CHECK(MPI_Reduce_local(&l, &zs, 1, MPI_C_DOUBLE_COMPLEX, MPI_PROD) == MPI_SUCCESS && zs == 6.0 * I);
+    MPI_Finalize();
+    return 0;
+}
