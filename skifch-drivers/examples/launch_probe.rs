@@ -14,6 +14,8 @@
 //!                                                   forever; <rank> ignores SIGTERM
 //! skifrun -n N -- launch_probe leave <rank>         <rank> finalizes and exits 0; the others wait in
 //!                                                   recv() for a message that never comes
+//! skifrun -n N -- launch_probe private            exit 0 if every skifch memfd this rank holds has
+//!                                                   mode 0600 and a sealed size (truncate fails)
 //! skifrun -n N -- launch_probe spawn <file>         every rank leaves processes behind and exits 0
 //!                                                   (finalized): a forked child, a double-forked
 //!                                                   grandchild in its own session, a `sleep`;
@@ -208,6 +210,35 @@ fn main() {
             f.write_all(format!("{me} {}\n", std::process::id()).as_bytes())
                 .unwrap_or_else(|e| fail(format!("{path}: {e}")));
             sleep_forever();
+        }
+        "private" => {
+            let mut seen = 0;
+            for e in std::fs::read_dir("/proc/self/fd").unwrap_or_else(|e| fail(e.to_string())) {
+                let path = e.unwrap_or_else(|e| fail(e.to_string())).path();
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                if !target.to_string_lossy().starts_with("/memfd:skifch") {
+                    continue;
+                }
+                seen += 1;
+                let f = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&path)
+                    .unwrap_or_else(|e| fail(format!("{target:?}: {e}")));
+                let meta = f.metadata().unwrap_or_else(|e| fail(e.to_string()));
+                let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777;
+                if mode != 0o600 {
+                    fail(format!("{target:?} has mode {mode:o}, not 600"));
+                }
+                for len in [0, meta.len() + 4096] {
+                    if f.set_len(len).is_ok() {
+                        fail(format!("{target:?}: truncating to {len} bytes succeeded"));
+                    }
+                }
+            }
+            if seen == 0 {
+                fail("no skifch memfd open".into());
+            }
         }
         "leave" => {
             if me != arg::<u32>(&args, 1) {

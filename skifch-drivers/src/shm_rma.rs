@@ -22,7 +22,7 @@
 #![allow(unsafe_code)] // memfd/mmap syscalls and dl_iterate_phdr
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 
 use memmap2::MmapRaw;
@@ -47,16 +47,16 @@ impl ShmRma {
 }
 
 fn memfd(len: usize) -> Result<File> {
-    // SAFETY: the name is a NUL-terminated literal; memfd_create only reads it.
-    let fd = unsafe { libc::memfd_create(c"skifch-rma".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(Error::last_os("memfd_create for an RMA segment"));
-    }
-    // SAFETY: `fd` was just returned by memfd_create and is owned by nobody else.
-    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-    file.set_len(len as u64)
-        .map_err(|e| Error::os("sizing an RMA segment", e))?;
-    Ok(file)
+    crate::shm::sealed_memfd(
+        c"skifch-rma",
+        len,
+        [
+            "memfd_create for an RMA segment",
+            "making an RMA segment private (mode 0600)",
+            "sizing an RMA segment",
+            "sealing the size of an RMA segment",
+        ],
+    )
 }
 
 /// pid, descriptor and inode of a segment's memfd: the inode lets a peer check that

@@ -533,3 +533,36 @@ fn the_time_limit_ends_a_hung_job() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("SKIFRUN_TIMEOUT=\"soon\""));
 }
+
+#[test]
+fn job_memory_is_private_and_its_size_sealed() {
+    // Issue 16, defect 11: the memfds had mode 0777, so that any same-user process allowed
+    // to reopen /proc/<pid>/fd/<n> — and other users' too, where /proc allowed it — could
+    // map the job's memory. Each rank checks every skifch memfd it holds (the job
+    // segment; with fpga-model also its node window): mode 0600, and truncating fails.
+    for driver in ["shm", "fpga-model"] {
+        let (code, err, _) = run(&["-n", "2", "--driver", driver], &["private"], LIMIT);
+        assert_eq!(code, 0, "{driver}: {err}");
+    }
+    // Seen from outside: the ranks' descriptors name a 0600 memfd.
+    let file = temp_file("private");
+    let child = skifrun(&["-n", "2"], &["pids", file.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    let pids = rank_pids(&file, 2);
+    let mut modes = Vec::new();
+    for pid in &pids {
+        for e in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().flatten() {
+            let target = std::fs::read_link(e.path()).unwrap_or_default();
+            if target.to_string_lossy().starts_with("/memfd:skifch-job") {
+                let m = std::fs::metadata(e.path()).unwrap();
+                modes.push(std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777);
+            }
+        }
+    }
+    // SAFETY: kill with integer arguments, to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = wait_limit(child, LIMIT);
+    let _ = std::fs::remove_file(&file);
+    assert!(!modes.is_empty() && modes.iter().all(|&m| m == 0o600), "modes {modes:?} (decimal; 384 is 0600)");
+}

@@ -1,4 +1,4 @@
-//! The segment's memory for the shm driver: an anonymous, size-sealed `memfd` mapped
+//! The segment's memory for the shm driver: an anonymous, private (0600), size-sealed `memfd` mapped
 //! `MAP_SHARED` ([`MemfdRegion`]), and joining the job through it.
 #![allow(unsafe_code)] // mmap of the segment and the memfd syscalls
 
@@ -17,33 +17,20 @@ pub struct MemfdRegion {
 }
 
 impl MemfdRegion {
-    /// Creates an anonymous segment of `len` zeroed bytes (close-on-exec; the launcher
-    /// clears that flag on the copy it passes to ranks).
-    ///
-    /// The size is sealed (`F_SEAL_SHRINK | F_SEAL_GROW`): a rank holding the descriptor
-    /// cannot truncate the segment under its peers or the launcher (which would turn their
-    /// accesses into `SIGBUS`).
+    /// Creates an anonymous segment of `len` zeroed bytes ([`sealed_memfd`]: mode 0600,
+    /// size sealed, close-on-exec; the launcher clears that flag on the copy it passes to
+    /// ranks).
     pub fn create(len: usize) -> Result<Self> {
-        // SAFETY: the name is a NUL-terminated literal; memfd_create only reads it.
-        let fd = unsafe {
-            libc::memfd_create(
-                c"skifch-job".as_ptr(),
-                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
-            )
-        };
-        if fd < 0 {
-            return Err(Error::last_os("memfd_create for the job segment"));
-        }
-        // SAFETY: `fd` was just returned by memfd_create and is owned by nobody else.
-        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-        file.set_len(len as u64)
-            .map_err(|e| Error::os("sizing the job segment", e))?;
-        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
-        // SAFETY: F_ADD_SEALS with an integer argument on a descriptor we own.
-        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
-            return Err(Error::last_os("sealing the size of the job segment"));
-        }
-        Self::map(file)
+        Self::map(sealed_memfd(
+            c"skifch-job",
+            len,
+            [
+                "memfd_create for the job segment",
+                "making the job segment private (mode 0600)",
+                "sizing the job segment",
+                "sealing the size of the job segment",
+            ],
+        )?)
     }
 
     /// Maps an existing segment descriptor (e.g. inherited from the launcher).
@@ -79,6 +66,42 @@ unsafe impl Region for MemfdRegion {
     fn rma(&self, rank: u32, size: u32) -> Option<Arc<dyn skifch::rma::Rma>> {
         Some(Arc::new(crate::shm_rma::ShmRma::new(rank, size)))
     }
+}
+
+/// A new anonymous memfd of `len` zeroed bytes for memory that processes of one job share
+/// (`what`: the error context of each step — create, chmod, size, seal): close-on-exec; mode 0600, so that other users cannot open
+/// it through `/proc/<pid>/fd` (a memfd is created 0777); its size sealed
+/// (`F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL`), so that no process holding it can
+/// truncate it under the others (whose accesses would turn into `SIGBUS`) or unseal it.
+///
+/// The remaining trust boundary: every process of the job (and any process of the same
+/// user allowed to ptrace one of them) can read and write the contents — ranks of one
+/// job trust each other; the segment's readers validate what they read, so a hostile rank
+/// can break the job's messages but not the other ranks' memory safety.
+pub(crate) fn sealed_memfd(
+    name: &std::ffi::CStr,
+    len: usize,
+    what: [&'static str; 4],
+) -> Result<File> {
+    // SAFETY: the name is a NUL-terminated string; memfd_create only reads it.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    if fd < 0 {
+        return Err(Error::last_os(what[0]));
+    }
+    // SAFETY: `fd` was just returned by memfd_create and is owned by nobody else.
+    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    // SAFETY: fchmod with integer arguments on a descriptor we own.
+    if unsafe { libc::fchmod(file.as_raw_fd(), 0o600) } < 0 {
+        return Err(Error::last_os(what[1]));
+    }
+    file.set_len(len as u64)
+        .map_err(|e| Error::os(what[2], e))?;
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+    // SAFETY: F_ADD_SEALS with an integer argument on a descriptor we own.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+        return Err(Error::last_os(what[3]));
+    }
+    Ok(file)
 }
 
 /// The shm driver: a rank's attachment to the job's segment.
