@@ -146,6 +146,11 @@ fn matched_probe() {
 }
 
 #[test]
+fn persistent_requests() {
+    check("persist", &[]);
+}
+
+#[test]
 fn datatypes() {
     check("types", &[]);
 }

@@ -13,6 +13,7 @@ use super::{
     arr_mut, contiguous_bytes, from_c_status, get, mpi_fn, put, put_status, user_buf, MPI_Status,
     STATUS_IGNORE,
 };
+use super::persist::{self, view};
 use crate::state::{call, h, CState};
 
 const UNDEFINED: c_int = -32766;
@@ -40,7 +41,7 @@ fn empty_status() -> Status {
 
 /// # Safety
 /// MPI buffer contract (see `user_buf`).
-unsafe fn start_send(
+pub(crate) unsafe fn start_send(
     st: &mut CState,
     buf: *const c_void,
     n: c_int,
@@ -266,7 +267,7 @@ mpi_fn!(MPI_Wait, PMPI_Wait, (request: *mut c_int, status: *mut MPI_Status) -> c
     call("MPI_Wait", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request (checked non-null by arr_mut).
         let r = unsafe { arr_mut(request, 1, "request")? };
-        let s = finish(st, &mut r[0], true)?.unwrap_or_else(empty_status);
+        let s = view(r, |r| finish(st, &mut r[0], true))?.unwrap_or_else(empty_status);
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &s) };
         Ok(())
@@ -277,7 +278,7 @@ mpi_fn!(MPI_Test, PMPI_Test, (request: *mut c_int, flag: *mut c_int, status: *mu
     call("MPI_Test", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request and flag.
         let r = unsafe { arr_mut(request, 1, "request")? };
-        match finish(st, &mut r[0], false)? {
+        match view(r, |r| finish(st, &mut r[0], false))? {
             Some(s) => {
                 // SAFETY: as above; the status as in MPI_Wait.
                 unsafe {
@@ -361,7 +362,7 @@ mpi_fn!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut c_int,
         let n = super::count(count, "MPI_Waitall")?;
         // SAFETY: `count` requests and statuses of the caller.
         let (reqs, sts) = unsafe { (arr_mut(array_of_requests, n, "array_of_requests")?, statuses(array_of_statuses, n)) };
-        complete_all(st, reqs, sts, true).map(|_| ())
+        view(reqs, |reqs| complete_all(st, reqs, sts, true)).map(|_| ())
     })
 });
 
@@ -374,7 +375,7 @@ mpi_fn!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut c_int,
         if flag.is_null() {
             return Err(Error::Arg("MPI_Testall: flag is NULL".into()));
         }
-        let done = complete_all(st, reqs, sts, false);
+        let done = view(reqs, |reqs| complete_all(st, reqs, sts, false));
         // SAFETY: checked non-null.
         unsafe { flag.write(matches!(done, Ok(true) | Err(_)) as c_int) };
         done.map(|_| ())
@@ -440,7 +441,7 @@ mpi_fn!(MPI_Waitany, PMPI_Waitany, (count: c_int, array_of_requests: *mut c_int,
         let n = super::count(count, "MPI_Waitany")?;
         // SAFETY: `count` requests of the caller.
         let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
-        let got = any_some(st, reqs, true, false)?;
+        let got = view(reqs, |reqs| any_some(st, reqs, true, false))?;
         let (i, s) = match got.into_iter().next() {
             Some((i, s)) => (i as c_int, s?),
             None => (UNDEFINED, empty_status()),
@@ -460,8 +461,10 @@ mpi_fn!(MPI_Testany, PMPI_Testany, (count: c_int, array_of_requests: *mut c_int,
         let n = super::count(count, "MPI_Testany")?;
         // SAFETY: `count` requests of the caller.
         let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
-        let none_active = reqs.iter().all(|&r| r == h::REQUEST_NULL);
-        let got = any_some(st, reqs, false, false)?;
+        let (none_active, got) = view(reqs, |reqs| {
+            (reqs.iter().all(|&r| r == h::REQUEST_NULL), any_some(st, reqs, false, false))
+        });
+        let got = got?;
         let (i, f, s) = match got.into_iter().next() {
             Some((i, s)) => (i as c_int, 1, s?),
             None => (UNDEFINED, none_active as c_int, empty_status()),
@@ -525,7 +528,7 @@ mpi_fn!(MPI_Waitsome, PMPI_Waitsome, (incount: c_int, array_of_requests: *mut c_
         let n = super::count(incount, "MPI_Waitsome")?;
         // SAFETY: `incount` requests of the caller.
         let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
-        some(st, reqs, true, outcount, array_of_indices, array_of_statuses)
+        view(reqs, |reqs| some(st, reqs, true, outcount, array_of_indices, array_of_statuses))
     })
 });
 
@@ -535,7 +538,7 @@ mpi_fn!(MPI_Testsome, PMPI_Testsome, (incount: c_int, array_of_requests: *mut c_
         let n = super::count(incount, "MPI_Testsome")?;
         // SAFETY: `incount` requests of the caller.
         let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
-        some(st, reqs, false, outcount, array_of_indices, array_of_statuses)
+        view(reqs, |reqs| some(st, reqs, false, outcount, array_of_indices, array_of_statuses))
     })
 });
 
@@ -543,6 +546,11 @@ mpi_fn!(MPI_Request_free, PMPI_Request_free, (request: *mut c_int) -> c_int {
     call("MPI_Request_free", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request.
         let r = unsafe { arr_mut(request, 1, "request")? };
+        if let Some(res) = persist::free(st, r[0]) {
+            res?;
+            r[0] = h::REQUEST_NULL;
+            return Ok(());
+        }
         let id = req_id(r[0])?;
         st.mpi.engine().request_free(id)?;
         r[0] = h::REQUEST_NULL;
@@ -553,11 +561,8 @@ mpi_fn!(MPI_Request_free, PMPI_Request_free, (request: *mut c_int) -> c_int {
 mpi_fn!(MPI_Request_get_status, PMPI_Request_get_status, (request: c_int, flag: *mut c_int,
         status: *mut MPI_Status) -> c_int {
     call("MPI_Request_get_status", h::COMM_WORLD, |st| {
-        let s = if request == h::REQUEST_NULL {
-            Some(empty_status())
-        } else {
-            st.mpi.engine().peek(req_id(request)?)?
-        };
+        let mut one = [request];
+        let s = view(&mut one, |r| request_status(st, r[0]))?;
         // SAFETY: the caller's flag and status.
         unsafe {
             put(flag, s.is_some() as c_int, "flag")?;
@@ -569,11 +574,22 @@ mpi_fn!(MPI_Request_get_status, PMPI_Request_get_status, (request: c_int, flag: 
     })
 });
 
+/// `MPI_Request_get_status` of an engine request handle.
+fn request_status(st: &CState, request: c_int) -> Result<Option<Status>> {
+    if request == h::REQUEST_NULL {
+        return Ok(Some(empty_status()));
+    }
+    st.mpi.engine().peek(req_id(request)?)
+}
+
 mpi_fn!(MPI_Cancel, PMPI_Cancel, (request: *mut c_int) -> c_int {
     call("MPI_Cancel", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request.
-        let r = unsafe { get(request, "request")? };
-        st.mpi.engine().cancel(req_id(r)?)
+        let mut r = [unsafe { get(request, "request")? }];
+        view(&mut r, |r| match r[0] {
+            h::REQUEST_NULL => Ok(()), // an inactive persistent request: nothing runs
+            x => st.mpi.engine().cancel(req_id(x)?),
+        })
     })
 });
 
@@ -652,19 +668,4 @@ mpi_fn!(MPI_Get_elements, PMPI_Get_elements, (status: *const MPI_Status, datatyp
         // SAFETY: the caller's int.
         unsafe { put(count, n, "count") }
     })
-});
-
-mpi_fn!(MPI_Send_init, PMPI_Send_init, (_buf: *const c_void, _count: c_int, _datatype: c_int, _dest: c_int,
-        _tag: c_int, comm: c_int, _request: *mut c_int) -> c_int {
-    call("MPI_Send_init", comm, |_| Err(Error::Unsupported("MPI_Send_init (persistent requests)".into())))
-});
-mpi_fn!(MPI_Recv_init, PMPI_Recv_init, (_buf: *mut c_void, _count: c_int, _datatype: c_int, _source: c_int,
-        _tag: c_int, comm: c_int, _request: *mut c_int) -> c_int {
-    call("MPI_Recv_init", comm, |_| Err(Error::Unsupported("MPI_Recv_init (persistent requests)".into())))
-});
-mpi_fn!(MPI_Start, PMPI_Start, (_request: *mut c_int) -> c_int {
-    call("MPI_Start", h::COMM_WORLD, |_| Err(Error::Unsupported("MPI_Start (persistent requests)".into())))
-});
-mpi_fn!(MPI_Startall, PMPI_Startall, (_count: c_int, _requests: *mut c_int) -> c_int {
-    call("MPI_Startall", h::COMM_WORLD, |_| Err(Error::Unsupported("MPI_Startall (persistent requests)".into())))
 });
