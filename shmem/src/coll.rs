@@ -233,6 +233,27 @@ impl<P: Port> World<P> {
         Ok(out[0] == 1)
     }
 
+    /// The smallest and largest of each of `vals` over the members of `t` (every member
+    /// calls with as many values): one allreduce of the values and their complements
+    /// under max. The check that every member passed the same arguments to a collective
+    /// whose sizes are not in its data (the symmetric allocations); every member learns
+    /// the same answer, so all fail alike.
+    pub fn min_max(&self, t: &Team, vals: &[u64]) -> Result<Vec<(u64, u64)>, Error> {
+        let r = reducer(Num::U(8), ReduceOp::Max)?;
+        let send: Vec<u8> = vals
+            .iter()
+            .flat_map(|&v| [v, !v])
+            .flat_map(u64::to_le_bytes)
+            .collect();
+        let mut out = vec![0u8; send.len()];
+        self.with_group(t, |g| skifch::coll::allreduce(g, &send, &mut out, &*r))?;
+        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or_default());
+        Ok(out
+            .chunks_exact(16)
+            .map(|c| (!word(&c[8..]), word(&c[..8])))
+            .collect())
+    }
+
     fn read_vec(&self, a: SymAddr, len: usize) -> Result<Vec<u8>, Error> {
         let mut v = vec![0u8; len];
         self.read_local(a, &mut v)?;

@@ -704,22 +704,29 @@ impl<P: Port> World<P> {
     }
 
     /// Collective allocation of `size` bytes aligned to `align` on every PE (same
-    /// arguments on every PE); ends with a barrier.
+    /// arguments on every PE: checked, since different sizes would put later objects at
+    /// different offsets — issue 16 defect 5); completes this PE's puts and synchronizes
+    /// as a barrier (OpenSHMEM 1.5 §9.3.1).
     pub fn malloc(&self, size: usize, align: usize) -> Result<SymAddr, Error> {
+        self.quiet()?;
+        let world = crate::coll::Team::world(self.n);
+        let seen = self.min_max(&world, &[size as u64, align as u64])?;
+        if let [(lo, hi), (alo, ahi)] = seen[..] {
+            if lo != hi || alo != ahi {
+                return Err(Error::BadArgument(format!(
+                    "the PEs asked for different allocations: {lo} to {hi} bytes aligned to {alo} to {ahi} (this PE: {size} bytes aligned to {align}); a symmetric allocation needs the same size and alignment on every PE"
+                )));
+            }
+        }
         let off = self
             .heap
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .alloc(size, align)?;
-        self.barrier_all()?;
         let a = SymAddr { seg: SEG_HEAP, off };
         // Offsets are aligned; addresses are only as far as each PE's mapping of the heap
         // is (a page, at least). Beyond that every PE must find its address aligned.
-        if align > 4096
-            && !self.all(
-                &crate::coll::Team::world(self.n),
-                self.local(a).is_multiple_of(align),
-            )?
+        if align > 4096 && !self.all(&world, self.local(a).is_multiple_of(align))?
         {
             self.heap
                 .lock()

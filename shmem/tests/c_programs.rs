@@ -350,6 +350,39 @@ fn plt_slots_are_not_symmetric() {
     }
 }
 
+/// Issue 16 defect 5: the collective allocation calls check that every PE asked for the
+/// same size (and alignment), as the collectives check theirs: every PE fails naming the
+/// call, on both paths, instead of placing later objects at different offsets.
+#[test]
+fn allocations_of_different_sizes_fail() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("alloc_mismatch", true);
+    let calls = [
+        ("malloc", "shmem_malloc"),
+        ("calloc", "shmem_calloc"),
+        ("align", "shmem_align"),
+        ("realloc", "shmem_realloc"),
+        ("malloc_with_hints", "shmem_malloc_with_hints"),
+        ("shmalloc", "shmalloc"),
+    ];
+    for env in [DIRECT, MESSAGES] {
+        for (mode, call) in calls {
+            let o = run(&exe, 2, env, &[mode]);
+            let want = format!("skifshmem: {call}: invalid argument: the PEs asked for different allocations");
+            assert!(
+                o.status.code() == Some(1) && o.stderr.contains(&want),
+                "{mode} {env:?}: {} (want status 1 and {want:?})\n{}",
+                o.status,
+                o.stderr
+            );
+        }
+        let o = run(&exe, 2, env, &["none"]);
+        assert!(o.status.success(), "none {env:?}: {}\n{}", o.status, o.stderr);
+    }
+}
+
 #[test]
 fn header_is_generated() {
     let Ok(st) = Command::new("python3")
