@@ -566,3 +566,52 @@ fn job_memory_is_private_and_its_size_sealed() {
     let _ = std::fs::remove_file(&file);
     assert!(!modes.is_empty() && modes.iter().all(|&m| m == 0o600), "modes {modes:?} (decimal; 384 is 0600)");
 }
+
+#[test]
+fn mpirun_flags_and_launch_environment() {
+    // Issue 17 (tool conventions): -np, -x VAR[=val], --oversubscribe, --bind-to,
+    // --tag-output / -l, and the PMI_* / OMPI_COMM_WORLD_* variables tools read.
+    let script = "echo \"$FOO $PMI_RANK $PMI_SIZE $OMPI_COMM_WORLD_RANK $OMPI_COMM_WORLD_SIZE \
+                  $OMPI_COMM_WORLD_LOCAL_RANK $OMPI_COMM_WORLD_LOCAL_SIZE $SKIFMPI_BIND\"; \
+                  printf 'no newline' >&2";
+    let out = Command::new(skifrun_exe())
+        .args(["-np", "3", "-x", "FOO=bar=baz", "--oversubscribe", "--bind-to", "none"])
+        .args(["--tag-output", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for r in 0..3 {
+        let line = format!("[1,{r}]<stdout>:bar=baz {r} 3 {r} 3 {r} 3 none\n");
+        assert!(stdout.contains(&line), "{line:?} not in:\n{stdout}");
+        let line = format!("[1,{r}]<stderr>:no newline\n");
+        assert!(stderr.contains(&line), "{line:?} not in:\n{stderr}");
+    }
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    // -l: MPICH's label; lines of one rank stay whole and in order.
+    let out = Command::new(skifrun_exe())
+        .args(["-l", "--np", "2", "--bind-to", "core", "--"])
+        .args(["sh", "-c", "for i in 1 2 3; do echo \"line $i $SKIFMPI_BIND\"; done"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    for r in 0..2 {
+        let mine: Vec<&str> = stdout.lines().filter(|l| l.starts_with(&format!("[{r}] "))).collect();
+        assert_eq!(mine, (1..=3).map(|i| format!("[{r}] line {i} core")).collect::<Vec<_>>());
+    }
+    // The program's own -np is its own.
+    let out = Command::new(skifrun_exe())
+        .args(["-np", "1", "echo", "-np", "7"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "-np 7\n");
+    let out = Command::new(skifrun_exe())
+        .args(["-n", "1", "--bind-to", "socket", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

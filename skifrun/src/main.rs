@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use skifch::{Error, WaitPolicy};
-use skifch_drivers::launch::{launch, DriverKind, LaunchOptions, DEFAULT_GRACE};
+use skifch_drivers::launch::{launch, DriverKind, LaunchOptions, TagOutput, DEFAULT_GRACE};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Driver {
@@ -18,7 +18,8 @@ enum Driver {
 /// Starts N copies of a program as one SkifCh job (ranks 0..N-1).
 ///
 /// Each rank gets SKIFCH_RANK, SKIFCH_SIZE, SKIFCH_FD (the job segment) and
-/// SKIFCH_DRIVER (and SKIFCH_WAIT with --wait). Ranks die with the launcher.
+/// SKIFCH_DRIVER (and SKIFCH_WAIT with --wait); for launch-aware tools also PMI_RANK,
+/// PMI_SIZE, OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK and _LOCAL_SIZE. Ranks die with the launcher.
 /// With --driver fpga-model, skifrun runs the FPGA adapter's device model (X*Y*Z torus,
 /// --torus or the most cube-like one for N) in its own threads; rank r is torus node r
 /// and gets its adapter's registers and DMA memory as SKIFCH_FPGA_FD. The same program
@@ -42,7 +43,7 @@ enum Driver {
     override_usage = "skifrun -n <N> [OPTIONS] -- <PROGRAM> [ARGS]..."
 )]
 struct Cli {
-    /// Number of ranks
+    /// Number of ranks (also -np, --np)
     #[arg(short = 'n', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=skifch_drivers::shm::MAX_RANKS as i64))]
     nranks: u32,
     /// Waiting policy of blocking calls: spin, fixed, fixed:MICROSECONDS, block [default: SKIFCH_WAIT or fixed]
@@ -67,6 +68,26 @@ struct Cli {
     /// fpga-model: torus size XxYxZ (each 1..=16; X*Y*Z must be N) [default: most cube-like for N]
     #[arg(long, value_name = "XxYxZ", value_parser = parse_torus)]
     torus: Option<fpga::regs::Dims>,
+    /// Sets VAR=value in every rank's environment; -x VAR passes the launcher's own VAR
+    /// (every rank inherits the launcher's environment anyway). Repeatable
+    #[arg(short = 'x', value_name = "VAR[=value]")]
+    export: Vec<String>,
+    /// Binding of each rank to a CPU: core (also hwthread) or none; sets SKIFMPI_BIND for
+    /// mpi-lite [default: SKIFMPI_BIND, else core]
+    #[arg(long, value_name = "WHAT", value_parser = ["core", "hwthread", "none"])]
+    bind_to: Option<String>,
+    /// Prefixes each line of the ranks' output with [1,RANK]<stdout>: or [1,RANK]<stderr>: (as Open MPI)
+    #[arg(long)]
+    tag_output: bool,
+    /// Prefixes each line of the ranks' output with [RANK] (as MPICH)
+    #[arg(short = 'l')]
+    label: bool,
+    /// Accepted for mpirun compatibility; no effect (ranks may outnumber the CPUs anyway)
+    #[arg(long)]
+    oversubscribe: bool,
+    /// Accepted for mpirun compatibility; no effect
+    #[arg(long)]
+    allow_run_as_root: bool,
     /// The program and its arguments
     #[arg(
         required = true,
@@ -96,8 +117,56 @@ fn parse_grace(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Options that take a value (as separate words), to find where the program starts.
+const VALUED: &[&str] = &[
+    "-n", "--wait", "--grace", "--ports", "--lane-kb", "--driver", "--torus", "--timeout", "-x",
+    "--bind-to",
+];
+
+/// The command line with mpirun's `-np N` / `--np N` spelled `-n N` (clap has no
+/// single-dash long options); words from the program on are left alone.
+fn mpirun_spellings(args: impl Iterator<Item = OsString>) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    let mut in_options = true;
+    let mut value_next = false;
+    for (i, a) in args.enumerate() {
+        if i == 0 || !in_options {
+            out.push(a);
+            continue;
+        }
+        if value_next {
+            value_next = false;
+            out.push(a);
+            continue;
+        }
+        let s = a.to_string_lossy();
+        if s == "--" || !s.starts_with('-') {
+            in_options = false;
+        } else if s == "-np" || s == "--np" {
+            out.push("-n".into());
+            value_next = true;
+            continue;
+        } else {
+            value_next = VALUED.contains(&s.as_ref());
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// `-x VAR=value` → (VAR, value); `-x VAR` → the launcher's VAR if set (the ranks
+/// inherit it anyway).
+fn exports(xs: &[String]) -> Vec<(OsString, OsString)> {
+    xs.iter()
+        .filter_map(|x| match x.split_once('=') {
+            Some((k, v)) => Some((k.into(), v.into())),
+            None => std::env::var_os(x).map(|v| (x.into(), v)),
+        })
+        .collect()
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(mpirun_spellings(std::env::args_os()));
     let mut command = cli.command.into_iter();
     let program = command.next().expect("clap requires the program");
     let mut opts = LaunchOptions::new(cli.nranks, program).args(command);
@@ -115,6 +184,17 @@ fn main() {
     };
     opts.torus = cli.torus;
     opts.timeout = cli.timeout;
+    opts.env = exports(&cli.export);
+    if let Some(b) = cli.bind_to {
+        let v = if b == "none" { "none" } else { "core" };
+        opts.env.push(("SKIFMPI_BIND".into(), v.into()));
+    }
+    let _ = (cli.oversubscribe, cli.allow_run_as_root);
+    opts.tag_output = match (cli.tag_output, cli.label) {
+        (true, _) => TagOutput::OpenMpi,
+        (false, true) => TagOutput::Rank,
+        (false, false) => TagOutput::Off,
+    };
     let status = match launch(&opts) {
         Ok(status) => status,
         Err(e @ (Error::InvalidArgument(_) | Error::Bootstrap(_))) => {

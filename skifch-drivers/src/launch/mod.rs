@@ -22,10 +22,16 @@
 //! | `--lane-kb K` | `SKIFCH_LANE_KB`, else by job size | bytes of each lane, in KiB (power of two) |
 //! | `--driver D` | `SKIFCH_DRIVER`, else `shm` | `shm`, or `fpga-model`: the FPGA adapter driver over the device model, which the launcher hosts ([`crate::fpga::remote`]) |
 //! | `--torus XxYxZ` | most cube-like for N | `fpga-model` only: the torus; X·Y·Z must be N (rank r is node r) |
+//! | `-x VAR=value` | — | `skifrun` (`LaunchOptions::env`): set in every rank's environment; `-x VAR` passes the launcher's own |
+//! | `--bind-to core\|none` | `SKIFMPI_BIND` | `skifrun`: sets `SKIFMPI_BIND` (mpi-lite's CPU binding) |
+//! | `--tag-output`, `-l` | off | each output line of a rank prefixed `[1,r]<stdout>:` (Open MPI) or `[r] ` (MPICH) ([`TagOutput`]) |
+//! | `-np N`, `--oversubscribe`, `--allow-run-as-root` | — | `skifrun`: mpirun's spelling of `-n`; accepted, no effect |
 //! | `--timeout S` | `SKIFRUN_TIMEOUT`, else `MPIEXEC_TIMEOUT` (as MPICH's `mpiexec`), else none | the job's time limit in seconds (0: none): then `SIGTERM` to every rank, `SIGKILL` after the grace period, exit status [`EXIT_TIMEOUT`] (124) |
 //!
 //! ## What each rank gets
-//! * Environment: `SKIFCH_RANK`, `SKIFCH_SIZE`, `SKIFCH_FD` (the inherited segment
+//! * Environment: `SKIFCH_RANK`, `SKIFCH_SIZE` (also as `PMI_RANK`, `PMI_SIZE`,
+//!   `OMPI_COMM_WORLD_RANK`, `_SIZE`, `_LOCAL_RANK`, `_LOCAL_SIZE` for launch-aware
+//!   tools), `SKIFCH_FD` (the inherited segment
 //!   descriptor), `SKIFCH_DRIVER` (`shm` or `fpga-model`), and `SKIFCH_WAIT` when
 //!   `--wait` is given; with `fpga-model` also `SKIFCH_FPGA_FD` (this rank's node window,
 //!   a memfd no other rank gets) and `SKIFCH_PORTS` when `--ports` is given.
@@ -103,6 +109,7 @@
 //! ## Files
 //! * [`options`](LaunchOptions) — what to launch and how;
 //! * `child` — the rank's side between fork and exec, rank 0's standard input;
+//! * `output` — `--tag-output`: the ranks' output, line by line, tagged;
 //! * `watch` — the wait loop (signals, exits, grace period);
 //! * `sweep` — ending every process of the job (process groups, subreaper);
 //! * `signals` — the launcher's signal mask and signal names.
@@ -124,14 +131,17 @@ macro_rules! say {
 
 mod child;
 mod options;
+mod output;
 mod signals;
 mod sweep;
 mod watch;
 
 pub use options::{DriverKind, LaunchOptions, TIMEOUT_ENV};
+pub use output::TagOutput;
 pub use signals::signal_name;
 
 use child::{child_setup, Stdin0};
+use output::Tagger;
 use signals::SignalGuard;
 use watch::Watch;
 
@@ -202,11 +212,12 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
     // After blocking the signals, as the model: rank 0's stdin, forwarded from a terminal.
     let mut stdin = Stdin0::new()?;
     let mut job = Watch::new(opts, &fab, model.as_ref(), limit);
+    let mut pipes = Vec::new();
     for rank in 0..opts.nranks {
         let mut cmd = Command::new(&opts.program);
         cmd.args(&opts.args)
-            .env("SKIFCH_RANK", rank.to_string())
-            .env("SKIFCH_SIZE", opts.nranks.to_string())
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
+            .envs(rank_env(rank, opts.nranks))
             .env("SKIFCH_FD", seg.as_raw_fd().to_string())
             .env("SKIFCH_DRIVER", opts.driver.name());
         if let Some(w) = opts.wait {
@@ -236,8 +247,19 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
         };
         let win_fd = window.as_ref().map_or(-1, |f| f.as_raw_fd());
         child_setup(&mut cmd, [seg.as_raw_fd(), win_fd], sigs.old);
+        if opts.tag_output != TagOutput::Off {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
         match cmd.spawn() {
-            Ok(child) => job.started(rank, child),
+            Ok(mut child) => {
+                if let Some(out) = child.stdout.take() {
+                    pipes.push((rank, false, out.into()));
+                }
+                if let Some(err) = child.stderr.take() {
+                    pipes.push((rank, true, err.into()));
+                }
+                job.started(rank, child)
+            }
             Err(e) => {
                 let code = match e.kind() {
                     io::ErrorKind::NotFound => EXIT_NOT_FOUND,
@@ -256,7 +278,12 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
         }
     }
     drop(seg);
+    let tagger = match pipes.is_empty() {
+        true => None,
+        false => Some(Tagger::start(opts.tag_output, pipes)?),
+    };
     let status = job.run(&sigs);
+    drop(tagger); // the job's processes have ended: copies the rest of their output
     drop(stdin);
     drop(model); // stops the device model (bounded)
     Ok(status)
@@ -300,6 +327,23 @@ pub fn self_launch(n: u32) -> Option<i32> {
         say!("{e}");
         1
     }))
+}
+
+/// The environment that says which rank of how many a process is: ours, and those of
+/// the process managers that launch-aware tools read (PMI as MPICH's Hydra sets it, Open
+/// MPI's). Every rank is on this host, so local rank and size are the global ones.
+fn rank_env(rank: u32, size: u32) -> [(&'static str, String); 8] {
+    let (r, n) = (rank.to_string(), size.to_string());
+    [
+        ("SKIFCH_RANK", r.clone()),
+        ("SKIFCH_SIZE", n.clone()),
+        ("PMI_RANK", r.clone()),
+        ("PMI_SIZE", n.clone()),
+        ("OMPI_COMM_WORLD_RANK", r.clone()),
+        ("OMPI_COMM_WORLD_SIZE", n.clone()),
+        ("OMPI_COMM_WORLD_LOCAL_RANK", r),
+        ("OMPI_COMM_WORLD_LOCAL_SIZE", n),
+    ]
 }
 
 /// `SKIFCH_WAIT` spelling of a policy (what [`WaitPolicy::parse`] reads back).

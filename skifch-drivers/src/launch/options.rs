@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::shm::{Layout, Params};
 use skifch::{Error, Result, WaitPolicy};
 
-use super::DEFAULT_GRACE;
+use super::{TagOutput, DEFAULT_GRACE};
 
 /// The driver the ranks of a launched job use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -90,6 +90,12 @@ pub struct LaunchOptions {
     /// The job's time limit (`--timeout`); `None`: `SKIFRUN_TIMEOUT`, else
     /// `MPIEXEC_TIMEOUT`, else none ([`LaunchOptions::time_limit`]).
     pub timeout: Option<Duration>,
+    /// Variables set in every rank's environment (`-x VAR=value`), besides the
+    /// launcher's own environment, which the ranks inherit.
+    pub env: Vec<(OsString, OsString)>,
+    /// Whether and how the ranks' output lines are tagged with their rank (`--tag-output`,
+    /// `-l`).
+    pub tag_output: TagOutput,
 }
 
 impl LaunchOptions {
@@ -106,6 +112,8 @@ impl LaunchOptions {
             driver: DriverKind::Shm,
             torus: None,
             timeout: None,
+            env: Vec::new(),
+            tag_output: TagOutput::Off,
         }
     }
 
