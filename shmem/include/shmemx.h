@@ -9,6 +9,7 @@ extern "C" {
 /* 1 if this job reaches remote memory directly (the shm driver's RMA capability),
  * 0 if it uses the message path (a driver without RMA, or SKIFSHMEM_RMA=off). */
 int shmemx_direct_access(void);
+int pshmemx_direct_access(void); /* its profiling name (see pshmem.h) */
 
 #ifdef __cplusplus
 }

@@ -225,6 +225,82 @@ fn thread_level_funneled() {
 }
 
 #[test]
+fn profiling_names() {
+    check_program("pshmem_names");
+}
+
+/// A tool's wrappers of `shmem_putmem`, `shmem_barrier_all` and `skifshmem_put` in the
+/// program reach the library through the `p` names (shared library only: statically
+/// linked, both definitions of `shmem_putmem` would clash, as with MPI's `PMPI_`).
+#[test]
+fn profiling_wrappers_interpose() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("pshmem_wrap", true);
+    for (n, env) in [(2, DIRECT), (3, MESSAGES)] {
+        let o = run(&exe, n, env, &[]);
+        assert!(
+            o.status.success(),
+            "pshmem_wrap with {n} PEs {env:?}: {}\n{}",
+            o.status,
+            o.stderr
+        );
+    }
+}
+
+/// Every exported call has its profiling twin (`X` and `pX`), and every `pX` that
+/// `pshmem.h` declares is exported (read with `nm -D`; skipped without it).
+#[test]
+fn profiling_names_are_complete() {
+    let so = lib_dir().join("libskifshmem.so");
+    let Ok(out) = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+    else {
+        eprintln!("SKIPPED: no nm to list the library's symbols");
+        return;
+    };
+    let syms: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect();
+    let api = |s: &str| {
+        [
+            "shmem",
+            "skifshmem_",
+            "shmalloc",
+            "shfree",
+            "shrealloc",
+            "shmemalign",
+            "start_pes",
+            "_my_pe",
+            "_num_pes",
+        ]
+        .iter()
+        .any(|p| s.starts_with(p))
+    };
+    let missing: Vec<&String> = syms
+        .iter()
+        .filter(|s| api(s) && !syms.contains(&format!("p{s}")))
+        .collect();
+    assert!(missing.is_empty(), "no profiling name for {missing:?}");
+    let header = std::fs::read_to_string(crate_dir().join("include/pshmem.h")).unwrap();
+    let declared: Vec<&str> = header
+        .lines()
+        .filter(|l| !l.starts_with("static") && l.ends_with(");"))
+        .filter_map(|l| l.split('(').next()?.rsplit([' ', '*']).next())
+        .collect();
+    assert!(declared.len() > 100, "{declared:?}");
+    let absent: Vec<&&str> = declared.iter().filter(|d| !syms.contains(**d)).collect();
+    assert!(
+        absent.is_empty(),
+        "declared in pshmem.h, not exported: {absent:?}"
+    );
+}
+
+#[test]
 fn bad_input_is_a_clear_error() {
     if !have_cc() {
         return;
@@ -326,7 +402,10 @@ fn plt_slots_are_not_symmetric() {
     }
     let lazy = compile_with("got", true, "-lazy", &["-Wl,-z,lazy"]);
     let full = compile("got", true);
-    let dynamic = Command::new("readelf").args(["-d", "-l", "-W"]).arg(&full).output();
+    let dynamic = Command::new("readelf")
+        .args(["-d", "-l", "-W"])
+        .arg(&full)
+        .output();
     if let Ok(out) = dynamic {
         let s = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -337,7 +416,12 @@ fn plt_slots_are_not_symmetric() {
     for env in [DIRECT, MESSAGES] {
         for exe in [&lazy, &full] {
             let o = run(exe, 2, env, &["query"]);
-            assert!(o.status.success(), "query {exe:?} {env:?}: {}\n{}", o.status, o.stderr);
+            assert!(
+                o.status.success(),
+                "query {exe:?} {env:?}: {}\n{}",
+                o.status,
+                o.stderr
+            );
         }
         let o = run(&lazy, 2, env, &["put"]);
         assert!(

@@ -9,12 +9,12 @@ use super::{fatal, name, ok, sym, team, w, Error};
 use crate::coll::{Num, ReduceOp, Team};
 
 #[no_mangle]
-pub extern "C" fn shmem_barrier_all() {
+pub extern "C" fn pshmem_barrier_all() {
     let call = "shmem_barrier_all";
     ok(call, w(call).barrier_all());
 }
 #[no_mangle]
-pub extern "C" fn shmem_sync_all() {
+pub extern "C" fn pshmem_sync_all() {
     let call = "shmem_sync_all";
     ok(call, w(call).barrier_all());
 }
@@ -25,13 +25,13 @@ fn active(call: &str, start: c_int, log: c_int, size: c_int) -> Team {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_barrier(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
+pub extern "C" fn pshmem_barrier(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
     let call = "shmem_barrier";
     let t = active(call, start, log, size);
     ok(call, w(call).barrier(&t.members));
 }
 #[no_mangle]
-pub extern "C" fn shmem_sync(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
+pub extern "C" fn pshmem_sync(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
     let call = "shmem_sync";
     let t = active(call, start, log, size);
     ok(call, w(call).barrier(&t.members));
@@ -64,7 +64,7 @@ fn coll_team(call: &str, t: usize, start: c_int, log: c_int, size: c_int) -> Opt
 /// (strides and `nelems` in elements of `elem` bytes). Returns 0, or −1 for
 /// `SHMEM_TEAM_INVALID`.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_coll(
+pub unsafe extern "C" fn pskifshmem_coll(
     call: *const c_char,
     kind: c_int,
     t: usize,
@@ -179,7 +179,7 @@ fn rop(call: &str, code: c_int) -> ReduceOp {
 /// Reductions: team form (`t` ≠ 0) or legacy `_to_all` (`t` = 0 and the active set).
 /// `ty`: shmem.h's `SKIF_T_*` codes; `op`: `SKIF_OP_*`. Returns 0, or −1 for an invalid team.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_reduce(
+pub unsafe extern "C" fn pskifshmem_reduce(
     call: *const c_char,
     t: usize,
     dest: *mut c_void,
@@ -242,7 +242,7 @@ impl skifch::coll::Reducer for CReducer {
 /// Reductions whose operator comes from the header (`long double`): as
 /// [`skifshmem_reduce`], with `elem`-byte elements combined by `combine`.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_reduce_fn(
+pub unsafe extern "C" fn pskifshmem_reduce_fn(
     call: *const c_char,
     t: usize,
     dest: *mut c_void,
@@ -267,7 +267,7 @@ pub unsafe extern "C" fn skifshmem_reduce_fn(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_broadcastmem(
+pub unsafe extern "C" fn pshmem_broadcastmem(
     t: usize,
     dest: *mut c_void,
     src: *const c_void,
@@ -294,7 +294,7 @@ pub unsafe extern "C" fn shmem_broadcastmem(
     }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_collectmem(
+pub unsafe extern "C" fn pshmem_collectmem(
     t: usize,
     dest: *mut c_void,
     src: *const c_void,
@@ -320,7 +320,7 @@ pub unsafe extern "C" fn shmem_collectmem(
     }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_fcollectmem(
+pub unsafe extern "C" fn pshmem_fcollectmem(
     t: usize,
     dest: *mut c_void,
     src: *const c_void,
@@ -346,7 +346,7 @@ pub unsafe extern "C" fn shmem_fcollectmem(
     }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_alltoallmem(
+pub unsafe extern "C" fn pshmem_alltoallmem(
     t: usize,
     dest: *mut c_void,
     src: *const c_void,
@@ -372,7 +372,7 @@ pub unsafe extern "C" fn shmem_alltoallmem(
     }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_alltoallsmem(
+pub unsafe extern "C" fn pshmem_alltoallsmem(
     t: usize,
     dest: *mut c_void,
     src: *const c_void,
@@ -429,7 +429,25 @@ macro_rules! legacy {
         }
     )*};
 }
+// each under its profiling name too (one forwarding call either way)
 legacy! {
     shmem_broadcast32 shmem_collect32 shmem_fcollect32 shmem_alltoall32 shmem_alltoalls32 4;
     shmem_broadcast64 shmem_collect64 shmem_fcollect64 shmem_alltoall64 shmem_alltoalls64 8;
+    pshmem_broadcast32 pshmem_collect32 pshmem_fcollect32 pshmem_alltoall32 pshmem_alltoalls32 4;
+    pshmem_broadcast64 pshmem_collect64 pshmem_fcollect64 pshmem_alltoall64 pshmem_alltoalls64 8;
+}
+
+crate::capi::profiled! {
+    shmem_barrier_all => pshmem_barrier_all();
+    shmem_sync_all => pshmem_sync_all();
+    shmem_barrier => pshmem_barrier(start: c_int, log: c_int, size: c_int, _psync: *mut c_long);
+    shmem_sync => pshmem_sync(start: c_int, log: c_int, size: c_int, _psync: *mut c_long);
+    skifshmem_coll => pskifshmem_coll(call: *const c_char, kind: c_int, t: usize, dest: *mut c_void, src: *const c_void, bytes: usize, root: c_int, dst: isize, sst: isize, elem: usize, start: c_int, log: c_int, size: c_int) -> c_int;
+    skifshmem_reduce => pskifshmem_reduce(call: *const c_char, t: usize, dest: *mut c_void, src: *const c_void, nreduce: usize, ty: c_int, op: c_int, start: c_int, log: c_int, size: c_int) -> c_int;
+    skifshmem_reduce_fn => pskifshmem_reduce_fn(call: *const c_char, t: usize, dest: *mut c_void, src: *const c_void, nreduce: usize, elem: usize, combine: Option<CombineFn>, start: c_int, log: c_int, size: c_int) -> c_int;
+    shmem_broadcastmem => pshmem_broadcastmem(t: usize, dest: *mut c_void, src: *const c_void, n: usize, root: c_int) -> c_int;
+    shmem_collectmem => pshmem_collectmem(t: usize, dest: *mut c_void, src: *const c_void, n: usize) -> c_int;
+    shmem_fcollectmem => pshmem_fcollectmem(t: usize, dest: *mut c_void, src: *const c_void, n: usize) -> c_int;
+    shmem_alltoallmem => pshmem_alltoallmem(t: usize, dest: *mut c_void, src: *const c_void, n: usize) -> c_int;
+    shmem_alltoallsmem => pshmem_alltoallsmem(t: usize, dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, n: usize) -> c_int;
 }

@@ -41,28 +41,28 @@ fn alloc(call: &str, size: usize, align: usize) -> *mut c_void {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
+pub extern "C" fn pshmem_malloc(size: usize) -> *mut c_void {
     alloc("shmem_malloc", size, 16)
 }
 #[no_mangle]
-pub extern "C" fn shmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void {
+pub extern "C" fn pshmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void {
     alloc("shmem_malloc_with_hints", size, 16)
 }
 #[no_mangle]
-pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
+pub extern "C" fn pshmalloc(size: usize) -> *mut c_void {
     alloc("shmalloc", size, 16)
 }
 #[no_mangle]
-pub extern "C" fn shmem_align(align: usize, size: usize) -> *mut c_void {
+pub extern "C" fn pshmem_align(align: usize, size: usize) -> *mut c_void {
     alloc("shmem_align", size, align)
 }
 #[no_mangle]
-pub extern "C" fn shmemalign(align: usize, size: usize) -> *mut c_void {
+pub extern "C" fn pshmemalign(align: usize, size: usize) -> *mut c_void {
     alloc("shmemalign", size, align)
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
+pub extern "C" fn pshmem_calloc(count: usize, size: usize) -> *mut c_void {
     let call = "shmem_calloc";
     let Some(bytes) = count.checked_mul(size) else {
         crate::say(&format!(
@@ -94,11 +94,11 @@ fn free(call: &str, p: *mut c_void) {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_free(p: *mut c_void) {
+pub extern "C" fn pshmem_free(p: *mut c_void) {
     free("shmem_free", p)
 }
 #[no_mangle]
-pub extern "C" fn shfree(p: *mut c_void) {
+pub extern "C" fn pshfree(p: *mut c_void) {
     free("shfree", p)
 }
 
@@ -130,10 +130,23 @@ fn realloc(call: &str, p: *mut c_void, size: usize) -> *mut c_void {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_realloc(p: *mut c_void, size: usize) -> *mut c_void {
+pub extern "C" fn pshmem_realloc(p: *mut c_void, size: usize) -> *mut c_void {
     realloc("shmem_realloc", p, size)
 }
 #[no_mangle]
-pub extern "C" fn shrealloc(p: *mut c_void, size: usize) -> *mut c_void {
+pub extern "C" fn pshrealloc(p: *mut c_void, size: usize) -> *mut c_void {
     realloc("shrealloc", p, size)
+}
+
+crate::capi::profiled! {
+    shmem_malloc => pshmem_malloc(size: usize) -> *mut c_void;
+    shmem_malloc_with_hints => pshmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void;
+    shmalloc => pshmalloc(size: usize) -> *mut c_void;
+    shmem_align => pshmem_align(align: usize, size: usize) -> *mut c_void;
+    shmemalign => pshmemalign(align: usize, size: usize) -> *mut c_void;
+    shmem_calloc => pshmem_calloc(count: usize, size: usize) -> *mut c_void;
+    shmem_free => pshmem_free(p: *mut c_void);
+    shfree => pshfree(p: *mut c_void);
+    shmem_realloc => pshmem_realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    shrealloc => pshrealloc(p: *mut c_void, size: usize) -> *mut c_void;
 }

@@ -32,6 +32,26 @@ use crate::team::Teams;
 use crate::world::{parse_size, Options, SymAddr, World, DEFAULT_HEAP};
 use crate::{fatal, Error};
 
+/// The profiling interface (OpenSHMEM 1.5 §10.1, as MPI's `PMPI_`): every exported call
+/// `X` is defined as `pX` (`pshmem_put8`, `pshmalloc`, `p_my_pe`, `pskifshmem_put`, …)
+/// and `X` calls it, so a tool linked before `libskifshmem.so` may define `X` and reach
+/// the library through `pX`. Here `X => pX(args) -> ret;` defines `X`. The hot entry
+/// points (`shmem_putmem`/`getmem` and their `_nbi`, `skifshmem_put`/`get` behind the
+/// typed calls, `shmem_putN`/`getN`) have their whole body inlined under both names
+/// instead: no extra call on the put fast path. `include/pshmem.h` declares the `p` names
+/// (and the typed `pshmem_TYPE_*` inline wrappers over `pskifshmem_*`).
+macro_rules! profiled {
+    ($($name:ident => $p:ident($($a:ident : $t:ty),*) $(-> $r:ty)?;)*) => {$(
+        #[no_mangle]
+        #[allow(unused_unsafe)] // some profiling names are safe functions
+        pub unsafe extern "C" fn $name($($a: $t),*) $(-> $r)? {
+            // SAFETY: the contract of the profiling name, which does the work.
+            unsafe { $p($($a),*) }
+        }
+    )*};
+}
+pub(crate) use profiled;
+
 mod coll;
 mod heap;
 mod rma;
@@ -185,21 +205,21 @@ fn max_thread_level(w: &W) -> c_int {
 extern "C" fn at_exit() {
     // A program that returns from main without shmem_finalize still leaves the job cleanly.
     if !STATE.load(Ordering::Acquire).is_null() && !crate::FAILING.load(Ordering::SeqCst) {
-        shmem_finalize();
+        pshmem_finalize();
     }
 }
 
 /// `shmem_init` (and `start_pes`) provide the highest level this PE serves: the library
 /// costs the same at every level.
 #[no_mangle]
-pub extern "C" fn shmem_init() {
+pub extern "C" fn pshmem_init() {
     do_init("shmem_init", THREAD_MULTIPLE);
 }
 
 /// Provides the level requested if this PE serves it, else the highest it serves
 /// ([`max_thread_level`]); a second initialization reports the level of the first.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
+pub unsafe extern "C" fn pshmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
     let call = "shmem_init_thread";
     let r = do_init(call, requested);
     if !provided.is_null() {
@@ -210,7 +230,7 @@ pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_in
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
+pub unsafe extern "C" fn pshmem_query_thread(provided: *mut c_int) {
     let s = st("shmem_query_thread");
     if !provided.is_null() {
         // SAFETY: the caller passes a valid int pointer.
@@ -219,12 +239,12 @@ pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
 }
 
 #[no_mangle]
-pub extern "C" fn start_pes(_npes: c_int) {
+pub extern "C" fn pstart_pes(_npes: c_int) {
     do_init("start_pes", THREAD_MULTIPLE);
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_finalize() {
+pub extern "C" fn pshmem_finalize() {
     let _g = INIT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let p = STATE.load(Ordering::Acquire);
     if p.is_null() {
@@ -239,7 +259,7 @@ pub extern "C" fn shmem_finalize() {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_global_exit(status: c_int) {
+pub extern "C" fn pshmem_global_exit(status: c_int) {
     let _ = std::io::Write::flush(&mut std::io::stdout());
     // The launcher stops the other PEs when this one exits non-zero; with status 0 it
     // would see a PE that did not finalize and stop them too.
@@ -248,36 +268,36 @@ pub extern "C" fn shmem_global_exit(status: c_int) {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_my_pe() -> c_int {
+pub extern "C" fn pshmem_my_pe() -> c_int {
     w("shmem_my_pe").my_pe() as c_int
 }
 #[no_mangle]
-pub extern "C" fn shmem_n_pes() -> c_int {
+pub extern "C" fn pshmem_n_pes() -> c_int {
     w("shmem_n_pes").n_pes() as c_int
 }
 #[no_mangle]
-pub extern "C" fn _my_pe() -> c_int {
+pub extern "C" fn p_my_pe() -> c_int {
     w("_my_pe").my_pe() as c_int
 }
 #[no_mangle]
-pub extern "C" fn _num_pes() -> c_int {
+pub extern "C" fn p_num_pes() -> c_int {
     w("_num_pes").n_pes() as c_int
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
+pub extern "C" fn pshmem_pe_accessible(pe: c_int) -> c_int {
     let w = w("shmem_pe_accessible");
     c_int::from(pe >= 0 && (pe as u32) < w.n_pes())
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
+pub extern "C" fn pshmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
     let w = w("shmem_addr_accessible");
     c_int::from(pe >= 0 && (pe as u32) < w.n_pes() && w.sym(addr as usize, 1).is_some())
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
+pub extern "C" fn pshmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
     let w = w("shmem_ptr");
     if pe < 0 || pe as u32 >= w.n_pes() {
         return std::ptr::null_mut();
@@ -291,7 +311,7 @@ pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
+pub unsafe extern "C" fn pshmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
     // SAFETY: the caller passes valid int pointers (NULL is skipped).
     unsafe {
         if !major.is_null() {
@@ -307,7 +327,7 @@ pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c
 const VENDOR: &CStr = c"SkifCh OpenSHMEM (skifshmem)";
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
+pub unsafe extern "C" fn pshmem_info_get_name(name: *mut c_char) {
     if name.is_null() {
         return;
     }
@@ -356,14 +376,38 @@ fn team(call: &str, h: usize) -> Team {
 // ---- deprecated cache management (no-ops in the standard since 1.3) ----
 
 #[no_mangle]
-pub extern "C" fn shmem_clear_cache_inv() {}
+pub extern "C" fn pshmem_clear_cache_inv() {}
 #[no_mangle]
-pub extern "C" fn shmem_set_cache_inv() {}
+pub extern "C" fn pshmem_set_cache_inv() {}
 #[no_mangle]
-pub extern "C" fn shmem_udcflush() {}
+pub extern "C" fn pshmem_udcflush() {}
 #[no_mangle]
-pub extern "C" fn shmem_clear_cache_line_inv(_p: *mut c_void) {}
+pub extern "C" fn pshmem_clear_cache_line_inv(_p: *mut c_void) {}
 #[no_mangle]
-pub extern "C" fn shmem_set_cache_line_inv(_p: *mut c_void) {}
+pub extern "C" fn pshmem_set_cache_line_inv(_p: *mut c_void) {}
 #[no_mangle]
-pub extern "C" fn shmem_udcflush_line(_p: *mut c_void) {}
+pub extern "C" fn pshmem_udcflush_line(_p: *mut c_void) {}
+
+crate::capi::profiled! {
+    shmem_init => pshmem_init();
+    shmem_init_thread => pshmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int;
+    shmem_query_thread => pshmem_query_thread(provided: *mut c_int);
+    start_pes => pstart_pes(_npes: c_int);
+    shmem_finalize => pshmem_finalize();
+    shmem_global_exit => pshmem_global_exit(status: c_int);
+    shmem_my_pe => pshmem_my_pe() -> c_int;
+    shmem_n_pes => pshmem_n_pes() -> c_int;
+    _my_pe => p_my_pe() -> c_int;
+    _num_pes => p_num_pes() -> c_int;
+    shmem_pe_accessible => pshmem_pe_accessible(pe: c_int) -> c_int;
+    shmem_addr_accessible => pshmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int;
+    shmem_ptr => pshmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void;
+    shmem_info_get_version => pshmem_info_get_version(major: *mut c_int, minor: *mut c_int);
+    shmem_info_get_name => pshmem_info_get_name(name: *mut c_char);
+    shmem_clear_cache_inv => pshmem_clear_cache_inv();
+    shmem_set_cache_inv => pshmem_set_cache_inv();
+    shmem_udcflush => pshmem_udcflush();
+    shmem_clear_cache_line_inv => pshmem_clear_cache_line_inv(_p: *mut c_void);
+    shmem_set_cache_line_inv => pshmem_set_cache_line_inv(_p: *mut c_void);
+    shmem_udcflush_line => pshmem_udcflush_line(_p: *mut c_void);
+}

@@ -16,9 +16,30 @@ use crate::signal::SignalOp;
 #[cfg(doc)]
 use crate::World;
 
+/// Two exported names (the entry point and its profiling name) with the same inlined
+/// body `$body(args)`: the typed calls' fast path, so no extra call per put or get.
+macro_rules! both_names {
+    ($($f:ident $pf:ident => $body:ident;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $f(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, bytes: usize, pe: c_int) {
+            // SAFETY: forwards the caller's contract.
+            unsafe { $body(call, ctx, dest, src, bytes, pe) }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $pf(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, bytes: usize, pe: c_int) {
+            // SAFETY: forwards the caller's contract.
+            unsafe { $body(call, ctx, dest, src, bytes, pe) }
+        }
+    )*};
+}
+both_names! {
+    skifshmem_put pskifshmem_put => put_entry;
+    skifshmem_get pskifshmem_get => get_entry;
+}
+
 /// `skifshmem_put(call, ctx, dest, src, bytes, pe)`: every blocking and `_nbi` put.
-#[no_mangle]
-pub unsafe extern "C" fn skifshmem_put(
+#[inline(always)]
+unsafe fn put_entry(
     call: *const c_char,
     ctx: usize,
     dest: *mut c_void,
@@ -180,9 +201,10 @@ fn slow(
     (w(call), pe, sym(call, p, len))
 }
 
-/// Every blocking and `_nbi` get (the `_nbi` forms complete at return too).
-#[no_mangle]
-pub unsafe extern "C" fn skifshmem_get(
+/// `skifshmem_get`: every blocking and `_nbi` get (the `_nbi` forms complete at return
+/// too).
+#[inline(always)]
+unsafe fn get_entry(
     call: *const c_char,
     ctx: usize,
     dest: *mut c_void,
@@ -201,7 +223,7 @@ pub unsafe extern "C" fn skifshmem_get(
 /// Strided put (`iput`): element `k` of `src` (stride `sst`) to element `k` of `dest`
 /// (stride `dst`) on `pe`, elements of `size` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_iput(
+pub unsafe extern "C" fn pskifshmem_iput(
     call: *const c_char,
     ctx: usize,
     dest: *mut c_void,
@@ -218,7 +240,7 @@ pub unsafe extern "C" fn skifshmem_iput(
 
 /// Strided get (`iget`), as [`skifshmem_iput`] the other way.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_iget(
+pub unsafe extern "C" fn pskifshmem_iget(
     call: *const c_char,
     ctx: usize,
     dest: *mut c_void,
@@ -269,46 +291,44 @@ unsafe fn strided(
     }
 }
 
+/// The sized calls under both names (`shmem_put8` and `pshmem_put8`, …): each is one
+/// inlined call of the library's entry point with the element size.
 macro_rules! sized {
-    ($($put:ident $get:ident $iput:ident $iget:ident $pnbi:ident $gnbi:ident $bytes:expr;)*) => {$(
+    ($($bytes:literal: $(($f:ident $pf:ident $k:ident $($strided:ident)?))*;)*) => {$($(
+        sized!(@one $f $bytes $k $($strided)?);
+        sized!(@one $pf $bytes $k $($strided)?);
+    )*)*};
+    (@one $f:ident $bytes:literal $k:ident) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $put(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
+        pub unsafe extern "C" fn $f(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
             // SAFETY: forwards the caller's contract.
-            unsafe { skifshmem_put(concat!(stringify!($put), "\0").as_ptr().cast(), 1, dest, src, n * $bytes, pe) }
+            unsafe { $k(concat!(stringify!($f), "\0").as_ptr().cast(), 1, dest, src, n * $bytes, pe) }
         }
+    };
+    (@one $f:ident $bytes:literal $k:ident strided) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $pnbi(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
+        pub unsafe extern "C" fn $f(dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, n: usize, pe: c_int) {
             // SAFETY: forwards the caller's contract.
-            unsafe { skifshmem_put(concat!(stringify!($pnbi), "\0").as_ptr().cast(), 1, dest, src, n * $bytes, pe) }
+            unsafe { $k(concat!(stringify!($f), "\0").as_ptr().cast(), 1, dest, src, dst, sst, n, $bytes, pe) }
         }
-        #[no_mangle]
-        pub unsafe extern "C" fn $get(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
-            // SAFETY: forwards the caller's contract.
-            unsafe { skifshmem_get(concat!(stringify!($get), "\0").as_ptr().cast(), 1, dest, src, n * $bytes, pe) }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $gnbi(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
-            // SAFETY: forwards the caller's contract.
-            unsafe { skifshmem_get(concat!(stringify!($gnbi), "\0").as_ptr().cast(), 1, dest, src, n * $bytes, pe) }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $iput(dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, n: usize, pe: c_int) {
-            // SAFETY: forwards the caller's contract.
-            unsafe { skifshmem_iput(concat!(stringify!($iput), "\0").as_ptr().cast(), 1, dest, src, dst, sst, n, $bytes, pe) }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $iget(dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, n: usize, pe: c_int) {
-            // SAFETY: forwards the caller's contract.
-            unsafe { skifshmem_iget(concat!(stringify!($iget), "\0").as_ptr().cast(), 1, dest, src, dst, sst, n, $bytes, pe) }
-        }
-    )*};
+    };
 }
 sized! {
-    shmem_put8 shmem_get8 shmem_iput8 shmem_iget8 shmem_put8_nbi shmem_get8_nbi 1;
-    shmem_put16 shmem_get16 shmem_iput16 shmem_iget16 shmem_put16_nbi shmem_get16_nbi 2;
-    shmem_put32 shmem_get32 shmem_iput32 shmem_iget32 shmem_put32_nbi shmem_get32_nbi 4;
-    shmem_put64 shmem_get64 shmem_iput64 shmem_iget64 shmem_put64_nbi shmem_get64_nbi 8;
-    shmem_put128 shmem_get128 shmem_iput128 shmem_iget128 shmem_put128_nbi shmem_get128_nbi 16;
+    1: (shmem_put8 pshmem_put8 put_entry) (shmem_put8_nbi pshmem_put8_nbi put_entry)
+       (shmem_get8 pshmem_get8 get_entry) (shmem_get8_nbi pshmem_get8_nbi get_entry)
+       (shmem_iput8 pshmem_iput8 pskifshmem_iput strided) (shmem_iget8 pshmem_iget8 pskifshmem_iget strided);
+    2: (shmem_put16 pshmem_put16 put_entry) (shmem_put16_nbi pshmem_put16_nbi put_entry)
+       (shmem_get16 pshmem_get16 get_entry) (shmem_get16_nbi pshmem_get16_nbi get_entry)
+       (shmem_iput16 pshmem_iput16 pskifshmem_iput strided) (shmem_iget16 pshmem_iget16 pskifshmem_iget strided);
+    4: (shmem_put32 pshmem_put32 put_entry) (shmem_put32_nbi pshmem_put32_nbi put_entry)
+       (shmem_get32 pshmem_get32 get_entry) (shmem_get32_nbi pshmem_get32_nbi get_entry)
+       (shmem_iput32 pshmem_iput32 pskifshmem_iput strided) (shmem_iget32 pshmem_iget32 pskifshmem_iget strided);
+    8: (shmem_put64 pshmem_put64 put_entry) (shmem_put64_nbi pshmem_put64_nbi put_entry)
+       (shmem_get64 pshmem_get64 get_entry) (shmem_get64_nbi pshmem_get64_nbi get_entry)
+       (shmem_iput64 pshmem_iput64 pskifshmem_iput strided) (shmem_iget64 pshmem_iget64 pskifshmem_iget strided);
+    16: (shmem_put128 pshmem_put128 put_entry) (shmem_put128_nbi pshmem_put128_nbi put_entry)
+       (shmem_get128 pshmem_get128 get_entry) (shmem_get128_nbi pshmem_get128_nbi get_entry)
+       (shmem_iput128 pshmem_iput128 pskifshmem_iput strided) (shmem_iget128 pshmem_iget128 pskifshmem_iget strided);
 }
 
 /// Atomic operation codes of `skifshmem_amo` (the `op` argument the inline wrappers of
@@ -320,7 +340,7 @@ fn amo_op(code: c_int, a: u64, b: u64) -> Option<Amo> {
 /// Every atomic: `op` on the `width`-byte object at `dest` on `pe`; returns the old
 /// value's bits (0 when `fetch` is 0: not waited for).
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_amo(
+pub unsafe extern "C" fn pskifshmem_amo(
     call: *const c_char,
     ctx: usize,
     dest: *mut c_void,
@@ -359,7 +379,7 @@ fn signal(call: &str, ctx: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int
 
 /// `put_signal` (and `_nbi`): the data, then the signal, delivered after the data.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_put_signal(
+pub unsafe extern "C" fn pskifshmem_put_signal(
     call: *const c_char,
     ctx: usize,
     dest: *mut c_void,
@@ -377,7 +397,7 @@ pub unsafe extern "C" fn skifshmem_put_signal(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_putmem_signal(
+pub unsafe extern "C" fn pshmem_putmem_signal(
     dest: *mut c_void,
     src: *const c_void,
     bytes: usize,
@@ -402,7 +422,7 @@ pub unsafe extern "C" fn shmem_putmem_signal(
     }
 }
 #[no_mangle]
-pub unsafe extern "C" fn shmem_putmem_signal_nbi(
+pub unsafe extern "C" fn pshmem_putmem_signal_nbi(
     dest: *mut c_void,
     src: *const c_void,
     bytes: usize,
@@ -428,7 +448,7 @@ pub unsafe extern "C" fn shmem_putmem_signal_nbi(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
+pub unsafe extern "C" fn pshmem_signal_fetch(sig_addr: *const u64) -> u64 {
     let call = "shmem_signal_fetch";
     sym(call, sig_addr.cast(), 8);
     w(call).load_local(sig_addr as usize, 8)
@@ -436,23 +456,40 @@ pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
 
 /// Extension (`shmemx.h`): which access path the job uses: 1 direct, 0 messages.
 #[no_mangle]
-pub extern "C" fn shmemx_direct_access() -> c_int {
+pub extern "C" fn pshmemx_direct_access() -> c_int {
     c_int::from(w("shmemx_direct_access").path() == crate::Path::Direct)
 }
 
+/// The untyped put and get under both names (the profiling name too): the default
+/// context's fast path inlined into each.
 macro_rules! mem {
-    ($($f:ident $k:ident($($ctx:literal)?);)*) => {$(
+    ($($f:ident $pf:ident $k:ident($($ctx:literal)?);)*) => {$(
+        mem!(@one $f $k($($ctx)?));
+        mem!(@one $pf $k($($ctx)?));
+    )*};
+    (@one $f:ident $k:ident($($ctx:literal)?)) => {
         #[no_mangle]
         pub unsafe extern "C" fn $f(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
             let call = concat!(stringify!($f), "\0").as_ptr().cast();
             // SAFETY: forwards the caller's contract.
             unsafe { $k(call, $($ctx,)? dest, src, n, pe) }
         }
-    )*};
+    };
 }
 mem! {
-    shmem_putmem put_default();
-    shmem_putmem_nbi put_default();
-    shmem_getmem skifshmem_get(1);
-    shmem_getmem_nbi skifshmem_get(1);
+    shmem_putmem pshmem_putmem put_default();
+    shmem_putmem_nbi pshmem_putmem_nbi put_default();
+    shmem_getmem pshmem_getmem get_entry(1);
+    shmem_getmem_nbi pshmem_getmem_nbi get_entry(1);
+}
+
+crate::capi::profiled! {
+    skifshmem_iput => pskifshmem_iput(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, nelems: usize, size: usize, pe: c_int);
+    skifshmem_iget => pskifshmem_iget(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, nelems: usize, size: usize, pe: c_int);
+    skifshmem_amo => pskifshmem_amo(call: *const c_char, ctx: usize, dest: *mut c_void, width: usize, op: c_int, a: u64, b: u64, fetch: c_int, pe: c_int) -> u64;
+    skifshmem_put_signal => pskifshmem_put_signal(call: *const c_char, ctx: usize, dest: *mut c_void, src: *const c_void, bytes: usize, sig_addr: *mut u64, sigval: u64, sig_op: c_int, pe: c_int);
+    shmem_putmem_signal => pshmem_putmem_signal(dest: *mut c_void, src: *const c_void, bytes: usize, sig_addr: *mut u64, sigval: u64, sig_op: c_int, pe: c_int);
+    shmem_putmem_signal_nbi => pshmem_putmem_signal_nbi(dest: *mut c_void, src: *const c_void, bytes: usize, sig_addr: *mut u64, sigval: u64, sig_op: c_int, pe: c_int);
+    shmem_signal_fetch => pshmem_signal_fetch(sig_addr: *const u64) -> u64;
+    shmemx_direct_access => pshmemx_direct_access() -> c_int;
 }

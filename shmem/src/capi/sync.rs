@@ -9,27 +9,27 @@ use super::{check_ctx, fatal, name, ok, sym, w, Error, SymAddr};
 use crate::wait::{Cmp, Cond, Mode, Var};
 
 #[no_mangle]
-pub extern "C" fn shmem_fence() {
+pub extern "C" fn pshmem_fence() {
     ok("shmem_fence", w("shmem_fence").fence());
 }
 #[no_mangle]
-pub extern "C" fn shmem_quiet() {
+pub extern "C" fn pshmem_quiet() {
     ok("shmem_quiet", w("shmem_quiet").quiet());
 }
 /// On `SHMEM_CTX_INVALID` nothing happens (§9.8.1).
 #[no_mangle]
-pub extern "C" fn shmem_ctx_fence(ctx: usize) {
+pub extern "C" fn pshmem_ctx_fence(ctx: usize) {
     if ctx != crate::ctx::CTX_INVALID {
         check_ctx("shmem_ctx_fence", ctx);
-        shmem_fence();
+        pshmem_fence();
     }
 }
 /// On `SHMEM_CTX_INVALID` nothing happens (§9.8.2).
 #[no_mangle]
-pub extern "C" fn shmem_ctx_quiet(ctx: usize) {
+pub extern "C" fn pshmem_ctx_quiet(ctx: usize) {
     if ctx != crate::ctx::CTX_INVALID {
         check_ctx("shmem_ctx_quiet", ctx);
-        shmem_quiet();
+        pshmem_quiet();
     }
 }
 
@@ -46,7 +46,7 @@ fn var(call: &str, ivar: *const c_void, width: usize, signed: c_int) -> Var {
 
 /// `wait_until` on one variable: returns when `*ivar cmp value`.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_wait(
+pub unsafe extern "C" fn pskifshmem_wait(
     call: *const c_char,
     ivar: *const c_void,
     width: usize,
@@ -62,7 +62,7 @@ pub unsafe extern "C" fn skifshmem_wait(
 
 /// `test` on one variable: 1 if `*ivar cmp value` now.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_test(
+pub unsafe extern "C" fn pskifshmem_test(
     call: *const c_char,
     ivar: *const c_void,
     width: usize,
@@ -82,7 +82,7 @@ pub unsafe extern "C" fn skifshmem_test(
 /// satisfied; any → the index satisfied (`SIZE_MAX` if none); some → how many indices
 /// were written to `indices`.
 #[no_mangle]
-pub unsafe extern "C" fn skifshmem_wait_set(
+pub unsafe extern "C" fn pskifshmem_wait_set(
     call: *const c_char,
     ivars: *const c_void,
     nelems: usize,
@@ -151,20 +151,33 @@ fn lock_word(call: &str, lock: *mut c_long) -> SymAddr {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_set_lock(lock: *mut c_long) {
+pub extern "C" fn pshmem_set_lock(lock: *mut c_long) {
     let call = "shmem_set_lock";
     ok(call, w(call).set_lock(lock_word(call, lock)));
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_clear_lock(lock: *mut c_long) {
+pub extern "C" fn pshmem_clear_lock(lock: *mut c_long) {
     let call = "shmem_clear_lock";
     ok(call, w(call).clear_lock(lock_word(call, lock)));
 }
 
 /// 0 if the lock was acquired, 1 if another PE holds it.
 #[no_mangle]
-pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
+pub extern "C" fn pshmem_test_lock(lock: *mut c_long) -> c_int {
     let call = "shmem_test_lock";
     c_int::from(!ok(call, w(call).try_lock(lock_word(call, lock))))
+}
+
+crate::capi::profiled! {
+    shmem_fence => pshmem_fence();
+    shmem_quiet => pshmem_quiet();
+    shmem_ctx_fence => pshmem_ctx_fence(ctx: usize);
+    shmem_ctx_quiet => pshmem_ctx_quiet(ctx: usize);
+    skifshmem_wait => pskifshmem_wait(call: *const c_char, ivar: *const c_void, width: usize, signed: c_int, c: c_int, value: u64) -> u64;
+    skifshmem_test => pskifshmem_test(call: *const c_char, ivar: *const c_void, width: usize, signed: c_int, c: c_int, value: u64) -> c_int;
+    skifshmem_wait_set => pskifshmem_wait_set(call: *const c_char, ivars: *const c_void, nelems: usize, width: usize, signed: c_int, status: *const c_int, c: c_int, values: *const c_void, value: u64, mode: c_int, indices: *mut usize, wait: c_int) -> usize;
+    shmem_set_lock => pshmem_set_lock(lock: *mut c_long);
+    shmem_clear_lock => pshmem_clear_lock(lock: *mut c_long);
+    shmem_test_lock => pshmem_test_lock(lock: *mut c_long) -> c_int;
 }

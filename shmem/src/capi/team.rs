@@ -31,7 +31,7 @@ unsafe fn put_handle(out: *mut usize, h: usize) {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_team_my_pe(t: usize) -> c_int {
+pub extern "C" fn pshmem_team_my_pe(t: usize) -> c_int {
     let call = "shmem_team_my_pe";
     if t == TEAM_INVALID {
         return -1;
@@ -42,7 +42,7 @@ pub extern "C" fn shmem_team_my_pe(t: usize) -> c_int {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_team_n_pes(t: usize) -> c_int {
+pub extern "C" fn pshmem_team_n_pes(t: usize) -> c_int {
     if t == TEAM_INVALID {
         return -1;
     }
@@ -50,7 +50,7 @@ pub extern "C" fn shmem_team_n_pes(t: usize) -> c_int {
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_team_translate_pe(src: usize, pe: c_int, dst: usize) -> c_int {
+pub extern "C" fn pshmem_team_translate_pe(src: usize, pe: c_int, dst: usize) -> c_int {
     let call = "shmem_team_translate_pe";
     if src == TEAM_INVALID || dst == TEAM_INVALID || pe < 0 {
         return -1;
@@ -63,7 +63,7 @@ pub extern "C" fn shmem_team_translate_pe(src: usize, pe: c_int, dst: usize) -> 
 /// collective over the parent; members of the new team get a handle, others
 /// `SHMEM_TEAM_INVALID`. Returns 0, or −1 for a triplet that leaves the parent.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_team_split_strided(
+pub unsafe extern "C" fn pshmem_team_split_strided(
     parent: usize,
     start: c_int,
     stride: c_int,
@@ -98,7 +98,7 @@ pub unsafe extern "C" fn shmem_team_split_strided(
 /// `SHMEM_TEAM_INVALID`) for an invalid parent or a `xrange` below 1.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // the standard's signature
-pub unsafe extern "C" fn shmem_team_split_2d(
+pub unsafe extern "C" fn pshmem_team_split_2d(
     parent: usize,
     xrange: c_int,
     xconfig: *const c_void,
@@ -135,13 +135,13 @@ pub unsafe extern "C" fn shmem_team_split_2d(
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_team_destroy(t: usize) {
+pub extern "C" fn pshmem_team_destroy(t: usize) {
     let call = "shmem_team_destroy";
     ok(call, st(call).teams.destroy(t));
 }
 
 #[no_mangle]
-pub extern "C" fn shmem_team_sync(t: usize) -> c_int {
+pub extern "C" fn pshmem_team_sync(t: usize) -> c_int {
     let call = "shmem_team_sync";
     if t == TEAM_INVALID {
         return -1;
@@ -153,7 +153,7 @@ pub extern "C" fn shmem_team_sync(t: usize) -> c_int {
 /// The team's options under `mask` (only `SHMEM_TEAM_NUM_CONTEXTS`: the value it was
 /// created with, 0 for the predefined teams). Returns 0, or −1 for `SHMEM_TEAM_INVALID`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_team_get_config(
+pub unsafe extern "C" fn pshmem_team_get_config(
     t: usize,
     mask: c_long,
     config: *mut c_int,
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn shmem_team_get_config(
 /// A new context of the world (all contexts share the PE's ordering domain, see
 /// [`crate::ctx`]).
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut usize) -> c_int {
+pub unsafe extern "C" fn pshmem_ctx_create(_options: c_long, ctx: *mut usize) -> c_int {
     let h = st("shmem_ctx_create").ctxs.create(CtxTeam {
         handle: TEAM_WORLD,
         members: None,
@@ -189,7 +189,7 @@ pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut usize) -> 
 /// A context of team `t`: PE numbers in calls on it are `t`'s (§9.5.2). Returns 0, or
 /// −1 with `SHMEM_CTX_INVALID` for `SHMEM_TEAM_INVALID` (a PE outside a split's team).
 #[no_mangle]
-pub unsafe extern "C" fn shmem_team_create_ctx(
+pub unsafe extern "C" fn pshmem_team_create_ctx(
     t: usize,
     _options: c_long,
     ctx: *mut usize,
@@ -212,7 +212,7 @@ pub unsafe extern "C" fn shmem_team_create_ctx(
 
 /// Ends `ctx` after a quiet; `SHMEM_CTX_INVALID` is ignored (§9.5.3).
 #[no_mangle]
-pub extern "C" fn shmem_ctx_destroy(ctx: usize) {
+pub extern "C" fn pshmem_ctx_destroy(ctx: usize) {
     let call = "shmem_ctx_destroy";
     if ctx == CTX_INVALID {
         return;
@@ -225,7 +225,7 @@ pub extern "C" fn shmem_ctx_destroy(ctx: usize) {
 /// `shmem_ctx_create`'s). Returns 0, or −1 with `SHMEM_TEAM_INVALID` for
 /// `SHMEM_CTX_INVALID` (§9.5.4).
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_get_team(ctx: usize, t: *mut usize) -> c_int {
+pub unsafe extern "C" fn pshmem_ctx_get_team(ctx: usize, t: *mut usize) -> c_int {
     let call = "shmem_ctx_get_team";
     let (h, r) = if ctx == CTX_INVALID {
         (TEAM_INVALID, -1)
@@ -235,4 +235,19 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: usize, t: *mut usize) -> c_int 
     // SAFETY: forwards the caller's pointer.
     unsafe { put_handle(t, h) };
     r
+}
+
+crate::capi::profiled! {
+    shmem_team_split_2d => pshmem_team_split_2d(parent: usize, xrange: c_int, xconfig: *const c_void, xmask: c_long, xteam: *mut usize, yconfig: *const c_void, ymask: c_long, yteam: *mut usize) -> c_int;
+    shmem_team_my_pe => pshmem_team_my_pe(t: usize) -> c_int;
+    shmem_team_n_pes => pshmem_team_n_pes(t: usize) -> c_int;
+    shmem_team_translate_pe => pshmem_team_translate_pe(src: usize, pe: c_int, dst: usize) -> c_int;
+    shmem_team_split_strided => pshmem_team_split_strided(parent: usize, start: c_int, stride: c_int, size: c_int, config: *const c_void, mask: c_long, new_team: *mut usize) -> c_int;
+    shmem_team_destroy => pshmem_team_destroy(t: usize);
+    shmem_team_sync => pshmem_team_sync(t: usize) -> c_int;
+    shmem_team_get_config => pshmem_team_get_config(t: usize, mask: c_long, config: *mut c_int) -> c_int;
+    shmem_ctx_create => pshmem_ctx_create(_options: c_long, ctx: *mut usize) -> c_int;
+    shmem_team_create_ctx => pshmem_team_create_ctx(t: usize, _options: c_long, ctx: *mut usize) -> c_int;
+    shmem_ctx_destroy => pshmem_ctx_destroy(ctx: usize);
+    shmem_ctx_get_team => pshmem_ctx_get_team(ctx: usize, t: *mut usize) -> c_int;
 }
