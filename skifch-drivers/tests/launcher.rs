@@ -615,3 +615,50 @@ fn mpirun_flags_and_launch_environment() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The state letter of process `pid` (`R`, `S`, `T`, ...).
+fn proc_state(pid: i32) -> char {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next()?.trim_start().chars().next())
+        .unwrap_or('?')
+}
+
+/// Waits up to [`LIMIT`] until every pid's state satisfies `want`.
+fn states_become(pids: &[i32], want: impl Fn(char) -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < LIMIT {
+        if pids.iter().all(|&p| want(proc_state(p))) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+#[test]
+fn ctrl_z_stops_and_continues_the_ranks_with_the_launcher() {
+    // The ranks lead their own process groups, so the terminal's SIGTSTP reaches only
+    // skifrun: it stops every rank's group, then itself; SIGCONT continues them all.
+    let file = temp_file("tstp");
+    let child = skifrun(&["-n", "2", "--grace", "1"], &["pids", file.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    let launcher = child.id() as i32;
+    let pids = rank_pids(&file, 2);
+    // SAFETY: kill with integer arguments, to our own child.
+    assert_eq!(unsafe { libc::kill(launcher, libc::SIGTSTP) }, 0);
+    let all: Vec<i32> = pids.iter().copied().chain([launcher]).collect();
+    let stopped = states_become(&all, |s| s == 'T');
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(launcher, libc::SIGCONT) }, 0);
+    let running = states_become(&all, |s| s != 'T');
+    // SAFETY: as above.
+    unsafe { libc::kill(launcher, libc::SIGTERM) };
+    let (out, _) = wait_limit(child, LIMIT);
+    let _ = std::fs::remove_file(&file);
+    let states: Vec<char> = all.iter().map(|&p| proc_state(p)).collect();
+    assert!(stopped, "not all stopped by SIGTSTP: {all:?}");
+    assert!(running, "not all continued by SIGCONT: {all:?} {states:?}");
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM));
+}

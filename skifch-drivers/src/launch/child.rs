@@ -130,8 +130,11 @@ fn forward_stdin(mut out: std::fs::File, stop: &AtomicBool) {
     let mut buf = [0u8; 4096];
     while !stop.load(Ordering::Relaxed) {
         // SAFETY: tcgetpgrp and getpgrp take integers only.
-        if unsafe { libc::tcgetpgrp(0) != libc::getpgrp() } {
-            std::thread::sleep(STDIN_POLL); // in the background: reading would stop us
+        let (fg, me) = unsafe { (libc::tcgetpgrp(0), libc::getpgrp()) };
+        if fg != -1 && fg != me {
+            // In the background of our controlling terminal: reading would stop us. (-1:
+            // not our controlling terminal, which never stops a reader.)
+            std::thread::sleep(STDIN_POLL);
             continue;
         }
         let mut pfd = libc::pollfd {
