@@ -450,6 +450,9 @@ MPI_LITE_FN(int, Get_elements_x, (const MPI_Status *status, MPI_Datatype datatyp
 MPI_LITE_FN(int, Status_set_elements, (MPI_Status *status, MPI_Datatype datatype, int count))
 MPI_LITE_FN(int, Status_set_elements_x, (MPI_Status *status, MPI_Datatype datatype, MPI_Count count))
 MPI_LITE_FN(int, Status_set_cancelled, (MPI_Status *status, int flag))
+MPI_LITE_FN(int, Pack_external, (const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position))
+MPI_LITE_FN(int, Unpack_external, (const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype))
+MPI_LITE_FN(int, Pack_external_size, (const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size))
 
 /* groups */
 MPI_LITE_FN(int, Comm_group, (MPI_Comm comm, MPI_Group *group))
@@ -553,6 +556,8 @@ MPI_LITE_FN(MPI_Fint, Win_c2f, (MPI_Win win))
 MPI_LITE_FN(MPI_Win, Win_f2c, (MPI_Fint win))
 MPI_LITE_FN(MPI_Fint, Errhandler_c2f, (MPI_Errhandler errhandler))
 MPI_LITE_FN(MPI_Errhandler, Errhandler_f2c, (MPI_Fint errhandler))
+MPI_LITE_FN(MPI_Fint, File_c2f, (MPI_File file))
+MPI_LITE_FN(MPI_File, File_f2c, (MPI_Fint file))
 MPI_LITE_FN(MPI_Fint, Message_c2f, (MPI_Message message))
 MPI_LITE_FN(MPI_Message, Message_f2c, (MPI_Fint message))
 MPI_LITE_FN(int, Info_create, (MPI_Info *info))

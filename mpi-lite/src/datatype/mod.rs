@@ -13,10 +13,12 @@ use crate::error::{Error, Result};
 
 mod basic;
 mod build;
+mod external;
 mod map;
 
 pub use basic::Basic;
 pub use build::Distrib;
+pub use external::{external32_size, from_external32, to_external32};
 pub use map::Block;
 use map::Map;
 

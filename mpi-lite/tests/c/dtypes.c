@@ -199,6 +199,35 @@ int main(int argc, char **argv) {
     CHECK(fl);
     CHECK(MPI_Pcontrol(1) == MPI_SUCCESS);
 
+    /* external32: big-endian, long is 4 bytes; round trip through Unpack_external. */
+    int iv[2] = {1, 0x01020304};
+    long lv[2] = {-2, 7};
+    MPI_Aint esz, pos = 0;
+    MPI_Pack_external_size("external32", 2, MPI_LONG, &esz);
+    CHECK(esz == 8);
+    unsigned char ebuf[64];
+    CHECK(MPI_Pack_external("external32", iv, 2, MPI_INT, ebuf, sizeof ebuf, &pos) == MPI_SUCCESS && pos == 8);
+    CHECK(ebuf[3] == 1 && ebuf[4] == 1 && ebuf[5] == 2 && ebuf[6] == 3 && ebuf[7] == 4);
+    CHECK(MPI_Pack_external("external32", lv, 2, MPI_LONG, ebuf, sizeof ebuf, &pos) == MPI_SUCCESS && pos == 16);
+    CHECK(ebuf[8] == 0xff && ebuf[11] == 0xfe && ebuf[15] == 7);
+    int iv2[2];
+    long lv2[2];
+    pos = 0;
+    CHECK(MPI_Unpack_external("external32", ebuf, 16, &pos, iv2, 2, MPI_INT) == MPI_SUCCESS);
+    CHECK(MPI_Unpack_external("external32", ebuf, 16, &pos, lv2, 2, MPI_LONG) == MPI_SUCCESS && pos == 16);
+    CHECK(iv2[0] == 1 && iv2[1] == 0x01020304 && lv2[0] == -2 && lv2[1] == 7);
+    double dv = 1.5, dv2;
+    pos = 0;
+    MPI_Pack_external("external32", &dv, 1, MPI_DOUBLE, ebuf, sizeof ebuf, &pos);
+    CHECK(ebuf[0] == 0x3f && ebuf[1] == 0xf8);
+    pos = 0;
+    MPI_Unpack_external("external32", ebuf, 8, &pos, &dv2, 1, MPI_DOUBLE);
+    CHECK(dv2 == 1.5);
+    pos = 0;
+    CHECK(cls(MPI_Pack_external("native", iv, 1, MPI_INT, ebuf, sizeof ebuf, &pos)) == MPI_ERR_UNSUPPORTED_DATAREP);
+    CHECK(cls(MPI_Pack_external("external32", iv, 2, MPI_INT, ebuf, 4, &pos)) == MPI_ERR_TRUNCATE);
+    CHECK(MPI_File_f2c(MPI_File_c2f(MPI_FILE_NULL)) == MPI_FILE_NULL);
+
     MPI_Type_free(&r9);
     MPI_Type_free(&sdc);
     MPI_Type_free(&hb);

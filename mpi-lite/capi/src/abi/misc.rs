@@ -42,6 +42,7 @@ identity_conv! {
     MPI_Info_c2f, PMPI_Info_c2f; MPI_Info_f2c, PMPI_Info_f2c;
     MPI_Win_c2f, PMPI_Win_c2f; MPI_Win_f2c, PMPI_Win_f2c;
     MPI_Errhandler_c2f, PMPI_Errhandler_c2f; MPI_Errhandler_f2c, PMPI_Errhandler_f2c;
+    MPI_File_c2f, PMPI_File_c2f; MPI_File_f2c, PMPI_File_f2c;
 }
 
 fn info(st: &mut CState, i: c_int) -> Result<&mut Vec<(String, String)>> {

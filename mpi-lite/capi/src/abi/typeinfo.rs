@@ -2,12 +2,14 @@
 //! §4.1.8 `_x` calls, §12.3 status setters): subarray, darray, hindexed_block, envelope
 //! and contents, `Type_match_size`, the `MPI_Count` variants.
 
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int, c_void};
 
-use mpi_lite::datatype::{Basic, Combiner, Contents, Datatype, Distrib};
+use mpi_lite::datatype::{external32_size, from_external32, to_external32, Basic, Combiner, Contents, Datatype, Distrib};
+use mpi_lite::error::class;
+use mpi_lite::mem::zeroed;
 use mpi_lite::{Error, Result};
 
-use super::{arr, count, from_c_status, mpi_fn, put, MPI_Status, STATUS_IGNORE};
+use super::{arr, arr_mut, count, from_c_status, get, get_str, mpi_fn, put, user_buf, MPI_Status, STATUS_IGNORE};
 use crate::state::{call, call_pure, h, CState};
 
 const ORDER_C: c_int = 56;
@@ -282,4 +284,89 @@ mpi_fn!(MPI_Get_elements_x, PMPI_Get_elements_x, (status: *const MPI_Status, dat
 mpi_fn!(MPI_Pcontrol, PMPI_Pcontrol, (_level: c_int) -> c_int {
     // MPI-3.1 §14.2.4: a hook for profilers; the library itself does nothing.
     0
+});
+
+/// Checks `datarep` of the external calls: only "external32" exists (MPI-3.1 §13.5.2).
+///
+/// # Safety
+/// `datarep` is NULL (an error) or a NUL-terminated string.
+unsafe fn external32(datarep: *const c_char, name: &str) -> Result<()> {
+    // SAFETY: forwarded.
+    let d = unsafe { get_str(datarep, "datarep")? };
+    if d != "external32" {
+        return Err(Error::Code {
+            code: class::UNSUPPORTED_DATAREP,
+            msg: format!("MPI_ERR_UNSUPPORTED_DATAREP: {name}: data representation {d:?} (only \"external32\")"),
+        });
+    }
+    Ok(())
+}
+
+/// Reads and checks the caller's `MPI_Aint` position.
+///
+/// # Safety
+/// `p` is NULL (an error) or the caller's `MPI_Aint`.
+unsafe fn position(p: *const isize) -> Result<usize> {
+    // SAFETY: forwarded.
+    let v = unsafe { get(p, "position")? };
+    usize::try_from(v).map_err(|_| Error::Arg(format!("position {v} is negative")))
+}
+
+mpi_fn!(MPI_Pack_external, PMPI_Pack_external, (datarep: *const c_char, inbuf: *const c_void, incount: c_int,
+        datatype: c_int, outbuf: *mut c_void, outsize: isize, pos: *mut isize) -> c_int {
+    let name = "MPI_Pack_external";
+    call(name, h::COMM_WORLD, |st| {
+        // SAFETY: the caller's string and position.
+        let at = unsafe { external32(datarep, name)?; position(pos)? };
+        // SAFETY: `incount` elements at `inbuf` (MPI contract).
+        let b = unsafe { user_buf(st, inbuf, incount, datatype, name)? };
+        let n = external32_size(b.datatype(), b.count())?;
+        let room = usize::try_from(outsize).map_err(|_| Error::Arg(format!("{name}: outsize {outsize} < 0")))?;
+        if at + n > room {
+            return Err(Error::Truncate { len: at + n, cap: room });
+        }
+        // SAFETY: `outsize` bytes at `outbuf` (MPI contract), of which `at..at + n` written.
+        let out = unsafe { arr_mut(outbuf.cast::<u8>(), room, "outbuf")? };
+        to_external32(b.datatype(), &b.to_packed()?, &mut out[at..at + n])?;
+        // SAFETY: the caller's position.
+        unsafe { put(pos, (at + n) as isize, "position") }
+    })
+});
+
+mpi_fn!(MPI_Unpack_external, PMPI_Unpack_external, (datarep: *const c_char, inbuf: *const c_void, insize: isize,
+        pos: *mut isize, outbuf: *mut c_void, outcount: c_int, datatype: c_int) -> c_int {
+    let name = "MPI_Unpack_external";
+    call(name, h::COMM_WORLD, |st| {
+        // SAFETY: the caller's string and position.
+        let at = unsafe { external32(datarep, name)?; position(pos)? };
+        // SAFETY: `outcount` elements at `outbuf` (MPI contract).
+        let mut b = unsafe { user_buf(st, outbuf, outcount, datatype, name)? };
+        let n = external32_size(b.datatype(), b.count())?;
+        let len = usize::try_from(insize).map_err(|_| Error::Arg(format!("{name}: insize {insize} < 0")))?;
+        if at + n > len {
+            return Err(Error::Truncate { len: at + n, cap: len });
+        }
+        if inbuf.is_null() && len > 0 {
+            return Err(Error::Buffer(format!("{name}: inbuf is NULL")));
+        }
+        // SAFETY: non-null (or empty): `insize` bytes at `inbuf` (MPI contract).
+        let inp: &[u8] = if len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(inbuf.cast::<u8>(), len) } };
+        let mut native = zeroed(b.packed_len())?;
+        from_external32(b.datatype(), &inp[at..at + n], &mut native)?;
+        b.write_packed(0, &native);
+        // SAFETY: the caller's position.
+        unsafe { put(pos, (at + n) as isize, "position") }
+    })
+});
+
+mpi_fn!(MPI_Pack_external_size, PMPI_Pack_external_size, (datarep: *const c_char, incount: c_int, datatype: c_int,
+        size: *mut isize) -> c_int {
+    let name = "MPI_Pack_external_size";
+    call(name, h::COMM_WORLD, |st| {
+        // SAFETY: the caller's string.
+        unsafe { external32(datarep, name)? };
+        let n = external32_size(&st.dtype_any(datatype)?, count(incount, name)?)?;
+        // SAFETY: the caller's MPI_Aint.
+        unsafe { put(size, n as isize, "size") }
+    })
 });
