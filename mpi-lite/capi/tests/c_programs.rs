@@ -209,6 +209,28 @@ fn dead_peer_is_an_error_not_a_hang() {
 }
 
 #[test]
+fn fatal_messages_after_a_peer_loss_name_the_rank_in_one_line() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("peerdead", false);
+    for _ in 0..3 {
+        let mut cmd = testing::skifrun_cmd(3, &[], &exe);
+        cmd.arg("fatal");
+        let o = testing::run_job(cmd, JOB_TIMEOUT);
+        let ctx = format!("{}\nstderr:\n{}", o.status, o.stderr);
+        // MPI_Finalize fails once the state is gone: the message named "rank -1".
+        assert!(!o.stderr.contains("rank -1"), "{ctx}");
+        for line in o.stderr.lines().filter(|l| l.contains("mpi-lite:")) {
+            // One write per message: never two messages on a line, never a cut one.
+            assert!(line.starts_with("mpi-lite: rank "), "{ctx}");
+            assert!(line.ends_with("aborting the job)"), "{ctx}");
+            assert_eq!(line.matches("mpi-lite:").count(), 1, "{ctx}");
+        }
+    }
+}
+
+#[test]
 fn errors_are_fatal_by_default_and_name_the_call() {
     if !have_cc() {
         return;

@@ -1,6 +1,8 @@
 /* A peer that dies is an error, never a hang: rank 1 exits abruptly (no MPI_Finalize)
  * while the others block on it in MPI_Recv, MPI_Wait and MPI_Barrier under
- * MPI_ERRORS_RETURN. Every survivor prints "peerdead: rank R ok". */
+ * MPI_ERRORS_RETURN. Every survivor prints "peerdead: rank R ok".
+ * With the argument "fatal": the survivors keep MPI_ERRORS_ARE_FATAL and call
+ * MPI_Finalize, which fails: each aborts with one line naming its own rank. */
 #define _DEFAULT_SOURCE
 #include "check.h"
 #include <unistd.h>
@@ -9,13 +11,19 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int fatal = argc > 1 && argv[1][0] == 'f';
+    if (!fatal) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 1) {
         usleep(100 * 1000);
         _exit(3);
     }
     int x, rc;
+    if (fatal) {
+        usleep(200 * 1000);
+        MPI_Finalize();
+        return 0;
+    }
     if (rank == 0) {
         rc = MPI_Recv(&x, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (rank == 2) {
