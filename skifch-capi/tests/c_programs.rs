@@ -42,7 +42,8 @@ enum Link {
     Static,
 }
 
-/// Compiles `src` (relative to the workspace root) into the test's scratch directory.
+/// Compiles `src` (relative to the workspace root) into the test's scratch directory
+/// (tests running at once may compile the same program: [`skifch_testing::build_exe`]).
 fn compile(src: &str, link: Link) -> PathBuf {
     let lib = lib_dir();
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c");
@@ -52,33 +53,29 @@ fn compile(src: &str, link: Link) -> PathBuf {
         .and_then(|s| s.to_str())
         .expect("a file name");
     let exe = out_dir.join(format!("{stem}-{link:?}").to_lowercase());
-    let mut cmd = Command::new("cc");
-    cmd.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra"])
-        .arg("-I")
-        .arg(root().join("include"))
-        .arg("-I")
-        .arg(root().join("tests/c"))
-        .arg(root().join(src))
-        .arg("-o")
-        .arg(&exe);
-    match link {
-        Link::Shared => {
-            cmd.arg("-L")
-                .arg(lib)
-                .arg("-lskifch")
-                .arg(format!("-Wl,-rpath,{}", lib.display()));
+    skifch_testing::build_exe(&exe, &format!("{src} ({link:?})"), |out| {
+        let mut cmd = Command::new("cc");
+        cmd.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra"])
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg("-I")
+            .arg(root().join("tests/c"))
+            .arg(root().join(src))
+            .arg("-o")
+            .arg(out);
+        match link {
+            Link::Shared => {
+                cmd.arg("-L")
+                    .arg(lib)
+                    .arg("-lskifch")
+                    .arg(format!("-Wl,-rpath,{}", lib.display()));
+            }
+            Link::Static => {
+                cmd.arg(lib.join("libskifch.a")).args(STATIC_LIBS);
+            }
         }
-        Link::Static => {
-            cmd.arg(lib.join("libskifch.a")).args(STATIC_LIBS);
-        }
-    }
-    let out = cmd.output().expect("running cc");
-    assert!(
-        out.status.success(),
-        "cc failed for {src} ({link:?}):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+        cmd
+    })
 }
 
 /// Runs `exe` under `skifrun -n <n> <opts>` (or alone for `n == 0`), killed after

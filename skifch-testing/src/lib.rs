@@ -174,6 +174,25 @@ pub fn have_cc() -> bool {
     })
 }
 
+/// Builds the executable `exe` with `cmd(out)`, a compiler invocation that writes to `out`:
+/// into a scratch file of its own, then renamed into place. Tests running at once may build
+/// the same program (a program's own test and its fault-injection or FPGA-model run), and
+/// none may start a half-written file (`skifrun: cannot start …: Permission denied`).
+/// Panics with the compiler's output if it fails (`what` names the program).
+pub fn build_exe(exe: &Path, what: &str, cmd: impl FnOnce(&Path) -> Command) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = exe.with_extension(format!("tmp{}-{seq}", std::process::id()));
+    let out = cmd(&tmp).output().expect("running the compiler");
+    assert!(
+        out.status.success(),
+        "compiling {what} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(&tmp, exe).expect("renaming the executable into place");
+    exe.to_path_buf()
+}
+
 /// Native libraries that a `staticlib` of this workspace (`libskifch.a`, `libskifmpi.a`,
 /// `libskifshmem.a`) needs when a C program links it, from
 /// `cargo rustc --crate-type staticlib -- --print native-static-libs`.

@@ -32,28 +32,24 @@ fn lib_dir() -> &'static Path {
     })
 }
 
-/// Compiles `tests/c/<name>.c` with skif-mpicc (`static`: libskifmpi.a).
+/// Compiles `tests/c/<name>.c` with skif-mpicc (`static`: libskifmpi.a); tests running at
+/// once may compile the same program ([`testing::build_exe`]).
 fn compile(name: &str, stat: bool) -> PathBuf {
     let lib = lib_dir();
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-c");
     std::fs::create_dir_all(&out_dir).expect("scratch directory");
     let exe = out_dir.join(format!("{name}-{}", if stat { "static" } else { "shared" }));
-    let out = Command::new(mpi_root().join("bin/skif-mpicc"))
-        .env("SKIFMPI_LIBDIR", lib)
-        .env("SKIFMPI_STATIC", if stat { "1" } else { "0" })
-        .env_remove("SKIFMPI_CC")
-        .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
-        .arg(mpi_root().join(format!("tests/c/{name}.c")))
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("running skif-mpicc");
-    assert!(
-        out.status.success(),
-        "skif-mpicc failed for {name}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    testing::build_exe(&exe, name, |out| {
+        let mut c = Command::new(mpi_root().join("bin/skif-mpicc"));
+        c.env("SKIFMPI_LIBDIR", lib)
+            .env("SKIFMPI_STATIC", if stat { "1" } else { "0" })
+            .env_remove("SKIFMPI_CC")
+            .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
+            .arg(mpi_root().join(format!("tests/c/{name}.c")))
+            .arg("-o")
+            .arg(out);
+        c
+    })
 }
 
 fn run(exe: &Path, n: u32, env: &[(&str, &str)]) -> Outcome {
