@@ -392,7 +392,12 @@ impl<P: Port> Engine<P> {
         }
         let (id, reply) = {
             let s = self.st_mut();
-            let found = s.take_unexpected(env);
+            // Checked here: the call returns a 160-byte `Option<Unex>` even when empty.
+            let found = if s.unex_n == 0 {
+                None
+            } else {
+                s.take_unexpected(env)
+            };
             let id = s.new_recv(env, buf);
             let reply = match found {
                 Some(u) => s.deliver_unexpected(id, u),

@@ -375,6 +375,13 @@ impl State {
 
     /// The earliest posted receive matching an incoming envelope, removed from the queues.
     pub(super) fn match_posted(&mut self, key: Envelope) -> Option<ReqId> {
+        if self.posted_wild.is_empty() {
+            // The common case (no wildcard receive posted): one lookup, the queue's front.
+            // Empty queues stay in the map: no allocation per message for a reused key.
+            let id = self.posted_exact.get_mut(&key)?.pop_front()?;
+            self.posted_n -= 1;
+            return Some(id);
+        }
         let exact = self.posted_exact.get(&key).and_then(|q| q.front().copied());
         let wild = self.posted_wild.iter().position(|&id| {
             matches!(self.get(id), Some(Req { kind: ReqKind::Recv { env, .. }, .. })
