@@ -249,7 +249,7 @@ fn dense_out(b: &mut UserBuf) -> Result<&mut [u8]> {
         .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
 }
 
-fn root_of(c: &CommData, root: i32) -> Result<usize> {
+pub(crate) fn root_of(c: &CommData, root: i32) -> Result<usize> {
     usize::try_from(root)
         .ok()
         .filter(|&r| r < c.size())

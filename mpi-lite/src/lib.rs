@@ -37,6 +37,7 @@ pub use error::{Error, Result};
 pub mod api;
 pub mod coll;
 pub mod comm;
+pub mod nbc;
 pub mod topo;
 
 pub use comm::Mpi;

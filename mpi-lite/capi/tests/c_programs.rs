@@ -147,6 +147,16 @@ fn persistent_requests() {
 }
 
 #[test]
+fn nonblocking_collectives() {
+    check("nbc", &[]);
+    if have_cc() {
+        let exe = compile("nbc", false);
+        run_ok(&exe, 1, &[]);
+        run_ok(&exe, 3, &[("SKIFMPI_EAGER", "0")]);
+    }
+}
+
+#[test]
 fn datatypes() {
     check("types", &[]);
 }

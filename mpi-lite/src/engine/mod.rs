@@ -53,6 +53,7 @@ mod direct;
 mod mprobe;
 mod protocol;
 mod request;
+mod sched;
 mod state;
 
 use std::collections::VecDeque;
@@ -68,6 +69,7 @@ use protocol::{
     H_SYNC,
 };
 pub use mprobe::MsgId;
+pub use sched::{Local, Range, Round, Sched};
 pub use state::State;
 use state::{FxMap, Req, ReqKind};
 
@@ -233,6 +235,7 @@ impl<P: Port> Engine<P> {
             cleared: VecDeque::new(),
             bsend_used: 0,
             held: Vec::new(),
+            colls: Vec::new(),
         };
         let mut ep = Endpoint::open_with(job, port, state)?;
         // Eager messages fit one channel message with the longest header (4 words).
@@ -426,7 +429,8 @@ impl<P: Port> Engine<P> {
         let pushed = self.push_cleared()?;
         let r = self.ep.poll();
         let n = r.map_err(|e| self.fail(e))?;
-        Ok(pushed || n > 0)
+        let stepped = !self.st().colls.is_empty() && self.advance_colls()?;
+        Ok(pushed || n > 0 || stepped)
     }
 
     /// Pushes everything queued out (progressing meanwhile), for Finalize.

@@ -101,12 +101,16 @@ impl<P: Port> Engine<P> {
             if self.push_cleared()? {
                 continue;
             }
+            // Nonblocking collectives move whatever the program waits for (`sched`).
+            if !self.st().colls.is_empty() && self.advance_colls()? {
+                continue;
+            }
             // Proto's wait: service messages (fixed spin, then sleep on the channel) until
-            // ours is done or a rendezvous send may go.
+            // ours is done, a rendezvous send may go or a collective's round is complete.
             let r = self.ep.progress_until(
                 |ep| {
                     let s = ep.ctx();
-                    done(s) || !s.cleared.is_empty()
+                    done(s) || !s.cleared.is_empty() || (!s.colls.is_empty() && s.coll_ready())
                 },
                 None,
             );

@@ -177,6 +177,8 @@ pub struct State {
     /// Messages taken by a matched probe (`MPI_Mprobe`), waiting for their `MPI_Mrecv`:
     /// index = message id.
     pub(super) held: Vec<Option<Unex>>,
+    /// Nonblocking collectives being run (`sched`).
+    pub(super) colls: Vec<super::sched::Running>,
 }
 
 impl State {

@@ -1,0 +1,279 @@
+//! Schedules: how a nonblocking collective (MPI-3.1 §5.12) runs inside the engine.
+//!
+//! A [`Sched`] is a list of rounds over a scratch buffer of packed bytes: each round posts
+//! its receives and sends (ordinary engine requests on the communicator's collective
+//! context) and, once all of them are complete, applies its local steps (reductions and
+//! copies between ranges of the scratch); then the next round starts. After the last one
+//! the results are written to the program's buffers and the collective's request
+//! completes. The algorithms that build schedules are in `crate::nbc`.
+//!
+//! Progress: every waiting loop of the engine ([`Engine::wait_until`], so `MPI_Wait`, a
+//! blocking receive, another collective…) and every test ([`Engine::progress`]) advances
+//! the running schedules, and the wait's predicate wakes when a round's requests are all
+//! complete — so a nonblocking collective progresses whatever call the program waits in,
+//! and a waiting rank still serves its part of the others' schedules.
+
+use std::collections::VecDeque;
+
+use skifch::coll::Reducer;
+use skifch::Port;
+
+use super::state::{Req, ReqKind};
+use super::{Engine, Envelope, Mode, ReqId, State, Status, SENT};
+use crate::error::{Error, Result};
+use crate::mem::UserBuf;
+
+/// A range of the scratch buffer: (offset, length) in bytes.
+pub type Range = (usize, usize);
+
+/// A local step after a round's transfers.
+#[derive(Clone, Copy, Debug)]
+pub enum Local {
+    /// `dst = src ∘ dst` (`src_first`: `src` comes from lower ranks) or `dst = dst ∘ src`.
+    Reduce {
+        /// The operand that came in.
+        src: Range,
+        /// The accumulator.
+        dst: Range,
+        /// Order of the operands (matters for non-commutative operations).
+        src_first: bool,
+    },
+    /// `dst = src` (same lengths).
+    Copy {
+        /// From.
+        src: Range,
+        /// To.
+        dst: Range,
+    },
+}
+
+/// One round: transfers, then local steps.
+#[derive(Debug, Default)]
+pub struct Round {
+    /// (envelope, destination world rank, data).
+    pub sends: Vec<(Envelope, u32, Range)>,
+    /// (envelope, where the data goes; its length must be the message's).
+    pub recvs: Vec<(Envelope, Range)>,
+    /// After all of this round's transfers.
+    pub ops: Vec<Local>,
+}
+
+/// A nonblocking collective's plan (see the module docs).
+pub struct Sched {
+    /// Scratch: inputs packed in at the start, results read out at the end.
+    pub buf: Vec<u8>,
+    /// Rounds to run, in order.
+    pub rounds: VecDeque<Round>,
+    /// The reduction of `Local::Reduce` steps.
+    pub red: Option<Box<dyn Reducer + Send>>,
+    /// At the end: each program buffer gets `buf[offset..]` (its packed length).
+    pub out: Vec<(UserBuf, usize)>,
+}
+
+impl Sched {
+    /// An empty schedule over a zeroed scratch of `len` bytes.
+    pub fn new(len: usize) -> Self {
+        Sched {
+            buf: vec![0; len],
+            rounds: VecDeque::new(),
+            red: None,
+            out: Vec::new(),
+        }
+    }
+
+    /// A new round (returned to fill).
+    pub fn round(&mut self) -> &mut Round {
+        self.rounds.push_back(Round::default());
+        self.rounds.back_mut().expect("just pushed")
+    }
+
+    fn apply(&mut self, op: Local) -> Result<()> {
+        let sl = |r: Range| r.0..r.0 + r.1;
+        match op {
+            Local::Copy { src, dst } => self.buf.copy_within(sl(src), dst.0),
+            Local::Reduce { src, dst, src_first } => {
+                let red = self
+                    .red
+                    .as_ref()
+                    .ok_or_else(|| Error::Intern("schedule reduces without an operation".into()))?;
+                let a = self.buf[sl(src)].to_vec();
+                if src_first {
+                    red.apply(&a, &mut self.buf[sl(dst)]);
+                } else {
+                    let mut b = a;
+                    red.apply(&self.buf[sl(dst)], &mut b);
+                    self.buf[sl(dst)].copy_from_slice(&b);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A schedule being run: its request and the current round's requests.
+pub(super) struct Running {
+    req: ReqId,
+    sched: Sched,
+    sends: Vec<ReqId>,
+    recvs: Vec<(ReqId, Range)>,
+    ops: Vec<Local>,
+}
+
+impl Running {
+    fn round_done(&self, s: &State) -> bool {
+        self.sends.iter().all(|&i| s.is_done(i)) && self.recvs.iter().all(|r| s.is_done(r.0))
+    }
+}
+
+impl State {
+    /// Whether some running schedule can take a step (its round is complete).
+    pub(super) fn coll_ready(&self) -> bool {
+        self.colls.iter().any(|r| r.round_done(self))
+    }
+}
+
+impl<P: Port> Engine<P> {
+    /// Starts schedule `sched`: its request (complete when the schedule is done).
+    pub fn start_sched(&mut self, sched: Sched) -> Result<ReqId> {
+        self.check()?;
+        let s = self.st_mut();
+        let seq = s.next_seq();
+        let req = s.alloc(Req {
+            kind: ReqKind::Nothing,
+            done: false,
+            freed: false,
+            status: Status::default(),
+            err: None,
+            seq,
+        });
+        let mut run = Running {
+            req,
+            sched,
+            sends: Vec::new(),
+            recvs: Vec::new(),
+            ops: Vec::new(),
+        };
+        if !self.step(&mut run)? {
+            self.st_mut().colls.push(run);
+        }
+        Ok(req)
+    }
+
+    /// Advances every running schedule as far as it can go now; `true` if one moved.
+    pub(super) fn advance_colls(&mut self) -> Result<bool> {
+        if !self.st().coll_ready() {
+            return Ok(false);
+        }
+        let mut runs = std::mem::take(&mut self.st_mut().colls);
+        let mut moved = false;
+        let mut i = 0;
+        let mut res = Ok(());
+        while i < runs.len() {
+            if !runs[i].round_done(self.st()) {
+                i += 1;
+                continue;
+            }
+            moved = true;
+            match self.step(&mut runs[i]) {
+                Ok(true) => {
+                    runs.swap_remove(i);
+                }
+                Ok(false) => i += 1,
+                Err(e) => {
+                    res = Err(e);
+                    break;
+                }
+            }
+        }
+        // Schedules started meanwhile (none today) stay after the older ones.
+        let s = self.st_mut();
+        runs.append(&mut s.colls);
+        s.colls = runs;
+        res.map(|_| moved)
+    }
+
+    /// Runs `run` from a complete round as far as it goes: `true` when finished (its
+    /// request completed, with the error of a failed transfer if any).
+    fn step(&mut self, run: &mut Running) -> Result<bool> {
+        loop {
+            if !run.round_done(self.st()) {
+                return Ok(false);
+            }
+            if let Err(e) = self.collect(run) {
+                self.end(run, Some(e));
+                return Ok(true);
+            }
+            let ops = std::mem::take(&mut run.ops);
+            for op in ops {
+                if let Err(e) = run.sched.apply(op) {
+                    self.end(run, Some(e));
+                    return Ok(true);
+                }
+            }
+            let Some(round) = run.sched.rounds.pop_front() else {
+                self.end(run, None);
+                return Ok(true);
+            };
+            for (env, r) in round.recvs {
+                let id = self.irecv(env, UserBuf::owned(vec![0; r.1]))?;
+                run.recvs.push((id, r));
+            }
+            for (env, dst, r) in round.sends {
+                let data = run.sched.buf[r.0..r.0 + r.1].to_vec();
+                let id = self.isend(env, dst, UserBuf::owned(data), Mode::Standard, 0)?;
+                // An eager send is complete as it starts (`SENT`: nothing to release).
+                if id != SENT {
+                    run.sends.push(id);
+                }
+            }
+            run.ops = round.ops;
+        }
+    }
+
+    /// Releases the complete round's requests, copying what came into the scratch.
+    fn collect(&mut self, run: &mut Running) -> Result<()> {
+        let mut first = None;
+        for id in run.sends.drain(..) {
+            if let Err(e) = self.st_mut().finish(id) {
+                first.get_or_insert(e);
+            }
+        }
+        for (id, (off, len)) in run.recvs.drain(..) {
+            let s = self.st_mut();
+            let r = s.release(id);
+            let got = match (r.err, r.kind) {
+                (Some(e), _) => Err(e),
+                (None, ReqKind::Recv { buf, .. }) if r.status.bytes == len => {
+                    Ok(buf.into_owned().unwrap_or_default())
+                }
+                (None, _) => Err(Error::Arg(format!(
+                    "collective arguments do not match: {} bytes came where {len} were expected",
+                    r.status.bytes
+                ))),
+            };
+            match got {
+                Ok(v) => run.sched.buf[off..off + len].copy_from_slice(&v[..len]),
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Finishes `run`: results out (on success), its request complete.
+    fn end(&mut self, run: &mut Running, err: Option<Error>) {
+        if err.is_none() {
+            for (ub, off) in &mut run.sched.out {
+                let n = ub.packed_len();
+                ub.write_packed(0, &run.sched.buf[*off..*off + n]);
+            }
+        }
+        let s = self.st_mut();
+        if let Some(r) = s.get_mut(run.req) {
+            r.err = err;
+            r.status = Status::proc_null();
+        }
+        s.complete(run.req);
+    }
+}

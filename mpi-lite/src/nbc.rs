@@ -1,0 +1,474 @@
+//! Nonblocking collectives (MPI-3.1 §5.12): each call builds a schedule
+//! ([`crate::engine::Sched`]: rounds of transfers and local steps over a scratch of packed
+//! bytes) and starts it in the engine, which runs it as whatever call the program waits in
+//! progresses; the returned request completes when this member's part is done.
+//!
+//! # Collective Operation
+//! Every member of the communicator calls the same collectives in the same order (MPI
+//! §5.12: also relative to the blocking ones); each call takes the next tag of the
+//! communicator's collective context (the counter the blocking algorithms use), so
+//! several may run at once. Buffers belong to the library until the request completes.
+//!
+//! Algorithms (the member counts of this machine are small; what matters is few rounds):
+//!
+//! | call | rounds |
+//! | --- | --- |
+//! | `ibarrier` | dissemination, ⌈log₂ n⌉ |
+//! | `ibcast` | binomial tree: receive from the parent, then send to the children |
+//! | `igatherv`, `iscatterv`, `iallgatherv`, `ialltoallw` | one round, every pair direct |
+//! | `iallreduce` | recursive doubling for n a power of two (operands in rank order), else reduce to 0 + send back |
+//! | `ireduce`, `ireduce_scatter` | the root receives every contribution and folds them in rank order (then scatters) |
+//! | `iscan`, `iexscan` | a chain: receive the prefix from r − 1, combine, pass it on |
+//!
+//! Reductions keep rank order, so non-commutative user operations are correct.
+
+use std::sync::atomic::Ordering;
+
+use skifch::Port;
+
+use crate::coll::root_of;
+use crate::comm::{CommData, Mpi};
+use crate::engine::{Envelope, Local, Range, ReqId, Sched};
+use crate::error::{Error, Result};
+use crate::mem::UserBuf;
+use crate::op::{reducer, ReduceOp};
+
+/// The schedule of one call on communicator `c` with its tag.
+struct Plan<'a> {
+    c: &'a CommData,
+    tag: i32,
+    s: Sched,
+}
+
+impl<'a> Plan<'a> {
+    fn new(c: &'a CommData, scratch: usize) -> Self {
+        let tag = (c.coll_seq.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff) as i32;
+        Plan {
+            c,
+            tag,
+            s: Sched::new(scratch),
+        }
+    }
+    fn rank(&self) -> usize {
+        self.c.rank
+    }
+    fn size(&self) -> usize {
+        self.c.size()
+    }
+    fn tx(&self, to: usize, r: Range) -> (Envelope, u32, Range) {
+        (self.c.coll_env(self.c.rank as i32, self.tag), self.c.world_of(to), r)
+    }
+    fn rx(&self, from: usize, r: Range) -> (Envelope, Range) {
+        (self.c.coll_env(from as i32, self.tag), r)
+    }
+    /// A round with these transfers and local steps.
+    fn round(
+        &mut self,
+        sends: Vec<(Envelope, u32, Range)>,
+        recvs: Vec<(Envelope, Range)>,
+        ops: Vec<Local>,
+    ) {
+        let r = self.s.round();
+        r.sends = sends;
+        r.recvs = recvs;
+        r.ops = ops;
+    }
+    /// Packs `b` into the scratch at `off`.
+    fn load(&mut self, off: usize, b: &UserBuf) -> Result<()> {
+        let n = b.packed_len();
+        b.read_packed(0, &mut self.s.buf[off..off + n]);
+        Ok(())
+    }
+    fn reduce_with(&mut self, b: &UserBuf, op: &ReduceOp) -> Result<usize> {
+        if b.packed_len() > 0 && b.dense().is_none() {
+            return Err(Error::Type(
+                "reductions need a predefined or dense derived type".into(),
+            ));
+        }
+        self.s.red = Some(Box::new(reducer(b.datatype(), op)?));
+        Ok(b.packed_len())
+    }
+}
+
+/// Offsets of consecutive blocks of these lengths, and the total.
+fn offsets(lens: &[usize]) -> (Vec<usize>, usize) {
+    let mut off = Vec::with_capacity(lens.len());
+    let mut t = 0;
+    for &l in lens {
+        off.push(t);
+        t += l;
+    }
+    (off, t)
+}
+
+/// The fold of `n` slots of `len` bytes at 0, len, … in rank order into the last slot.
+fn fold_ops(n: usize, len: usize) -> Vec<Local> {
+    (0..n.saturating_sub(1))
+        .rev()
+        .map(|r| Local::Reduce {
+            src: (r * len, len),
+            dst: ((n - 1) * len, len),
+            src_first: true,
+        })
+        .collect()
+}
+
+impl<P: Port> Mpi<P> {
+    fn start(&self, p: Plan<'_>) -> Result<ReqId> {
+        self.engine().start_sched(p.s)
+    }
+
+    /// `MPI_Ibarrier`.
+    pub fn ibarrier(&self, c: &CommData) -> Result<ReqId> {
+        let mut p = Plan::new(c, 0);
+        let (r, n) = (p.rank(), p.size());
+        let mut d = 1;
+        while d < n {
+            let (to, from) = ((r + d) % n, (r + n - d) % n);
+            let (s, v) = (p.tx(to, (0, 0)), p.rx(from, (0, 0)));
+            p.round(vec![s], vec![v], vec![]);
+            d *= 2;
+        }
+        self.start(p)
+    }
+
+    /// `MPI_Ibcast`.
+    pub fn ibcast(&self, c: &CommData, buf: UserBuf, root: i32) -> Result<ReqId> {
+        let root = root_of(c, root)?;
+        let len = buf.packed_len();
+        let mut p = Plan::new(c, len);
+        let (r, n) = (p.rank(), p.size());
+        let vr = (r + n - root) % n;
+        let real = |v: usize| (v + root) % n;
+        if r == root {
+            p.load(0, &buf)?;
+        }
+        let mut mask = 1;
+        while mask < n {
+            if vr & mask != 0 {
+                let v = p.rx(real(vr - mask), (0, len));
+                p.round(vec![], vec![v], vec![]);
+                break;
+            }
+            mask <<= 1;
+        }
+        let mut sends = Vec::new();
+        mask >>= 1;
+        while mask > 0 {
+            if vr + mask < n {
+                sends.push(p.tx(real(vr + mask), (0, len)));
+            }
+            mask >>= 1;
+        }
+        p.round(sends, vec![], vec![]);
+        if r != root {
+            p.s.out.push((buf, 0));
+        }
+        self.start(p)
+    }
+
+    /// `MPI_Igather(v)`: `recv` holds the root's n blocks (empty elsewhere); `send ==
+    /// None` is `MPI_IN_PLACE` at the root (its block is already in `recv`).
+    pub fn igatherv(
+        &self,
+        c: &CommData,
+        send: Option<UserBuf>,
+        recv: Vec<UserBuf>,
+        root: i32,
+    ) -> Result<ReqId> {
+        let root = root_of(c, root)?;
+        let (r, n) = (c.rank, c.size());
+        if r != root {
+            let send = send.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
+            let mut p = Plan::new(c, send.packed_len());
+            p.load(0, &send)?;
+            let s = p.tx(root, (0, send.packed_len()));
+            p.round(vec![s], vec![], vec![]);
+            return self.start(p);
+        }
+        check_blocks(&recv, n)?;
+        let lens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();
+        let (off, total) = offsets(&lens);
+        let mut p = Plan::new(c, total);
+        match &send {
+            Some(s) if s.packed_len() == lens[r] => p.load(off[r], s)?,
+            Some(_) => return Err(mismatch()),
+            None => p.load(off[r], &recv[r])?,
+        }
+        let recvs = (0..n).filter(|&j| j != r).map(|j| p.rx(j, (off[j], lens[j]))).collect();
+        p.round(vec![], recvs, vec![]);
+        p.s.out = recv.into_iter().zip(off).collect();
+        self.start(p)
+    }
+
+    /// `MPI_Iscatter(v)`: `send` holds the root's n blocks (empty elsewhere); `recv ==
+    /// None` is `MPI_IN_PLACE` at the root.
+    pub fn iscatterv(
+        &self,
+        c: &CommData,
+        send: Vec<UserBuf>,
+        recv: Option<UserBuf>,
+        root: i32,
+    ) -> Result<ReqId> {
+        let root = root_of(c, root)?;
+        let (r, n) = (c.rank, c.size());
+        if r != root {
+            let recv = recv.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
+            let mut p = Plan::new(c, recv.packed_len());
+            let v = p.rx(root, (0, recv.packed_len()));
+            p.round(vec![], vec![v], vec![]);
+            p.s.out.push((recv, 0));
+            return self.start(p);
+        }
+        check_blocks(&send, n)?;
+        let lens: Vec<usize> = send.iter().map(|b| b.packed_len()).collect();
+        let (off, total) = offsets(&lens);
+        let mut p = Plan::new(c, total);
+        for (j, b) in send.iter().enumerate() {
+            p.load(off[j], b)?;
+        }
+        let sends = (0..n).filter(|&j| j != r).map(|j| p.tx(j, (off[j], lens[j]))).collect();
+        p.round(sends, vec![], vec![]);
+        if let Some(b) = recv {
+            if b.packed_len() != lens[r] {
+                return Err(mismatch());
+            }
+            p.s.out.push((b, off[r]));
+        }
+        self.start(p)
+    }
+
+    /// `MPI_Iallgather(v)`: `recv` holds the n blocks; `send == None` is `MPI_IN_PLACE`.
+    pub fn iallgatherv(&self, c: &CommData, send: Option<UserBuf>, recv: Vec<UserBuf>) -> Result<ReqId> {
+        let (r, n) = (c.rank, c.size());
+        check_blocks(&recv, n)?;
+        let lens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();
+        let (off, total) = offsets(&lens);
+        let mut p = Plan::new(c, total);
+        match &send {
+            Some(s) if s.packed_len() == lens[r] => p.load(off[r], s)?,
+            Some(_) => return Err(mismatch()),
+            None => p.load(off[r], &recv[r])?,
+        }
+        let others: Vec<usize> = (0..n).filter(|&j| j != r).collect();
+        let sends = others.iter().map(|&j| p.tx(j, (off[r], lens[r]))).collect();
+        let recvs = others.iter().map(|&j| p.rx(j, (off[j], lens[j]))).collect();
+        p.round(sends, recvs, vec![]);
+        p.s.out = recv.into_iter().zip(off).collect();
+        self.start(p)
+    }
+
+    /// `MPI_Ialltoall(v,w)`: block j of `send` goes to member j, block j of `recv` comes
+    /// from it; `send == None` is `MPI_IN_PLACE` (the blocks to send are `recv`'s).
+    pub fn ialltoallw(&self, c: &CommData, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>) -> Result<ReqId> {
+        let (r, n) = (c.rank, c.size());
+        check_blocks(&recv, n)?;
+        let rlens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();
+        let slens: Vec<usize> = match &send {
+            Some(s) => {
+                check_blocks(s, n)?;
+                s.iter().map(|b| b.packed_len()).collect()
+            }
+            None => rlens.clone(),
+        };
+        if slens[r] != rlens[r] {
+            return Err(mismatch());
+        }
+        let (soff, stotal) = offsets(&slens);
+        let (roff, rtotal) = offsets(&rlens);
+        let mut p = Plan::new(c, stotal + rtotal);
+        for j in 0..n {
+            match &send {
+                Some(s) => p.load(soff[j], &s[j])?,
+                None => p.load(soff[j], &recv[j])?,
+            }
+        }
+        let others: Vec<usize> = (0..n).filter(|&j| j != r).collect();
+        let sends = others.iter().map(|&j| p.tx(j, (soff[j], slens[j]))).collect();
+        let recvs = others.iter().map(|&j| p.rx(j, (stotal + roff[j], rlens[j]))).collect();
+        let own = Local::Copy {
+            src: (soff[r], slens[r]),
+            dst: (stotal + roff[r], rlens[r]),
+        };
+        p.round(sends, recvs, vec![own]);
+        p.s.out = recv.into_iter().zip(roff.into_iter().map(|o| stotal + o)).collect();
+        self.start(p)
+    }
+
+    /// `MPI_Ireduce`: `send == None` is `MPI_IN_PLACE` (root); `recv` matters at the root.
+    pub fn ireduce(
+        &self,
+        c: &CommData,
+        send: Option<UserBuf>,
+        recv: Option<UserBuf>,
+        op: &ReduceOp,
+        root: i32,
+    ) -> Result<ReqId> {
+        let root = root_of(c, root)?;
+        let (r, n) = (c.rank, c.size());
+        if r != root {
+            let send = send.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
+            let mut p = Plan::new(c, send.packed_len());
+            p.reduce_with(&send, op)?;
+            p.load(0, &send)?;
+            let s = p.tx(root, (0, send.packed_len()));
+            p.round(vec![s], vec![], vec![]);
+            return self.start(p);
+        }
+        let recv = recv.ok_or_else(|| Error::Buffer("the root needs a receive buffer".into()))?;
+        let mut p = Plan::new(c, 0);
+        let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
+        if recv.packed_len() != len {
+            return Err(mismatch());
+        }
+        p.s.buf = vec![0; n * len];
+        p.load(r * len, send.as_ref().unwrap_or(&recv))?;
+        let recvs = (0..n).filter(|&j| j != r).map(|j| p.rx(j, (j * len, len))).collect();
+        p.round(vec![], recvs, fold_ops(n, len));
+        p.s.out.push((recv, (n - 1) * len));
+        self.start(p)
+    }
+
+    /// `MPI_Iallreduce`: `send == None` is `MPI_IN_PLACE`.
+    pub fn iallreduce(&self, c: &CommData, send: Option<UserBuf>, recv: UserBuf, op: &ReduceOp) -> Result<ReqId> {
+        let (r, n) = (c.rank, c.size());
+        let mut p = Plan::new(c, 0);
+        let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
+        if recv.packed_len() != len {
+            return Err(mismatch());
+        }
+        if n.is_power_of_two() {
+            // Recursive doubling: after round k the accumulator holds the ordered
+            // reduction of a block of 2^(k+1) consecutive ranks.
+            p.s.buf = vec![0; 2 * len];
+            p.load(0, send.as_ref().unwrap_or(&recv))?;
+            let mut d = 1;
+            while d < n {
+                let partner = r ^ d;
+                let (s, v) = (p.tx(partner, (0, len)), p.rx(partner, (len, len)));
+                let op = Local::Reduce {
+                    src: (len, len),
+                    dst: (0, len),
+                    src_first: partner < r,
+                };
+                p.round(vec![s], vec![v], vec![op]);
+                d *= 2;
+            }
+            p.s.out.push((recv, 0));
+        } else {
+            let input = send.as_ref().unwrap_or(&recv).to_packed()?;
+            reduce_then_spread(&mut p, &input, recv, &vec![(0, len); n]);
+        }
+        self.start(p)
+    }
+
+    /// `MPI_Ireduce_scatter(_block)`: `input` is the whole vector (the send buffer, or the
+    /// receive buffer for `MPI_IN_PLACE`), `lens[j]` the packed bytes member j gets, `out`
+    /// this member's block.
+    pub fn ireduce_scatter(
+        &self,
+        c: &CommData,
+        input: UserBuf,
+        out: UserBuf,
+        lens: &[usize],
+        op: &ReduceOp,
+    ) -> Result<ReqId> {
+        let (r, n) = (c.rank, c.size());
+        if lens.len() != n || out.packed_len() != lens[r] {
+            return Err(mismatch());
+        }
+        let (off, total) = offsets(lens);
+        let mut p = Plan::new(c, 0);
+        let len = p.reduce_with(&input, op)?;
+        if len != total {
+            return Err(mismatch());
+        }
+        let blocks: Vec<Range> = off.into_iter().zip(lens.iter().copied()).collect();
+        let input = input.to_packed()?;
+        reduce_then_spread(&mut p, &input, out, &blocks);
+        self.start(p)
+    }
+
+    /// `MPI_Iscan` / `MPI_Iexscan` (`exclusive`; rank 0's result is then left alone);
+    /// `send == None` is `MPI_IN_PLACE`.
+    pub fn iscan(
+        &self,
+        c: &CommData,
+        send: Option<UserBuf>,
+        recv: UserBuf,
+        op: &ReduceOp,
+        exclusive: bool,
+    ) -> Result<ReqId> {
+        let (r, n) = (c.rank, c.size());
+        let mut p = Plan::new(c, 0);
+        let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
+        if recv.packed_len() != len {
+            return Err(mismatch());
+        }
+        // Slots: this member's value (becomes the running prefix), the prefix that came,
+        // the exclusive result.
+        p.s.buf = vec![0; 3 * len];
+        p.load(0, send.as_ref().unwrap_or(&recv))?;
+        if r > 0 {
+            let v = p.rx(r - 1, (len, len));
+            let mut ops = vec![];
+            if exclusive {
+                ops.push(Local::Copy {
+                    src: (len, len),
+                    dst: (2 * len, len),
+                });
+            }
+            ops.push(Local::Reduce {
+                src: (len, len),
+                dst: (0, len),
+                src_first: true,
+            });
+            p.round(vec![], vec![v], ops);
+        }
+        if r + 1 < n {
+            let s = p.tx(r + 1, (0, len));
+            p.round(vec![s], vec![], vec![]);
+        }
+        match (exclusive, r) {
+            (false, _) => p.s.out.push((recv, 0)),
+            (true, 0) => {}
+            (true, _) => p.s.out.push((recv, 2 * len)),
+        }
+        self.start(p)
+    }
+}
+
+/// Member 0 receives every member's `input` (packed, `len` bytes), folds them in rank
+/// order, then sends `blocks[j]` of the result to member j; `out` gets this member's block.
+fn reduce_then_spread(p: &mut Plan<'_>, input: &[u8], out: UserBuf, blocks: &[Range]) {
+    let (r, n, len) = (p.rank(), p.size(), input.len());
+    if r == 0 {
+        p.s.buf = vec![0; n * len];
+        p.s.buf[..len].copy_from_slice(input);
+        let recvs = (1..n).map(|j| p.rx(j, (j * len, len))).collect();
+        p.round(vec![], recvs, fold_ops(n, len));
+        let last = (n - 1) * len;
+        let sends = (1..n).map(|j| p.tx(j, (last + blocks[j].0, blocks[j].1))).collect();
+        p.round(sends, vec![], vec![]);
+        p.s.out.push((out, last + blocks[0].0));
+    } else {
+        p.s.buf = vec![0; len.max(blocks[r].1)];
+        p.s.buf[..len].copy_from_slice(input);
+        let s = p.tx(0, (0, len));
+        p.round(vec![s], vec![], vec![]);
+        let v = p.rx(0, (0, blocks[r].1));
+        p.round(vec![], vec![v], vec![]);
+        p.s.out.push((out, 0));
+    }
+}
+
+fn check_blocks(b: &[UserBuf], n: usize) -> Result<()> {
+    if b.len() != n {
+        return Err(Error::Intern(format!("{} blocks for {n} members", b.len())));
+    }
+    Ok(())
+}
+
+fn mismatch() -> Error {
+    Error::Arg("collective arguments do not match: send and receive sizes differ".into())
+}
