@@ -332,6 +332,9 @@ typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datat
 typedef void(MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
 typedef void(MPI_Win_errhandler_function)(MPI_Win *, int *, ...);
+typedef int(MPI_Grequest_query_function)(void *extra_state, MPI_Status *status);
+typedef int(MPI_Grequest_free_function)(void *extra_state);
+typedef int(MPI_Grequest_cancel_function)(void *extra_state, int complete);
 typedef void(MPI_File_errhandler_function)(MPI_File *, int *, ...);
 
 /* ---- functions (each also as PMPI_...) ---- */
@@ -450,6 +453,8 @@ MPI_LITE_FN(int, Get_elements_x, (const MPI_Status *status, MPI_Datatype datatyp
 MPI_LITE_FN(int, Status_set_elements, (MPI_Status *status, MPI_Datatype datatype, int count))
 MPI_LITE_FN(int, Status_set_elements_x, (MPI_Status *status, MPI_Datatype datatype, MPI_Count count))
 MPI_LITE_FN(int, Status_set_cancelled, (MPI_Status *status, int flag))
+MPI_LITE_FN(int, Grequest_start, (MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request))
+MPI_LITE_FN(int, Grequest_complete, (MPI_Request request))
 MPI_LITE_FN(int, Pack_external, (const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position))
 MPI_LITE_FN(int, Unpack_external, (const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype))
 MPI_LITE_FN(int, Pack_external_size, (const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size))

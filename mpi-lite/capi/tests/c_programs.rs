@@ -172,6 +172,11 @@ fn derived_datatypes_padded_constant_memory_and_huge_counts() {
 }
 
 #[test]
+fn generalized_requests() {
+    check("greq", &[]);
+}
+
+#[test]
 fn user_defined_reductions() {
     check("userops", &[]);
 }

@@ -23,6 +23,42 @@ impl<P: Port> Engine<P> {
         })
     }
 
+    /// A request the program completes itself (`MPI_Grequest_start`, MPI-3.1 §12.2):
+    /// pending until [`Engine::complete_user`]; waiting on it progresses as usual.
+    pub fn user_request(&mut self) -> ReqId {
+        let s = self.st_mut();
+        let seq = s.next_seq();
+        s.alloc(Req {
+            kind: ReqKind::Nothing,
+            done: false,
+            freed: false,
+            status: Status::default(),
+            err: None,
+            seq,
+        })
+    }
+
+    /// Completes a request of [`Engine::user_request`] with `status` (or `err`)
+    /// (`MPI_Grequest_complete`).
+    pub fn complete_user(&mut self, id: ReqId, status: Status, err: Option<Error>) -> Result<()> {
+        let s = self.st_mut();
+        match s.get_mut(id) {
+            Some(r) if matches!(r.kind, ReqKind::Nothing) && !r.done => {
+                r.status = status;
+                r.err = err;
+                r.done = true;
+                if r.freed {
+                    // MPI_Request_free came first: nobody will wait for it.
+                    s.release(id);
+                }
+                Ok(())
+            }
+            _ => Err(Error::Request(format!(
+                "request {id} is not a pending generalized request"
+            ))),
+        }
+    }
+
     /// `true` if `id` names a live request.
     pub fn is_request(&self, id: ReqId) -> bool {
         self.st().is_request(id)
