@@ -454,7 +454,9 @@ fn allocations_of_different_sizes_fail() {
     for env in [DIRECT, MESSAGES] {
         for (mode, call) in calls {
             let o = run(&exe, 2, env, &[mode]);
-            let want = format!("skifshmem: {call}: invalid argument: the PEs asked for different allocations");
+            let want = format!(
+                "skifshmem: {call}: invalid argument: the PEs asked for different allocations"
+            );
             assert!(
                 o.status.code() == Some(1) && o.stderr.contains(&want),
                 "{mode} {env:?}: {} (want status 1 and {want:?})\n{}",
@@ -463,7 +465,12 @@ fn allocations_of_different_sizes_fail() {
             );
         }
         let o = run(&exe, 2, env, &["none"]);
-        assert!(o.status.success(), "none {env:?}: {}\n{}", o.status, o.stderr);
+        assert!(
+            o.status.success(),
+            "none {env:?}: {}\n{}",
+            o.status,
+            o.stderr
+        );
     }
 }
 
@@ -539,12 +546,22 @@ fn rust_selftest_under_skifrun() {
 /// The same programs over another driver: the FPGA adapter's device model
 /// (`skifrun --driver fpga-model`), which offers no RMA, so the library takes the message
 /// path by itself. (`rma` is left out: its 3 MiB transfers take seconds over the model.)
+/// `test_sets` and `coll_subsets` are there for the message path's progress in tests and
+/// the zero-element collectives.
 #[test]
 fn over_the_fpga_model_driver() {
     if !have_cc() {
         return;
     }
-    for name in ["setup_heap", "amo", "sync", "coll", "teams_ctx_locks"] {
+    for name in [
+        "setup_heap",
+        "amo",
+        "sync",
+        "coll",
+        "teams_ctx_locks",
+        "test_sets",
+        "coll_subsets",
+    ] {
         let exe = compile(name, true);
         let o = run_driver(&exe, 2, "fpga-model");
         assert!(
