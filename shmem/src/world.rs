@@ -726,8 +726,7 @@ impl<P: Port> World<P> {
         let a = SymAddr { seg: SEG_HEAP, off };
         // Offsets are aligned; addresses are only as far as each PE's mapping of the heap
         // is (a page, at least). Beyond that every PE must find its address aligned.
-        if align > 4096 && !self.all(&world, self.local(a).is_multiple_of(align))?
-        {
+        if align > 4096 && !self.all(&world, self.local(a).is_multiple_of(align))? {
             self.heap
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
