@@ -1,8 +1,15 @@
 //! Distributed locks (OpenSHMEM 1.5 §9.12). A lock is a symmetric `long`; the lock word
-//! that counts is PE 0's copy: 0 when free, else the holder's PE number + 1, changed only
-//! by compare-and-swap (so a PE that clears a lock it does not hold is caught). Setting
-//! first completes nothing; clearing first completes this PE's puts (`quiet`), so what
-//! the holder wrote inside the critical section is visible to the next holder.
+//! that counts is PE 0's copy: 0 when free, else the holder, changed only by
+//! compare-and-swap (so a PE that clears a lock it does not hold is caught). The holder
+//! is the PE number + 1 in the low 32 bits and the holding thread's number in the high
+//! ones: threads of one PE exclude each other too (issue 16: two threads of a PE taking
+//! one lock failed with "already holds"), and any thread of the holding PE may clear it.
+//! Setting first completes nothing; clearing first completes this PE's puts (`quiet`),
+//! so what the holder wrote inside the critical section is visible to the next holder.
+//! Every attempt serves requests on the message path ([`World::amo`] on the lock's
+//! home PE polls), so the holder and the home PE always make progress.
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use skifch::rma::Amo;
 use skifch::Port;
@@ -18,13 +25,18 @@ impl<P: Port> World<P> {
         self.amo(HOME, lock, 8, Amo::CompareSwap { expected, new }, true)
     }
 
-    /// This PE's value in a lock word.
+    /// This thread's value in a lock word (module docs).
     fn holder(&self) -> u64 {
-        u64::from(self.my_pe()) + 1
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        thread_local! {
+            static THREAD: u32 = NEXT.fetch_add(1, Ordering::Relaxed);
+        }
+        let t = THREAD.with(|t| *t);
+        u64::from(t) << 32 | (u64::from(self.my_pe()) + 1)
     }
 
-    /// Acquires `lock` (`shmem_set_lock`), waiting as long as another PE holds it. An
-    /// error if this PE already holds it.
+    /// Acquires `lock` (`shmem_set_lock`), waiting as long as another PE or thread holds
+    /// it. An error if this thread already holds it.
     pub fn set_lock(&self, lock: SymAddr) -> Result<(), Error> {
         let me = self.holder();
         let mut b = crate::wait::backoff();
@@ -32,7 +44,9 @@ impl<P: Port> World<P> {
             match self.lock_cas(lock, 0, me)? {
                 0 => return Ok(()),
                 old if old == me => {
-                    return Err(Error::BadArgument("this PE already holds the lock".into()))
+                    return Err(Error::BadArgument(
+                        "this thread already holds the lock".into(),
+                    ))
                 }
                 _ => {}
             }
@@ -47,15 +61,20 @@ impl<P: Port> World<P> {
     }
 
     /// Releases `lock` (`shmem_clear_lock`) after completing this PE's puts. An error if
-    /// this PE does not hold it.
+    /// this PE does not hold it (any of its threads may clear it).
     pub fn clear_lock(&self, lock: SymAddr) -> Result<(), Error> {
         self.quiet()?;
-        let me = self.holder();
-        if self.lock_cas(lock, me, 0)? != me {
-            return Err(Error::BadArgument(
-                "clearing a lock this PE does not hold".into(),
-            ));
+        let mut held = self.holder();
+        loop {
+            match self.lock_cas(lock, held, 0)? {
+                old if old == held => return Ok(()),
+                old if old as u32 == held as u32 => held = old, // another thread of this PE
+                _ => {
+                    return Err(Error::BadArgument(
+                        "clearing a lock this PE does not hold".into(),
+                    ))
+                }
+            }
         }
-        Ok(())
     }
 }

@@ -494,6 +494,8 @@ impl<P: Port> World<P> {
             return Ok(());
         }
         if pe == self.me {
+            // A program may spin on its own memory (`shmem_g` to itself): serve first.
+            self.poll()?;
             // SAFETY: checked in range of this PE's live segment.
             unsafe { copy_mem(self.local(src) as *const u8, dst.as_mut_ptr(), dst.len()) };
             return Ok(());
@@ -542,6 +544,9 @@ impl<P: Port> World<P> {
             return Ok(w.amo(pe, a.off, width, op)?);
         }
         if pe == self.me {
+            // A program may spin on its own atomics (a lock whose home is this PE, a
+            // fetch loop): serve the requests that change them first.
+            self.poll()?;
             // SAFETY: checked in range and aligned; shared locations are accessed only
             // atomically or by raw copies.
             return Ok(unsafe { rma::amo_at(self.local(a) as *mut u8, width, op) });
@@ -611,7 +616,9 @@ impl<P: Port> World<P> {
     }
 
     /// One progress sweep: serves waiting requests, reports a handler error (a peer's
-    /// bad request) or a lost PE.
+    /// bad request) or a lost PE. On the message path a PE's memory changes only in
+    /// such sweeps, so every call a program may spin on makes one (waits and tests,
+    /// locks, and gets, `g`, atomics and `signal_fetch` on this PE's own memory).
     pub fn poll(&self) -> Result<(), Error> {
         self.flush_all()?;
         self.poll_endpoint()?;

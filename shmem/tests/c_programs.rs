@@ -474,6 +474,37 @@ fn allocations_of_different_sizes_fail() {
     }
 }
 
+/// Issue 16: on the message path (`SKIFSHMEM_RMA=off`, `--driver fpga-model`) every call
+/// a program spins on serves incoming requests, so `shmem_test_lock` loops, locks built
+/// on compare-and-swap, atomic set + fetch loops, `signal_fetch`/`test_any`/`g` polls of
+/// one's own memory and one lock taken by several threads of each PE all make progress
+/// (`tests/c/progress.c`; the direct path too). A regression hangs: `skifrun --timeout`
+/// ends it (status 124) well before the test's own limit.
+#[test]
+fn spinning_calls_make_progress_on_the_message_path() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("progress", true);
+    for (n, driver, env) in [
+        (2, "shm", MESSAGES),
+        (3, "shm", MESSAGES),
+        (2, "shm", MESSAGES_THREAD),
+        (3, "shm", DIRECT),
+        (2, "fpga-model", DIRECT),
+    ] {
+        let mut cmd = testing::skifrun_cmd(n, &["--driver", driver, "--timeout", "40"], &exe);
+        cmd.envs(env.iter().copied());
+        let o = testing::run_job(cmd, JOB_TIMEOUT);
+        assert!(
+            o.status.success(),
+            "progress with {n} PEs over {driver} {env:?}: {}\n{}",
+            o.status,
+            o.text()
+        );
+    }
+}
+
 #[test]
 fn header_is_generated() {
     let Ok(st) = Command::new("python3")

@@ -451,7 +451,12 @@ pub unsafe extern "C" fn pshmem_putmem_signal_nbi(
 pub unsafe extern "C" fn pshmem_signal_fetch(sig_addr: *const u64) -> u64 {
     let call = "shmem_signal_fetch";
     sym(call, sig_addr.cast(), 8);
-    w(call).load_local(sig_addr as usize, 8)
+    let w = w(call);
+    // Programs spin on it: on the message path the signal arrives only in a poll.
+    if w.path() == crate::Path::Messages {
+        ok(call, w.poll());
+    }
+    w.load_local(sig_addr as usize, 8)
 }
 
 /// Extension (`shmemx.h`): which access path the job uses: 1 direct, 0 messages.
