@@ -28,6 +28,14 @@ else
     step "clippy SKIPPED: run 'rustup component add clippy' to enable it"
 fi
 
+# Client software built against mpi-lite as a user would (mpi4py from source, a crate on
+# rsmpi): minutes of downloads and builds, #[ignore]d in the default run. Opt-in until every
+# call they bind exists (mpi-lite/README.md "Tests"): CLIENT_TESTS=1.
+if [ "${CLIENT_TESTS:-0}" = 1 ]; then
+    step "client software: mpi4py, rsmpi (mpi-lite/capi/tests/clients.rs)"
+    cargo test -p skifmpi --test clients -- --ignored
+fi
+
 if [ "${SKIP_MIRI:-0}" != 1 ]; then
     if cargo +nightly miri --version >/dev/null 2>&1; then
         step "Miri: shm lanes + core crate tests"

@@ -138,7 +138,10 @@ impl Reducer for Red {
     fn apply(&self, a: &[u8], inout: &mut [u8]) {
         match self {
             Red::Kernel(k) => k.apply(a, inout),
-            Red::Complex { double: false, prod } => complex::<4>(a, inout, *prod),
+            Red::Complex {
+                double: false,
+                prod,
+            } => complex::<4>(a, inout, *prod),
             Red::Complex { double: true, prod } => complex::<8>(a, inout, *prod),
             Red::User { f, elem, .. } => f(a, inout, a.len() / elem),
         }
@@ -201,7 +204,10 @@ mod tests {
             assert_eq!(a.len(), n * 4);
             io.copy_from_slice(a);
         });
-        let op = ReduceOp::User { f, commutative: false };
+        let op = ReduceOp::User {
+            f,
+            commutative: false,
+        };
         let r = reducer(&Datatype::basic(Basic::Int), &op).unwrap();
         assert!(!r.commutative() && !op.commutative());
         assert_eq!(r.elem_size(), 4);

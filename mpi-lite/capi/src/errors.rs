@@ -78,7 +78,9 @@ pub fn string_of(code: i32) -> Option<String> {
 pub fn add(of: Option<i32>) -> Result<i32> {
     if let Some(c) = of {
         if class_of(c) != Some(c) {
-            return Err(Error::Arg(format!("MPI_Add_error_code: {c} is not an error class")));
+            return Err(Error::Arg(format!(
+                "MPI_Add_error_code: {c} is not an error class"
+            )));
         }
     }
     with(|d| {
@@ -120,7 +122,8 @@ pub fn code_of(e: &Error) -> i32 {
             }
             let c = d.next;
             d.next += 1;
-            d.codes.insert(c, (class::UNSUPPORTED_OPERATION, e.to_string()));
+            d.codes
+                .insert(c, (class::UNSUPPORTED_OPERATION, e.to_string()));
             d.unsupported.insert(what.clone(), c);
             c
         }),
@@ -149,7 +152,9 @@ pub fn check_handler(h: i32, kind: Kind) -> Result<()> {
     match i {
         None if h == 1 || h == 2 => Ok(()),
         Some(i) if with(|d| d.handlers.get(i).is_some_and(|x| x.0 == kind && !x.2)) => Ok(()),
-        _ => Err(Error::Arg(format!("error handler {h} is not valid for a {kind:?}"))),
+        _ => Err(Error::Arg(format!(
+            "error handler {h} is not valid for a {kind:?}"
+        ))),
     }
 }
 

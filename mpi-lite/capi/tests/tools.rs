@@ -29,7 +29,9 @@ fn lib_dir() -> &'static Path {
 }
 
 fn output(cmd: &mut Command) -> String {
-    let o = cmd.output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
     assert!(
         o.status.success(),
         "{cmd:?}: {}\n{}",
@@ -92,7 +94,10 @@ fn wrappers_answer_the_show_options() {
         output(Command::new(&cc).arg("-showme:compile")).trim(),
         format!("-I{}", inc.display())
     );
-    assert_eq!(output(Command::new(&cc).arg("-showme:link")).trim(), want_link);
+    assert_eq!(
+        output(Command::new(&cc).arg("-showme:link")).trim(),
+        want_link
+    );
     assert_eq!(
         output(Command::new(&cc).arg("-compile_info")).trim(),
         format!("cc -I{}", inc.display())
@@ -105,7 +110,10 @@ fn wrappers_answer_the_show_options() {
     assert!(cxx.starts_with("c++ "), "{cxx}");
     let v = output(Command::new(&cc).arg("-showme:version"));
     // The vendor macro carries the crate's version.
-    assert!(v.contains(&format!("mpi-lite {}", env!("CARGO_PKG_VERSION"))), "{v}");
+    assert!(
+        v.contains(&format!("mpi-lite {}", env!("CARGO_PKG_VERSION"))),
+        "{v}"
+    );
 }
 
 #[test]
@@ -161,7 +169,11 @@ fn pkg_config_describes_the_installed_library() {
     if !have_cc() {
         return;
     }
-    if Command::new("pkg-config").arg("--version").output().is_err() {
+    if Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         eprintln!("pkg-config not found: skipping the pkg-config test");
         return;
     }
@@ -176,7 +188,10 @@ fn pkg_config_describes_the_installed_library() {
                 .args(["--cflags", "--libs", pc]),
         );
         let mut cc = Command::new("cc");
-        cc.arg(&src).arg("-o").arg(&exe).args(flags.split_whitespace());
+        cc.arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .args(flags.split_whitespace());
         output(&mut cc);
         let out = testing::run_job(testing::skifrun_cmd(2, &[], &exe), Duration::from_secs(60))
             .expect_ok(pc);

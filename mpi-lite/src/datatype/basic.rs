@@ -172,8 +172,10 @@ impl Basic {
             LongInt => DType::LongInt,
             TwoInt => DType::TwoInt,
             ShortInt => DType::ShortInt,
-            CFloatComplex | CDoubleComplex | CLongDoubleComplex | CxxFloatComplex | CxxDoubleComplex
-            | CxxLongDoubleComplex | Packed | LongDouble | LongDoubleInt => return None,
+            CFloatComplex | CDoubleComplex | CLongDoubleComplex | CxxFloatComplex
+            | CxxDoubleComplex | CxxLongDoubleComplex | Packed | LongDouble | LongDoubleInt => {
+                return None
+            }
         })
     }
 
@@ -183,7 +185,9 @@ impl Basic {
     pub const fn dense_size(self) -> Option<usize> {
         use Basic::*;
         match self {
-            Char | SignedChar | UnsignedChar | Byte | Packed | CBool | CxxBool | Int8 | Uint8 => Some(1),
+            Char | SignedChar | UnsignedChar | Byte | Packed | CBool | CxxBool | Int8 | Uint8 => {
+                Some(1)
+            }
             Short | UnsignedShort | Int16 | Uint16 => Some(2),
             Int | Unsigned | WChar | Int32 | Uint32 | Float => Some(4),
             Long | UnsignedLong | LongLong | UnsignedLongLong | Int64 | Uint64 | Double | Aint
@@ -231,4 +235,3 @@ impl Basic {
         }
     }
 }
-

@@ -20,7 +20,12 @@ pub enum Distrib {
 
 /// Builds the type selecting runs `(first index, count)` of each dimension (outermost
 /// first) of an array of `sizes` elements of `old`, resized to the whole array.
-fn select(sizes: &[usize], runs: &[Vec<(usize, usize)>], old: &Datatype, what: &str) -> Result<Datatype> {
+fn select(
+    sizes: &[usize],
+    runs: &[Vec<(usize, usize)>],
+    old: &Datatype,
+    what: &str,
+) -> Result<Datatype> {
     let ext = old.extent();
     // stride[d]: bytes between consecutive indices of dimension d.
     let mut stride = vec![ext; sizes.len()];
@@ -55,7 +60,9 @@ fn select(sizes: &[usize], runs: &[Vec<(usize, usize)>], old: &Datatype, what: &
 
 fn check_dims(what: &str, n: usize, lens: &[usize]) -> Result<()> {
     if n == 0 || lens.iter().any(|&l| l != n) {
-        return Err(Error::Arg(format!("{what}: ndims {n} and the array lengths disagree")));
+        return Err(Error::Arg(format!(
+            "{what}: ndims {n} and the array lengths disagree"
+        )));
     }
     Ok(())
 }
@@ -92,7 +99,12 @@ impl Datatype {
         let runs: Vec<Vec<(usize, usize)>> = (0..sizes.len())
             .map(|d| vec![(starts[d], subsizes[d])])
             .collect();
-        select(&c_order(sizes, fortran), &c_order(&runs, fortran), old, what)
+        select(
+            &c_order(sizes, fortran),
+            &c_order(&runs, fortran),
+            old,
+            what,
+        )
     }
 
     /// `MPI_Type_create_darray`: the part of a `gsizes` array of `old` that process
@@ -158,7 +170,12 @@ impl Datatype {
             };
             runs.push(mine);
         }
-        select(&c_order(gsizes, fortran), &c_order(&runs, fortran), old, what)
+        select(
+            &c_order(gsizes, fortran),
+            &c_order(&runs, fortran),
+            old,
+            what,
+        )
     }
 }
 
@@ -197,7 +214,8 @@ mod tests {
         let b = Datatype::darray(3, 2, &[10], &[Distrib::Block(None)], &[3], false, &int).unwrap();
         assert_eq!((ints(&b), b.extent()), (vec![8, 9], 40));
         // cyclic(2) over 2: rank 1 owns 2,3, 6,7.
-        let c = Datatype::darray(2, 1, &[8], &[Distrib::Cyclic(Some(2))], &[2], false, &int).unwrap();
+        let c =
+            Datatype::darray(2, 1, &[8], &[Distrib::Cyclic(Some(2))], &[2], false, &int).unwrap();
         assert_eq!(ints(&c), [2, 3, 6, 7]);
         // 2-D 4×4 on a 2×2 grid, block: rank 3 owns the lower-right quarter.
         let q = Datatype::darray(

@@ -21,7 +21,9 @@ fn parts(b: Basic) -> &'static [Part] {
     use Basic::*;
     use Part::*;
     match b {
-        Char | SignedChar | UnsignedChar | Byte | Packed | CBool | CxxBool | Int8 | Uint8 => &[Swap(1)],
+        Char | SignedChar | UnsignedChar | Byte | Packed | CBool | CxxBool | Int8 | Uint8 => {
+            &[Swap(1)]
+        }
         Short | UnsignedShort | Int16 | Uint16 => &[Swap(2)],
         Int | Unsigned | WChar | Int32 | Uint32 | Float => &[Swap(4)],
         LongLong | UnsignedLongLong | Int64 | Uint64 | Double | Aint | Offset | Count => &[Swap(8)],

@@ -115,7 +115,10 @@ impl Map {
         if count == 1 {
             return Ok(inner.clone());
         }
-        let size = inner.size.checked_mul(count).ok_or_else(|| overflow(what))?;
+        let size = inner
+            .size
+            .checked_mul(count)
+            .ok_or_else(|| overflow(what))?;
         if size > isize::MAX as usize {
             return Err(overflow(what));
         }
@@ -124,12 +127,21 @@ impl Map {
             .and_then(|c| c.checked_mul(stride))
             .ok_or_else(|| overflow(what))?;
         let (lo, hi) = if last < 0 { (last, 0) } else { (0, last) };
-        let true_lb = inner.true_lb.checked_add(lo).ok_or_else(|| overflow(what))?;
-        let true_ub = inner.true_ub.checked_add(hi).ok_or_else(|| overflow(what))?;
+        let true_lb = inner
+            .true_lb
+            .checked_add(lo)
+            .ok_or_else(|| overflow(what))?;
+        let true_ub = inner
+            .true_ub
+            .checked_add(hi)
+            .ok_or_else(|| overflow(what))?;
         if let Some(b) = inner.single() {
             if stride == b.len as isize {
                 // Copies that touch: one run.
-                return Ok(Arc::new(Map::blocks([Block { disp: b.disp, len: size }])));
+                return Ok(Arc::new(Map::blocks([Block {
+                    disp: b.disp,
+                    len: size,
+                }])));
             }
         }
         let runs = inner.runs.saturating_mul(count);
@@ -241,9 +253,7 @@ impl Map {
                     bi += 1;
                 }
             }
-            Node::Repeat {
-                stride, inner, ..
-            } => {
+            Node::Repeat { stride, inner, .. } => {
                 let isz = inner.size;
                 let (mut k, mut within) = (from / isz, from % isz);
                 let mut at = from;
@@ -291,13 +301,22 @@ mod tests {
         let int = Arc::new(Map::blocks([Block { disp: 0, len: 4 }]));
         let big = Map::repeat(10_000_000, 8, &int, "t").unwrap();
         assert!(matches!(big.node, Node::Repeat { .. }));
-        assert_eq!((big.size, big.true_lb, big.true_ub), (40_000_000, 0, 79_999_996));
+        assert_eq!(
+            (big.size, big.true_lb, big.true_ub),
+            (40_000_000, 0, 79_999_996)
+        );
         let small = Map::repeat(20, 8, &int, "t").unwrap();
         assert!(matches!(small.node, Node::Blocks { .. }));
         assert_eq!(pieces(&big, 2, 30), pieces(&small, 2, 30));
         // Touching copies merge into one run whatever the count.
         let dense = Map::repeat(1 << 40, 4, &int, "t").unwrap();
-        assert_eq!(dense.single(), Some(Block { disp: 0, len: 4 << 40 }));
+        assert_eq!(
+            dense.single(),
+            Some(Block {
+                disp: 0,
+                len: 4 << 40
+            })
+        );
         assert!(Map::repeat(usize::MAX / 2, 4, &int, "t").is_err());
     }
 
@@ -307,7 +326,10 @@ mod tests {
         let v = Map::repeat(100, 12, &int, "t").unwrap();
         let s = Map::seq(vec![(-1000, v.clone()), (5000, v.clone())], "t").unwrap();
         assert!(matches!(s.node, Node::Seq { .. }));
-        assert_eq!((s.size, s.true_lb, s.true_ub), (800, -1000, 5000 + 99 * 12 + 4));
+        assert_eq!(
+            (s.size, s.true_lb, s.true_ub),
+            (800, -1000, 5000 + 99 * 12 + 4)
+        );
         let got = pieces(&s, 398, 4);
         assert_eq!(got, vec![(-1000 + 99 * 12 + 2, 398, 2), (5000, 400, 2)]);
     }

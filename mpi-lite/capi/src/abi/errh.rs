@@ -130,7 +130,10 @@ mpi_fn!(MPI_File_create_errhandler, PMPI_File_create_errhandler, (f: Option<ErrF
 /// The raised error for a user code (`MPI_*_call_errhandler`).
 fn user_error(name: &str, code: c_int) -> Error {
     let text = errors::string_of(code).unwrap_or_else(|| format!("error code {code}"));
-    Error::Code { code, msg: format!("{name}: {text}") }
+    Error::Code {
+        code,
+        msg: format!("{name}: {text}"),
+    }
 }
 
 mpi_fn!(MPI_Comm_call_errhandler, PMPI_Comm_call_errhandler, (comm: c_int, errorcode: c_int) -> c_int {
@@ -203,7 +206,9 @@ mpi_fn!(MPI_File_call_errhandler, PMPI_File_call_errhandler, (file: c_int, error
 });
 
 fn no_win(name: &str, win: c_int) -> Error {
-    Error::Win(format!("{name}: window {win} does not exist (one-sided communication is not implemented)"))
+    Error::Win(format!(
+        "{name}: window {win} does not exist (one-sided communication is not implemented)"
+    ))
 }
 
 mpi_fn!(MPI_Win_set_errhandler, PMPI_Win_set_errhandler, (win: c_int, _errhandler: c_int) -> c_int {

@@ -37,15 +37,26 @@ pub(crate) fn op_of(op: c_int, dt: c_int) -> Result<ReduceOp> {
     if op < FIRST_USER_OP {
         return op_from_handle(op).map(ReduceOp::Predefined);
     }
-    let (f, commutative) = user(op).ok_or_else(|| Error::Op(format!("operation handle {op} is not valid")))?;
+    let (f, commutative) =
+        user(op).ok_or_else(|| Error::Op(format!("operation handle {op} is not valid")))?;
     let call: UserFn = Arc::new(move |a: &[u8], inout: &mut [u8], n: usize| {
         let (mut len, mut d) = (n as c_int, dt);
         // SAFETY: the program's function with MPI's arguments: `n` elements at each
         // address (`a` is only read by a correct function: MPI's `invec`), the count and
         // the datatype handle, all valid for the call.
-        unsafe { f(a.as_ptr().cast_mut().cast(), inout.as_mut_ptr().cast(), &mut len, &mut d) }
+        unsafe {
+            f(
+                a.as_ptr().cast_mut().cast(),
+                inout.as_mut_ptr().cast(),
+                &mut len,
+                &mut d,
+            )
+        }
     });
-    Ok(ReduceOp::User { f: call, commutative })
+    Ok(ReduceOp::User {
+        f: call,
+        commutative,
+    })
 }
 
 mpi_fn!(MPI_Op_create, PMPI_Op_create, (user_fn: Option<MPI_User_function>, commute: c_int, op: *mut c_int) -> c_int {

@@ -4,12 +4,17 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use mpi_lite::datatype::{external32_size, from_external32, to_external32, Basic, Combiner, Contents, Datatype, Distrib};
+use mpi_lite::datatype::{
+    external32_size, from_external32, to_external32, Basic, Combiner, Contents, Datatype, Distrib,
+};
 use mpi_lite::error::class;
 use mpi_lite::mem::zeroed;
 use mpi_lite::{Error, Result};
 
-use super::{arr, arr_mut, count, from_c_status, get, get_str, mpi_fn, put, user_buf, MPI_Status, STATUS_IGNORE};
+use super::{
+    arr, arr_mut, count, from_c_status, get, get_str, mpi_fn, put, user_buf, MPI_Status,
+    STATUS_IGNORE,
+};
 use crate::state::{call, call_pure, h, CState};
 
 const ORDER_C: c_int = 56;
@@ -33,7 +38,9 @@ fn order(o: c_int, what: &str) -> Result<bool> {
     match o {
         ORDER_C => Ok(false),
         ORDER_FORTRAN => Ok(true),
-        _ => Err(Error::Arg(format!("{what}: order {o} is not MPI_ORDER_C or MPI_ORDER_FORTRAN"))),
+        _ => Err(Error::Arg(format!(
+            "{what}: order {o} is not MPI_ORDER_C or MPI_ORDER_FORTRAN"
+        ))),
     }
 }
 
@@ -231,9 +238,16 @@ unsafe fn status_mut<'a>(status: *mut MPI_Status) -> Result<&'a mut MPI_Status> 
     Ok(unsafe { &mut *status })
 }
 
-fn set_elements(st: &CState, status: *mut MPI_Status, datatype: c_int, n: i64, name: &str) -> Result<()> {
+fn set_elements(
+    st: &CState,
+    status: *mut MPI_Status,
+    datatype: c_int,
+    n: i64,
+    name: &str,
+) -> Result<()> {
     let d = st.dtype_any(datatype)?;
-    let n = usize::try_from(n).map_err(|_| Error::Count(format!("{name}: count {n} is negative")))?;
+    let n =
+        usize::try_from(n).map_err(|_| Error::Count(format!("{name}: count {n} is negative")))?;
     let bytes = d.span(n)? as i64;
     // SAFETY: the caller's status.
     unsafe { status_mut(status)? }.count = bytes;
