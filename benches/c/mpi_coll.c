@@ -7,6 +7,8 @@
  *   barrier    N x MPI_Barrier(MPI_COMM_WORLD); value = elapsed / N              [us]
  *   allreduce  N x MPI_Allreduce of one double (8 B, MPI_SUM); value = elapsed / N [us]
  *              (every result is checked)
+ *   ibarrier   N x (MPI_Ibarrier + MPI_Wait), osu_ibarrier with no compute           [us]
+ *   iallreduce N x (MPI_Iallreduce of one double + MPI_Wait), osu_iallreduce likewise [us]
  * Per test: a warm-up/calibration pass (N doubles until a pass takes >= 50 ms), then REPS
  * passes adding up to TARGET seconds; each pass starts after a barrier and its time is the
  * slowest rank's (MPI_MAX, outside the timed loop); the median (or -s best: the fastest)
@@ -33,7 +35,7 @@
 
 static int np;
 
-enum test { BARRIER, ALLREDUCE };
+enum test { BARRIER, ALLREDUCE, IBARRIER, IALLREDUCE };
 
 static void pin(void)
 {
@@ -54,6 +56,21 @@ static double pass(enum test t, long n)
     t0 = MPI_Wtime();
     if (t == BARRIER) {
         for (long i = 0; i < n; i++) CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    } else if (t == IBARRIER) {
+        for (long i = 0; i < n; i++) {
+            MPI_Request q;
+            CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &q));
+            CHECK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        }
+    } else if (t == IALLREDUCE) {
+        const double base = (double)np * (np + 1) / 2;
+        for (long i = 0; i < n; i++) {
+            double in = (double)(rank + 1 + i), out = -1;
+            MPI_Request q;
+            CHECK(MPI_Iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q));
+            CHECK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+            if (out != base + (double)np * (double)i) die("wrong iallreduce result");
+        }
     } else {
         /* sum over ranks r of (r + 1 + i) = np(np+1)/2 + np*i: exact in a double here */
         const double base = (double)np * (np + 1) / 2;
@@ -97,6 +114,8 @@ int main(int argc, char **argv)
     static const struct { enum test t; const char *name; int size; } TESTS[] = {
         {BARRIER, "barrier", 0},
         {ALLREDUCE, "allreduce", 8},
+        {IBARRIER, "ibarrier", 0},
+        {IALLREDUCE, "iallreduce", 8},
     };
     for (size_t k = 0; k < sizeof TESTS / sizeof TESTS[0]; k++) {
         long n = 1;

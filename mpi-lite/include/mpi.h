@@ -150,6 +150,9 @@ typedef struct MPI_Status {
 #define MPI_MAX_LIBRARY_VERSION_STRING 8192
 #define MPI_MAX_INFO_KEY 255
 #define MPI_MAX_INFO_VAL 1024
+#define MPI_MAX_PORT_NAME 256
+#define MPI_ARGV_NULL ((char **)0)
+#define MPI_ARGVS_NULL ((char ***)0)
 
 #define MPI_STATUS_IGNORE ((MPI_Status *)1)
 #define MPI_STATUSES_IGNORE ((MPI_Status *)1)
@@ -465,6 +468,8 @@ MPI_LITE_FN(int, Group_size, (MPI_Group group, int *size))
 MPI_LITE_FN(int, Group_rank, (MPI_Group group, int *rank))
 MPI_LITE_FN(int, Group_incl, (MPI_Group group, int n, const int ranks[], MPI_Group *newgroup))
 MPI_LITE_FN(int, Group_excl, (MPI_Group group, int n, const int ranks[], MPI_Group *newgroup))
+MPI_LITE_FN(int, Group_range_incl, (MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup))
+MPI_LITE_FN(int, Group_range_excl, (MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup))
 MPI_LITE_FN(int, Group_union, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
 MPI_LITE_FN(int, Group_intersection, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
 MPI_LITE_FN(int, Group_difference, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
@@ -480,6 +485,11 @@ MPI_LITE_FN(int, Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *newco
 MPI_LITE_FN(int, Comm_split_type, (MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm))
 MPI_LITE_FN(int, Comm_create, (MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm))
 MPI_LITE_FN(int, Comm_free, (MPI_Comm *comm))
+MPI_LITE_FN(int, Comm_create_group, (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm))
+MPI_LITE_FN(int, Comm_idup, (MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request))
+MPI_LITE_FN(int, Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm))
+MPI_LITE_FN(int, Comm_set_info, (MPI_Comm comm, MPI_Info info))
+MPI_LITE_FN(int, Comm_get_info, (MPI_Comm comm, MPI_Info *info_used))
 MPI_LITE_FN(int, Comm_compare, (MPI_Comm comm1, MPI_Comm comm2, int *result))
 MPI_LITE_FN(int, Comm_test_inter, (MPI_Comm comm, int *flag))
 MPI_LITE_FN(int, Comm_set_name, (MPI_Comm comm, const char *comm_name))
@@ -595,6 +605,21 @@ MPI_LITE_FN(int, Info_get, (MPI_Info info, const char *key, int valuelen, char *
 MPI_LITE_FN(int, Info_get_valuelen, (MPI_Info info, const char *key, int *valuelen, int *flag))
 MPI_LITE_FN(int, Info_get_nkeys, (MPI_Info info, int *nkeys))
 MPI_LITE_FN(int, Info_get_nthkey, (MPI_Info info, int n, char *key))
+
+/* process creation and management (MPI-3.1 ch. 10): skifrun starts a fixed set of ranks,
+ * so these fail with MPI_ERR_SPAWN naming the call; Comm_get_parent gives MPI_COMM_NULL */
+MPI_LITE_FN(int, Comm_spawn, (const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]))
+MPI_LITE_FN(int, Comm_spawn_multiple, (int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]))
+MPI_LITE_FN(int, Comm_get_parent, (MPI_Comm *parent))
+MPI_LITE_FN(int, Comm_disconnect, (MPI_Comm *comm))
+MPI_LITE_FN(int, Open_port, (MPI_Info info, char *port_name))
+MPI_LITE_FN(int, Close_port, (const char *port_name))
+MPI_LITE_FN(int, Comm_accept, (const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm))
+MPI_LITE_FN(int, Comm_connect, (const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm))
+MPI_LITE_FN(int, Publish_name, (const char *service_name, MPI_Info info, const char *port_name))
+MPI_LITE_FN(int, Unpublish_name, (const char *service_name, MPI_Info info, const char *port_name))
+MPI_LITE_FN(int, Lookup_name, (const char *service_name, MPI_Info info, char *port_name))
+MPI_LITE_FN(int, Comm_join, (int fd, MPI_Comm *intercomm))
 
 /* one-sided (MPI-3): present, return MPI_ERR_UNSUPPORTED_OPERATION */
 MPI_LITE_FN(int, Win_create, (void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win))

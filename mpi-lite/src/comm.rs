@@ -398,7 +398,12 @@ impl<P: Port> Mpi<P> {
 
     /// Agrees on a fresh context id over `c` (collective).
     fn new_ctx(&self, c: &CommData) -> Result<u16> {
-        let all = self.exchange(c, -10, &self.next_ctx.get().to_le_bytes())?;
+        self.new_ctx_tagged(c, -10)
+    }
+
+    /// [`Mpi::new_ctx`] with the exchange's tag given.
+    fn new_ctx_tagged(&self, c: &CommData, tag: i32) -> Result<u16> {
+        let all = self.exchange(c, tag, &self.next_ctx.get().to_le_bytes())?;
         let ctx = all
             .iter()
             .map(|b| u16::from_le_bytes([b[0], b[1]]))
@@ -483,6 +488,29 @@ impl<P: Port> Mpi<P> {
         let me = c.world_of(c.rank);
         Ok(g.rank_of(me)
             .map(|rank| Arc::new(CommData::new(ctx, g.clone(), rank, None))))
+    }
+
+    /// `MPI_Comm_create_group` (MPI-3.1 §6.4.2): like [`Mpi::create`], but collective
+    /// over the members of `g` only; `tag` tells apart concurrent calls on overlapping
+    /// groups. Non-members get `None`.
+    ///
+    /// # Collective Operation
+    /// Every member of `g` calls it with the same group and tag.
+    pub fn create_group(&self, c: &CommData, g: &Group, tag: i32) -> Result<Option<Arc<CommData>>> {
+        if g.ranks().iter().any(|w| !c.group.ranks().contains(w)) {
+            return Err(Error::Group(
+                "MPI_Comm_create_group: the group is not a subset of the communicator's".into(),
+            ));
+        }
+        let me = c.world_of(c.rank);
+        let Some(rank) = g.rank_of(me) else {
+            return Ok(None);
+        };
+        // The agreement runs among the members only, on `c`'s collective context with a
+        // tag of its own (below those of every other call) and the members' group ranks.
+        let among = CommData::new(c.ctx, g.clone(), rank, None);
+        let ctx = self.new_ctx_tagged(&among, -1_000_000 - (tag & 0x00ff_ffff))?;
+        Ok(Some(Arc::new(CommData::new(ctx, g.clone(), rank, None))))
     }
 
     /// `MPI_Comm_compare`.

@@ -157,6 +157,11 @@ fn nonblocking_collectives() {
 }
 
 #[test]
+fn communicator_breadth_and_no_dynamic_processes() {
+    check("commx", &[]);
+}
+
+#[test]
 fn datatypes() {
     check("types", &[]);
 }
@@ -247,7 +252,11 @@ fn errors_are_fatal_by_default_and_name_the_call() {
         return;
     }
     let exe = compile("fatal", false);
-    for (arg, call, class) in [("rank", "MPI_Send", 6), ("win", "MPI_Win_create", 44)] {
+    for (arg, call, class) in [
+        ("rank", "MPI_Send", 6),
+        ("win", "MPI_Win_create", 44),
+        ("spawn", "MPI_Comm_spawn", 42),
+    ] {
         let mut cmd = testing::skifrun_cmd(3, &[], &exe);
         cmd.arg(arg);
         let o = testing::run_job(cmd, JOB_TIMEOUT);

@@ -135,6 +135,7 @@ mpi_fn!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut c_int) -> c_int {
             st.comms[c as usize] = None;
             Ok(())
         })?;
+        super::commx::forget(c);
         // SAFETY: the caller's handle.
         unsafe { put(comm, h::COMM_NULL, "comm") }
     })

@@ -45,7 +45,7 @@ identity_conv! {
     MPI_File_c2f, PMPI_File_c2f; MPI_File_f2c, PMPI_File_f2c;
 }
 
-fn info(st: &mut CState, i: c_int) -> Result<&mut Vec<(String, String)>> {
+pub(crate) fn info(st: &mut CState, i: c_int) -> Result<&mut Vec<(String, String)>> {
     usize::try_from(i)
         .ok()
         .and_then(|i| st.infos.get_mut(i))
@@ -53,7 +53,7 @@ fn info(st: &mut CState, i: c_int) -> Result<&mut Vec<(String, String)>> {
         .ok_or_else(|| Error::Arg(format!("info handle {i} is not valid")))
 }
 
-fn add_info(st: &mut CState, v: Vec<(String, String)>) -> c_int {
+pub(crate) fn add_info(st: &mut CState, v: Vec<(String, String)>) -> c_int {
     match st.infos.iter().skip(1).position(|e| e.is_none()) {
         Some(i) => {
             st.infos[i + 1] = Some(v);

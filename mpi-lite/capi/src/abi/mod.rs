@@ -15,7 +15,9 @@ use crate::state::{h, CState};
 
 mod attr;
 mod coll;
+mod dynamic;
 mod comms;
+mod commx;
 mod env;
 mod errh;
 mod greq;
@@ -32,7 +34,9 @@ mod types;
 
 pub use attr::*;
 pub use coll::*;
+pub use dynamic::*;
 pub use comms::*;
+pub use commx::*;
 pub use env::*;
 pub use errh::*;
 pub use greq::*;
