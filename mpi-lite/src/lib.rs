@@ -22,7 +22,7 @@
 //! * [`op`] — reduction operations: predefined kernels and the user's (`MPI_Op_create`).
 //! * [`error`] — the error enum and MPI error classes.
 //!
-//! Unsafe code is confined to [`mem`] (user pointers), [`api`] (slices lent to the
+//! Unsafe code is confined to [`mem`] (user pointers), [`ldouble`] (x87 instructions), [`api`] (slices lent to the
 //! engine) and [`coll`] (byte slices lent to the engine), each with its contract.
 #![deny(unsafe_code)]
 
@@ -30,6 +30,7 @@ pub mod datatype;
 pub mod engine;
 pub mod error;
 pub mod group;
+pub mod ldouble;
 pub mod mem;
 pub mod op;
 

@@ -12,6 +12,7 @@ use skifch::coll::{Kernel, Op, Reducer};
 use crate::coll::kernel;
 use crate::datatype::{Basic, Datatype};
 use crate::error::{Error, Result};
+use crate::ldouble::{self, Ld};
 
 /// A user function: `f(invec, inoutvec, count)` computes `inoutvec[i] = invec[i] ∘
 /// inoutvec[i]` for `count` elements (the C ABI passes the datatype handle itself).
@@ -71,6 +72,9 @@ pub enum Red {
         /// `MPI_PROD` rather than `MPI_SUM`.
         prod: bool,
     },
+    /// A predefined operation on `MPI_LONG_DOUBLE` (`Real`), `MPI_C_LONG_DOUBLE_COMPLEX`
+    /// or `MPI_LONG_DOUBLE_INT`, with the x87 unit ([`crate::ldouble`]).
+    LongDouble(Op, LdType),
     /// The user's function on elements of `elem` bytes.
     User {
         /// The function.
@@ -82,10 +86,120 @@ pub enum Red {
     },
 }
 
+/// The `long double` element types of the reductions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LdType {
+    /// `long double` (16 bytes).
+    Real,
+    /// `long double _Complex` (32 bytes).
+    Complex,
+    /// `struct { long double v; int i; }` (32 bytes with padding).
+    Pair,
+}
+
+fn long_double(dt: &Datatype, o: Op) -> Option<Result<Red>> {
+    let t = match dt.homogeneous()?.0 {
+        Basic::LongDouble => LdType::Real,
+        Basic::CLongDoubleComplex | Basic::CxxLongDoubleComplex => LdType::Complex,
+        Basic::LongDoubleInt => LdType::Pair,
+        _ => return None,
+    };
+    let ok = match t {
+        LdType::Real => matches!(o, Op::Sum | Op::Prod | Op::Min | Op::Max),
+        LdType::Complex => matches!(o, Op::Sum | Op::Prod),
+        LdType::Pair => matches!(o, Op::MinLoc | Op::MaxLoc),
+    };
+    Some(if !ldouble::AVAILABLE {
+        Err(Error::Op(format!(
+            "{o:?} on {}: long double arithmetic is only built for x86-64",
+            dt.name()
+        )))
+    } else if ok {
+        Ok(Red::LongDouble(o, t))
+    } else {
+        Err(Error::Op(format!(
+            "{o:?} is not defined on {t:?} long double (MPI-3.1 §5.9.2)"
+        )))
+    })
+}
+
+/// One `long double` of `b`: the 16 bytes at `at`.
+fn ld16(b: &[u8], at: usize) -> [u8; 16] {
+    b[at..at + 16].try_into().expect("16 bytes")
+}
+
+/// `inout = a ∘ inout` on `long double` elements.
+fn apply_ld(o: Op, t: LdType, a: &[u8], inout: &mut [u8]) {
+    let size = if t == LdType::Real { 16 } else { 32 };
+    for (x, y) in a.chunks_exact(size).zip(inout.chunks_exact_mut(size)) {
+        match (t, o) {
+            (LdType::Real, Op::Sum | Op::Prod) => {
+                let mut v = ld16(y, 0);
+                ldouble::arith(
+                    if o == Op::Sum { Ld::Add } else { Ld::Mul },
+                    &ld16(x, 0),
+                    &mut v,
+                );
+                y.copy_from_slice(&v);
+            }
+            (LdType::Real, _) => {
+                let (xv, yv) = (ld16(x, 0), ld16(y, 0));
+                let take = if o == Op::Min {
+                    ldouble::less(&xv, &yv)
+                } else {
+                    ldouble::less(&yv, &xv)
+                };
+                if take {
+                    y.copy_from_slice(x);
+                }
+            }
+            (LdType::Complex, Op::Sum) => {
+                for at in [0, 16] {
+                    let mut v = ld16(y, at);
+                    ldouble::arith(Ld::Add, &ld16(x, at), &mut v);
+                    y[at..at + 16].copy_from_slice(&v);
+                }
+            }
+            (LdType::Complex, _) => {
+                // (p + qi)(r + si) = (pr − qs) + (ps + qr)i
+                let (p, q, r, s) = (ld16(x, 0), ld16(x, 16), ld16(y, 0), ld16(y, 16));
+                let (mut pr, mut qs, mut ps, mut qr) = (r, s, s, r);
+                ldouble::arith(Ld::Mul, &p, &mut pr);
+                ldouble::arith(Ld::Mul, &q, &mut qs);
+                ldouble::arith(Ld::Mul, &p, &mut ps);
+                ldouble::arith(Ld::Mul, &q, &mut qr);
+                ldouble::arith(Ld::Sub, &pr, &mut qs); // qs = pr − qs
+                ldouble::arith(Ld::Add, &ps, &mut qr); // qr = ps + qr
+                y[..16].copy_from_slice(&qs);
+                y[16..].copy_from_slice(&qr);
+            }
+            (LdType::Pair, _) => {
+                // MINLOC/MAXLOC: the better value; on a tie the smaller index (§5.9.4).
+                let (xv, yv) = (ld16(x, 0), ld16(y, 0));
+                let xi = i32::from_ne_bytes(x[16..20].try_into().expect("4 bytes"));
+                let yi = i32::from_ne_bytes(y[16..20].try_into().expect("4 bytes"));
+                let (better, worse) = if o == Op::MinLoc {
+                    (ldouble::less(&xv, &yv), ldouble::less(&yv, &xv))
+                } else {
+                    (ldouble::less(&yv, &xv), ldouble::less(&xv, &yv))
+                };
+                if better {
+                    y[..20].copy_from_slice(&x[..20]);
+                } else if !worse && xi < yi {
+                    y[16..20].copy_from_slice(&xi.to_ne_bytes());
+                }
+            }
+        }
+    }
+}
+
 /// The reducer for `op` on elements of `dt`.
 pub fn reducer(dt: &Datatype, op: &ReduceOp) -> Result<Red> {
     match op {
         ReduceOp::Predefined(o) => {
+            if let Some(r) = long_double(dt, *o) {
+                return r;
+            }
             let double = match dt.homogeneous() {
                 Some((Basic::CFloatComplex | Basic::CxxFloatComplex, _)) => false,
                 Some((Basic::CDoubleComplex | Basic::CxxDoubleComplex, _)) => true,
@@ -125,13 +239,14 @@ impl Reducer for Red {
         match self {
             Red::Kernel(k) => k.elem_size(),
             Red::Complex { double, .. } => 8 << *double as usize,
+            Red::LongDouble(_, t) => 16 << (*t != LdType::Real) as usize,
             Red::User { elem, .. } => *elem,
         }
     }
     fn commutative(&self) -> bool {
         match self {
             Red::Kernel(k) => k.commutative(),
-            Red::Complex { .. } => true,
+            Red::Complex { .. } | Red::LongDouble(..) => true,
             Red::User { commutative, .. } => *commutative,
         }
     }
@@ -143,6 +258,7 @@ impl Reducer for Red {
                 prod,
             } => complex::<4>(a, inout, *prod),
             Red::Complex { double: true, prod } => complex::<8>(a, inout, *prod),
+            Red::LongDouble(o, t) => apply_ld(*o, *t, a, inout),
             Red::User { f, elem, .. } => f(a, inout, a.len() / elem),
         }
     }

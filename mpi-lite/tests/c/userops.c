@@ -125,6 +125,33 @@ int main(int argc, char **argv) {
     double _Complex l = 2.0 * I;
     zs = 3.0;
     CHECK(MPI_Reduce_local(&l, &zs, 1, MPI_C_DOUBLE_COMPLEX, MPI_PROD) == MPI_SUCCESS && zs == 6.0 * I);
+
+    /* long double: the C operators' results (x87 extended precision). */
+    long double ld = 1.0L + (long double)rank / 3.0L, lsum, lprod, lmin, lmax;
+    long double wsum = 0, wprod = 1;
+    for (int r = 0; r < size; r++) { wsum += 1.0L + (long double)r / 3.0L; wprod *= 1.0L + (long double)r / 3.0L; }
+    CHECK(MPI_Allreduce(&ld, &lsum, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(MPI_Allreduce(&ld, &lprod, 1, MPI_LONG_DOUBLE, MPI_PROD, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(MPI_Allreduce(&ld, &lmin, 1, MPI_LONG_DOUBLE, MPI_MIN, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(MPI_Allreduce(&ld, &lmax, 1, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS);
+    long double tol = 1e-15L;
+    CHECK((lsum - wsum) / wsum < tol && (wsum - lsum) / wsum < tol);
+    CHECK((lprod - wprod) / wprod < tol && (wprod - lprod) / wprod < tol);
+    CHECK(lmin == 1.0L && lmax == 1.0L + (long double)(size - 1) / 3.0L);
+    long double _Complex lz = (long double)(rank + 1) + 1.0L * I, lzs, lzp;
+    CHECK(MPI_Allreduce(&lz, &lzs, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(creall(lzs) == size * (size + 1) / 2.0L && cimagl(lzs) == size);
+    CHECK(MPI_Allreduce(&lz, &lzp, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD) == MPI_SUCCESS);
+    long double _Complex lw = 1;
+    for (int r = 0; r < size; r++) lw *= (long double)(r + 1) + 1.0L * I;
+    CHECK(creall(lzp) == creall(lw) && cimagl(lzp) == cimagl(lw)); /* small integers: exact */
+    struct { long double v; int i; } li = {(long double)(rank % 2), rank}, lo;
+    CHECK(MPI_Allreduce(&li, &lo, 1, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(lo.v == (size > 1 ? 1.0L : 0.0L) && lo.i == (size > 1 ? 1 : 0));
+    CHECK(MPI_Allreduce(&li, &lo, 1, MPI_LONG_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(lo.v == 0.0L && lo.i == 0);
+    MPI_Error_class(MPI_Allreduce(&ld, &lsum, 1, MPI_LONG_DOUBLE, MPI_BAND, MPI_COMM_WORLD), &e);
+    CHECK(e == MPI_ERR_OP);
     MPI_Finalize();
     return 0;
 }
