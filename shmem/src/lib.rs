@@ -113,9 +113,16 @@ pub(crate) fn say(line: &str) {
 pub(crate) static FAILING: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
-/// Prints `skifshmem: <call>: <error>` and exits with status 1 (the C ABI's way to fail).
+/// Prints `skifshmem: <call>: <error>` and exits with status 1 (the C ABI's way to fail);
+/// after another PE's `shmem_global_exit(status)`, exits with `status` quietly instead.
 pub(crate) fn fatal(call: &str, e: &dyn std::fmt::Display) -> ! {
     FAILING.store(true, std::sync::atomic::Ordering::SeqCst);
+    if let Some(status) = capi::exit_requested() {
+        // Another PE called shmem_global_exit: this PE's failure (most likely finding
+        // that PE gone) is the job ending, with that PE's status (§9.1.6).
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        std::process::exit(status)
+    }
     say(&format!("skifshmem: {call}: {e}"));
     std::process::exit(1)
 }

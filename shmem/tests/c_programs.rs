@@ -505,6 +505,36 @@ fn spinning_calls_make_progress_on_the_message_path() {
     }
 }
 
+/// Issue 16 / OpenSHMEM 1.5 §9.1.6: `shmem_global_exit(status)` on PE 1 while the other
+/// PEs wait in a barrier ends the job with that status — 7, and 0 too — on both paths
+/// and over fpga-model, with no PE reporting an error.
+#[test]
+fn global_exit_ends_the_job_with_its_status() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("global_exit", true);
+    for status in [7, 0] {
+        let arg = status.to_string();
+        for (n, driver, env) in [
+            (2, "shm", DIRECT),
+            (3, "shm", DIRECT),
+            (3, "shm", MESSAGES),
+            (2, "fpga-model", DIRECT),
+        ] {
+            let o = run_with(&exe, n, driver, env, &[&arg]);
+            assert!(
+                o.status.code() == Some(status)
+                    && !o.stderr.contains("skifshmem:")
+                    && !o.stderr.contains("passed a barrier"),
+                "shmem_global_exit({status}) with {n} PEs over {driver} {env:?}: {}\n{}",
+                o.status,
+                o.stderr
+            );
+        }
+    }
+}
+
 #[test]
 fn header_is_generated() {
     let Ok(st) = Command::new("python3")

@@ -145,6 +145,30 @@ macro_rules! each3 {
     };
 }
 
+impl AnyDriver {
+    /// Records this rank's request that the whole job end with exit status `status`
+    /// (OpenSHMEM `shmem_global_exit`) in the job's control block, where the launcher
+    /// reads it to report that status and peers read it ([`AnyDriver::exit_request`]) to
+    /// end with it too. The first request of the job wins; returns the status the job
+    /// will end with.
+    pub fn request_exit(&self, status: i32) -> i32 {
+        match self {
+            AnyDriver::Shm(d) => d.fabric().ctl().request_exit(status),
+            AnyDriver::Fpga(d) => d.job_control().request_exit(status),
+            AnyDriver::Wrapped(d) => d.inner().inner().request_exit(status),
+        }
+    }
+
+    /// The status a rank of the job asked it to end with, if any.
+    pub fn exit_request(&self) -> Option<i32> {
+        match self {
+            AnyDriver::Shm(d) => d.fabric().ctl().exit_request(),
+            AnyDriver::Fpga(d) => d.job_control().exit_request(),
+            AnyDriver::Wrapped(d) => d.inner().inner().exit_request(),
+        }
+    }
+}
+
 impl Driver for AnyDriver {
     type Port = AnyPort;
     fn name(&self) -> &'static str {

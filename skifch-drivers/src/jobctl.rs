@@ -30,6 +30,9 @@ pub const CHAN_REC: usize = 128;
 pub const H_LOST: usize = 64;
 /// First lost rank + 1 (0: none).
 pub const H_FIRST_LOST: usize = 68;
+/// A rank's request that the whole job end with a status (`shmem_global_exit`): the
+/// status (0..=255) + 1, 0 while none; the first request wins.
+pub const H_EXIT: usize = 72;
 
 // Rank record fields.
 pub(crate) const R_STATE: usize = 0;
@@ -212,6 +215,25 @@ impl JobCtl {
             let seq = self.chan(c, C_SEQ);
             seq.fetch_add(1, Ordering::AcqRel);
             sys::futex_wake_all(seq);
+        }
+    }
+
+    /// Records a rank's request that the whole job end with exit status `status` (its
+    /// low 8 bits, as a process's; OpenSHMEM `shmem_global_exit`). The first request
+    /// wins; returns the status the job will end with.
+    pub fn request_exit(&self, status: i32) -> i32 {
+        let want = (status & 0xff) as u32 + 1;
+        match self.word(H_EXIT).compare_exchange(0, want, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => (want - 1) as i32,
+            Err(v) => (v.saturating_sub(1) & 0xff) as i32,
+        }
+    }
+
+    /// The status a rank asked the job to end with ([`JobCtl::request_exit`]), if any.
+    pub fn exit_request(&self) -> Option<i32> {
+        match self.word(H_EXIT).load(Ordering::Acquire) {
+            0 => None,
+            v => Some((v.saturating_sub(1) & 0xff) as i32),
         }
     }
 

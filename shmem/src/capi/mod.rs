@@ -62,6 +62,7 @@ type W = World<DefaultPort>;
 
 struct State {
     world: Arc<W>,
+    /// The job (its control block carries `shmem_global_exit`'s status).
     _job: DefaultJob,
     /// Teams by handle (`shmem_team_t`).
     teams: Teams,
@@ -261,10 +262,29 @@ pub extern "C" fn pshmem_finalize() {
 #[no_mangle]
 pub extern "C" fn pshmem_global_exit(status: c_int) {
     let _ = std::io::Write::flush(&mut std::io::stdout());
-    // The launcher stops the other PEs when this one exits non-zero; with status 0 it
-    // would see a PE that did not finalize and stop them too.
+    // OpenSHMEM 1.5 §9.1.6: every PE ends with `status`. The request goes into the job's
+    // control block: the launcher reports it as the job's status (for 0 too), and the
+    // other PEs end with it once they notice this one gone ([`exit_requested`]).
+    let p = STATE.load(Ordering::Acquire);
+    let status = if p.is_null() {
+        status & 0xff
+    } else {
+        // SAFETY: as in `st`.
+        unsafe { &*p }._job.driver().request_exit(status)
+    };
     // SAFETY: _exit ends the process at once (no atexit: the job must not be finalized).
-    unsafe { libc::_exit(if status == 0 { 1 } else { status }) }
+    unsafe { libc::_exit(status) }
+}
+
+/// The status another PE asked the job to end with (`shmem_global_exit`), if any: a PE
+/// that then finds a peer lost ends with it, quietly ([`crate::fatal`]).
+pub(crate) fn exit_requested() -> Option<i32> {
+    let p = STATE.load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: as in `st`.
+    unsafe { &*p }._job.driver().exit_request()
 }
 
 #[no_mangle]

@@ -91,6 +91,7 @@
 //! | --- | --- |
 //! | 0 | every rank exited 0 (and finalized, if it joined the job) |
 //! | the failing rank's status | the first rank to fail exited non-zero |
+//! | the status a rank asked for | a rank asked the job to end with it before the first failure (`shmem_global_exit`: [`crate::jobctl::JobCtl::request_exit`]); ranks that end after the request are not failures |
 //! | 128 + signal | the first rank to fail was killed by that signal |
 //! | [`EXIT_NOT_FINALIZED`] (1) | the first rank to fail exited 0 without finalizing |
 //! | 128 + signal | the launcher got `SIGINT`/`SIGTERM`/`SIGHUP` (takes precedence) |

@@ -316,6 +316,18 @@ impl<'a> Watch<'a> {
             // Wakes every blocked peer: they get PeerLost.
             self.mark_lost(rank);
         }
+        if let Some(code) = self.fab.ctl().exit_request() {
+            // A rank asked the job to end with this status (`shmem_global_exit`): the
+            // job's status, and the ranks that end with it are no failures.
+            if self.first_failure.is_none() && self.signalled.is_none() && !self.timed_out {
+                say!("rank {rank} (pid {pid}) ended; a rank asked the job to end with status {code}");
+                self.first_failure = Some(code);
+                if self.alive() > 0 {
+                    self.kill_at = Some(Instant::now() + self.opts.grace);
+                }
+            }
+            return;
+        }
         let (code, msg) = match st.map(|s| (s.code(), s.signal(), s.core_dumped())) {
             Some((Some(0), _, _)) if finalized || !joined => return,
             Some((Some(0), _, _)) => (

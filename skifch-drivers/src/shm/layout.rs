@@ -5,7 +5,7 @@
 
 use skifch::{Error, Result};
 
-pub use crate::jobctl::{CHAN_REC, H_FIRST_LOST, H_LOST, RANK_REC};
+pub use crate::jobctl::{CHAN_REC, H_EXIT, H_FIRST_LOST, H_LOST, RANK_REC};
 
 /// `"SKIFCH\0\1"`: first 8 bytes of every segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SKIFCH\0\x01");
@@ -50,7 +50,7 @@ pub(super) const H_NRANKS: usize = 12;
 pub(super) const H_NPORTS: usize = 16;
 pub(super) const H_LANE_LOG2: usize = 20;
 pub(super) const H_TOTAL: usize = 24;
-// `H_LOST` and `H_FIRST_LOST` (the job-control block's words of the header) follow.
+// `H_LOST`, `H_FIRST_LOST` and `H_EXIT` (the job-control block's words of the header) follow.
 
 // Lane control: head and tail on separate lines. `head` is written only when a sending
 // port closes (so a port reopened later continues there); `tail` lazily by the receiver.
@@ -486,15 +486,16 @@ mod tests {
                 H_LANE_LOG2,
                 H_TOTAL,
                 H_LOST,
-                H_FIRST_LOST
+                H_FIRST_LOST,
+                H_EXIT
             ],
-            [0, 8, 12, 16, 20, 24, 64, 68]
+            [0, 8, 12, 16, 20, 24, 64, 68, 72]
         );
         assert_eq!((HDR_BYTES, LANE_CTL, L_HEAD, L_TAIL), (256, 128, 0, 64));
         assert_eq!(MAGIC.to_le_bytes(), *b"SKIFCH\0\x01");
     }
 
-    const _: () = assert!(H_TOTAL + 8 <= H_LOST && H_FIRST_LOST + 4 <= HDR_BYTES);
+    const _: () = assert!(H_TOTAL + 8 <= H_LOST && H_FIRST_LOST + 4 <= H_EXIT && H_EXIT + 4 <= HDR_BYTES);
     const _: () = assert!(H_LOST.is_multiple_of(LINE) && RANK_REC == LINE && CHAN_REC == 2 * LINE);
     const _: () = assert!(L_HEAD + 8 <= L_TAIL && L_TAIL / LINE == 1 && L_TAIL + 8 <= LANE_CTL);
 

@@ -150,6 +150,16 @@ pub trait JobControl: Send + Sync + 'static {
         let _ = rank;
         false
     }
+    /// Records a rank's request that the whole job end with `status`
+    /// ([`crate::jobctl::JobCtl::request_exit`]); returns the status the job will end
+    /// with. The default has no launcher to tell: `status`.
+    fn request_exit(&self, status: i32) -> i32 {
+        status
+    }
+    /// The status a rank asked the job to end with, if any. The default: none.
+    fn exit_request(&self) -> Option<i32> {
+        None
+    }
 }
 
 /// A [`JobControl`] that never reports a loss (peer loss is then seen only through the
@@ -358,6 +368,11 @@ impl<H: Hw + Send + Sync + 'static> FpgaDriver<H> {
         let e = g.get_or_insert(e).clone();
         self.fatal.store(true, Ordering::Release);
         e
+    }
+
+    /// The job control this driver was brought up with ([`JobControl`]).
+    pub fn job_control(&self) -> &Arc<dyn JobControl> {
+        &self.job
     }
 
     /// The first rank known lost: by the job launcher, or across a link that went down.

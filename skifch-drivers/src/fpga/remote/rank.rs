@@ -248,6 +248,12 @@ impl JobControl for LauncherControl {
         rank < self.fab.layout().params.nranks
             && self.fab.ctl().rank_state(rank) == crate::jobctl::rank_state::FINALIZED
     }
+    fn request_exit(&self, status: i32) -> i32 {
+        self.fab.ctl().request_exit(status)
+    }
+    fn exit_request(&self) -> Option<i32> {
+        self.fab.ctl().exit_request()
+    }
 }
 
 impl Drop for LauncherControl {
