@@ -97,14 +97,19 @@ fn ld_in(e: &[u8], n: &mut [u8]) {
 // Elsewhere (aarch64 Linux) `long double` is IEEE quad already: a byte swap.
 #[cfg(not(target_arch = "x86_64"))]
 fn ld_out(n: &[u8], out: &mut [u8]) {
-    for (o, i) in out.iter_mut().zip(n.iter().rev()) {
-        *o = *i;
-    }
+    reversed(n, out)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 fn ld_in(e: &[u8], n: &mut [u8]) {
     ld_out(e, n)
+}
+
+/// `dst` = `src` in the other byte order.
+fn reversed(src: &[u8], dst: &mut [u8]) {
+    for (d, s) in dst.iter_mut().zip(src.iter().rev()) {
+        *d = *s;
+    }
 }
 
 /// Converts packed native bytes of `dt` elements into external32 (`out` is exactly
@@ -118,11 +123,7 @@ pub fn to_external32(dt: &Datatype, native: &[u8], out: &mut [u8]) -> Result<()>
             let (ni, no) = sizes(p);
             let (src, dst) = (&native[i..i + ni], &mut out[o..o + no]);
             match p {
-                Part::Swap(_) => {
-                    for (d, s) in dst.iter_mut().zip(src.iter().rev()) {
-                        *d = *s;
-                    }
-                }
+                Part::Swap(_) => reversed(src, dst),
                 Part::Narrow(signed) => {
                     let v = i64::from_ne_bytes(src.try_into().expect("8 bytes"));
                     let fits = if signed {
@@ -157,11 +158,7 @@ pub fn from_external32(dt: &Datatype, ext: &[u8], native: &mut [u8]) -> Result<(
             let (ni, no) = sizes(p);
             let (dst, src) = (&mut native[i..i + ni], &ext[o..o + no]);
             match p {
-                Part::Swap(_) => {
-                    for (d, s) in dst.iter_mut().zip(src.iter().rev()) {
-                        *d = *s;
-                    }
-                }
+                Part::Swap(_) => reversed(src, dst),
                 Part::Narrow(signed) => {
                     let v = u32::from_be_bytes(src.try_into().expect("4 bytes"));
                     let w = if signed { v as i32 as i64 } else { v as i64 };

@@ -11,13 +11,18 @@ use crate::error::{Error, Result};
 impl<P: Port> Engine<P> {
     /// A completed request that needs no communication (PROC_NULL sends, …).
     pub fn done_request(&mut self) -> ReqId {
+        self.nothing_request(true, Status::proc_null())
+    }
+
+    /// A request with no communication of its own, complete or not.
+    fn nothing_request(&mut self, done: bool, status: Status) -> ReqId {
         let s = self.st_mut();
         let seq = s.next_seq();
         s.alloc(Req {
             kind: ReqKind::Nothing,
-            done: true,
+            done,
             freed: false,
-            status: Status::proc_null(),
+            status,
             err: None,
             seq,
         })
@@ -26,16 +31,7 @@ impl<P: Port> Engine<P> {
     /// A request the program completes itself (`MPI_Grequest_start`, MPI-3.1 §12.2):
     /// pending until [`Engine::complete_user`]; waiting on it progresses as usual.
     pub fn user_request(&mut self) -> ReqId {
-        let s = self.st_mut();
-        let seq = s.next_seq();
-        s.alloc(Req {
-            kind: ReqKind::Nothing,
-            done: false,
-            freed: false,
-            status: Status::default(),
-            err: None,
-            seq,
-        })
+        self.nothing_request(false, Status::default())
     }
 
     /// Completes a request of [`Engine::user_request`] with `status` (or `err`)
