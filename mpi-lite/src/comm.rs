@@ -607,6 +607,42 @@ impl<P: Port> Mpi<P> {
         }))
     }
 
+    /// `MPI_Cart_sub` (MPI-3.1 §7.5.7): the members sharing this process's coordinates in
+    /// the dimensions not kept form a grid of the kept ones (a split of `c`, ordered by
+    /// rank, which is row-major order in the kept dimensions).
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it with the same `remain`.
+    pub fn cart_sub(&self, c: &CommData, remain: &[bool]) -> Result<Arc<CommData>> {
+        let Some(Topology::Cart { dims, periods }) = &c.topo else {
+            return Err(Error::Topology("MPI_Cart_sub: the communicator has no Cartesian topology".into()));
+        };
+        if remain.len() != dims.len() {
+            return Err(Error::Arg("MPI_Cart_sub: one flag per dimension".into()));
+        }
+        let coords = crate::topo::cart_coords(dims, c.rank as i32);
+        let (mut color, mut key) = (0i32, 0i32);
+        for (i, &d) in dims.iter().enumerate() {
+            if remain[i] {
+                key = key * d + coords[i];
+            } else {
+                color = color * d + coords[i];
+            }
+        }
+        let sub = self
+            .split(c, color, key)?
+            .ok_or_else(|| Error::Intern("MPI_Cart_sub lost this process".into()))?;
+        let kept = |i: &usize| remain[*i];
+        let dims = (0..dims.len()).filter(kept).map(|i| dims[i]).collect();
+        let periods = (0..periods.len()).filter(kept).map(|i| periods[i]).collect();
+        Ok(Arc::new(CommData::new(
+            sub.ctx,
+            sub.group.clone(),
+            sub.rank,
+            Some(Topology::Cart { dims, periods }),
+        )))
+    }
+
     /// `MPI_Dist_graph_create_adjacent` (no reordering): a duplicate of `c` carrying this
     /// process's neighbours.
     ///

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use skifch::coll::Reducer;
 use skifch::Port;
 
-use super::state::{Req, ReqKind};
+use super::state::{Req, ReqKind, Stash, Unex};
 use super::{Engine, Envelope, Mode, ReqId, State, Status, SENT};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
@@ -96,18 +96,38 @@ impl Sched {
                     .red
                     .as_ref()
                     .ok_or_else(|| Error::Intern("schedule reduces without an operation".into()))?;
-                let a = self.buf[sl(src)].to_vec();
-                if src_first {
-                    red.apply(&a, &mut self.buf[sl(dst)]);
+                if src_first && (src.0 + src.1 <= dst.0 || dst.0 + dst.1 <= src.0) {
+                    // Disjoint ranges (every schedule's): no copy.
+                    let (a, b) = if src.0 < dst.0 {
+                        let (lo, hi) = self.buf.split_at_mut(dst.0);
+                        (&lo[sl(src)], &mut hi[..dst.1])
+                    } else {
+                        let (lo, hi) = self.buf.split_at_mut(src.0);
+                        (&hi[..src.1], &mut lo[sl(dst)])
+                    };
+                    red.apply(a, b);
                 } else {
-                    let mut b = a;
-                    red.apply(&self.buf[sl(dst)], &mut b);
+                    let a = self.buf[sl(src)].to_vec();
+                    let mut b = self.buf[sl(dst)].to_vec();
+                    if src_first {
+                        red.apply(&a, &mut b);
+                    } else {
+                        let mut t = a;
+                        red.apply(&b, &mut t);
+                        b = t;
+                    }
                     self.buf[sl(dst)].copy_from_slice(&b);
                 }
             }
         }
         Ok(())
     }
+}
+
+fn size_mismatch(got: usize, want: usize) -> Error {
+    Error::Arg(format!(
+        "collective arguments do not match: {got} bytes came where {want} were expected"
+    ))
 }
 
 /// A schedule being run: its request and the current round's requests.
@@ -126,6 +146,22 @@ impl Running {
 }
 
 impl State {
+    /// The payload of the earliest unexpected message matching `env` if it is a plain
+    /// eager one (no rendezvous, no acknowledgement owed), taken out of the queue.
+    fn take_eager(&mut self, env: Envelope) -> Option<Stash> {
+        let key = self.find_unexpected(env)?;
+        let q = self.unex.get_mut(&key)?;
+        if !matches!(q.front(), Some((_, Unex::Eager { ack: None, .. }))) {
+            return None;
+        }
+        let (_, u) = q.pop_front()?;
+        self.unex_n -= 1;
+        match u {
+            Unex::Eager { data, .. } => Some(data),
+            Unex::Rts { .. } => None,
+        }
+    }
+
     /// Whether some running schedule can take a step (its round is complete).
     pub(super) fn coll_ready(&self) -> bool {
         self.colls.iter().any(|r| r.round_done(self))
@@ -215,13 +251,25 @@ impl<P: Port> Engine<P> {
                 return Ok(true);
             };
             for (env, r) in round.recvs {
+                // Arrived already (eager): straight into the scratch, no request.
+                if let Some(d) = self.st_mut().take_eager(env) {
+                    if d.len() != r.1 {
+                        self.end(run, Some(size_mismatch(d.len(), r.1)));
+                        return Ok(true);
+                    }
+                    run.sched.buf[r.0..r.0 + r.1].copy_from_slice(d.as_slice());
+                    continue;
+                }
                 let id = self.irecv(env, UserBuf::owned(vec![0; r.1]))?;
                 run.recvs.push((id, r));
             }
             for (env, dst, r) in round.sends {
-                let data = run.sched.buf[r.0..r.0 + r.1].to_vec();
-                let id = self.isend(env, dst, UserBuf::owned(data), Mode::Standard, 0)?;
-                // An eager send is complete as it starts (`SENT`: nothing to release).
+                let data = &run.sched.buf[r.0..r.0 + r.1];
+                // Small: one eager message, no request (as the blocking collectives send).
+                if self.try_send_eager(env, dst, data)? {
+                    continue;
+                }
+                let id = self.isend(env, dst, UserBuf::owned(data.to_vec()), Mode::Standard, 0)?;
                 if id != SENT {
                     run.sends.push(id);
                 }
@@ -246,10 +294,7 @@ impl<P: Port> Engine<P> {
                 (None, ReqKind::Recv { buf, .. }) if r.status.bytes == len => {
                     Ok(buf.into_owned().unwrap_or_default())
                 }
-                (None, _) => Err(Error::Arg(format!(
-                    "collective arguments do not match: {} bytes came where {len} were expected",
-                    r.status.bytes
-                ))),
+                (None, _) => Err(size_mismatch(r.status.bytes, len)),
             };
             match got {
                 Ok(v) => run.sched.buf[off..off + len].copy_from_slice(&v[..len]),

@@ -75,6 +75,44 @@ int main(int argc, char **argv) {
     CHECK(MPI_Comm_disconnect(&e) == MPI_SUCCESS && e == MPI_COMM_NULL);
     CHECK(MPI_Comm_disconnect(&d) == MPI_SUCCESS && d == MPI_COMM_NULL);
 
+    /* Cart_sub / Cart_map / Graph_map. */
+    int dims[2] = {0, 0}, periods[2] = {0, 1}, coords[2];
+    MPI_Dims_create(size, 2, dims);
+    MPI_Comm cart, row;
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart);
+    MPI_Cart_coords(cart, rank, 2, coords);
+    int keep[2] = {0, 1};
+    CHECK(MPI_Cart_sub(cart, keep, &row) == MPI_SUCCESS);
+    MPI_Comm_size(row, &n);
+    MPI_Comm_rank(row, &r);
+    CHECK(n == dims[1] && r == coords[1]);
+    int nd = -1, rd[1], rp[1], rc[1];
+    MPI_Cartdim_get(row, &nd);
+    CHECK(nd == 1);
+    MPI_Cart_get(row, 1, rd, rp, rc);
+    CHECK(rd[0] == dims[1] && rp[0] == 1 && rc[0] == coords[1]);
+    int rowsum = 0, one = coords[0];
+    MPI_Allreduce(&one, &rowsum, 1, MPI_INT, MPI_SUM, row);
+    CHECK(rowsum == coords[0] * dims[1]); /* every member of a row shares coords[0] */
+    MPI_Comm_free(&row);
+    MPI_Comm_free(&cart);
+    int nr = -5;
+    CHECK(MPI_Cart_map(MPI_COMM_WORLD, 2, dims, periods, &nr) == MPI_SUCCESS && nr == rank);
+    int idx[1] = {0}, edges[1] = {0};
+    CHECK(MPI_Graph_map(MPI_COMM_WORLD, 1, idx, edges, &nr) == MPI_SUCCESS);
+    CHECK(nr == (rank == 0 ? 0 : MPI_UNDEFINED));
+
+    /* Intercommunicators are not built yet: an intracommunicator has no remote side. */
+    int rs;
+    MPI_Group rg;
+    CHECK(MPI_Comm_remote_size(MPI_COMM_WORLD, &rs) == MPI_ERR_COMM);
+    CHECK(MPI_Comm_remote_group(MPI_COMM_WORLD, &rg) == MPI_ERR_COMM);
+    MPI_Comm ic;
+    int cls = -1;
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Error_class(MPI_Intercomm_create(MPI_COMM_SELF, 0, MPI_COMM_WORLD, 0, 7, &ic), &cls);
+    CHECK(cls == MPI_ERR_UNSUPPORTED_OPERATION);
+
     /* Dynamic processes. */
     MPI_Comm parent = 123;
     CHECK(MPI_Comm_get_parent(&parent) == MPI_SUCCESS && parent == MPI_COMM_NULL);

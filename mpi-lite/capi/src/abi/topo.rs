@@ -243,3 +243,50 @@ mpi_fn!(MPI_Dist_graph_neighbors, PMPI_Dist_graph_neighbors, (comm: c_int, maxin
         fill(&d, destinations, destweights, "destinations")
     })
 });
+
+mpi_fn!(MPI_Cart_sub, PMPI_Cart_sub, (comm: c_int, remain_dims: *const c_int, newcomm: *mut c_int) -> c_int {
+    call("MPI_Cart_sub", comm, |st| {
+        let (d, _, _) = cart(st, comm)?;
+        // SAFETY: one int per dimension (MPI contract).
+        let r: Vec<bool> = unsafe { arr(remain_dims, d.len() as c_int, "remain_dims")? }.iter().map(|&x| x != 0).collect();
+        let c = st.comm(comm)?;
+        let sub = st.mpi.cart_sub(&c, &r)?;
+        let hd = st.add_comm(sub);
+        // SAFETY: the caller's handle.
+        unsafe { put(newcomm, hd, "newcomm") }
+    })
+});
+
+/// `MPI_Cart_map` / `MPI_Graph_map` without reordering (§7.5.8): the first `n` ranks of
+/// `comm` keep their rank, the others are `MPI_UNDEFINED`.
+fn map_rank(st: &CState, comm: c_int, n: i64, newrank: *mut c_int) -> Result<()> {
+    let c = st.comm(comm)?;
+    if n > c.size() as i64 {
+        return Err(Error::Topology(format!("a topology of {n} processes in a communicator of {}", c.size())));
+    }
+    let r = if (c.rank as i64) < n { c.rank as c_int } else { -32766 };
+    // SAFETY: the caller's int.
+    unsafe { put(newrank, r, "newrank") }
+}
+
+mpi_fn!(MPI_Cart_map, PMPI_Cart_map, (comm: c_int, ndims: c_int, dims: *const c_int, _periods: *const c_int,
+        newrank: *mut c_int) -> c_int {
+    call("MPI_Cart_map", comm, |st| {
+        // SAFETY: `ndims` ints (MPI contract).
+        let d = unsafe { arr(dims, ndims, "dims")? };
+        if d.iter().any(|&x| x <= 0) {
+            return Err(Error::Dims("MPI_Cart_map: dimensions must be positive".into()));
+        }
+        map_rank(st, comm, d.iter().map(|&x| x as i64).product(), newrank)
+    })
+});
+
+mpi_fn!(MPI_Graph_map, PMPI_Graph_map, (comm: c_int, nnodes: c_int, _index: *const c_int, _edges: *const c_int,
+        newrank: *mut c_int) -> c_int {
+    call("MPI_Graph_map", comm, |st| {
+        if nnodes < 0 {
+            return Err(Error::Arg(format!("MPI_Graph_map: nnodes {nnodes} is negative")));
+        }
+        map_rank(st, comm, nnodes as i64, newrank)
+    })
+});
