@@ -157,18 +157,20 @@ fn do_init(call: &str, requested: c_int) -> c_int {
     let globals = skifch_drivers::shm_rma::data_segment();
     let progress_thread =
         std::env::var("SKIFSHMEM_PROGRESS_THREAD").is_ok_and(|v| v == "1" || v == "on");
-    let world = ok(
-        call,
-        World::new(
-            &job,
-            Options {
-                rma,
-                heap_size,
-                globals,
-                progress_thread,
-            },
-        ),
-    );
+    let world = World::new(
+        &job,
+        Options {
+            rma,
+            heap_size,
+            globals,
+            progress_thread,
+        },
+    )
+    .unwrap_or_else(|e| match job.driver().exit_request() {
+        // A PE that finished init first called shmem_global_exit: end with its status.
+        Some(status) => std::process::exit(status),
+        None => fatal(call, &e),
+    });
     let thread_level = requested.clamp(0, max_thread_level(&world));
     let state = Box::new(State {
         teams: Teams::new(world.n_pes()),
