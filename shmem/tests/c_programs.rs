@@ -356,7 +356,8 @@ fn bad_input_is_a_clear_error() {
 /// Issue 16 defect 3: every call that must not succeed once its target PE is gone —
 /// `quiet`, `fence`, barriers, fetching calls and atomics — fails naming the call and
 /// the lost PE, within the 1.5 s that `dead_peer.c` gives it, on both paths (the direct
-/// path used to run them on the dead PE's still-mapped memory: 9.57 M calls a second).
+/// path used to run them on the dead PE's still-mapped memory: 9.57 M calls a second),
+/// and a few of them over fpga-model.
 #[test]
 fn calls_aimed_at_a_dead_pe_fail() {
     if !have_cc() {
@@ -377,17 +378,25 @@ fn calls_aimed_at_a_dead_pe_fail() {
         ("add", "shmem_long_atomic_add"),
         ("set", "shmem_long_atomic_set"),
     ];
-    for env in [DIRECT, MESSAGES] {
-        for (mode, call) in modes {
-            let o = run(&exe, 2, env, &[mode]);
-            let want = format!("skifshmem: {call}: peer lost: rank 1");
-            assert!(
-                o.status.code() == Some(1) && o.stderr.contains(&want),
-                "{mode} {env:?}: {} (want status 1 and {want:?})\n{}",
-                o.status,
-                o.stderr
-            );
-        }
+    let on_fpga = ["quiet", "fence", "getmem", "fetch_add", "add"];
+    let runs = [DIRECT, MESSAGES]
+        .into_iter()
+        .flat_map(|env| modes.iter().map(move |m| ("shm", env, *m)))
+        .chain(
+            modes
+                .iter()
+                .filter(|(mode, _)| on_fpga.contains(mode))
+                .map(|m| ("fpga-model", DIRECT, *m)),
+        );
+    for (driver, env, (mode, call)) in runs {
+        let o = run_with(&exe, 2, driver, env, &[mode]);
+        let want = format!("skifshmem: {call}: peer lost: rank 1");
+        assert!(
+            o.status.code() == Some(1) && o.stderr.contains(&want),
+            "{mode} over {driver} {env:?}: {} (want status 1 and {want:?})\n{}",
+            o.status,
+            o.stderr
+        );
     }
 }
 

@@ -223,7 +223,10 @@ impl JobCtl {
     /// wins; returns the status the job will end with.
     pub fn request_exit(&self, status: i32) -> i32 {
         let want = (status & 0xff) as u32 + 1;
-        match self.word(H_EXIT).compare_exchange(0, want, Ordering::AcqRel, Ordering::Acquire) {
+        match self
+            .word(H_EXIT)
+            .compare_exchange(0, want, Ordering::AcqRel, Ordering::Acquire)
+        {
             Ok(_) => (want - 1) as i32,
             Err(v) => (v.saturating_sub(1) & 0xff) as i32,
         }

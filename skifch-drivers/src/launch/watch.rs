@@ -320,7 +320,9 @@ impl<'a> Watch<'a> {
             // A rank asked the job to end with this status (`shmem_global_exit`): the
             // job's status, and the ranks that end with it are no failures.
             if self.first_failure.is_none() && self.signalled.is_none() && !self.timed_out {
-                say!("rank {rank} (pid {pid}) ended; a rank asked the job to end with status {code}");
+                say!(
+                    "rank {rank} (pid {pid}) ended; a rank asked the job to end with status {code}"
+                );
                 self.first_failure = Some(code);
                 if self.alive() > 0 {
                     self.kill_at = Some(Instant::now() + self.opts.grace);

@@ -495,7 +495,8 @@ mod tests {
         assert_eq!(MAGIC.to_le_bytes(), *b"SKIFCH\0\x01");
     }
 
-    const _: () = assert!(H_TOTAL + 8 <= H_LOST && H_FIRST_LOST + 4 <= H_EXIT && H_EXIT + 4 <= HDR_BYTES);
+    const _: () =
+        assert!(H_TOTAL + 8 <= H_LOST && H_FIRST_LOST + 4 <= H_EXIT && H_EXIT + 4 <= HDR_BYTES);
     const _: () = assert!(H_LOST.is_multiple_of(LINE) && RANK_REC == LINE && CHAN_REC == 2 * LINE);
     const _: () = assert!(L_HEAD + 8 <= L_TAIL && L_TAIL / LINE == 1 && L_TAIL + 8 <= LANE_CTL);
 
