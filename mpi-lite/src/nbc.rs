@@ -472,3 +472,76 @@ fn check_blocks(b: &[UserBuf], n: usize) -> Result<()> {
 fn mismatch() -> Error {
     Error::Arg("collective arguments do not match: send and receive sizes differ".into())
 }
+
+/// Neighbour ranks in order (`None`: `MPI_PROC_NULL`).
+pub type Neighbours = Vec<Option<usize>>;
+
+/// A communicator's neighbours for the neighbourhood collectives (MPI-3.1 §7.6): (sources,
+/// destinations) in the standard's order — for a Cartesian grid, per dimension the
+/// neighbour at −1 then at +1 (`None`: beyond a non-periodic edge, `MPI_PROC_NULL`,
+/// whose block is neither sent nor received); for a distributed graph, its lists.
+pub fn neighbours(c: &CommData) -> Result<(Neighbours, Neighbours)> {
+    use crate::comm::Topology;
+    let some = |r: i32| usize::try_from(r).ok();
+    match &c.topo {
+        Some(Topology::Cart { dims, periods }) => {
+            let mut v = Vec::with_capacity(2 * dims.len());
+            for d in 0..dims.len() {
+                let (lo, hi) = crate::topo::cart_shift(dims, periods, c.rank as i32, d, 1);
+                v.push(some(lo));
+                v.push(some(hi));
+            }
+            Ok((v.clone(), v))
+        }
+        Some(Topology::DistGraph { sources, dests, .. }) => Ok((
+            sources.iter().map(|s| some(s.0)).collect(),
+            dests.iter().map(|d| some(d.0)).collect(),
+        )),
+        None => Err(Error::Topology(
+            "neighbourhood collectives need a Cartesian or graph topology".into(),
+        )),
+    }
+}
+
+impl<P: Port> Mpi<P> {
+    /// A neighbourhood exchange (`MPI_(I)neighbor_allgather(v)` / `alltoall(v,w)`): block
+    /// i of `send` goes to destination i (the same block to all for the allgathers: pass
+    /// it once per destination), block i of `recv` comes from source i.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it; one round, every pair direct.
+    pub fn ineighbor(&self, c: &CommData, send: Vec<UserBuf>, recv: Vec<UserBuf>) -> Result<ReqId> {
+        let (srcs, dsts) = neighbours(c)?;
+        if send.len() != dsts.len() || recv.len() != srcs.len() {
+            return Err(Error::Intern("neighbourhood blocks do not match the topology".into()));
+        }
+        let slens: Vec<usize> = send.iter().map(|b| b.packed_len()).collect();
+        let rlens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();
+        let (soff, stotal) = offsets(&slens);
+        let (roff, rtotal) = offsets(&rlens);
+        let mut p = Plan::new(c, stotal + rtotal);
+        for (j, b) in send.iter().enumerate() {
+            p.load(soff[j], b)?;
+        }
+        let sends = dsts
+            .iter()
+            .enumerate()
+            .filter_map(|(j, d)| d.map(|d| p.tx(d, (soff[j], slens[j]))))
+            .collect();
+        let recvs = srcs
+            .iter()
+            .enumerate()
+            .filter_map(|(j, s)| s.map(|s| p.rx(s, (stotal + roff[j], rlens[j]))))
+            .collect();
+        p.round(sends, recvs, vec![]);
+        // Blocks from MPI_PROC_NULL neighbours are left as they are.
+        p.s.out = recv
+            .into_iter()
+            .zip(roff)
+            .zip(&srcs)
+            .filter(|(_, s)| s.is_some())
+            .map(|((b, o), _)| (b, stotal + o))
+            .collect();
+        self.start(p)
+    }
+}

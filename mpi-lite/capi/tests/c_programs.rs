@@ -162,6 +162,14 @@ fn communicator_breadth_and_no_dynamic_processes() {
 }
 
 #[test]
+fn neighbourhood_collectives() {
+    check("neighbor", &[]);
+    if have_cc() {
+        run_ok(&compile("neighbor", false), 1, &[]);
+    }
+}
+
+#[test]
 fn datatypes() {
     check("types", &[]);
 }

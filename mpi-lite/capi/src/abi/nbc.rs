@@ -22,7 +22,7 @@ fn in_place(p: *const c_void) -> bool {
 ///
 /// # Safety
 /// `request` is NULL (an error) or the caller's `MPI_Request`.
-unsafe fn out(request: *mut c_int, id: mpi_lite::engine::ReqId) -> Result<()> {
+pub(crate) unsafe fn out(request: *mut c_int, id: mpi_lite::engine::ReqId) -> Result<()> {
     // SAFETY: forwarded.
     unsafe { put(request, req_handle(id), "request") }
 }
@@ -43,7 +43,7 @@ unsafe fn opt_buf(st: &CState, p: *const c_void, n: c_int, dt: c_int, name: &str
 ///
 /// # Safety
 /// As [`opt_buf`] for every block.
-unsafe fn blocks(
+pub(crate) unsafe fn blocks(
     st: &CState,
     base: *const c_void,
     counts: &[c_int],
@@ -61,13 +61,13 @@ unsafe fn blocks(
 }
 
 /// Byte displacements of element displacements `d` of type `dt` (its extent).
-fn byte_displs(st: &CState, d: &[c_int], dt: c_int) -> Result<Vec<Aint>> {
+pub(crate) fn byte_displs(st: &CState, d: &[c_int], dt: c_int) -> Result<Vec<Aint>> {
     let ext = st.dtype_any(dt)?.extent();
     Ok(d.iter().map(|&x| x as Aint * ext).collect())
 }
 
 /// Regular layout: `n` blocks of `k` elements, block j at element j·k.
-fn regular(n: usize, k: c_int) -> (Vec<c_int>, Vec<c_int>) {
+pub(crate) fn regular(n: usize, k: c_int) -> (Vec<c_int>, Vec<c_int>) {
     (vec![k; n], (0..n as c_int).map(|j| j * k).collect())
 }
 
