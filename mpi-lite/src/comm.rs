@@ -37,6 +37,13 @@ pub enum Topology {
         /// Periodicity of each dimension.
         periods: Vec<bool>,
     },
+    /// `MPI_Graph_create`: node k's neighbours are `edges[index[k-1]..index[k]]`.
+    Graph {
+        /// Cumulative degrees (MPI-3.1 §7.5.3).
+        index: Vec<i32>,
+        /// Neighbour lists, concatenated.
+        edges: Vec<i32>,
+    },
     /// `MPI_Dist_graph_create_adjacent`.
     DistGraph {
         /// Ranks this one receives from, with weights.
@@ -605,6 +612,91 @@ impl<P: Port> Mpi<P> {
                 }),
             ))
         }))
+    }
+
+    /// `MPI_Graph_create` (no reordering, MPI-3.1 §7.5.3): the first `index.len()` ranks of
+    /// `c` form the graph, the others get `None`.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it with the same arguments.
+    pub fn graph_create(&self, c: &CommData, index: &[i32], edges: &[i32]) -> Result<Option<Arc<CommData>>> {
+        let n = index.len();
+        if n > c.size() {
+            return Err(Error::Topology(format!(
+                "MPI_Graph_create: a graph of {n} nodes in a communicator of {}",
+                c.size()
+            )));
+        }
+        let ok_index = index.windows(2).all(|w| w[0] <= w[1])
+            && index.first().is_none_or(|&i| i >= 0)
+            && index.last().is_none_or(|&i| i as usize == edges.len());
+        if !ok_index || edges.iter().any(|&e| !(0..n as i32).contains(&e)) {
+            return Err(Error::Topology(
+                "MPI_Graph_create: index must be non-decreasing up to the edge count, edges name nodes".into(),
+            ));
+        }
+        let color = if c.rank < n { 0 } else { UNDEFINED };
+        let sub = self.split(c, color, c.rank as i32)?;
+        Ok(sub.map(|s| {
+            Arc::new(CommData::new(
+                s.ctx,
+                s.group.clone(),
+                s.rank,
+                Some(Topology::Graph {
+                    index: index.to_vec(),
+                    edges: edges.to_vec(),
+                }),
+            ))
+        }))
+    }
+
+    /// `MPI_Dist_graph_create` (MPI-3.1 §7.5.4): each process gives some edges (source,
+    /// destination, weight) of the graph; every process learns its own in- and
+    /// out-neighbours from all of them (an all-gather), then as
+    /// [`Mpi::dist_graph_adjacent`].
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it.
+    pub fn dist_graph_create(&self, c: &CommData, edges: &[(i32, i32, i32)], weighted: bool) -> Result<Arc<CommData>> {
+        for &(s, d, _) in edges {
+            if !(0..c.size() as i32).contains(&s) || !(0..c.size() as i32).contains(&d) {
+                return Err(Error::Rank(format!(
+                    "MPI_Dist_graph_create: edge {s} -> {d} leaves a communicator of {}",
+                    c.size()
+                )));
+            }
+        }
+        let counts = self.exchange(c, -12, &(edges.len() as u32).to_le_bytes())?;
+        let max = counts
+            .iter()
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .max()
+            .unwrap_or(0);
+        let mut mine = vec![0xffu8; max * 12];
+        for (k, &(s, d, w)) in edges.iter().enumerate() {
+            for (j, x) in [s, d, w].iter().enumerate() {
+                mine[k * 12 + j * 4..k * 12 + j * 4 + 4].copy_from_slice(&x.to_le_bytes());
+            }
+        }
+        let all = self.exchange(c, -13, &mine)?;
+        let me = c.rank as i32;
+        let (mut sources, mut dests) = (Vec::new(), Vec::new());
+        for b in &all {
+            for e in b.chunks_exact(12) {
+                let f = |j: usize| i32::from_le_bytes([e[j], e[j + 1], e[j + 2], e[j + 3]]);
+                let (s, d, w) = (f(0), f(4), f(8));
+                if s < 0 {
+                    break; // padding
+                }
+                if d == me {
+                    sources.push((s, w));
+                }
+                if s == me {
+                    dests.push((d, w));
+                }
+            }
+        }
+        self.dist_graph_adjacent(c, sources, dests, weighted)
     }
 
     /// `MPI_Cart_sub` (MPI-3.1 §7.5.7): the members sharing this process's coordinates in

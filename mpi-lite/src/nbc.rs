@@ -493,6 +493,12 @@ pub fn neighbours(c: &CommData) -> Result<(Neighbours, Neighbours)> {
             }
             Ok((v.clone(), v))
         }
+        Some(Topology::Graph { index, edges }) => {
+            let r = c.rank;
+            let lo = if r == 0 { 0 } else { index[r - 1] as usize };
+            let v: Neighbours = edges[lo..index[r] as usize].iter().map(|&e| some(e)).collect();
+            Ok((v.clone(), v))
+        }
         Some(Topology::DistGraph { sources, dests, .. }) => Ok((
             sources.iter().map(|s| some(s.0)).collect(),
             dests.iter().map(|d| some(d.0)).collect(),

@@ -1,5 +1,6 @@
 /* Neighbourhood collectives (MPI-3.1 §7.6), blocking and nonblocking, on a Cartesian line
- * (MPI_PROC_NULL ends: their blocks untouched), a periodic ring and a distributed graph. */
+ * (MPI_PROC_NULL ends: their blocks untouched), a periodic ring, distributed graphs (adjacent
+ * and MPI_Dist_graph_create) and a graph (MPI_Graph_create and its queries). */
 #include "check.h"
 
 int main(int argc, char **argv) {
@@ -63,6 +64,44 @@ int main(int argc, char **argv) {
     MPI_Wait(&q, MPI_STATUS_IGNORE);
     CHECK(w[0] == src);
     CHECK(MPI_Neighbor_allgatherv(&me, 1, MPI_INT, w, cnt, rd, MPI_INT, g) == MPI_SUCCESS && w[0] == src);
+    /* A graph (MPI_Graph_create): the ring, both neighbours of every node. */
+    int index[64], edges[128];
+    for (int k = 0; k < n; k++) {
+        index[k] = 2 * (k + 1);
+        edges[2 * k] = (k + n - 1) % n;
+        edges[2 * k + 1] = (k + 1) % n;
+    }
+    MPI_Comm gr;
+    CHECK(MPI_Graph_create(MPI_COMM_WORLD, n, index, edges, 0, &gr) == MPI_SUCCESS);
+    int t = -1, nn = -1, ne = -1, cnt2 = -1, nb[2], gi[64], ge[128];
+    MPI_Topo_test(gr, &t);
+    CHECK(t == MPI_GRAPH);
+    MPI_Graphdims_get(gr, &nn, &ne);
+    CHECK(nn == n && ne == 2 * n);
+    MPI_Graph_neighbors_count(gr, r, &cnt2);
+    CHECK(cnt2 == 2);
+    MPI_Graph_neighbors(gr, r, 2, nb);
+    CHECK(nb[0] == (r + n - 1) % n && nb[1] == (r + 1) % n);
+    MPI_Graph_get(gr, 64, 128, gi, ge);
+    CHECK(gi[n - 1] == 2 * n && ge[1] == 1 % n);
+    got[0] = got[1] = -1;
+    CHECK(MPI_Neighbor_allgather(&me, 1, MPI_INT, got, 1, MPI_INT, gr) == MPI_SUCCESS);
+    CHECK(got[0] == (r + n - 1) % n && got[1] == (r + 1) % n);
+    MPI_Comm_free(&gr);
+
+    /* MPI_Dist_graph_create: each rank gives its own out-edge r -> r+1 with weight r. */
+    int one = 1, wt1 = r;
+    MPI_Comm dg;
+    CHECK(MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &r, &one, &dst, &wt1, MPI_INFO_NULL, 0, &dg) == MPI_SUCCESS);
+    int indeg = -1, outdeg = -1, weighted = -1, s1[1], sw[1], d1[1], dw[1];
+    MPI_Dist_graph_neighbors_count(dg, &indeg, &outdeg, &weighted);
+    CHECK(indeg == 1 && outdeg == 1 && weighted == 1);
+    MPI_Dist_graph_neighbors(dg, 1, s1, sw, 1, d1, dw);
+    CHECK(s1[0] == src && sw[0] == src && d1[0] == dst && dw[0] == r);
+    got[0] = -1;
+    CHECK(MPI_Neighbor_allgather(&me, 1, MPI_INT, got, 1, MPI_INT, dg) == MPI_SUCCESS && got[0] == src);
+    MPI_Comm_free(&dg);
+
     /* No topology: MPI_ERR_TOPOLOGY. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     CHECK(MPI_Neighbor_allgather(&me, 1, MPI_INT, got, 1, MPI_INT, MPI_COMM_WORLD) == MPI_ERR_TOPOLOGY);

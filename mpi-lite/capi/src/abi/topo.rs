@@ -136,6 +136,7 @@ mpi_fn!(MPI_Topo_test, PMPI_Topo_test, (comm: c_int, status: *mut c_int) -> c_in
     call("MPI_Topo_test", comm, |st| {
         let t = match st.comm(comm)?.topo {
             None => -32766,
+            Some(Topology::Graph { .. }) => 1,
             Some(Topology::Cart { .. }) => 2,
             Some(Topology::DistGraph { .. }) => 3,
         };
@@ -288,5 +289,117 @@ mpi_fn!(MPI_Graph_map, PMPI_Graph_map, (comm: c_int, nnodes: c_int, _index: *con
             return Err(Error::Arg(format!("MPI_Graph_map: nnodes {nnodes} is negative")));
         }
         map_rank(st, comm, nnodes as i64, newrank)
+    })
+});
+
+// ---- graph topologies (§7.5.3) ----
+
+/// (index, edges) of a graph communicator.
+fn graph_of(st: &CState, comm: c_int) -> Result<(Vec<i32>, Vec<i32>)> {
+    match &st.comm(comm)?.topo {
+        Some(Topology::Graph { index, edges }) => Ok((index.clone(), edges.clone())),
+        _ => Err(Error::Topology(format!("communicator {comm} has no graph topology"))),
+    }
+}
+
+mpi_fn!(MPI_Graph_create, PMPI_Graph_create, (comm_old: c_int, nnodes: c_int, index: *const c_int,
+        edges: *const c_int, _reorder: c_int, comm_graph: *mut c_int) -> c_int {
+    call("MPI_Graph_create", comm_old, |st| {
+        // SAFETY: `nnodes` ints, then index[nnodes-1] ints (MPI contract).
+        let idx = unsafe { arr(index, nnodes, "index")? };
+        let ne = idx.last().copied().unwrap_or(0);
+        // SAFETY: as above.
+        let e = unsafe { arr(edges, ne, "edges")? };
+        let c = st.comm(comm_old)?;
+        let g = st.mpi.graph_create(&c, idx, e)?;
+        let hd = match g {
+            Some(g) => st.add_comm(g),
+            None => h::COMM_NULL,
+        };
+        // SAFETY: the caller's handle.
+        unsafe { put(comm_graph, hd, "comm_graph") }
+    })
+});
+
+mpi_fn!(MPI_Graphdims_get, PMPI_Graphdims_get, (comm: c_int, nnodes: *mut c_int, nedges: *mut c_int) -> c_int {
+    call("MPI_Graphdims_get", comm, |st| {
+        let (i, e) = graph_of(st, comm)?;
+        // SAFETY: the caller's ints.
+        unsafe {
+            put(nnodes, i.len() as c_int, "nnodes")?;
+            put(nedges, e.len() as c_int, "nedges")
+        }
+    })
+});
+
+mpi_fn!(MPI_Graph_get, PMPI_Graph_get, (comm: c_int, maxindex: c_int, maxedges: c_int, index: *mut c_int,
+        edges: *mut c_int) -> c_int {
+    call("MPI_Graph_get", comm, |st| {
+        let (i, e) = graph_of(st, comm)?;
+        let (mi, me) = (maxindex.max(0) as usize, maxedges.max(0) as usize);
+        // SAFETY: `maxindex` and `maxedges` ints of the caller.
+        let (oi, oe) = unsafe { (arr_mut(index, mi.min(i.len()), "index")?, arr_mut(edges, me.min(e.len()), "edges")?) };
+        oi.copy_from_slice(&i[..oi.len()]);
+        oe.copy_from_slice(&e[..oe.len()]);
+        Ok(())
+    })
+});
+
+/// The neighbours of `rank` in a graph communicator.
+fn graph_neighbours(st: &CState, comm: c_int, rank: c_int) -> Result<Vec<i32>> {
+    let (i, e) = graph_of(st, comm)?;
+    let r = usize::try_from(rank).ok().filter(|&r| r < i.len()).ok_or_else(|| {
+        Error::Rank(format!("rank {rank} is not a node of a graph of {}", i.len()))
+    })?;
+    let lo = if r == 0 { 0 } else { i[r - 1] as usize };
+    Ok(e[lo..i[r] as usize].to_vec())
+}
+
+mpi_fn!(MPI_Graph_neighbors_count, PMPI_Graph_neighbors_count, (comm: c_int, rank: c_int, nneighbors: *mut c_int) -> c_int {
+    call("MPI_Graph_neighbors_count", comm, |st| {
+        let n = graph_neighbours(st, comm, rank)?.len() as c_int;
+        // SAFETY: the caller's int.
+        unsafe { put(nneighbors, n, "nneighbors") }
+    })
+});
+
+mpi_fn!(MPI_Graph_neighbors, PMPI_Graph_neighbors, (comm: c_int, rank: c_int, maxneighbors: c_int,
+        neighbors: *mut c_int) -> c_int {
+    call("MPI_Graph_neighbors", comm, |st| {
+        let v = graph_neighbours(st, comm, rank)?;
+        let m = (maxneighbors.max(0) as usize).min(v.len());
+        // SAFETY: `maxneighbors` ints of the caller.
+        let out = unsafe { arr_mut(neighbors, m, "neighbors")? };
+        out.copy_from_slice(&v[..m]);
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_old: c_int, n: c_int, sources: *const c_int,
+        degrees: *const c_int, destinations: *const c_int, weights: *const c_int, _info: c_int,
+        _reorder: c_int, comm_dist_graph: *mut c_int) -> c_int {
+    call("MPI_Dist_graph_create", comm_old, |st| {
+        // SAFETY: `n` sources and degrees, then the sum of the degrees in destinations and
+        // weights (MPI contract; weights may be MPI_UNWEIGHTED or MPI_WEIGHTS_EMPTY).
+        let (s, d) = unsafe { (arr(sources, n, "sources")?, arr(degrees, n, "degrees")?) };
+        let total: c_int = d.iter().map(|&x| x.max(0)).sum();
+        // SAFETY: as above.
+        let (dst, (w, weighted)) = unsafe {
+            let (pairs, weighted) = neighbours(total, destinations, weights, "MPI_Dist_graph_create")?;
+            (pairs.iter().map(|p| p.0).collect::<Vec<_>>(), (pairs.iter().map(|p| p.1).collect::<Vec<_>>(), weighted))
+        };
+        let mut edges = Vec::with_capacity(total as usize);
+        let mut k = 0;
+        for (i, &src) in s.iter().enumerate() {
+            for _ in 0..d[i].max(0) {
+                edges.push((src, dst[k], w[k]));
+                k += 1;
+            }
+        }
+        let c = st.comm(comm_old)?;
+        let g = st.mpi.dist_graph_create(&c, &edges, weighted)?;
+        let hd = st.add_comm(g);
+        // SAFETY: the caller's handle.
+        unsafe { put(comm_dist_graph, hd, "comm_dist_graph") }
     })
 });
