@@ -1,0 +1,551 @@
+//! One rank's ARMCI state: the endpoint on port 3, the collective allocations, and the
+//! contiguous operations every other call is built from (put, get, accumulate, atomics),
+//! each on the direct or the message path (crate docs).
+#![allow(unsafe_code)] // user buffers from C and peers' memory mapped here, as raw pointers
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use memmap2::{MmapOptions, MmapRaw};
+use skifch::coll::ProtoGroup;
+use skifch::proto::Endpoint;
+use skifch::rma::{self, amo_at, Amo, MappedWindow, Rma};
+use skifch::{Driver, Job, Port, Waiter};
+
+use crate::acc::{self, AccType, Scale};
+use crate::msg::{self, Ctx};
+use crate::{Error, Result};
+
+/// The port of this library's endpoint (the port table: [`skifch::ports`]).
+pub const PORT: u32 = skifch::ports::ARMCI;
+
+/// How remote accesses are made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// Through the driver's RMA capability: every allocation mapped by every rank.
+    Direct,
+    /// As requests served by the target ([`crate::msg`]).
+    Messages,
+}
+
+/// How to build an [`Armci`].
+pub struct Options {
+    /// The driver's RMA provider ([`skifch::Job::rma`]) if it should be used; a provider
+    /// without load/store access is not (the message path serves then).
+    pub rma: Option<Arc<dyn Rma>>,
+}
+
+/// A read-modify-write operation (`enum ARMCI_Rmw_e`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rmw {
+    /// `ARMCI_FETCH_AND_ADD`: `int`.
+    FetchAdd,
+    /// `ARMCI_FETCH_AND_ADD_LONG`: `long`.
+    FetchAddLong,
+    /// `ARMCI_SWAP`: `int`.
+    Swap,
+    /// `ARMCI_SWAP_LONG`: `long`.
+    SwapLong,
+}
+
+/// One collective allocation.
+struct Alloc {
+    /// Every rank's block: its address in that rank's address space and its length (0:
+    /// that rank asked for no memory and its base is NULL).
+    bases: Vec<(usize, usize)>,
+    /// Every rank's block mapped here (direct path; empty on the message path).
+    win: MappedWindow,
+    /// This rank's block on the message path.
+    _mem: Option<MmapRaw>,
+}
+
+/// A remote range found in an allocation.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    alloc: u64,
+    proc: u32,
+    addr: usize,
+    off: usize,
+}
+
+impl Target {
+    /// The address in the target's address space.
+    pub fn addr(self) -> usize {
+        self.addr
+    }
+
+    /// The target `bytes` further on (within the range it was located for).
+    pub fn at(self, bytes: usize) -> Target {
+        Target {
+            addr: self.addr + bytes,
+            off: self.off + bytes,
+            ..self
+        }
+    }
+}
+
+/// One rank's library state (shared by the threads of the rank).
+pub struct Armci<P: Port> {
+    me: u32,
+    n: u32,
+    path: Path,
+    rma: Option<Arc<dyn Rma>>,
+    ep: Mutex<Endpoint<P, Ctx>>,
+    /// The channel's waiter, for the job-wide lost-rank check ([`Armci::alive`]).
+    lost: P::Waiter,
+    /// Allocations by sequence number (the same on every rank: allocation is collective).
+    allocs: RwLock<BTreeMap<u64, Alloc>>,
+    next_id: Mutex<u64>,
+    /// Largest payload of one request on the message path.
+    chunk: usize,
+    pub(crate) mutexes: Mutex<Option<crate::mutex::Mutexes>>,
+}
+
+/// Largest payload of one message-path request (as skifshmem's aggregated puts: fewer
+/// round trips than smaller requests, and several still fit in a receive ring).
+const CHUNK: usize = 32 << 10;
+
+/// Descriptor bytes per rank in [`allgather`] (RMA segment tokens are ~16 bytes).
+const SLOT: usize = 120;
+
+/// All-gather of up to [`SLOT`] bytes per rank over the world group.
+fn allgather<P: Port>(ep: &mut Endpoint<P, Ctx>, mine: &[u8]) -> skifch::Result<Vec<Vec<u8>>> {
+    if mine.len() > SLOT {
+        return Err(skifch::Error::InvalidArgument(
+            format!("a {}-byte descriptor (at most {SLOT})", mine.len()).into(),
+        ));
+    }
+    let n = ep.size() as usize;
+    let mut slot = vec![0u8; SLOT + 1];
+    slot[0] = mine.len() as u8;
+    slot[1..1 + mine.len()].copy_from_slice(mine);
+    let mut all = vec![0u8; n * (SLOT + 1)];
+    let g = ProtoGroup::world(ep);
+    skifch::coll::allgather(&g.on(ep), &slot, &mut all)?;
+    Ok(all
+        .chunks_exact(SLOT + 1)
+        .map(|c| c[1..1 + usize::from(c[0]).min(SLOT)].to_vec())
+        .collect())
+}
+
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    b.get(8 * i..8 * i + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+impl<P: Port + 'static> Armci<P> {
+    /// Joins rank `job.rank()` of `job.size()` (collective: every rank calls it; returns
+    /// after a barrier). Opens port 3 as a [`skifch::proto`] endpoint.
+    pub fn new<D: Driver<Port = P>>(job: &Job<D>, opts: Options) -> Result<Arc<Self>> {
+        let (me, n) = (job.rank(), job.size());
+        let mut ep = Endpoint::open_with(job, PORT, Ctx::new())?;
+        msg::install(&mut ep)?;
+        ep.barrier()?;
+        // Every rank takes the same path: direct only if every rank has load/store RMA.
+        let rma = opts.rma.filter(|r| r.caps().load_store);
+        let votes = allgather(&mut ep, &[u8::from(rma.is_some())])?;
+        let direct = votes.iter().all(|v| v == &[1u8]);
+        let chunk = ep.max_inline().saturating_sub(64).clamp(64, CHUNK);
+        let lost = ep.waiter();
+        if std::env::var_os("ARMCI_SHIM_VERBOSE").is_some() {
+            crate::say(&format!(
+                "armci: rank {me}: {} path, {chunk}-byte requests (largest inline payload {})",
+                if direct { "direct" } else { "message" },
+                ep.max_inline()
+            ));
+        }
+        Ok(Arc::new(Armci {
+            me,
+            n,
+            path: if direct { Path::Direct } else { Path::Messages },
+            rma: if direct { rma } else { None },
+            ep: Mutex::new(ep),
+            lost,
+            allocs: RwLock::new(BTreeMap::new()),
+            next_id: Mutex::new(0),
+            chunk,
+            mutexes: Mutex::new(None),
+        }))
+    }
+}
+
+impl<P: Port> Armci<P> {
+    /// This rank.
+    pub fn me(&self) -> u32 {
+        self.me
+    }
+    /// Ranks in the job.
+    pub fn nproc(&self) -> u32 {
+        self.n
+    }
+    /// The access path in use.
+    pub fn path(&self) -> Path {
+        self.path
+    }
+
+    /// The endpoint, locked.
+    pub(crate) fn ep(&self) -> MutexGuard<'_, Endpoint<P, Ctx>> {
+        self.ep.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `Err(PeerLost)` once the job has lost a rank: direct-path accesses are loads and
+    /// stores on memory that stays mapped after its owner died, so they check this.
+    #[inline]
+    pub fn alive(&self) -> Result<()> {
+        match self.lost.lost_peer() {
+            None => Ok(()),
+            Some(rank) => Err(Error::Comm(skifch::Error::PeerLost { rank })),
+        }
+    }
+
+    /// `proc` as a rank, or [`Error::BadProc`].
+    pub fn proc(&self, proc: i64) -> Result<u32> {
+        if proc < 0 || proc >= i64::from(self.n) {
+            return Err(Error::BadProc { proc, n: self.n });
+        }
+        Ok(proc as u32)
+    }
+
+    /// Collective allocation of `len` bytes on this rank (ranks may ask for different
+    /// lengths, 0 included); returns every rank's base in its own address space (0 for a
+    /// rank that asked for 0 bytes). The memory is zeroed.
+    ///
+    /// # Collective Operation
+    /// Every rank calls it, in the same order as every other collective call; it returns
+    /// after a barrier, so peers may access the new memory at once.
+    pub fn malloc(&self, len: usize) -> Result<Vec<usize>> {
+        Ok(self.malloc_blocks(len)?.iter().map(|b| b.0).collect())
+    }
+
+    /// As [`Armci::malloc`], returning every rank's (base, length).
+    pub(crate) fn malloc_blocks(&self, len: usize) -> Result<Vec<(usize, usize)>> {
+        let mut ep = self.ep();
+        let (win, mem, base) = match &self.rma {
+            Some(r) => {
+                let seg = r.alloc(len.max(1))?;
+                let win = rma::expose(r.as_ref(), seg, &mut |b: &[u8]| allgather(&mut ep, b))?;
+                let base = win.reach(self.me, 0, 0).map_or(0, |p| p as usize);
+                (win, None, base)
+            }
+            None => {
+                let m = MmapOptions::new()
+                    .len(len.max(1))
+                    .map_anon()
+                    .map_err(|e| skifch::Error::os("mapping an ARMCI allocation", e))?;
+                let m = MmapRaw::from(m);
+                let b = m.as_mut_ptr() as usize;
+                (MappedWindow::empty(self.me), Some(m), b)
+            }
+        };
+        let base = if len == 0 { 0 } else { base };
+        let mut mine = (base as u64).to_le_bytes().to_vec();
+        mine.extend_from_slice(&(len as u64).to_le_bytes());
+        let all = allgather(&mut ep, &mine)?;
+        let bases: Vec<(usize, usize)> = all
+            .iter()
+            .map(|b| (u64_at(b, 0) as usize, u64_at(b, 1) as usize))
+            .collect();
+        if len > 0 && self.path == Path::Messages {
+            ep.ctx_mut().push((base, len));
+        }
+        let id = {
+            let mut n = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
+            *n += 1;
+            *n
+        };
+        self.allocs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                id,
+                Alloc {
+                    bases: bases.clone(),
+                    win,
+                    _mem: mem,
+                },
+            );
+        ep.barrier()?;
+        Ok(bases)
+    }
+
+    /// Collective free of the allocation whose base on this rank is `base` (0 names the
+    /// most recent live allocation in which this rank has no memory). Every rank must
+    /// free the same allocation, checked.
+    ///
+    /// # Collective Operation
+    /// Every rank calls it; it starts with a barrier (every access to the block is over).
+    pub fn free(&self, base: usize) -> Result<()> {
+        let id = {
+            let a = self.allocs.read().unwrap_or_else(|p| p.into_inner());
+            let me = self.me as usize;
+            a.iter()
+                .rev()
+                .find(|(_, x)| x.bases[me].0 == base && (base != 0 || x.bases[me].1 == 0))
+                .map(|(&id, _)| id)
+        };
+        let mut ep = self.ep();
+        ep.barrier()?;
+        let all = allgather(&mut ep, &id.unwrap_or(0).to_le_bytes())?;
+        let Some(id) = id else {
+            return Err(Error::BadArgument(format!(
+                "{base:#x} is not the base of an ARMCI allocation of this process"
+            )));
+        };
+        if let Some(r) = all.iter().position(|b| u64_at(b, 0) != id) {
+            return Err(Error::BadArgument(format!(
+                "process {r} freed a different allocation than process {} (ARMCI_Free is collective: every process frees the same one)",
+                self.me
+            )));
+        }
+        let gone = self
+            .allocs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        if let Some(g) = gone {
+            let mine = g.bases[self.me as usize];
+            ep.ctx_mut().retain(|&b| b != mine);
+        }
+        Ok(())
+    }
+
+    /// Where `len` bytes at `addr` of rank `proc` are: in which allocation, at which
+    /// offset; [`Error::NotAllocated`] if not wholly inside one.
+    pub fn locate(&self, proc: u32, addr: usize, len: usize) -> Result<Target> {
+        let a = self.allocs.read().unwrap_or_else(|p| p.into_inner());
+        for (&id, x) in a.iter().rev() {
+            let (b, l) = x.bases[proc as usize];
+            let off = addr.wrapping_sub(b);
+            if l > 0 && off < l && len <= l - off {
+                return Ok(Target {
+                    alloc: id,
+                    proc,
+                    addr,
+                    off,
+                });
+            }
+        }
+        Err(Error::NotAllocated { proc, addr, len })
+    }
+
+    /// The address here of `len` bytes of `t` (direct path).
+    fn mapped(&self, t: Target, len: usize) -> Result<*mut u8> {
+        let a = self.allocs.read().unwrap_or_else(|p| p.into_inner());
+        a.get(&t.alloc)
+            .and_then(|x| x.win.reach(t.proc, t.off, len))
+            .ok_or(Error::NotAllocated {
+                proc: t.proc,
+                addr: t.addr,
+                len,
+            })
+    }
+
+    /// Copies `len` bytes from local `src` to `t`.
+    ///
+    /// # Safety
+    /// `src` is readable for `len` bytes; `t` was located for at least `len` bytes.
+    pub unsafe fn put_to(&self, src: *const u8, t: Target, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        match self.path {
+            Path::Direct => {
+                let d = self.mapped(t, len)?;
+                // SAFETY: `d..d+len` is in a live mapping (reach); the caller vouches for src.
+                unsafe { skifch::mem::copy_move(src, d, len) };
+                Ok(())
+            }
+            Path::Messages => {
+                // SAFETY: the caller's contract.
+                let data = unsafe { std::slice::from_raw_parts(src, len) };
+                let mut ep = self.ep();
+                for (i, c) in data.chunks(self.chunk).enumerate() {
+                    let at = (t.addr + i * self.chunk) as u64;
+                    ep.call(t.proc, msg::H_PUT, 0, &[at], c, &mut [])?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Copies `len` bytes from `t` to local `dst`.
+    ///
+    /// # Safety
+    /// `dst` is writable for `len` bytes and not referenced meanwhile; `t` was located
+    /// for at least `len` bytes.
+    pub unsafe fn get_from(&self, t: Target, dst: *mut u8, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        match self.path {
+            Path::Direct => {
+                self.alive()?;
+                let s = self.mapped(t, len)?;
+                // SAFETY: as in `put_to`, roles swapped.
+                unsafe { skifch::mem::copy_move(s, dst, len) };
+                Ok(())
+            }
+            Path::Messages => {
+                // SAFETY: the caller's contract.
+                let out = unsafe { std::slice::from_raw_parts_mut(dst, len) };
+                let mut ep = self.ep();
+                for (i, c) in out.chunks_mut(self.chunk).enumerate() {
+                    let at = (t.addr + i * self.chunk) as u64;
+                    let r = ep.call(t.proc, msg::H_GET, 0, &[at, c.len() as u64], &[], c)?;
+                    if r.len as usize != c.len() {
+                        return Err(Error::Protocol(format!(
+                            "a get of {} bytes was answered with {}",
+                            c.len(),
+                            r.len
+                        )));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `t[i] += scale · src[i]` for `len` bytes of type `ty`, each element atomically.
+    ///
+    /// # Safety
+    /// `src` is readable for `len` bytes; `t` was located for at least `len` bytes.
+    pub unsafe fn acc_to(
+        &self,
+        ty: AccType,
+        scale: Scale,
+        src: *const u8,
+        t: Target,
+        len: usize,
+    ) -> Result<()> {
+        acc::check(ty, t.addr, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        match self.path {
+            Path::Direct => {
+                self.alive()?;
+                let d = self.mapped(t, len)?;
+                // SAFETY: checked in bounds and aligned; peers reach it only atomically
+                // or by copies; the caller vouches for src.
+                unsafe { acc::apply(ty, scale, src, d, len) };
+                Ok(())
+            }
+            Path::Messages => {
+                // SAFETY: the caller's contract.
+                let data = unsafe { std::slice::from_raw_parts(src, len) };
+                let step = (self.chunk / ty.size()).max(1) * ty.size();
+                let mut ep = self.ep();
+                for (i, c) in data.chunks(step).enumerate() {
+                    let at = (t.addr + i * step) as u64;
+                    ep.call(
+                        t.proc,
+                        msg::H_ACC,
+                        ty as u32,
+                        &[at, scale[0], scale[1]],
+                        c,
+                        &mut [],
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Atomic `op` on the `width`-byte (4 or 8) integer at `t`; returns the old value.
+    pub fn amo(&self, t: Target, width: usize, op: Amo) -> Result<u64> {
+        if !t.addr.is_multiple_of(width) {
+            return Err(Error::BadArgument(format!(
+                "an atomic on {width} bytes at {:#x}, not {width}-byte aligned",
+                t.addr
+            )));
+        }
+        match self.path {
+            Path::Direct => {
+                self.alive()?;
+                let p = self.mapped(t, width)?;
+                // SAFETY: in a live mapping, aligned to its width (checked above: the
+                // mapping's offsets keep the owner's alignment, both page-aligned).
+                Ok(unsafe { amo_at(p, width, op) })
+            }
+            Path::Messages => {
+                let (code, a, _) = op.encode();
+                let mut out = [0u8; 8];
+                self.ep().call(
+                    t.proc,
+                    msg::H_AMO,
+                    width as u32,
+                    &[t.addr as u64, u64::from(code), a],
+                    &[],
+                    &mut out,
+                )?;
+                Ok(u64::from_le_bytes(out))
+            }
+        }
+    }
+
+    /// ARMCI's read-modify-write on the `int`/`long` at `t`: fetch-and-add `value`, or
+    /// swap in `value`; returns the old value.
+    pub fn rmw(&self, op: Rmw, t: Target, value: i64) -> Result<i64> {
+        let (width, amo) = match op {
+            Rmw::FetchAdd => (4, Amo::Add(value as i32 as u32 as u64)),
+            Rmw::FetchAddLong => (8, Amo::Add(value as u64)),
+            Rmw::Swap => (4, Amo::Swap(value as i32 as u32 as u64)),
+            Rmw::SwapLong => (8, Amo::Swap(value as u64)),
+        };
+        let old = self.amo(t, width, amo)?;
+        Ok(if width == 4 {
+            i64::from(old as u32 as i32)
+        } else {
+            old as i64
+        })
+    }
+
+    /// Orders and completes this rank's operations to `proc` (all operations complete at
+    /// return already: a memory fence on the direct path).
+    pub fn fence(&self) -> Result<()> {
+        fence(Ordering::SeqCst);
+        self.alive()
+    }
+
+    /// Barrier of all ranks, after a fence.
+    ///
+    /// # Collective Operation
+    /// Every rank calls it.
+    pub fn barrier(&self) -> Result<()> {
+        self.fence()?;
+        self.ep().barrier()?;
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Serves requests from peers once (message path), without waiting.
+    pub fn poll(&self) -> Result<()> {
+        if self.path == Path::Messages {
+            self.ep().poll()?;
+        }
+        Ok(())
+    }
+
+    /// Broadcast of `buf` from `root` to every rank.
+    ///
+    /// # Collective Operation
+    /// Every rank calls it with the same `root` and length.
+    pub fn bcast(&self, root: u32, buf: &mut [u8]) -> Result<()> {
+        let mut ep = self.ep();
+        let g = ProtoGroup::world(&ep);
+        skifch::coll::bcast(&g.on(&mut ep), root as usize, buf)?;
+        Ok(())
+    }
+
+    /// Leaves the job (collective: a barrier, then the allocations are unmapped).
+    pub fn finalize(&self) -> Result<()> {
+        self.barrier()?;
+        self.allocs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        Ok(())
+    }
+}

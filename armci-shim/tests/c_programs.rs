@@ -1,0 +1,123 @@
+//! The C ABI from ARMCI C programs: compiles `tests/c/*.c` with `bin/skif-armcicc` (and
+//! once against `libarmci.a`), runs them under `skifrun` with 2–4 ranks on the direct
+//! path and on the message path (`ARMCI_SHIM_RMA=off`, and over `--driver fpga-model`,
+//! which has no RMA), and checks the exit status (the programs exit non-zero on any wrong
+//! value). Bad input must end the job with a message naming the call, nothing written.
+//!
+//! Needs a C compiler (`cc`); without one the tests are skipped with a message.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use skifch_testing::{self as testing, have_cc, Outcome, STATIC_LIBS};
+
+/// Each job must finish within this (they take well under a second).
+const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory holding `libarmci.so`/`.a`, built if missing or stale.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| skifch_testing::c_library_dir(&crate_dir().join("Cargo.toml"), "armci"))
+}
+
+/// Compiles `tests/c/<name>.c` with skif-armcicc (shared) or cc + the static library, to
+/// a file of its own renamed into place (tests running at once may compile the same one).
+fn compile(name: &str, shared: bool) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let lib = lib_dir();
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("armci-c");
+    std::fs::create_dir_all(&out_dir).expect("scratch directory");
+    let exe = out_dir.join(format!("{name}-{}", if shared { "so" } else { "a" }));
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = exe.with_extension(format!("tmp{}-{seq}", std::process::id()));
+    let src = crate_dir().join(format!("tests/c/{name}.c"));
+    let flags = ["-Wall", "-Wextra", "-Werror", "-O1", "-g"];
+    let mut cmd = if shared {
+        let mut c = Command::new(crate_dir().join("bin/skif-armcicc"));
+        c.env("ARMCI_SHIM_LIBDIR", lib)
+            .args(flags)
+            .arg(&src)
+            .arg("-o")
+            .arg(&tmp);
+        c
+    } else {
+        let mut c = Command::new("cc");
+        c.arg("-std=gnu11")
+            .arg("-I")
+            .arg(crate_dir().join("include"))
+            .args(flags)
+            .arg(&src)
+            .arg("-o")
+            .arg(&tmp)
+            .arg(lib.join("libarmci.a"))
+            .args(STATIC_LIBS);
+        c
+    };
+    let out = cmd.output().expect("running the compiler");
+    assert!(
+        out.status.success(),
+        "compiling {name} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(&tmp, &exe).expect("moving the executable into place");
+    exe
+}
+
+fn run(exe: &Path, n: u32, driver: &str, env: &[(&str, &str)], args: &[&str]) -> Outcome {
+    let mut cmd = testing::skifrun_cmd(n, &["--driver", driver], exe);
+    cmd.args(args).envs(env.iter().copied());
+    testing::run_job(cmd, JOB_TIMEOUT)
+}
+
+const DIRECT: &[(&str, &str)] = &[];
+const MESSAGES: &[(&str, &str)] = &[("ARMCI_SHIM_RMA", "off")];
+
+/// Compiles `name` and runs it with 2 and 4 ranks on both paths, with 3 over the
+/// fpga-model driver, then once statically linked.
+fn check_program(name: &str) {
+    if !have_cc() {
+        eprintln!("no C compiler: skipped");
+        return;
+    }
+    let exe = compile(name, true);
+    for (n, driver, env) in [
+        (2, "shm", DIRECT),
+        (4, "shm", DIRECT),
+        (2, "shm", MESSAGES),
+        (4, "shm", MESSAGES),
+        (3, "fpga-model", DIRECT),
+    ] {
+        let o = run(&exe, n, driver, env, &[]);
+        assert!(
+            o.status.success(),
+            "{name} with {n} ranks over {driver} {env:?}: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status,
+            o.stdout,
+            o.stderr
+        );
+    }
+    let stat = compile(name, false);
+    let o = run(&stat, 2, "shm", DIRECT, &[]);
+    assert!(
+        o.status.success(),
+        "{name} (static) with 2 ranks: {}\n{}",
+        o.status,
+        o.stderr
+    );
+}
+
+#[test]
+fn setup_and_memory() {
+    check_program("setup_mem");
+}
+
+#[test]
+fn contiguous_strided_vector_values() {
+    check_program("strided");
+}
