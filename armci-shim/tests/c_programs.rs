@@ -121,3 +121,58 @@ fn setup_and_memory() {
 fn contiguous_strided_vector_values() {
     check_program("strided");
 }
+
+#[test]
+fn accumulate_rmw_mutexes() {
+    check_program("acc_rmw_mutex");
+}
+
+/// Runs `bad_input <case>` on the direct and the message path and checks the message
+/// names `call`, the status is non-zero and (where rank 0 could check) nothing was written.
+fn bad_input(case: &str, call: &str, untouched: bool) {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("bad_input", true);
+    for env in [DIRECT, MESSAGES] {
+        let o = run(&exe, 2, "shm", env, &[case]);
+        let what = format!("{case} {env:?}: {}\n{}", o.status, o.text());
+        assert!(!o.status.success(), "{what}");
+        assert!(o.stderr.contains(&format!("armci: {call}: ")), "{what}");
+        assert!(!o.stdout.contains("returned"), "{what}");
+        if untouched {
+            assert!(o.stdout.contains("rank 0: untouched"), "{what}");
+        }
+    }
+}
+
+#[test]
+fn bad_remote_addresses() {
+    bad_input("outside", "ARMCI_Put", true);
+    bad_input("not_allocated", "ARMCI_Put", true);
+    bad_input("strided_outside", "ARMCI_GetS", true);
+    bad_input("vector", "ARMCI_PutV", true);
+}
+
+#[test]
+fn bad_strides_ranks_types() {
+    bad_input("strides", "ARMCI_PutS", true);
+    bad_input("rank", "ARMCI_Put", true);
+    bad_input("negative_rank", "ARMCI_GetValueInt", true);
+    bad_input("acc_type", "ARMCI_Acc", true);
+}
+
+#[test]
+fn unsupported_calls_and_armci_error() {
+    bad_input("unsupported", "ARMCI_Group_get_world", false);
+    if !have_cc() {
+        return;
+    }
+    let o = run(&compile("bad_input", true), 2, "shm", DIRECT, &["error"]);
+    assert_eq!(o.code(), Some(7), "{}", o.text());
+    assert!(
+        o.stderr.contains("ARMCI_Error: the program gave up 7"),
+        "{}",
+        o.text()
+    );
+}
