@@ -28,10 +28,16 @@ use skifch::Port;
 
 use crate::coll::root_of;
 use crate::comm::{CommData, Mpi};
-use crate::engine::{Envelope, Local, Range, ReqId, Sched};
+use crate::engine::{Envelope, Local, Range, ReqId, Sched, Step};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
 use crate::op::{reducer, ReduceOp};
+
+/// Tags of the nonblocking collectives: `NBC_TAG_BASE - k`, k < `NBC_TAGS` (below the
+/// blocking algorithms' and the communicator calls' negative tags). More than `NBC_TAGS`
+/// collectives running at once on one communicator would share tags.
+const NBC_TAG_BASE: i32 = -0x2000_0000;
+const NBC_TAGS: u32 = 1024;
 
 /// The schedule of one call on communicator `c` with its tag.
 struct Plan<'a> {
@@ -42,7 +48,12 @@ struct Plan<'a> {
 
 impl<'a> Plan<'a> {
     fn new(c: &'a CommData, scratch: usize) -> Self {
-        let tag = (c.coll_seq.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff) as i32;
+        // The communicator's collective counter (every member makes the same calls in the
+        // same order), folded into 1024 negative tags of their own: a tag tells apart the
+        // collectives running at once, and a bounded set keeps the matching tables' keys
+        // (and their queues' allocations) reused instead of one new key per call.
+        let seq = c.coll_seq.fetch_add(1, Ordering::Relaxed);
+        let tag = NBC_TAG_BASE - (seq & (NBC_TAGS - 1)) as i32;
         Plan {
             c,
             tag,
@@ -68,10 +79,27 @@ impl<'a> Plan<'a> {
         recvs: Vec<(Envelope, Range)>,
         ops: Vec<Local>,
     ) {
-        let r = self.s.round();
-        r.sends = sends;
-        r.recvs = recvs;
-        r.ops = ops;
+        // Receives first: posted before this member's sends go.
+        for (e, r) in recvs {
+            self.s.push(Step::Recv(e, r));
+        }
+        for (e, d, r) in sends {
+            self.s.push(Step::Send(e, d, r));
+        }
+        for o in ops {
+            self.s.push(Step::Op(o));
+        }
+        self.s.push(Step::Next);
+    }
+    /// A round of one exchange with `peer` (no allocation beyond the schedule's).
+    fn exchange_round(&mut self, to: usize, out: Range, from: usize, inc: Range, op: Option<Local>) {
+        let (s, v) = (self.tx(to, out), self.rx(from, inc));
+        self.s.push(Step::Recv(v.0, v.1));
+        self.s.push(Step::Send(s.0, s.1, s.2));
+        if let Some(o) = op {
+            self.s.push(Step::Op(o));
+        }
+        self.s.push(Step::Next);
     }
     /// Packs `b` into the scratch at `off`.
     fn load(&mut self, off: usize, b: &UserBuf) -> Result<()> {
@@ -85,7 +113,7 @@ impl<'a> Plan<'a> {
                 "reductions need a predefined or dense derived type".into(),
             ));
         }
-        self.s.red = Some(Box::new(reducer(b.datatype(), op)?));
+        self.s.red = Some(reducer(b.datatype(), op)?);
         Ok(b.packed_len())
     }
 }
@@ -124,9 +152,7 @@ impl<P: Port> Mpi<P> {
         let (r, n) = (p.rank(), p.size());
         let mut d = 1;
         while d < n {
-            let (to, from) = ((r + d) % n, (r + n - d) % n);
-            let (s, v) = (p.tx(to, (0, 0)), p.rx(from, (0, 0)));
-            p.round(vec![s], vec![v], vec![]);
+            p.exchange_round((r + d) % n, (0, 0), (r + n - d) % n, (0, 0), None);
             d *= 2;
         }
         self.start(p)
@@ -345,13 +371,12 @@ impl<P: Port> Mpi<P> {
             let mut d = 1;
             while d < n {
                 let partner = r ^ d;
-                let (s, v) = (p.tx(partner, (0, len)), p.rx(partner, (len, len)));
                 let op = Local::Reduce {
                     src: (len, len),
                     dst: (0, len),
                     src_first: partner < r,
                 };
-                p.round(vec![s], vec![v], vec![op]);
+                p.exchange_round(partner, (0, len), partner, (len, len), Some(op));
                 d *= 2;
             }
             p.s.out.push((recv, 0));

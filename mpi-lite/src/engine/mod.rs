@@ -69,7 +69,7 @@ use protocol::{
     H_SYNC,
 };
 pub use mprobe::MsgId;
-pub use sched::{Local, Range, Round, Sched};
+pub use sched::{Local, Range, Sched, Step};
 pub use state::State;
 use state::{FxMap, Req, ReqKind};
 

@@ -13,8 +13,6 @@
 //! complete — so a nonblocking collective progresses whatever call the program waits in,
 //! and a waiting rank still serves its part of the others' schedules.
 
-use std::collections::VecDeque;
-
 use skifch::coll::Reducer;
 use skifch::Port;
 
@@ -22,6 +20,7 @@ use super::state::{Req, ReqKind, Stash, Unex};
 use super::{Engine, Envelope, Mode, ReqId, State, Status, SENT};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
+use crate::op::Red;
 
 /// A range of the scratch buffer: (offset, length) in bytes.
 pub type Range = (usize, usize);
@@ -47,25 +46,29 @@ pub enum Local {
     },
 }
 
-/// One round: transfers, then local steps.
-#[derive(Debug, Default)]
-pub struct Round {
-    /// (envelope, destination world rank, data).
-    pub sends: Vec<(Envelope, u32, Range)>,
-    /// (envelope, where the data goes; its length must be the message's).
-    pub recvs: Vec<(Envelope, Range)>,
-    /// After all of this round's transfers.
-    pub ops: Vec<Local>,
+/// One step of a schedule. A round is its transfers, then its local steps, then `Next`.
+#[derive(Clone, Copy, Debug)]
+pub enum Step {
+    /// Send a range of the scratch: (envelope, destination world rank, data).
+    Send(Envelope, u32, Range),
+    /// Receive into a range (its length must be the message's).
+    Recv(Envelope, Range),
+    /// A local step, once the round's transfers are complete.
+    Op(Local),
+    /// End of a round.
+    Next,
 }
 
 /// A nonblocking collective's plan (see the module docs).
 pub struct Sched {
     /// Scratch: inputs packed in at the start, results read out at the end.
     pub buf: Vec<u8>,
-    /// Rounds to run, in order.
-    pub rounds: VecDeque<Round>,
+    /// The rounds, flat (one allocation for the whole schedule).
+    steps: Vec<Step>,
+    /// Next step to run.
+    at: usize,
     /// The reduction of `Local::Reduce` steps.
-    pub red: Option<Box<dyn Reducer + Send>>,
+    pub red: Option<Red>,
     /// At the end: each program buffer gets `buf[offset..]` (its packed length).
     pub out: Vec<(UserBuf, usize)>,
 }
@@ -75,16 +78,16 @@ impl Sched {
     pub fn new(len: usize) -> Self {
         Sched {
             buf: vec![0; len],
-            rounds: VecDeque::new(),
+            steps: Vec::with_capacity(8),
+            at: 0,
             red: None,
             out: Vec::new(),
         }
     }
 
-    /// A new round (returned to fill).
-    pub fn round(&mut self) -> &mut Round {
-        self.rounds.push_back(Round::default());
-        self.rounds.back_mut().expect("just pushed")
+    /// Appends a step (rounds end with [`Step::Next`]; transfers before local steps).
+    pub fn push(&mut self, s: Step) {
+        self.steps.push(s);
     }
 
     fn apply(&mut self, op: Local) -> Result<()> {
@@ -134,14 +137,13 @@ fn size_mismatch(got: usize, want: usize) -> Error {
 pub(super) struct Running {
     req: ReqId,
     sched: Sched,
-    sends: Vec<ReqId>,
-    recvs: Vec<(ReqId, Range)>,
-    ops: Vec<Local>,
+    /// The current round's requests (receives with their range of the scratch).
+    pending: Vec<(ReqId, Option<Range>)>,
 }
 
 impl Running {
     fn round_done(&self, s: &State) -> bool {
-        self.sends.iter().all(|&i| s.is_done(i)) && self.recvs.iter().all(|r| s.is_done(r.0))
+        self.pending.iter().all(|r| s.is_done(r.0))
     }
 }
 
@@ -185,9 +187,7 @@ impl<P: Port> Engine<P> {
         let mut run = Running {
             req,
             sched,
-            sends: Vec::new(),
-            recvs: Vec::new(),
-            ops: Vec::new(),
+            pending: Vec::with_capacity(4),
         };
         if !self.step(&mut run)? {
             self.st_mut().colls.push(run);
@@ -239,55 +239,66 @@ impl<P: Port> Engine<P> {
                 self.end(run, Some(e));
                 return Ok(true);
             }
-            let ops = std::mem::take(&mut run.ops);
-            for op in ops {
+            // The finished round's local steps, then its end.
+            while let Some(&Step::Op(op)) = run.sched.steps.get(run.sched.at) {
+                run.sched.at += 1;
                 if let Err(e) = run.sched.apply(op) {
                     self.end(run, Some(e));
                     return Ok(true);
                 }
             }
-            let Some(round) = run.sched.rounds.pop_front() else {
+            if let Some(Step::Next) = run.sched.steps.get(run.sched.at) {
+                run.sched.at += 1;
+            }
+            if run.sched.at >= run.sched.steps.len() {
                 self.end(run, None);
                 return Ok(true);
-            };
-            for (env, r) in round.recvs {
-                // Arrived already (eager): straight into the scratch, no request.
-                if let Some(d) = self.st_mut().take_eager(env) {
-                    if d.len() != r.1 {
-                        self.end(run, Some(size_mismatch(d.len(), r.1)));
-                        return Ok(true);
+            }
+            // The next round's transfers.
+            while let Some(&st) = run.sched.steps.get(run.sched.at) {
+                match st {
+                    Step::Recv(env, r) => {
+                        // Arrived already (eager): straight into the scratch, no request.
+                        if let Some(d) = self.st_mut().take_eager(env) {
+                            if d.len() != r.1 {
+                                self.end(run, Some(size_mismatch(d.len(), r.1)));
+                                return Ok(true);
+                            }
+                            run.sched.buf[r.0..r.0 + r.1].copy_from_slice(d.as_slice());
+                        } else {
+                            let id = self.irecv(env, UserBuf::owned(vec![0; r.1]))?;
+                            run.pending.push((id, Some(r)));
+                        }
                     }
-                    run.sched.buf[r.0..r.0 + r.1].copy_from_slice(d.as_slice());
-                    continue;
+                    Step::Send(env, dst, r) => {
+                        let data = &run.sched.buf[r.0..r.0 + r.1];
+                        // Small: one eager message, no request (as the blocking collectives).
+                        if !self.try_send_eager(env, dst, data)? {
+                            let b = UserBuf::owned(data.to_vec());
+                            let id = self.isend(env, dst, b, Mode::Standard, 0)?;
+                            if id != SENT {
+                                run.pending.push((id, None));
+                            }
+                        }
+                    }
+                    Step::Op(_) | Step::Next => break,
                 }
-                let id = self.irecv(env, UserBuf::owned(vec![0; r.1]))?;
-                run.recvs.push((id, r));
+                run.sched.at += 1;
             }
-            for (env, dst, r) in round.sends {
-                let data = &run.sched.buf[r.0..r.0 + r.1];
-                // Small: one eager message, no request (as the blocking collectives send).
-                if self.try_send_eager(env, dst, data)? {
-                    continue;
-                }
-                let id = self.isend(env, dst, UserBuf::owned(data.to_vec()), Mode::Standard, 0)?;
-                if id != SENT {
-                    run.sends.push(id);
-                }
-            }
-            run.ops = round.ops;
         }
     }
 
     /// Releases the complete round's requests, copying what came into the scratch.
     fn collect(&mut self, run: &mut Running) -> Result<()> {
         let mut first = None;
-        for id in run.sends.drain(..) {
-            if let Err(e) = self.st_mut().finish(id) {
-                first.get_or_insert(e);
-            }
-        }
-        for (id, (off, len)) in run.recvs.drain(..) {
+        for (id, range) in run.pending.drain(..) {
             let s = self.st_mut();
+            let Some((off, len)) = range else {
+                if let Err(e) = s.finish(id) {
+                    first.get_or_insert(e);
+                }
+                continue;
+            };
             let r = s.release(id);
             let got = match (r.err, r.kind) {
                 (Some(e), _) => Err(e),
