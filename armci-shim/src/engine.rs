@@ -539,6 +539,26 @@ impl<P: Port> Armci<P> {
         Ok(())
     }
 
+    /// Reduces `buf` element-wise with `k` over all ranks; every rank gets the result.
+    ///
+    /// # Collective Operation
+    /// Every rank calls it with the same kernel and length.
+    pub fn allreduce(&self, buf: &mut [u8], k: &skifch::coll::Kernel) -> Result<()> {
+        let send = buf.to_vec();
+        let mut ep = self.ep();
+        let g = ProtoGroup::world(&ep);
+        skifch::coll::allreduce(&g.on(&mut ep), &send, buf, k)?;
+        Ok(())
+    }
+
+    /// Every rank's `mine` (at most 120 bytes), in rank order.
+    ///
+    /// # Collective Operation
+    /// Every rank calls it.
+    pub fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        Ok(allgather(&mut self.ep(), mine)?)
+    }
+
     /// Leaves the job (collective: a barrier, then the allocations are unmapped).
     pub fn finalize(&self) -> Result<()> {
         self.barrier()?;

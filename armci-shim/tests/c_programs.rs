@@ -176,3 +176,36 @@ fn unsupported_calls_and_armci_error() {
         o.text()
     );
 }
+
+#[test]
+fn msg_collectives() {
+    check_program("msg");
+}
+
+#[test]
+fn a_dead_rank_is_an_error_not_a_hang() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("dead_peer", true);
+    for (n, driver, env) in [
+        (2, "shm", DIRECT),
+        (3, "shm", MESSAGES),
+        (2, "fpga-model", DIRECT),
+    ] {
+        let o = run(&exe, n, driver, env, &[]);
+        let what = format!(
+            "{n} ranks over {driver} {env:?}: {}\n{}",
+            o.status,
+            o.text()
+        );
+        assert!(!o.status.success(), "{what}");
+        assert!(!o.stdout.contains("without an error"), "{what}");
+        assert!(
+            o.stderr.contains("armci: ARMCI_Get: ")
+                || o.stderr.contains("armci: ARMCI_Put: ")
+                || o.stderr.contains("armci: ARMCI_Fence: "),
+            "{what}"
+        );
+    }
+}

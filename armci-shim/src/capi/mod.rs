@@ -32,6 +32,7 @@ macro_rules! profiled {
     )*};
 }
 
+mod message;
 mod rma;
 mod unsupported;
 

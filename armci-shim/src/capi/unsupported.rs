@@ -47,19 +47,10 @@ unsupported! {
     armci_msg_rcvany => parmci_msg_rcvany;
     armci_msg_group_bcast_scope => parmci_msg_group_bcast_scope;
     armci_msg_sel_scope => parmci_msg_sel_scope;
-    armci_msg_reduce => parmci_msg_reduce;
-    armci_msg_gop_scope => parmci_msg_gop_scope;
-    armci_msg_igop => parmci_msg_igop;
-    armci_msg_lgop => parmci_msg_lgop;
-    armci_msg_llgop => parmci_msg_llgop;
-    armci_msg_fgop => parmci_msg_fgop;
-    armci_msg_dgop => parmci_msg_dgop;
     armci_msg_group_gop_scope => parmci_msg_group_gop_scope;
     armci_msg_group_igop => parmci_msg_group_igop;
     armci_msg_group_lgop => parmci_msg_group_lgop;
     armci_msg_group_llgop => parmci_msg_group_llgop;
     armci_msg_group_fgop => parmci_msg_group_fgop;
     armci_msg_group_dgop => parmci_msg_group_dgop;
-    armci_exchange_address => parmci_exchange_address;
-    armci_msg_bintree => parmci_msg_bintree;
 }

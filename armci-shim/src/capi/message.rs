@@ -1,0 +1,219 @@
+//! The `armci_msg_*` reductions and helpers of message.h (the ARMCI-MPI flavour):
+//! `armci_msg_gop_scope` and its typed forms over [`skifch::coll`]'s all-reduce, with
+//! ARMCI's operator strings (`+`, `*`, `max`, `min`, `absmax`, `absmin`, `or`, `&&`,
+//! `||`); `armci_exchange_address`; `armci_msg_bintree`.
+#![allow(unsafe_code)] // the C ABI: raw pointers from C
+#![allow(clippy::missing_safety_doc)] // documented in message.h
+
+use std::ffi::{c_char, c_int, c_long, c_longlong, c_void, CStr};
+
+use skifch::coll::{DType, Kernel, Op};
+
+use super::{a, ok};
+use crate::{fatal, Error};
+
+/// `enum armci_type_e` of message.h.
+fn dtype(call: &str, ty: c_int) -> DType {
+    match ty {
+        0 => DType::I32,
+        1 | 2 => DType::I64,
+        3 => DType::F32,
+        4 => DType::F64,
+        _ => fatal(
+            call,
+            &Error::BadArgument(format!(
+                "type {ty} is not one of ARMCI_INT/LONG/LONG_LONG/FLOAT/DOUBLE"
+            )),
+        ),
+    }
+}
+
+/// The operation of ARMCI's operator string, and whether inputs are replaced by their
+/// absolute values first (`absmax`, `absmin`).
+fn op(call: &str, s: &str) -> (Op, bool) {
+    match s {
+        "+" | "sum" => (Op::Sum, false),
+        "*" | "mult" => (Op::Prod, false),
+        "max" => (Op::Max, false),
+        "min" => (Op::Min, false),
+        "absmax" => (Op::Max, true),
+        "absmin" => (Op::Min, true),
+        "or" => (Op::Bor, false),
+        "||" => (Op::Lor, false),
+        "&&" => (Op::Land, false),
+        _ => fatal(
+            call,
+            &Error::BadArgument(format!(
+                "operator {s:?} is not one of + * max min absmax absmin or || &&"
+            )),
+        ),
+    }
+}
+
+/// Replaces every element of `b` by its absolute value.
+fn abs(t: DType, b: &mut [u8]) {
+    for e in b.chunks_exact_mut(t.size()) {
+        match t {
+            DType::I32 => {
+                let v = i32::from_ne_bytes(e.try_into().unwrap_or([0; 4]));
+                e.copy_from_slice(&v.wrapping_abs().to_ne_bytes());
+            }
+            DType::I64 => {
+                let v = i64::from_ne_bytes(e.try_into().unwrap_or([0; 8]));
+                e.copy_from_slice(&v.wrapping_abs().to_ne_bytes());
+            }
+            DType::F32 => {
+                let v = f32::from_ne_bytes(e.try_into().unwrap_or([0; 4]));
+                e.copy_from_slice(&v.abs().to_ne_bytes());
+            }
+            _ => {
+                let v = f64::from_ne_bytes(e.try_into().unwrap_or([0; 8]));
+                e.copy_from_slice(&v.abs().to_ne_bytes());
+            }
+        }
+    }
+}
+
+unsafe fn gop(call: &str, scope: c_int, x: *mut c_void, n: c_int, opstr: *const c_char, ty: c_int) {
+    let w = a(call);
+    if scope != 0 {
+        fatal(
+            call,
+            &Error::NotImplemented("reductions with SCOPE_NODE or SCOPE_MASTERS"),
+        );
+    }
+    let t = dtype(call, ty);
+    if opstr.is_null() {
+        fatal(call, &Error::BadArgument("the operator is NULL".into()));
+    }
+    // SAFETY: a NUL-terminated operator string from the caller.
+    let s = unsafe { CStr::from_ptr(opstr) }.to_string_lossy();
+    let (o, absolute) = op(call, &s);
+    let k = ok(call, Kernel::new(t, o).map_err(Error::from));
+    let n = usize::try_from(n)
+        .unwrap_or_else(|_| fatal(call, &Error::BadArgument(format!("negative count {n}"))));
+    if n == 0 {
+        return;
+    }
+    // SAFETY: the caller's array of `n` elements of the type, not referenced elsewhere.
+    let b = unsafe { std::slice::from_raw_parts_mut(x.cast::<u8>(), n * t.size()) };
+    if absolute {
+        abs(t, b);
+    }
+    ok(call, w.allreduce(b, &k));
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_gop_scope(
+    scope: c_int,
+    x: *mut c_void,
+    n: c_int,
+    op: *mut c_char,
+    ty: c_int,
+) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { gop("armci_msg_gop_scope", scope, x, n, op, ty) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_reduce(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { gop("armci_msg_reduce", 0, x, n, op, ty) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_igop(x: *mut c_int, n: c_int, op: *mut c_char) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { gop("armci_msg_igop", 0, x.cast(), n, op, 0) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_lgop(x: *mut c_long, n: c_int, op: *mut c_char) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { gop("armci_msg_lgop", 0, x.cast(), n, op, 1) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_llgop(x: *mut c_longlong, n: c_int, op: *mut c_char) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { gop("armci_msg_llgop", 0, x.cast(), n, op, 2) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_fgop(x: *mut f32, n: c_int, op: *mut c_char) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { gop("armci_msg_fgop", 0, x.cast(), n, op, 3) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_dgop(x: *mut f64, n: c_int, op: *mut c_char) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { gop("armci_msg_dgop", 0, x.cast(), n, op, 4) }
+}
+
+/// Fills `ptr_ar[r]` of every rank `r` with that rank's own `ptr_ar[r]` (`n` = ranks).
+#[no_mangle]
+pub unsafe extern "C" fn parmci_exchange_address(ptr_ar: *mut *mut c_void, n: c_int) {
+    let call = "armci_exchange_address";
+    let w = a(call);
+    if ptr_ar.is_null() || n != w.nproc() as c_int {
+        fatal(
+            call,
+            &Error::BadArgument(format!(
+                "an array of {n} pointers for {} processes",
+                w.nproc()
+            )),
+        );
+    }
+    // SAFETY: the caller's array of one pointer per process.
+    let mine = unsafe { *ptr_ar.add(w.me() as usize) } as usize;
+    let all = ok(call, w.allgather(&(mine as u64).to_le_bytes()));
+    for (r, b) in all.iter().enumerate() {
+        let v = b
+            .get(..8)
+            .and_then(|s| s.try_into().ok())
+            .map_or(0, u64::from_le_bytes);
+        // SAFETY: as above.
+        unsafe { *ptr_ar.add(r) = v as usize as *mut c_void };
+    }
+}
+
+/// This rank's place in the binary tree over all ranks rooted at 0 (-1: none).
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_bintree(
+    scope: c_int,
+    root: *mut c_int,
+    up: *mut c_int,
+    left: *mut c_int,
+    right: *mut c_int,
+) {
+    let call = "armci_msg_bintree";
+    let w = a(call);
+    if scope != 0 {
+        fatal(
+            call,
+            &Error::NotImplemented("armci_msg_bintree with SCOPE_NODE or SCOPE_MASTERS"),
+        );
+    }
+    let (me, n) = (w.me() as c_int, w.nproc() as c_int);
+    let child = |c: c_int| if c < n { c } else { -1 };
+    // SAFETY: the caller's four int pointers (NULL skipped).
+    unsafe {
+        for (p, v) in [
+            (root, 0),
+            (up, if me == 0 { -1 } else { (me - 1) / 2 }),
+            (left, child(2 * me + 1)),
+            (right, child(2 * me + 2)),
+        ] {
+            if !p.is_null() {
+                *p = v;
+            }
+        }
+    }
+}
+
+profiled! {
+    armci_msg_gop_scope => parmci_msg_gop_scope(scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int);
+    armci_msg_reduce => parmci_msg_reduce(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int);
+    armci_msg_igop => parmci_msg_igop(x: *mut c_int, n: c_int, op: *mut c_char);
+    armci_msg_lgop => parmci_msg_lgop(x: *mut c_long, n: c_int, op: *mut c_char);
+    armci_msg_llgop => parmci_msg_llgop(x: *mut c_longlong, n: c_int, op: *mut c_char);
+    armci_msg_fgop => parmci_msg_fgop(x: *mut f32, n: c_int, op: *mut c_char);
+    armci_msg_dgop => parmci_msg_dgop(x: *mut f64, n: c_int, op: *mut c_char);
+    armci_exchange_address => parmci_exchange_address(ptr_ar: *mut *mut c_void, n: c_int);
+    armci_msg_bintree => parmci_msg_bintree(scope: c_int, root: *mut c_int, up: *mut c_int, left: *mut c_int, right: *mut c_int);
+}
