@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use memmap2::{MmapOptions, MmapRaw};
 use skifch::coll::ProtoGroup;
-use skifch::proto::Endpoint;
+use skifch::proto::{Endpoint, ProgressThread};
 use skifch::rma::{self, amo_at, Amo, MappedWindow, Rma};
 use skifch::{Driver, Job, Port, Waiter};
 
@@ -34,6 +34,9 @@ pub struct Options {
     /// The driver's RMA provider ([`skifch::Job::rma`]) if it should be used; a provider
     /// without load/store access is not (the message path serves then).
     pub rma: Option<Arc<dyn Rma>>,
+    /// Start a progress thread on the message path, so that a rank computing outside the
+    /// library still serves the others' requests (its memory, the mutexes it hosts).
+    pub progress_thread: bool,
 }
 
 /// A read-modify-write operation (`enum ARMCI_Rmw_e`).
@@ -91,7 +94,9 @@ pub struct Armci<P: Port> {
     n: u32,
     path: Path,
     rma: Option<Arc<dyn Rma>>,
-    ep: Mutex<Endpoint<P, Ctx>>,
+    /// The endpoint, shared with the progress thread.
+    ep: Arc<Mutex<Endpoint<P, Ctx>>>,
+    progress: Mutex<Option<ProgressThread>>,
     /// The channel's waiter, for the job-wide lost-rank check ([`Armci::alive`]).
     lost: P::Waiter,
     /// Allocations by sequence number (the same on every rank: allocation is collective).
@@ -135,7 +140,10 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
-impl<P: Port + 'static> Armci<P> {
+impl<P: Port + 'static> Armci<P>
+where
+    P: Send,
+{
     /// Joins rank `job.rank()` of `job.size()` (collective: every rank calls it; returns
     /// after a barrier). Opens port 3 as a [`skifch::proto`] endpoint.
     pub fn new<D: Driver<Port = P>>(job: &Job<D>, opts: Options) -> Result<Arc<Self>> {
@@ -156,12 +164,19 @@ impl<P: Port + 'static> Armci<P> {
                 ep.max_inline()
             ));
         }
+        let ep = Arc::new(Mutex::new(ep));
+        let progress = if opts.progress_thread && !direct {
+            Some(ProgressThread::start_default(ep.clone())?)
+        } else {
+            None
+        };
         Ok(Arc::new(Armci {
             me,
             n,
             path: if direct { Path::Direct } else { Path::Messages },
             rma: if direct { rma } else { None },
-            ep: Mutex::new(ep),
+            ep,
+            progress: Mutex::new(progress),
             lost,
             allocs: RwLock::new(BTreeMap::new()),
             next_id: Mutex::new(0),
@@ -559,9 +574,18 @@ impl<P: Port> Armci<P> {
         Ok(allgather(&mut self.ep(), mine)?)
     }
 
-    /// Leaves the job (collective: a barrier, then the allocations are unmapped).
+    /// Leaves the job (collective: a barrier, then the progress thread stops and the
+    /// allocations are unmapped).
     pub fn finalize(&self) -> Result<()> {
         self.barrier()?;
+        let t = self
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(t) = t {
+            t.stop()?;
+        }
         self.allocs
             .write()
             .unwrap_or_else(|p| p.into_inner())

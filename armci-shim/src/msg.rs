@@ -100,10 +100,14 @@ fn get<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> CommResult<()
         _ => return io.reply_error(to, "a get without address and length"),
     };
     match inside(ctx, addr, len) {
-        // SAFETY: `p..p+len` lies in a live allocation of this rank; the slice lives only
-        // while the reply is copied into the channel (remote writes to it arrive through
-        // this same thread's handlers, so none runs meanwhile).
-        Ok(p) => io.reply(to, 0, &[], unsafe { std::slice::from_raw_parts(p, len) }),
+        Ok(p) => {
+            // Copied out first: the owner (or, with a progress thread, the application
+            // thread) may write the memory meanwhile, so it is never borrowed as a slice.
+            let mut out = vec![0u8; len];
+            // SAFETY: `p..p+len` lies in a live allocation of this rank (checked).
+            unsafe { skifch::mem::copy_move(p, out.as_mut_ptr(), len) };
+            io.reply(to, 0, &[], &out)
+        }
         Err(e) => io.reply_error(to, &e.to_string()),
     }
 }

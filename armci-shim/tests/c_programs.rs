@@ -209,3 +209,29 @@ fn a_dead_rank_is_an_error_not_a_hang() {
         );
     }
 }
+
+#[test]
+fn a_computing_rank_does_not_stall_the_others() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("progress", true);
+    let thread = [("ARMCI_SHIM_PROGRESS_THREAD", "1")];
+    let thread_msg = [
+        ("ARMCI_SHIM_PROGRESS_THREAD", "1"),
+        ("ARMCI_SHIM_RMA", "off"),
+    ];
+    for (n, driver, env) in [
+        (3, "shm", &[][..]),
+        (3, "shm", &thread_msg[..]),
+        (3, "fpga-model", &thread[..]),
+    ] {
+        let o = run(&exe, n, driver, env, &[]);
+        assert!(
+            o.status.success(),
+            "{driver} {env:?}: {}\n{}",
+            o.status,
+            o.text()
+        );
+    }
+}

@@ -70,7 +70,18 @@ fn do_init(call: &str) -> c_int {
     // The driver says whether it offers load/store RMA; ARMCI_SHIM_RMA=off forces messages.
     let off = std::env::var("ARMCI_SHIM_RMA").is_ok_and(|v| v == "off" || v == "0");
     let rma = if off { None } else { job.rma() };
-    let armci = ok(call, Armci::new(&job, Options { rma }));
+    let progress_thread =
+        std::env::var("ARMCI_SHIM_PROGRESS_THREAD").is_ok_and(|v| v == "1" || v == "on");
+    let armci = ok(
+        call,
+        Armci::new(
+            &job,
+            Options {
+                rma,
+                progress_thread,
+            },
+        ),
+    );
     let st = Box::new(State { armci, _job: job });
     STATE.store(Box::into_raw(st), Ordering::Release);
     // SAFETY: registers a plain extern "C" function.
