@@ -10,6 +10,11 @@ static int calls;
 static void isum(void *in, void *inout, int *len, MPI_Datatype *dt) {
     calls++;
     CHECK(*dt == MPI_INT);
+    /* MPI inside a user operation (mpi4py's callbacks size their buffers so). */
+    MPI_Aint lb, ext;
+    int sz;
+    CHECK(MPI_Type_get_extent(*dt, &lb, &ext) == MPI_SUCCESS && ext == sizeof(int));
+    CHECK(MPI_Type_size(*dt, &sz) == MPI_SUCCESS && sz == sizeof(int));
     for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
 }
 

@@ -31,6 +31,23 @@ fn user(op: c_int) -> Option<(MPI_User_function, bool)> {
     table().get(i).copied().flatten()
 }
 
+thread_local! {
+    /// Depth of user operations running on this thread (inside a reduction, which holds
+    /// the library's lock).
+    static IN_OP: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A predefined datatype for a query made by a user operation while its reduction holds
+/// the library's lock (mpi4py's callbacks ask `MPI_Type_get_extent` of the type they are
+/// given): predefined types need no state. `None` outside user operations or for derived
+/// types, which then take the ordinary path.
+pub(crate) fn type_in_op(t: c_int) -> Option<&'static mpi_lite::datatype::Datatype> {
+    if IN_OP.with(|c| c.get()) == 0 || t <= 0 {
+        return None;
+    }
+    mpi_lite::datatype::Datatype::basic_at(t as usize - 1).filter(|_| (t as usize) < crate::state::h::FIRST_USER_TYPE)
+}
+
 /// The operation of handle `op`, applied to elements of datatype handle `dt` (a user
 /// function is called with that handle, as MPI requires).
 pub(crate) fn op_of(op: c_int, dt: c_int) -> Result<ReduceOp> {
@@ -41,6 +58,7 @@ pub(crate) fn op_of(op: c_int, dt: c_int) -> Result<ReduceOp> {
         user(op).ok_or_else(|| Error::Op(format!("operation handle {op} is not valid")))?;
     let call: UserFn = Arc::new(move |a: &[u8], inout: &mut [u8], n: usize| {
         let (mut len, mut d) = (n as c_int, dt);
+        IN_OP.with(|c| c.set(c.get() + 1));
         // SAFETY: the program's function with MPI's arguments: `n` elements at each
         // address (`a` is only read by a correct function: MPI's `invec`), the count and
         // the datatype handle, all valid for the call.
@@ -51,7 +69,8 @@ pub(crate) fn op_of(op: c_int, dt: c_int) -> Result<ReduceOp> {
                 &mut len,
                 &mut d,
             )
-        }
+        };
+        IN_OP.with(|c| c.set(c.get() - 1));
     });
     Ok(ReduceOp::User {
         f: call,
@@ -94,7 +113,13 @@ mpi_fn!(MPI_Op_free, PMPI_Op_free, (op: *mut c_int) -> c_int {
 
 mpi_fn!(MPI_Op_commutative, PMPI_Op_commutative, (op: c_int, commute: *mut c_int) -> c_int {
     call_pure("MPI_Op_commutative", || {
-        let c = op_of(op, 0)?.commutative();
+        // MPI_REPLACE and MPI_NO_OP (one-sided only) do not commute.
+        let c = match op {
+            1..=12 => true,
+            13 | 14 => false,
+            o if o >= FIRST_USER_OP => op_of(o, 0)?.commutative(),
+            o => return Err(Error::Op(format!("MPI_Op_commutative: {o} is not an operation"))),
+        };
         // SAFETY: the caller's int.
         unsafe { put(commute, c as c_int, "commute") }
     })

@@ -586,6 +586,10 @@ mpi_fn!(MPI_Cancel, PMPI_Cancel, (request: *mut c_int) -> c_int {
     call("MPI_Cancel", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request.
         let mut r = [unsafe { get(request, "request")? }];
+        if r[0] == h::REQUEST_NULL {
+            // MPI-3.1 §3.8.4: the argument must be a request, MPI_REQUEST_NULL is not one.
+            return Err(Error::Request("MPI_Cancel of MPI_REQUEST_NULL".into()));
+        }
         view(&mut r, |r| match r[0] {
             h::REQUEST_NULL => Ok(()), // an inactive persistent request: nothing runs
             x => st.mpi.engine().cancel(req_id(x)?),

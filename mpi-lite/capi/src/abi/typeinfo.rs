@@ -204,8 +204,7 @@ mpi_fn!(MPI_Type_match_size, PMPI_Type_match_size, (typeclass: c_int, size: c_in
 });
 
 mpi_fn!(MPI_Type_get_extent_x, PMPI_Type_get_extent_x, (datatype: c_int, lb: *mut i64, extent: *mut i64) -> c_int {
-    call("MPI_Type_get_extent_x", h::COMM_WORLD, |st| {
-        let d = st.dtype_any(datatype)?;
+    super::types::query("MPI_Type_get_extent_x", datatype, |d| {
         // SAFETY: the caller's MPI_Counts.
         unsafe {
             put(lb, d.lb() as i64, "lb")?;
@@ -216,8 +215,8 @@ mpi_fn!(MPI_Type_get_extent_x, PMPI_Type_get_extent_x, (datatype: c_int, lb: *mu
 
 mpi_fn!(MPI_Type_get_true_extent_x, PMPI_Type_get_true_extent_x, (datatype: c_int, true_lb: *mut i64,
         true_extent: *mut i64) -> c_int {
-    call("MPI_Type_get_true_extent_x", h::COMM_WORLD, |st| {
-        let (l, e) = st.dtype_any(datatype)?.true_extent();
+    super::types::query("MPI_Type_get_true_extent_x", datatype, |d| {
+        let (l, e) = d.true_extent();
         // SAFETY: the caller's MPI_Counts.
         unsafe {
             put(true_lb, l as i64, "true_lb")?;

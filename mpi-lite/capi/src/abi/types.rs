@@ -29,6 +29,17 @@ fn rec(d: Result<Datatype>, combiner: Combiner, ints: Vec<i32>, aints: Vec<isize
     d.map(|d| d.with_contents(Contents { combiner, ints, aints, types }))
 }
 
+/// A query of datatype `t`: answered without the library's lock for a predefined type
+/// asked from inside a user operation (see `ops::type_in_op`), else as any call.
+pub(crate) fn query(name: &'static str, t: c_int, f: impl FnOnce(&Datatype) -> Result<()>) -> c_int {
+    if let Some(d) = super::ops::type_in_op(t) {
+        // The reduction holds the lock: an error is returned (its handler cannot be
+        // consulted without the lock).
+        return f(d).map_or_else(|e| crate::errors::code_of(&e), |()| mpi_lite::error::class::SUCCESS);
+    }
+    call(name, h::COMM_WORLD, |st| f(&st.dtype_any(t)?))
+}
+
 fn lens(v: &[c_int], what: &str) -> Result<Vec<usize>> {
     v.iter()
         .map(|&n| {
@@ -199,8 +210,8 @@ mpi_fn!(MPI_Type_free, PMPI_Type_free, (datatype: *mut c_int) -> c_int {
 });
 
 mpi_fn!(MPI_Type_size, PMPI_Type_size, (datatype: c_int, size: *mut c_int) -> c_int {
-    call("MPI_Type_size", h::COMM_WORLD, |st| {
-        let s = st.dtype_any(datatype)?.size();
+    query("MPI_Type_size", datatype, |d| {
+        let s = d.size();
         let s = c_int::try_from(s).unwrap_or(-32766); // MPI_UNDEFINED: use MPI_Type_size_x
         // SAFETY: the caller's int.
         unsafe { put(size, s, "size") }
@@ -208,16 +219,15 @@ mpi_fn!(MPI_Type_size, PMPI_Type_size, (datatype: c_int, size: *mut c_int) -> c_
 });
 
 mpi_fn!(MPI_Type_size_x, PMPI_Type_size_x, (datatype: c_int, size: *mut i64) -> c_int {
-    call("MPI_Type_size_x", h::COMM_WORLD, |st| {
-        let s = st.dtype_any(datatype)?.size() as i64;
+    query("MPI_Type_size_x", datatype, |d| {
+        let s = d.size() as i64;
         // SAFETY: the caller's MPI_Count.
         unsafe { put(size, s, "size") }
     })
 });
 
 mpi_fn!(MPI_Type_get_extent, PMPI_Type_get_extent, (datatype: c_int, lb: *mut isize, extent: *mut isize) -> c_int {
-    call("MPI_Type_get_extent", h::COMM_WORLD, |st| {
-        let d = st.dtype_any(datatype)?;
+    query("MPI_Type_get_extent", datatype, |d| {
         // SAFETY: the caller's MPI_Aints.
         unsafe {
             put(lb, d.lb(), "lb")?;
@@ -228,8 +238,8 @@ mpi_fn!(MPI_Type_get_extent, PMPI_Type_get_extent, (datatype: c_int, lb: *mut is
 
 mpi_fn!(MPI_Type_get_true_extent, PMPI_Type_get_true_extent, (datatype: c_int, true_lb: *mut isize,
         true_extent: *mut isize) -> c_int {
-    call("MPI_Type_get_true_extent", h::COMM_WORLD, |st| {
-        let (l, e) = st.dtype_any(datatype)?.true_extent();
+    query("MPI_Type_get_true_extent", datatype, |d| {
+        let (l, e) = d.true_extent();
         // SAFETY: the caller's MPI_Aints.
         unsafe {
             put(true_lb, l, "true_lb")?;
