@@ -26,7 +26,7 @@
 //! fence on the direct path and free on the message path.
 //!
 //! ## Where things are
-//! [`engine`] (the rank's state, allocation, contiguous put/get/acc/rmw, barrier),
+//! [`global`] (the Rust API: typed collective allocations, shapes), [`engine`] (the rank's state, allocation, contiguous put/get/acc/rmw, barrier),
 //! [`strided`] (stride descriptors: checks and iteration), [`acc`] (accumulate kernels),
 //! [`mutex`] (ARMCI mutexes), [`msg`] (the message path's handlers). The C ABI
 //! (`src/capi/`) only translates C arguments to these and errors to ARMCI's convention.
@@ -40,12 +40,14 @@
 pub mod acc;
 mod capi;
 pub mod engine;
+pub mod global;
 pub mod msg;
 pub mod mutex;
 pub mod strided;
 
 pub use acc::AccType;
 pub use engine::{Armci, Options, Path, Rmw};
+pub use global::{AccElem, Elem, Global, Shape};
 pub use strided::Strided;
 
 /// Errors of the ARMCI library.
