@@ -5,7 +5,6 @@
 #![allow(clippy::too_many_arguments)]
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use mpi_lite::datatype::{Basic, Datatype};
 use mpi_lite::mem::UserBuf;
@@ -67,31 +66,6 @@ macro_rules! mpi_fn {
     };
 }
 pub(crate) use mpi_fn;
-
-/// The name of the call holding the state lock (last entered): `(address << 16) | length`
-/// of a `&'static str`, 0 if unknown; one word so a reader never sees half an update.
-static IN_CALL: AtomicU64 = AtomicU64::new(0);
-
-/// Records the call now holding the state lock (`state::call`).
-#[inline]
-pub(crate) fn note_call(name: &'static str) {
-    let (p, n) = (name.as_ptr() as u64, name.len() as u64);
-    // Fits on every 64-bit target with 48-bit user addresses; else "unknown".
-    let w = if p >> 48 == 0 && n < 1 << 16 { p << 16 | n } else { 0 };
-    IN_CALL.store(w, Ordering::Relaxed);
-}
-
-/// The call last recorded by [`note_call`] (for the concurrent-entry message).
-pub(crate) fn current_call() -> &'static str {
-    let w = IN_CALL.load(Ordering::Relaxed);
-    if w == 0 {
-        return "an MPI call";
-    }
-    let (p, n) = ((w >> 16) as usize as *const u8, (w & 0xffff) as usize);
-    // SAFETY: `w` was made by `note_call` from a `&'static str` (address and length in one
-    // atomic word): the bytes are valid UTF-8 for the whole program.
-    unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(p, n)) }
-}
 
 /// `MPI_Status` of `mpi.h`.
 #[repr(C)]
