@@ -220,7 +220,9 @@ fn rsmpi_crate_builds_and_runs() {
     let Some(libclang) = libclang else {
         return skip("rsmpi needs libclang for bindgen (install libclang1 and libclang-common-dev, or set LIBCLANG_PATH)");
     };
-    let target = scratch().join("rsmpi-target");
+    // Per mpi.h: mpi-sys makes its bindings once per target directory (its build script
+    // does not watch the header), so a changed header needs a fresh one.
+    let target = scratch().join(format!("rsmpi-target-{}", header_tag()));
     let manifest = clients().join("rsmpi/Cargo.toml");
     let mut build = Command::new(env!("CARGO"));
     build

@@ -14,7 +14,7 @@ fn main() {
     let (rank, size) = (world.rank(), world.size());
     let next = world.process_at_rank((rank + 1) % size);
     let prev = world.process_at_rank((rank + size - 1) % size);
-    let (got, _) = mpi::point_to_point::send_receive(&rank, &next, &prev);
+    let (got, _): (i32, _) = mpi::point_to_point::send_receive(&rank, &next, &prev);
     assert_eq!(got, (rank + size - 1) % size);
     let mut v = if rank == 0 { [7u64, 8, 9] } else { [0; 3] };
     world.process_at_rank(0).broadcast_into(&mut v[..]);
