@@ -4,7 +4,7 @@
  * ARMCI_X calls PARMCI_X. Calls the library does not implement yet exist and fail with
  * "armci: <call>: ... is not implemented" (see armci-shim/README.md for the list).
  * Errors follow ARMCI: a failed call prints "armci: <call>: <why>" and exits with status 1.
- * Groups carry no MPI communicator here (ARMCI_Group is opaque). */
+ * Groups carry no MPI communicator here (ARMCI_Group's fields are the library's). */
 #ifndef _ARMCI_H_
 #define _ARMCI_H_
 
@@ -133,7 +133,7 @@ enum ARMCI_Rmw_e { ARMCI_FETCH_AND_ADD, ARMCI_FETCH_AND_ADD_LONG,
                    ARMCI_SWAP, ARMCI_SWAP_LONG };
 int   ARMCI_Rmw(int op, void *ploc, void *prem, int value, int proc);
 
-/* Groups (not implemented yet; see the README) */
+/* Groups: impl and grp_to_abs are the library's; rank is -1 outside the group */
 typedef struct {
     void *impl;
     int  *grp_to_abs;

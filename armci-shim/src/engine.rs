@@ -59,6 +59,9 @@ struct Alloc {
     bases: Vec<(usize, usize)>,
     /// Every rank's block mapped here (direct path; empty on the message path).
     win: MappedWindow,
+    /// Accessed through `win`; false: by messages (the message path, and group
+    /// allocations, which `rma::expose` cannot make: it is collective over the job).
+    direct: bool,
     /// This rank's block on the message path.
     _mem: Option<MmapRaw>,
 }
@@ -66,6 +69,8 @@ struct Alloc {
 /// A remote range found in an allocation.
 #[derive(Clone, Copy, Debug)]
 pub struct Target {
+    /// Reached through the window (direct path) rather than by messages.
+    direct: bool,
     alloc: u64,
     proc: u32,
     addr: usize,
@@ -73,6 +78,15 @@ pub struct Target {
 }
 
 impl Target {
+    /// How this target is reached.
+    pub fn path(self) -> Path {
+        if self.direct {
+            Path::Direct
+        } else {
+            Path::Messages
+        }
+    }
+
     /// The address in the target's address space.
     pub fn addr(self) -> usize {
         self.addr
@@ -101,10 +115,14 @@ pub struct Armci<P: Port> {
     lost: P::Waiter,
     /// Allocations by sequence number (the same on every rank: allocation is collective).
     allocs: RwLock<BTreeMap<u64, Alloc>>,
-    next_id: Mutex<u64>,
+    /// Allocations made: (world, group).
+    next_id: Mutex<(u64, u64)>,
     /// Largest payload of one request on the message path.
     chunk: usize,
     pub(crate) mutexes: Mutex<Option<crate::mutex::Mutexes>>,
+    /// Groups created so far in each parent group, by the parent's id (names the next
+    /// group).
+    pub(crate) groups: Mutex<std::collections::HashMap<u32, u32>>,
 }
 
 /// Largest payload of one message-path request (as skifshmem's aggregated puts: fewer
@@ -179,9 +197,10 @@ where
             progress: Mutex::new(progress),
             lost,
             allocs: RwLock::new(BTreeMap::new()),
-            next_id: Mutex::new(0),
+            next_id: Mutex::new((0, 0)),
             chunk,
             mutexes: Mutex::new(None),
+            groups: Mutex::new(std::collections::HashMap::new()),
         }))
     }
 }
@@ -245,12 +264,7 @@ impl<P: Port> Armci<P> {
                 (win, None, base)
             }
             None => {
-                let m = MmapOptions::new()
-                    .len(len.max(1))
-                    .map_anon()
-                    .map_err(|e| skifch::Error::os("mapping an ARMCI allocation", e))?;
-                let m = MmapRaw::from(m);
-                let b = m.as_mut_ptr() as usize;
+                let (m, b) = Self::private_block(len)?;
                 (MappedWindow::empty(self.me), Some(m), b)
             }
         };
@@ -265,10 +279,27 @@ impl<P: Port> Armci<P> {
         if len > 0 && self.path == Path::Messages {
             ep.ctx_mut().push((base, len));
         }
+        self.insert_alloc(bases.clone(), win, mem, self.path == Path::Direct, false);
+        ep.barrier()?;
+        Ok(bases)
+    }
+
+    /// Records a new allocation (every rank's block; this rank's mapping or memory).
+    pub(crate) fn insert_alloc(
+        &self,
+        bases: Vec<(usize, usize)>,
+        win: MappedWindow,
+        mem: Option<MmapRaw>,
+        direct: bool,
+        group: bool,
+    ) {
+        // World allocations are numbered alike on every rank (ARMCI_Free compares the
+        // numbers); group allocations, made by some ranks only, count apart.
         let id = {
             let mut n = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
-            *n += 1;
-            *n
+            let c = if group { &mut n.1 } else { &mut n.0 };
+            *c += 1;
+            *c | if group { 1 << 63 } else { 0 }
         };
         self.allocs
             .write()
@@ -276,13 +307,24 @@ impl<P: Port> Armci<P> {
             .insert(
                 id,
                 Alloc {
-                    bases: bases.clone(),
+                    bases,
+                    direct,
                     win,
                     _mem: mem,
                 },
             );
-        ep.barrier()?;
-        Ok(bases)
+    }
+
+    /// Private, zeroed memory of `len` bytes (at least one page) served to peers by
+    /// messages; its address.
+    pub(crate) fn private_block(len: usize) -> Result<(MmapRaw, usize)> {
+        let m = MmapOptions::new()
+            .len(len.max(1))
+            .map_anon()
+            .map_err(|e| skifch::Error::os("mapping an ARMCI allocation", e))?;
+        let m = MmapRaw::from(m);
+        let b = m.as_mut_ptr() as usize;
+        Ok((m, b))
     }
 
     /// Collective free of the allocation whose base on this rank is `base` (0 names the
@@ -292,14 +334,7 @@ impl<P: Port> Armci<P> {
     /// # Collective Operation
     /// Every rank calls it; it starts with a barrier (every access to the block is over).
     pub fn free(&self, base: usize) -> Result<()> {
-        let id = {
-            let a = self.allocs.read().unwrap_or_else(|p| p.into_inner());
-            let me = self.me as usize;
-            a.iter()
-                .rev()
-                .find(|(_, x)| x.bases[me].0 == base && (base != 0 || x.bases[me].1 == 0))
-                .map(|(&id, _)| id)
-        };
+        let id = self.find_alloc(base);
         let mut ep = self.ep();
         ep.barrier()?;
         let all = allgather(&mut ep, &id.unwrap_or(0).to_le_bytes())?;
@@ -314,6 +349,23 @@ impl<P: Port> Armci<P> {
                 self.me
             )));
         }
+        self.remove_alloc(&mut ep, id);
+        Ok(())
+    }
+
+    /// The live allocation whose base on this rank is `base` (0: the most recent one in
+    /// which this rank has no memory).
+    pub(crate) fn find_alloc(&self, base: usize) -> Option<u64> {
+        let a = self.allocs.read().unwrap_or_else(|p| p.into_inner());
+        let me = self.me as usize;
+        a.iter()
+            .rev()
+            .find(|(_, x)| x.bases[me].0 == base && (base != 0 || x.bases[me].1 == 0))
+            .map(|(&id, _)| id)
+    }
+
+    /// Forgets allocation `id` (its memory is unmapped; the handlers stop serving it).
+    pub(crate) fn remove_alloc(&self, ep: &mut Endpoint<P, Ctx>, id: u64) {
         let gone = self
             .allocs
             .write()
@@ -323,7 +375,6 @@ impl<P: Port> Armci<P> {
             let mine = g.bases[self.me as usize];
             ep.ctx_mut().retain(|&b| b != mine);
         }
-        Ok(())
     }
 
     /// Where `len` bytes at `addr` of rank `proc` are: in which allocation, at which
@@ -335,6 +386,7 @@ impl<P: Port> Armci<P> {
             let off = addr.wrapping_sub(b);
             if l > 0 && off < l && len <= l - off {
                 return Ok(Target {
+                    direct: x.direct,
                     alloc: id,
                     proc,
                     addr,
@@ -365,7 +417,7 @@ impl<P: Port> Armci<P> {
         if len == 0 {
             return Ok(());
         }
-        match self.path {
+        match t.path() {
             Path::Direct => {
                 let d = self.mapped(t, len)?;
                 // SAFETY: `d..d+len` is in a live mapping (reach); the caller vouches for src.
@@ -394,7 +446,7 @@ impl<P: Port> Armci<P> {
         if len == 0 {
             return Ok(());
         }
-        match self.path {
+        match t.path() {
             Path::Direct => {
                 self.alive()?;
                 let s = self.mapped(t, len)?;
@@ -438,7 +490,7 @@ impl<P: Port> Armci<P> {
         if len == 0 {
             return Ok(());
         }
-        match self.path {
+        match t.path() {
             Path::Direct => {
                 self.alive()?;
                 let d = self.mapped(t, len)?;
@@ -476,7 +528,7 @@ impl<P: Port> Armci<P> {
                 t.addr
             )));
         }
-        match self.path {
+        match t.path() {
             Path::Direct => {
                 self.alive()?;
                 let p = self.mapped(t, width)?;
@@ -537,9 +589,7 @@ impl<P: Port> Armci<P> {
 
     /// Serves requests from peers once (message path), without waiting.
     pub fn poll(&self) -> Result<()> {
-        if self.path == Path::Messages {
-            self.ep().poll()?;
-        }
+        self.ep().poll()?;
         Ok(())
     }
 

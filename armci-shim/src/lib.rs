@@ -41,6 +41,7 @@ pub mod acc;
 mod capi;
 pub mod engine;
 pub mod global;
+pub mod group;
 pub mod msg;
 pub mod mutex;
 pub mod strided;
@@ -48,6 +49,7 @@ pub mod strided;
 pub use acc::AccType;
 pub use engine::{Armci, Options, Path, Rmw};
 pub use global::{AccElem, Elem, Global, Shape};
+pub use group::Group;
 pub use strided::Strided;
 
 /// Errors of the ARMCI library.

@@ -164,7 +164,7 @@ fn bad_strides_ranks_types() {
 
 #[test]
 fn unsupported_calls_and_armci_error() {
-    bad_input("unsupported", "ARMCI_Group_get_world", false);
+    bad_input("unsupported", "armci_msg_snd", false);
     if !have_cc() {
         return;
     }
@@ -234,4 +234,9 @@ fn a_computing_rank_does_not_stall_the_others() {
             o.text()
         );
     }
+}
+
+#[test]
+fn groups_and_group_allocation() {
+    check_program("groups");
 }

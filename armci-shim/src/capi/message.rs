@@ -74,7 +74,15 @@ fn abs(t: DType, b: &mut [u8]) {
     }
 }
 
-unsafe fn gop(call: &str, scope: c_int, x: *mut c_void, n: c_int, opstr: *const c_char, ty: c_int) {
+pub(super) unsafe fn gop(
+    call: &str,
+    scope: c_int,
+    x: *mut c_void,
+    n: c_int,
+    opstr: *const c_char,
+    ty: c_int,
+    group: Option<&crate::group::Group>,
+) {
     let w = a(call);
     if scope != 0 {
         fatal(
@@ -100,7 +108,10 @@ unsafe fn gop(call: &str, scope: c_int, x: *mut c_void, n: c_int, opstr: *const 
     if absolute {
         abs(t, b);
     }
-    ok(call, w.allreduce(b, &k));
+    match group {
+        Some(g) => ok(call, w.group_allreduce(g, b, &k)),
+        None => ok(call, w.allreduce(b, &k)),
+    }
 }
 
 #[no_mangle]
@@ -112,37 +123,37 @@ pub unsafe extern "C" fn parmci_msg_gop_scope(
     ty: c_int,
 ) {
     // SAFETY: forwards the caller's contract.
-    unsafe { gop("armci_msg_gop_scope", scope, x, n, op, ty) }
+    unsafe { gop("armci_msg_gop_scope", scope, x, n, op, ty, None) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn parmci_msg_reduce(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) {
     // SAFETY: forwards the caller's contract.
-    unsafe { gop("armci_msg_reduce", 0, x, n, op, ty) }
+    unsafe { gop("armci_msg_reduce", 0, x, n, op, ty, None) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn parmci_msg_igop(x: *mut c_int, n: c_int, op: *mut c_char) {
     // SAFETY: forwards the caller's contract.
-    unsafe { gop("armci_msg_igop", 0, x.cast(), n, op, 0) }
+    unsafe { gop("armci_msg_igop", 0, x.cast(), n, op, 0, None) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn parmci_msg_lgop(x: *mut c_long, n: c_int, op: *mut c_char) {
     // SAFETY: forwards the caller's contract.
-    unsafe { gop("armci_msg_lgop", 0, x.cast(), n, op, 1) }
+    unsafe { gop("armci_msg_lgop", 0, x.cast(), n, op, 1, None) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn parmci_msg_llgop(x: *mut c_longlong, n: c_int, op: *mut c_char) {
     // SAFETY: forwards the caller's contract.
-    unsafe { gop("armci_msg_llgop", 0, x.cast(), n, op, 2) }
+    unsafe { gop("armci_msg_llgop", 0, x.cast(), n, op, 2, None) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn parmci_msg_fgop(x: *mut f32, n: c_int, op: *mut c_char) {
     // SAFETY: forwards the caller's contract.
-    unsafe { gop("armci_msg_fgop", 0, x.cast(), n, op, 3) }
+    unsafe { gop("armci_msg_fgop", 0, x.cast(), n, op, 3, None) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn parmci_msg_dgop(x: *mut f64, n: c_int, op: *mut c_char) {
     // SAFETY: forwards the caller's contract.
-    unsafe { gop("armci_msg_dgop", 0, x.cast(), n, op, 4) }
+    unsafe { gop("armci_msg_dgop", 0, x.cast(), n, op, 4, None) }
 }
 
 /// Fills `ptr_ar[r]` of every rank `r` with that rank's own `ptr_ar[r]` (`n` = ranks).

@@ -32,6 +32,7 @@ macro_rules! profiled {
     )*};
 }
 
+mod group;
 mod message;
 mod rma;
 mod unsupported;
@@ -164,6 +165,10 @@ pub unsafe extern "C" fn PARMCI_Malloc(base_ptrs: *mut *mut c_void, size: c_long
     if base_ptrs.is_null() {
         fatal(call, &Error::BadArgument("base_ptrs is NULL".into()));
     }
+    if let Some(g) = group::default_group().filter(|g| *g != w.world_group()) {
+        // SAFETY: forwards the caller's contract (an array of one pointer per member).
+        return unsafe { group::malloc_group(call, base_ptrs, size, &g) };
+    }
     let bases = ok(call, w.malloc(bytes(call, size)));
     for (i, b) in bases.iter().enumerate() {
         // SAFETY: the caller passes an array of one pointer per process.
@@ -175,7 +180,11 @@ pub unsafe extern "C" fn PARMCI_Malloc(base_ptrs: *mut *mut c_void, size: c_long
 #[no_mangle]
 pub extern "C" fn PARMCI_Free(ptr: *mut c_void) -> c_int {
     let call = "ARMCI_Free";
-    ok(call, a(call).free(ptr as usize));
+    let w = a(call);
+    match group::default_group().filter(|g| *g != w.world_group()) {
+        Some(g) => ok(call, w.free_group(&g, ptr as usize)),
+        None => ok(call, w.free(ptr as usize)),
+    }
     0
 }
 

@@ -61,8 +61,7 @@ int main(int argc, char **argv) {
             int one = 1;
             ARMCI_Acc(17, &one, src, mine, 8, 0);
         } else if (!strcmp(c, "unsupported")) {
-            ARMCI_Group world;
-            ARMCI_Group_get_world(&world);
+            armci_msg_snd(1, src, 8, 1);
         } else if (!strcmp(c, "error")) {
             ARMCI_Error("the program gave up", 7);
         }
