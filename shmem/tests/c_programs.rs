@@ -29,54 +29,44 @@ fn lib_dir() -> &'static Path {
 
 /// Compiles `tests/c/<name>.c` with skif-oshcc (shared) or cc + the static library.
 /// Tests running at once may compile the same program (the fpga-model test and the
-/// program's own): each compiles to a file of its own and renames it into place, so no
-/// test ever starts a half-written executable.
+/// program's own): [`testing::build_exe`].
 fn compile(name: &str, shared: bool) -> PathBuf {
     compile_with(name, shared, "", &[])
 }
 
 /// As [`compile`] with extra compiler arguments, to `<name><tag>-so`/`-a`.
 fn compile_with(name: &str, shared: bool, tag: &str, extra: &[&str]) -> PathBuf {
-    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let lib = lib_dir();
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c");
     std::fs::create_dir_all(&out_dir).expect("scratch directory");
     let exe = out_dir.join(format!("{name}{tag}-{}", if shared { "so" } else { "a" }));
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = exe.with_extension(format!("tmp{}-{seq}", std::process::id()));
     let src = crate_dir().join(format!("tests/c/{name}.c"));
     let flags = ["-Wall", "-Wextra", "-Werror", "-O1", "-g"];
-    let mut cmd = if shared {
-        let mut c = Command::new(crate_dir().join("bin/skif-oshcc"));
-        c.env("SKIFSHMEM_LIBDIR", lib)
-            .args(flags)
-            .args(extra)
-            .arg(&src)
-            .arg("-o")
-            .arg(&tmp);
-        c
-    } else {
-        let mut c = Command::new("cc");
-        c.arg("-std=gnu11")
-            .arg("-I")
-            .arg(crate_dir().join("include"))
-            .args(flags)
-            .args(extra)
-            .arg(&src)
-            .arg("-o")
-            .arg(&tmp)
-            .arg(lib.join("libskifshmem.a"))
-            .args(STATIC_LIBS);
-        c
-    };
-    let out = cmd.output().expect("running the compiler");
-    assert!(
-        out.status.success(),
-        "compiling {name} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::rename(&tmp, &exe).expect("moving the executable into place");
-    exe
+    testing::build_exe(&exe, name, |out| {
+        if shared {
+            let mut c = Command::new(crate_dir().join("bin/skif-oshcc"));
+            c.env("SKIFSHMEM_LIBDIR", lib)
+                .args(flags)
+                .args(extra)
+                .arg(&src)
+                .arg("-o")
+                .arg(out);
+            c
+        } else {
+            let mut c = Command::new("cc");
+            c.arg("-std=gnu11")
+                .arg("-I")
+                .arg(crate_dir().join("include"))
+                .args(flags)
+                .args(extra)
+                .arg(&src)
+                .arg("-o")
+                .arg(out)
+                .arg(lib.join("libskifshmem.a"))
+                .args(STATIC_LIBS);
+            c
+        }
+    })
 }
 
 /// Runs `exe args` under `skifrun -n <n>` with extra environment, killed after JOB_TIMEOUT.
