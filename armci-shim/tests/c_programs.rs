@@ -240,3 +240,8 @@ fn a_computing_rank_does_not_stall_the_others() {
 fn groups_and_group_allocation() {
     check_program("groups");
 }
+
+#[test]
+fn smp_domains() {
+    check_program("domain");
+}

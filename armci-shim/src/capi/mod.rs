@@ -32,6 +32,7 @@ macro_rules! profiled {
     )*};
 }
 
+mod domain;
 mod group;
 mod message;
 mod rma;

@@ -19,13 +19,6 @@ macro_rules! unsupported {
 }
 
 unsupported! {
-    ARMCI_Same_node => PARMCI_Same_node;
-    armci_domain_nprocs => parmci_domain_nprocs;
-    armci_domain_id => parmci_domain_id;
-    armci_domain_glob_proc_id => parmci_domain_glob_proc_id;
-    armci_domain_my_id => parmci_domain_my_id;
-    armci_domain_count => parmci_domain_count;
-    armci_domain_same_id => parmci_domain_same_id;
     armci_msg_snd => parmci_msg_snd;
     armci_msg_rcv => parmci_msg_rcv;
     armci_msg_rcvany => parmci_msg_rcvany;
