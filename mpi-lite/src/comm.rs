@@ -599,19 +599,19 @@ impl<P: Port> Mpi<P> {
                 c.size()
             )));
         }
-        let color = if (c.rank as i64) < n { 0 } else { UNDEFINED };
+        let topo = Topology::Cart {
+            dims: dims.to_vec(),
+            periods: periods.to_vec(),
+        };
+        self.topo_sub(c, n as usize, topo)
+    }
+
+    /// The first `n` ranks of `c` (n ≤ its size) as a new communicator with `topo`, the
+    /// others `None` (no reordering): what the topology constructors build.
+    fn topo_sub(&self, c: &CommData, n: usize, topo: Topology) -> Result<Option<Arc<CommData>>> {
+        let color = if c.rank < n { 0 } else { UNDEFINED };
         let sub = self.split(c, color, c.rank as i32)?;
-        Ok(sub.map(|s| {
-            Arc::new(CommData::new(
-                s.ctx,
-                s.group.clone(),
-                s.rank,
-                Some(Topology::Cart {
-                    dims: dims.to_vec(),
-                    periods: periods.to_vec(),
-                }),
-            ))
-        }))
+        Ok(sub.map(|s| Arc::new(CommData::new(s.ctx, s.group.clone(), s.rank, Some(topo)))))
     }
 
     /// `MPI_Graph_create` (no reordering, MPI-3.1 §7.5.3): the first `index.len()` ranks of
@@ -635,19 +635,11 @@ impl<P: Port> Mpi<P> {
                 "MPI_Graph_create: index must be non-decreasing up to the edge count, edges name nodes".into(),
             ));
         }
-        let color = if c.rank < n { 0 } else { UNDEFINED };
-        let sub = self.split(c, color, c.rank as i32)?;
-        Ok(sub.map(|s| {
-            Arc::new(CommData::new(
-                s.ctx,
-                s.group.clone(),
-                s.rank,
-                Some(Topology::Graph {
-                    index: index.to_vec(),
-                    edges: edges.to_vec(),
-                }),
-            ))
-        }))
+        let topo = Topology::Graph {
+            index: index.to_vec(),
+            edges: edges.to_vec(),
+        };
+        self.topo_sub(c, n, topo)
     }
 
     /// `MPI_Dist_graph_create` (MPI-3.1 §7.5.4): each process gives some edges (source,
