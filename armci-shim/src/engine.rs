@@ -166,7 +166,7 @@ where
     /// after a barrier). Opens port 3 as a [`skifch::proto`] endpoint.
     pub fn new<D: Driver<Port = P>>(job: &Job<D>, opts: Options) -> Result<Arc<Self>> {
         let (me, n) = (job.rank(), job.size());
-        let mut ep = Endpoint::open_with(job, PORT, Ctx::new())?;
+        let mut ep = Endpoint::open_with(job, PORT, Ctx::default())?;
         msg::install(&mut ep)?;
         ep.barrier()?;
         // Every rank takes the same path: direct only if every rank has load/store RMA.
@@ -277,7 +277,7 @@ impl<P: Port> Armci<P> {
             .map(|b| (u64_at(b, 0) as usize, u64_at(b, 1) as usize))
             .collect();
         if len > 0 && self.path == Path::Messages {
-            ep.ctx_mut().push((base, len));
+            ep.ctx_mut().allocs.push((base, len));
         }
         self.insert_alloc(bases.clone(), win, mem, self.path == Path::Direct, false);
         ep.barrier()?;
@@ -373,7 +373,7 @@ impl<P: Port> Armci<P> {
             .remove(&id);
         if let Some(g) = gone {
             let mine = g.bases[self.me as usize];
-            ep.ctx_mut().retain(|&b| b != mine);
+            ep.ctx_mut().allocs.retain(|&b| b != mine);
         }
     }
 
@@ -622,6 +622,35 @@ impl<P: Port> Armci<P> {
     /// Every rank calls it.
     pub fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
         Ok(allgather(&mut self.ep(), mine)?)
+    }
+
+    /// Sends `data` to `to` with `tag` (`armci_msg_snd`); returns once it is on its way.
+    pub fn send_msg(&self, to: u32, tag: u32, data: &[u8]) -> Result<()> {
+        Ok(self.ep().send(to, msg::H_MSG, tag, &[], data)?)
+    }
+
+    /// Waits for the first message tagged `tag` from `from` (any rank if `None`), copies
+    /// it into `buf`, and returns its length and sender; a message longer than `buf` is
+    /// an error (and is consumed).
+    pub fn recv_msg(&self, tag: u32, from: Option<u32>, buf: &mut [u8]) -> Result<(usize, u32)> {
+        let matches = move |l: &msg::Letter| l.tag == tag && from.is_none_or(|f| l.src == f);
+        let mut ep = self.ep();
+        ep.progress_until_peer(|ep| ep.ctx().inbox.iter().any(matches), None, from)?;
+        let ctx = ep.ctx_mut();
+        let i = ctx.inbox.iter().position(matches).unwrap_or(0);
+        let Some(l) = ctx.inbox.remove(i) else {
+            return Err(Error::Protocol("a received message vanished".into()));
+        };
+        if l.data.len() > buf.len() {
+            return Err(Error::BadArgument(format!(
+                "a {}-byte message from process {} does not fit the {}-byte buffer",
+                l.data.len(),
+                l.src,
+                buf.len()
+            )));
+        }
+        buf[..l.data.len()].copy_from_slice(&l.data);
+        Ok((l.data.len(), l.src))
     }
 
     /// Leaves the job (collective: a barrier, then the progress thread stops and the

@@ -153,7 +153,7 @@ impl<P: Port> Armci<P> {
             let mut ep = self.ep();
             skifch::coll::allgather(&pg.on(&mut ep), &mine, &mut all)?;
             if len > 0 {
-                ep.ctx_mut().push((base, len));
+                ep.ctx_mut().allocs.push((base, len));
             }
         }
         let mut bases = vec![(0usize, 0usize); self.nproc() as usize];

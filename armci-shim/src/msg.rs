@@ -11,6 +11,7 @@
 //! | [`H_GET`] | – | addr, len | – | data |
 //! | [`H_ACC`] | type | addr, scale₀, scale₁ | source elements | – |
 //! | [`H_AMO`] | width | addr, code, operand | – | old value (8 bytes) |
+//! | [`H_MSG`] | tag | – | the message (one-way; long ones land in a vector) | – |
 #![allow(unsafe_code)] // the target's own allocations, reached by address
 
 use skifch::proto::{Am, Io, Phase};
@@ -28,8 +29,28 @@ pub const H_ACC: u8 = 3;
 /// Atomic (read-modify-write).
 pub const H_AMO: u8 = 4;
 
-/// The handlers' context: this rank's live allocations (local address, length).
-pub type Ctx = Vec<(usize, usize)>;
+/// Point-to-point message (`armci_msg_snd`).
+pub const H_MSG: u8 = 5;
+
+/// The handlers' context.
+#[derive(Debug, Default)]
+pub struct Ctx {
+    /// This rank's live allocations (local address, length).
+    pub allocs: Vec<(usize, usize)>,
+    /// Point-to-point messages arrived and not yet received, in arrival order.
+    pub inbox: std::collections::VecDeque<Letter>,
+}
+
+/// A point-to-point message (`armci_msg_snd`), waiting for `armci_msg_rcv`.
+#[derive(Debug)]
+pub struct Letter {
+    /// The sender.
+    pub src: u32,
+    /// The sender's tag.
+    pub tag: u32,
+    /// The bytes.
+    pub data: Vec<u8>,
+}
 
 fn bad(why: String) -> CommError {
     CommError::InvalidArgument(why.into())
@@ -38,7 +59,8 @@ fn bad(why: String) -> CommError {
 /// The local address of `len` bytes at `addr` if inside one allocation.
 fn inside(ctx: &Ctx, addr: u64, len: usize) -> CommResult<*mut u8> {
     let a = addr as usize;
-    ctx.iter()
+    ctx.allocs
+        .iter()
         .find(|&&(b, l)| a >= b && a.checked_add(len).is_some_and(|e| e <= b + l))
         .map(|_| a as *mut u8)
         .ok_or_else(|| {
@@ -64,6 +86,7 @@ pub fn install<P: Port>(ep: &mut skifch::proto::Endpoint<P, Ctx>) -> CommResult<
     ep.register(H_GET, get)?;
     ep.register(H_ACC, accumulate)?;
     ep.register(H_AMO, atomic)?;
+    ep.register(H_MSG, letter)?;
     Ok(())
 }
 
@@ -162,4 +185,24 @@ fn atomic<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> CommResult
         }
         Err(e) => io.reply_error(to, &e.to_string()),
     }
+}
+
+fn letter<P: Port>(ctx: &mut Ctx, _io: &mut Io<'_, P>, am: &Am<'_>) -> CommResult<()> {
+    let data = match am.phase() {
+        Phase::Whole => am.payload().to_vec(),
+        Phase::LongStart { total } => {
+            am.place(skifch::proto::Landing::vec(total as usize));
+            return Ok(());
+        }
+        Phase::LongDone { .. } => am
+            .take_landing()
+            .and_then(skifch::proto::Landing::into_vec)
+            .ok_or_else(|| bad("a long message without its data".into()))?,
+    };
+    ctx.inbox.push_back(Letter {
+        src: am.src(),
+        tag: am.arg(),
+        data,
+    });
+    Ok(())
 }

@@ -164,7 +164,7 @@ fn bad_strides_ranks_types() {
 
 #[test]
 fn unsupported_calls_and_armci_error() {
-    bad_input("unsupported", "armci_msg_snd", false);
+    bad_input("unsupported", "armci_msg_sel_scope", false);
     if !have_cc() {
         return;
     }
@@ -244,4 +244,9 @@ fn groups_and_group_allocation() {
 #[test]
 fn smp_domains() {
     check_program("domain");
+}
+
+#[test]
+fn point_to_point_messages() {
+    check_program("p2p");
 }

@@ -1,7 +1,8 @@
 //! The `armci_msg_*` reductions and helpers of message.h (the ARMCI-MPI flavour):
 //! `armci_msg_gop_scope` and its typed forms over [`skifch::coll`]'s all-reduce, with
 //! ARMCI's operator strings (`+`, `*`, `max`, `min`, `absmax`, `absmin`, `or`, `&&`,
-//! `||`); `armci_exchange_address`; `armci_msg_bintree`.
+//! `||`); `armci_exchange_address`; `armci_msg_bintree`; point-to-point
+//! `armci_msg_snd`/`rcv`/`rcvany` (one-way messages queued by the receiver's handler).
 #![allow(unsafe_code)] // the C ABI: raw pointers from C
 #![allow(clippy::missing_safety_doc)] // documented in message.h
 
@@ -156,6 +157,85 @@ pub unsafe extern "C" fn parmci_msg_dgop(x: *mut f64, n: c_int, op: *mut c_char)
     unsafe { gop("armci_msg_dgop", 0, x.cast(), n, op, 4, None) }
 }
 
+/// `len` as bytes, or a fatal error.
+fn len_of(call: &str, len: c_int) -> usize {
+    usize::try_from(len)
+        .unwrap_or_else(|_| fatal(call, &Error::BadArgument(format!("negative length {len}"))))
+}
+
+/// `tag` as the wire's tag, or a fatal error.
+fn tag_of(call: &str, tag: c_int) -> u32 {
+    u32::try_from(tag)
+        .unwrap_or_else(|_| fatal(call, &Error::BadArgument(format!("negative tag {tag}"))))
+}
+
+/// Sends `len` bytes to `to` with `tag`.
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_snd(tag: c_int, buf: *mut c_void, len: c_int, to: c_int) {
+    let call = "armci_msg_snd";
+    let w = a(call);
+    let to = ok(call, w.proc(to.into()));
+    let n = len_of(call, len);
+    let data: &[u8] = if n == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's buffer of `len` bytes.
+        unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) }
+    };
+    ok(call, w.send_msg(to, tag_of(call, tag), data));
+}
+
+unsafe fn rcv(
+    call: &str,
+    tag: c_int,
+    buf: *mut c_void,
+    buflen: c_int,
+    msglen: *mut c_int,
+    from: Option<c_int>,
+) -> c_int {
+    let w = a(call);
+    let from = from.map(|f| ok(call, w.proc(f.into())));
+    let n = len_of(call, buflen);
+    let mut empty = [0u8; 0];
+    let b: &mut [u8] = if n == 0 {
+        &mut empty
+    } else {
+        // SAFETY: the caller's buffer of `buflen` bytes, not referenced elsewhere.
+        unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) }
+    };
+    let (len, src) = ok(call, w.recv_msg(tag_of(call, tag), from, b));
+    if !msglen.is_null() {
+        // SAFETY: the caller's int.
+        unsafe { *msglen = len as c_int };
+    }
+    src as c_int
+}
+
+/// Receives the next message tagged `tag` from `from`.
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_rcv(
+    tag: c_int,
+    buf: *mut c_void,
+    buflen: c_int,
+    msglen: *mut c_int,
+    from: c_int,
+) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { rcv("armci_msg_rcv", tag, buf, buflen, msglen, Some(from)) };
+}
+
+/// Receives the next message tagged `tag` from any process; returns the sender.
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_rcvany(
+    tag: c_int,
+    buf: *mut c_void,
+    buflen: c_int,
+    msglen: *mut c_int,
+) -> c_int {
+    // SAFETY: forwards the caller's contract.
+    unsafe { rcv("armci_msg_rcvany", tag, buf, buflen, msglen, None) }
+}
+
 /// Fills `ptr_ar[r]` of every rank `r` with that rank's own `ptr_ar[r]` (`n` = ranks).
 #[no_mangle]
 pub unsafe extern "C" fn parmci_exchange_address(ptr_ar: *mut *mut c_void, n: c_int) {
@@ -218,6 +298,9 @@ pub unsafe extern "C" fn parmci_msg_bintree(
 }
 
 profiled! {
+    armci_msg_snd => parmci_msg_snd(tag: c_int, buf: *mut c_void, len: c_int, to: c_int);
+    armci_msg_rcv => parmci_msg_rcv(tag: c_int, buf: *mut c_void, buflen: c_int, msglen: *mut c_int, from: c_int);
+    armci_msg_rcvany => parmci_msg_rcvany(tag: c_int, buf: *mut c_void, buflen: c_int, msglen: *mut c_int) -> c_int;
     armci_msg_gop_scope => parmci_msg_gop_scope(scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int);
     armci_msg_reduce => parmci_msg_reduce(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int);
     armci_msg_igop => parmci_msg_igop(x: *mut c_int, n: c_int, op: *mut c_char);

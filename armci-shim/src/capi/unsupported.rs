@@ -19,8 +19,5 @@ macro_rules! unsupported {
 }
 
 unsupported! {
-    armci_msg_snd => parmci_msg_snd;
-    armci_msg_rcv => parmci_msg_rcv;
-    armci_msg_rcvany => parmci_msg_rcvany;
     armci_msg_sel_scope => parmci_msg_sel_scope;
 }

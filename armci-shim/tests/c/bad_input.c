@@ -61,7 +61,8 @@ int main(int argc, char **argv) {
             int one = 1;
             ARMCI_Acc(17, &one, src, mine, 8, 0);
         } else if (!strcmp(c, "unsupported")) {
-            armci_msg_snd(1, src, 8, 1);
+            int x = 1;
+            armci_msg_sel_scope(SCOPE_ALL, &x, 1, "max", ARMCI_INT, 1);
         } else if (!strcmp(c, "error")) {
             ARMCI_Error("the program gave up", 7);
         }
