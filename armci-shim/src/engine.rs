@@ -616,6 +616,18 @@ impl<P: Port> Armci<P> {
         Ok(())
     }
 
+    /// Every rank's `mine` (the same length on every rank), concatenated in rank order.
+    ///
+    /// # Collective Operation
+    /// Every rank calls it with the same length.
+    pub fn allgather_equal(&self, mine: &[u8]) -> Result<Vec<u8>> {
+        let mut all = vec![0u8; mine.len() * self.n as usize];
+        let mut ep = self.ep();
+        let g = ProtoGroup::world(&ep);
+        skifch::coll::allgather(&g.on(&mut ep), mine, &mut all)?;
+        Ok(all)
+    }
+
     /// Every rank's `mine` (at most 120 bytes), in rank order.
     ///
     /// # Collective Operation

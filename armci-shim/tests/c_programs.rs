@@ -164,7 +164,7 @@ fn bad_strides_ranks_types() {
 
 #[test]
 fn unsupported_calls_and_armci_error() {
-    bad_input("unsupported", "armci_msg_sel_scope", false);
+    bad_input("unsupported", "armci_msg_bcast_scope", false);
     if !have_cc() {
         return;
     }

@@ -157,6 +157,84 @@ pub unsafe extern "C" fn parmci_msg_dgop(x: *mut f64, n: c_int, op: *mut c_char)
     unsafe { gop("armci_msg_dgop", 0, x.cast(), n, op, 4, None) }
 }
 
+/// `armci_msg_sel_scope`: among the processes that `contribute`, the one whose first
+/// element of `x` (of `type`) is the least (`op` "min") or greatest ("max") — the lowest
+/// rank on ties — gives its whole `n`-byte buffer `x` to every process.
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_sel_scope(
+    scope: c_int,
+    x: *mut c_void,
+    n: c_int,
+    op: *mut c_char,
+    ty: c_int,
+    contribute: c_int,
+) {
+    let call = "armci_msg_sel_scope";
+    let w = a(call);
+    if scope != 0 {
+        fatal(
+            call,
+            &Error::NotImplemented("armci_msg_sel_scope with SCOPE_NODE or SCOPE_MASTERS"),
+        );
+    }
+    let t = dtype(call, ty);
+    if op.is_null() {
+        fatal(call, &Error::BadArgument("the operator is NULL".into()));
+    }
+    // SAFETY: a NUL-terminated operator string from the caller.
+    let max = match unsafe { CStr::from_ptr(op) }.to_bytes() {
+        b"max" => true,
+        b"min" => false,
+        o => fatal(
+            call,
+            &Error::BadArgument(format!(
+                "operator {:?} is not min or max",
+                String::from_utf8_lossy(o)
+            )),
+        ),
+    };
+    let n = len_of(call, n);
+    if n < t.size() {
+        fatal(
+            call,
+            &Error::BadArgument(format!("a {n}-byte buffer holds no {t:?} key")),
+        );
+    }
+    // SAFETY: the caller's buffer of `n` bytes, not referenced elsewhere.
+    let b = unsafe { std::slice::from_raw_parts_mut(x.cast::<u8>(), n) };
+    let mut mine = vec![u8::from(contribute != 0)];
+    mine.extend_from_slice(b);
+    let all = ok(call, w.allgather_equal(&mine));
+    let cmp = |x: &[u8], y: &[u8]| -> std::cmp::Ordering {
+        let (x, y) = (&x[1..1 + t.size()], &y[1..1 + t.size()]);
+        let w4 = |k: &[u8]| -> [u8; 4] { k.try_into().unwrap_or([0; 4]) };
+        let w8 = |k: &[u8]| -> [u8; 8] { k.try_into().unwrap_or([0; 8]) };
+        match t {
+            DType::I32 => i32::from_ne_bytes(w4(x)).cmp(&i32::from_ne_bytes(w4(y))),
+            DType::F32 => f32::from_ne_bytes(w4(x)).total_cmp(&f32::from_ne_bytes(w4(y))),
+            DType::F64 => f64::from_ne_bytes(w8(x)).total_cmp(&f64::from_ne_bytes(w8(y))),
+            _ => i64::from_ne_bytes(w8(x)).cmp(&i64::from_ne_bytes(w8(y))),
+        }
+    };
+    let mut best: Option<&[u8]> = None;
+    for s in all.chunks_exact(n + 1).filter(|s| s[0] == 1) {
+        let better = best.is_none_or(|b| {
+            let o = cmp(s, b);
+            if max {
+                o.is_gt()
+            } else {
+                o.is_lt()
+            }
+        });
+        if better {
+            best = Some(s);
+        }
+    }
+    if let Some(s) = best {
+        b.copy_from_slice(&s[1..]);
+    }
+}
+
 /// `len` as bytes, or a fatal error.
 fn len_of(call: &str, len: c_int) -> usize {
     usize::try_from(len)
@@ -298,6 +376,7 @@ pub unsafe extern "C" fn parmci_msg_bintree(
 }
 
 profiled! {
+    armci_msg_sel_scope => parmci_msg_sel_scope(scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int);
     armci_msg_snd => parmci_msg_snd(tag: c_int, buf: *mut c_void, len: c_int, to: c_int);
     armci_msg_rcv => parmci_msg_rcv(tag: c_int, buf: *mut c_void, buflen: c_int, msglen: *mut c_int, from: c_int);
     armci_msg_rcvany => parmci_msg_rcvany(tag: c_int, buf: *mut c_void, buflen: c_int, msglen: *mut c_int) -> c_int;

@@ -4,8 +4,9 @@
 //! before `ARMCI_Init` or after `ARMCI_Finalize` fail the same way.
 //!
 //! This file: setup, memory, ordering and the `armci_msg_*` calls that are built;
-//! [`rma`]: data movement, handles, values, read-modify-write and mutexes;
-//! [`unsupported`]: the calls of the interface not built yet (each fails naming itself).
+//! [`rma`]: data movement, handles, values, read-modify-write and mutexes; [`group`]:
+//! groups; [`message`]: the other `armci_msg_*` calls; [`domain`]: topology. A part not
+//! built (the node scopes) fails naming its call with [`Error::NotImplemented`].
 #![allow(unsafe_code)] // the C ABI: raw pointers from C
 #![allow(clippy::missing_safety_doc)] // documented in armci.h and ARMCI's documentation
 
@@ -36,7 +37,6 @@ mod domain;
 mod group;
 mod message;
 mod rma;
-mod unsupported;
 
 type A = Armci<DefaultPort>;
 

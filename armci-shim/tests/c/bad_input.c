@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
             ARMCI_Acc(17, &one, src, mine, 8, 0);
         } else if (!strcmp(c, "unsupported")) {
             int x = 1;
-            armci_msg_sel_scope(SCOPE_ALL, &x, 1, "max", ARMCI_INT, 1);
+            armci_msg_bcast_scope(SCOPE_NODE, &x, sizeof x, 0);
         } else if (!strcmp(c, "error")) {
             ARMCI_Error("the program gave up", 7);
         }

@@ -66,6 +66,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2 * n; i++) if (all[i] >= 0) cnt[all[i]]++;
     for (int r = 1; r < n; r++) CHECK(cnt[r] == 1);
     CHECK(cnt[0] == 0);
+    /* sel: the contributor with the greatest key gives its whole buffer */
+    struct { long key; long payload[3]; } sel = {me == 0 ? 5 : me * 10, {me, me + 1, me + 2}};
+    armci_msg_sel_scope(SCOPE_ALL, &sel, sizeof sel, "max", ARMCI_LONG, me != n - 1);
+    int win = n == 2 ? 0 : n - 2;
+    CHECK(sel.key == (win == 0 ? 5 : win * 10) && sel.payload[0] == win && sel.payload[2] == win + 2);
+    double dsel[2] = {(double)(n - me), (double)me};
+    armci_msg_sel(dsel, sizeof dsel, "min", ARMCI_DOUBLE, 1);
+    CHECK(dsel[0] == 1.0 && dsel[1] == n - 1);
     armci_msg_barrier();
     ARMCI_Finalize();
     armci_msg_finalize();
