@@ -92,13 +92,11 @@ unsafe fn ranks(call: &str, n: c_int, list: *const c_int) -> Vec<u32> {
         .collect()
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PARMCI_Group_create(n: c_int, list: *mut c_int, out: *mut ArmciGroup) {
-    let call = "ARMCI_Group_create";
+/// The group of `list[0..n]` (ranks in `parent`) within `parent`, into `out`.
+unsafe fn create(call: &str, n: c_int, list: *const c_int, out: *mut ArmciGroup, parent: Group) {
     let w = a(call);
     // SAFETY: forwards the caller's contract.
     let members = unsafe { ranks(call, n, list) };
-    let parent = default_group().unwrap_or_else(|| w.world_group());
     let members = members
         .iter()
         .map(|&r| {
@@ -118,6 +116,16 @@ pub unsafe extern "C" fn PARMCI_Group_create(n: c_int, list: *mut c_int, out: *m
     unsafe { fill(call, out, g) }
 }
 
+/// Collective over the default group; `list` holds ranks of the default group.
+#[no_mangle]
+pub unsafe extern "C" fn PARMCI_Group_create(n: c_int, list: *mut c_int, out: *mut ArmciGroup) {
+    let call = "ARMCI_Group_create";
+    let parent = default_group().unwrap_or_else(|| a(call).world_group());
+    // SAFETY: forwards the caller's contract.
+    unsafe { create(call, n, list, out, parent) }
+}
+
+/// Collective over `parent`; `list` holds ranks of `parent`.
 #[no_mangle]
 pub unsafe extern "C" fn PARMCI_Group_create_child(
     n: c_int,
@@ -126,26 +134,10 @@ pub unsafe extern "C" fn PARMCI_Group_create_child(
     parent: *mut ArmciGroup,
 ) {
     let call = "ARMCI_Group_create_child";
-    let w = a(call);
+    // SAFETY: the caller's parent group.
+    let parent = unsafe { group(call, parent) }.clone();
     // SAFETY: forwards the caller's contract.
-    let (members, parent) = unsafe { (ranks(call, n, list), group(call, parent).clone()) };
-    let members = members
-        .iter()
-        .map(|&r| {
-            *parent.members().get(r as usize).unwrap_or_else(|| {
-                fatal(
-                    call,
-                    &Error::BadProc {
-                        proc: r.into(),
-                        n: parent.members().len() as u32,
-                    },
-                )
-            })
-        })
-        .collect::<Vec<_>>();
-    let g = ok(call, w.group_create(&parent, &members));
-    // SAFETY: the caller's group to fill.
-    unsafe { fill(call, out, g) }
+    unsafe { create(call, n, list, out, parent) }
 }
 
 #[no_mangle]
