@@ -246,12 +246,9 @@ impl<P: Port> Armci<P> {
             return Ok(());
         }
         let t = self.locate(proc, self.elem_addr(g, proc, at)?, d.dst_extent())?;
-        let s = src.as_ptr().cast::<u8>();
-        d.for_each(|so, doff, n| {
-            // SAFETY: `so + n` is within `src` (extent checked); the target was located
-            // for the whole destination extent.
-            unsafe { self.put_to(s.add(so), t.at(doff), n) }
-        })
+        // SAFETY: `src` spans the source extent (checked); the target was located for
+        // the whole destination extent.
+        unsafe { self.put_strided(src.as_ptr().cast(), &d, t) }
     }
 
     /// Strided get: the `shape` block of rank `proc`'s block from element `at` into `dst`.
@@ -273,12 +270,9 @@ impl<P: Port> Armci<P> {
             return Ok(());
         }
         let t = self.locate(proc, self.elem_addr(g, proc, at)?, d.src_extent())?;
-        let p = dst.as_mut_ptr().cast::<u8>();
-        d.for_each(|so, doff, n| {
-            // SAFETY: `doff + n` is within `dst` (extent checked), which this call borrows
-            // exclusively; the target was located for the whole source extent.
-            unsafe { self.get_from(t.at(so), p.add(doff), n) }
-        })
+        // SAFETY: `dst` spans the destination extent (checked) and is borrowed
+        // exclusively; the target was located for the whole source extent.
+        unsafe { self.get_strided(t, &d, dst.as_mut_ptr().cast()) }
     }
 
     /// Atomically adds `v` to the `i64` at element `at` of rank `proc`; returns the old value.

@@ -11,6 +11,8 @@
 //! | [`H_GET`] | – | addr, len | – | data |
 //! | [`H_ACC`] | type | addr, scale₀, scale₁ | source elements | – |
 //! | [`H_AMO`] | width | addr, code, operand | – | old value (8 bytes) |
+//! | [`H_PUTS`] | levels | addr | counts, strides ([`Strided::encode_dst`]), packed data | – |
+//! | [`H_GETS`] | levels | addr | counts, strides of the remote side | packed data |
 //! | [`H_MSG`] | tag | – | the message (one-way; long ones land in a vector) | – |
 #![allow(unsafe_code)] // the target's own allocations, reached by address
 
@@ -19,6 +21,7 @@ use skifch::rma::{amo_at, Amo};
 use skifch::{Error as CommError, Port, Result as CommResult};
 
 use crate::acc::{self, AccType};
+use crate::strided::Strided;
 
 /// Put.
 pub const H_PUT: u8 = 1;
@@ -28,6 +31,11 @@ pub const H_GET: u8 = 2;
 pub const H_ACC: u8 = 3;
 /// Atomic (read-modify-write).
 pub const H_AMO: u8 = 4;
+
+/// Strided put of packed data.
+pub const H_PUTS: u8 = 6;
+/// Strided get, answered with packed data.
+pub const H_GETS: u8 = 7;
 
 /// Point-to-point message (`armci_msg_snd`).
 pub const H_MSG: u8 = 5;
@@ -87,6 +95,8 @@ pub fn install<P: Port>(ep: &mut skifch::proto::Endpoint<P, Ctx>) -> CommResult<
     ep.register(H_ACC, accumulate)?;
     ep.register(H_AMO, atomic)?;
     ep.register(H_MSG, letter)?;
+    ep.register(H_PUTS, put_strided)?;
+    ep.register(H_GETS, get_strided)?;
     Ok(())
 }
 
@@ -205,4 +215,68 @@ fn letter<P: Port>(ctx: &mut Ctx, _io: &mut Io<'_, P>, am: &Am<'_>) -> CommResul
         data,
     });
     Ok(())
+}
+
+/// The request's payload as one slice (joined if the channel split it).
+fn joined<'a>(am: &'a Am<'_>) -> CommResult<std::borrow::Cow<'a, [u8]>> {
+    let [a, b] = pieces(am)?;
+    Ok(if b.is_empty() {
+        std::borrow::Cow::Borrowed(a)
+    } else {
+        std::borrow::Cow::Owned([a, b].concat())
+    })
+}
+
+fn put_strided<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> CommResult<()> {
+    let to = reply_to(am)?;
+    let data = joined(am)?;
+    let addr = am.args().first().copied().unwrap_or(0);
+    let r = Strided::decode_dst(am.arg() as usize, &data)
+        .map_err(|e| bad(e.to_string()))
+        .and_then(|(d, used)| {
+            let packed = &data[used..];
+            if packed.len() != d.bytes() {
+                return Err(bad(format!(
+                    "{} packed bytes for a {}-byte shape",
+                    packed.len(),
+                    d.bytes()
+                )));
+            }
+            inside(ctx, addr, d.dst_extent()).map(|p| (d, p, used))
+        });
+    match r {
+        Ok((d, p, used)) => {
+            let packed = &data[used..];
+            let _ = d.for_each(|so, doff, n| {
+                // SAFETY: the destination extent lies in a live allocation (checked);
+                // `so + n <= packed.len()` (the packed side is dense, sized checked).
+                unsafe { skifch::mem::copy_move(packed.as_ptr().add(so), p.add(doff), n) };
+                Ok::<(), ()>(())
+            });
+            io.reply(to, 0, &[], &[])
+        }
+        Err(e) => io.reply_error(to, &e.to_string()),
+    }
+}
+
+fn get_strided<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> CommResult<()> {
+    let to = reply_to(am)?;
+    let data = joined(am)?;
+    let addr = am.args().first().copied().unwrap_or(0);
+    // The descriptor's "destination" is the remote side here; pack it densely.
+    let r = Strided::decode_dst(am.arg() as usize, &data)
+        .map_err(|e| bad(e.to_string()))
+        .and_then(|(d, _)| inside(ctx, addr, d.dst_extent()).map(|p| (d, p)));
+    match r {
+        Ok((d, p)) => {
+            let mut out = vec![0u8; d.bytes()];
+            let _ = d.for_each(|so, doff, n| {
+                // SAFETY: as in `put_strided`, copying the other way.
+                unsafe { skifch::mem::copy_move(p.add(doff), out.as_mut_ptr().add(so), n) };
+                Ok::<(), ()>(())
+            });
+            io.reply(to, 0, &[], &out)
+        }
+        Err(e) => io.reply_error(to, &e.to_string()),
+    }
 }

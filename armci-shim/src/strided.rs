@@ -68,6 +68,59 @@ impl Strided {
         })
     }
 
+    /// The same counts with the source side densely packed (what a message carries).
+    pub fn packed_source(&self) -> Strided {
+        let mut src = Vec::with_capacity(self.dst.len());
+        let mut span = self.count.first().copied().unwrap_or(0);
+        for c in &self.count[1..] {
+            src.push(span);
+            span *= c;
+        }
+        Strided {
+            count: self.count.clone(),
+            src,
+            dst: self.dst.clone(),
+        }
+    }
+
+    /// The same transfer seen from the other side (source and destination swapped).
+    pub fn swapped(&self) -> Strided {
+        Strided {
+            count: self.count.clone(),
+            src: self.dst.clone(),
+            dst: self.src.clone(),
+        }
+    }
+
+    /// The wire form of the counts and destination strides: `levels + 1` counts, then
+    /// `levels` strides, each a little-endian u64.
+    pub fn encode_dst(&self) -> Vec<u8> {
+        self.count
+            .iter()
+            .chain(&self.dst)
+            .flat_map(|v| (*v as u64).to_le_bytes())
+            .collect()
+    }
+
+    /// Parses [`Strided::encode_dst`] for `levels` levels (the source side packed),
+    /// checked as [`Strided::new`]; returns it and the bytes it used.
+    pub fn decode_dst(levels: usize, b: &[u8]) -> Result<(Strided, usize)> {
+        let words = 2 * levels + 1;
+        if b.len() < 8 * words {
+            return Err(Error::BadStrides(format!(
+                "a {}-byte descriptor for {levels} levels",
+                b.len()
+            )));
+        }
+        let v: Vec<i64> = b[..8 * words]
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        let (count, dst) = v.split_at(levels + 1);
+        let probe = Strided::new(dst, dst, count)?;
+        Ok((probe.packed_source(), 8 * words))
+    }
+
     /// Bytes moved (0 if a count is 0).
     pub fn bytes(&self) -> usize {
         self.count.iter().product()

@@ -138,6 +138,20 @@ unsafe fn strided_op(
         );
     }
     let (s, dd) = (src.cast::<u8>(), dst.cast::<u8>());
+    match op {
+        Op::Put => {
+            // SAFETY: the local side is the caller's strided buffer; `t` was located for
+            // the remote extent.
+            ok(call, unsafe { w.put_strided(s, d, t) });
+            return 0;
+        }
+        Op::Get => {
+            // SAFETY: as above.
+            ok(call, unsafe { w.get_strided(t, d, dd) });
+            return 0;
+        }
+        Op::Acc(..) => {}
+    }
     let r = d.for_each(|so, doff, n| {
         // SAFETY: the local side is the caller's strided buffer (its extent); the remote
         // side lies in `t`'s allocation (located for the whole extent above).
