@@ -72,8 +72,8 @@ pub struct Target {
     /// Reached through the window (direct path) rather than by messages.
     direct: bool,
     alloc: u64,
-    proc: u32,
-    addr: usize,
+    pub(crate) proc: u32,
+    pub(crate) addr: usize,
     off: usize,
 }
 
@@ -118,7 +118,7 @@ pub struct Armci<P: Port> {
     /// Allocations made: (world, group).
     next_id: Mutex<(u64, u64)>,
     /// Largest payload of one request on the message path.
-    chunk: usize,
+    pub(crate) chunk: usize,
     pub(crate) mutexes: Mutex<Option<crate::mutex::Mutexes>>,
     /// Groups created so far in each parent group, by the parent's id (names the next
     /// group).
@@ -150,21 +150,6 @@ fn allgather<P: Port>(ep: &mut Endpoint<P, Ctx>, mine: &[u8]) -> skifch::Result<
         .chunks_exact(SLOT + 1)
         .map(|c| c[1..1 + usize::from(c[0]).min(SLOT)].to_vec())
         .collect())
-}
-
-/// Where the block at source offset `so` of `d` lies in its dense packing `packed`
-/// (the blocks are visited in the same order, so this recomputes the block's index).
-fn packed_offset(packed: &crate::Strided, so: usize, d: &crate::Strided) -> usize {
-    // Decompose `so` over the source strides, highest level first (the strides are
-    // nested: each spans the level below, so the quotients are the indices).
-    let mut rest = so;
-    let mut po = 0;
-    for l in (0..d.src.len()).rev() {
-        let i = rest / d.src[l];
-        rest -= i * d.src[l];
-        po += i * packed.src[l];
-    }
-    po
 }
 
 fn u64_at(b: &[u8], i: usize) -> u64 {
@@ -649,111 +634,6 @@ impl<P: Port> Armci<P> {
     /// Every rank calls it.
     pub fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
         Ok(allgather(&mut self.ep(), mine)?)
-    }
-
-    /// A strided put of `d` from local `src` to `t` (located for the destination extent):
-    /// on the message path one packed request when it fits one, else a request per
-    /// contiguous block; on the direct path a copy per block.
-    ///
-    /// # Safety
-    /// `src` is readable over `d`'s source extent.
-    pub unsafe fn put_strided(&self, src: *const u8, d: &crate::Strided, t: Target) -> Result<()> {
-        let desc = d.encode_dst();
-        if t.path() == Path::Messages && desc.len() + d.bytes() <= self.chunk {
-            let mut payload = desc;
-            let at = payload.len();
-            payload.resize(at + d.bytes(), 0);
-            let packed = d.packed_source();
-            d.for_each(|so, _, n| {
-                let po = packed_offset(&packed, so, d);
-                // SAFETY: the caller's source over its extent; `po + n` is within the
-                // dense packing of `d.bytes()` bytes.
-                unsafe {
-                    skifch::mem::copy_move(src.add(so), payload.as_mut_ptr().add(at + po), n)
-                };
-                Ok::<(), Error>(())
-            })?;
-            let levels = d.count.len() as u32 - 1;
-            self.ep().call(
-                t.proc,
-                msg::H_PUTS,
-                levels,
-                &[t.addr as u64],
-                &payload,
-                &mut [],
-            )?;
-            return Ok(());
-        }
-        // SAFETY: the caller's contract; each block of the destination is in `t`'s range.
-        d.for_each(|so, doff, n| unsafe { self.put_to(src.add(so), t.at(doff), n) })
-    }
-
-    /// A strided get of `d` from `t` (located for the source extent) to local `dst`, as
-    /// [`Armci::put_strided`] the other way.
-    ///
-    /// # Safety
-    /// `dst` is writable over `d`'s destination extent and not referenced meanwhile.
-    pub unsafe fn get_strided(&self, t: Target, d: &crate::Strided, dst: *mut u8) -> Result<()> {
-        if t.path() == Path::Messages && d.bytes() <= self.chunk {
-            // The remote side is the source: describe it as the request's destination.
-            let remote = d.swapped();
-            let desc = remote.encode_dst();
-            let mut packed = vec![0u8; d.bytes()];
-            let levels = d.count.len() as u32 - 1;
-            let r = self.ep().call(
-                t.proc,
-                msg::H_GETS,
-                levels,
-                &[t.addr as u64],
-                &desc,
-                &mut packed,
-            )?;
-            if r.len as usize != packed.len() {
-                return Err(Error::Protocol(format!(
-                    "a strided get of {} bytes was answered with {}",
-                    packed.len(),
-                    r.len
-                )));
-            }
-            let dense = d.packed_source();
-            return d.for_each(|so, doff, n| {
-                let po = packed_offset(&dense, so, d);
-                // SAFETY: the caller's destination over its extent; `po + n <= packed.len()`.
-                unsafe { skifch::mem::copy_move(packed.as_ptr().add(po), dst.add(doff), n) };
-                Ok(())
-            });
-        }
-        // SAFETY: the caller's contract; each block of the source is in `t`'s range.
-        d.for_each(|so, doff, n| unsafe { self.get_from(t.at(so), dst.add(doff), n) })
-    }
-
-    /// Sends `data` to `to` with `tag` (`armci_msg_snd`); returns once it is on its way.
-    pub fn send_msg(&self, to: u32, tag: u32, data: &[u8]) -> Result<()> {
-        Ok(self.ep().send(to, msg::H_MSG, tag, &[], data)?)
-    }
-
-    /// Waits for the first message tagged `tag` from `from` (any rank if `None`), copies
-    /// it into `buf`, and returns its length and sender; a message longer than `buf` is
-    /// an error (and is consumed).
-    pub fn recv_msg(&self, tag: u32, from: Option<u32>, buf: &mut [u8]) -> Result<(usize, u32)> {
-        let matches = move |l: &msg::Letter| l.tag == tag && from.is_none_or(|f| l.src == f);
-        let mut ep = self.ep();
-        ep.progress_until_peer(|ep| ep.ctx().inbox.iter().any(matches), None, from)?;
-        let ctx = ep.ctx_mut();
-        let i = ctx.inbox.iter().position(matches).unwrap_or(0);
-        let Some(l) = ctx.inbox.remove(i) else {
-            return Err(Error::Protocol("a received message vanished".into()));
-        };
-        if l.data.len() > buf.len() {
-            return Err(Error::BadArgument(format!(
-                "a {}-byte message from process {} does not fit the {}-byte buffer",
-                l.data.len(),
-                l.src,
-                buf.len()
-            )));
-        }
-        buf[..l.data.len()].copy_from_slice(&l.data);
-        Ok((l.data.len(), l.src))
     }
 
     /// Leaves the job (collective: a barrier, then the progress thread stops and the

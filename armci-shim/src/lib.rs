@@ -26,10 +26,13 @@
 //! fence on the direct path and free on the message path.
 //!
 //! ## Where things are
-//! [`global`] (the Rust API: typed collective allocations, shapes), [`engine`] (the rank's state, allocation, contiguous put/get/acc/rmw, barrier),
-//! [`strided`] (stride descriptors: checks and iteration), [`acc`] (accumulate kernels),
-//! [`mutex`] (ARMCI mutexes), [`msg`] (the message path's handlers). The C ABI
-//! (`src/capi/`) only translates C arguments to these and errors to ARMCI's convention.
+//! [`global`] (the Rust API: typed collective allocations, shapes), [`engine`] (the
+//! rank's state, allocation, contiguous put/get/acc/rmw, barrier, collectives),
+//! [`xfer`] (strided put/get, point-to-point messages), [`group`] (groups and group
+//! allocation), [`strided`] (stride descriptors: checks and iteration), [`acc`]
+//! (accumulate kernels), [`mutex`] (ARMCI mutexes), [`msg`] (the message path's
+//! handlers). The C ABI (`src/capi/`) only translates C arguments to these and errors to
+//! ARMCI's convention.
 //!
 //! ## Errors
 //! The engine returns [`Error`]. The C ABI follows ARMCI's convention (a failed call
@@ -45,6 +48,7 @@ pub mod group;
 pub mod msg;
 pub mod mutex;
 pub mod strided;
+pub mod xfer;
 
 pub use acc::AccType;
 pub use engine::{Armci, Options, Path, Rmw};
