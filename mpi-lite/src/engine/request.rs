@@ -35,19 +35,20 @@ impl<P: Port> Engine<P> {
     }
 
     /// Completes a request of [`Engine::user_request`] with `status` (or `err`)
-    /// (`MPI_Grequest_complete`).
-    pub fn complete_user(&mut self, id: ReqId, status: Status, err: Option<Error>) -> Result<()> {
+    /// (`MPI_Grequest_complete`); `true` when that released it (freed before).
+    pub fn complete_user(&mut self, id: ReqId, status: Status, err: Option<Error>) -> Result<bool> {
         let s = self.st_mut();
         match s.get_mut(id) {
             Some(r) if matches!(r.kind, ReqKind::Nothing) && !r.done => {
                 r.status = status;
                 r.err = err;
                 r.done = true;
-                if r.freed {
+                let freed = r.freed;
+                if freed {
                     // MPI_Request_free came first: nobody will wait for it.
                     s.release(id);
                 }
-                Ok(())
+                Ok(freed)
             }
             _ => Err(Error::Request(format!(
                 "request {id} is not a pending generalized request"

@@ -1,5 +1,6 @@
 /* Generalized requests (MPI-3.1 §12.2): MPI_Grequest_start / Grequest_complete; the
- * query function fills the status (with MPI calls), the free function runs once; wait,
+ * query function fills the status (with MPI calls), the free function runs once when the
+ * request is released (a cancel after completion still sees extra_state); wait,
  * test and the multiple-completion calls treat them like any request. Any rank count. */
 #include "check.h"
 
@@ -21,9 +22,12 @@ static int release(void *extra) {
     return MPI_SUCCESS;
 }
 
+static int cancels, last_complete = -1;
+
 static int cancel(void *extra, int complete) {
     (void)extra;
-    (void)complete;
+    cancels++;
+    last_complete = complete;
     return MPI_SUCCESS;
 }
 
@@ -39,8 +43,10 @@ int main(int argc, char **argv) {
     CHECK(g != MPI_REQUEST_NULL);
     MPI_Status s;
     CHECK(MPI_Test(&g, &flag, &s) == MPI_SUCCESS && flag == 0); /* pending */
-    CHECK(MPI_Grequest_complete(g) == MPI_SUCCESS && queries == 1 && frees == 1);
-    CHECK(MPI_Wait(&g, &s) == MPI_SUCCESS && g == MPI_REQUEST_NULL);
+    CHECK(MPI_Cancel(&g) == MPI_SUCCESS && cancels == 1 && last_complete == 0);
+    CHECK(MPI_Grequest_complete(g) == MPI_SUCCESS && queries == 1 && frees == 0);
+    CHECK(MPI_Cancel(&g) == MPI_SUCCESS && cancels == 2 && last_complete == 1);
+    CHECK(MPI_Wait(&g, &s) == MPI_SUCCESS && g == MPI_REQUEST_NULL && frees == 1); /* freed by the wait */
     int n;
     MPI_Get_count(&s, MPI_INT, &n);
     CHECK(n == 5 && s.MPI_SOURCE == rank && s.MPI_TAG == 42);

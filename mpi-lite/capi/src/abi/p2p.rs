@@ -250,6 +250,7 @@ fn finish(st: &CState, r: &mut c_int, wait: bool) -> Result<Option<Status>> {
     match res {
         Ok(Some(s)) => {
             *r = h::REQUEST_NULL;
+            super::greq::released(id);
             Ok(Some(s))
         }
         Ok(None) => Ok(None),
@@ -257,6 +258,7 @@ fn finish(st: &CState, r: &mut c_int, wait: bool) -> Result<Option<Status>> {
             // A failed request is released (unless the wait itself failed: peer lost).
             if !st.mpi.engine().is_request(id) {
                 *r = h::REQUEST_NULL;
+                super::greq::released(id);
             }
             Err(e)
         }
@@ -553,6 +555,9 @@ mpi_fn!(MPI_Request_free, PMPI_Request_free, (request: *mut c_int) -> c_int {
         }
         let id = req_id(r[0])?;
         st.mpi.engine().request_free(id)?;
+        if !st.mpi.engine().is_request(id) {
+            super::greq::released(id);
+        }
         r[0] = h::REQUEST_NULL;
         Ok(())
     })
@@ -583,6 +588,12 @@ fn request_status(st: &CState, request: c_int) -> Result<Option<Status>> {
 }
 
 mpi_fn!(MPI_Cancel, PMPI_Cancel, (request: *mut c_int) -> c_int {
+    if !request.is_null() {
+        // SAFETY: non-null: the caller's MPI_Request.
+        if let Some(rc) = super::greq::cancel(unsafe { request.read() }) {
+            return rc; // a generalized request: its cancel function
+        }
+    }
     call("MPI_Cancel", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request.
         let mut r = [unsafe { get(request, "request")? }];
