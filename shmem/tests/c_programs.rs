@@ -640,3 +640,42 @@ fn over_the_fpga_model_driver() {
         );
     }
 }
+
+/// MPI and OpenSHMEM in one program: the second library to initialize joins the same rank
+/// (the launcher's descriptor stays open, close-on-exec, for it), and the first to finalize
+/// leaves the rank to the other. Over shm, both finalize orders, 2 and 3 ranks. Before,
+/// the second `shmem_init` failed ('SKIFCH_FD=4 is not an open descriptor'), and earlier
+/// still `MPI_Finalize` after `shmem_finalize` failed (the first to leave closed the rank).
+#[test]
+fn mpi_and_shmem_in_one_program() {
+    if !have_cc() {
+        return;
+    }
+    let mpi = crate_dir().parent().expect("workspace").join("mpi-lite");
+    let mpi_lib = skifch_testing::c_library_dir(&mpi.join("capi/Cargo.toml"), "skifmpi");
+    let lib = lib_dir();
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c");
+    std::fs::create_dir_all(&out_dir).expect("scratch directory");
+    let exe = testing::build_exe(&out_dir.join("with_mpi"), "with_mpi", |out| {
+        let mut c = Command::new("cc");
+        c.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-I"])
+            .arg(crate_dir().join("include"))
+            .arg("-I")
+            .arg(mpi.join("include"))
+            .arg(crate_dir().join("tests/c/with_mpi.c"))
+            .arg("-o")
+            .arg(out);
+        for l in [lib, mpi_lib.as_path()] {
+            c.arg(format!("-L{}", l.display()))
+                .arg(format!("-Wl,-rpath,{}", l.display()));
+        }
+        c.args(["-lskifmpi", "-lskifshmem"]);
+        c
+    });
+    for n in [2, 3] {
+        for order in ["shmem-first", "mpi-first"] {
+            let o = run(&exe, n, &[], &[order]);
+            assert!(o.status.success(), "{n} ranks, {order}: {}\n{}", o.status, o.stderr);
+        }
+    }
+}

@@ -31,7 +31,7 @@
 #![allow(unsafe_code)] // `unsafe impl Port` and the forwarding of `unsafe fn complete`
 
 use std::io::IoSlice;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use skifch::driver::{Driver, Port, RawMessage, SendMode, Token, Waiter};
@@ -302,10 +302,54 @@ pub fn concrete(job: &Job<AnyDriver>) -> ConcreteJob {
     }
 }
 
+/// The driver a process joined its job with, while any handle on it lives: a process joins
+/// once, and every library in it (MPI, SHMEM, ARMCI, the C ABI) shares that join.
+enum Joined {
+    Shm(Weak<ShmDriver>),
+    Fpga(Weak<RemoteDriver>),
+    Wrapped(Weak<Wrapped<AnyDriver>>),
+}
+
+impl Joined {
+    fn of(job: &ConcreteJob) -> Joined {
+        match job {
+            ConcreteJob::Shm(j) => Joined::Shm(Arc::downgrade(j.driver())),
+            ConcreteJob::Fpga(j) => Joined::Fpga(Arc::downgrade(j.driver())),
+            ConcreteJob::Wrapped(j) => Joined::Wrapped(Arc::downgrade(j.driver())),
+        }
+    }
+
+    /// A new handle on the joined driver, if a handle on it still lives.
+    fn upgrade(&self) -> Option<ConcreteJob> {
+        Some(match self {
+            Joined::Shm(w) => ConcreteJob::Shm(Job::new(w.upgrade()?)),
+            Joined::Fpga(w) => ConcreteJob::Fpga(Job::new(w.upgrade()?)),
+            Joined::Wrapped(w) => ConcreteJob::Wrapped(Job::new(w.upgrade()?)),
+        })
+    }
+}
+
 /// Joins the job this process belongs to over the driver `SKIFCH_DRIVER` names (see the
 /// [module docs](self)); a program started without `skifrun` is a 1-rank shm job. With
 /// `SKIFCH_FAULT` or `SKIFCH_TRACE` set, the driver comes wrapped ([`crate::wrap::from_env`]).
+///
+/// A process joins once: while a handle from an earlier call lives, this returns another
+/// handle on the same driver (a program using MPI and SHMEM, or ARMCI inside an MPI job,
+/// has one rank with a port per library), and the rank leaves the job when the last handle
+/// is dropped. Joining again after that fails (the launcher's descriptor is consumed).
 pub fn init_concrete() -> Result<ConcreteJob> {
+    static JOINED: Mutex<Option<Joined>> = Mutex::new(None);
+    // Held across the join, so two threads' first calls make one join.
+    let mut joined = JOINED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(job) = joined.as_ref().and_then(Joined::upgrade) {
+        return Ok(job);
+    }
+    let job = join_concrete()?;
+    *joined = Some(Joined::of(&job));
+    Ok(job)
+}
+
+fn join_concrete() -> Result<ConcreteJob> {
     let job = init_unwrapped()?;
     let any = match &job {
         ConcreteJob::Shm(j) => AnyDriver::Shm(j.driver().clone()),

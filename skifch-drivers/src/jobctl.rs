@@ -34,9 +34,15 @@ pub const H_FIRST_LOST: usize = 68;
 /// status (0..=255) + 1, 0 while none; the first request wins.
 pub const H_EXIT: usize = 72;
 
+/// More joins than any process makes (a count above it was corrupted: finalize).
+const RANK_JOINS_MAX: u32 = 1 << 16;
+
 // Rank record fields.
 pub(crate) const R_STATE: usize = 0;
 pub(crate) const R_PID: usize = 4;
+/// Drivers of the rank's process joined and not yet left (the libraries of one program —
+/// MPI, SHMEM, ARMCI — each join; the last to leave finalizes the rank).
+pub(crate) const R_JOINS: usize = 8;
 
 // Channel record fields.
 pub(crate) const C_STATE: usize = 0;
@@ -44,7 +50,7 @@ pub(crate) const C_OWNER: usize = 4;
 pub(crate) const C_SEQ: usize = 64;
 pub(crate) const C_SLEEPERS: usize = 68;
 
-const _: () = assert!(R_PID + 4 <= RANK_REC);
+const _: () = assert!(R_PID + 4 <= R_JOINS && R_JOINS + 4 <= RANK_REC);
 // Senders read line 0 of a channel record; the futex word and sleepers are line 1.
 const _: () = assert!(C_OWNER + 4 <= C_SEQ && C_SEQ / 64 == 1 && C_SLEEPERS + 4 <= CHAN_REC);
 
@@ -140,8 +146,10 @@ impl JobCtl {
         self.rank_word(rank, R_STATE).load(Ordering::Acquire)
     }
 
-    /// Records that `rank` is running as process `pid`.
+    /// Records that `rank` is running as process `pid`: one more driver of that process
+    /// joined (see [`JobCtl::set_finalized`]).
     pub fn set_running(&self, rank: u32, pid: u32) {
+        self.rank_word(rank, R_JOINS).fetch_add(1, Ordering::AcqRel);
         self.rank_word(rank, R_PID).store(pid, Ordering::Relaxed);
         let _ = self.rank_word(rank, R_STATE).compare_exchange(
             rank_state::STARTING,
@@ -151,8 +159,16 @@ impl JobCtl {
         );
     }
 
-    /// Records a clean exit of `rank`: its ports close; senders to it get `Unreachable`.
+    /// One driver of `rank` leaves; when it is the last of its process's (another
+    /// library of the program may still use the rank), that is the rank's clean exit: its
+    /// ports close; senders to it get `Unreachable`.
     pub fn set_finalized(&self, rank: u32) {
+        let left = self.rank_word(rank, R_JOINS).fetch_sub(1, Ordering::AcqRel).wrapping_sub(1);
+        // A count another process corrupted (it wrapped, or is past any real count)
+        // finalizes: never a rank that stays joined for ever.
+        if left > 0 && left < RANK_JOINS_MAX {
+            return;
+        }
         self.set_channels(rank, chan_state::CLOSED);
         let st = self.rank_word(rank, R_STATE);
         let _ = st.compare_exchange(

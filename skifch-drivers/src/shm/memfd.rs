@@ -140,7 +140,9 @@ pub fn join_segment() -> Result<(Arc<Fabric<MemfdRegion>>, u32)> {
         (None, None, None) => Ok((create_fabric(Params::from_env(1)?)?, 0)),
         (Some(rank), Some(size), Some(fd)) => {
             // A copy of the inherited descriptor, made only once it proved to be a job
-            // segment; the inherited number itself is closed only after joining succeeded.
+            // segment. The inherited number stays open for the other libraries of this
+            // program (each joins through it: `JobCtl::set_running`), close-on-exec so
+            // that programs this one starts do not hold the job's memory.
             let file = inherited_memfd("SKIFCH_FD", fd, super::layout::MAGIC)?;
             let fab = Arc::new(Fabric::attach(MemfdRegion::map(file)?)?);
             if fab.layout().params.nranks != size {
@@ -154,7 +156,7 @@ pub fn join_segment() -> Result<(Arc<Fabric<MemfdRegion>>, u32)> {
                     format!("SKIFCH_RANK={rank} is not below SKIFCH_SIZE={size}").into(),
                 ));
             }
-            close_inherited(fd);
+            keep_inherited(fd);
             Ok((fab, rank))
         }
         _ => Err(Error::Bootstrap(
@@ -218,6 +220,16 @@ pub(crate) fn inherited_memfd(var: &str, fd: u32, magic: u64) -> Result<File> {
 /// Closes the descriptor a launcher variable named, once [`inherited_memfd`] proved it a
 /// job segment and the process joined the job through its copy: programs this rank execs
 /// or forks do not get it by accident.
+/// Marks the launcher's job-segment descriptor `fd` (proven one by [`inherited_memfd`])
+/// close-on-exec, keeping it open for the other libraries of this process.
+pub(crate) fn keep_inherited(fd: u32) {
+    // SAFETY: F_SETFD on the launcher's descriptor, proven a job segment; only its
+    // close-on-exec flag changes.
+    unsafe { libc::fcntl(fd as i32, libc::F_SETFD, libc::FD_CLOEXEC) };
+}
+
+/// Closes the launcher's descriptor `fd` (proven one by [`inherited_memfd`]) once this
+/// process works on its own copy.
 pub(crate) fn close_inherited(fd: u32) {
     // SAFETY: `fd` is the launcher's descriptor, proven a job segment by
     // `inherited_memfd`; this process works on its own copy, so closing it frees nothing

@@ -312,7 +312,14 @@ pub fn init() -> Result<RemoteJob> {
         ));
     }
     // Checked and copied; the inherited number is closed only once the job is joined.
-    let file = inherited_memfd("SKIFCH_FPGA_FD", fd, WINDOW_MAGIC)?;
+    let file = inherited_memfd("SKIFCH_FPGA_FD", fd, WINDOW_MAGIC).map_err(|e| match e {
+        // The adapter is brought up once per process: a second library (SHMEM inside an
+        // MPI program, …) finds the window's descriptor consumed by the first.
+        Error::Bootstrap(m) => Error::Bootstrap(
+            format!("{} (over fpga-model one library per process joins: another library of this program may already use this rank's adapter)", &*m).into(),
+        ),
+        e => e,
+    })?;
     let (fab, rank) = crate::shm::join_segment()?;
     let size = fab.layout().params.nranks;
     let win = NodeWindow::attach(MemfdRegion::map(file)?, rank, size)?;
