@@ -26,47 +26,71 @@ fn lib_dir() -> &'static Path {
     DIR.get_or_init(|| skifch_testing::c_library_dir(&crate_dir().join("Cargo.toml"), "armci"))
 }
 
-/// Compiles `tests/c/<name>.c` with skif-armcicc (shared) or cc + the static library, to
-/// a file of its own renamed into place (tests running at once may compile the same one).
+/// Compiles `tests/c/<name>.c` with skif-armcicc (shared) or cc + the static library
+/// (tests running at once may compile the same one: [`testing::build_exe`]).
 fn compile(name: &str, shared: bool) -> PathBuf {
-    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let lib = lib_dir();
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("armci-c");
     std::fs::create_dir_all(&out_dir).expect("scratch directory");
     let exe = out_dir.join(format!("{name}-{}", if shared { "so" } else { "a" }));
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = exe.with_extension(format!("tmp{}-{seq}", std::process::id()));
     let src = crate_dir().join(format!("tests/c/{name}.c"));
     let flags = ["-Wall", "-Wextra", "-Werror", "-O1", "-g"];
-    let mut cmd = if shared {
-        let mut c = Command::new(crate_dir().join("bin/skif-armcicc"));
-        c.env("ARMCI_SHIM_LIBDIR", lib)
-            .args(flags)
-            .arg(&src)
-            .arg("-o")
-            .arg(&tmp);
-        c
-    } else {
+    testing::build_exe(&exe, name, |out| {
+        if shared {
+            let mut c = Command::new(crate_dir().join("bin/skif-armcicc"));
+            c.env("ARMCI_SHIM_LIBDIR", lib)
+                .args(flags)
+                .arg(&src)
+                .arg("-o")
+                .arg(out);
+            c
+        } else {
+            let mut c = Command::new("cc");
+            c.arg("-std=gnu11")
+                .arg("-I")
+                .arg(crate_dir().join("include"))
+                .args(flags)
+                .arg(&src)
+                .arg("-o")
+                .arg(out)
+                .arg(lib.join("libarmci.a"))
+                .args(STATIC_LIBS);
+            c
+        }
+    })
+}
+
+/// ARMCI inside an MPI job (mpi-lite): `tests/c/with_mpi.c` against `libskifmpi.so` and
+/// `libarmci.so`, 2 and 4 ranks over shm (over fpga-model one library per process joins).
+#[test]
+fn armci_inside_an_mpi_job() {
+    if !have_cc() {
+        return;
+    }
+    let mpi = crate_dir().parent().expect("workspace").join("mpi-lite");
+    let mpi_lib = skifch_testing::c_library_dir(&mpi.join("capi/Cargo.toml"), "skifmpi");
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("armci-c");
+    std::fs::create_dir_all(&out_dir).expect("scratch directory");
+    let exe = testing::build_exe(&out_dir.join("with_mpi"), "with_mpi", |out| {
         let mut c = Command::new("cc");
-        c.arg("-std=gnu11")
-            .arg("-I")
+        c.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-I"])
             .arg(crate_dir().join("include"))
-            .args(flags)
-            .arg(&src)
+            .arg("-I")
+            .arg(mpi.join("include"))
+            .arg(crate_dir().join("tests/c/with_mpi.c"))
             .arg("-o")
-            .arg(&tmp)
-            .arg(lib.join("libarmci.a"))
-            .args(STATIC_LIBS);
+            .arg(out);
+        for l in [lib_dir(), mpi_lib.as_path()] {
+            c.arg(format!("-L{}", l.display()))
+                .arg(format!("-Wl,-rpath,{}", l.display()));
+        }
+        c.args(["-lskifmpi", "-larmci"]);
         c
-    };
-    let out = cmd.output().expect("running the compiler");
-    assert!(
-        out.status.success(),
-        "compiling {name} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::rename(&tmp, &exe).expect("moving the executable into place");
-    exe
+    });
+    for n in [2, 4] {
+        let o = run(&exe, n, "shm", DIRECT, &[]);
+        assert!(o.status.success(), "{n} ranks: {}\n{}", o.status, o.stderr);
+    }
 }
 
 fn run(exe: &Path, n: u32, driver: &str, env: &[(&str, &str)], args: &[&str]) -> Outcome {
