@@ -97,11 +97,7 @@ pub enum Error {
 /// The crate's result type.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// Writes one line to stderr in a single `write` (lines of several ranks never interleave).
-pub(crate) fn say(line: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
-}
+pub(crate) use skifch::diag::line as say;
 
 /// Set once a fatal error is being reported: the exit handler must not finalize then.
 pub(crate) static FAILING: std::sync::atomic::AtomicBool =

@@ -35,6 +35,7 @@ mod addr;
 pub mod channel;
 pub mod coll;
 pub mod conformance;
+pub mod diag;
 pub mod driver;
 pub mod error;
 mod job;

@@ -14,7 +14,6 @@
 
 use std::collections::HashMap;
 use std::ffi::c_int;
-use std::io::Write;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -196,8 +195,7 @@ fn rank() -> String {
 /// Writes one line to stderr in a single `write(2)` (lines of ranks dying together do not
 /// interleave: a pipe write of ≤ PIPE_BUF bytes is atomic), prefixed with the rank.
 pub fn say(msg: &str) {
-    let line = format!("mpi-lite: rank {}: {msg}\n", rank());
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    skifch::diag::line(&format!("mpi-lite: rank {}: {msg}", rank()));
 }
 
 /// How an error is raised, decided under the state lock and carried out after it is

@@ -147,9 +147,7 @@ use signals::SignalGuard;
 use watch::Watch;
 
 pub(crate) fn say_line(msg: String) {
-    use std::io::Write;
-    let line = format!("skifrun: {msg}\n");
-    let _ = io::stderr().lock().write_all(line.as_bytes());
+    skifch::diag::line(&format!("skifrun: {msg}"));
 }
 
 /// Exit status when the first rank to fail exited 0 without finalizing.
