@@ -5,7 +5,7 @@
 //!
 //! # Examples
 //! ```
-//! use armci::{Armci, Options, Shape};
+//! use armci::{skifch, Armci, Options, Shape};
 //! let sums = skifch::local::run(3, |job| {
 //!     let e = |e: armci::Error| skifch::Error::InvalidArgument(e.to_string().into());
 //!     let a = Armci::new(&job, Options { rma: job.rma(), progress_thread: false }).map_err(e)?;

@@ -50,6 +50,11 @@ pub mod mutex;
 pub mod strided;
 pub mod xfer;
 
+/// The channel crate this library is built on: callers name its types (`Job`, the
+/// loopback job of `skifch::local`) through this path, so they always match the version
+/// the library was built with.
+pub use skifch;
+
 pub use acc::AccType;
 pub use engine::{Armci, Options, Path, Rmw};
 pub use global::{AccElem, Elem, Global, Shape};

@@ -308,6 +308,11 @@ pub fn run_job(mut cmd: Command, timeout: Duration) -> Outcome {
 /// The profile directory holding the C library `lib<name>.so` and `lib<name>.a` of the
 /// package at `manifest` (a `cdylib` + `staticlib`, which Rust tests cannot link), built
 /// if missing or stale (see [`cargo_build`]).
+///
+/// A library crate that is also a `cdylib` has an unhashed `deps/lib<name>.rlib`; this
+/// build of it may replace the one the outer `cargo test` made, against dependencies of
+/// another hash. Its doctests should therefore name the crates it is built on through its
+/// own re-exports (`armci::skifch`), never as `extern` crates of their own.
 pub fn c_library_dir(manifest: &Path, name: &str) -> PathBuf {
     let dir = profile_dir();
     for lib in [format!("lib{name}.so"), format!("lib{name}.a")] {
