@@ -206,7 +206,7 @@ pub fn kernel_of(b: Basic, op: Op) -> Result<Kernel> {
 }
 
 /// A buffer's bytes for reading: in place when contiguous, else packed.
-fn bytes(b: &UserBuf) -> Result<Cow<'_, [u8]>> {
+pub(crate) fn bytes(b: &UserBuf) -> Result<Cow<'_, [u8]>> {
     Ok(match b.as_contiguous() {
         Some(s) => Cow::Borrowed(s),
         None => Cow::Owned(b.to_packed()?),
@@ -215,7 +215,7 @@ fn bytes(b: &UserBuf) -> Result<Cow<'_, [u8]>> {
 
 /// Runs `f` on a buffer's bytes for writing (in place, or packed and unpacked after);
 /// `load`: the bytes start as the buffer's contents.
-fn with_bytes<T>(b: &mut UserBuf, load: bool, f: impl FnOnce(&mut [u8]) -> Result<T>) -> Result<T> {
+pub(crate) fn with_bytes<T>(b: &mut UserBuf, load: bool, f: impl FnOnce(&mut [u8]) -> Result<T>) -> Result<T> {
     if let Some(s) = b.as_contiguous_mut() {
         return f(s);
     }
@@ -229,7 +229,7 @@ fn with_bytes<T>(b: &mut UserBuf, load: bool, f: impl FnOnce(&mut [u8]) -> Resul
     Ok(r)
 }
 
-fn dense_in(b: &UserBuf) -> Result<&[u8]> {
+pub(crate) fn dense_in(b: &UserBuf) -> Result<&[u8]> {
     b.dense()
         .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
 }
@@ -244,7 +244,7 @@ fn overlap(a: &[u8], b: &[u8]) -> bool {
     !a.is_empty() && !b.is_empty() && a0 < b0 + b.len() && b0 < a0 + a.len()
 }
 
-fn dense_out(b: &mut UserBuf) -> Result<&mut [u8]> {
+pub(crate) fn dense_out(b: &mut UserBuf) -> Result<&mut [u8]> {
     b.dense_mut()
         .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
 }
@@ -262,7 +262,7 @@ pub(crate) fn root_of(c: &CommData, root: i32) -> Result<usize> {
 }
 
 /// Byte counts and displacements from element counts (`displs` in elements of the type).
-fn byte_layout(dt: &Datatype, counts: &[usize], displs: &[usize]) -> (Vec<usize>, Vec<usize>) {
+pub(crate) fn byte_layout(dt: &Datatype, counts: &[usize], displs: &[usize]) -> (Vec<usize>, Vec<usize>) {
     let s = dt.size();
     (
         counts.iter().map(|c| c * s).collect(),
@@ -271,7 +271,7 @@ fn byte_layout(dt: &Datatype, counts: &[usize], displs: &[usize]) -> (Vec<usize>
 }
 
 impl<P: Port> Mpi<P> {
-    fn run<T>(
+    pub(crate) fn run<T>(
         &self,
         c: &CommData,
         f: impl FnOnce(&CommTransport<'_, P>) -> skifch::Result<T>,
@@ -282,6 +282,9 @@ impl<P: Port> Mpi<P> {
 
     /// `MPI_Bcast` of `buf` from `root`.
     pub fn bcast(&self, c: &CommData, buf: &mut UserBuf, root: i32) -> Result<()> {
+        if let Some(x) = &c.inter {
+            return self.inter_bcast(c, x, buf, root);
+        }
         let root = root_of(c, root)?;
         let load = c.rank == root;
         with_bytes(buf, load, |b| self.run(c, |t| coll::bcast(t, root, b)))
@@ -296,6 +299,9 @@ impl<P: Port> Mpi<P> {
         op: impl Into<ReduceOp>,
         root: i32,
     ) -> Result<()> {
+        if let Some(x) = &c.inter {
+            return self.inter_reduce(c, x, send, recv, op.into(), root);
+        }
         let root = root_of(c, root)?;
         let dt = send
             .or(recv.as_deref())
@@ -389,6 +395,9 @@ impl<P: Port> Mpi<P> {
                 &copy
             }
         };
+        if let Some(x) = &c.inter {
+            return self.inter_allreduce(c, x, s, recv, k);
+        }
         self.run(c, |t| coll::allreduce(t, s, recv, k))
     }
 
@@ -401,6 +410,7 @@ impl<P: Port> Mpi<P> {
         op: impl Into<ReduceOp>,
         exclusive: bool,
     ) -> Result<()> {
+        c.intra(if exclusive { "MPI_Exscan" } else { "MPI_Scan" })?;
         let k = reducer(send.map_or(recv.datatype(), |s| s.datatype()), &op.into())?;
         let s = match send {
             Some(s) => dense_in(s)?.to_vec(),
@@ -424,6 +434,9 @@ impl<P: Port> Mpi<P> {
         counts: &[usize],
         op: impl Into<ReduceOp>,
     ) -> Result<()> {
+        if let Some(x) = &c.inter {
+            return self.inter_reduce_scatter(c, x, send, recv, counts, op.into());
+        }
         let dt = send.map_or(recv.datatype(), |s| s.datatype()).clone();
         let k = reducer(&dt, &op.into())?;
         let es = dt.extent() as usize;
@@ -456,6 +469,9 @@ impl<P: Port> Mpi<P> {
         displs: &[usize],
         root: i32,
     ) -> Result<()> {
+        if let Some(x) = &c.inter {
+            return self.inter_gatherv(c, x, send, recv, counts, displs, root);
+        }
         let root = root_of(c, root)?;
         if c.rank != root {
             let s =
@@ -490,6 +506,9 @@ impl<P: Port> Mpi<P> {
         recv: Option<&mut UserBuf>,
         root: i32,
     ) -> Result<()> {
+        if let Some(x) = &c.inter {
+            return self.inter_scatterv(c, x, send, counts, displs, recv, root);
+        }
         let root = root_of(c, root)?;
         if c.rank != root {
             let r = recv
@@ -523,6 +542,9 @@ impl<P: Port> Mpi<P> {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<()> {
+        if let Some(x) = &c.inter {
+            return self.inter_allgatherv(c, x, send, recv, counts, displs);
+        }
         let (bc, bd) = byte_layout(recv.datatype(), counts, displs);
         let me = c.rank;
         let own = match send {
@@ -559,6 +581,9 @@ impl<P: Port> Mpi<P> {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<()> {
+        if let Some(x) = &c.inter {
+            return self.inter_alltoallv(c, x, send, scounts, sdispls, recv, rcounts, rdispls);
+        }
         let (rc, rd) = byte_layout(recv.datatype(), rcounts, rdispls);
         let (sb, sc, sd) = match send {
             Some(s) => {

@@ -68,6 +68,9 @@ pub struct CommData {
     pub topo: Option<Topology>,
     /// Collective calls made on this communicator (their tags, see `skifch::coll::Transport`).
     pub coll_seq: std::sync::atomic::AtomicU32,
+    /// An intercommunicator's remote group and local communicator (`None`: an
+    /// intracommunicator; see [`crate::inter`]).
+    pub inter: Option<Arc<crate::inter::Inter>>,
 }
 
 impl CommData {
@@ -79,6 +82,7 @@ impl CommData {
             rank,
             topo,
             coll_seq: Default::default(),
+            inter: None,
         }
     }
     /// Number of members.
@@ -110,7 +114,7 @@ impl CommData {
 /// Not `Sync`: one thread at a time (`MPI_THREAD_SERIALIZED`).
 pub struct Mpi<P: Port> {
     eng: RefCell<Engine<P>>,
-    next_ctx: Cell<u16>,
+    pub(crate) next_ctx: Cell<u16>,
     world: Arc<CommData>,
     selfc: Arc<CommData>,
     start: Instant,
@@ -160,12 +164,13 @@ impl<P: Port> Mpi<P> {
     }
 
     fn check_peer(c: &CommData, r: i32, any: bool) -> Result<()> {
-        if r == PROC_NULL || (any && r == ANY_SOURCE) || (0..c.size() as i32).contains(&r) {
+        let n = c.peers().size();
+        if r == PROC_NULL || (any && r == ANY_SOURCE) || (0..n as i32).contains(&r) {
             Ok(())
         } else {
             Err(Error::Rank(format!(
-                "rank {r} is not in a communicator of {} processes",
-                c.size()
+                "rank {r} is not in a {}group of {n} processes",
+                if c.inter.is_some() { "remote " } else { "communicator's " }
             )))
         }
     }
@@ -193,7 +198,7 @@ impl<P: Port> Mpi<P> {
             src: c.rank as i32,
             tag,
         };
-        Ok(Some((env, c.world_of(dst as usize))))
+        Ok(Some((env, c.peers().ranks()[dst as usize])))
     }
 
     /// A receive's envelope (source may be `ANY_SOURCE` or `MPI_PROC_NULL`, tag
@@ -430,6 +435,9 @@ impl<P: Port> Mpi<P> {
     /// # Collective Operation
     /// Every member of `c` calls it; it returns once all have (context agreement).
     pub fn dup(&self, c: &CommData) -> Result<Arc<CommData>> {
+        if let Some(x) = &c.inter {
+            return self.inter_dup(c, x);
+        }
         let ctx = self.new_ctx(c)?;
         Ok(Arc::new(CommData::new(
             ctx,
@@ -449,6 +457,9 @@ impl<P: Port> Mpi<P> {
             return Err(Error::Arg(format!(
                 "MPI_Comm_split: color {color} is negative (and not MPI_UNDEFINED)"
             )));
+        }
+        if let Some(x) = &c.inter {
+            return self.inter_split(c, x, color, key);
         }
         let mut mine = color.to_le_bytes().to_vec();
         mine.extend_from_slice(&key.to_le_bytes());
@@ -486,6 +497,9 @@ impl<P: Port> Mpi<P> {
     /// # Collective Operation
     /// Every member of `c` calls it with the same group.
     pub fn create(&self, c: &CommData, g: &Group) -> Result<Option<Arc<CommData>>> {
+        if let Some(x) = &c.inter {
+            return self.inter_create_sub(c, x, g);
+        }
         if g.ranks().iter().any(|w| !c.group.ranks().contains(w)) {
             return Err(Error::Group(
                 "MPI_Comm_create: the group is not a subset of the communicator's".into(),
@@ -504,6 +518,7 @@ impl<P: Port> Mpi<P> {
     /// # Collective Operation
     /// Every member of `g` calls it with the same group and tag.
     pub fn create_group(&self, c: &CommData, g: &Group, tag: i32) -> Result<Option<Arc<CommData>>> {
+        c.intra("MPI_Comm_create_group")?;
         if g.ranks().iter().any(|w| !c.group.ranks().contains(w)) {
             return Err(Error::Group(
                 "MPI_Comm_create_group: the group is not a subset of the communicator's".into(),
@@ -522,10 +537,14 @@ impl<P: Port> Mpi<P> {
 
     /// `MPI_Comm_compare`.
     pub fn compare(a: &CommData, b: &CommData) -> Compare {
-        if a.ctx == b.ctx && a.group == b.group {
+        if a.ctx == b.ctx && a.group == b.group && a.peers() == b.peers() {
             return Compare::Ident;
         }
-        match a.group.compare(&b.group) {
+        if a.inter.is_some() != b.inter.is_some() {
+            return Compare::Unequal;
+        }
+        // Intercommunicators: the weaker of the two groups' results (§6.4.1).
+        match a.group.compare(&b.group).max(a.peers().compare(b.peers())) {
             Compare::Ident => Compare::Congruent,
             other => other,
         }
@@ -536,6 +555,9 @@ impl<P: Port> Mpi<P> {
     /// # Collective Operation
     /// Every member calls it; it returns once all have entered.
     pub fn barrier(&self, c: &CommData) -> Result<()> {
+        if let Some(x) = &c.inter {
+            return self.inter_barrier(c, x);
+        }
         let n = c.size();
         let mut d = 1;
         let mut round = 0;
@@ -609,6 +631,7 @@ impl<P: Port> Mpi<P> {
     /// The first `n` ranks of `c` (n ≤ its size) as a new communicator with `topo`, the
     /// others `None` (no reordering): what the topology constructors build.
     fn topo_sub(&self, c: &CommData, n: usize, topo: Topology) -> Result<Option<Arc<CommData>>> {
+        c.intra("a topology constructor")?;
         let color = if c.rank < n { 0 } else { UNDEFINED };
         let sub = self.split(c, color, c.rank as i32)?;
         Ok(sub.map(|s| Arc::new(CommData::new(s.ctx, s.group.clone(), s.rank, Some(topo)))))
@@ -650,6 +673,7 @@ impl<P: Port> Mpi<P> {
     /// # Collective Operation
     /// Every member of `c` calls it.
     pub fn dist_graph_create(&self, c: &CommData, edges: &[(i32, i32, i32)], weighted: bool) -> Result<Arc<CommData>> {
+        c.intra("MPI_Dist_graph_create")?;
         for &(s, d, _) in edges {
             if !(0..c.size() as i32).contains(&s) || !(0..c.size() as i32).contains(&d) {
                 return Err(Error::Rank(format!(
@@ -739,6 +763,7 @@ impl<P: Port> Mpi<P> {
         dests: Vec<(i32, i32)>,
         weighted: bool,
     ) -> Result<Arc<CommData>> {
+        c.intra("MPI_Dist_graph_create")?;
         for &(r, _) in sources.iter().chain(&dests) {
             if !(0..c.size() as i32).contains(&r) {
                 return Err(Error::Rank(format!(

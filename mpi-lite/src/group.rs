@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 
 /// `MPI_Group_compare` / `MPI_Comm_compare` results (values as in `mpi.h`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(i32)]
 pub enum Compare {
     /// Same members in the same order (for communicators: the same communicator).

@@ -15,6 +15,8 @@
 //!   rendezvous data lands straight in the user's buffer); lost peers are errors.
 //! * [`group`], [`comm`], [`topo`] — groups, communicators with agreed context ids,
 //!   Cartesian and distributed-graph topologies; [`Mpi`] owns the engine.
+//! * [`inter`], [`intercoll`] — intercommunicators: construction, context agreement
+//!   over two groups, and their collectives (MPI-3.1 §5.2.2).
 //! * [`coll`] — collectives: MPI arguments onto the shared algorithms of
 //!   [`skifch::coll`] (a communicator's collective context is their `Transport`).
 //! * [`api`] — the idiomatic Rust API ([`api::Comm`], typed slices, owned-buffer
@@ -38,6 +40,8 @@ pub use error::{Error, Result};
 pub mod api;
 pub mod coll;
 pub mod comm;
+pub mod inter;
+pub mod intercoll;
 pub mod nbc;
 pub mod topo;
 

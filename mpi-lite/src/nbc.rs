@@ -143,6 +143,13 @@ fn fold_ops(n: usize, len: usize) -> Vec<Local> {
 
 impl<P: Port> Mpi<P> {
     fn start(&self, p: Plan<'_>) -> Result<ReqId> {
+        // The schedules run on one communicator's members; an intercommunicator's
+        // collectives need two (its groups) and are blocking only (`crate::intercoll`).
+        if p.c.inter.is_some() {
+            return Err(Error::Unsupported(
+                "nonblocking collectives on intercommunicators (the blocking ones work)".into(),
+            ));
+        }
         self.engine().start_sched(p.s)
     }
 

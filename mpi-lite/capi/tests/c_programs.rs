@@ -161,6 +161,12 @@ fn communicator_breadth_and_no_dynamic_processes() {
     check("commx", &[]);
 }
 
+/// Intercommunicators: even/odd world ranks as two groups (different sizes with 3 ranks).
+#[test]
+fn intercommunicators() {
+    check("intercomm", &[]);
+}
+
 #[test]
 fn neighbourhood_collectives() {
     check("neighbor", &[]);

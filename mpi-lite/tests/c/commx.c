@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
     CHECK(MPI_Graph_map(MPI_COMM_WORLD, 1, idx, edges, &nr) == MPI_SUCCESS);
     CHECK(nr == (rank == 0 ? 0 : MPI_UNDEFINED));
 
-    /* Intercommunicators are not built yet: an intracommunicator has no remote side. */
+    /* An intracommunicator has no remote side (intercommunicators: intercomm.c). */
     int rs;
     MPI_Group rg;
     CHECK(MPI_Comm_remote_size(MPI_COMM_WORLD, &rs) == MPI_ERR_COMM);
@@ -110,8 +110,8 @@ int main(int argc, char **argv) {
     MPI_Comm ic;
     int cls = -1;
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    MPI_Error_class(MPI_Intercomm_create(MPI_COMM_SELF, 0, MPI_COMM_WORLD, 0, 7, &ic), &cls);
-    CHECK(cls == MPI_ERR_UNSUPPORTED_OPERATION);
+    MPI_Error_class(MPI_Intercomm_create(MPI_COMM_SELF, 1, MPI_COMM_WORLD, 0, 7, &ic), &cls);
+    CHECK(cls == MPI_ERR_RANK); /* local_leader 1 of MPI_COMM_SELF */
 
     /* Dynamic processes. */
     MPI_Comm parent = 123;

@@ -6,6 +6,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi_lite::op::{reducer, ReduceOp};
 use mpi_lite::datatype::Basic;
+use mpi_lite::comm::CommData;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
 use skifch::coll::Reducer;
@@ -65,6 +66,17 @@ unsafe fn layout(
     Ok((c, d, span))
 }
 
+/// A rooted call's part for this process: `None` in the root's group of an
+/// intercommunicator but not the root (no part at all), else whether it is the root and
+/// whether it has data of its own (at an intercommunicator's root it has none).
+fn roles(c: &CommData, root: c_int) -> Option<(bool, bool)> {
+    if c.is_idle(root) {
+        return None;
+    }
+    let is_root = c.is_root(root);
+    Some((is_root, !(is_root && c.inter.is_some())))
+}
+
 fn regular(n: usize, k: usize) -> (Vec<usize>, Vec<usize>) {
     (vec![k; n], (0..n).map(|i| i * k).collect())
 }
@@ -79,6 +91,9 @@ mpi_fn!(MPI_Barrier, PMPI_Barrier, (comm: c_int) -> c_int {
 mpi_fn!(MPI_Bcast, PMPI_Bcast, (buffer: *mut c_void, n: c_int, datatype: c_int, root: c_int, comm: c_int) -> c_int {
     call("MPI_Bcast", comm, |st| {
         let c = st.comm(comm)?;
+        if c.is_idle(root) {
+            return Ok(()); // in the root's group of an intercommunicator, not the root
+        }
         // SAFETY: the buffer is valid for the call (MPI contract).
         let mut b = unsafe { user_buf(st, buffer, n, datatype, "MPI_Bcast")? };
         st.mpi.bcast(&c, &mut b, root)
@@ -90,10 +105,12 @@ mpi_fn!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_void, 
     call("MPI_Reduce", comm, |st| {
         let c = st.comm(comm)?;
         let op = op_of(op, datatype)?;
-        // SAFETY: the buffers are valid for the call (MPI contract; recvbuf at the root).
+        let Some((is_root, sends)) = roles(&c, root) else { return Ok(()) };
+        // SAFETY: the buffers are valid for the call (MPI contract; recvbuf at the root,
+        // sendbuf except at an intercommunicator's root).
         let (s, mut r) = unsafe {
-            (send_buf(st, sendbuf, n, datatype, "MPI_Reduce")?,
-             if c.rank as c_int == root { Some(user_buf(st, recvbuf, n, datatype, "MPI_Reduce")?) } else { None })
+            (if sends { send_buf(st, sendbuf, n, datatype, "MPI_Reduce")? } else { None },
+             if is_root { Some(user_buf(st, recvbuf, n, datatype, "MPI_Reduce")?) } else { None })
         };
         st.mpi.reduce(&c, s.as_ref(), r.as_mut(), op, root)
     })
@@ -212,13 +229,14 @@ mpi_fn!(MPI_Gather, PMPI_Gather, (sendbuf: *const c_void, sendcount: c_int, send
         recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) -> c_int {
     call("MPI_Gather", comm, |st| {
         let c = st.comm(comm)?;
-        let is_root = c.rank as c_int == root;
+        let Some((is_root, sends)) = roles(&c, root) else { return Ok(()) };
+        let n = c.peers().size();
         let k = if is_root { count(recvcount, "MPI_Gather")? } else { 0 };
-        let (cs, ds) = regular(c.size(), k);
+        let (cs, ds) = regular(n, k);
         // SAFETY: the buffers are valid for the call (recvbuf at the root).
         let (s, mut r) = unsafe {
-            (send_buf(st, sendbuf, sendcount, sendtype, "MPI_Gather")?,
-             if is_root { Some(user_buf(st, recvbuf, (k * c.size()) as c_int, recvtype, "MPI_Gather")?) } else { None })
+            (if sends { send_buf(st, sendbuf, sendcount, sendtype, "MPI_Gather")? } else { None },
+             if is_root { Some(user_buf(st, recvbuf, (k * n) as c_int, recvtype, "MPI_Gather")?) } else { None })
         };
         st.mpi.gatherv(&c, s.as_ref(), r.as_mut(), &cs, &ds, root)
     })
@@ -228,12 +246,12 @@ mpi_fn!(MPI_Gatherv, PMPI_Gatherv, (sendbuf: *const c_void, sendcount: c_int, se
         recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) -> c_int {
     call("MPI_Gatherv", comm, |st| {
         let c = st.comm(comm)?;
-        let is_root = c.rank as c_int == root;
-        // SAFETY: the arrays hold one int per member at the root; the buffers are valid.
+        let Some((is_root, sends)) = roles(&c, root) else { return Ok(()) };
+        // SAFETY: the arrays hold one int per (remote) member at the root; the buffers are valid.
         let (s, r, cs, ds) = unsafe {
-            let s = send_buf(st, sendbuf, sendcount, sendtype, "MPI_Gatherv")?;
+            let s = if sends { send_buf(st, sendbuf, sendcount, sendtype, "MPI_Gatherv")? } else { None };
             if is_root {
-                let (cs, ds, span) = layout(recvcounts, displs, c.size(), "MPI_Gatherv")?;
+                let (cs, ds, span) = layout(recvcounts, displs, c.peers().size(), "MPI_Gatherv")?;
                 (s, Some(user_buf(st, recvbuf, span as c_int, recvtype, "MPI_Gatherv")?), cs, ds)
             } else {
                 (s, None, Vec::new(), Vec::new())
@@ -248,13 +266,14 @@ mpi_fn!(MPI_Scatter, PMPI_Scatter, (sendbuf: *const c_void, sendcount: c_int, se
         recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) -> c_int {
     call("MPI_Scatter", comm, |st| {
         let c = st.comm(comm)?;
-        let is_root = c.rank as c_int == root;
+        let Some((is_root, receives)) = roles(&c, root) else { return Ok(()) };
+        let n = c.peers().size();
         let k = if is_root { count(sendcount, "MPI_Scatter")? } else { 0 };
-        let (cs, ds) = regular(c.size(), k);
+        let (cs, ds) = regular(n, k);
         // SAFETY: the buffers are valid for the call (sendbuf at the root).
         let (s, mut r) = unsafe {
-            (if is_root { Some(user_buf(st, sendbuf, (k * c.size()) as c_int, sendtype, "MPI_Scatter")?) } else { None },
-             send_buf(st, recvbuf, recvcount, recvtype, "MPI_Scatter")?)
+            (if is_root { Some(user_buf(st, sendbuf, (k * n) as c_int, sendtype, "MPI_Scatter")?) } else { None },
+             if receives { send_buf(st, recvbuf, recvcount, recvtype, "MPI_Scatter")? } else { None })
         };
         st.mpi.scatterv(&c, s.as_ref(), &cs, &ds, r.as_mut(), root)
     })
@@ -264,12 +283,12 @@ mpi_fn!(MPI_Scatterv, PMPI_Scatterv, (sendbuf: *const c_void, sendcounts: *const
         sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) -> c_int {
     call("MPI_Scatterv", comm, |st| {
         let c = st.comm(comm)?;
-        let is_root = c.rank as c_int == root;
-        // SAFETY: the arrays hold one int per member at the root; the buffers are valid.
+        let Some((is_root, receives)) = roles(&c, root) else { return Ok(()) };
+        // SAFETY: the arrays hold one int per (remote) member at the root; the buffers are valid.
         let (s, mut r, cs, ds) = unsafe {
-            let r = send_buf(st, recvbuf, recvcount, recvtype, "MPI_Scatterv")?;
+            let r = if receives { send_buf(st, recvbuf, recvcount, recvtype, "MPI_Scatterv")? } else { None };
             if is_root {
-                let (cs, ds, span) = layout(sendcounts, displs, c.size(), "MPI_Scatterv")?;
+                let (cs, ds, span) = layout(sendcounts, displs, c.peers().size(), "MPI_Scatterv")?;
                 (Some(user_buf(st, sendbuf, span as c_int, sendtype, "MPI_Scatterv")?), r, cs, ds)
             } else {
                 (None, r, Vec::new(), Vec::new())
@@ -284,11 +303,12 @@ mpi_fn!(MPI_Allgather, PMPI_Allgather, (sendbuf: *const c_void, sendcount: c_int
     call("MPI_Allgather", comm, |st| {
         let c = st.comm(comm)?;
         let k = count(recvcount, "MPI_Allgather")?;
-        let (cs, ds) = regular(c.size(), k);
+        let n = c.peers().size();
+        let (cs, ds) = regular(n, k);
         // SAFETY: the buffers are valid for the call.
         let (s, mut r) = unsafe {
             (send_buf(st, sendbuf, sendcount, sendtype, "MPI_Allgather")?,
-             user_buf(st, recvbuf, (k * c.size()) as c_int, recvtype, "MPI_Allgather")?)
+             user_buf(st, recvbuf, (k * n) as c_int, recvtype, "MPI_Allgather")?)
         };
         st.mpi.allgatherv(&c, s.as_ref(), &mut r, &cs, &ds)
     })
@@ -300,7 +320,7 @@ mpi_fn!(MPI_Allgatherv, PMPI_Allgatherv, (sendbuf: *const c_void, sendcount: c_i
         let c = st.comm(comm)?;
         // SAFETY: one int per member in each array; the buffers are valid for the call.
         let (s, mut r, cs, ds) = unsafe {
-            let (cs, ds, span) = layout(recvcounts, displs, c.size(), "MPI_Allgatherv")?;
+            let (cs, ds, span) = layout(recvcounts, displs, c.peers().size(), "MPI_Allgatherv")?;
             (send_buf(st, sendbuf, sendcount, sendtype, "MPI_Allgatherv")?,
              user_buf(st, recvbuf, span as c_int, recvtype, "MPI_Allgatherv")?, cs, ds)
         };
@@ -312,7 +332,7 @@ mpi_fn!(MPI_Alltoall, PMPI_Alltoall, (sendbuf: *const c_void, sendcount: c_int, 
         recvcount: c_int, recvtype: c_int, comm: c_int) -> c_int {
     call("MPI_Alltoall", comm, |st| {
         let c = st.comm(comm)?;
-        let n = c.size();
+        let n = c.peers().size();
         let rk = count(recvcount, "MPI_Alltoall")?;
         let sk = if in_place(sendbuf) { rk } else { count(sendcount, "MPI_Alltoall")? };
         let (sc, sd) = regular(n, sk);
@@ -331,7 +351,7 @@ mpi_fn!(MPI_Alltoallv, PMPI_Alltoallv, (sendbuf: *const c_void, sendcounts: *con
         comm: c_int) -> c_int {
     call("MPI_Alltoallv", comm, |st| {
         let c = st.comm(comm)?;
-        let n = c.size();
+        let n = c.peers().size();
         // SAFETY: one int per member in each array; the buffers are valid for the call.
         let (s, mut r, sc, sd, rc, rd) = unsafe {
             let (rc, rd, rspan) = layout(recvcounts, rdispls, n, "MPI_Alltoallv")?;

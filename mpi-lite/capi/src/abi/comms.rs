@@ -156,9 +156,9 @@ mpi_fn!(MPI_Comm_compare, PMPI_Comm_compare, (comm1: c_int, comm2: c_int, result
 
 mpi_fn!(MPI_Comm_test_inter, PMPI_Comm_test_inter, (comm: c_int, flag: *mut c_int) -> c_int {
     call("MPI_Comm_test_inter", comm, |st| {
-        st.comm(comm)?;
-        // SAFETY: the caller's int. Only intracommunicators exist.
-        unsafe { put(flag, 0, "flag") }
+        let inter = st.comm(comm)?.inter.is_some() as c_int;
+        // SAFETY: the caller's int.
+        unsafe { put(flag, inter, "flag") }
     })
 });
 

@@ -144,33 +144,3 @@ macro_rules! group_range_op {
 }
 group_range_op!(MPI_Group_range_incl, PMPI_Group_range_incl, "MPI_Group_range_incl", incl);
 group_range_op!(MPI_Group_range_excl, PMPI_Group_range_excl, "MPI_Group_range_excl", excl);
-
-// ---- intercommunicators (§6.6): not built yet ----
-
-mpi_fn!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: c_int, _local_leader: c_int, _peer_comm: c_int,
-        _remote_leader: c_int, _tag: c_int, _newintercomm: *mut c_int) -> c_int {
-    call("MPI_Intercomm_create", local_comm, |_| {
-        Err(Error::Unsupported("MPI_Intercomm_create (intercommunicators)".into()))
-    })
-});
-
-mpi_fn!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: c_int, _high: c_int, _newintracomm: *mut c_int) -> c_int {
-    call("MPI_Intercomm_merge", intercomm, |st| {
-        st.comm(intercomm)?;
-        Err(Error::Comm("MPI_Intercomm_merge: the communicator is not an intercommunicator (none can be made yet)".into()))
-    })
-});
-
-/// The remote calls on what is always an intracommunicator here: `MPI_ERR_COMM` (§6.6.1).
-fn not_inter(st: &CState, comm: c_int, name: &str) -> Result<()> {
-    st.comm(comm)?;
-    Err(Error::Comm(format!("{name}: the communicator is not an intercommunicator")))
-}
-
-mpi_fn!(MPI_Comm_remote_size, PMPI_Comm_remote_size, (comm: c_int, _size: *mut c_int) -> c_int {
-    call("MPI_Comm_remote_size", comm, |st| not_inter(st, comm, "MPI_Comm_remote_size"))
-});
-
-mpi_fn!(MPI_Comm_remote_group, PMPI_Comm_remote_group, (comm: c_int, _group: *mut c_int) -> c_int {
-    call("MPI_Comm_remote_group", comm, |st| not_inter(st, comm, "MPI_Comm_remote_group"))
-});

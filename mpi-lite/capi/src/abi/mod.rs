@@ -20,6 +20,7 @@ mod commx;
 mod env;
 mod errh;
 mod greq;
+mod inter;
 mod misc;
 mod mprobe;
 mod nbc;

@@ -18,6 +18,18 @@ fn in_place(p: *const c_void) -> bool {
     p as usize == IN_PLACE
 }
 
+/// Nonblocking collectives run as schedules over one group; an intercommunicator's have
+/// two groups and are blocking only (`MPI_ERR_UNSUPPORTED_OPERATION`, checked before any
+/// array is read: those of an intercommunicator are sized by its remote group).
+fn no_inter(st: &CState, comm: c_int) -> Result<()> {
+    match st.comm(comm)?.inter {
+        Some(_) => Err(Error::Unsupported(
+            "nonblocking collectives on intercommunicators (the blocking ones work)".into(),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Writes the request handle.
 ///
 /// # Safety
@@ -73,6 +85,7 @@ pub(crate) fn regular(n: usize, k: c_int) -> (Vec<c_int>, Vec<c_int>) {
 
 mpi_fn!(MPI_Ibarrier, PMPI_Ibarrier, (comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ibarrier", comm, |st| {
+        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         let id = st.mpi.ibarrier(&c)?;
         // SAFETY: the caller's request.
@@ -83,6 +96,7 @@ mpi_fn!(MPI_Ibarrier, PMPI_Ibarrier, (comm: c_int, request: *mut c_int) -> c_int
 mpi_fn!(MPI_Ibcast, PMPI_Ibcast, (buffer: *mut c_void, n: c_int, datatype: c_int, root: c_int, comm: c_int,
         request: *mut c_int) -> c_int {
     call("MPI_Ibcast", comm, |st| {
+        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         // SAFETY: valid until the request completes (MPI contract).
         let b = unsafe { user_buf(st, buffer, n, datatype, "MPI_Ibcast")? };
@@ -153,6 +167,7 @@ mpi_fn!(MPI_Igatherv, PMPI_Igatherv, (sendbuf: *const c_void, sendcount: c_int, 
         recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int,
         request: *mut c_int) -> c_int {
     call("MPI_Igatherv", comm, |st| {
+        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         let n = c.size() as c_int;
         let at_root = c.rank as c_int == root;
@@ -206,6 +221,7 @@ mpi_fn!(MPI_Iscatterv, PMPI_Iscatterv, (sendbuf: *const c_void, sendcounts: *con
         sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int,
         request: *mut c_int) -> c_int {
     call("MPI_Iscatterv", comm, |st| {
+        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         let n = c.size() as c_int;
         let at_root = c.rank as c_int == root;
@@ -239,6 +255,7 @@ fn iallgather_common(
 mpi_fn!(MPI_Iallgather, PMPI_Iallgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Iallgather", comm, |st| {
+        no_inter(st, comm)?;
         let (rc, rd) = regular(st.comm(comm)?.size(), recvcount);
         iallgather_common(st, "MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, &rc, &rd, recvtype, comm, request)
     })
@@ -248,6 +265,7 @@ mpi_fn!(MPI_Iallgatherv, PMPI_Iallgatherv, (sendbuf: *const c_void, sendcount: c
         recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int,
         request: *mut c_int) -> c_int {
     call("MPI_Iallgatherv", comm, |st| {
+        no_inter(st, comm)?;
         let n = st.comm(comm)?.size() as c_int;
         // SAFETY: `n` ints each (MPI contract).
         let (rc, rd) = unsafe { (arr(recvcounts, n, "recvcounts")?, arr(displs, n, "displs")?) };
@@ -284,6 +302,7 @@ fn vform(st: &CState, counts: &[c_int], displs: &[c_int], dt: c_int) -> Result<(
 mpi_fn!(MPI_Ialltoall, PMPI_Ialltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ialltoall", comm, |st| {
+        no_inter(st, comm)?;
         let n = st.comm(comm)?.size();
         let ((sc, sd), (rc, rd)) = (regular(n, sendcount), regular(n, recvcount));
         let s = if in_place(sendbuf) { (vec![], vec![], vec![]) } else { vform(st, &sc, &sd, sendtype)? };
@@ -298,6 +317,7 @@ mpi_fn!(MPI_Ialltoallv, PMPI_Ialltoallv, (sendbuf: *const c_void, sendcounts: *c
         sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int,
         comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ialltoallv", comm, |st| {
+        no_inter(st, comm)?;
         let n = st.comm(comm)?.size() as c_int;
         let s = if in_place(sendbuf) { (vec![], vec![], vec![]) } else {
             // SAFETY: `n` ints each (MPI contract; ignored for MPI_IN_PLACE).
@@ -332,6 +352,7 @@ mpi_fn!(MPI_Ialltoallw, PMPI_Ialltoallw, (sendbuf: *const c_void, sendcounts: *c
         sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int,
         recvtypes: *const c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ialltoallw", comm, |st| {
+        no_inter(st, comm)?;
         let n = st.comm(comm)?.size() as c_int;
         // SAFETY: `n` values each (MPI contract; the send arrays are ignored for MPI_IN_PLACE).
         let s = if in_place(sendbuf) { (vec![], vec![], vec![]) } else { unsafe { wform(sendcounts, sdispls, sendtypes, n)? } };
@@ -347,11 +368,20 @@ mpi_fn!(MPI_Alltoallw, PMPI_Alltoallw, (sendbuf: *const c_void, sendcounts: *con
         sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int,
         recvtypes: *const c_int, comm: c_int) -> c_int {
     call("MPI_Alltoallw", comm, |st| {
-        let n = st.comm(comm)?.size() as c_int;
+        let c = st.comm(comm)?;
+        let n = c.peers().size() as c_int;
         // SAFETY: `n` values each (MPI contract; the send arrays are ignored for MPI_IN_PLACE).
         let s = if in_place(sendbuf) { (vec![], vec![], vec![]) } else { unsafe { wform(sendcounts, sdispls, sendtypes, n)? } };
         // SAFETY: as above.
         let r = unsafe { wform(recvcounts, rdispls, recvtypes, n)? };
+        if c.inter.is_some() {
+            // SAFETY: the buffers are valid for the call (MPI contract).
+            let (sb, rb) = unsafe {
+                (if in_place(sendbuf) { None } else { Some(blocks(st, sendbuf, &s.0, &s.1, &s.2, "MPI_Alltoallw")?) },
+                 blocks(st, recvbuf, &r.0, &r.1, &r.2, "MPI_Alltoallw")?)
+            };
+            return st.mpi.inter_alltoallw(&c, sb, rb);
+        }
         // The nonblocking schedule, waited for: one all-to-all mechanism.
         let id = alltoall_common(st, "MPI_Alltoallw", sendbuf, (&s.0, &s.1, &s.2), recvbuf, (&r.0, &r.1, &r.2), comm)?;
         st.mpi.wait(id).map(|_| ())
@@ -361,6 +391,7 @@ mpi_fn!(MPI_Alltoallw, PMPI_Alltoallw, (sendbuf: *const c_void, sendcounts: *con
 mpi_fn!(MPI_Ireduce, PMPI_Ireduce, (sendbuf: *const c_void, recvbuf: *mut c_void, n: c_int, datatype: c_int,
         op: c_int, root: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ireduce", comm, |st| {
+        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         let op = op_of(op, datatype)?;
         // SAFETY: valid until the request completes (MPI contract; recvbuf at the root).
@@ -377,6 +408,7 @@ mpi_fn!(MPI_Ireduce, PMPI_Ireduce, (sendbuf: *const c_void, recvbuf: *mut c_void
 mpi_fn!(MPI_Iallreduce, PMPI_Iallreduce, (sendbuf: *const c_void, recvbuf: *mut c_void, n: c_int, datatype: c_int,
         op: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Iallreduce", comm, |st| {
+        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         let op = op_of(op, datatype)?;
         // SAFETY: valid until the request completes (MPI contract).
@@ -418,6 +450,7 @@ fn ireduce_scatter_common(
 mpi_fn!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter, (sendbuf: *const c_void, recvbuf: *mut c_void,
         recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ireduce_scatter", comm, |st| {
+        no_inter(st, comm)?;
         let n = st.comm(comm)?.size() as c_int;
         // SAFETY: `n` ints (MPI contract).
         let counts = unsafe { arr(recvcounts, n, "recvcounts")? }.to_vec();
@@ -428,6 +461,7 @@ mpi_fn!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter, (sendbuf: *const c_void, recv
 mpi_fn!(MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, (sendbuf: *const c_void, recvbuf: *mut c_void,
         recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ireduce_scatter_block", comm, |st| {
+        no_inter(st, comm)?;
         let n = st.comm(comm)?.size();
         if recvcount < 0 {
             return Err(Error::Count(format!("MPI_Ireduce_scatter_block: count {recvcount} is negative")));
