@@ -67,14 +67,22 @@ struct Alloc {
 }
 
 /// A remote range found in an allocation.
+///
+/// On the direct path it carries where the range is mapped here, found once by
+/// [`Armci::locate`]: every operation then reaches the memory without taking the
+/// allocation table's lock a second time. A target lives for one call; the mapping stays
+/// until `ARMCI_Free`, which is collective and starts with a barrier, so no operation of
+/// this rank is under way when it unmaps.
 #[derive(Clone, Copy, Debug)]
 pub struct Target {
     /// Reached through the window (direct path) rather than by messages.
     direct: bool,
-    alloc: u64,
     pub(crate) proc: u32,
     pub(crate) addr: usize,
-    off: usize,
+    /// Direct path: the address of `addr` mapped here (0 on the message path).
+    ptr: usize,
+    /// Direct path: mapped bytes from `ptr` to the end of the rank's block.
+    room: usize,
 }
 
 impl Target {
@@ -96,7 +104,8 @@ impl Target {
     pub fn at(self, bytes: usize) -> Target {
         Target {
             addr: self.addr + bytes,
-            off: self.off + bytes,
+            ptr: if self.ptr == 0 { 0 } else { self.ptr + bytes },
+            room: self.room.saturating_sub(bytes),
             ..self
         }
     }
@@ -381,32 +390,40 @@ impl<P: Port> Armci<P> {
     /// offset; [`Error::NotAllocated`] if not wholly inside one.
     pub fn locate(&self, proc: u32, addr: usize, len: usize) -> Result<Target> {
         let a = self.allocs.read().unwrap_or_else(|p| p.into_inner());
-        for (&id, x) in a.iter().rev() {
+        for x in a.values().rev() {
             let (b, l) = x.bases[proc as usize];
             let off = addr.wrapping_sub(b);
             if l > 0 && off < l && len <= l - off {
+                let room = l - off;
+                let ptr = match x.direct {
+                    true => x.win.reach(proc, off, room).map_or(0, |p| p as usize),
+                    false => 0,
+                };
                 return Ok(Target {
                     direct: x.direct,
-                    alloc: id,
                     proc,
                     addr,
-                    off,
+                    ptr,
+                    room: if ptr == 0 { 0 } else { room },
                 });
             }
         }
         Err(Error::NotAllocated { proc, addr, len })
     }
 
-    /// The address here of `len` bytes of `t` (direct path).
-    fn mapped(&self, t: Target, len: usize) -> Result<*mut u8> {
-        let a = self.allocs.read().unwrap_or_else(|p| p.into_inner());
-        a.get(&t.alloc)
-            .and_then(|x| x.win.reach(t.proc, t.off, len))
-            .ok_or(Error::NotAllocated {
+    /// The address here of `len` bytes of `t` (direct path): a bounds check against the
+    /// mapping [`Armci::locate`] found.
+    #[inline]
+    pub(crate) fn mapped(&self, t: Target, len: usize) -> Result<*mut u8> {
+        if t.ptr != 0 && len <= t.room {
+            Ok(t.ptr as *mut u8)
+        } else {
+            Err(Error::NotAllocated {
                 proc: t.proc,
                 addr: t.addr,
                 len,
             })
+        }
     }
 
     /// Copies `len` bytes from local `src` to `t`.

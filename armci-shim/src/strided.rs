@@ -3,83 +3,216 @@
 //! `stride[1]` apart, and so on for `levels` levels. Checked before any byte moves: counts
 //! are positive and each level's stride at least spans the level below it (the blocks do
 //! not overlap), on both sides; then the whole access has one known extent per side.
+//!
+//! A descriptor is built for every strided call, so it lives on the stack up to 3 levels
+//! (4-D arrays; deeper ones, up to ARMCI's `ARMCI_MAX_STRIDE_LEVEL` of 8 and beyond, go to
+//! the heap) and knows its extents: an 8x8 `PutS` spent most of its time in the allocator
+//! when the three arrays were vectors.
+
+use std::ops::{Deref, DerefMut};
 
 use crate::{Error, Result};
+
+/// Values kept in place; deeper descriptors go to the heap.
+pub const INLINE: usize = 4;
+
+/// A short list of sizes: in place up to [`INLINE`] values, else on the heap.
+#[derive(Clone, Debug)]
+pub enum Dims {
+    /// The first `len` values of the array.
+    Inline(u8, [usize; INLINE]),
+    /// More than [`INLINE`] values.
+    Heap(Vec<usize>),
+}
+
+impl Dims {
+    /// `len` zeros.
+    pub fn zeros(len: usize) -> Dims {
+        if len <= INLINE {
+            Dims::Inline(len as u8, [0; INLINE])
+        } else {
+            Dims::Heap(vec![0; len])
+        }
+    }
+}
+
+impl Deref for Dims {
+    type Target = [usize];
+    #[inline]
+    fn deref(&self) -> &[usize] {
+        match self {
+            Dims::Inline(n, a) => &a[..usize::from(*n)],
+            Dims::Heap(v) => v,
+        }
+    }
+}
+
+impl DerefMut for Dims {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [usize] {
+        match self {
+            Dims::Inline(n, a) => &mut a[..usize::from(*n)],
+            Dims::Heap(v) => v,
+        }
+    }
+}
+
+impl FromIterator<usize> for Dims {
+    fn from_iter<I: IntoIterator<Item = usize>>(it: I) -> Dims {
+        let it = it.into_iter();
+        let mut a = [0; INLINE];
+        let mut n = 0;
+        let mut heap: Option<Vec<usize>> = None;
+        for v in it {
+            match &mut heap {
+                Some(h) => h.push(v),
+                None if n < INLINE => {
+                    a[n] = v;
+                    n += 1;
+                }
+                None => {
+                    let mut h = a.to_vec();
+                    h.push(v);
+                    heap = Some(h);
+                }
+            }
+        }
+        heap.map_or(Dims::Inline(n as u8, a), Dims::Heap)
+    }
+}
+
+impl<'a> IntoIterator for &'a Dims {
+    type Item = &'a usize;
+    type IntoIter = std::slice::Iter<'a, usize>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl PartialEq for Dims {
+    fn eq(&self, o: &Dims) -> bool {
+        **self == **o
+    }
+}
 
 /// A checked strided descriptor (source and destination strides share the counts).
 #[derive(Clone, Debug)]
 pub struct Strided {
     /// `count[0..=levels]` (bytes, then repetitions per level).
-    pub count: Vec<usize>,
+    pub count: Dims,
     /// Source strides, `levels` of them.
-    pub src: Vec<usize>,
+    pub src: Dims,
     /// Destination strides, `levels` of them.
-    pub dst: Vec<usize>,
+    pub dst: Dims,
+    /// Extents of the two sides (bytes from the first to past the last; 0 if nothing
+    /// moves).
+    src_ext: usize,
+    dst_ext: usize,
 }
 
-fn check_side(side: &str, count: &[usize], stride: &[i64]) -> Result<Vec<usize>> {
+/// Checks one side's strides against the counts, writes them to `out` (as long as
+/// `stride`) and returns the side's extent.
+#[inline]
+fn fill_side<T: Copy + Into<i64>>(
+    side: &str,
+    count: &[usize],
+    stride: &[T],
+    out: &mut [usize],
+) -> Result<usize> {
     let mut span = count[0];
-    let mut out = Vec::with_capacity(stride.len());
-    for (l, &s) in stride.iter().enumerate() {
+    for (l, (&s, o)) in stride.iter().zip(out.iter_mut()).enumerate() {
+        let s: i64 = s.into();
         if s < 0 || (s as usize) < span {
-            return Err(Error::BadStrides(format!(
-                "{side} stride[{l}] = {s} is smaller than the {span} bytes of level {l} (count[0..={l}] = {:?}): blocks would overlap",
-                &count[..=l]
-            )));
+            return Err(overlap(side, l, s, span, count));
         }
         let s = s as usize;
         span = s
             .checked_mul(count[l + 1] - 1)
             .and_then(|v| v.checked_add(span))
-            .ok_or_else(|| Error::BadStrides(format!("{side} extent overflows")))?;
-        out.push(s);
+            .ok_or_else(|| overflows(side))?;
+        *o = s;
     }
-    Ok(out)
+    Ok(span)
+}
+
+// The errors, out of the checks' way (every strided call runs them).
+#[cold]
+#[inline(never)]
+fn overlap(side: &str, l: usize, s: i64, span: usize, count: &[usize]) -> Error {
+    Error::BadStrides(format!(
+        "{side} stride[{l}] = {s} is smaller than the {span} bytes of level {l} (count[0..={l}] = {:?}): blocks would overlap",
+        &count[..=l]
+    ))
+}
+#[cold]
+#[inline(never)]
+fn overflows(side: &str) -> Error {
+    Error::BadStrides(format!("{side} extent overflows"))
+}
+#[cold]
+#[inline(never)]
+fn bad_lengths(src: usize, dst: usize, count: usize) -> Error {
+    Error::BadStrides(format!(
+        "{src} source strides, {dst} destination strides and {count} counts (need L, L and L+1)"
+    ))
+}
+#[cold]
+#[inline(never)]
+fn negative(i: usize, c: i64) -> Error {
+    Error::BadStrides(format!("count[{i}] = {c} is negative"))
 }
 
 impl Strided {
-    /// Checks `count[0..=levels]` and both stride arrays (`levels` entries each).
-    pub fn new(src: &[i64], dst: &[i64], count: &[i64]) -> Result<Strided> {
+    /// Checks `count[0..=levels]` and both stride arrays (`levels` entries each; C's
+    /// `int` arrays as they are, or 64-bit ones).
+    pub fn new<T: Copy + Into<i64>>(src: &[T], dst: &[T], count: &[T]) -> Result<Strided> {
         let levels = src.len();
         if dst.len() != levels || count.len() != levels + 1 {
-            return Err(Error::BadStrides(format!(
-                "{} source strides, {} destination strides and {} counts (need L, L and L+1)",
-                src.len(),
-                dst.len(),
-                count.len()
-            )));
+            return Err(bad_lengths(src.len(), dst.len(), count.len()));
         }
-        if let Some((i, c)) = count.iter().enumerate().find(|(_, &c)| c < 0) {
-            return Err(Error::BadStrides(format!("count[{i}] = {c} is negative")));
+        // Built in place: the descriptor is not moved between checks.
+        let mut d = Strided {
+            count: Dims::zeros(levels + 1),
+            src: Dims::zeros(levels),
+            dst: Dims::zeros(levels),
+            src_ext: 0,
+            dst_ext: 0,
+        };
+        let mut empty = false;
+        for (i, (&c, o)) in count.iter().zip(d.count.iter_mut()).enumerate() {
+            let c: i64 = c.into();
+            if c < 0 {
+                return Err(negative(i, c));
+            }
+            empty |= c == 0;
+            *o = c as usize;
         }
-        let count: Vec<usize> = count.iter().map(|&c| c as usize).collect();
-        if count.contains(&0) {
+        if empty {
             // Nothing to move; strides are not looked at.
-            return Ok(Strided {
-                count,
-                src: vec![0; levels],
-                dst: vec![0; levels],
-            });
+            return Ok(d);
         }
-        Ok(Strided {
-            src: check_side("source", &count, src)?,
-            dst: check_side("destination", &count, dst)?,
-            count,
-        })
+        d.src_ext = fill_side("source", &d.count, src, &mut d.src)?;
+        d.dst_ext = fill_side("destination", &d.count, dst, &mut d.dst)?;
+        Ok(d)
     }
 
     /// The same counts with the source side densely packed (what a message carries).
     pub fn packed_source(&self) -> Strided {
-        let mut src = Vec::with_capacity(self.dst.len());
         let mut span = self.count.first().copied().unwrap_or(0);
-        for c in &self.count[1..] {
-            src.push(span);
-            span *= c;
-        }
+        let src: Dims = self.count[1..]
+            .iter()
+            .map(|c| {
+                let s = span;
+                span *= c;
+                s
+            })
+            .collect();
         Strided {
             count: self.count.clone(),
             src,
             dst: self.dst.clone(),
+            src_ext: self.bytes(),
+            dst_ext: self.dst_ext,
         }
     }
 
@@ -89,6 +222,8 @@ impl Strided {
             count: self.count.clone(),
             src: self.dst.clone(),
             dst: self.src.clone(),
+            src_ext: self.dst_ext,
+            dst_ext: self.src_ext,
         }
     }
 
@@ -128,15 +263,16 @@ impl Strided {
 
     /// Extent in bytes of the source side (from the first byte to past the last).
     pub fn src_extent(&self) -> usize {
-        extent(&self.count, &self.src)
+        self.src_ext
     }
 
     /// Extent in bytes of the destination side.
     pub fn dst_extent(&self) -> usize {
-        extent(&self.count, &self.dst)
+        self.dst_ext
     }
 
     /// Calls `f(src_offset, dst_offset, len)` for every contiguous block, in order.
+    #[inline]
     pub fn for_each<E>(
         &self,
         mut f: impl FnMut(usize, usize, usize) -> std::result::Result<(), E>,
@@ -145,7 +281,15 @@ impl Strided {
             return Ok(());
         }
         let levels = self.src.len();
-        let mut idx = vec![0usize; levels];
+        if levels == 1 {
+            // 2-D, the common case (a patch of a matrix): one loop, no odometer.
+            let (s, d, n) = (self.src[0], self.dst[0], self.count[0]);
+            for i in 0..self.count[1] {
+                f(i * s, i * d, n)?;
+            }
+            return Ok(());
+        }
+        let mut idx = Dims::zeros(levels);
         loop {
             let (mut so, mut d) = (0, 0);
             for ((i, s), t) in idx.iter().zip(&self.src).zip(&self.dst) {
@@ -168,18 +312,6 @@ impl Strided {
             }
         }
     }
-}
-
-fn extent(count: &[usize], stride: &[usize]) -> usize {
-    if count.contains(&0) {
-        return 0;
-    }
-    count[0]
-        + stride
-            .iter()
-            .zip(&count[1..])
-            .map(|(s, c)| s * (c - 1))
-            .sum::<usize>()
 }
 
 #[cfg(test)]
@@ -212,5 +344,31 @@ mod tests {
         assert!(Strided::new(&[4], &[4], &[-1, 2]).is_err());
         assert!(Strided::new(&[4], &[4, 4], &[1, 2]).is_err());
         assert_eq!(Strided::new(&[], &[], &[7]).unwrap().dst_extent(), 7);
+    }
+
+    #[test]
+    fn deep_descriptors_spill_to_the_heap() {
+        // 5 levels: 6 counts, more than INLINE, in the heap form; same answers as inline
+        let c = [2i32, 2, 2, 2, 2, 2];
+        let st = [4i32, 8, 16, 32, 64];
+        let s = Strided::new(&st, &st, &c).unwrap();
+        assert!(matches!(s.count, Dims::Heap(_)) && matches!(s.src, Dims::Heap(_)));
+        let mut offs = Vec::new();
+        s.for_each(|a, b, n| {
+            assert_eq!((a, n), (b, 2));
+            offs.push(a);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        assert_eq!(offs, (0..32).map(|i| i * 4).collect::<Vec<_>>());
+        assert_eq!((s.bytes(), s.src_extent(), s.dst_extent()), (64, 126, 126));
+        let p = s.packed_source();
+        assert_eq!(&p.src[..], &[2, 4, 8, 16, 32]);
+        assert_eq!((p.src_extent(), p.swapped().dst_extent()), (64, 64));
+        let (d, used) = Strided::decode_dst(5, &s.encode_dst()).unwrap();
+        assert_eq!(
+            (used, &d.dst[..], d.dst_extent()),
+            (88, &st.map(|v| v as usize)[..], 126)
+        );
     }
 }

@@ -26,14 +26,24 @@ fn packed_offset(packed: &crate::Strided, so: usize, d: &crate::Strided) -> usiz
 
 impl<P: Port> Armci<P> {
     /// A strided put of `d` from local `src` to `t` (located for the destination extent):
-    /// on the message path one packed request when it fits one, else a request per
-    /// contiguous block; on the direct path a copy per block.
+    /// on the direct path a copy per block into the extent mapped once; on the message
+    /// path one packed request when it fits one, else a request per contiguous block.
     ///
     /// # Safety
     /// `src` is readable over `d`'s source extent.
     pub unsafe fn put_strided(&self, src: *const u8, d: &crate::Strided, t: Target) -> Result<()> {
+        if t.path() == Path::Direct {
+            // One lookup for the whole extent, then a copy per block.
+            let base = self.mapped(t, d.dst_extent())?;
+            return d.for_each(|so, doff, n| {
+                // SAFETY: the caller's source over its extent; `doff + n` is within the
+                // destination extent mapped at `base`.
+                unsafe { skifch::mem::copy_move(src.add(so), base.add(doff), n) };
+                Ok(())
+            });
+        }
         let desc = d.encode_dst();
-        if t.path() == Path::Messages && desc.len() + d.bytes() <= self.chunk {
+        if desc.len() + d.bytes() <= self.chunk {
             let mut payload = desc;
             let at = payload.len();
             payload.resize(at + d.bytes(), 0);
@@ -68,7 +78,17 @@ impl<P: Port> Armci<P> {
     /// # Safety
     /// `dst` is writable over `d`'s destination extent and not referenced meanwhile.
     pub unsafe fn get_strided(&self, t: Target, d: &crate::Strided, dst: *mut u8) -> Result<()> {
-        if t.path() == Path::Messages && d.bytes() <= self.chunk {
+        if t.path() == Path::Direct {
+            self.alive()?;
+            let base = self.mapped(t, d.src_extent())?;
+            return d.for_each(|so, doff, n| {
+                // SAFETY: `so + n` is within the source extent mapped at `base`; the
+                // caller's destination over its extent.
+                unsafe { skifch::mem::copy_move(base.add(so), dst.add(doff), n) };
+                Ok(())
+            });
+        }
+        if d.bytes() <= self.chunk {
             // The remote side is the source: describe it as the request's destination.
             let remote = d.swapped();
             let desc = remote.encode_dst();

@@ -94,13 +94,17 @@ unsafe fn strided(
             &Error::BadStrides("a NULL stride or count array".into()),
         );
     }
-    let read = |p: *const c_int, n: usize| -> Vec<i64> {
-        // SAFETY: the caller's arrays: `levels` strides, `levels + 1` counts.
-        (0..n).map(|i| i64::from(unsafe { *p.add(i) })).collect()
+    let read = |p: *const c_int, n: usize| -> &[c_int] {
+        if n == 0 {
+            return &[];
+        }
+        // SAFETY: the caller's arrays: `levels` strides, `levels + 1` counts (not NULL:
+        // checked above).
+        unsafe { std::slice::from_raw_parts(p, n) }
     };
     ok(
         call,
-        Strided::new(&read(src, l), &read(dst, l), &read(count, l + 1)),
+        Strided::new(read(src, l), read(dst, l), read(count, l + 1)),
     )
 }
 
