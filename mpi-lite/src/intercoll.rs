@@ -37,7 +37,7 @@ const T_ALLREDUCE: i32 = -36;
 const T_REDSCAT: i32 = -37;
 
 /// This process's part in a rooted collective.
-enum Role {
+pub(crate) enum Role {
     /// The root (`MPI_ROOT`).
     Root,
     /// In the root's group, not the root (`MPI_PROC_NULL`): no part.
@@ -46,7 +46,7 @@ enum Role {
     Leaf(usize),
 }
 
-fn role(x: &Inter, root: i32) -> Result<Role> {
+pub(crate) fn role(x: &Inter, root: i32) -> Result<Role> {
     match root {
         ROOT => Ok(Role::Root),
         PROC_NULL => Ok(Role::Idle),
@@ -58,12 +58,12 @@ fn role(x: &Inter, root: i32) -> Result<Role> {
     }
 }
 
-fn no_in_place() -> Error {
+pub(crate) fn no_in_place() -> Error {
     Error::Buffer("MPI_IN_PLACE is not allowed on an intercommunicator".into())
 }
 
 /// One count per remote process.
-fn check_len(x: &Inter, n: usize, what: &str) -> Result<()> {
+pub(crate) fn check_len(x: &Inter, n: usize, what: &str) -> Result<()> {
     if n == x.remote.size() {
         Ok(())
     } else {
@@ -372,33 +372,5 @@ impl<P: Port> Mpi<P> {
         let inc: Vec<(usize, usize)> = rc.iter().copied().enumerate().collect();
         let got = self.inter_swap(c, x, T_ALLTOALL, out, &inc)?;
         with_bytes(recv, true, |b| place(b, &rd, &got))
-    }
-
-    /// `MPI_Alltoallw` on an intercommunicator: `send[j]` goes to remote process `j`,
-    /// `recv[j]` comes from it (one buffer per remote process, each with its type).
-    pub fn inter_alltoallw(
-        &self,
-        c: &CommData,
-        send: Option<Vec<UserBuf>>,
-        mut recv: Vec<UserBuf>,
-    ) -> Result<()> {
-        let x = c
-            .inter
-            .as_ref()
-            .ok_or_else(|| Error::Comm("not an intercommunicator".into()))?;
-        let s = send.ok_or_else(no_in_place)?;
-        check_len(x, s.len(), "MPI_Alltoallw")?;
-        check_len(x, recv.len(), "MPI_Alltoallw")?;
-        let out = s
-            .iter()
-            .enumerate()
-            .map(|(j, b)| Ok((j, b.to_packed()?)))
-            .collect::<Result<Vec<_>>>()?;
-        let inc: Vec<(usize, usize)> = recv.iter().map(UserBuf::packed_len).enumerate().collect();
-        let got = self.inter_swap(c, x, T_ALLTOALL, out, &inc)?;
-        for (b, g) in recv.iter_mut().zip(&got) {
-            b.write_packed(0, g);
-        }
-        Ok(())
     }
 }

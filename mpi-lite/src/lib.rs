@@ -15,8 +15,9 @@
 //!   rendezvous data lands straight in the user's buffer); lost peers are errors.
 //! * [`group`], [`comm`], [`topo`] — groups, communicators with agreed context ids,
 //!   Cartesian and distributed-graph topologies; [`Mpi`] owns the engine.
-//! * [`inter`], [`intercoll`] — intercommunicators: construction, context agreement
-//!   over two groups, and their collectives (MPI-3.1 §5.2.2).
+//! * [`inter`], [`intercoll`], `internbc` — intercommunicators: construction, context
+//!   agreement over two groups, and their blocking and nonblocking collectives (MPI-3.1
+//!   §5.2.2).
 //! * [`coll`] — collectives: MPI arguments onto the shared algorithms of
 //!   [`skifch::coll`] (a communicator's collective context is their `Transport`).
 //! * [`api`] — the idiomatic Rust API ([`api::Comm`], typed slices, owned-buffer
@@ -42,6 +43,7 @@ pub mod coll;
 pub mod comm;
 pub mod inter;
 pub mod intercoll;
+mod internbc;
 pub mod nbc;
 pub mod topo;
 

@@ -40,14 +40,14 @@ const NBC_TAG_BASE: i32 = -0x2000_0000;
 const NBC_TAGS: u32 = 1024;
 
 /// The schedule of one call on communicator `c` with its tag.
-struct Plan<'a> {
-    c: &'a CommData,
-    tag: i32,
-    s: Sched,
+pub(crate) struct Plan<'a> {
+    pub(crate) c: &'a CommData,
+    pub(crate) tag: i32,
+    pub(crate) s: Sched,
 }
 
 impl<'a> Plan<'a> {
-    fn new(c: &'a CommData, scratch: usize) -> Self {
+    pub(crate) fn new(c: &'a CommData, scratch: usize) -> Self {
         // The communicator's collective counter (every member makes the same calls in the
         // same order), folded into 1024 negative tags of their own: a tag tells apart the
         // collectives running at once, and a bounded set keeps the matching tables' keys
@@ -73,7 +73,7 @@ impl<'a> Plan<'a> {
         (self.c.coll_env(from as i32, self.tag), r)
     }
     /// A round with these transfers and local steps.
-    fn round(
+    pub(crate) fn round(
         &mut self,
         sends: Vec<(Envelope, u32, Range)>,
         recvs: Vec<(Envelope, Range)>,
@@ -102,12 +102,12 @@ impl<'a> Plan<'a> {
         self.s.push(Step::Next);
     }
     /// Packs `b` into the scratch at `off`.
-    fn load(&mut self, off: usize, b: &UserBuf) -> Result<()> {
+    pub(crate) fn load(&mut self, off: usize, b: &UserBuf) -> Result<()> {
         let n = b.packed_len();
         b.read_packed(0, &mut self.s.buf[off..off + n]);
         Ok(())
     }
-    fn reduce_with(&mut self, b: &UserBuf, op: &ReduceOp) -> Result<usize> {
+    pub(crate) fn reduce_with(&mut self, b: &UserBuf, op: &ReduceOp) -> Result<usize> {
         if b.packed_len() > 0 && b.dense().is_none() {
             return Err(Error::Type(
                 "reductions need a predefined or dense derived type".into(),
@@ -119,7 +119,7 @@ impl<'a> Plan<'a> {
 }
 
 /// Offsets of consecutive blocks of these lengths, and the total.
-fn offsets(lens: &[usize]) -> (Vec<usize>, usize) {
+pub(crate) fn offsets(lens: &[usize]) -> (Vec<usize>, usize) {
     let mut off = Vec::with_capacity(lens.len());
     let mut t = 0;
     for &l in lens {
@@ -130,7 +130,7 @@ fn offsets(lens: &[usize]) -> (Vec<usize>, usize) {
 }
 
 /// The fold of `n` slots of `len` bytes at 0, len, … in rank order into the last slot.
-fn fold_ops(n: usize, len: usize) -> Vec<Local> {
+pub(crate) fn fold_ops(n: usize, len: usize) -> Vec<Local> {
     (0..n.saturating_sub(1))
         .rev()
         .map(|r| Local::Reduce {
@@ -142,19 +142,15 @@ fn fold_ops(n: usize, len: usize) -> Vec<Local> {
 }
 
 impl<P: Port> Mpi<P> {
-    fn start(&self, p: Plan<'_>) -> Result<ReqId> {
-        // The schedules run on one communicator's members; an intercommunicator's
-        // collectives need two (its groups) and are blocking only (`crate::intercoll`).
-        if p.c.inter.is_some() {
-            return Err(Error::Unsupported(
-                "nonblocking collectives on intercommunicators (the blocking ones work)".into(),
-            ));
-        }
+    pub(crate) fn start(&self, p: Plan<'_>) -> Result<ReqId> {
         self.engine().start_sched(p.s)
     }
 
     /// `MPI_Ibarrier`.
     pub fn ibarrier(&self, c: &CommData) -> Result<ReqId> {
+        if let Some(x) = &c.inter {
+            return self.inter_ibarrier(c, x);
+        }
         let mut p = Plan::new(c, 0);
         let (r, n) = (p.rank(), p.size());
         let mut d = 1;
@@ -167,6 +163,9 @@ impl<P: Port> Mpi<P> {
 
     /// `MPI_Ibcast`.
     pub fn ibcast(&self, c: &CommData, buf: UserBuf, root: i32) -> Result<ReqId> {
+        if let Some(x) = &c.inter {
+            return self.inter_ibcast(c, x, buf, root);
+        }
         let root = root_of(c, root)?;
         let len = buf.packed_len();
         let mut p = Plan::new(c, len);
@@ -209,6 +208,9 @@ impl<P: Port> Mpi<P> {
         recv: Vec<UserBuf>,
         root: i32,
     ) -> Result<ReqId> {
+        if let Some(x) = &c.inter {
+            return self.inter_igatherv(c, x, send, recv, root);
+        }
         let root = root_of(c, root)?;
         let (r, n) = (c.rank, c.size());
         if r != root {
@@ -243,6 +245,9 @@ impl<P: Port> Mpi<P> {
         recv: Option<UserBuf>,
         root: i32,
     ) -> Result<ReqId> {
+        if let Some(x) = &c.inter {
+            return self.inter_iscatterv(c, x, send, recv, root);
+        }
         let root = root_of(c, root)?;
         let (r, n) = (c.rank, c.size());
         if r != root {
@@ -273,6 +278,9 @@ impl<P: Port> Mpi<P> {
 
     /// `MPI_Iallgather(v)`: `recv` holds the n blocks; `send == None` is `MPI_IN_PLACE`.
     pub fn iallgatherv(&self, c: &CommData, send: Option<UserBuf>, recv: Vec<UserBuf>) -> Result<ReqId> {
+        if let Some(x) = &c.inter {
+            return self.inter_iallgatherv(c, x, send, recv);
+        }
         let (r, n) = (c.rank, c.size());
         check_blocks(&recv, n)?;
         let lens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();
@@ -294,6 +302,9 @@ impl<P: Port> Mpi<P> {
     /// `MPI_Ialltoall(v,w)`: block j of `send` goes to member j, block j of `recv` comes
     /// from it; `send == None` is `MPI_IN_PLACE` (the blocks to send are `recv`'s).
     pub fn ialltoallw(&self, c: &CommData, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>) -> Result<ReqId> {
+        if let Some(x) = &c.inter {
+            return self.inter_ialltoallw(c, x, send, recv);
+        }
         let (r, n) = (c.rank, c.size());
         check_blocks(&recv, n)?;
         let rlens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();
@@ -337,6 +348,9 @@ impl<P: Port> Mpi<P> {
         op: &ReduceOp,
         root: i32,
     ) -> Result<ReqId> {
+        if let Some(x) = &c.inter {
+            return self.inter_ireduce(c, x, send, recv, op, root);
+        }
         let root = root_of(c, root)?;
         let (r, n) = (c.rank, c.size());
         if r != root {
@@ -364,6 +378,9 @@ impl<P: Port> Mpi<P> {
 
     /// `MPI_Iallreduce`: `send == None` is `MPI_IN_PLACE`.
     pub fn iallreduce(&self, c: &CommData, send: Option<UserBuf>, recv: UserBuf, op: &ReduceOp) -> Result<ReqId> {
+        if let Some(x) = &c.inter {
+            return self.inter_iallreduce(c, x, send, recv, op);
+        }
         let (r, n) = (c.rank, c.size());
         let mut p = Plan::new(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
@@ -405,6 +422,9 @@ impl<P: Port> Mpi<P> {
         lens: &[usize],
         op: &ReduceOp,
     ) -> Result<ReqId> {
+        if let Some(x) = &c.inter {
+            return self.inter_ireduce_scatter(c, x, input, out, lens, op);
+        }
         let (r, n) = (c.rank, c.size());
         if lens.len() != n || out.packed_len() != lens[r] {
             return Err(mismatch());
@@ -431,6 +451,7 @@ impl<P: Port> Mpi<P> {
         op: &ReduceOp,
         exclusive: bool,
     ) -> Result<ReqId> {
+        c.intra(if exclusive { "MPI_Iexscan" } else { "MPI_Iscan" })?;
         let (r, n) = (c.rank, c.size());
         let mut p = Plan::new(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
@@ -494,14 +515,14 @@ fn reduce_then_spread(p: &mut Plan<'_>, input: &[u8], out: UserBuf, blocks: &[Ra
     }
 }
 
-fn check_blocks(b: &[UserBuf], n: usize) -> Result<()> {
+pub(crate) fn check_blocks(b: &[UserBuf], n: usize) -> Result<()> {
     if b.len() != n {
         return Err(Error::Intern(format!("{} blocks for {n} members", b.len())));
     }
     Ok(())
 }
 
-fn mismatch() -> Error {
+pub(crate) fn mismatch() -> Error {
     Error::Arg("collective arguments do not match: send and receive sizes differ".into())
 }
 

@@ -4,6 +4,7 @@
 
 use std::ffi::{c_int, c_void};
 
+use mpi_lite::comm::CommData;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
 
@@ -18,16 +19,11 @@ fn in_place(p: *const c_void) -> bool {
     p as usize == IN_PLACE
 }
 
-/// Nonblocking collectives run as schedules over one group; an intercommunicator's have
-/// two groups and are blocking only (`MPI_ERR_UNSUPPORTED_OPERATION`, checked before any
-/// array is read: those of an intercommunicator are sized by its remote group).
-fn no_inter(st: &CState, comm: c_int) -> Result<()> {
-    match st.comm(comm)?.inter {
-        Some(_) => Err(Error::Unsupported(
-            "nonblocking collectives on intercommunicators (the blocking ones work)".into(),
-        )),
-        None => Ok(()),
-    }
+/// Whether this process's own data of a rooted call is read: not at an
+/// intercommunicator's root nor in the rest of its group (`MPI_PROC_NULL`), which have
+/// none (their send buffer for a gather, receive buffer for a scatter, may be anything).
+fn own_data(c: &CommData, root: c_int) -> bool {
+    c.inter.is_none() || !(c.is_root(root) || c.is_idle(root))
 }
 
 /// Writes the request handle.
@@ -85,7 +81,6 @@ pub(crate) fn regular(n: usize, k: c_int) -> (Vec<c_int>, Vec<c_int>) {
 
 mpi_fn!(MPI_Ibarrier, PMPI_Ibarrier, (comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ibarrier", comm, |st| {
-        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         let id = st.mpi.ibarrier(&c)?;
         // SAFETY: the caller's request.
@@ -96,7 +91,6 @@ mpi_fn!(MPI_Ibarrier, PMPI_Ibarrier, (comm: c_int, request: *mut c_int) -> c_int
 mpi_fn!(MPI_Ibcast, PMPI_Ibcast, (buffer: *mut c_void, n: c_int, datatype: c_int, root: c_int, comm: c_int,
         request: *mut c_int) -> c_int {
     call("MPI_Ibcast", comm, |st| {
-        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         // SAFETY: valid until the request completes (MPI contract).
         let b = unsafe { user_buf(st, buffer, n, datatype, "MPI_Ibcast")? };
@@ -138,10 +132,10 @@ fn igather_common(
     request: *mut c_int,
 ) -> Result<()> {
     let c = st.comm(comm)?;
-    let n = c.size();
-    let is_root = c.rank as c_int == root;
+    let n = c.peers().size();
+    let is_root = c.is_root(root);
     // SAFETY: the buffers stay valid until the request completes (MPI contract).
-    let s = unsafe { opt_buf(st, sendbuf, sc, st_, name)? };
+    let s = if own_data(&c, root) { unsafe { opt_buf(st, sendbuf, sc, st_, name)? } } else { None };
     let r = if is_root {
         let (rc, rd) = match counts {
             Some((a, b)) => (a.to_vec(), b.to_vec()),
@@ -167,10 +161,9 @@ mpi_fn!(MPI_Igatherv, PMPI_Igatherv, (sendbuf: *const c_void, sendcount: c_int, 
         recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int,
         request: *mut c_int) -> c_int {
     call("MPI_Igatherv", comm, |st| {
-        no_inter(st, comm)?;
         let c = st.comm(comm)?;
-        let n = c.size() as c_int;
-        let at_root = c.rank as c_int == root;
+        let n = c.peers().size() as c_int;
+        let at_root = c.is_root(root);
         // SAFETY: the root's arrays hold `n` ints (MPI contract; ignored elsewhere).
         let (rc, rd) = unsafe { if at_root { (arr(recvcounts, n, "recvcounts")?, arr(displs, n, "displs")?) } else { (&[][..], &[][..]) } };
         igather_common(st, "MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf, Some((rc, rd)), 0, recvtype, root, comm, request)
@@ -192,8 +185,8 @@ fn iscatter_common(
     request: *mut c_int,
 ) -> Result<()> {
     let c = st.comm(comm)?;
-    let n = c.size();
-    let is_root = c.rank as c_int == root;
+    let n = c.peers().size();
+    let is_root = c.is_root(root);
     let s = if is_root {
         let (sc, sd) = match counts {
             Some((a, b)) => (a.to_vec(), b.to_vec()),
@@ -205,7 +198,7 @@ fn iscatter_common(
         Vec::new()
     };
     // SAFETY: as above.
-    let r = unsafe { opt_buf(st, recvbuf, rc, rt, name)? };
+    let r = if own_data(&c, root) { unsafe { opt_buf(st, recvbuf, rc, rt, name)? } } else { None };
     let id = st.mpi.iscatterv(&c, s, r, root)?;
     // SAFETY: the caller's request.
     unsafe { out(request, id) }
@@ -221,10 +214,9 @@ mpi_fn!(MPI_Iscatterv, PMPI_Iscatterv, (sendbuf: *const c_void, sendcounts: *con
         sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int,
         request: *mut c_int) -> c_int {
     call("MPI_Iscatterv", comm, |st| {
-        no_inter(st, comm)?;
         let c = st.comm(comm)?;
-        let n = c.size() as c_int;
-        let at_root = c.rank as c_int == root;
+        let n = c.peers().size() as c_int;
+        let at_root = c.is_root(root);
         // SAFETY: the root's arrays hold `n` ints (MPI contract; ignored elsewhere).
         let (sc, sd) = unsafe { if at_root { (arr(sendcounts, n, "sendcounts")?, arr(displs, n, "displs")?) } else { (&[][..], &[][..]) } };
         iscatter_common(st, "MPI_Iscatterv", sendbuf, Some((sc, sd)), 0, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
@@ -255,8 +247,7 @@ fn iallgather_common(
 mpi_fn!(MPI_Iallgather, PMPI_Iallgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Iallgather", comm, |st| {
-        no_inter(st, comm)?;
-        let (rc, rd) = regular(st.comm(comm)?.size(), recvcount);
+        let (rc, rd) = regular(st.comm(comm)?.peers().size(), recvcount);
         iallgather_common(st, "MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, &rc, &rd, recvtype, comm, request)
     })
 });
@@ -265,8 +256,7 @@ mpi_fn!(MPI_Iallgatherv, PMPI_Iallgatherv, (sendbuf: *const c_void, sendcount: c
         recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int,
         request: *mut c_int) -> c_int {
     call("MPI_Iallgatherv", comm, |st| {
-        no_inter(st, comm)?;
-        let n = st.comm(comm)?.size() as c_int;
+        let n = st.comm(comm)?.peers().size() as c_int;
         // SAFETY: `n` ints each (MPI contract).
         let (rc, rd) = unsafe { (arr(recvcounts, n, "recvcounts")?, arr(displs, n, "displs")?) };
         iallgather_common(st, "MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf, rc, rd, recvtype, comm, request)
@@ -302,8 +292,7 @@ fn vform(st: &CState, counts: &[c_int], displs: &[c_int], dt: c_int) -> Result<(
 mpi_fn!(MPI_Ialltoall, PMPI_Ialltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ialltoall", comm, |st| {
-        no_inter(st, comm)?;
-        let n = st.comm(comm)?.size();
+        let n = st.comm(comm)?.peers().size();
         let ((sc, sd), (rc, rd)) = (regular(n, sendcount), regular(n, recvcount));
         let s = if in_place(sendbuf) { (vec![], vec![], vec![]) } else { vform(st, &sc, &sd, sendtype)? };
         let r = vform(st, &rc, &rd, recvtype)?;
@@ -317,8 +306,7 @@ mpi_fn!(MPI_Ialltoallv, PMPI_Ialltoallv, (sendbuf: *const c_void, sendcounts: *c
         sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int,
         comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ialltoallv", comm, |st| {
-        no_inter(st, comm)?;
-        let n = st.comm(comm)?.size() as c_int;
+        let n = st.comm(comm)?.peers().size() as c_int;
         let s = if in_place(sendbuf) { (vec![], vec![], vec![]) } else {
             // SAFETY: `n` ints each (MPI contract; ignored for MPI_IN_PLACE).
             let (a, b) = unsafe { (arr(sendcounts, n, "sendcounts")?, arr(sdispls, n, "sdispls")?) };
@@ -352,8 +340,7 @@ mpi_fn!(MPI_Ialltoallw, PMPI_Ialltoallw, (sendbuf: *const c_void, sendcounts: *c
         sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int,
         recvtypes: *const c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ialltoallw", comm, |st| {
-        no_inter(st, comm)?;
-        let n = st.comm(comm)?.size() as c_int;
+        let n = st.comm(comm)?.peers().size() as c_int;
         // SAFETY: `n` values each (MPI contract; the send arrays are ignored for MPI_IN_PLACE).
         let s = if in_place(sendbuf) { (vec![], vec![], vec![]) } else { unsafe { wform(sendcounts, sdispls, sendtypes, n)? } };
         // SAFETY: as above.
@@ -368,20 +355,11 @@ mpi_fn!(MPI_Alltoallw, PMPI_Alltoallw, (sendbuf: *const c_void, sendcounts: *con
         sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int,
         recvtypes: *const c_int, comm: c_int) -> c_int {
     call("MPI_Alltoallw", comm, |st| {
-        let c = st.comm(comm)?;
-        let n = c.peers().size() as c_int;
+        let n = st.comm(comm)?.peers().size() as c_int;
         // SAFETY: `n` values each (MPI contract; the send arrays are ignored for MPI_IN_PLACE).
         let s = if in_place(sendbuf) { (vec![], vec![], vec![]) } else { unsafe { wform(sendcounts, sdispls, sendtypes, n)? } };
         // SAFETY: as above.
         let r = unsafe { wform(recvcounts, rdispls, recvtypes, n)? };
-        if c.inter.is_some() {
-            // SAFETY: the buffers are valid for the call (MPI contract).
-            let (sb, rb) = unsafe {
-                (if in_place(sendbuf) { None } else { Some(blocks(st, sendbuf, &s.0, &s.1, &s.2, "MPI_Alltoallw")?) },
-                 blocks(st, recvbuf, &r.0, &r.1, &r.2, "MPI_Alltoallw")?)
-            };
-            return st.mpi.inter_alltoallw(&c, sb, rb);
-        }
         // The nonblocking schedule, waited for: one all-to-all mechanism.
         let id = alltoall_common(st, "MPI_Alltoallw", sendbuf, (&s.0, &s.1, &s.2), recvbuf, (&r.0, &r.1, &r.2), comm)?;
         st.mpi.wait(id).map(|_| ())
@@ -391,13 +369,12 @@ mpi_fn!(MPI_Alltoallw, PMPI_Alltoallw, (sendbuf: *const c_void, sendcounts: *con
 mpi_fn!(MPI_Ireduce, PMPI_Ireduce, (sendbuf: *const c_void, recvbuf: *mut c_void, n: c_int, datatype: c_int,
         op: c_int, root: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ireduce", comm, |st| {
-        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         let op = op_of(op, datatype)?;
         // SAFETY: valid until the request completes (MPI contract; recvbuf at the root).
         let (s, r) = unsafe {
-            (opt_buf(st, sendbuf, n, datatype, "MPI_Ireduce")?,
-             if c.rank as c_int == root { Some(user_buf(st, recvbuf, n, datatype, "MPI_Ireduce")?) } else { None })
+            (if own_data(&c, root) { opt_buf(st, sendbuf, n, datatype, "MPI_Ireduce")? } else { None },
+             if c.is_root(root) { Some(user_buf(st, recvbuf, n, datatype, "MPI_Ireduce")?) } else { None })
         };
         let id = st.mpi.ireduce(&c, s, r, &op, root)?;
         // SAFETY: the caller's request.
@@ -408,7 +385,6 @@ mpi_fn!(MPI_Ireduce, PMPI_Ireduce, (sendbuf: *const c_void, recvbuf: *mut c_void
 mpi_fn!(MPI_Iallreduce, PMPI_Iallreduce, (sendbuf: *const c_void, recvbuf: *mut c_void, n: c_int, datatype: c_int,
         op: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Iallreduce", comm, |st| {
-        no_inter(st, comm)?;
         let c = st.comm(comm)?;
         let op = op_of(op, datatype)?;
         // SAFETY: valid until the request completes (MPI contract).
@@ -450,7 +426,6 @@ fn ireduce_scatter_common(
 mpi_fn!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter, (sendbuf: *const c_void, recvbuf: *mut c_void,
         recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ireduce_scatter", comm, |st| {
-        no_inter(st, comm)?;
         let n = st.comm(comm)?.size() as c_int;
         // SAFETY: `n` ints (MPI contract).
         let counts = unsafe { arr(recvcounts, n, "recvcounts")? }.to_vec();
@@ -461,7 +436,6 @@ mpi_fn!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter, (sendbuf: *const c_void, recv
 mpi_fn!(MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, (sendbuf: *const c_void, recvbuf: *mut c_void,
         recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) -> c_int {
     call("MPI_Ireduce_scatter_block", comm, |st| {
-        no_inter(st, comm)?;
         let n = st.comm(comm)?.size();
         if recvcount < 0 {
             return Err(Error::Count(format!("MPI_Ireduce_scatter_block: count {recvcount} is negative")));
