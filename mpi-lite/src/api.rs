@@ -241,7 +241,9 @@ impl<'m, P: Port> Comm<'m, P> {
         self.mpi.allreduce(&self.data, Some(&s), &mut r, op)
     }
 
-    /// `MPI_Reduce` to `root`; `recv` matters at the root only.
+    /// `MPI_Reduce` to `root`; `recv` matters at the root only (on an intercommunicator:
+    /// `root` is `MPI_ROOT` at the root, `MPI_PROC_NULL` in the rest of its group, the
+    /// root's rank in the other group).
     pub fn reduce<T: Equivalence>(
         &self,
         send: &[T],
@@ -251,7 +253,7 @@ impl<'m, P: Port> Comm<'m, P> {
     ) -> Result<()> {
         // SAFETY: both slices are borrowed for the whole (blocking) call.
         let (s, mut r) = unsafe { (slice_buf(send), slice_buf(recv)) };
-        let at_root = self.rank() as i32 == root;
+        let at_root = self.data.is_root(root);
         self.mpi.reduce(
             &self.data,
             Some(&s),
@@ -262,9 +264,10 @@ impl<'m, P: Port> Comm<'m, P> {
     }
 
     /// `MPI_Allgather`: every member's `send` (same length everywhere) into `recv`
-    /// (`size() × send.len()` elements), in rank order.
+    /// (`size() × send.len()` elements), in rank order; on an intercommunicator the
+    /// remote group's (`remote_size()` blocks).
     pub fn allgather<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        let n = self.size();
+        let n = self.data.peers().size();
         let (counts, displs): (Vec<usize>, Vec<usize>) =
             (0..n).map(|i| (send.len(), i * send.len())).unzip();
         if recv.len() < n * send.len() {
@@ -292,6 +295,40 @@ impl<'m, P: Port> Comm<'m, P> {
             mpi: self.mpi,
             data,
         }))
+    }
+
+    /// `MPI_Intercomm_create` (collective over both groups): an intercommunicator between
+    /// this communicator's group and the group whose leader is `remote_leader` in `peer`
+    /// (which matters at `local_leader` only); the leaders exchange with `tag` on `peer`.
+    pub fn intercomm_create(
+        &self,
+        local_leader: i32,
+        peer: Option<&Comm<'m, P>>,
+        remote_leader: i32,
+        tag: i32,
+    ) -> Result<Comm<'m, P>> {
+        let peer = peer.map(|p| &*p.data);
+        let data = self
+            .mpi
+            .intercomm_create(&self.data, local_leader, peer, remote_leader, tag)?;
+        Ok(Comm {
+            mpi: self.mpi,
+            data,
+        })
+    }
+
+    /// `MPI_Intercomm_merge` (collective over both groups): the group passing `high ==
+    /// false` first.
+    pub fn merge(&self, high: bool) -> Result<Comm<'m, P>> {
+        Ok(Comm {
+            mpi: self.mpi,
+            data: self.mpi.intercomm_merge(&self.data, high)?,
+        })
+    }
+
+    /// The remote group's size (`None`: an intracommunicator).
+    pub fn remote_size(&self) -> Option<usize> {
+        self.data.remote_size()
     }
 
     /// `MPI_Comm_create` (collective); `None` outside `g`.

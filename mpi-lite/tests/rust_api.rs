@@ -192,6 +192,49 @@ fn split_dup_and_bad_arguments() {
 }
 
 #[test]
+fn intercommunicators_from_rust() {
+    // Even and odd ranks of 3: groups of 2 and 1.
+    let out = run(3, |w| {
+        let (color, me) = (w.rank() as i32 % 2, w.rank() as i32);
+        let local = w.split(color, me)?.expect("a color");
+        let ic = local.intercomm_create(0, Some(w), 1 - color, 5)?;
+        let rsize = ic.remote_size().expect("an intercommunicator");
+        assert_eq!((ic.size(), rsize), (local.size(), 3 - local.size()));
+        // Ranks name the remote group: the odd rank hears from both even ones and answers.
+        let mut got = [0i32];
+        if color == 0 {
+            ic.send(&[me], 0, 1)?;
+            ic.recv(&mut got, 0, 2)?;
+            assert_eq!(got[0], 1);
+        } else {
+            for j in 0..rsize as i32 {
+                let st = ic.recv(&mut got, j, 1)?;
+                assert_eq!((got[0], st.source), (2 * j, j));
+                ic.send(&[me], j, 2)?;
+            }
+        }
+        let mut sum = [0i32];
+        ic.allreduce(&[me], &mut sum, mpi_lite::api::Op::Sum)?;
+        assert_eq!(sum[0], if color == 0 { 1 } else { 2 });
+        let mut v = [0u8; 4];
+        ic.allgather(&[me as u8, 7], &mut v[..2 * rsize])?;
+        let root = match (color, ic.rank()) {
+            (1, _) => 0,
+            (_, 0) => mpi_lite::inter::ROOT,
+            _ => PROC_NULL,
+        };
+        let mut r = [0i32];
+        ic.reduce(&[me], &mut r, mpi_lite::api::Op::Max, root)?;
+        let merged = ic.merge(color == 1)?;
+        assert!(merged.remote_size().is_none());
+        Ok((v, r[0], merged.rank()))
+    });
+    assert_eq!(out[0], ([1, 7, 0, 0], 1, 0));
+    assert_eq!(out[1], ([0, 7, 2, 7], 0, 2));
+    assert_eq!(out[2], ([1, 7, 0, 0], 0, 1));
+}
+
+#[test]
 fn collectives_from_rust() {
     let out = run(3, |w| {
         let mut v = [0u64; 3];

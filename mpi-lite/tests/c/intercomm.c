@@ -186,6 +186,14 @@ static void rooted(MPI_Comm ic, int from) {
     if (color != from)
         for (int i = 0; i <= lrank; i++) CHECK(sv[i] == 7 * lrank + i);
 
+    /* Rendezvous sizes (above the eager limit) through the root and the leader. */
+    enum { L = 50000 };
+    int *l = malloc(L * sizeof(int));
+    for (int i = 0; i < L; i++) l[i] = me_root ? i * 3 + from : -1;
+    CHECK(Bcast(l, L, MPI_INT, root, ic) == MPI_SUCCESS);
+    for (int i = 0; i < L; i++) CHECK(l[i] == (color == from && !me_root ? -1 : i * 3 + from));
+    free(l);
+
     /* A root that is neither MPI_ROOT, MPI_PROC_NULL nor a remote rank, everywhere. */
     CHECK(Bcast(b, 1, MPI_INT, rsize, ic) == MPI_ERR_ROOT);
     free(big);
