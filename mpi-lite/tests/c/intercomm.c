@@ -75,6 +75,13 @@ static int Reduce_scatter_block(CV *s, void *r, int n, DT t, MPI_Op o, MPI_Comm 
               : MPI_Reduce_scatter_block(s, r, n, t, o, c);
 }
 
+static MPI_Comm handled_on;
+static int handled;
+static void on_error(MPI_Comm *c, int *code, ...) {
+    handled_on = *c;
+    handled = *code;
+}
+
 static int copies;
 static int count_copy(MPI_Comm c, int k, void *extra, void *in, void *out, int *flag) {
     (void)c; (void)k; (void)extra;
@@ -123,6 +130,23 @@ static void point_to_point(MPI_Comm ic) {
         for (int i = 0; i < N; i++) CHECK(b[i] == rw(0) * N + i);
         free(a);
         free(b);
+    }
+    /* Persistent requests and a matched probe between the leaders. */
+    if (lrank == 0) {
+        int po = 10 * rank, pi = -1, mo = 20 * rank, mi = -1;
+        MPI_Request pr[2], mq;
+        CHECK(MPI_Send_init(&po, 1, MPI_INT, 0, 9, ic, &pr[0]) == MPI_SUCCESS);
+        CHECK(MPI_Recv_init(&pi, 1, MPI_INT, 0, 9, ic, &pr[1]) == MPI_SUCCESS);
+        CHECK(MPI_Startall(2, pr) == MPI_SUCCESS);
+        CHECK(MPI_Waitall(2, pr, MPI_STATUSES_IGNORE) == MPI_SUCCESS && pi == 10 * rw(0));
+        MPI_Request_free(&pr[0]);
+        MPI_Request_free(&pr[1]);
+        CHECK(MPI_Isend(&mo, 1, MPI_INT, 0, 10, ic, &mq) == MPI_SUCCESS);
+        MPI_Message msg;
+        MPI_Status s;
+        CHECK(MPI_Mprobe(0, 10, ic, &msg, &s) == MPI_SUCCESS && s.MPI_SOURCE == 0);
+        CHECK(MPI_Mrecv(&mi, 1, MPI_INT, &msg, &s) == MPI_SUCCESS && mi == 20 * rw(0));
+        CHECK(MPI_Wait(&mq, MPI_STATUS_IGNORE) == MPI_SUCCESS);
     }
     /* Ranks name the remote group: one past it is MPI_ERR_RANK; PROC_NULL is fine. */
     int v = 0;
@@ -334,6 +358,16 @@ int main(int argc, char **argv) {
     char name[MPI_MAX_OBJECT_NAME];
     int len;
     CHECK(MPI_Comm_get_name(ic, name, &len) == MPI_SUCCESS && strcmp(name, "evens-odds") == 0);
+
+    /* A user error handler on the intercommunicator gets it and the code. */
+    MPI_Errhandler eh;
+    CHECK(MPI_Comm_create_errhandler(on_error, &eh) == MPI_SUCCESS);
+    CHECK(MPI_Comm_set_errhandler(ic, eh) == MPI_SUCCESS);
+    int v0 = 0, code = MPI_Send(&v0, 1, MPI_INT, rsize, 0, ic), ec = -1;
+    MPI_Error_class(code, &ec);
+    CHECK(ec == MPI_ERR_RANK && handled == code && handled_on == ic);
+    CHECK(MPI_Comm_set_errhandler(ic, MPI_ERRORS_RETURN) == MPI_SUCCESS);
+    MPI_Errhandler_free(&eh);
 
     point_to_point(ic);
     for (nb = 0; nb < 2; nb++) {
