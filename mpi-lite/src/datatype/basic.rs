@@ -216,6 +216,20 @@ impl Basic {
         }
     }
 
+    /// Bytes of data in one element (its size without the padding of the pair types).
+    pub(super) const fn packed_size(self) -> usize {
+        use Basic::*;
+        match self {
+            DoubleInt | LongInt => 12,
+            ShortInt => 6,
+            LongDoubleInt => 20,
+            dense => match dense.dense_size() {
+                Some(n) => n,
+                None => 0,
+            },
+        }
+    }
+
     /// (blocks of one element, extent): the C layout on x86-64/aarch64 Linux.
     pub(super) fn layout(self) -> (Vec<Block>, usize) {
         use Basic::*;

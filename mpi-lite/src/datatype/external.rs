@@ -1,7 +1,7 @@
 //! The "external32" data representation (MPI-3.1 §13.5.2, Table 13.2): big-endian,
 //! IEEE formats, fixed sizes (`long` is 4 bytes, `long double` IEEE quad). Used by
-//! `MPI_Pack_external` / `Unpack_external` / `Pack_external_size` on types whose elements
-//! are all of one predefined type (pair and complex types included).
+//! `MPI_Pack_external` / `Unpack_external` / `Pack_external_size` on any type: the
+//! predefined values are converted one by one in the order of the type's signature.
 
 use super::{Basic, Datatype};
 use crate::error::{class, Error, Result};
@@ -48,22 +48,45 @@ fn sizes(p: Part) -> (usize, usize) {
     }
 }
 
-/// The element type and count per datatype element, or why external32 cannot be made.
-fn elements(dt: &Datatype) -> Result<(Basic, usize)> {
-    dt.homogeneous().ok_or_else(|| {
-        Error::Unsupported(
-            "MPI_Pack_external/MPI_Unpack_external of a datatype mixing predefined types".into(),
-        )
-    })
+/// External32 bytes of one value of `b`.
+fn ext_size(b: Basic) -> usize {
+    parts(b).iter().map(|&p| sizes(p).1).sum()
 }
 
 /// Bytes of `count` elements of `dt` in external32 (`MPI_Pack_external_size`).
 pub fn external32_size(dt: &Datatype, count: usize) -> Result<usize> {
-    let (b, n) = elements(dt)?;
-    let one: usize = parts(b).iter().map(|&p| sizes(p).1).sum();
-    one.checked_mul(n)
-        .and_then(|x| x.checked_mul(count))
+    let mut one = 0usize;
+    dt.0.sig
+        .try_for_each_run(&mut |b, n| {
+            one = ext_size(b)
+                .checked_mul(n)
+                .and_then(|x| x.checked_add(one))
+                .ok_or(())?;
+            std::result::Result::<(), ()>::Ok(())
+        })
+        .ok()
+        .and_then(|()| one.checked_mul(count))
         .ok_or_else(|| Error::Count(format!("{count} elements overflow the external32 size")))
+}
+
+/// Calls `f(b, n)` for the runs of predefined values in `len` packed bytes of `dt`
+/// elements, in order (a homogeneous type is one run, whatever the count).
+fn for_each_run(
+    dt: &Datatype,
+    len: usize,
+    mut f: impl FnMut(Basic, usize) -> Result<()>,
+) -> Result<()> {
+    if let Some((b, _)) = dt.homogeneous() {
+        return match len.checked_div(b.packed_size()) {
+            Some(n) => f(b, n),
+            None => Ok(()),
+        };
+    }
+    let size = dt.size();
+    if size == 0 {
+        return Ok(());
+    }
+    (0..len / size).try_for_each(|_| dt.0.sig.try_for_each_run(&mut f))
 }
 
 fn conversion(msg: String) -> Error {
@@ -115,62 +138,62 @@ fn reversed(src: &[u8], dst: &mut [u8]) {
 /// Converts packed native bytes of `dt` elements into external32 (`out` is exactly
 /// [`external32_size`] long).
 pub fn to_external32(dt: &Datatype, native: &[u8], out: &mut [u8]) -> Result<()> {
-    let (b, _) = elements(dt)?;
-    let ps = parts(b);
     let (mut i, mut o) = (0, 0);
-    while i < native.len() {
-        for &p in ps {
-            let (ni, no) = sizes(p);
-            let (src, dst) = (&native[i..i + ni], &mut out[o..o + no]);
-            match p {
-                Part::Swap(_) => reversed(src, dst),
-                Part::Narrow(signed) => {
-                    let v = i64::from_ne_bytes(src.try_into().expect("8 bytes"));
-                    let fits = if signed {
-                        i32::try_from(v).is_ok()
-                    } else {
-                        u32::try_from(v as u64).is_ok()
-                    };
-                    if !fits {
-                        return Err(conversion(format!(
-                            "{} value {v} does not fit the 4 bytes of external32",
-                            b.name()
-                        )));
+    for_each_run(dt, native.len(), |b, n| {
+        for _ in 0..n {
+            for &p in parts(b) {
+                let (ni, no) = sizes(p);
+                let (src, dst) = (&native[i..i + ni], &mut out[o..o + no]);
+                match p {
+                    Part::Swap(_) => reversed(src, dst),
+                    Part::Narrow(signed) => {
+                        let v = i64::from_ne_bytes(src.try_into().expect("8 bytes"));
+                        let fits = if signed {
+                            i32::try_from(v).is_ok()
+                        } else {
+                            u32::try_from(v as u64).is_ok()
+                        };
+                        if !fits {
+                            return Err(conversion(format!(
+                                "{} value {v} does not fit the 4 bytes of external32",
+                                b.name()
+                            )));
+                        }
+                        dst.copy_from_slice(&(v as u32).to_be_bytes());
                     }
-                    dst.copy_from_slice(&(v as u32).to_be_bytes());
+                    Part::Quad => ld_out(src, dst),
                 }
-                Part::Quad => ld_out(src, dst),
+                i += ni;
+                o += no;
             }
-            i += ni;
-            o += no;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Converts external32 bytes back into packed native bytes of `dt` elements.
 pub fn from_external32(dt: &Datatype, ext: &[u8], native: &mut [u8]) -> Result<()> {
-    let (b, _) = elements(dt)?;
-    let ps = parts(b);
     let (mut i, mut o) = (0, 0);
-    while i < native.len() {
-        for &p in ps {
-            let (ni, no) = sizes(p);
-            let (dst, src) = (&mut native[i..i + ni], &ext[o..o + no]);
-            match p {
-                Part::Swap(_) => reversed(src, dst),
-                Part::Narrow(signed) => {
-                    let v = u32::from_be_bytes(src.try_into().expect("4 bytes"));
-                    let w = if signed { v as i32 as i64 } else { v as i64 };
-                    dst.copy_from_slice(&w.to_ne_bytes());
+    for_each_run(dt, native.len(), |b, n| {
+        for _ in 0..n {
+            for &p in parts(b) {
+                let (ni, no) = sizes(p);
+                let (dst, src) = (&mut native[i..i + ni], &ext[o..o + no]);
+                match p {
+                    Part::Swap(_) => reversed(src, dst),
+                    Part::Narrow(signed) => {
+                        let v = u32::from_be_bytes(src.try_into().expect("4 bytes"));
+                        let w = if signed { v as i32 as i64 } else { v as i64 };
+                        dst.copy_from_slice(&w.to_ne_bytes());
+                    }
+                    Part::Quad => ld_in(src, dst),
                 }
-                Part::Quad => ld_in(src, dst),
+                i += ni;
+                o += no;
             }
-            i += ni;
-            o += no;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -15,12 +15,14 @@ mod basic;
 mod build;
 mod external;
 mod map;
+mod sig;
 
 pub use basic::Basic;
 pub use build::Distrib;
 pub use external::{external32_size, from_external32, to_external32};
 pub use map::Block;
 use map::Map;
+use sig::Sig;
 
 /// How a type was made (`MPI_Type_get_envelope`, MPI-3.1 §4.1.13); the values are
 /// `mpi.h`'s `MPI_COMBINER_*`.
@@ -64,6 +66,8 @@ struct TypeInfo {
     /// `Some((b, n))` when one element is `n` elements of predefined type `b` (what
     /// reductions need).
     homog: Option<(Basic, usize)>,
+    /// The predefined types in packing order (element counts, external32).
+    sig: Arc<Sig>,
     /// Largest alignment of the predefined types inside (struct padding, §4.1.6).
     align: usize,
     /// Bounds set explicitly (`MPI_Type_create_resized` somewhere inside): a struct of
@@ -128,6 +132,7 @@ impl Datatype {
             lb: 0,
             ub: extent as isize,
             homog: Some((b, 1)),
+            sig: Sig::basic(b),
             align: b.align(),
             explicit: false,
             predefined: Some(b),
@@ -137,12 +142,19 @@ impl Datatype {
         }))
     }
 
-    fn derived(map: Arc<Map>, lb: isize, ub: isize, from: &[&Datatype], homog: Option<(Basic, usize)>) -> Self {
+    fn derived(
+        map: Arc<Map>,
+        sig: Arc<Sig>,
+        bounds: (isize, isize),
+        from: &[&Datatype],
+        homog: Option<(Basic, usize)>,
+    ) -> Self {
         Datatype(Arc::new(TypeInfo {
             map,
-            lb,
-            ub,
+            lb: bounds.0,
+            ub: bounds.1,
             homog,
+            sig,
             align: from.iter().map(|t| t.0.align).max().unwrap_or(1),
             explicit: from.iter().any(|t| t.0.explicit),
             predefined: None,
@@ -160,6 +172,25 @@ impl Datatype {
     pub fn homogeneous(&self) -> Option<(Basic, usize)> {
         self.0.homog
     }
+    /// Predefined elements in `bytes` packed bytes of a stream of elements of this type
+    /// (`MPI_Get_elements`, MPI-3.1 §4.1.11), or `None` when the bytes end inside one.
+    pub fn elements_in(&self, bytes: usize) -> Option<usize> {
+        match self.0.sig.elements_in(bytes) {
+            (n, 0) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Packed bytes of the first `n` predefined elements of a stream of elements of this
+    /// type (`MPI_Status_set_elements`: `MPI_Get_elements` then answers `n`).
+    pub fn bytes_of_elements(&self, n: usize) -> Result<usize> {
+        self.0.sig.bytes_of(n).ok_or_else(|| {
+            Error::Count(format!(
+                "{n} predefined elements of this type overflow a count"
+            ))
+        })
+    }
+
     /// Bytes of data in one element (`MPI_Type_size`).
     pub fn size(&self) -> usize {
         self.0.map.size
@@ -238,7 +269,10 @@ impl Datatype {
     /// address space (a count near `INT_MAX` of a large type).
     pub fn span(&self, count: usize) -> Result<usize> {
         let what = "a buffer";
-        let bytes = self.size().checked_mul(count).filter(|&n| n <= isize::MAX as usize);
+        let bytes = self
+            .size()
+            .checked_mul(count)
+            .filter(|&n| n <= isize::MAX as usize);
         let reach = isize::try_from(count.saturating_sub(1))
             .ok()
             .and_then(|c| c.checked_mul(self.extent()));
@@ -306,8 +340,10 @@ impl Datatype {
         let ext = old.extent();
         let block = Map::repeat(blocklen, ext, &old.0.map, what)?;
         let map = Map::repeat(count, stride_bytes, &block, what)?;
+        let sig = Sig::repeat(count, &Sig::repeat(blocklen, &old.0.sig));
         if count == 0 || blocklen == 0 {
-            return Ok(Self::derived(map, 0, 0, &[old], old.0.homog.map(|(b, _)| (b, 0))));
+            let homog = old.0.homog.map(|(b, _)| (b, 0));
+            return Ok(Self::derived(map, sig, (0, 0), &[old], homog));
         }
         // Bounds: the block's (its first and last element's), repeated count times.
         let add = |a: isize, b: isize| a.checked_add(b).ok_or_else(|| overflow(what));
@@ -323,7 +359,7 @@ impl Datatype {
             .0
             .homog
             .and_then(|(b, n)| Some((b, n.checked_mul(blocklen)?.checked_mul(count)?)));
-        Ok(Self::derived(map, lb, ub, &[old], homog))
+        Ok(Self::derived(map, sig, (lb, ub), &[old], homog))
     }
 
     /// `MPI_Type_indexed`: displacements in elements of `old`.
@@ -353,12 +389,22 @@ impl Datatype {
         Self::parts(blocklens, displs, types, true)
     }
 
-    fn parts(blocklens: &[usize], displs: &[isize], types: &[Datatype], pad: bool) -> Result<Datatype> {
-        let what = if pad { "MPI_Type_create_struct" } else { "MPI_Type_create_hindexed" };
+    fn parts(
+        blocklens: &[usize],
+        displs: &[isize],
+        types: &[Datatype],
+        pad: bool,
+    ) -> Result<Datatype> {
+        let what = if pad {
+            "MPI_Type_create_struct"
+        } else {
+            "MPI_Type_create_hindexed"
+        };
         if blocklens.len() != displs.len() || displs.len() != types.len() {
             return Err(Error::Arg(format!("{what}: array lengths differ")));
         }
         let mut parts = Vec::with_capacity(types.len());
+        let mut sigs = Vec::with_capacity(types.len());
         let (mut lb, mut ub) = (isize::MAX, isize::MIN);
         let mut homog: Option<(Basic, usize)> = None;
         let mut mixed = false;
@@ -368,6 +414,7 @@ impl Datatype {
             }
             let ext = t.extent();
             parts.push((d, Map::repeat(n, ext, &t.0.map, what)?));
+            sigs.push(Sig::repeat(n, &t.0.sig));
             let last = mul(n as isize - 1, ext, what)?;
             let add = |a: isize, b: isize| a.checked_add(b).ok_or_else(|| overflow(what));
             let first_lb = add(d, t.lb())?;
@@ -377,7 +424,10 @@ impl Datatype {
             match (t.homogeneous(), homog) {
                 (Some((b, m)), None) if !mixed => homog = m.checked_mul(n).map(|k| (b, k)),
                 (Some((b, m)), Some((h, k))) if b == h => {
-                    homog = m.checked_mul(n).and_then(|x| x.checked_add(k)).map(|k| (h, k))
+                    homog = m
+                        .checked_mul(n)
+                        .and_then(|x| x.checked_add(k))
+                        .map(|k| (h, k))
                 }
                 _ => mixed = true,
             }
@@ -387,7 +437,8 @@ impl Datatype {
         }
         let map = Map::seq(parts, what)?;
         let refs: Vec<&Datatype> = types.iter().collect();
-        let mut t = Self::derived(map, lb, ub, &refs, if mixed { None } else { homog });
+        let homog = if mixed { None } else { homog };
+        let mut t = Self::derived(map, Sig::seq(sigs), (lb, ub), &refs, homog);
         if pad && !t.0.explicit {
             let a = t.0.align as isize;
             let rem = (ub - lb).rem_euclid(a);
@@ -547,9 +598,13 @@ mod tests {
         let c = Datatype::contiguous(i32::MAX as usize, &byte).unwrap();
         assert_eq!((c.size(), c.runs()), (i32::MAX as usize, 1));
         let v = Datatype::vector(i32::MAX as usize, 1, 2, &int()).unwrap();
-        assert_eq!((v.size(), v.extent()), (4 * i32::MAX as usize, 8 * i32::MAX as isize - 4));
+        assert_eq!(
+            (v.size(), v.extent()),
+            (4 * i32::MAX as usize, 8 * i32::MAX as isize - 4)
+        );
         // INT_MAX × INT_MAX × 16 bytes does not fit: an error class, not an abort.
-        let big = Datatype::contiguous(i32::MAX as usize, &Datatype::basic(Basic::LongDouble)).unwrap();
+        let big =
+            Datatype::contiguous(i32::MAX as usize, &Datatype::basic(Basic::LongDouble)).unwrap();
         let e = Datatype::contiguous(i32::MAX as usize, &big).unwrap_err();
         assert_eq!(e.class(), crate::error::class::COUNT);
         assert!(big.span(i32::MAX as usize).is_err());

@@ -228,6 +228,45 @@ int main(int argc, char **argv) {
     CHECK(cls(MPI_Pack_external("external32", iv, 2, MPI_INT, ebuf, 4, &pos)) == MPI_ERR_TRUNCATE);
     CHECK(MPI_File_f2c(MPI_File_c2f(MPI_FILE_NULL)) == MPI_FILE_NULL);
 
+    /* Mixed predefined types (MPI-3.1 §4.1.11, §13.5.2): 17 bytes of struct dc arrive
+     * (double, char, double): Get_count is MPI_UNDEFINED, Get_elements 3 (both were
+     * MPI_ERR_UNSUPPORTED_OPERATION); Status_set_elements counts predefined elements. */
+    unsigned char raw[32], packed[32];
+    struct dc two[2] = {{1.25, 'x'}, {2.5, 'y'}}, mg[2];
+    int ppos = 0;
+    MPI_Pack(two, 2, sdc, packed, sizeof packed, &ppos, MPI_COMM_WORLD);
+    CHECK(ppos == 18);
+    MPI_Status ms;
+    MPI_Sendrecv(packed, 17, MPI_BYTE, rank, 7, mg, 2, sdc, rank, 7, MPI_COMM_WORLD, &ms);
+    CHECK(mg[0].d == 1.25 && mg[0].c == 'x' && mg[1].d == 2.5);
+    CHECK(MPI_Get_count(&ms, sdc, &cnt) == MPI_SUCCESS && cnt == MPI_UNDEFINED);
+    CHECK(MPI_Get_elements(&ms, sdc, &cnt) == MPI_SUCCESS && cnt == 3);
+    CHECK(MPI_Get_elements_x(&ms, sdc, &n) == MPI_SUCCESS && n == 3);
+    MPI_Sendrecv(packed, 16, MPI_BYTE, rank, 7, mg, 2, sdc, rank, 7, MPI_COMM_WORLD, &ms);
+    CHECK(MPI_Get_elements(&ms, sdc, &cnt) == MPI_SUCCESS && cnt == MPI_UNDEFINED);
+    CHECK(MPI_Status_set_elements(&ms, sdc, 4) == MPI_SUCCESS);
+    CHECK(MPI_Get_elements(&ms, sdc, &cnt) == MPI_SUCCESS && cnt == 4);
+    CHECK(MPI_Get_count(&ms, sdc, &cnt) == MPI_SUCCESS && cnt == 2);
+    CHECK(MPI_Status_set_elements(&ms, sdc, 3) == MPI_SUCCESS);
+    CHECK(MPI_Get_count(&ms, sdc, &cnt) == MPI_SUCCESS && cnt == MPI_UNDEFINED);
+    MPI_Datatype ci;
+    MPI_Type_contiguous(2, MPI_INT, &ci);
+    MPI_Type_commit(&ci);
+    CHECK(MPI_Status_set_elements(&ms, ci, 3) == MPI_SUCCESS);
+    CHECK(MPI_Get_elements(&ms, ci, &cnt) == MPI_SUCCESS && cnt == 3);
+    CHECK(MPI_Get_count(&ms, ci, &cnt) == MPI_SUCCESS && cnt == MPI_UNDEFINED);
+    MPI_Type_free(&ci);
+    /* external32 of the struct: the double big-endian, then the char; 9 bytes each. */
+    MPI_Pack_external_size("external32", 2, sdc, &esz);
+    CHECK(esz == 18);
+    pos = 0;
+    CHECK(MPI_Pack_external("external32", two, 2, sdc, raw, sizeof raw, &pos) == MPI_SUCCESS && pos == 18);
+    CHECK(raw[0] == 0x3f && raw[1] == 0xf4 && raw[8] == 'x' && raw[9] == 0x40 && raw[17] == 'y');
+    memset(mg, 0, sizeof mg);
+    pos = 0;
+    CHECK(MPI_Unpack_external("external32", raw, 18, &pos, mg, 2, sdc) == MPI_SUCCESS && pos == 18);
+    CHECK(mg[0].d == 1.25 && mg[0].c == 'x' && mg[1].d == 2.5 && mg[1].c == 'y');
+
     MPI_Type_free(&r9);
     MPI_Type_free(&sdc);
     MPI_Type_free(&hb);

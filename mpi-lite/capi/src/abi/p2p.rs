@@ -9,11 +9,11 @@ use mpi_lite::error::class;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
 
+use super::persist::{self, view};
 use super::{
     arr_mut, contiguous_bytes, from_c_status, get, mpi_fn, put, put_status, user_buf, MPI_Status,
     STATUS_IGNORE,
 };
-use super::persist::{self, view};
 use crate::state::{call, h, CState};
 
 const UNDEFINED: c_int = -32766;
@@ -644,34 +644,41 @@ mpi_fn!(MPI_Iprobe, PMPI_Iprobe, (source: c_int, tag: c_int, comm: c_int, flag: 
     })
 });
 
-fn count_of(st: &CState, status: *const MPI_Status, dt: c_int, elements: bool) -> Result<c_int> {
+/// Whole elements of `dt` (`MPI_Get_count`) or predefined elements (`MPI_Get_elements`,
+/// MPI-3.1 §4.1.11) in the bytes a status records; `None` when they are not a whole
+/// number (`MPI_UNDEFINED`).
+pub(crate) fn count_of(
+    st: &CState,
+    status: *const MPI_Status,
+    dt: c_int,
+    elements: bool,
+) -> Result<Option<usize>> {
     if status.is_null() || status as usize == STATUS_IGNORE {
         return Err(Error::Arg("status is NULL or MPI_STATUS_IGNORE".into()));
     }
     // SAFETY: non-null: the caller's status.
     let s = from_c_status(unsafe { &*status });
     let d = st.dtype_any(dt)?;
-    let unit = match (elements, d.homogeneous()) {
-        (true, Some((_, n))) if n > 0 => d.size() / n,
-        (true, None) if d.size() > 0 => {
-            return Err(Error::Unsupported(
-                "MPI_Get_elements on a derived type of mixed basic types".into(),
-            ))
-        }
-        _ => d.size(),
-    };
-    if unit == 0 {
-        return Ok(0);
+    if elements {
+        return Ok(d.elements_in(s.bytes));
     }
-    if !s.bytes.is_multiple_of(unit) {
-        return Ok(UNDEFINED);
+    Ok(match d.size() {
+        0 => Some(0),
+        unit => s.bytes.is_multiple_of(unit).then_some(s.bytes / unit),
+    })
+}
+
+/// `count_of` as the `int` of `MPI_Get_count` / `MPI_Get_elements`.
+fn int_count(n: Option<usize>) -> Result<c_int> {
+    match n {
+        None => Ok(UNDEFINED),
+        Some(n) => i32::try_from(n).map_err(|_| Error::Count("count does not fit an int".into())),
     }
-    i32::try_from(s.bytes / unit).map_err(|_| Error::Count("count does not fit an int".into()))
 }
 
 mpi_fn!(MPI_Get_count, PMPI_Get_count, (status: *const MPI_Status, datatype: c_int, count: *mut c_int) -> c_int {
     call("MPI_Get_count", h::COMM_WORLD, |st| {
-        let n = count_of(st, status, datatype, false)?;
+        let n = int_count(count_of(st, status, datatype, false)?)?;
         // SAFETY: the caller's int.
         unsafe { put(count, n, "count") }
     })
@@ -679,7 +686,7 @@ mpi_fn!(MPI_Get_count, PMPI_Get_count, (status: *const MPI_Status, datatype: c_i
 
 mpi_fn!(MPI_Get_elements, PMPI_Get_elements, (status: *const MPI_Status, datatype: c_int, count: *mut c_int) -> c_int {
     call("MPI_Get_elements", h::COMM_WORLD, |st| {
-        let n = count_of(st, status, datatype, true)?;
+        let n = int_count(count_of(st, status, datatype, true)?)?;
         // SAFETY: the caller's int.
         unsafe { put(count, n, "count") }
     })

@@ -11,10 +11,7 @@ use mpi_lite::error::class;
 use mpi_lite::mem::zeroed;
 use mpi_lite::{Error, Result};
 
-use super::{
-    arr, arr_mut, count, from_c_status, get, get_str, mpi_fn, put, user_buf, MPI_Status,
-    STATUS_IGNORE,
-};
+use super::{arr, arr_mut, count, get, get_str, mpi_fn, put, user_buf, MPI_Status, STATUS_IGNORE};
 use crate::state::{call, call_pure, h, CState};
 
 const ORDER_C: c_int = 56;
@@ -247,7 +244,8 @@ fn set_elements(
     let d = st.dtype_any(datatype)?;
     let n =
         usize::try_from(n).map_err(|_| Error::Count(format!("{name}: count {n} is negative")))?;
-    let bytes = d.span(n)? as i64;
+    let bytes = i64::try_from(d.bytes_of_elements(n)?)
+        .map_err(|_| Error::Count(format!("{name}: {n} elements overflow the status")))?;
     // SAFETY: the caller's status.
     unsafe { status_mut(status)? }.count = bytes;
     Ok(())
@@ -271,23 +269,9 @@ mpi_fn!(MPI_Status_set_cancelled, PMPI_Status_set_cancelled, (status: *mut MPI_S
 
 mpi_fn!(MPI_Get_elements_x, PMPI_Get_elements_x, (status: *const MPI_Status, datatype: c_int, n: *mut i64) -> c_int {
     call("MPI_Get_elements_x", h::COMM_WORLD, |st| {
-        if status.is_null() || status as usize == STATUS_IGNORE {
-            return Err(Error::Arg("status is NULL or MPI_STATUS_IGNORE".into()));
-        }
-        // SAFETY: non-null: the caller's status.
-        let s = from_c_status(unsafe { &*status });
-        let d = st.dtype_any(datatype)?;
-        let unit = match d.homogeneous() {
-            Some((_, k)) if k > 0 => d.size() / k,
-            None if d.size() > 0 => {
-                return Err(Error::Unsupported("MPI_Get_elements_x on a derived type of mixed basic types".into()))
-            }
-            _ => d.size(),
-        };
-        let v = match unit {
-            0 => 0,
-            u if !s.bytes.is_multiple_of(u) => UNDEFINED as i64,
-            u => (s.bytes / u) as i64,
+        let v = match super::p2p::count_of(st, status, datatype, true)? {
+            None => UNDEFINED as i64,
+            Some(k) => i64::try_from(k).map_err(|_| Error::Count("count does not fit MPI_Count".into()))?,
         };
         // SAFETY: the caller's MPI_Count.
         unsafe { put(n, v, "count") }
