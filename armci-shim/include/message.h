@@ -3,6 +3,11 @@
 #ifndef _ARMCI_MSG_H_
 #define _ARMCI_MSG_H_
 
+/* Self-contained: the group calls below take ARMCI_Group, so a program (Global Arrays'
+ * base.c) may include message.h before armci.h. armci.h includes this file after it
+ * defines ARMCI_Group, and the guards make either order work. */
+#include "armci.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
