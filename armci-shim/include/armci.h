@@ -1,10 +1,9 @@
 /* armci.h — ARMCI on SkifCh (armci-shim). Source-compatible with the ARMCI-MPI flavour of
  * the ARMCI API (the one Global Arrays 5.x builds against): same names, types, constants
  * and argument conventions. Every ARMCI_X is also PARMCI_X (the profiling interface):
- * ARMCI_X calls PARMCI_X. Calls the library does not implement yet exist and fail with
- * "armci: <call>: ... is not implemented" (see armci-shim/README.md for the list).
- * Errors follow ARMCI: a failed call prints "armci: <call>: <why>" and exits with status 1.
- * Groups carry no MPI communicator here (ARMCI_Group's fields are the library's). */
+ * ARMCI_X calls PARMCI_X. Errors follow ARMCI: a failed call prints
+ * "armci: <call>: <why>" and exits with status 1. ARMCI_Group's fields are the library's;
+ * a group's MPI communicator is armci_group_comm's (below). */
 #ifndef _ARMCI_H_
 #define _ARMCI_H_
 
@@ -158,6 +157,14 @@ int  ARMCI_Malloc_memdev(void **ptr_arr, armci_size_t bytes, const char *device)
 int  ARMCI_Malloc_group_memdev(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group,
                                const char *device);
 int  ARMCI_Free_memdev(void *ptr);
+
+/* The MPI communicator of a group (as ARMCI-MPI's), for programs using MPI too (Global
+ * Arrays): a duplicate of MPI_COMM_WORLD for the world group, a split of the parent's for
+ * a group made afterwards, members in group order; MPI_COMM_NULL outside the group or
+ * when no MPI was running at ARMCI_Init. Declared when mpi.h was included first. */
+#ifdef MPI_VERSION
+MPI_Comm armci_group_comm(ARMCI_Group *group);
+#endif
 
 #include <message.h>
 

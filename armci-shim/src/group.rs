@@ -25,6 +25,10 @@ impl Group {
     pub fn members(&self) -> &[u32] {
         &self.members
     }
+    /// The group's id, the same in every member (and for every copy of the group).
+    pub fn id(&self) -> u32 {
+        self.gid
+    }
     /// The position of job rank `r` in the group.
     pub fn rank_of(&self, r: u32) -> Option<usize> {
         self.members.iter().position(|&m| m == r)
@@ -43,10 +47,12 @@ impl<P: Port> Armci<P> {
     /// Makes the group of `members` (job ranks, distinct, in range) within `parent`.
     ///
     /// # Collective Operation
-    /// Every member of `parent` calls it, in the same order and with the same list
-    /// (members of the new group and others alike, as ARMCI's `ARMCI_Group_create` over
-    /// the world group and `_create_child` over its parent): the calls' order within the
-    /// parent names the new group.
+    /// Every member of `parent` calls it, in the same order (members of the new group and
+    /// others alike, as ARMCI's `ARMCI_Group_create` over the default group and
+    /// `_create_child` over its parent): the calls' order within the parent names the new
+    /// group. As with `MPI_Comm_create`, processes may pass different lists as long as every
+    /// member of a list passes that same list, so one call can make disjoint groups
+    /// (Global Arrays makes each process's "same local id on every node" group so).
     pub fn group_create(&self, parent: &Group, members: &[u32]) -> Result<Group> {
         let mut sorted = members.to_vec();
         sorted.sort_unstable();
@@ -57,18 +63,20 @@ impl<P: Port> Armci<P> {
                 parent.members
             )));
         }
-        // Every member of the parent must pass the same list (a hash, all-gathered).
+        // Every member of this list must pass the same list (hashes, all-gathered).
         let h = members.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &m| {
             (h ^ u64::from(m)).wrapping_mul(0x0100_0000_01b3)
         });
         let mut all = vec![0u8; 8 * parent.members.len()];
         let pg = self.proto_group(parent)?;
         skifch::coll::allgather(&pg.on(&mut self.ep()), &h.to_le_bytes(), &mut all)?;
-        if let Some(i) = all.chunks_exact(8).position(|b| b != h.to_le_bytes()) {
-            return Err(Error::BadArgument(format!(
-                "process {} created a group with a different member list (the call is collective over the parent group, with the same list)",
-                parent.members[i]
-            )));
+        for &m in members {
+            let i = parent.rank_of(m).unwrap_or(0);
+            if all[8 * i..8 * i + 8] != h.to_le_bytes() {
+                return Err(Error::BadArgument(format!(
+                    "process {m} is in the list {members:?} but created a group with another list (every member of a group passes the same list)"
+                )));
+            }
         }
         let n = {
             let mut g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
@@ -76,11 +84,13 @@ impl<P: Port> Armci<P> {
             *c += 1;
             *c
         };
+        // The list's hash tells apart the disjoint groups one call makes.
         let gid = FIRST_GID
             | (parent
                 .gid
                 .wrapping_mul(0x9E37_79B9)
                 .wrapping_add(n.wrapping_mul(0x85EB_CA6B))
+                .wrapping_add((h ^ (h >> 32)) as u32)
                 & 0x3FFF_FFFF);
         Ok(Group {
             members: members.to_vec(),

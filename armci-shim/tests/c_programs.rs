@@ -73,13 +73,21 @@ fn armci_inside_an_mpi_job() {
     std::fs::create_dir_all(&out_dir).expect("scratch directory");
     let exe = testing::build_exe(&out_dir.join("with_mpi"), "with_mpi", |out| {
         let mut c = Command::new("cc");
-        c.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-I"])
-            .arg(crate_dir().join("include"))
-            .arg("-I")
-            .arg(mpi.join("include"))
-            .arg(crate_dir().join("tests/c/with_mpi.c"))
-            .arg("-o")
-            .arg(out);
+        c.args([
+            "-std=gnu11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-O1",
+            "-g",
+            "-I",
+        ])
+        .arg(crate_dir().join("include"))
+        .arg("-I")
+        .arg(mpi.join("include"))
+        .arg(crate_dir().join("tests/c/with_mpi.c"))
+        .arg("-o")
+        .arg(out);
         for l in [lib_dir(), mpi_lib.as_path()] {
             c.arg(format!("-L{}", l.display()))
                 .arg(format!("-Wl,-rpath,{}", l.display()));
@@ -187,8 +195,9 @@ fn bad_strides_ranks_types() {
 }
 
 #[test]
-fn unsupported_calls_and_armci_error() {
-    bad_input("unsupported", "armci_msg_bcast_scope", false);
+fn bad_scope_and_armci_error() {
+    bad_input("bad_scope", "armci_msg_bcast_scope", false);
+    bad_input("group_list", "ARMCI_Group_create", false);
     if !have_cc() {
         return;
     }
@@ -204,6 +213,12 @@ fn unsupported_calls_and_armci_error() {
 #[test]
 fn msg_collectives() {
     check_program("msg");
+}
+
+/// SCOPE_NODE and SCOPE_MASTERS (before: the job ended with "not implemented").
+#[test]
+fn msg_node_and_master_scopes() {
+    check_program("scopes");
 }
 
 #[test]

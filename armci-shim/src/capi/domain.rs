@@ -6,8 +6,17 @@
 
 use std::ffi::c_int;
 
-use super::a;
+use super::{a, A};
 use crate::{fatal, Error, Path};
+
+/// The `ARMCI_DOMAIN_SMP` domain of job rank `r` (module docs): the scopes of the
+/// `armci_msg_*` collectives ([`super::scope`]) follow the same partition.
+pub(super) fn domain_of(w: &A, r: u32) -> u32 {
+    match w.path() {
+        Path::Direct => 0,
+        Path::Messages => r,
+    }
+}
 
 /// (domains, processes per domain, this process's domain) for `call`.
 fn shape(call: &str, domain: c_int) -> (c_int, c_int, c_int) {

@@ -25,6 +25,9 @@ pub struct ArmciGroup {
 struct Boxed {
     group: Group,
     abs: Vec<c_int>,
+    /// Made by `ARMCI_Group_create`/`_create_child` (not a copy from `_get_default` or
+    /// `_get_world`): freeing it frees the group's MPI communicator ([`super::mpi`]).
+    created: bool,
 }
 
 /// The default group (`ARMCI_Group_set_default`); `None`: the world.
@@ -34,8 +37,8 @@ pub(super) fn default_group() -> Option<Group> {
     DEFAULT.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-/// Fills `out` with `g`.
-unsafe fn fill(call: &str, out: *mut ArmciGroup, g: Group) {
+/// Fills `out` with `g` (`created`: by a group creation).
+unsafe fn fill(call: &str, out: *mut ArmciGroup, g: Group, created: bool) {
     // SAFETY: the caller's group to fill, or NULL.
     let Some(out) = (unsafe { out.as_mut() }) else {
         fatal(
@@ -47,6 +50,7 @@ unsafe fn fill(call: &str, out: *mut ArmciGroup, g: Group) {
     let mut b = Box::new(Boxed {
         abs: g.members().iter().map(|&m| m as c_int).collect(),
         group: g,
+        created,
     });
     out.rank = b.group.rank_of(me).map_or(-1, |r| r as c_int);
     out.size = b.abs.len() as c_int;
@@ -55,7 +59,7 @@ unsafe fn fill(call: &str, out: *mut ArmciGroup, g: Group) {
 }
 
 /// The group of a filled `ARMCI_Group`.
-unsafe fn group<'a>(call: &str, g: *const ArmciGroup) -> &'a Group {
+pub(super) unsafe fn group<'a>(call: &str, g: *const ArmciGroup) -> &'a Group {
     // SAFETY: the caller's group, filled by this library (checked non-null below).
     match unsafe { g.as_ref() } {
         Some(g) if !g.imp.is_null() => {
@@ -112,8 +116,9 @@ unsafe fn create(call: &str, n: c_int, list: *const c_int, out: *mut ArmciGroup,
         })
         .collect::<Vec<_>>();
     let g = ok(call, w.group_create(&parent, &members));
+    super::mpi::group_created(parent.id(), g.id(), g.rank_of(w.me()));
     // SAFETY: the caller's group to fill.
-    unsafe { fill(call, out, g) }
+    unsafe { fill(call, out, g, true) }
 }
 
 /// Collective over the default group; `list` holds ranks of the default group.
@@ -146,7 +151,10 @@ pub unsafe extern "C" fn PARMCI_Group_free(g: *mut ArmciGroup) {
     if let Some(g) = unsafe { g.as_mut() } {
         if !g.imp.is_null() {
             // SAFETY: from `fill`'s Box::into_raw, freed once (the pointer is cleared).
-            drop(unsafe { Box::from_raw(g.imp.cast::<Boxed>()) });
+            let b = unsafe { Box::from_raw(g.imp.cast::<Boxed>()) };
+            if b.created {
+                super::mpi::group_freed(b.group.id());
+            }
         }
         g.imp = std::ptr::null_mut();
         g.grp_to_abs = std::ptr::null_mut();
@@ -192,7 +200,7 @@ pub unsafe extern "C" fn PARMCI_Group_get_default(out: *mut ArmciGroup) {
     let call = "ARMCI_Group_get_default";
     let g = default_group().unwrap_or_else(|| a(call).world_group());
     // SAFETY: the caller's group to fill.
-    unsafe { fill(call, out, g) }
+    unsafe { fill(call, out, g, false) }
 }
 
 #[no_mangle]
@@ -200,7 +208,7 @@ pub unsafe extern "C" fn PARMCI_Group_get_world(out: *mut ArmciGroup) {
     let call = "ARMCI_Group_get_world";
     let g = a(call).world_group();
     // SAFETY: the caller's group to fill.
-    unsafe { fill(call, out, g) }
+    unsafe { fill(call, out, g, false) }
 }
 
 #[no_mangle]
@@ -315,14 +323,11 @@ pub unsafe extern "C" fn parmci_msg_group_bcast_scope(
     g: *mut ArmciGroup,
 ) {
     let call = "armci_msg_group_bcast_scope";
-    if scope != 0 {
-        fatal(
-            call,
-            &Error::NotImplemented("armci_msg_group_bcast_scope with SCOPE_NODE or SCOPE_MASTERS"),
-        );
-    }
     // SAFETY: the caller's group.
     let gr = unsafe { group(call, g) };
+    if super::scope::part(call, scope, gr.members()) != super::scope::Part::All {
+        return; // alone or outside the scope: nothing to send
+    }
     let n = usize::try_from(len)
         .unwrap_or_else(|_| fatal(call, &Error::BadArgument(format!("negative length {len}"))));
     let root = usize::try_from(root).unwrap_or(usize::MAX);

@@ -10,6 +10,7 @@ use std::ffi::{c_char, c_int, c_long, c_longlong, c_void, CStr};
 
 use skifch::coll::{DType, Kernel, Op};
 
+use super::scope::{self, Part};
 use super::{a, ok};
 use crate::{fatal, Error};
 
@@ -85,12 +86,10 @@ pub(super) unsafe fn gop(
     group: Option<&crate::group::Group>,
 ) {
     let w = a(call);
-    if scope != 0 {
-        fatal(
-            call,
-            &Error::NotImplemented("reductions with SCOPE_NODE or SCOPE_MASTERS"),
-        );
-    }
+    let part = match group {
+        Some(g) => scope::part(call, scope, g.members()),
+        None => scope::part(call, scope, &scope::world(call)),
+    };
     let t = dtype(call, ty);
     if opstr.is_null() {
         fatal(call, &Error::BadArgument("the operator is NULL".into()));
@@ -106,8 +105,14 @@ pub(super) unsafe fn gop(
     }
     // SAFETY: the caller's array of `n` elements of the type, not referenced elsewhere.
     let b = unsafe { std::slice::from_raw_parts_mut(x.cast::<u8>(), n * t.size()) };
+    if part == Part::Outside {
+        return;
+    }
     if absolute {
         abs(t, b);
+    }
+    if part == Part::Alone {
+        return; // the reduction of one contribution
     }
     match group {
         Some(g) => ok(call, w.group_allreduce(g, b, &k)),
@@ -171,12 +176,7 @@ pub unsafe extern "C" fn parmci_msg_sel_scope(
 ) {
     let call = "armci_msg_sel_scope";
     let w = a(call);
-    if scope != 0 {
-        fatal(
-            call,
-            &Error::NotImplemented("armci_msg_sel_scope with SCOPE_NODE or SCOPE_MASTERS"),
-        );
-    }
+    let part = scope::part(call, scope, &scope::world(call));
     let t = dtype(call, ty);
     if op.is_null() {
         fatal(call, &Error::BadArgument("the operator is NULL".into()));
@@ -199,6 +199,9 @@ pub unsafe extern "C" fn parmci_msg_sel_scope(
             call,
             &Error::BadArgument(format!("a {n}-byte buffer holds no {t:?} key")),
         );
+    }
+    if part != Part::All {
+        return; // alone (its own buffer is the selection) or outside the scope
     }
     // SAFETY: the caller's buffer of `n` bytes, not referenced elsewhere.
     let b = unsafe { std::slice::from_raw_parts_mut(x.cast::<u8>(), n) };
@@ -341,7 +344,9 @@ pub unsafe extern "C" fn parmci_exchange_address(ptr_ar: *mut *mut c_void, n: c_
     }
 }
 
-/// This rank's place in the binary tree over all ranks rooted at 0 (-1: none).
+/// This rank's place in the binary tree over the processes of `scope` (ascending job
+/// ranks), rooted at the lowest; job ranks, -1 for none. Outside the scope (a non-master
+/// asking for `SCOPE_MASTERS`) the root is the scope's and the rest -1.
 #[no_mangle]
 pub unsafe extern "C" fn parmci_msg_bintree(
     scope: c_int,
@@ -352,22 +357,16 @@ pub unsafe extern "C" fn parmci_msg_bintree(
 ) {
     let call = "armci_msg_bintree";
     let w = a(call);
-    if scope != 0 {
-        fatal(
-            call,
-            &Error::NotImplemented("armci_msg_bintree with SCOPE_NODE or SCOPE_MASTERS"),
-        );
-    }
-    let (me, n) = (w.me() as c_int, w.nproc() as c_int);
-    let child = |c: c_int| if c < n { c } else { -1 };
+    let tree = scope::members(call, scope, &scope::world(call));
+    let at = |i: usize| tree.get(i).map_or(-1, |&r| r as c_int);
+    let (u, l, r) = match tree.iter().position(|&m| m == w.me()) {
+        Some(0) => (-1, at(1), at(2)),
+        Some(i) => (at((i - 1) / 2), at(2 * i + 1), at(2 * i + 2)),
+        None => (-1, -1, -1),
+    };
     // SAFETY: the caller's four int pointers (NULL skipped).
     unsafe {
-        for (p, v) in [
-            (root, 0),
-            (up, if me == 0 { -1 } else { (me - 1) / 2 }),
-            (left, child(2 * me + 1)),
-            (right, child(2 * me + 2)),
-        ] {
+        for (p, v) in [(root, at(0)), (up, u), (left, l), (right, r)] {
             if !p.is_null() {
                 *p = v;
             }

@@ -5,8 +5,8 @@
 //!
 //! This file: setup, memory, ordering and the `armci_msg_*` calls that are built;
 //! [`rma`]: data movement, handles, values, read-modify-write and mutexes; [`group`]:
-//! groups; [`message`]: the other `armci_msg_*` calls; [`domain`]: topology. A part not
-//! built (the node scopes) fails naming its call with [`Error::NotImplemented`].
+//! groups; [`message`]: the other `armci_msg_*` calls; [`domain`]: topology; [`scope`]:
+//! the scopes of the collectives (`SCOPE_ALL`, `SCOPE_NODE`, `SCOPE_MASTERS`).
 #![allow(unsafe_code)] // the C ABI: raw pointers from C
 #![allow(clippy::missing_safety_doc)] // documented in armci.h and ARMCI's documentation
 
@@ -36,7 +36,9 @@ macro_rules! profiled {
 mod domain;
 mod group;
 mod message;
+mod mpi;
 mod rma;
+mod scope;
 
 type A = Armci<DefaultPort>;
 
@@ -84,8 +86,10 @@ fn do_init(call: &str) -> c_int {
             },
         ),
     );
+    let world = armci.world_group().id();
     let st = Box::new(State { armci, _job: job });
     STATE.store(Box::into_raw(st), Ordering::Release);
+    mpi::init(world);
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
     0
@@ -106,6 +110,7 @@ fn pparmci_finalize() -> c_int {
     }
     // SAFETY: non-null: init stored a leaked Box, dropped only here.
     let s = unsafe { &*p };
+    mpi::finalize();
     ok("ARMCI_Finalize", s.armci.finalize());
     STATE.store(std::ptr::null_mut(), Ordering::Release);
     // SAFETY: from Box::into_raw, no longer reachable from STATE.
@@ -306,7 +311,7 @@ pub unsafe extern "C" fn parmci_msg_brdcst(buf: *mut c_void, len: c_int, root: c
     // SAFETY: forwards the caller's contract.
     unsafe { bcast("armci_msg_brdcst", buf, len, root) }
 }
-/// `SCOPE_ALL` only (node scopes are not built).
+/// `root`'s buffer to every process of `scope` ([`scope`]; alone or outside: nothing).
 #[no_mangle]
 pub unsafe extern "C" fn parmci_msg_bcast_scope(
     scope: c_int,
@@ -315,11 +320,8 @@ pub unsafe extern "C" fn parmci_msg_bcast_scope(
     root: c_int,
 ) {
     let call = "armci_msg_bcast_scope";
-    if scope != 0 {
-        fatal(
-            call,
-            &Error::NotImplemented("armci_msg_bcast_scope with SCOPE_NODE or SCOPE_MASTERS"),
-        );
+    if scope::part(call, scope, &scope::world(call)) != scope::Part::All {
+        return;
     }
     // SAFETY: forwards the caller's contract.
     unsafe { bcast(call, buf, len, root) }

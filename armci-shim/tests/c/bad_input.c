@@ -60,14 +60,23 @@ int main(int argc, char **argv) {
         } else if (!strcmp(c, "acc_type")) {
             int one = 1;
             ARMCI_Acc(17, &one, src, mine, 8, 0);
-        } else if (!strcmp(c, "unsupported")) {
+        } else if (!strcmp(c, "group_list")) {
+            /* rank 0 names rank 1 in its group, rank 1 passes another list */
+            ARMCI_Group g;
+            int l0[2] = {0, 1};
+            ARMCI_Group_create(2, l0, &g);
+        } else if (!strcmp(c, "bad_scope")) {
             int x = 1;
-            armci_msg_bcast_scope(SCOPE_NODE, &x, sizeof x, 0);
+            armci_msg_bcast_scope(7, &x, sizeof x, 0); /* not an armci_scope_e */
         } else if (!strcmp(c, "error")) {
             ARMCI_Error("the program gave up", 7);
         }
         printf("rank 0: the bad call returned\n");
         return 3;
+    }
+    if (!strcmp(c, "group_list")) { /* the other ranks' side: a group of their own */
+        ARMCI_Group g;
+        ARMCI_Group_create(1, &me, &g);
     }
     ARMCI_Barrier();
     return 0;

@@ -95,6 +95,27 @@ int main(int argc, char **argv) {
     ARMCI_Group_free(&def);
     CHECK(ARMCI_Free_group(p[grank], &mine) == 0);
     CHECK(ARMCI_Free(w[me]) == 0);
+    /* disjoint groups from one call (as MPI_Comm_create): each process passes the list
+     * of its own group, the evens or the odds (Global Arrays' mirror groups); a process
+     * passing a list whose members passed another is an error (bad_input "group_list") */
+    ARMCI_Group split;
+    ARMCI_Group_create(me % 2 ? no : ne, me % 2 ? odds : evens, &split);
+    int sr, ss;
+    ARMCI_Group_rank(&split, &sr);
+    ARMCI_Group_size(&split, &ss);
+    CHECK(sr == me / 2 && ss == gsize);
+    long t = me + 1, twant = 0;
+    armci_msg_group_lgop(&t, 1, "+", &split);
+    for (int i = 0; i < gsize; i++) twant += ARMCI_Absolute_id(&split, i) + 1;
+    CHECK(t == twant);
+    void **sp = malloc(ss * sizeof(void *));
+    CHECK(ARMCI_Malloc_group(sp, 64, &split) == 0);
+    long sv = 7000 + me;
+    CHECK(ARMCI_Put(&sv, sp[(sr + 1) % ss], 8, ARMCI_Absolute_id(&split, (sr + 1) % ss)) == 0);
+    armci_msg_group_barrier(&split);
+    CHECK(*(long *)sp[sr] == 7000 + ARMCI_Absolute_id(&split, (sr + ss - 1) % ss));
+    CHECK(ARMCI_Free_group(sp[sr], &split) == 0);
+    ARMCI_Group_free(&split);
     ARMCI_Group_free(&ge);
     ARMCI_Group_free(&go);
     ARMCI_Group_free(&world);

@@ -1,0 +1,178 @@
+//! The MPI communicators of ARMCI groups, for libraries built on both ARMCI and MPI in
+//! one program (Global Arrays: `GA_MPI_Comm_pgroup` and TCGMSG-MPI call
+//! `armci_group_comm`, as ARMCI-MPI provides it). libarmci does not link an MPI: when
+//! the program's MPI is initialized at `ARMCI_Init`, the world group gets a duplicate of
+//! `MPI_COMM_WORLD`, and each group made afterwards a communicator split from its
+//! parent's (collective like the group's creation, members in the group's order), found
+//! by name in the program (`dlsym`). Without an MPI, `armci_group_comm` gives
+//! `MPI_COMM_NULL`.
+//!
+//! The handles are those of mpi-lite's `mpi.h`, the MPI of this stack (`MPI_Comm` is an
+//! `int`); a test reads the header to keep the constants below equal to its own.
+#![allow(unsafe_code)] // dlsym and calls through the pointers it gives
+#![allow(clippy::missing_safety_doc)] // documented in armci.h
+
+use std::collections::HashMap;
+use std::ffi::{c_int, CStr};
+use std::sync::{Mutex, OnceLock};
+
+use super::group::ArmciGroup;
+
+/// `MPI_Comm` of mpi-lite's mpi.h.
+pub type Comm = c_int;
+/// `MPI_COMM_NULL` of mpi.h.
+pub const COMM_NULL: Comm = 0;
+/// `MPI_COMM_WORLD` of mpi.h.
+pub const COMM_WORLD: Comm = 1;
+/// `MPI_UNDEFINED` of mpi.h (the split colour of a process outside the new group).
+pub const UNDEFINED: c_int = -32766;
+
+type FlagFn = unsafe extern "C" fn(*mut c_int) -> c_int;
+type DupFn = unsafe extern "C" fn(Comm, *mut Comm) -> c_int;
+type SplitFn = unsafe extern "C" fn(Comm, c_int, c_int, *mut Comm) -> c_int;
+type FreeFn = unsafe extern "C" fn(*mut Comm) -> c_int;
+
+/// The program's MPI calls, if it has an MPI.
+struct Mpi {
+    initialized: FlagFn,
+    finalized: FlagFn,
+    dup: DupFn,
+    split: SplitFn,
+    free: FreeFn,
+}
+
+/// Looks `name` up in the program and its libraries.
+fn sym(name: &CStr) -> Option<*mut libc::c_void> {
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches the global scope.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+fn mpi() -> Option<&'static Mpi> {
+    static MPI: OnceLock<Option<Mpi>> = OnceLock::new();
+    MPI.get_or_init(|| {
+        // SAFETY: each symbol is the MPI function of that name, whose C signature the
+        // type spells (mpi.h).
+        unsafe {
+            Some(Mpi {
+                initialized: std::mem::transmute::<*mut libc::c_void, FlagFn>(sym(
+                    c"MPI_Initialized",
+                )?),
+                finalized: std::mem::transmute::<*mut libc::c_void, FlagFn>(sym(c"MPI_Finalized")?),
+                dup: std::mem::transmute::<*mut libc::c_void, DupFn>(sym(c"MPI_Comm_dup")?),
+                split: std::mem::transmute::<*mut libc::c_void, SplitFn>(sym(c"MPI_Comm_split")?),
+                free: std::mem::transmute::<*mut libc::c_void, FreeFn>(sym(c"MPI_Comm_free")?),
+            })
+        }
+    })
+    .as_ref()
+}
+
+/// The MPI, if the program has one and it is running (initialized, not finalized).
+fn running() -> Option<&'static Mpi> {
+    let m = mpi()?;
+    let (mut i, mut f) = (0, 0);
+    // SAFETY: MPI_Initialized/MPI_Finalized may be called at any time.
+    unsafe {
+        (m.initialized)(&mut i);
+        (m.finalized)(&mut f);
+    }
+    (i != 0 && f == 0).then_some(m)
+}
+
+/// Group id → its communicator (the world group's too).
+static COMMS: Mutex<Option<HashMap<u32, Comm>>> = Mutex::new(None);
+
+fn with_comms<T>(f: impl FnOnce(&mut HashMap<u32, Comm>) -> T) -> T {
+    let mut g = COMMS.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(HashMap::new))
+}
+
+/// At `ARMCI_Init` (collective): the world group's duplicate of `MPI_COMM_WORLD`.
+pub(super) fn init(world_gid: u32) {
+    let Some(m) = running() else { return };
+    let mut c = COMM_NULL;
+    // SAFETY: MPI_Comm_dup on MPI_COMM_WORLD, collective like ARMCI_Init.
+    if unsafe { (m.dup)(COMM_WORLD, &mut c) } == 0 {
+        with_comms(|t| t.insert(world_gid, c));
+    }
+}
+
+/// At a group's creation (collective over `parent`): this process's communicator of the
+/// new group, split from the parent's; `rank` is its place in the new group, if any.
+pub(super) fn group_created(parent_gid: u32, gid: u32, rank: Option<usize>) {
+    let Some(parent) = with_comms(|t| t.get(&parent_gid).copied()) else {
+        return;
+    };
+    let Some(m) = running() else { return };
+    let (colour, key) = match rank {
+        Some(r) => (0, r as c_int),
+        None => (UNDEFINED, 0),
+    };
+    let mut c = COMM_NULL;
+    // SAFETY: MPI_Comm_split over the parent's communicator, which every member of the
+    // parent group enters now (ARMCI_Group_create is collective over it).
+    if unsafe { (m.split)(parent, colour, key, &mut c) } == 0 && c != COMM_NULL {
+        with_comms(|t| t.insert(gid, c));
+    }
+}
+
+/// When the group made by `ARMCI_Group_create` is freed: its communicator too.
+pub(super) fn group_freed(gid: u32) {
+    if let Some(mut c) = with_comms(|t| t.remove(&gid)) {
+        if let Some(m) = running() {
+            // SAFETY: a communicator this module made and no longer hands out.
+            unsafe { (m.free)(&mut c) };
+        }
+    }
+}
+
+/// At `ARMCI_Finalize`: every communicator left (while the MPI still runs).
+pub(super) fn finalize() {
+    let all: Vec<Comm> = with_comms(|t| t.drain().map(|(_, c)| c).collect());
+    if let Some(m) = running() {
+        for mut c in all {
+            // SAFETY: communicators this module made, no longer handed out.
+            unsafe { (m.free)(&mut c) };
+        }
+    }
+}
+
+/// `armci_group_comm`: the group's MPI communicator (`MPI_COMM_NULL` outside the group,
+/// or without an MPI running at the group's creation; the world group made before the
+/// MPI started gets `MPI_COMM_WORLD` itself).
+#[no_mangle]
+pub unsafe extern "C" fn armci_group_comm(g: *mut ArmciGroup) -> Comm {
+    let call = "armci_group_comm";
+    // SAFETY: the caller's group.
+    let gr = unsafe { super::group::group(call, g) };
+    let gid = gr.id();
+    if let Some(c) = with_comms(|t| t.get(&gid).copied()) {
+        return c;
+    }
+    if gr.members().len() == super::a(call).nproc() as usize && running().is_some() {
+        return COMM_WORLD;
+    }
+    COMM_NULL
+}
+
+#[cfg(test)]
+mod tests {
+    /// The constants above are mpi-lite's (mpi.h is the contract).
+    #[test]
+    fn constants_match_mpi_lite() {
+        let h = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../mpi-lite/include/mpi.h"
+        ))
+        .expect("mpi-lite/include/mpi.h");
+        for line in [
+            "typedef int MPI_Comm;".to_owned(),
+            format!("#define MPI_COMM_NULL ((MPI_Comm){})", super::COMM_NULL),
+            format!("#define MPI_COMM_WORLD ((MPI_Comm){})", super::COMM_WORLD),
+            format!("#define MPI_UNDEFINED ({})", super::UNDEFINED),
+        ] {
+            assert!(h.lines().any(|l| l.trim() == line), "mpi.h lacks {line:?}");
+        }
+    }
+}
