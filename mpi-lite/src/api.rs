@@ -393,10 +393,9 @@ impl<P: Port, T> Request<'_, P, T> {
 impl<P: Port, T> Drop for Request<'_, P, T> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            let mut e = self.mpi.engine();
+            let e = self.mpi.engine();
             let _ = e.cancel(id);
             let failed = e.wait(id).is_err();
-            drop(e);
             if failed {
                 self.abandon(id);
             }

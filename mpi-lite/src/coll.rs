@@ -95,7 +95,7 @@ impl<P: Port> Transport for CommTransport<'_, P> {
         self.c.coll_seq.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff
     }
     fn send(&self, to: usize, tag: u32, data: &[u8]) -> skifch::Result<()> {
-        let mut e = self.mpi.engine();
+        let e = self.mpi.engine();
         let env = self.c.coll_env(self.c.rank as i32, tag as i32);
         let dst = self.c.world_of(to);
         let r = match e.try_send_eager(env, dst, data) {
@@ -111,7 +111,7 @@ impl<P: Port> Transport for CommTransport<'_, P> {
         r.map_err(|x| self.keep(x))
     }
     fn recv(&self, from: usize, tag: u32, buf: &mut [u8]) -> skifch::Result<usize> {
-        let mut e = self.mpi.engine();
+        let e = self.mpi.engine();
         let env = self.c.coll_env(from as i32, tag as i32);
         let r = match e.try_recv_bytes(env, buf) {
             Ok(None) => {
@@ -133,7 +133,7 @@ impl<P: Port> Transport for CommTransport<'_, P> {
         rbuf: &mut [u8],
         tag: u32,
     ) -> skifch::Result<usize> {
-        let mut e = self.mpi.engine();
+        let e = self.mpi.engine();
         let out = self.c.coll_env(self.c.rank as i32, tag as i32);
         let inc = self.c.coll_env(from as i32, tag as i32);
         let dst = self.c.world_of(to);

@@ -8,8 +8,8 @@
 //! Ids are even; `id + 1` is the communicator's collective context, so collective traffic
 //! never matches user receives (§6.1.2).
 
-use std::cell::{Cell, RefCell, RefMut};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use skifch::{Driver, Job, Port};
@@ -111,37 +111,53 @@ impl CommData {
 /// The library: one engine on the job's MPI channel, the predefined communicators and
 /// process-wide state. One per process (for C: created by `MPI_Init`).
 ///
-/// Not `Sync`: one thread at a time (`MPI_THREAD_SERIALIZED`).
+/// `Sync`: made by [`Mpi::new`], one thread at a time may call it (a call entered while
+/// another thread is inside one fails at once, `MPI_THREAD_SERIALIZED`); made by
+/// [`Mpi::new_multiple`], threads call it concurrently (`MPI_THREAD_MULTIPLE`, see
+/// `engine::threads`).
 pub struct Mpi<P: Port> {
-    eng: RefCell<Engine<P>>,
-    pub(crate) next_ctx: Cell<u16>,
+    eng: Engine<P>,
+    /// The next context id this process has not used. Held across a communicator's
+    /// agreement on its context id: communicator creations of one process run one at a
+    /// time (two threads agreeing at once could take the same id).
+    pub(crate) next_ctx: Mutex<u16>,
     world: Arc<CommData>,
     selfc: Arc<CommData>,
     start: Instant,
-    bsend_cap: Cell<usize>,
+    bsend_cap: AtomicUsize,
 }
 
 /// Bytes of attached buffer each `MPI_Bsend` needs beyond its data (`MPI_BSEND_OVERHEAD`).
 pub const BSEND_OVERHEAD: usize = 96;
 
 impl<P: Port> Mpi<P> {
-    /// Joins MPI on `job`: opens the MPI channel (port 1).
+    /// Joins MPI on `job`: opens the MPI channel (port 1). One thread at a time may call
+    /// the library (`MPI_THREAD_SERIALIZED`).
     pub fn new<D: Driver<Port = P>>(job: &Job<D>) -> Result<Self> {
+        Self::open(job, false)
+    }
+
+    /// As [`Mpi::new`], for threads calling concurrently (`MPI_THREAD_MULTIPLE`).
+    pub fn new_multiple<D: Driver<Port = P>>(job: &Job<D>) -> Result<Self> {
+        Self::open(job, true)
+    }
+
+    fn open<D: Driver<Port = P>>(job: &Job<D>, multiple: bool) -> Result<Self> {
         let (me, n) = (job.rank(), job.size());
-        let eng = Engine::open(job, MPI_PORT)?;
+        let eng = Engine::open(job, MPI_PORT, multiple)?;
         Ok(Mpi {
-            eng: RefCell::new(eng),
-            next_ctx: Cell::new(4),
+            eng,
+            next_ctx: Mutex::new(4),
             world: Arc::new(CommData::new(0, Group::world(n), me as usize, None)),
             selfc: Arc::new(CommData::new(2, Group::from_ranks(vec![me]), 0, None)),
             start: Instant::now(),
-            bsend_cap: Cell::new(0),
+            bsend_cap: AtomicUsize::new(0),
         })
     }
 
     /// The engine (for the C ABI's request calls).
-    pub fn engine(&self) -> RefMut<'_, Engine<P>> {
-        self.eng.borrow_mut()
+    pub fn engine(&self) -> &Engine<P> {
+        &self.eng
     }
 
     /// `MPI_COMM_WORLD`.
@@ -160,7 +176,7 @@ impl<P: Port> Mpi<P> {
 
     /// The eager limit in bytes.
     pub fn eager_limit(&self) -> usize {
-        self.eng.borrow().eager_limit()
+        self.eng.eager_limit()
     }
 
     fn check_peer(c: &CommData, r: i32, any: bool) -> Result<()> {
@@ -224,9 +240,9 @@ impl<P: Port> Mpi<P> {
         mode: Mode,
     ) -> Result<ReqId> {
         let to = Self::route(c, dst, tag)?;
-        let mut e = self.eng.borrow_mut();
+        let e = &self.eng;
         match to {
-            None => Ok(e.done_request()),
+            None => e.done_request(),
             Some((env, w)) => e.isend(env, w, buf, mode, 0),
         }
     }
@@ -235,7 +251,7 @@ impl<P: Port> Mpi<P> {
     pub fn send(&self, c: &CommData, buf: UserBuf, dst: i32, tag: i32) -> Result<()> {
         match Self::route(c, dst, tag)? {
             None => Ok(()),
-            Some((env, w)) => self.eng.borrow_mut().send(env, w, buf),
+            Some((env, w)) => self.eng.send(env, w, buf),
         }
     }
 
@@ -245,7 +261,7 @@ impl<P: Port> Mpi<P> {
     pub fn try_send_bytes(&self, c: &CommData, data: &[u8], dst: i32, tag: i32) -> Result<bool> {
         match Self::route(c, dst, tag)? {
             None => Ok(true),
-            Some((env, w)) => self.eng.borrow_mut().try_send_eager(env, w, data),
+            Some((env, w)) => self.eng.try_send_eager(env, w, data),
         }
     }
 
@@ -264,7 +280,7 @@ impl<P: Port> Mpi<P> {
         if src == PROC_NULL {
             return Ok(Some(Status::proc_null()));
         }
-        self.eng.borrow_mut().try_recv_bytes(env, buf)
+        self.eng.try_recv_bytes(env, buf)
     }
 
     /// `MPI_Recv`: blocking receive.
@@ -273,19 +289,19 @@ impl<P: Port> Mpi<P> {
         if src == PROC_NULL {
             return Ok(Status::proc_null());
         }
-        self.eng.borrow_mut().recv(env, buf)
+        self.eng.recv(env, buf)
     }
 
     /// `MPI_Ibsend`: copies the data now (checked against the attached buffer), so
     /// the request completes at once.
     pub fn ibsend(&self, c: &CommData, buf: &UserBuf, dst: i32, tag: i32) -> Result<ReqId> {
         let to = Self::route(c, dst, tag)?;
-        let mut e = self.eng.borrow_mut();
+        let e = &self.eng;
         let Some((env, w)) = to else {
-            return Ok(e.done_request());
+            return e.done_request();
         };
         let need = buf.packed_len() + BSEND_OVERHEAD;
-        let (used, cap) = (e.bsend_used(), self.bsend_cap.get());
+        let (used, cap) = (e.bsend_used(), self.bsend_cap.load(Ordering::Relaxed));
         if used + need > cap {
             return Err(Error::Buffer(format!(
                 "MPI_Bsend of {} bytes needs {need} bytes of attached buffer; {} of {cap} are free \
@@ -301,25 +317,25 @@ impl<P: Port> Mpi<P> {
     /// `MPI_Buffer_attach` (size only: Bsend copies into memory of its own, accounted
     /// against the attached size).
     pub fn buffer_attach(&self, size: usize) -> Result<()> {
-        if self.bsend_cap.get() > 0 {
+        if self.bsend_cap.load(Ordering::Relaxed) > 0 {
             return Err(Error::Buffer(
                 "MPI_Buffer_attach: a buffer is already attached".into(),
             ));
         }
-        self.bsend_cap.set(size);
+        self.bsend_cap.store(size, Ordering::Relaxed);
         Ok(())
     }
 
     /// `MPI_Buffer_detach`: waits until the buffered sends are out; returns the size.
     pub fn buffer_detach(&self) -> Result<usize> {
-        self.eng.borrow_mut().wait_until(|e| e.bsend_used() == 0)?;
-        Ok(self.bsend_cap.replace(0))
+        self.eng.wait_until(|e| e.bsend_used() == 0)?;
+        Ok(self.bsend_cap.swap(0, Ordering::Relaxed))
     }
 
     /// Posts a receive (`MPI_Irecv`).
     pub fn irecv(&self, c: &CommData, buf: UserBuf, src: i32, tag: i32) -> Result<ReqId> {
         let env = Self::want(c, src, tag)?;
-        self.eng.borrow_mut().irecv(env, buf)
+        self.eng.irecv(env, buf)
     }
 
     /// `MPI_Sendrecv`: posts the receive, sends, waits for both.
@@ -336,48 +352,33 @@ impl<P: Port> Mpi<P> {
     ) -> Result<Status> {
         let (to, from) = (Self::route(c, dst, stag)?, Self::want(c, src, rtag)?);
         if let (Some((env, w)), false) = (to, src == PROC_NULL) {
-            return self.eng.borrow_mut().sendrecv(env, w, send, from, recv);
+            return self.eng.sendrecv(env, w, send, from, recv);
         }
         let r = self.irecv(c, recv, src, rtag)?;
-        let s = match self.isend(c, send, dst, stag, Mode::Standard) {
-            Ok(s) => s,
-            Err(e) => {
-                // Do not leave a receive into the caller's buffer behind.
-                let mut eng = self.eng.borrow_mut();
-                let _ = eng.cancel(r);
-                let _ = eng.wait(r);
-                return Err(e);
-            }
-        };
-        let st = self.wait(r);
-        self.wait(s)?;
-        st
+        let s = self.isend(c, send, dst, stag, Mode::Standard);
+        crate::engine::finish_pair(&mut &self.eng, r, s)
     }
 
     /// `MPI_Wait`.
     pub fn wait(&self, id: ReqId) -> Result<Status> {
-        self.eng.borrow_mut().wait(id)
+        self.eng.wait(id)
     }
 
     /// `MPI_Test`.
     pub fn test(&self, id: ReqId) -> Result<Option<Status>> {
-        let mut e = self.eng.borrow_mut();
-        if !e.is_done(id) {
-            e.progress()?;
-        }
-        e.test(id)
+        self.eng.test_progress(id)
     }
 
     /// `MPI_Probe`.
     pub fn probe(&self, c: &CommData, src: i32, tag: i32) -> Result<Status> {
         let env = Self::want(c, src, tag)?;
-        self.eng.borrow_mut().probe(env)
+        self.eng.probe(env)
     }
 
     /// `MPI_Iprobe`.
     pub fn iprobe(&self, c: &CommData, src: i32, tag: i32) -> Result<Option<Status>> {
         let env = Self::want(c, src, tag)?;
-        self.eng.borrow_mut().iprobe(env)
+        self.eng.iprobe(env)
     }
 
     // ---- communicator management (collective over the parent) ----
@@ -387,7 +388,7 @@ impl<P: Port> Mpi<P> {
     /// context ids and split colors.
     pub(crate) fn exchange(&self, c: &CommData, tag: i32, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
         let n = c.size();
-        let mut e = self.eng.borrow_mut();
+        let e = &self.eng;
         let mut sends = Vec::new();
         for r in (0..n).filter(|&r| r != c.rank) {
             let b = UserBuf::owned(mine.to_vec());
@@ -415,7 +416,9 @@ impl<P: Port> Mpi<P> {
 
     /// [`Mpi::new_ctx`] with the exchange's tag given.
     fn new_ctx_tagged(&self, c: &CommData, tag: i32) -> Result<u16> {
-        let all = self.exchange(c, tag, &self.next_ctx.get().to_le_bytes())?;
+        // Held across the agreement (see the field).
+        let mut next = self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
+        let all = self.exchange(c, tag, &next.to_le_bytes())?;
         let ctx = all
             .iter()
             .map(|b| u16::from_le_bytes([b[0], b[1]]))
@@ -426,7 +429,7 @@ impl<P: Port> Mpi<P> {
                 "out of communicator context ids (32 766 communicators created)".into(),
             ));
         }
-        self.next_ctx.set(ctx + 2);
+        *next = ctx + 2;
         Ok(ctx)
     }
 
@@ -576,7 +579,7 @@ impl<P: Port> Mpi<P> {
             // Negative tags: never those of the collective algorithms (`next_tag`).
             let tag = -20 - round;
             let (out, inc) = (c.coll_env(c.rank as i32, tag), c.coll_env(from as i32, tag));
-            let mut e = self.eng.borrow_mut();
+            let e = &self.eng;
             // An empty message always goes eagerly; the receive directly when it can.
             e.try_send_eager(out, c.world_of(to), &[])?;
             if e.try_recv_bytes(inc, &mut [])?.is_none() {
@@ -591,9 +594,9 @@ impl<P: Port> Mpi<P> {
     /// Leaves MPI: pushes queued sends out, then a world barrier so no peer still sends
     /// here when the channel closes.
     pub fn finalize(self) -> Result<()> {
-        self.eng.borrow_mut().flush_all()?;
+        self.eng.flush_all()?;
         self.barrier(&self.world.clone())?;
-        self.eng.borrow_mut().flush_all()
+        self.eng.flush_all()
     }
 }
 

@@ -133,7 +133,7 @@ impl<P: Port> Mpi<P> {
     /// Sends `data` as `out` to world rank `dst` and receives the same kind of message
     /// (a length word, then the bytes) of envelope `from`: the leaders' swap.
     fn swap_var(&self, out: Envelope, dst: u32, from: Envelope, data: &[u8]) -> Result<Vec<u8>> {
-        let mut e = self.engine();
+        let e = self.engine();
         let hdr = (data.len() as u32).to_le_bytes().to_vec();
         let s1 = e.isend(out, dst, UserBuf::owned(hdr), Mode::Standard, 0)?;
         let s2 = e.isend(out, dst, UserBuf::owned(data.to_vec()), Mode::Standard, 0)?;
@@ -167,7 +167,9 @@ impl<P: Port> Mpi<P> {
         payload: &[u8],
         swap: impl FnOnce(&[u8]) -> Result<Vec<u8>>,
     ) -> Result<(u16, Vec<u8>)> {
-        let all = self.exchange(local, T_LOCAL_MAX, &self.next_ctx.get().to_le_bytes())?;
+        // Held across the agreement (see the field): one communicator creation at a time.
+        let mut next = self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
+        let all = self.exchange(local, T_LOCAL_MAX, &next.to_le_bytes())?;
         let lmax = all
             .iter()
             .map(|b| u16::from_le_bytes([b[0], b[1]]))
@@ -210,7 +212,7 @@ impl<P: Port> Mpi<P> {
             ));
         }
         let ctx = ctx as u16;
-        self.next_ctx.set(self.next_ctx.get().max(ctx + 2 * n));
+        *next = (*next).max(ctx + 2 * n);
         Ok((ctx, got[8..].to_vec()))
     }
 

@@ -107,7 +107,7 @@ impl<P: Port> Mpi<P> {
         out: Vec<(usize, Vec<u8>)>,
         inc: &[(usize, usize)],
     ) -> Result<Vec<Vec<u8>>> {
-        let mut e = self.engine();
+        let e = self.engine();
         let env = c.coll_env(c.rank as i32, tag);
         let mut sends = Vec::with_capacity(out.len());
         // All sends first (they complete through the receives' progress), so two

@@ -96,7 +96,7 @@ impl Plan<'_> {
 impl<P: Port> Mpi<P> {
     /// A process with no part takes the call's tag (so the members' tags stay in step)
     /// and gets a complete request.
-    fn no_part(&self, c: &CommData) -> ReqId {
+    fn no_part(&self, c: &CommData) -> Result<ReqId> {
         let _ = Plan::new(c, 0);
         self.engine().done_request()
     }
@@ -130,7 +130,7 @@ impl<P: Port> Mpi<P> {
     ) -> Result<ReqId> {
         let len = buf.packed_len();
         match role(x, root)? {
-            Role::Idle => Ok(self.no_part(c)),
+            Role::Idle => self.no_part(c),
             Role::Root => {
                 let mut p = Plan::new(c, len);
                 p.load(0, &buf)?;
@@ -162,7 +162,7 @@ impl<P: Port> Mpi<P> {
         root: i32,
     ) -> Result<ReqId> {
         match role(x, root)? {
-            Role::Idle => Ok(self.no_part(c)),
+            Role::Idle => self.no_part(c),
             Role::Root => {
                 let recv =
                     recv.ok_or_else(|| Error::Buffer("the root needs a receive buffer".into()))?;
@@ -271,7 +271,7 @@ impl<P: Port> Mpi<P> {
         root: i32,
     ) -> Result<ReqId> {
         match role(x, root)? {
-            Role::Idle => Ok(self.no_part(c)),
+            Role::Idle => self.no_part(c),
             Role::Root => {
                 check_len(x, recv.len(), "MPI_Igather")?;
                 let lens: Vec<usize> = recv.iter().map(UserBuf::packed_len).collect();
@@ -306,7 +306,7 @@ impl<P: Port> Mpi<P> {
         root: i32,
     ) -> Result<ReqId> {
         match role(x, root)? {
-            Role::Idle => Ok(self.no_part(c)),
+            Role::Idle => self.no_part(c),
             Role::Root => {
                 check_len(x, send.len(), "MPI_Iscatter")?;
                 let lens: Vec<usize> = send.iter().map(UserBuf::packed_len).collect();

@@ -1,13 +1,21 @@
 //! Process-wide state behind the C handles: the [`Mpi`] object made by `MPI_Init`, the
 //! handle tables (communicators, datatypes, groups, user ops) and error-handler dispatch
-//! (MPI-3.1 §8.3). One lock serializes MPI calls: the library provides
-//! `MPI_THREAD_SERIALIZED`.
+//! (MPI-3.1 §8.3).
+//!
+//! Threads (MPI-3.1 §12.4): the level is chosen at `MPI_Init_thread`. Below
+//! `MPI_THREAD_MULTIPLE` a call holds the state exclusively (a try-lock: a call entered while
+//! another thread is inside one fails at once, see [`concurrent_entry`]), exactly one lock
+//! per call. Under `MPI_THREAD_MULTIPLE` calls hold it shared (only `MPI_Init`/`Finalize`
+//! take it exclusively): the handle tables have a lock of their own, taken for a lookup or
+//! an update, never across communication, and the library ([`Mpi`]) is shared by the
+//! threads, its waits holding no lock (`mpi_lite::engine::Engine`).
 
 use std::ffi::c_int;
+use std::ops::Deref;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use mpi_lite::comm::CommData;
 use mpi_lite::datatype::{Basic, Datatype};
@@ -39,15 +47,22 @@ pub struct CommEntry {
     pub name: String,
 }
 
-/// Everything `MPI_Init` creates.
-pub struct CState {
-    pub mpi: Mpi<DefaultPort>,
+/// The handle tables (behind [`CState::t`]).
+pub struct Tables {
     pub comms: Vec<Option<CommEntry>>,
     pub types: Vec<Option<Datatype>>,
     pub groups: Vec<Option<Group>>,
-    pub provided: i32,
     /// `MPI_Info` objects: (key, value) pairs in insertion order (handle 0 is MPI_INFO_NULL).
     pub infos: Vec<Option<Vec<(String, String)>>>,
+}
+
+/// Everything `MPI_Init` creates.
+pub struct CState {
+    pub mpi: Mpi<DefaultPort>,
+    /// The handle tables: locked for a lookup or an update only (never across a call into
+    /// `mpi`, which may wait, nor across a callback of the program).
+    tables: Mutex<Tables>,
+    pub provided: i32,
     // Dropped after `mpi` (field order): the job outlives its channel.
     pub job: DefaultJob,
 }
@@ -57,13 +72,56 @@ pub static PHASE: AtomicU8 = AtomicU8::new(0);
 /// The error handler of `MPI_COMM_WORLD`, readable before Init and after Finalize (errors
 /// of calls made then are raised on it).
 pub static WORLD_ERRH: AtomicI32 = AtomicI32::new(h::ERRORS_ARE_FATAL);
-static STATE: Mutex<Option<CState>> = Mutex::new(None);
-/// A call entered while another thread is inside one (issue 16 defect 6). The library
-/// provides `MPI_THREAD_SERIALIZED` at most: calls must not overlap (MPI-3.1 §12.4.3), and
-/// one process-wide lock serializes them — a blocking call holding it cannot be completed
-/// by a call of another thread, so waiting for the lock could deadlock for ever. Fails at
-/// once instead, naming the call, on `MPI_COMM_WORLD`'s handler (the state, and so the
-/// communicator's handler, cannot be read while the other call holds it).
+static STATE: RwLock<Option<CState>> = RwLock::new(None);
+/// `MPI_THREAD_MULTIPLE` was provided: calls hold [`STATE`] shared. Set by `MPI_Init` with
+/// the state locked exclusively, so every call after it sees it.
+static MULTIPLE: AtomicBool = AtomicBool::new(false);
+
+/// The state for one call: shared under `MPI_THREAD_MULTIPLE`, else exclusive.
+pub enum Guard {
+    Shared(RwLockReadGuard<'static, Option<CState>>),
+    Excl(RwLockWriteGuard<'static, Option<CState>>),
+}
+
+impl Deref for Guard {
+    type Target = Option<CState>;
+    #[inline]
+    fn deref(&self) -> &Option<CState> {
+        match self {
+            Guard::Shared(g) => g,
+            Guard::Excl(g) => g,
+        }
+    }
+}
+
+/// The state for one call; `None` when it cannot be had at once (another thread is inside a
+/// call and the level is below `MPI_THREAD_MULTIPLE`).
+#[inline]
+fn enter() -> Option<Guard> {
+    if MULTIPLE.load(Ordering::Relaxed) {
+        return Some(Guard::Shared(
+            STATE.read().unwrap_or_else(|p| p.into_inner()),
+        ));
+    }
+    match STATE.try_write() {
+        Ok(g) => Some(Guard::Excl(g)),
+        Err(TryLockError::Poisoned(p)) => Some(Guard::Excl(p.into_inner())),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// Sets the thread level's locking (`MPI_Init`, with the state locked exclusively).
+pub fn set_multiple(on: bool) {
+    MULTIPLE.store(on, Ordering::Relaxed);
+}
+
+/// A call entered while another thread is inside one (issue 16 defect 6), below
+/// `MPI_THREAD_MULTIPLE`: calls must not overlap (MPI-3.1 §12.4.3), and in these levels
+/// the library's blocking calls keep its lock while they wait (the fast single-threaded
+/// paths), so a blocking call cannot be completed by a call of another thread and waiting
+/// for the lock could deadlock for ever. Fails at once instead, naming the call, on
+/// `MPI_COMM_WORLD`'s handler (the state, and so the communicator's handler, cannot be read
+/// while the other call holds it).
 #[cold]
 fn concurrent_entry(name: &str) -> c_int {
     raise_later(None, h::COMM_WORLD, name, &concurrent_error()).now()
@@ -74,10 +132,10 @@ fn concurrent_error() -> Error {
     // The running call's name is not recorded: storing it cost 13 instructions per call
     // on the MPI_Send/MPI_Recv path (callgrind).
     Error::Other(
-        "called while another thread is inside an MPI call: mpi-lite provides \
-         MPI_THREAD_SERIALIZED at most, so MPI calls of several threads must not overlap (a \
-         blocking call cannot be completed by another thread's call: failing instead of \
-         deadlocking)"
+        "called while another thread is inside an MPI call: the library was initialized \
+         for MPI_THREAD_SERIALIZED at most, so MPI calls of several threads must not overlap \
+         (a blocking call cannot be completed by another thread's call then: failing instead \
+         of deadlocking; MPI_Init_thread with MPI_THREAD_MULTIPLE allows concurrent calls)"
             .into(),
     )
 }
@@ -85,13 +143,11 @@ fn concurrent_error() -> Error {
 /// Runs `f` on the initialized state and returns its result (errors not raised: for calls
 /// made of several steps, some of which run the program's callbacks with the lock
 /// released; see [`call_steps`]).
-pub fn with_state<T>(name: &'static str, f: impl FnOnce(&mut CState) -> Result<T>) -> Result<T> {
-    let mut g = match STATE.try_lock() {
-        Ok(g) => g,
-        Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(TryLockError::WouldBlock) => return Err(concurrent_error()),
+pub fn with_state<T>(name: &'static str, f: impl FnOnce(&CState) -> Result<T>) -> Result<T> {
+    let Some(g) = enter() else {
+        return Err(concurrent_error());
     };
-    match g.as_mut() {
+    match g.as_ref() {
         None => Err(not_running(name)),
         Some(st) => f(st),
     }
@@ -107,18 +163,27 @@ pub fn call_steps(name: &'static str, comm: i32, f: impl FnOnce() -> Result<()>)
     };
     let Err(e) = r else { return class::SUCCESS };
     // Not `raise_now`: after a concurrent entry the lock is another thread's.
-    let how = match STATE.try_lock() {
-        Ok(g) => raise_later(g.as_ref(), comm, name, &e),
-        Err(TryLockError::Poisoned(p)) => raise_later(p.into_inner().as_ref(), comm, name, &e),
-        Err(TryLockError::WouldBlock) => raise_later(None, h::COMM_WORLD, name, &e),
+    let how = match enter() {
+        Some(g) => raise_later(g.as_ref(), comm, name, &e),
+        None => raise_later(None, h::COMM_WORLD, name, &e),
     };
     how.now()
 }
 
-/// The state lock (poisoning is ignored: a panic inside a call becomes MPI_ERR_INTERN and
-/// leaves tables consistent, each update being a single assignment).
-pub fn lock() -> MutexGuard<'static, Option<CState>> {
-    STATE.lock().unwrap_or_else(|p| p.into_inner())
+/// The state locked exclusively, for `MPI_Init` and `MPI_Finalize` (poisoning is ignored: a
+/// panic inside a call becomes MPI_ERR_INTERN and leaves tables consistent, each update
+/// being a single assignment).
+pub fn lock() -> RwLockWriteGuard<'static, Option<CState>> {
+    STATE.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The state for a short look (deciding an error's handler), shared or exclusive as the
+/// level wants, waiting for it.
+fn look() -> Guard {
+    if MULTIPLE.load(Ordering::Relaxed) {
+        return Guard::Shared(STATE.read().unwrap_or_else(|p| p.into_inner()));
+    }
+    Guard::Excl(lock())
 }
 
 fn alloc<T>(v: &mut Vec<Option<T>>, first: usize, x: T) -> i32 {
@@ -153,15 +218,77 @@ impl CState {
         ];
         CState {
             mpi,
-            comms,
-            types,
-            groups: vec![None, Some(Group::empty())],
+            tables: Mutex::new(Tables {
+                comms,
+                types,
+                groups: vec![None, Some(Group::empty())],
+                infos: vec![None],
+            }),
             provided,
-            infos: vec![None],
             job,
         }
     }
 
+    /// The handle tables, for a lookup or an update (never held across communication or a
+    /// callback of the program: see the field).
+    #[inline]
+    pub fn t(&self) -> MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on communicator `c`'s description: borrowed from the table below
+    /// `MPI_THREAD_MULTIPLE` (no reference count to bump per message; the call holds the
+    /// state exclusively), a counted reference taken under the table lock otherwise.
+    /// `f` must not use the tables (their lock is held in the first case).
+    #[inline]
+    pub fn with_comm<T>(&self, c: i32, f: impl FnOnce(&CommData) -> Result<T>) -> Result<T> {
+        if self.mpi.engine().is_multiple() {
+            let d = self.comm(c)?;
+            return f(&d);
+        }
+        let t = self.t();
+        f(&t.comm_entry(c)?.data)
+    }
+
+    /// Communicator `c`'s error handler.
+    pub fn comm_errh(&self, c: i32) -> Result<i32> {
+        self.t().comm_entry(c).map(|e| e.errh)
+    }
+    pub fn comm(&self, c: i32) -> Result<Arc<CommData>> {
+        self.t().comm(c)
+    }
+    pub fn add_comm(&self, data: Arc<CommData>) -> i32 {
+        self.t().add_comm(data)
+    }
+    /// Adds `data` with the error handler of `parent` (a new communicator inherits it,
+    /// MPI-3.1 §8.3.1).
+    pub fn add_child(&self, parent: i32, data: Arc<CommData>) -> Result<i32> {
+        let mut t = self.t();
+        let errh = t.comm_entry(parent)?.errh;
+        let hd = t.add_comm(data);
+        if let Some(Some(e)) = t.comms.get_mut(hd as usize) {
+            e.errh = errh;
+        }
+        Ok(hd)
+    }
+    pub fn dtype_any(&self, t: i32) -> Result<Datatype> {
+        self.t().dtype_any(t)
+    }
+    pub fn dtype(&self, t: i32) -> Result<Datatype> {
+        self.t().dtype(t)
+    }
+    pub fn add_type(&self, d: Datatype) -> i32 {
+        self.t().add_type(d)
+    }
+    pub fn group(&self, g: i32) -> Result<Group> {
+        self.t().group(g)
+    }
+    pub fn add_group(&self, g: Group) -> i32 {
+        self.t().add_group(g)
+    }
+}
+
+impl Tables {
     pub fn comm_entry(&self, c: i32) -> Result<&CommEntry> {
         usize::try_from(c)
             .ok()
@@ -226,10 +353,10 @@ impl CState {
 /// [`Raised::now`] once the state lock is released (a user handler may call MPI).
 pub fn raise_later(st: Option<&CState>, comm: i32, name: &str, e: &Error) -> Raised {
     let (errh, handle) = match st {
-        Some(s) => match s.comm_entry(comm) {
-            Ok(c) => (c.errh, comm),
+        Some(s) => match s.comm_errh(comm) {
+            Ok(e) => (e, comm),
             Err(_) => (
-                s.comm_entry(h::COMM_WORLD).map_or(h::ERRORS_ARE_FATAL, |c| c.errh),
+                s.comm_errh(h::COMM_WORLD).unwrap_or(h::ERRORS_ARE_FATAL),
                 h::COMM_WORLD,
             ),
         },
@@ -240,7 +367,7 @@ pub fn raise_later(st: Option<&CState>, comm: i32, name: &str, e: &Error) -> Rai
 
 /// Raises `e` on `comm`'s handler, taking the state lock only to decide.
 pub fn raise_now(comm: i32, name: &str, e: &Error) -> c_int {
-    let r = raise_later(lock().as_ref(), comm, name, e);
+    let r = raise_later(look().as_ref(), comm, name, e);
     r.now()
 }
 
@@ -262,13 +389,11 @@ fn not_running(name: &str) -> Error {
 /// a panic (a bug) becomes `MPI_ERR_INTERN`, never unwinding into C. A call entered while
 /// another thread is inside one fails at once (see [`concurrent_entry`]).
 #[inline]
-pub fn call(name: &'static str, comm: i32, f: impl FnOnce(&mut CState) -> Result<()>) -> c_int {
-    let mut g = match STATE.try_lock() {
-        Ok(g) => g,
-        Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(TryLockError::WouldBlock) => return concurrent_entry(name),
+pub fn call(name: &'static str, comm: i32, f: impl FnOnce(&CState) -> Result<()>) -> c_int {
+    let Some(g) = enter() else {
+        return concurrent_entry(name);
     };
-    let r = match g.as_mut() {
+    let r = match g.as_ref() {
         None => Err(not_running(name)),
         Some(st) => match catch_unwind(AssertUnwindSafe(|| f(st))) {
             Ok(r) => r,
@@ -291,12 +416,12 @@ pub fn call_pure(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => class::SUCCESS,
         Ok(Err(e)) => {
-            let r = raise_later(lock().as_ref(), h::COMM_WORLD, name, &e);
+            let r = raise_later(look().as_ref(), h::COMM_WORLD, name, &e);
             r.now()
         }
         Err(_) => {
             let e = Error::Intern(format!("{name}: internal panic (a bug)"));
-            let r = raise_later(lock().as_ref(), h::COMM_WORLD, name, &e);
+            let r = raise_later(look().as_ref(), h::COMM_WORLD, name, &e);
             r.now()
         }
     }

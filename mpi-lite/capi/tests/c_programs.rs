@@ -81,6 +81,13 @@ fn point_to_point() {
 }
 
 #[test]
+fn point_to_point_under_thread_multiple() {
+    // The same program on the paths of MPI_THREAD_MULTIPLE (no direct receive, waits that
+    // release the library's lock).
+    check("p2p", &[("MPI_TEST_THREAD_LEVEL", "3")]);
+}
+
+#[test]
 fn point_to_point_all_rendezvous() {
     // Eager limit 0: every message (even 4 bytes) goes RTS/CTS/DATA.
     if !have_cc() {
@@ -221,10 +228,18 @@ fn dead_peer_is_an_error_not_a_hang() {
         return;
     }
     let exe = compile("peerdead", false);
-    for n in [2, 3, 4] {
-        let o = run(&exe, n, &[]);
+    // Also under MPI_THREAD_MULTIPLE, whose waits are the engine's own (not proto's).
+    let multiple = [("MPI_TEST_THREAD_LEVEL", "3")];
+    for (n, env) in [
+        (2, &[][..]),
+        (3, &[]),
+        (4, &[]),
+        (2, &multiple),
+        (4, &multiple),
+    ] {
+        let o = run(&exe, n, env);
         let ctx = format!(
-            "{n} ranks: {}\nstdout:\n{}\nstderr:\n{}",
+            "{n} ranks {env:?}: {}\nstdout:\n{}\nstderr:\n{}",
             o.status, o.stdout, o.stderr
         );
         // Rank 1 exited with status 3: the job's status.
@@ -318,6 +333,14 @@ fn threads_take_turns_and_an_overlapping_call_fails_instead_of_deadlocking() {
     // Each rank leaves without MPI_Finalize (its receiver can never finish): skifrun
     // counts that as a failure; what matters is that the send returned MPI_ERR_OTHER.
     assert_eq!(o.stdout.matches("MPI_Send returned 15").count(), 2, "{ctx}");
+}
+
+#[test]
+fn thread_multiple_threads_progress_in_parallel() {
+    // Issue 17: T threads × pairs on own and shared communicators, a receive blocked while
+    // other threads communicate, MPI_ANY_SOURCE from several threads, concurrent
+    // collectives on per-thread communicators, requests waited for by another thread.
+    check("mt", &[]);
 }
 
 /// The `MPI_LITE_FN(ret, Name, (args))` declarations of mpi.h.

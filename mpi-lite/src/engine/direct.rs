@@ -7,11 +7,11 @@ use skifch::Port;
 
 use super::protocol::{eager_envelope, send_eager, unenv, H_CTS, H_RTS, H_SYNC};
 use super::state::Unex;
-use super::{Engine, Envelope, Sink, Status, PROC_NULL};
+use super::{Core, Envelope, Sink, Status, PROC_NULL};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
 
-impl<P: Port> Engine<P> {
+impl<P: Port> Core<P> {
     /// Blocking receive: an eager message already waiting in the unexpected queue is
     /// copied out without a request; else, when no other receive is posted
     /// (so none can have a prior claim, §3.5), the next matching eager message is copied
@@ -83,8 +83,8 @@ impl<P: Port> Engine<P> {
 
     /// The C ABI's blocking receive into contiguous bytes when it can go direct (nothing
     /// posted, queued or cleared, and the next matching message is eager; see
-    /// [`Engine::recv`]): its status or `MPI_ERR_TRUNCATE`. `None`: nothing was received,
-    /// use [`Engine::recv`].
+    /// [`Core::recv`]): its status or `MPI_ERR_TRUNCATE`. `None`: nothing was received,
+    /// use [`Core::recv`].
     #[inline]
     pub fn try_recv_bytes(&mut self, env: Envelope, buf: &mut [u8]) -> Result<Option<Status>> {
         self.check()?;

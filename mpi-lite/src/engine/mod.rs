@@ -55,6 +55,7 @@ mod protocol;
 mod request;
 mod sched;
 mod state;
+mod threads;
 
 use std::collections::VecDeque;
 
@@ -72,6 +73,7 @@ pub use mprobe::MsgId;
 pub use sched::{Local, Range, Sched, Step};
 pub use state::State;
 use state::{FxMap, Req, ReqKind};
+pub use threads::Engine;
 
 /// `MPI_ANY_SOURCE`.
 pub const ANY_SOURCE: i32 = -2;
@@ -196,20 +198,64 @@ pub type ReqId = u32;
 /// request. Waits and tests on it return at once with an empty status.
 pub const SENT: ReqId = (i32::MAX - 1) as ReqId;
 
-/// The engine: mpi-lite's proto endpoint plus the matching state.
+/// Waiting for requests, by the [`Core`] itself or through the [`Engine`] (whose waits
+/// depend on the thread level).
+pub(crate) trait Waiting {
+    fn wait_req(&mut self, id: ReqId) -> Result<Status>;
+    fn cancel_req(&mut self, id: ReqId) -> Result<()>;
+}
+
+impl<P: Port> Waiting for Core<P> {
+    fn wait_req(&mut self, id: ReqId) -> Result<Status> {
+        self.wait(id)
+    }
+    fn cancel_req(&mut self, id: ReqId) -> Result<()> {
+        self.cancel(id)
+    }
+}
+
+impl<P: Port> Waiting for &Engine<P> {
+    fn wait_req(&mut self, id: ReqId) -> Result<Status> {
+        self.wait(id)
+    }
+    fn cancel_req(&mut self, id: ReqId) -> Result<()> {
+        self.cancel(id)
+    }
+}
+
+/// The end of an exchange made of requests: waits for posted receive `r` and send `s`
+/// (the receive's status); if the send failed to start, cancels the receive first — no
+/// receive into the caller's buffer is left behind.
+pub(crate) fn finish_pair(w: &mut impl Waiting, r: ReqId, s: Result<ReqId>) -> Result<Status> {
+    match s {
+        Ok(s) => {
+            let st = w.wait_req(r);
+            w.wait_req(s)?;
+            st
+        }
+        Err(e) => {
+            let _ = w.cancel_req(r);
+            let _ = w.wait_req(r);
+            Err(e)
+        }
+    }
+}
+
+/// The engine's core: mpi-lite's proto endpoint plus the matching state, used by one
+/// thread at a time (the [`Engine`] around it holds it behind a lock).
 ///
 /// After a transport failure (a lost peer, a closed port, a corrupt message) the engine is
 /// *broken*: every later call returns that error and nothing is sent, received or written
 /// any more. This is what makes borrowed buffers sound: a request either completes (and
 /// releases its buffer) or the engine never touches memory again.
-pub struct Engine<P: Port> {
+pub(crate) struct Core<P: Port> {
     ep: Endpoint<P, State>,
     broken: Option<Error>,
     /// The eager limit (fixed at creation; also in `State` for the handlers).
     eager: usize,
 }
 
-impl<P: Port> Engine<P> {
+impl<P: Port> Core<P> {
     /// An engine on `port` of `job` (mpi-lite's port): an endpoint whose context is the
     /// matching state, with the handlers registered.
     pub fn open<D: Driver<Port = P>>(job: &Job<D>, port: u32) -> Result<Self> {
@@ -244,7 +290,7 @@ impl<P: Port> Engine<P> {
         for h in [H_EAGER_S, H_EAGER, H_SYNC, H_RTS, H_CTS, H_DATA, H_ACK] {
             ep.register(h, on_message::<P>)?;
         }
-        Ok(Engine {
+        Ok(Core {
             ep,
             broken: None,
             eager,
@@ -267,11 +313,6 @@ impl<P: Port> Engine<P> {
     pub fn world(&self) -> (u32, u32) {
         let s = self.st();
         (s.me, s.size)
-    }
-
-    /// The eager limit in bytes.
-    pub fn eager_limit(&self) -> usize {
-        self.eager
     }
 
     /// Blocking standard send without a request when the message goes eagerly (the
@@ -306,23 +347,8 @@ impl<P: Port> Engine<P> {
             return self.recv(from, rbuf);
         }
         let r = self.irecv(from, rbuf)?;
-        let s = match self.isend(to, dst, sbuf, Mode::Standard, 0) {
-            Ok(s) => s,
-            Err(e) => {
-                // Do not leave a receive into the caller's buffer behind.
-                let _ = self.cancel(r);
-                let _ = self.wait(r);
-                return Err(e);
-            }
-        };
-        let st = self.wait(r);
-        self.wait(s)?;
-        st
-    }
-
-    /// Bytes of the attached Bsend buffer in use.
-    pub fn bsend_used(&self) -> usize {
-        self.st().bsend_used
+        let s = self.isend(to, dst, sbuf, Mode::Standard, 0);
+        finish_pair(self, r, s)
     }
 
     /// The error that broke the engine, if any.

@@ -9,7 +9,7 @@ use skifch::Port;
 
 use super::protocol::send_reply;
 use super::state::Unex;
-use super::{Engine, Envelope, ReqId, Status};
+use super::{Core, Envelope, ReqId, Status};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
 
@@ -27,10 +27,10 @@ fn status_of(u: &Unex) -> Status {
     }
 }
 
-impl<P: Port> Engine<P> {
+impl<P: Port> Core<P> {
     /// Takes the first unexpected message matching `env` (not `PROC_NULL`: the caller's)
     /// and holds it: its status and id.
-    fn hold(&mut self, env: Envelope) -> Option<(Status, MsgId)> {
+    pub(super) fn hold(&mut self, env: Envelope) -> Option<(Status, MsgId)> {
         let s = self.st_mut();
         let u = s.take_unexpected(env)?;
         let st = status_of(&u);

@@ -5,10 +5,10 @@ use skifch::Port;
 
 use super::protocol::H_DATA;
 use super::state::{Req, ReqKind};
-use super::{Engine, Envelope, ReqId, State, Status, PROC_NULL, SENT};
+use super::{Core, Envelope, ReqId, State, Status, PROC_NULL, SENT};
 use crate::error::{Error, Result};
 
-impl<P: Port> Engine<P> {
+impl<P: Port> Core<P> {
     /// A completed request that needs no communication (PROC_NULL sends, …).
     pub fn done_request(&mut self) -> ReqId {
         self.nothing_request(true, Status::proc_null())
@@ -29,12 +29,12 @@ impl<P: Port> Engine<P> {
     }
 
     /// A request the program completes itself (`MPI_Grequest_start`, MPI-3.1 §12.2):
-    /// pending until [`Engine::complete_user`]; waiting on it progresses as usual.
+    /// pending until [`Core::complete_user`]; waiting on it progresses as usual.
     pub fn user_request(&mut self) -> ReqId {
         self.nothing_request(false, Status::default())
     }
 
-    /// Completes a request of [`Engine::user_request`] with `status` (or `err`)
+    /// Completes a request of [`Core::user_request`] with `status` (or `err`)
     /// (`MPI_Grequest_complete`); `true` when that released it (freed before).
     pub fn complete_user(&mut self, id: ReqId, status: Status, err: Option<Error>) -> Result<bool> {
         let s = self.st_mut();
@@ -100,7 +100,7 @@ impl<P: Port> Engine<P> {
         }
     }
 
-    /// `MPI_Wait`: progresses until `id` completes, then as [`Engine::test`].
+    /// `MPI_Wait`: progresses until `id` completes, then as [`Core::test`].
     pub fn wait(&mut self, id: ReqId) -> Result<Status> {
         // Already complete (eager sends, unexpected receives): one lock, no progress.
         if let Some(r) = self.test_done(id) {

@@ -7,8 +7,8 @@
 //! the results are written to the program's buffers and the collective's request
 //! completes. The algorithms that build schedules are in `crate::nbc`.
 //!
-//! Progress: every waiting loop of the engine ([`Engine::wait_until`], so `MPI_Wait`, a
-//! blocking receive, another collective…) and every test ([`Engine::progress`]) advances
+//! Progress: every waiting loop of the engine ([`Core::wait_until`], so `MPI_Wait`, a
+//! blocking receive, another collective…) and every test ([`Core::progress`]) advances
 //! the running schedules, and the wait's predicate wakes when a round's requests are all
 //! complete — so a nonblocking collective progresses whatever call the program waits in,
 //! and a waiting rank still serves its part of the others' schedules.
@@ -17,7 +17,7 @@ use skifch::coll::Reducer;
 use skifch::Port;
 
 use super::state::{Req, ReqKind, Stash, Unex};
-use super::{Engine, Envelope, Mode, ReqId, State, Status, SENT};
+use super::{Core, Envelope, Mode, ReqId, State, Status, SENT};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
 use crate::op::Red;
@@ -170,7 +170,7 @@ impl State {
     }
 }
 
-impl<P: Port> Engine<P> {
+impl<P: Port> Core<P> {
     /// Starts schedule `sched`: its request (complete when the schedule is done).
     pub fn start_sched(&mut self, sched: Sched) -> Result<ReqId> {
         self.check()?;

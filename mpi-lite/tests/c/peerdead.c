@@ -2,13 +2,17 @@
  * while the others block on it in MPI_Recv, MPI_Wait and MPI_Barrier under
  * MPI_ERRORS_RETURN. Every survivor prints "peerdead: rank R ok".
  * With the argument "fatal": the survivors keep MPI_ERRORS_ARE_FATAL and call
- * MPI_Finalize, which fails: each aborts with one line naming its own rank. */
+ * MPI_Finalize, which fails: each aborts with one line naming its own rank.
+ * $MPI_TEST_THREAD_LEVEL: the thread level to request (default MPI_THREAD_SINGLE). */
 #define _DEFAULT_SOURCE
 #include "check.h"
+#include <stdlib.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    const char *lv = getenv("MPI_TEST_THREAD_LEVEL");
+    int provided;
+    MPI_Init_thread(&argc, &argv, lv ? atoi(lv) : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int fatal = argc > 1 && argv[1][0] == 'f';

@@ -1,5 +1,6 @@
-/* Threads under MPI_THREAD_SERIALIZED (issue 16 defect 6). mpi-lite provides SERIALIZED
- * at most: one process-wide lock serializes calls.
+/* Threads under MPI_THREAD_SERIALIZED (issue 16 defect 6): below MPI_THREAD_MULTIPLE one
+ * lock per call serializes calls (and a blocking call keeps it while it waits); see mt.c
+ * for MPI_THREAD_MULTIPLE.
  *   (no argument)  correct use: two threads take turns (a mutex of the program's around
  *                  each call, as SERIALIZED requires): every call succeeds.
  *   "overlap"      erroneous use: a thread blocks in MPI_Recv from this rank while the main
@@ -41,7 +42,7 @@ static void *taker(void *arg) {
 
 int main(int argc, char **argv) {
     int provided = -1;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     CHECK(provided == MPI_THREAD_SERIALIZED);

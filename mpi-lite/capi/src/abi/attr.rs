@@ -22,7 +22,7 @@ fn predefined_comm_key(kv: c_int) -> bool {
 /// Checks that `obj` names an object of `kind` (the object calls own the handles).
 fn check_object(name: &'static str, kind: Kind, obj: c_int) -> Result<()> {
     match kind {
-        Kind::Comm => with_state(name, |st| st.comm_entry(obj).map(|_| ())),
+        Kind::Comm => with_state(name, |st| st.t().comm_entry(obj).map(|_| ())),
         Kind::Type => with_state(name, |st| st.dtype_any(obj).map(|_| ())),
         // No window can be created yet (one-sided communication is the next issue): every
         // handle is invalid, and the window calls will use this same machinery.

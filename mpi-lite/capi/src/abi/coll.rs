@@ -83,8 +83,7 @@ fn regular(n: usize, k: usize) -> (Vec<usize>, Vec<usize>) {
 
 mpi_fn!(MPI_Barrier, PMPI_Barrier, (comm: c_int) -> c_int {
     call("MPI_Barrier", comm, |st| {
-        let c = &st.comm_entry(comm)?.data;
-        st.mpi.barrier(c)
+        st.with_comm(comm, |c| st.mpi.barrier(c))
     })
 });
 
@@ -119,7 +118,7 @@ mpi_fn!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_void, 
 mpi_fn!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut c_void, n: c_int, datatype: c_int,
         op: c_int, comm: c_int) -> c_int {
     call("MPI_Allreduce", comm, |st| {
-        let c = &st.comm_entry(comm)?.data;
+        let c = &st.comm(comm)?;
         let op = op_of(op, datatype)?;
         // Predefined dense types (the common case): the bytes themselves, no `UserBuf`.
         if let Some((r, len)) = contiguous_bytes(recvbuf, n, datatype) {

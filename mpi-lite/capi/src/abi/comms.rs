@@ -14,7 +14,7 @@ use crate::state::{call, call_steps, h, with_state, CState};
 
 /// # Safety
 /// `out` is NULL (an error) or the caller's handle.
-unsafe fn put_comm(st: &mut CState, c: Option<Arc<CommData>>, out: *mut c_int) -> Result<()> {
+unsafe fn put_comm(st: &CState, c: Option<Arc<CommData>>, out: *mut c_int) -> Result<()> {
     let hd = match c {
         Some(c) => st.add_comm(c),
         None => h::COMM_NULL,
@@ -46,17 +46,12 @@ pub(crate) fn dup_comm(name: &'static str, comm: c_int) -> Result<c_int> {
     let hd = with_state(name, |st| {
         let c = st.comm(comm)?;
         let d = st.mpi.dup(&c)?;
-        let errh = st.comm_entry(comm)?.errh;
-        let hd = st.add_comm(d);
-        if let Some(Some(e)) = st.comms.get_mut(hd as usize) {
-            e.errh = errh;
-        }
-        Ok(hd)
+        st.add_child(comm, d)
     })?;
     if let Err(e) = attrs::copy_all(name, attrs::Kind::Comm, comm, hd) {
         let _ = attrs::delete_all(name, attrs::Kind::Comm, hd);
         let _ = with_state(name, |st| {
-            st.comms[hd as usize] = None;
+            st.t().comms[hd as usize] = None;
             Ok(())
         });
         return Err(e);
@@ -123,7 +118,7 @@ mpi_fn!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut c_int) -> c_int {
         // SAFETY: the caller's handle.
         let c = unsafe { get(comm, "comm")? };
         with_state("MPI_Comm_free", |st| {
-            st.comm_entry(c)?;
+            st.t().comm_entry(c)?;
             if c == h::COMM_WORLD || c == h::COMM_SELF {
                 return Err(Error::Comm("MPI_Comm_free: MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed".into()));
             }
@@ -132,7 +127,7 @@ mpi_fn!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut c_int) -> c_int {
         // The attributes' delete callbacks first, with the lock released (§6.7.2).
         attrs::delete_all("MPI_Comm_free", attrs::Kind::Comm, c)?;
         with_state("MPI_Comm_free", |st| {
-            st.comms[c as usize] = None;
+            st.t().comms[c as usize] = None;
             Ok(())
         })?;
         super::commx::forget(c);
@@ -166,8 +161,9 @@ mpi_fn!(MPI_Comm_set_name, PMPI_Comm_set_name, (comm: c_int, name: *const c_char
     call("MPI_Comm_set_name", comm, |st| {
         // SAFETY: a NUL-terminated string.
         let n = unsafe { get_str(name, "comm_name")? };
-        st.comm_entry(comm)?;
-        if let Some(Some(e)) = st.comms.get_mut(comm as usize) {
+        let mut t = st.t();
+        t.comm_entry(comm)?;
+        if let Some(Some(e)) = t.comms.get_mut(comm as usize) {
             e.name = n;
         }
         Ok(())
@@ -176,7 +172,7 @@ mpi_fn!(MPI_Comm_set_name, PMPI_Comm_set_name, (comm: c_int, name: *const c_char
 
 mpi_fn!(MPI_Comm_get_name, PMPI_Comm_get_name, (comm: c_int, name: *mut c_char, resultlen: *mut c_int) -> c_int {
     call("MPI_Comm_get_name", comm, |st| {
-        let n = st.comm_entry(comm)?.name.clone();
+        let n = st.t().comm_entry(comm)?.name.clone();
         // SAFETY: MPI_MAX_OBJECT_NAME bytes.
         unsafe { put_str(name, resultlen, &n, 128) }
     })
@@ -334,7 +330,7 @@ mpi_fn!(MPI_Group_free, PMPI_Group_free, (group: *mut c_int) -> c_int {
         let g = unsafe { get(group, "group")? };
         st.group(g)?;
         if g != h::GROUP_EMPTY {
-            st.groups[g as usize] = None;
+            st.t().groups[g as usize] = None;
         }
         // SAFETY: the caller's handle.
         unsafe { put(group, 0, "group") }

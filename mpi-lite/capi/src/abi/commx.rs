@@ -30,8 +30,8 @@ pub(crate) fn forget(comm: c_int) {
     with_hints(|m| m.remove(&comm));
 }
 
-fn set_hints(st: &mut CState, comm: c_int, i: c_int) -> Result<()> {
-    let v = if i == 0 { Vec::new() } else { info(st, i)?.clone() };
+fn set_hints(st: &CState, comm: c_int, i: c_int) -> Result<()> {
+    let v = if i == 0 { Vec::new() } else { info(&mut st.t(), i)?.clone() };
     with_hints(|m| m.insert(comm, v));
     Ok(())
 }
@@ -65,7 +65,7 @@ mpi_fn!(MPI_Comm_idup, PMPI_Comm_idup, (comm: c_int, newcomm: *mut c_int, reques
             return Err(Error::Arg("MPI_Comm_idup: newcomm or request is NULL".into()));
         }
         let hd = dup_comm("MPI_Comm_idup", comm)?;
-        let id = with_state("MPI_Comm_idup", |st| Ok(st.mpi.engine().done_request()))?;
+        let id = with_state("MPI_Comm_idup", |st| st.mpi.engine().done_request())?;
         // SAFETY: the caller's handles (checked non-null).
         unsafe {
             put(newcomm, hd, "newcomm")?;

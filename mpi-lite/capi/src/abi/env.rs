@@ -12,7 +12,7 @@ use mpi_lite::{Error, Mpi};
 use super::{mpi_fn, put, put_str};
 use crate::state::{self, call, h, lock, raise, CState, PHASE, WORLD_ERRH};
 
-const THREAD_SERIALIZED: c_int = 2;
+const THREAD_MULTIPLE: c_int = 3;
 static EPOCH: OnceLock<Instant> = OnceLock::new();
 static MAIN_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
 
@@ -36,10 +36,19 @@ fn init(required: c_int) -> c_int {
             bind(job.rank(), job.size());
         }
         crate::errors::set_rank(job.rank());
-        let mpi = Mpi::new(&job)?;
+        // The locking is chosen here, once: below MPI_THREAD_MULTIPLE the single-threaded
+        // paths (one lock per call, waits inside the channel); with it, shared state and
+        // waits that hold no lock (`state`, `mpi_lite::engine::Engine`).
+        let multiple = required == THREAD_MULTIPLE;
+        let mpi = if multiple {
+            Mpi::new_multiple(&job)?
+        } else {
+            Mpi::new(&job)?
+        };
         EPOCH.get_or_init(Instant::now);
         MAIN_THREAD.get_or_init(|| std::thread::current().id());
-        *g = Some(CState::new(job, mpi, required.min(THREAD_SERIALIZED)));
+        *g = Some(CState::new(job, mpi, required));
+        state::set_multiple(multiple);
         PHASE.store(1, Ordering::Release);
         Ok(())
     })();
@@ -109,7 +118,7 @@ mpi_fn!(MPI_Init_thread, PMPI_Init_thread, (_argc: *mut c_int, _argv: *mut *mut 
     let r = init(required);
     if r == class::SUCCESS {
         // SAFETY: checked non-null; the caller's int.
-        unsafe { provided.write(required.clamp(0, THREAD_SERIALIZED)) };
+        unsafe { provided.write(required) };
     }
     r
 });
@@ -132,7 +141,7 @@ mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
         drop(g);
         return raise(None, h::COMM_WORLD, "MPI_Finalize", &e);
     };
-    WORLD_ERRH.store(st.comm_entry(h::COMM_WORLD).map_or(h::ERRORS_ARE_FATAL, |c| c.errh), Ordering::Relaxed);
+    WORLD_ERRH.store(st.t().comm_entry(h::COMM_WORLD).map_or(h::ERRORS_ARE_FATAL, |c| c.errh), Ordering::Relaxed);
     PHASE.store(2, Ordering::Release);
     let CState { mpi, job, .. } = st;
     let r = mpi.finalize();

@@ -69,10 +69,12 @@ mpi_fn!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler, (comm: c_int, errhand
         return class::SUCCESS;
     }
     call("MPI_Comm_set_errhandler", comm, |st| {
-        st.comm_entry(comm)?;
-        if let Some(Some(e)) = st.comms.get_mut(comm as usize) {
+        let mut t = st.t();
+        t.comm_entry(comm)?;
+        if let Some(Some(e)) = t.comms.get_mut(comm as usize) {
             e.errh = errhandler;
         }
+        drop(t);
         if comm == h::COMM_WORLD {
             // Mirrored for errors raised when the state cannot be read (a concurrent call).
             WORLD_ERRH.store(errhandler, Ordering::Relaxed);
@@ -83,7 +85,7 @@ mpi_fn!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler, (comm: c_int, errhand
 
 mpi_fn!(MPI_Comm_get_errhandler, PMPI_Comm_get_errhandler, (comm: c_int, errhandler: *mut c_int) -> c_int {
     call("MPI_Comm_get_errhandler", comm, |st| {
-        let e = st.comm_entry(comm)?.errh;
+        let e = st.t().comm_entry(comm)?.errh;
         // SAFETY: the caller's int.
         unsafe { put(errhandler, e, "errhandler") }
     })
@@ -139,7 +141,7 @@ fn user_error(name: &str, code: c_int) -> Error {
 mpi_fn!(MPI_Comm_call_errhandler, PMPI_Comm_call_errhandler, (comm: c_int, errorcode: c_int) -> c_int {
     let name = "MPI_Comm_call_errhandler";
     let g = lock();
-    let r = match g.as_ref().map(|st| st.comm_entry(comm).map(|c| c.errh)) {
+    let r = match g.as_ref().map(|st| st.t().comm_entry(comm).map(|c| c.errh)) {
         Some(Ok(errh)) => Raised::decide(errh, Kind::Comm, comm, name, &user_error(name, errorcode)),
         Some(Err(e)) => state::raise_later(g.as_ref(), comm, name, &e),
         None if comm == h::COMM_WORLD => {

@@ -94,7 +94,7 @@ mpi_fn!(MPI_Grequest_start, PMPI_Grequest_start, (query_fn: Option<QueryFn>, fre
         if request.is_null() {
             return Err(Error::Arg("MPI_Grequest_start: request is NULL".into()));
         }
-        let id = st.mpi.engine().user_request();
+        let id = st.mpi.engine().user_request()?;
 let old = with(|t| {
             t.insert(
                 id,

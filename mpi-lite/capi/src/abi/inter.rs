@@ -12,13 +12,8 @@ use super::{mpi_fn, put};
 use crate::state::{call, CState};
 
 /// Adds `c` with the error handler of `parent` (a new communicator inherits it, §8.3.1).
-fn add_child(st: &mut CState, parent: c_int, c: Arc<CommData>) -> Result<c_int> {
-    let errh = st.comm_entry(parent)?.errh;
-    let hd = st.add_comm(c);
-    if let Some(Some(e)) = st.comms.get_mut(hd as usize) {
-        e.errh = errh;
-    }
-    Ok(hd)
+fn add_child(st: &CState, parent: c_int, c: Arc<CommData>) -> Result<c_int> {
+    st.add_child(parent, c)
 }
 
 mpi_fn!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: c_int, local_leader: c_int, peer_comm: c_int,

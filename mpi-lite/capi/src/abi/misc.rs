@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void};
 use mpi_lite::{Error, Result};
 
 use super::{get, get_str, mpi_fn, put, put_str};
-use crate::state::{call, call_pure, h, CState};
+use crate::state::{call, call_pure, h, CState, Tables};
 
 mpi_fn!(MPI_Alloc_mem, PMPI_Alloc_mem, (size: isize, _info: c_int, baseptr: *mut c_void) -> c_int {
     call_pure("MPI_Alloc_mem", || {
@@ -45,23 +45,24 @@ identity_conv! {
     MPI_File_c2f, PMPI_File_c2f; MPI_File_f2c, PMPI_File_f2c;
 }
 
-pub(crate) fn info(st: &mut CState, i: c_int) -> Result<&mut Vec<(String, String)>> {
+pub(crate) fn info(t: &mut Tables, i: c_int) -> Result<&mut Vec<(String, String)>> {
     usize::try_from(i)
         .ok()
-        .and_then(|i| st.infos.get_mut(i))
+        .and_then(|i| t.infos.get_mut(i))
         .and_then(|e| e.as_mut())
         .ok_or_else(|| Error::Arg(format!("info handle {i} is not valid")))
 }
 
-pub(crate) fn add_info(st: &mut CState, v: Vec<(String, String)>) -> c_int {
-    match st.infos.iter().skip(1).position(|e| e.is_none()) {
+pub(crate) fn add_info(st: &CState, v: Vec<(String, String)>) -> c_int {
+    let mut t = st.t();
+    match t.infos.iter().skip(1).position(|e| e.is_none()) {
         Some(i) => {
-            st.infos[i + 1] = Some(v);
+            t.infos[i + 1] = Some(v);
             (i + 1) as c_int
         }
         None => {
-            st.infos.push(Some(v));
-            (st.infos.len() - 1) as c_int
+            t.infos.push(Some(v));
+            (t.infos.len() - 1) as c_int
         }
     }
 }
@@ -76,7 +77,7 @@ mpi_fn!(MPI_Info_create, PMPI_Info_create, (out: *mut c_int) -> c_int {
 
 mpi_fn!(MPI_Info_dup, PMPI_Info_dup, (i: c_int, out: *mut c_int) -> c_int {
     call("MPI_Info_dup", h::COMM_WORLD, |st| {
-        let v = info(st, i)?.clone();
+        let v = info(&mut st.t(), i)?.clone();
         let n = add_info(st, v);
         // SAFETY: the caller's handle.
         unsafe { put(out, n, "newinfo") }
@@ -87,8 +88,9 @@ mpi_fn!(MPI_Info_free, PMPI_Info_free, (i: *mut c_int) -> c_int {
     call("MPI_Info_free", h::COMM_WORLD, |st| {
         // SAFETY: the caller's handle.
         let k = unsafe { get(i, "info")? };
-        info(st, k)?;
-        st.infos[k as usize] = None;
+        let mut t = st.t();
+        info(&mut t, k)?;
+        t.infos[k as usize] = None;
         // SAFETY: the caller's handle.
         unsafe { put(i, 0, "info") }
     })
@@ -101,7 +103,8 @@ mpi_fn!(MPI_Info_set, PMPI_Info_set, (i: c_int, key: *const c_char, value: *cons
         if k.is_empty() || k.len() > 255 || v.len() > 1024 {
             return Err(Error::Arg("MPI_Info_set: key or value length out of range".into()));
         }
-        let e = info(st, i)?;
+        let mut t = st.t();
+        let e = info(&mut t, i)?;
         match e.iter_mut().find(|(x, _)| *x == k) {
             Some(p) => p.1 = v,
             None => e.push((k, v)),
@@ -114,7 +117,8 @@ mpi_fn!(MPI_Info_delete, PMPI_Info_delete, (i: c_int, key: *const c_char) -> c_i
     call("MPI_Info_delete", h::COMM_WORLD, |st| {
         // SAFETY: a NUL-terminated string.
         let k = unsafe { get_str(key, "key")? };
-        let e = info(st, i)?;
+        let mut t = st.t();
+        let e = info(&mut t, i)?;
         let at = e.iter().position(|(x, _)| *x == k)
             .ok_or_else(|| Error::InfoNoKey(format!("MPI_Info_delete: no key {k:?}")))?;
         e.remove(at);
@@ -127,7 +131,7 @@ mpi_fn!(MPI_Info_get, PMPI_Info_get, (i: c_int, key: *const c_char, valuelen: c_
     call("MPI_Info_get", h::COMM_WORLD, |st| {
         // SAFETY: a NUL-terminated string.
         let k = unsafe { get_str(key, "key")? };
-        let found = info(st, i)?.iter().find(|(x, _)| *x == k).map(|p| p.1.clone());
+        let found = info(&mut st.t(), i)?.iter().find(|(x, _)| *x == k).map(|p| p.1.clone());
         let room = usize::try_from(valuelen).map_err(|_| Error::Arg("valuelen < 0".into()))? + 1;
         // SAFETY: `value` has valuelen + 1 bytes; `flag` is the caller's int.
         unsafe {
@@ -144,7 +148,7 @@ mpi_fn!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen, (i: c_int, key: *const c_
     call("MPI_Info_get_valuelen", h::COMM_WORLD, |st| {
         // SAFETY: a NUL-terminated string.
         let k = unsafe { get_str(key, "key")? };
-        let found = info(st, i)?.iter().find(|(x, _)| *x == k).map(|p| p.1.len());
+        let found = info(&mut st.t(), i)?.iter().find(|(x, _)| *x == k).map(|p| p.1.len());
         // SAFETY: the caller's ints.
         unsafe {
             if let Some(n) = found {
@@ -157,7 +161,7 @@ mpi_fn!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen, (i: c_int, key: *const c_
 
 mpi_fn!(MPI_Info_get_nkeys, PMPI_Info_get_nkeys, (i: c_int, nkeys: *mut c_int) -> c_int {
     call("MPI_Info_get_nkeys", h::COMM_WORLD, |st| {
-        let n = info(st, i)?.len() as c_int;
+        let n = info(&mut st.t(), i)?.len() as c_int;
         // SAFETY: the caller's int.
         unsafe { put(nkeys, n, "nkeys") }
     })
@@ -165,7 +169,8 @@ mpi_fn!(MPI_Info_get_nkeys, PMPI_Info_get_nkeys, (i: c_int, nkeys: *mut c_int) -
 
 mpi_fn!(MPI_Info_get_nthkey, PMPI_Info_get_nthkey, (i: c_int, n: c_int, key: *mut c_char) -> c_int {
     call("MPI_Info_get_nthkey", h::COMM_WORLD, |st| {
-        let e = info(st, i)?;
+        let mut t = st.t();
+        let e = info(&mut t, i)?;
         let k = usize::try_from(n).ok().and_then(|n| e.get(n)).map(|p| p.0.clone())
             .ok_or_else(|| Error::Arg(format!("MPI_Info_get_nthkey: no key {n}")))?;
         // SAFETY: MPI_MAX_INFO_KEY + 1 bytes at `key`.

@@ -25,7 +25,7 @@ fn probe(st: &CState, source: c_int, tag: c_int, comm: c_int, wait: bool) -> Res
     if source == PROC_NULL {
         return Ok(Some((Status::proc_null(), MESSAGE_NO_PROC)));
     }
-    let mut e = st.mpi.engine();
+    let e = st.mpi.engine();
     let got = if wait { Some(e.mprobe(env)?) } else { e.improbe(env)? };
     Ok(got.map(|(s, id)| (s, id as c_int + 1)))
 }
@@ -105,7 +105,7 @@ mpi_fn!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: c_in
         // SAFETY: MPI contract: the buffer is the library's until the request completes.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Imrecv")? };
         let id = if m == MESSAGE_NO_PROC {
-            st.mpi.engine().done_request()
+            st.mpi.engine().done_request()?
         } else {
             st.mpi.engine().imrecv(msg_id(m)?, b)?
         };

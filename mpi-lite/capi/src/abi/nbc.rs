@@ -118,7 +118,7 @@ unsafe fn gather_blocks(
 }
 
 fn igather_common(
-    st: &mut CState,
+    st: &CState,
     name: &'static str,
     sendbuf: *const c_void,
     sc: c_int,
@@ -171,7 +171,7 @@ mpi_fn!(MPI_Igatherv, PMPI_Igatherv, (sendbuf: *const c_void, sendcount: c_int, 
 });
 
 fn iscatter_common(
-    st: &mut CState,
+    st: &CState,
     name: &'static str,
     sendbuf: *const c_void,
     counts: Option<(&[c_int], &[c_int])>,
@@ -224,7 +224,7 @@ mpi_fn!(MPI_Iscatterv, PMPI_Iscatterv, (sendbuf: *const c_void, sendcounts: *con
 });
 
 fn iallgather_common(
-    st: &mut CState,
+    st: &CState,
     name: &'static str,
     sendbuf: *const c_void,
     sc: c_int,
@@ -265,7 +265,7 @@ mpi_fn!(MPI_Iallgatherv, PMPI_Iallgatherv, (sendbuf: *const c_void, sendcount: c
 
 /// The all-to-all family: byte displacements and one type per block (w form).
 fn alltoall_common(
-    st: &mut CState,
+    st: &CState,
     name: &'static str,
     sendbuf: *const c_void,
     s: (&[c_int], &[Aint], &[c_int]),
@@ -396,7 +396,7 @@ mpi_fn!(MPI_Iallreduce, PMPI_Iallreduce, (sendbuf: *const c_void, recvbuf: *mut 
 });
 
 fn ireduce_scatter_common(
-    st: &mut CState,
+    st: &CState,
     name: &'static str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,

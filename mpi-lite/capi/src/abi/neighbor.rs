@@ -18,12 +18,12 @@ type Aint = isize;
 
 /// (in-degree, out-degree) of `comm`'s topology.
 fn degrees(st: &CState, comm: c_int) -> Result<(usize, usize)> {
-    let (s, d) = neighbours(&st.comm_entry(comm)?.data)?;
+    let (s, d) = neighbours(&*st.comm(comm)?)?;
     Ok((s.len(), d.len()))
 }
 
 /// Runs the exchange; `wait`: the blocking form.
-fn run(st: &mut CState, comm: c_int, send: Vec<UserBuf>, recv: Vec<UserBuf>, wait: bool) -> Result<Option<ReqId>> {
+fn run(st: &CState, comm: c_int, send: Vec<UserBuf>, recv: Vec<UserBuf>, wait: bool) -> Result<Option<ReqId>> {
     let c = st.comm(comm)?;
     let id = st.mpi.ineighbor(&c, send, recv)?;
     if wait {
@@ -35,7 +35,7 @@ fn run(st: &mut CState, comm: c_int, send: Vec<UserBuf>, recv: Vec<UserBuf>, wai
 
 /// # Safety
 /// MPI's buffer contract (valid until completion); `request` NULL for the blocking form.
-unsafe fn finish(st: &mut CState, comm: c_int, send: Vec<UserBuf>, recv: Vec<UserBuf>, request: *mut c_int) -> Result<()> {
+unsafe fn finish(st: &CState, comm: c_int, send: Vec<UserBuf>, recv: Vec<UserBuf>, request: *mut c_int) -> Result<()> {
     match run(st, comm, send, recv, request.is_null())? {
         // SAFETY: the caller's request.
         Some(id) => unsafe { out(request, id) },
@@ -47,7 +47,7 @@ unsafe fn finish(st: &mut CState, comm: c_int, send: Vec<UserBuf>, recv: Vec<Use
 ///
 /// # Safety
 /// As [`finish`]; `rc`/`rd` hold the in-degree's ints.
-unsafe fn allgather(st: &mut CState, name: &str, sendbuf: *const c_void, sc: c_int, stype: c_int,
+unsafe fn allgather(st: &CState, name: &str, sendbuf: *const c_void, sc: c_int, stype: c_int,
         recvbuf: *mut c_void, rc: &[c_int], rd: &[c_int], rt: c_int, comm: c_int, request: *mut c_int) -> Result<()> {
     let (_, outdeg) = degrees(st, comm)?;
     // SAFETY: forwarded (one buffer lent once per destination: only read).
@@ -63,7 +63,7 @@ unsafe fn allgather(st: &mut CState, name: &str, sendbuf: *const c_void, sc: c_i
 ///
 /// # Safety
 /// As [`finish`].
-unsafe fn alltoall(st: &mut CState, name: &str, sendbuf: *const c_void, s: (&[c_int], &[Aint], &[c_int]),
+unsafe fn alltoall(st: &CState, name: &str, sendbuf: *const c_void, s: (&[c_int], &[Aint], &[c_int]),
         recvbuf: *mut c_void, r: (&[c_int], &[Aint], &[c_int]), comm: c_int, request: *mut c_int) -> Result<()> {
     // SAFETY: forwarded.
     let (send, recv) = unsafe { (blocks(st, sendbuf, s.0, s.1, s.2, name)?, blocks(st, recvbuf, r.0, r.1, r.2, name)?) };
@@ -91,7 +91,7 @@ both!(MPI_Neighbor_allgather, PMPI_Neighbor_allgather, "MPI_Neighbor_allgather",
     MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather, "MPI_Ineighbor_allgather", comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int,
      recvtype: c_int, comm: c_int),
-    |st: &mut CState, name: &str, request: *mut c_int| -> Result<()> {
+    |st: &CState, name: &str, request: *mut c_int| -> Result<()> {
         let (indeg, _) = degrees(st, comm)?;
         let (rc, rd) = regular(indeg, recvcount);
         // SAFETY: MPI's buffer contract.
@@ -102,7 +102,7 @@ both!(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv, "MPI_Neighbor_allgather
     MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv, "MPI_Ineighbor_allgatherv", comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int,
      displs: *const c_int, recvtype: c_int, comm: c_int),
-    |st: &mut CState, name: &str, request: *mut c_int| -> Result<()> {
+    |st: &CState, name: &str, request: *mut c_int| -> Result<()> {
         let (indeg, _) = degrees(st, comm)?;
         // SAFETY: in-degree ints each (MPI contract), then MPI's buffer contract.
         unsafe {
@@ -115,7 +115,7 @@ both!(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall, "MPI_Neighbor_alltoall",
     MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall, "MPI_Ineighbor_alltoall", comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int,
      recvtype: c_int, comm: c_int),
-    |st: &mut CState, name: &str, request: *mut c_int| -> Result<()> {
+    |st: &CState, name: &str, request: *mut c_int| -> Result<()> {
         let (indeg, outdeg) = degrees(st, comm)?;
         let ((sc, sd), (rc, rd)) = (regular(outdeg, sendcount), regular(indeg, recvcount));
         let (sd, rd) = (byte_displs(st, &sd, sendtype)?, byte_displs(st, &rd, recvtype)?);
@@ -128,7 +128,7 @@ both!(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv, "MPI_Neighbor_alltoallv",
     MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv, "MPI_Ineighbor_alltoallv", comm,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int,
      recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int),
-    |st: &mut CState, name: &str, request: *mut c_int| -> Result<()> {
+    |st: &CState, name: &str, request: *mut c_int| -> Result<()> {
         let (indeg, outdeg) = degrees(st, comm)?;
         // SAFETY: degree-many ints each (MPI contract).
         let (sc, sd, rc, rd) = unsafe {
@@ -145,7 +145,7 @@ both!(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw, "MPI_Neighbor_alltoallw",
     MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, "MPI_Ineighbor_alltoallw", comm,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const Aint, sendtypes: *const c_int,
      recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const Aint, recvtypes: *const c_int, comm: c_int),
-    |st: &mut CState, name: &str, request: *mut c_int| -> Result<()> {
+    |st: &CState, name: &str, request: *mut c_int| -> Result<()> {
         let (indeg, outdeg) = degrees(st, comm)?;
         let (o, i) = (outdeg as c_int, indeg as c_int);
         // SAFETY: degree-many values each (MPI contract), then MPI's buffer contract.

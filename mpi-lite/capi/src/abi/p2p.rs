@@ -42,7 +42,7 @@ fn empty_status() -> Status {
 /// # Safety
 /// MPI buffer contract (see `user_buf`).
 pub(crate) unsafe fn start_send(
-    st: &mut CState,
+    st: &CState,
     buf: *const c_void,
     n: c_int,
     dt: c_int,
@@ -76,19 +76,18 @@ macro_rules! blocking_send {
 mpi_fn!(MPI_Send, PMPI_Send, (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int,
         tag: c_int, comm: c_int) -> c_int {
     call("MPI_Send", comm, |st| {
-        // Borrowed, not cloned: no reference count to bump per message.
-        let c = &st.comm_entry(comm)?.data;
         if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
             // SAFETY: MPI's contract for a blocking send: `count` elements of `datatype`
             // (here one run of `n` bytes at `p`) are readable for the whole call.
             let data = unsafe { std::slice::from_raw_parts(p, n) };
-            if st.mpi.try_send_bytes(c, data, dest, tag)? {
+            if st.with_comm(comm, |c| st.mpi.try_send_bytes(c, data, dest, tag))? {
                 return Ok(());
             }
         }
+        let c = st.comm(comm)?;
         // SAFETY: blocking: the buffer is valid for the whole call.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Send")? };
-        st.mpi.send(c, b, dest, tag)
+        st.mpi.send(&c, b, dest, tag)
     })
 });
 blocking_send!(MPI_Ssend, PMPI_Ssend, Some(Mode::Sync), "MPI_Ssend");
@@ -107,12 +106,11 @@ macro_rules! nonblocking_send {
                 // A standard-mode eager send of contiguous bytes completes as it starts: the
                 // blocking send's path, and the request is `SENT` (no table entry).
                 if $mode == Some(Mode::Standard) {
-                    let c = &st.comm_entry(comm)?.data;
                     if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
                         // SAFETY: MPI contract: the buffer is readable until the request
                         // completes; here it completes before the call returns.
                         let data = unsafe { std::slice::from_raw_parts(p, n) };
-                        if st.mpi.try_send_bytes(c, data, dest, tag)? {
+                        if st.with_comm(comm, |c| st.mpi.try_send_bytes(c, data, dest, tag))? {
                             // SAFETY: checked non-null, the caller's MPI_Request.
                             return unsafe { put(request, req_handle(SENT), "request") };
                         }
@@ -134,21 +132,22 @@ nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, None, "MPI_Ibsend");
 mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int,
         tag: c_int, comm: c_int, status: *mut MPI_Status) -> c_int {
     call("MPI_Recv", comm, |st| {
-        let c = &st.comm_entry(comm)?.data;
         if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
             // SAFETY: MPI's contract for a blocking receive: the `n` bytes at `p` (one run
             // of `count` elements of `datatype`) are writable and not touched by the program
             // for the whole call; the slice ends before the general path below.
             let bytes = unsafe { std::slice::from_raw_parts_mut(p, n) };
-            if let Some(s) = st.mpi.try_recv_bytes(c, bytes, source, tag)? {
+            let direct = st.with_comm(comm, |c| st.mpi.try_recv_bytes(c, bytes, source, tag))?;
+            if let Some(s) = direct {
                 // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
                 unsafe { put_status(status, &s) };
                 return Ok(());
             }
         }
+        let c = st.comm(comm)?;
         // SAFETY: blocking: the buffer is valid and ours for the whole call.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Recv")? };
-        let s = st.mpi.recv(c, b, source, tag)?;
+        let s = st.mpi.recv(&c, b, source, tag)?;
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &s) };
         Ok(())

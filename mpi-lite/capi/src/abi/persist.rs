@@ -157,7 +157,7 @@ fn init(
 }
 
 /// `MPI_Start` of persistent handle `r`.
-fn start(st: &mut CState, r: c_int) -> Result<()> {
+fn start(st: &CState, r: c_int) -> Result<()> {
     let (op, buf, count, dt, peer, tag, comm) = {
         let t = table();
         let p = (is_persistent(r))

@@ -45,7 +45,7 @@ fn order(o: c_int, what: &str) -> Result<bool> {
 ///
 /// # Safety
 /// `out` is NULL (an error) or the caller's `MPI_Datatype`.
-unsafe fn out_type(st: &mut CState, d: Datatype, c: Contents, out: *mut c_int) -> Result<()> {
+unsafe fn out_type(st: &CState, d: Datatype, c: Contents, out: *mut c_int) -> Result<()> {
     if out.is_null() {
         return Err(Error::Arg("newtype is NULL".into()));
     }

@@ -15,7 +15,7 @@ use crate::state::{call, call_steps, h, with_state, CState};
 ///
 /// # Safety
 /// `out` is NULL (an error) or the caller's `MPI_Datatype`.
-unsafe fn new_type(st: &mut CState, d: Result<Datatype>, out: *mut c_int) -> Result<()> {
+unsafe fn new_type(st: &CState, d: Result<Datatype>, out: *mut c_int) -> Result<()> {
     if out.is_null() {
         return Err(Error::Arg("newtype is NULL".into()));
     }
@@ -167,7 +167,7 @@ mpi_fn!(MPI_Type_dup, PMPI_Type_dup, (oldtype: c_int, newtype: *mut c_int) -> c_
         if let Err(e) = attrs::copy_all("MPI_Type_dup", attrs::Kind::Type, oldtype, hd) {
             let _ = attrs::delete_all("MPI_Type_dup", attrs::Kind::Type, hd);
             let _ = with_state("MPI_Type_dup", |st| {
-                st.types[hd as usize] = None;
+                st.t().types[hd as usize] = None;
                 Ok(())
             });
             return Err(e);
@@ -182,7 +182,7 @@ mpi_fn!(MPI_Type_commit, PMPI_Type_commit, (datatype: *mut c_int) -> c_int {
         // SAFETY: the caller's handle.
         let t = unsafe { get(datatype, "datatype")? };
         let d = st.dtype_any(t)?.commit();
-        st.types[t as usize] = Some(d);
+        st.t().types[t as usize] = Some(d);
         Ok(())
     })
 });
@@ -201,7 +201,7 @@ mpi_fn!(MPI_Type_free, PMPI_Type_free, (datatype: *mut c_int) -> c_int {
         attrs::delete_all("MPI_Type_free", attrs::Kind::Type, t)?;
         // Pending operations keep their own reference to the type.
         with_state("MPI_Type_free", |st| {
-            st.types[t as usize] = None;
+            st.t().types[t as usize] = None;
             Ok(())
         })?;
         // SAFETY: the caller's handle.
@@ -261,7 +261,7 @@ mpi_fn!(MPI_Type_set_name, PMPI_Type_set_name, (datatype: c_int, type_name: *con
         // SAFETY: a NUL-terminated string (MPI contract).
         let n = unsafe { get_str(type_name, "type_name")? };
         let d = st.dtype_any(datatype)?.with_name(&n);
-        st.types[datatype as usize] = Some(d);
+        st.t().types[datatype as usize] = Some(d);
         Ok(())
     })
 });

@@ -1,0 +1,502 @@
+//! The engine shared by threads: the [`Core`] (endpoint + matching state) behind a lock,
+//! and, under `MPI_THREAD_MULTIPLE`, waits that never hold it while idle.
+//!
+//! ## Two modes, chosen when the engine opens
+//! * **One thread at a time** (`MPI_THREAD_SINGLE`/`FUNNELED`/`SERIALIZED`): every call takes
+//!   the lock with a try-lock and runs the core's own code, whose waits (proto's fixed spin,
+//!   then sleep, and the direct receive from the channel) keep the lock. A call entered while
+//!   another thread is inside one fails at once (the lock cannot be waited for: a blocked
+//!   receive may hold it for ever). This is the path the instruction counts are measured on.
+//! * **`MPI_THREAD_MULTIPLE`**: calls take the lock (blocking) for short critical sections
+//!   only: posting, matching, one poll. Blocking calls post a request and wait here
+//!   ([`Engine::wait_mt`]): the thread that gets the lock polls for everybody (handlers
+//!   complete whichever requests their messages match, so thread B's progress completes
+//!   thread A's receive); the others spin on the completion counter for the wait policy's
+//!   fixed time (20 µs by default), then sleep — one of them on the channel's waiter (woken
+//!   by an arriving message), the rest on a condition variable woken whenever a poll
+//!   completed something (SEED-NOTES: fixed spin keeps latency flat as waiting threads
+//!   grow). No lock is held while a thread sleeps. The direct receive (a wait inside the
+//!   channel) is not used in this mode.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+use skifch::driver::Waiter;
+use skifch::{Driver, Job, Port, WaitPolicy};
+
+use super::mprobe::MsgId;
+use super::sched::Sched;
+use super::state::ReqKind;
+use super::{Core, Envelope, Mode, ReqId, State, Status, SENT};
+use crate::error::{Error, Result};
+use crate::mem::UserBuf;
+
+/// Longest sleep on the channel's waiter before looking again: completions made by another
+/// thread without a message (a cancel, `MPI_Grequest_complete`) do not wake that sleeper.
+const CHANNEL_SLICE: Duration = Duration::from_millis(2);
+/// Longest sleep on the condition variable (a lost wake-up costs at most this).
+const CONDVAR_SLICE: Duration = Duration::from_millis(10);
+/// Idle rounds spent spinning before the clock is read (most waits end sooner).
+const QUICK_SPINS: u32 = 64;
+
+/// mpi-lite's engine: its [`Core`] behind a lock, used by any thread.
+pub struct Engine<P: Port> {
+    core: Mutex<Core<P>>,
+    /// The eager limit (also in the core; kept here to be read without the lock).
+    eager: usize,
+    /// World rank and size.
+    world: (u32, u32),
+    /// `MPI_THREAD_MULTIPLE`: waits release the lock (see the module docs).
+    multiple: bool,
+    waits: Waits<P::Waiter>,
+}
+
+/// Where waiting threads of `MPI_THREAD_MULTIPLE` spin and sleep.
+struct Waits<W> {
+    /// Bumped by every poll that did something and every completion made outside a poll:
+    /// spinning threads look at their request again when it changes.
+    epoch: AtomicU64,
+    /// A thread sleeps on the channel's waiter (at most one: it polls for the others).
+    channel: AtomicBool,
+    /// Threads asleep on `cv`.
+    sleepers: AtomicUsize,
+    m: Mutex<()>,
+    cv: Condvar,
+    waiter: W,
+    /// Spin before sleeping (`None`: never sleep, the `spin` wait policy).
+    spin: Option<Duration>,
+}
+
+impl<W: Waiter> Waits<W> {
+    /// Something completed: wake the threads asleep on the condition variable.
+    fn bump(&self) {
+        // SeqCst with the sleeper's increment and re-check in `sleep_cv`: either it sees
+        // the new epoch, or this sees it counted.
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _g = self.m.lock().unwrap_or_else(|p| p.into_inner());
+            self.cv.notify_all();
+        }
+    }
+
+    /// Sleeps on the condition variable until the epoch moves past `seen` or the channel
+    /// sleeper leaves (so that another thread takes its place), at most one slice.
+    fn sleep_cv(&self, seen: u64) {
+        let g = self.m.lock().unwrap_or_else(|p| p.into_inner());
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        if self.epoch.load(Ordering::SeqCst) == seen && self.channel.load(Ordering::SeqCst) {
+            let _ = self.cv.wait_timeout(g, CONDVAR_SLICE);
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The error of a call entered while another thread is inside one, in the modes that
+/// allow one thread at a time.
+fn concurrent() -> Error {
+    Error::Other(
+        "called while another thread is inside an MPI call: the library was initialized for \
+         one thread at a time (MPI_THREAD_SERIALIZED at most; MPI_THREAD_MULTIPLE lets \
+         threads call concurrently), and a blocking call cannot be completed by another \
+         thread's call in that mode: failing instead of deadlocking"
+            .into(),
+    )
+}
+
+impl<P: Port> Engine<P> {
+    /// An engine on `port` of `job`; `multiple`: threads may call it concurrently
+    /// (`MPI_THREAD_MULTIPLE`).
+    pub fn open<D: Driver<Port = P>>(job: &Job<D>, port: u32, multiple: bool) -> Result<Self> {
+        let core = Core::open(job, port)?;
+        let spin = match WaitPolicy::from_env() {
+            WaitPolicy::Fixed(d) => Some(d),
+            WaitPolicy::Spin => None,
+            WaitPolicy::Block => Some(Duration::ZERO),
+        };
+        Ok(Engine {
+            eager: core.eager,
+            world: core.world(),
+            multiple,
+            waits: Waits {
+                epoch: AtomicU64::new(0),
+                channel: AtomicBool::new(false),
+                sleepers: AtomicUsize::new(0),
+                m: Mutex::new(()),
+                cv: Condvar::new(),
+                waiter: core.ep.waiter(),
+                spin,
+            },
+            core: Mutex::new(core),
+        })
+    }
+
+    /// Whether threads may call concurrently (`MPI_THREAD_MULTIPLE`).
+    pub fn is_multiple(&self) -> bool {
+        self.multiple
+    }
+
+    /// The core, for one call: a try-lock when one thread at a time may call (failing
+    /// with [`concurrent`]), else the lock (held for short sections only).
+    #[inline]
+    fn lock(&self) -> Result<MutexGuard<'_, Core<P>>> {
+        match self.core.try_lock() {
+            Ok(g) => Ok(g),
+            // A panic inside a call left the tables as they were (each update is one
+            // assignment); the C ABI reports it as MPI_ERR_INTERN.
+            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(TryLockError::WouldBlock) if self.multiple => {
+                Ok(self.core.lock().unwrap_or_else(|p| p.into_inner()))
+            }
+            Err(TryLockError::WouldBlock) => Err(concurrent()),
+        }
+    }
+
+    /// A question about the state that cannot fail: `busy` when another thread holds the
+    /// core in the one-thread-at-a-time modes (a misuse; the answer errs on the safe side).
+    fn ask<T>(&self, busy: T, f: impl FnOnce(&State) -> T) -> T {
+        match self.lock() {
+            Ok(g) => f(g.st()),
+            Err(_) => busy,
+        }
+    }
+
+    /// World rank and size.
+    pub fn world(&self) -> (u32, u32) {
+        self.world
+    }
+
+    /// The eager limit in bytes.
+    pub fn eager_limit(&self) -> usize {
+        self.eager
+    }
+
+    /// Bytes of the attached Bsend buffer in use.
+    pub fn bsend_used(&self) -> usize {
+        self.ask(usize::MAX, |s| s.bsend_used)
+    }
+
+    /// `true` if `id` names a live request.
+    pub fn is_request(&self, id: ReqId) -> bool {
+        self.ask(true, |s| s.is_request(id))
+    }
+
+    /// `true` if the request is complete (without releasing it).
+    pub fn is_done(&self, id: ReqId) -> bool {
+        self.ask(false, |s| s.is_done(id))
+    }
+
+    /// Blocking standard send (see [`Core::send`]).
+    pub fn send(&self, env: Envelope, dst: u32, buf: UserBuf) -> Result<()> {
+        if !self.multiple || (buf.packed_len() <= self.eager && buf.as_contiguous().is_some()) {
+            // An eager send does not wait for a peer (a full lane is drained with progress).
+            return self.lock()?.send(env, dst, buf);
+        }
+        let id = self.lock()?.isend(env, dst, buf, Mode::Standard, 0)?;
+        self.wait(id).map(|_| ())
+    }
+
+    /// Blocking exchange (see [`Core::sendrecv`]).
+    pub fn sendrecv(
+        &self,
+        to: Envelope,
+        dst: u32,
+        sbuf: UserBuf,
+        from: Envelope,
+        rbuf: UserBuf,
+    ) -> Result<Status> {
+        if !self.multiple {
+            return self.lock()?.sendrecv(to, dst, sbuf, from, rbuf);
+        }
+        let r = self.irecv(from, rbuf)?;
+        let s = self.isend(to, dst, sbuf, Mode::Standard, 0);
+        super::finish_pair(&mut &*self, r, s)
+    }
+
+    /// Starts a send (see [`Core::isend`]).
+    pub fn isend(
+        &self,
+        env: Envelope,
+        dst: u32,
+        buf: UserBuf,
+        mode: Mode,
+        bsend: usize,
+    ) -> Result<ReqId> {
+        self.lock()?.isend(env, dst, buf, mode, bsend)
+    }
+
+    /// Posts a receive (see [`Core::irecv`]).
+    pub fn irecv(&self, env: Envelope, buf: UserBuf) -> Result<ReqId> {
+        self.lock()?.irecv(env, buf)
+    }
+
+    /// Blocking receive (see [`Core::recv`]; under `MPI_THREAD_MULTIPLE` a posted request
+    /// and [`Engine::wait`]).
+    pub fn recv(&self, env: Envelope, buf: UserBuf) -> Result<Status> {
+        if !self.multiple {
+            return self.lock()?.recv(env, buf);
+        }
+        let id = self.irecv(env, buf)?;
+        self.wait(id)
+    }
+
+    /// The C ABI's eager send of contiguous bytes (see [`Core::try_send_eager`]).
+    #[inline]
+    pub fn try_send_eager(&self, env: Envelope, dst: u32, data: &[u8]) -> Result<bool> {
+        self.lock()?.try_send_eager(env, dst, data)
+    }
+
+    /// The direct receive into contiguous bytes (see [`Core::try_recv_bytes`]); never
+    /// under `MPI_THREAD_MULTIPLE` (it waits inside the channel with the lock held).
+    #[inline]
+    pub fn try_recv_bytes(&self, env: Envelope, buf: &mut [u8]) -> Result<Option<Status>> {
+        if self.multiple {
+            return Ok(None);
+        }
+        self.lock()?.try_recv_bytes(env, buf)
+    }
+
+    /// One round of progress; `true` if anything happened.
+    pub fn progress(&self) -> Result<bool> {
+        let did = self.lock()?.progress()?;
+        if did && self.multiple {
+            self.waits.bump();
+        }
+        Ok(did)
+    }
+
+    /// Pushes everything queued out, for Finalize (called by one thread, the others done).
+    pub fn flush_all(&self) -> Result<()> {
+        self.lock()?.flush_all()
+    }
+
+    /// Blocking receive of exactly `len` bytes on a collective context.
+    pub fn coll_recv(&self, env: Envelope, len: usize) -> Result<Vec<u8>> {
+        if !self.multiple {
+            return self.lock()?.coll_recv(env, len);
+        }
+        let b = UserBuf::owned(crate::mem::zeroed(len)?);
+        let id = self.irecv(env, b)?;
+        self.wait_mt(|c| {
+            let s = c.st_mut();
+            if !s.is_done(id) {
+                return None;
+            }
+            let r = s.release(id);
+            Some(match (r.err, r.kind) {
+                (Some(e), _) => Err(e),
+                (None, ReqKind::Recv { buf, .. }) => Ok(buf.into_owned().unwrap_or_default()),
+                _ => Err(Error::Intern("collective receive lost its buffer".into())),
+            })
+        })
+    }
+
+    /// `MPI_Improbe` (see [`Core::improbe`]).
+    pub fn improbe(&self, env: Envelope) -> Result<Option<(Status, MsgId)>> {
+        self.lock()?.improbe(env)
+    }
+
+    /// `MPI_Mprobe`: waits for a matching message and holds it.
+    pub fn mprobe(&self, env: Envelope) -> Result<(Status, MsgId)> {
+        if !self.multiple {
+            return self.lock()?.mprobe(env);
+        }
+        self.wait_mt(|c| c.hold(env).map(Ok))
+    }
+
+    /// `MPI_Imrecv` (see [`Core::imrecv`]).
+    pub fn imrecv(&self, msg: MsgId, buf: UserBuf) -> Result<ReqId> {
+        self.lock()?.imrecv(msg, buf)
+    }
+
+    /// A completed request that needs no communication.
+    pub fn done_request(&self) -> Result<ReqId> {
+        Ok(self.lock()?.done_request())
+    }
+
+    /// A generalized request (see [`Core::user_request`]).
+    pub fn user_request(&self) -> Result<ReqId> {
+        Ok(self.lock()?.user_request())
+    }
+
+    /// Completes a generalized request (see [`Core::complete_user`]).
+    pub fn complete_user(&self, id: ReqId, status: Status, err: Option<Error>) -> Result<bool> {
+        let r = self.lock()?.complete_user(id, status, err);
+        self.completed();
+        r
+    }
+
+    /// `MPI_Test` without progress (see [`Core::test`]).
+    pub fn test(&self, id: ReqId) -> Result<Option<Status>> {
+        self.lock()?.test(id)
+    }
+
+    /// `MPI_Test` with one round of progress when the request is not complete yet.
+    pub fn test_progress(&self, id: ReqId) -> Result<Option<Status>> {
+        let mut c = self.lock()?;
+        if !c.is_done(id) && c.progress()? && self.multiple {
+            self.waits.bump();
+        }
+        c.test(id)
+    }
+
+    /// `MPI_Request_get_status` (see [`Core::peek`]).
+    pub fn peek(&self, id: ReqId) -> Result<Option<Status>> {
+        self.lock()?.peek(id)
+    }
+
+    /// `MPI_Wait`: progresses until `id` completes, then releases it.
+    pub fn wait(&self, id: ReqId) -> Result<Status> {
+        if !self.multiple {
+            return self.lock()?.wait(id);
+        }
+        if id == SENT {
+            return Ok(Status::default());
+        }
+        self.wait_mt(|c| match c.test_done(id) {
+            Some(r) => Some(r),
+            None if !c.is_request(id) => {
+                Some(Err(Error::Request(format!("request {id} does not exist"))))
+            }
+            None => None,
+        })
+    }
+
+    /// Progresses until `done(state)`.
+    pub fn wait_until(&self, mut done: impl FnMut(&State) -> bool) -> Result<()> {
+        if !self.multiple {
+            return self.lock()?.wait_until(done);
+        }
+        self.wait_mt(|c| done(c.st()).then_some(Ok(())))
+    }
+
+    /// `MPI_Request_free` (see [`Core::request_free`]).
+    pub fn request_free(&self, id: ReqId) -> Result<()> {
+        self.lock()?.request_free(id)
+    }
+
+    /// `MPI_Cancel` (see [`Core::cancel`]); may complete a request another thread waits for.
+    pub fn cancel(&self, id: ReqId) -> Result<()> {
+        let r = self.lock()?.cancel(id);
+        self.completed();
+        r
+    }
+
+    /// `MPI_Iprobe` (see [`Core::iprobe`]).
+    pub fn iprobe(&self, env: Envelope) -> Result<Option<Status>> {
+        self.lock()?.iprobe(env)
+    }
+
+    /// `MPI_Probe`: waits for a matching message and returns its envelope.
+    pub fn probe(&self, env: Envelope) -> Result<Status> {
+        if !self.multiple || env.src == super::PROC_NULL {
+            return self.lock()?.probe(env);
+        }
+        self.wait_mt(|c| c.st().peek_unexpected(env).map(Ok))
+    }
+
+    /// Starts a schedule (see [`Core::start_sched`]).
+    pub fn start_sched(&self, sched: Sched) -> Result<ReqId> {
+        self.lock()?.start_sched(sched)
+    }
+
+    /// A completion made outside a poll: waiting threads look again.
+    fn completed(&self) {
+        if self.multiple {
+            self.waits.bump();
+        }
+    }
+
+    /// The wait of `MPI_THREAD_MULTIPLE` (module docs): until `f`, called with the core
+    /// locked, gives the outcome. Polls when the lock is free, spins for the wait policy's
+    /// time, then sleeps; never sleeps holding the lock. A lost peer ends it (breaking the
+    /// engine for every thread).
+    fn wait_mt<T>(&self, mut f: impl FnMut(&mut Core<P>) -> Option<Result<T>>) -> Result<T> {
+        let w = &self.waits;
+        let mut idle = 0u32;
+        let mut since: Option<Instant> = None;
+        loop {
+            let seen = w.epoch.load(Ordering::Acquire);
+            let mut queued = 0;
+            if let Ok(mut c) = self.core.try_lock().or_else(|e| match e {
+                TryLockError::Poisoned(p) => Ok(p.into_inner()),
+                TryLockError::WouldBlock => Err(()),
+            }) {
+                c.check()?;
+                if let Some(r) = f(&mut c) {
+                    return r;
+                }
+                if c.progress()? {
+                    w.bump();
+                    if let Some(r) = f(&mut c) {
+                        return r;
+                    }
+                    idle = 0;
+                    since = None;
+                    continue;
+                }
+                queued = c.ep.queued();
+            }
+            // Nothing to do: spin (on the completion counter, the lock's holder polls for
+            // us), then sleep.
+            idle += 1;
+            if idle < QUICK_SPINS {
+                std::hint::spin_loop();
+                continue;
+            }
+            let Some(spin) = w.spin else {
+                std::thread::yield_now(); // the `spin` policy: never sleep
+                continue;
+            };
+            let t0 = *since.get_or_insert_with(Instant::now);
+            if t0.elapsed() < spin {
+                if w.epoch.load(Ordering::Acquire) == seen {
+                    std::thread::yield_now();
+                }
+                continue;
+            }
+            if let Some(rank) = w.waiter.lost_peer() {
+                let e = Error::from(skifch::Error::PeerLost { rank });
+                return Err(self.lock()?.fail(e));
+            }
+            self.sleep(seen, queued);
+        }
+    }
+
+    /// One sleep of an idle waiter: on the channel's waiter if no other thread does (it
+    /// polls once more after arming, so no message published meanwhile is missed), else on
+    /// the condition variable.
+    fn sleep(&self, seen: u64, queued: usize) {
+        let w = &self.waits;
+        if w.channel.swap(true, Ordering::SeqCst) {
+            w.sleep_cv(seen);
+            return;
+        }
+        let ticket = w.waiter.arm();
+        let quiet = match self.core.try_lock() {
+            Ok(mut c) => match c.progress() {
+                Ok(did) => !did,
+                Err(_) => false, // the core is broken now: the caller's next look says so
+            },
+            Err(_) => false, // another thread polls
+        };
+        if quiet && w.epoch.load(Ordering::SeqCst) == seen {
+            // A peer draining a full lane does not wake us: look again soon then.
+            let slice = if queued > 0 {
+                Duration::from_micros(100)
+            } else {
+                CHANNEL_SLICE
+            };
+            w.waiter.sleep(ticket, slice);
+        } else if !quiet {
+            w.bump();
+        }
+        w.waiter.disarm();
+        w.channel.store(false, Ordering::SeqCst);
+        // Another sleeper takes the channel over.
+        if w.sleepers.load(Ordering::SeqCst) > 0 {
+            let _g = w.m.lock().unwrap_or_else(|p| p.into_inner());
+            w.cv.notify_one();
+        }
+    }
+}
