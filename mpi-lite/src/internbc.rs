@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::inter::Inter;
 use crate::intercoll::{check_len, no_in_place, role, Role};
 use crate::mem::UserBuf;
-use crate::nbc::{check_blocks, fold_ops, mismatch, offsets, Plan};
+use crate::nbc::{check_blocks, fold_ops, laid_out_lens, mismatch, offsets, Plan};
 use crate::op::ReduceOp;
 
 type Tx = (Envelope, u32, Range);
@@ -166,6 +166,7 @@ impl<P: Port> Mpi<P> {
             Role::Root => {
                 let recv =
                     recv.ok_or_else(|| Error::Buffer("the root needs a receive buffer".into()))?;
+                let recv = recv.laid_out();
                 let len = recv.packed_len();
                 let mut p = Plan::new(c, len);
                 let v = p.xrx(0, (0, len));
@@ -177,7 +178,7 @@ impl<P: Port> Mpi<P> {
                 let send = send.ok_or_else(no_in_place)?;
                 let mut p = Plan::new(c, 0);
                 let len = p.reduce_with(&send, op)?;
-                let at = p.local_fold(x, &send.to_packed()?, 0);
+                let at = p.local_fold(x, &send.laid_out().to_packed()?, 0);
                 if c.rank == 0 {
                     let s = p.xtx(x, r, (at, len));
                     p.round(vec![s], vec![], vec![]);
@@ -197,14 +198,15 @@ impl<P: Port> Mpi<P> {
         recv: UserBuf,
         op: &ReduceOp,
     ) -> Result<ReqId> {
-        let input = send.as_ref().unwrap_or(&recv);
         let mut p = Plan::new(c, 0);
-        let len = p.reduce_with(input, op)?;
+        let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
+        let (send, recv) = (send.map(UserBuf::laid_out), recv.laid_out());
         if recv.packed_len() != len {
             return Err(mismatch());
         }
         let n = x.local.size();
-        self.fold_swap_spread(&mut p, x, &input.to_packed()?, &vec![(0, len); n])?;
+        let input = send.as_ref().unwrap_or(&recv).to_packed()?;
+        self.fold_swap_spread(&mut p, x, &input, &vec![(0, len); n])?;
         p.s.out.push((recv, if c.rank == 0 { n * len } else { 0 }));
         self.start(p)
     }
@@ -224,11 +226,13 @@ impl<P: Port> Mpi<P> {
         if lens.len() != n || out.packed_len() != lens[c.rank] {
             return Err(mismatch());
         }
+        let lens = &laid_out_lens(input.datatype(), lens);
         let (off, total) = offsets(lens);
         let mut p = Plan::new(c, 0);
         if p.reduce_with(&input, op)? != total {
             return Err(mismatch());
         }
+        let (input, out) = (input.laid_out(), out.laid_out());
         let blocks: Vec<Range> = off.iter().copied().zip(lens.iter().copied()).collect();
         self.fold_swap_spread(&mut p, x, &input.to_packed()?, &blocks)?;
         p.s.out

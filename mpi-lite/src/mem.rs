@@ -151,6 +151,25 @@ impl UserBuf {
         Some(unsafe { std::slice::from_raw_parts(self.base, len) })
     }
 
+    /// The buffer as the C program lays it out, as `count × extent` bytes, when that
+    /// differs from its packed form: the predefined pair types with padding
+    /// (`MPI_DOUBLE_INT` is 16 bytes in memory and 12 packed), whose reduction kernels work
+    /// on the C layout ([`UserBuf::dense`]). Other buffers are returned as they are.
+    pub fn laid_out(self) -> UserBuf {
+        let ext = self.dt.extent() as usize;
+        if self.dt.predefined().is_none() || ext == self.dt.size() {
+            return self;
+        }
+        // The same memory (`dense`'s `count × extent` bytes at `base`, valid per `new`'s
+        // contract, or the owned storage, which moves along), described as bytes.
+        UserBuf {
+            base: self.base,
+            count: self.count * ext,
+            dt: Cow::Borrowed(Datatype::basic_ref(crate::datatype::Basic::Byte)),
+            owned: self.owned,
+        }
+    }
+
     /// A proto landing over the buffer when it is one run: rendezvous data is written
     /// there straight from the channel's receive memory.
     pub fn landing(&mut self) -> Option<skifch::proto::Landing> {

@@ -107,6 +107,9 @@ impl<'a> Plan<'a> {
         b.read_packed(0, &mut self.s.buf[off..off + n]);
         Ok(())
     }
+    /// Sets the schedule's reduction for elements of `b`'s type; returns the bytes of
+    /// `b` the schedule reduces: its C layout ([`UserBuf::laid_out`]), which is what the
+    /// caller must then load and write back.
     pub(crate) fn reduce_with(&mut self, b: &UserBuf, op: &ReduceOp) -> Result<usize> {
         if b.packed_len() > 0 && b.dense().is_none() {
             return Err(Error::Type(
@@ -114,7 +117,26 @@ impl<'a> Plan<'a> {
             ));
         }
         self.s.red = Some(reducer(b.datatype(), op)?);
-        Ok(b.packed_len())
+        Ok(laid_out_len(b))
+    }
+}
+
+/// Bytes of `b` in its C layout ([`UserBuf::laid_out`]).
+pub(crate) fn laid_out_len(b: &UserBuf) -> usize {
+    match b.datatype().predefined() {
+        Some(_) => b.count() * b.datatype().extent() as usize,
+        None => b.packed_len(),
+    }
+}
+
+/// Packed block lengths of `dt` elements (`lens`) in the C layout of reductions.
+pub(crate) fn laid_out_lens(dt: &crate::datatype::Datatype, lens: &[usize]) -> Vec<usize> {
+    match (dt.predefined(), dt.size()) {
+        (Some(_), size) if size > 0 => {
+            let ext = dt.extent() as usize;
+            lens.iter().map(|l| l / size * ext).collect()
+        }
+        _ => lens.to_vec(),
     }
 }
 
@@ -355,8 +377,9 @@ impl<P: Port> Mpi<P> {
         let (r, n) = (c.rank, c.size());
         if r != root {
             let send = send.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
-            let mut p = Plan::new(c, send.packed_len());
+            let mut p = Plan::new(c, laid_out_len(&send));
             p.reduce_with(&send, op)?;
+            let send = send.laid_out();
             p.load(0, &send)?;
             let s = p.tx(root, (0, send.packed_len()));
             p.round(vec![s], vec![], vec![]);
@@ -365,6 +388,7 @@ impl<P: Port> Mpi<P> {
         let recv = recv.ok_or_else(|| Error::Buffer("the root needs a receive buffer".into()))?;
         let mut p = Plan::new(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
+        let (send, recv) = (send.map(UserBuf::laid_out), recv.laid_out());
         if recv.packed_len() != len {
             return Err(mismatch());
         }
@@ -384,6 +408,7 @@ impl<P: Port> Mpi<P> {
         let (r, n) = (c.rank, c.size());
         let mut p = Plan::new(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
+        let (send, recv) = (send.map(UserBuf::laid_out), recv.laid_out());
         if recv.packed_len() != len {
             return Err(mismatch());
         }
@@ -429,9 +454,11 @@ impl<P: Port> Mpi<P> {
         if lens.len() != n || out.packed_len() != lens[r] {
             return Err(mismatch());
         }
+        let lens = &laid_out_lens(input.datatype(), lens);
         let (off, total) = offsets(lens);
         let mut p = Plan::new(c, 0);
         let len = p.reduce_with(&input, op)?;
+        let (input, out) = (input.laid_out(), out.laid_out());
         if len != total {
             return Err(mismatch());
         }
@@ -455,6 +482,7 @@ impl<P: Port> Mpi<P> {
         let (r, n) = (c.rank, c.size());
         let mut p = Plan::new(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
+        let (send, recv) = (send.map(UserBuf::laid_out), recv.laid_out());
         if recv.packed_len() != len {
             return Err(mismatch());
         }

@@ -138,6 +138,36 @@ int main(int argc, char **argv) {
         CHECK(s == n * it + n * (n - 1) / 2.0);
     }
 
+    /* Pair types with padding (MPI_DOUBLE_INT: 16 bytes in memory, 12 packed) reduce in
+     * their C layout, as the blocking calls do (the schedules reduced the packed bytes:
+     * every element after the first was wrong). */
+    {
+        struct { double v; int i; } in[3], nb[3], bl[3], sc_nb[3], sc_bl[3], rs_nb, rs_bl;
+        struct { short v; int i; } sin[2], snb[2], sbl[2];
+        struct { double v; int i; } rsin[16];
+        for (int k = 0; k < 3; k++) { in[k].v = (r == k % n) ? 10.0 + k : r; in[k].i = r * 10 + k; }
+        for (int k = 0; k < 2; k++) { sin[k].v = (short)(r * (k ? -1 : 1)); sin[k].i = r; }
+        for (int k = 0; k < n; k++) { rsin[k].v = (double)((r + k) % n); rsin[k].i = r; }
+        MPI_Request pq[5];
+        MPI_Iallreduce(in, nb, 3, MPI_DOUBLE_INT, MPI_MAXLOC, comm, &pq[0]);
+        MPI_Iscan(in, sc_nb, 3, MPI_DOUBLE_INT, MPI_MINLOC, comm, &pq[1]);
+        MPI_Ireduce(sin, snb, 2, MPI_SHORT_INT, MPI_MAXLOC, n - 1, comm, &pq[2]);
+        MPI_Ireduce_scatter_block(rsin, &rs_nb, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm, &pq[3]);
+        MPI_Waitall(4, pq, MPI_STATUSES_IGNORE);
+        MPI_Allreduce(in, bl, 3, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+        MPI_Scan(in, sc_bl, 3, MPI_DOUBLE_INT, MPI_MINLOC, comm);
+        MPI_Reduce(sin, sbl, 2, MPI_SHORT_INT, MPI_MAXLOC, n - 1, comm);
+        MPI_Reduce_scatter_block(rsin, &rs_bl, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+        for (int k = 0; k < 3; k++) {
+            CHECK(nb[k].v == bl[k].v && nb[k].i == bl[k].i);
+            CHECK(bl[k].v == 10.0 + k && bl[k].i == (k % n) * 10 + k);
+            CHECK(sc_nb[k].v == sc_bl[k].v && sc_nb[k].i == sc_bl[k].i);
+        }
+        if (r == n - 1)
+            for (int k = 0; k < 2; k++) CHECK(snb[k].v == sbl[k].v && snb[k].i == sbl[k].i);
+        CHECK(rs_nb.v == rs_bl.v && rs_nb.i == rs_bl.i && rs_bl.v == n - 1);
+    }
+
     free(all); free(all2); free(cnt); free(dsp); free(wd); free(wt); free(sc); free(sd);
     free(rc); free(rd); free(vec);
     MPI_Comm_free(&comm);
