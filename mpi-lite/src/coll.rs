@@ -5,9 +5,10 @@
 //! into the byte buffers the algorithms take.
 //!
 //! Buffers whose type map is contiguous are used in place (no copy); others are packed
-//! into a temporary and unpacked after. Reductions need the elements as the C program
-//! lays them out: predefined types (pair types with their padding) and derived types that
-//! are one dense run of a predefined type; others get `MPI_ERR_TYPE`.
+//! into a temporary and unpacked after. Reductions take the elements as the C program
+//! lays them out (predefined types with their padding, dense derived types), or packed
+//! when the type is a derived type of one predefined type without padding ([`dense_in`]);
+//! others get `MPI_ERR_TYPE`.
 //!
 //! # Collective Operation
 //! Every member of the communicator calls the same collectives in the same order with
@@ -28,7 +29,7 @@ use crate::comm::{CommData, Mpi};
 use crate::datatype::{Basic, Datatype};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
-use crate::op::{reducer, ReduceOp};
+use crate::op::{reducer, Red, ReduceOp};
 
 /// A communicator's collective context as the algorithms' transport.
 pub struct CommTransport<'a, P: Port> {
@@ -229,9 +230,77 @@ pub(crate) fn with_bytes<T>(b: &mut UserBuf, load: bool, f: impl FnOnce(&mut [u8
     Ok(r)
 }
 
-pub(crate) fn dense_in(b: &UserBuf) -> Result<&[u8]> {
-    b.dense()
-        .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
+/// A reduction operand's bytes as the kernels take them (MPI-3.1 §5.9.1: predefined
+/// operations apply to each predefined element): the C layout in place when the buffer is
+/// one dense run (predefined types with their padding, dense derived types); packed when
+/// its type is a derived type of one predefined type without padding (a matrix column, an
+/// indexed set of doubles), whose packed bytes are an array of that type. Other types, and
+/// user operations on a non-dense type (they are called with the user's layout), are
+/// `MPI_ERR_TYPE`.
+pub(crate) fn dense_in<'a>(b: &'a UserBuf, k: &Red) -> Result<Cow<'a, [u8]>> {
+    if let Some(d) = b.dense() {
+        return Ok(Cow::Borrowed(d));
+    }
+    packable(b, k)?;
+    Ok(Cow::Owned(b.to_packed()?))
+}
+
+/// Runs `f` on a reduction result's bytes in [`dense_in`]'s form, starting as the buffer's
+/// contents; packed ones are unpacked into the buffer when `f` succeeds.
+pub(crate) fn with_dense<T>(b: &mut UserBuf, k: &Red, f: impl FnOnce(&mut [u8]) -> Result<T>) -> Result<T> {
+    if let Some(d) = b.dense_mut() {
+        return f(d);
+    }
+    packable(b, k)?;
+    let mut tmp = b.to_packed()?;
+    let r = f(&mut tmp)?;
+    b.write_packed(0, &tmp);
+    Ok(r)
+}
+
+/// `MPI_Reduce_local`: `inout = input op inout`, element by element (local; no
+/// communication). Buffers as [`dense_in`] takes them.
+pub fn reduce_local(input: &UserBuf, inout: &mut UserBuf, op: &ReduceOp) -> Result<()> {
+    let k = reducer(input.datatype(), op)?;
+    let a = dense_in(input, &k)?.into_owned();
+    with_dense(inout, &k, |out| {
+        if out.len() != a.len() {
+            return Err(Error::Count("MPI_Reduce_local: the buffers' sizes differ".into()));
+        }
+        coll::Reducer::apply(&k, &a, out);
+        Ok(())
+    })
+}
+
+/// Whether a non-dense buffer can be reduced as its packed bytes ([`dense_in`]).
+pub(crate) fn packable(b: &UserBuf, k: &Red) -> Result<()> {
+    let one = match b.datatype().homogeneous() {
+        Some((e, _)) if e.dense_size() == Some(e.packed_size()) => e,
+        _ => {
+            return Err(Error::Type(
+                "reductions need a predefined type, a dense derived type or a derived type of \
+                 one predefined type without padding"
+                    .into(),
+            ))
+        }
+    };
+    if matches!(k, Red::User { .. }) {
+        return Err(Error::Type(format!(
+            "a user operation on a non-dense derived type of {} (it is called with the \
+             type's own layout; make the type dense)",
+            one.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes of one element of `dt` in [`dense_in`]'s form: the extent of a predefined type
+/// (its padding included), the size of a derived one (equal to its extent when dense).
+pub(crate) fn reduce_elem(dt: &Datatype) -> usize {
+    match dt.predefined() {
+        Some(_) => dt.extent() as usize,
+        None => dt.size(),
+    }
 }
 
 pub(crate) fn overlap_err() -> Error {
@@ -242,11 +311,6 @@ pub(crate) fn overlap_err() -> Error {
 fn overlap(a: &[u8], b: &[u8]) -> bool {
     let (a0, b0) = (a.as_ptr() as usize, b.as_ptr() as usize);
     !a.is_empty() && !b.is_empty() && a0 < b0 + b.len() && b0 < a0 + a.len()
-}
-
-pub(crate) fn dense_out(b: &mut UserBuf) -> Result<&mut [u8]> {
-    b.dense_mut()
-        .ok_or_else(|| Error::Type("reductions need a predefined or dense derived type".into()))
 }
 
 pub(crate) fn root_of(c: &CommData, root: i32) -> Result<usize> {
@@ -310,19 +374,16 @@ impl<P: Port> Mpi<P> {
         let k = reducer(&dt, &op.into())?;
         match (send, recv) {
             (Some(s), Some(r)) if c.rank == root => {
-                let s = dense_in(s)?.to_vec();
-                self.run(c, |t| {
-                    coll::reduce(t, root, &s, dense_out(r).map_err(|e| t.keep(e))?, &k)
-                })
+                let s = dense_in(s, &k)?.into_owned();
+                with_dense(r, &k, |out| self.run(c, |t| coll::reduce(t, root, &s, out, &k)))
             }
-            (None, Some(r)) if c.rank == root => {
-                let out = dense_out(r)?;
+            (None, Some(r)) if c.rank == root => with_dense(r, &k, |out| {
                 let s = out.to_vec();
                 self.run(c, |t| coll::reduce(t, root, &s, out, &k))
-            }
+            }),
             (Some(s), _) if c.rank != root => {
-                let s = dense_in(s)?;
-                self.run(c, |t| coll::reduce(t, root, s, &mut [], &k))
+                let s = dense_in(s, &k)?;
+                self.run(c, |t| coll::reduce(t, root, &s, &mut [], &k))
             }
             _ => Err(Error::Buffer(
                 "MPI_Reduce: MPI_IN_PLACE is for the root's send buffer only".into(),
@@ -341,15 +402,17 @@ impl<P: Port> Mpi<P> {
         let k = reducer(send.map_or(recv.datatype(), |s| s.datatype()), &op.into())?;
         let s = match send {
             Some(s) => {
-                let s = dense_in(s)?;
-                if overlap(s, dense_in(recv)?) {
-                    return Err(overlap_err());
+                let s = dense_in(s, &k)?;
+                if let (Cow::Borrowed(a), Some(b)) = (&s, recv.dense()) {
+                    if overlap(a, b) {
+                        return Err(overlap_err());
+                    }
                 }
                 Some(s)
             }
             None => None,
         };
-        self.allreduce_dense(c, s, dense_out(recv)?, &k)
+        with_dense(recv, &k, |out| self.allreduce_dense(c, s.as_deref(), out, &k))
     }
 
     /// `MPI_Allreduce` of `recv.len()` bytes of predefined type `b` laid out densely (the C
@@ -413,15 +476,16 @@ impl<P: Port> Mpi<P> {
         c.intra(if exclusive { "MPI_Exscan" } else { "MPI_Scan" })?;
         let k = reducer(send.map_or(recv.datatype(), |s| s.datatype()), &op.into())?;
         let s = match send {
-            Some(s) => dense_in(s)?.to_vec(),
-            None => dense_in(recv)?.to_vec(),
+            Some(s) => dense_in(s, &k)?.into_owned(),
+            None => dense_in(recv, &k)?.into_owned(),
         };
-        let out = dense_out(recv)?;
-        if exclusive {
-            self.run(c, |t| coll::exscan(t, &s, out, &k))
-        } else {
-            self.run(c, |t| coll::scan(t, &s, out, &k))
-        }
+        with_dense(recv, &k, |out| {
+            if exclusive {
+                self.run(c, |t| coll::exscan(t, &s, out, &k))
+            } else {
+                self.run(c, |t| coll::scan(t, &s, out, &k))
+            }
+        })
     }
 
     /// `MPI_Reduce_scatter`: `counts` in elements; `send == None` is `MPI_IN_PLACE` (then
@@ -439,21 +503,20 @@ impl<P: Port> Mpi<P> {
         }
         let dt = send.map_or(recv.datatype(), |s| s.datatype()).clone();
         let k = reducer(&dt, &op.into())?;
-        let es = dt.extent() as usize;
+        let es = reduce_elem(&dt);
         let bc: Vec<usize> = counts.iter().map(|n| n * es).collect();
         let s = match send {
-            Some(s) => dense_in(s)?.to_vec(),
-            None => dense_in(recv)?.to_vec(),
+            Some(s) => dense_in(s, &k)?.into_owned(),
+            None => dense_in(recv, &k)?.into_owned(),
         };
-        let out = dense_out(recv)?;
         let mine = bc.get(c.rank).copied().unwrap_or(0);
-        if out.len() < mine {
-            return Err(Error::Count(
-                "MPI_Reduce_scatter: receive buffer smaller than the block".into(),
-            ));
-        }
-        self.run(c, |t| {
-            coll::reduce_scatter(t, &s, &mut out[..mine], &bc, &k)
+        with_dense(recv, &k, |out| {
+            if out.len() < mine {
+                return Err(Error::Count(
+                    "MPI_Reduce_scatter: receive buffer smaller than the block".into(),
+                ));
+            }
+            self.run(c, |t| coll::reduce_scatter(t, &s, &mut out[..mine], &bc, &k))
         })
     }
 

@@ -19,7 +19,7 @@
 use skifch::coll::{self, Reducer};
 use skifch::Port;
 
-use crate::coll::{byte_layout, bytes, dense_in, dense_out, with_bytes};
+use crate::coll::{byte_layout, bytes, dense_in, reduce_elem, with_bytes, with_dense};
 use crate::comm::{CommData, Mpi};
 use crate::engine::{Mode, PROC_NULL};
 use crate::error::{Error, Result};
@@ -171,10 +171,12 @@ impl<P: Port> Mpi<P> {
                 let r = recv.ok_or_else(|| {
                     Error::Buffer("MPI_Reduce: no receive buffer at the root".into())
                 })?;
-                let out = dense_out(r)?;
-                let got = self.inter_swap(c, x, T_REDUCE, vec![], &[(0, out.len())])?;
-                out.copy_from_slice(&got[0]);
-                Ok(())
+                let k = reducer(r.datatype(), &op)?;
+                with_dense(r, &k, |out| {
+                    let got = self.inter_swap(c, x, T_REDUCE, vec![], &[(0, out.len())])?;
+                    out.copy_from_slice(&got[0]);
+                    Ok(())
+                })
             }
             Role::Idle => Ok(()),
             Role::Leaf(r) => {
@@ -182,7 +184,8 @@ impl<P: Port> Mpi<P> {
                 if c.rank != 0 {
                     return self.reduce(&x.local, Some(s), None, op, 0);
                 }
-                let mut tmp = UserBuf::owned(crate::mem::zeroed(dense_in(s)?.len())?);
+                let k = reducer(s.datatype(), &op)?;
+                let mut tmp = UserBuf::owned(crate::mem::zeroed(dense_in(s, &k)?.len())?);
                 self.reduce(&x.local, Some(s), Some(&mut tmp), op, 0)?;
                 let t = tmp.into_owned().unwrap_or_default();
                 self.inter_swap(c, x, T_REDUCE, vec![(r, t)], &[]).map(drop)
@@ -229,38 +232,39 @@ impl<P: Port> Mpi<P> {
     ) -> Result<()> {
         let s = send.ok_or_else(no_in_place)?;
         let k = reducer(s.datatype(), &op)?;
-        let es = s.datatype().extent() as usize;
+        let es = reduce_elem(s.datatype());
         let bc: Vec<usize> = counts.iter().map(|n| n * es).collect();
         let bd: Vec<usize> = bc
             .iter()
             .scan(0, |a, &n| Some(std::mem::replace(a, *a + n)))
             .collect();
         let total: usize = bc.iter().sum();
-        let input = dense_in(s)?;
-        let out = dense_out(recv)?;
+        let input = dense_in(s, &k)?;
         let mine = bc.get(c.rank).copied().unwrap_or(0);
-        if input.len() < total || out.len() < mine {
-            return Err(Error::Count(
-                "MPI_Reduce_scatter: a buffer is smaller than the counts say".into(),
-            ));
-        }
-        let leader = c.rank == 0;
-        let mut red = if leader {
-            crate::mem::zeroed(total)?
-        } else {
-            Vec::new()
-        };
-        self.run(&x.local, |t| {
-            coll::reduce(t, 0, &input[..total], &mut red, &k)
-        })?;
-        let theirs = if leader {
-            self.inter_swap(c, x, T_REDSCAT, vec![(0, red)], &[(0, total)])?
-                .remove(0)
-        } else {
-            Vec::new()
-        };
-        self.run(&x.local, |t| {
-            coll::scatterv(t, 0, &theirs, &bc, &bd, &mut out[..mine])
+        with_dense(recv, &k, |out| {
+            if input.len() < total || out.len() < mine {
+                return Err(Error::Count(
+                    "MPI_Reduce_scatter: a buffer is smaller than the counts say".into(),
+                ));
+            }
+            let leader = c.rank == 0;
+            let mut red = if leader {
+                crate::mem::zeroed(total)?
+            } else {
+                Vec::new()
+            };
+            self.run(&x.local, |t| {
+                coll::reduce(t, 0, &input[..total], &mut red, &k)
+            })?;
+            let theirs = if leader {
+                self.inter_swap(c, x, T_REDSCAT, vec![(0, red)], &[(0, total)])?
+                    .remove(0)
+            } else {
+                Vec::new()
+            };
+            self.run(&x.local, |t| {
+                coll::scatterv(t, 0, &theirs, &bc, &bd, &mut out[..mine])
+            })
         })
     }
 

@@ -110,13 +110,14 @@ impl<'a> Plan<'a> {
     /// Sets the schedule's reduction for elements of `b`'s type; returns the bytes of
     /// `b` the schedule reduces: its C layout ([`UserBuf::laid_out`]), which is what the
     /// caller must then load and write back.
+    /// A non-dense buffer of a derived type of one unpadded predefined type is reduced as
+    /// its packed bytes, as the blocking calls do ([`crate::coll::dense_in`]).
     pub(crate) fn reduce_with(&mut self, b: &UserBuf, op: &ReduceOp) -> Result<usize> {
+        let red = reducer(b.datatype(), op)?;
         if b.packed_len() > 0 && b.dense().is_none() {
-            return Err(Error::Type(
-                "reductions need a predefined or dense derived type".into(),
-            ));
+            crate::coll::packable(b, &red)?;
         }
-        self.s.red = Some(reducer(b.datatype(), op)?);
+        self.s.red = Some(red);
         Ok(laid_out_len(b))
     }
 }

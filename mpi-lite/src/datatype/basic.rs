@@ -217,7 +217,7 @@ impl Basic {
     }
 
     /// Bytes of data in one element (its size without the padding of the pair types).
-    pub(super) const fn packed_size(self) -> usize {
+    pub const fn packed_size(self) -> usize {
         use Basic::*;
         match self {
             DoubleInt | LongInt => 12,

@@ -157,6 +157,56 @@ int main(int argc, char **argv) {
     CHECK(lo.v == 0.0L && lo.i == 0);
     MPI_Error_class(MPI_Allreduce(&ld, &lsum, 1, MPI_LONG_DOUBLE, MPI_BAND, MPI_COMM_WORLD), &e);
     CHECK(e == MPI_ERR_OP);
+
+    /* A non-dense derived type of one predefined type (a column of a 3x4 matrix of
+     * doubles) reduces element by element, the holes untouched, in every reduction call
+     * (MPI_ERR_TYPE before); a user operation on it is MPI_ERR_TYPE (it would be called
+     * with the type's own layout, which the packed bytes are not). */
+    {
+        MPI_Datatype col;
+        MPI_Type_vector(3, 1, 4, MPI_DOUBLE, &col);
+        MPI_Type_commit(&col);
+        double m[12], out[12], sc[12], rs[12], loc[12], nb[12];
+        for (int i = 0; i < 12; i++) {
+            m[i] = rank + i;
+            out[i] = sc[i] = rs[i] = nb[i] = -1;
+            loc[i] = 100 + i;
+        }
+        double s0 = size * (size - 1) / 2.0;
+        CHECK(MPI_Allreduce(m, out, 1, col, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+        for (int i = 0; i < 12; i++) CHECK(out[i] == (i % 4 == 0 ? s0 + size * i : -1));
+        for (int i = 0; i < 12; i++) out[i] = -1;
+        CHECK(MPI_Reduce(m, out, 1, col, MPI_MAX, size - 1, MPI_COMM_WORLD) == MPI_SUCCESS);
+        if (rank == size - 1)
+            for (int i = 0; i < 12; i++) CHECK(out[i] == (i % 4 == 0 ? size - 1 + i : -1));
+        CHECK(MPI_Scan(m, sc, 1, col, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+        for (int i = 0; i < 12; i++)
+            CHECK(sc[i] == (i % 4 == 0 ? rank * (rank + 1) / 2.0 + (rank + 1) * i : -1));
+        /* Reduce_scatter_block of one column per member: a vector of `size` columns. */
+        MPI_Datatype cols;
+        MPI_Type_create_resized(col, 0, sizeof(double), &cols);
+        MPI_Type_commit(&cols);
+        double big[12 * 4], got[12];
+        for (int i = 0; i < 48; i++) big[i] = rank + i;
+        for (int i = 0; i < 12; i++) got[i] = -1;
+        (void)rs;
+        CHECK(MPI_Reduce_scatter_block(big, got, 1, cols, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+        for (int i = 0; i < 12; i++)
+            CHECK(got[i] == (i % 4 == 0 ? s0 + size * (i + rank) : -1));
+        MPI_Request q;
+        CHECK(MPI_Iallreduce(m, nb, 1, col, MPI_SUM, MPI_COMM_WORLD, &q) == MPI_SUCCESS);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        for (int i = 0; i < 12; i++) CHECK(nb[i] == (i % 4 == 0 ? s0 + size * i : -1));
+        CHECK(MPI_Reduce_local(m, loc, 1, col, MPI_SUM) == MPI_SUCCESS);
+        for (int i = 0; i < 12; i++) CHECK(loc[i] == 100 + i + (i % 4 == 0 ? rank + i : 0));
+        MPI_Op uop;
+        MPI_Op_create(isum, 1, &uop);
+        MPI_Error_class(MPI_Allreduce(m, out, 1, col, uop, MPI_COMM_WORLD), &e);
+        CHECK(e == MPI_ERR_TYPE);
+        MPI_Op_free(&uop);
+        MPI_Type_free(&cols);
+        MPI_Type_free(&col);
+    }
     MPI_Finalize();
     return 0;
 }

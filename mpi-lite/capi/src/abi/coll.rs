@@ -4,12 +4,11 @@
 
 use std::ffi::{c_int, c_void};
 
-use mpi_lite::op::{reducer, ReduceOp};
+use mpi_lite::op::ReduceOp;
 use mpi_lite::datatype::Basic;
 use mpi_lite::comm::CommData;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
-use skifch::coll::Reducer;
 
 use super::{arr, contiguous_bytes, count, mpi_fn, user_buf, IN_PLACE};
 use super::ops::op_of;
@@ -180,11 +179,7 @@ mpi_fn!(MPI_Reduce_local, PMPI_Reduce_local, (inbuf: *const c_void, inoutbuf: *m
         let (i, mut io) = unsafe {
             (user_buf(st, inbuf, n, datatype, "MPI_Reduce_local")?, user_buf(st, inoutbuf, n, datatype, "MPI_Reduce_local")?)
         };
-        let k = reducer(i.datatype(), &op)?;
-        let a = i.dense().map(<[u8]>::to_vec).ok_or_else(|| Error::Type("MPI_Reduce_local: not a dense type".into()))?;
-        let out = io.dense_mut().ok_or_else(|| Error::Type("MPI_Reduce_local: not a dense type".into()))?;
-        k.apply(&a, out);
-        Ok(())
+        mpi_lite::coll::reduce_local(&i, &mut io, &op)
     })
 });
 
