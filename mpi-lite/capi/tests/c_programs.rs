@@ -343,6 +343,13 @@ fn thread_multiple_threads_progress_in_parallel() {
     check("mt", &[]);
 }
 
+#[test]
+fn osu_latency_mt_pattern() {
+    // Sender and receiver threads ping-pong on one communicator and tag, half of them with
+    // MPI_ANY_SOURCE, 0 B to 1 MiB, every message checked.
+    check("latency_mt", &[]);
+}
+
 /// The `MPI_LITE_FN(ret, Name, (args))` declarations of mpi.h.
 fn declared() -> Vec<String> {
     let h = std::fs::read_to_string(mpi_root().join("include/mpi.h")).expect("reading mpi.h");
