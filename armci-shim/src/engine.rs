@@ -14,6 +14,7 @@ use skifch::rma::{self, amo_at, Amo, MappedWindow, Rma};
 use skifch::{Driver, Job, Port, Waiter};
 
 use crate::acc::{self, AccType, Scale};
+use crate::hint;
 use crate::msg::{self, Ctx};
 use crate::{Error, Result};
 
@@ -50,6 +51,26 @@ pub enum Rmw {
     Swap,
     /// `ARMCI_SWAP_LONG`: `long`.
     SwapLong,
+}
+
+impl Rmw {
+    /// The operand's width and the atomic that does it.
+    pub fn amo(self, value: i64) -> (usize, Amo) {
+        match self {
+            Rmw::FetchAdd => (4, Amo::Add(value as i32 as u32 as u64)),
+            Rmw::FetchAddLong => (8, Amo::Add(value as u64)),
+            Rmw::Swap => (4, Amo::Swap(value as i32 as u32 as u64)),
+            Rmw::SwapLong => (8, Amo::Swap(value as u64)),
+        }
+    }
+
+    /// The old value an atomic of this operation returned, sign-extended.
+    pub fn widen(self, old: u64) -> i64 {
+        match self {
+            Rmw::FetchAdd | Rmw::Swap => i64::from(old as u32 as i32),
+            Rmw::FetchAddLong | Rmw::SwapLong => old as i64,
+        }
+    }
 }
 
 /// One collective allocation.
@@ -100,6 +121,27 @@ impl Target {
         self.addr
     }
 
+    /// `addr` in a rank's block at `base` of `len` bytes, mapped here at `ptr` (0: not
+    /// mapped, the message path); `addr` lies in the block.
+    #[inline]
+    fn in_block(
+        direct: bool,
+        proc: u32,
+        addr: usize,
+        base: usize,
+        len: usize,
+        ptr: usize,
+    ) -> Target {
+        let off = addr - base;
+        Target {
+            direct,
+            proc,
+            addr,
+            ptr: if ptr == 0 { 0 } else { ptr + off },
+            room: if ptr == 0 { 0 } else { len - off },
+        }
+    }
+
     /// The target `bytes` further on (within the range it was located for).
     pub fn at(self, bytes: usize) -> Target {
         Target {
@@ -123,7 +165,10 @@ pub struct Armci<P: Port> {
     /// The channel's waiter, for the job-wide lost-rank check ([`Armci::alive`]).
     lost: P::Waiter,
     /// Allocations by sequence number (the same on every rank: allocation is collective).
+    /// Every change tells [`hint::table_changed`].
     allocs: RwLock<BTreeMap<u64, Alloc>>,
+    /// This instance's number in the located-range hints ([`crate::hint`]).
+    hint_owner: u64,
     /// Allocations made: (world, group).
     next_id: Mutex<(u64, u64)>,
     /// Largest payload of one request on the message path.
@@ -206,6 +251,7 @@ where
             progress: Mutex::new(progress),
             lost,
             allocs: RwLock::new(BTreeMap::new()),
+            hint_owner: hint::owner_id(),
             next_id: Mutex::new((0, 0)),
             chunk,
             mutexes: Mutex::new(None),
@@ -310,18 +356,17 @@ impl<P: Port> Armci<P> {
             *c += 1;
             *c | if group { 1 << 63 } else { 0 }
         };
-        self.allocs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(
-                id,
-                Alloc {
-                    bases,
-                    direct,
-                    win,
-                    _mem: mem,
-                },
-            );
+        let mut a = self.allocs.write().unwrap_or_else(|p| p.into_inner());
+        hint::table_changed();
+        a.insert(
+            id,
+            Alloc {
+                bases,
+                direct,
+                win,
+                _mem: mem,
+            },
+        );
     }
 
     /// Private, zeroed memory of `len` bytes (at least one page) served to peers by
@@ -375,11 +420,12 @@ impl<P: Port> Armci<P> {
 
     /// Forgets allocation `id` (its memory is unmapped; the handlers stop serving it).
     pub(crate) fn remove_alloc(&self, ep: &mut Endpoint<P, Ctx>, id: u64) {
-        let gone = self
-            .allocs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        let gone = {
+            let mut a = self.allocs.write().unwrap_or_else(|p| p.into_inner());
+            hint::table_changed();
+            a.remove(&id)
+        };
+        // (unmapped here, after every hint to it went stale)
         if let Some(g) = gone {
             let mine = g.bases[self.me as usize];
             ep.ctx_mut().allocs.retain(|&b| b != mine);
@@ -387,25 +433,29 @@ impl<P: Port> Armci<P> {
     }
 
     /// Where `len` bytes at `addr` of rank `proc` are: in which allocation, at which
-    /// offset; [`Error::NotAllocated`] if not wholly inside one.
+    /// offset; [`Error::NotAllocated`] if not wholly inside one. The block found last by
+    /// this thread is looked at first, without the table's lock ([`crate::hint`]).
+    #[inline]
     pub fn locate(&self, proc: u32, addr: usize, len: usize) -> Result<Target> {
+        match hint::lookup(self.hint_owner, proc, addr, len) {
+            Some(h) => Ok(Target::in_block(h.direct, proc, addr, h.base, h.len, h.ptr)),
+            None => self.locate_in_table(proc, addr, len),
+        }
+    }
+
+    fn locate_in_table(&self, proc: u32, addr: usize, len: usize) -> Result<Target> {
         let a = self.allocs.read().unwrap_or_else(|p| p.into_inner());
         for x in a.values().rev() {
             let (b, l) = x.bases[proc as usize];
             let off = addr.wrapping_sub(b);
             if l > 0 && off < l && len <= l - off {
-                let room = l - off;
                 let ptr = match x.direct {
-                    true => x.win.reach(proc, off, room).map_or(0, |p| p as usize),
+                    true => x.win.reach(proc, 0, l).map_or(0, |p| p as usize),
                     false => 0,
                 };
-                return Ok(Target {
-                    direct: x.direct,
-                    proc,
-                    addr,
-                    ptr,
-                    room: if ptr == 0 { 0 } else { room },
-                });
+                let gen = hint::generation();
+                hint::remember(gen, self.hint_owner, proc, b, l, ptr, x.direct);
+                return Ok(Target::in_block(x.direct, proc, addr, b, l, ptr));
             }
         }
         Err(Error::NotAllocated { proc, addr, len })
@@ -572,18 +622,21 @@ impl<P: Port> Armci<P> {
     /// ARMCI's read-modify-write on the `int`/`long` at `t`: fetch-and-add `value`, or
     /// swap in `value`; returns the old value.
     pub fn rmw(&self, op: Rmw, t: Target, value: i64) -> Result<i64> {
-        let (width, amo) = match op {
-            Rmw::FetchAdd => (4, Amo::Add(value as i32 as u32 as u64)),
-            Rmw::FetchAddLong => (8, Amo::Add(value as u64)),
-            Rmw::Swap => (4, Amo::Swap(value as i32 as u32 as u64)),
-            Rmw::SwapLong => (8, Amo::Swap(value as u64)),
-        };
-        let old = self.amo(t, width, amo)?;
-        Ok(if width == 4 {
-            i64::from(old as u32 as i32)
-        } else {
-            old as i64
-        })
+        let (width, amo) = op.amo(value);
+        Ok(op.widen(self.amo(t, width, amo)?))
+    }
+
+    /// The fast path of the contiguous calls: where `len` bytes at `addr` of `proc` are
+    /// mapped here, if this thread's hint covers them on the direct path. `None`: take the
+    /// general path ([`Armci::locate`] and the operation), which checks everything and
+    /// names what is wrong.
+    #[inline]
+    pub fn direct(&self, proc: i64, addr: usize, len: usize) -> Option<*mut u8> {
+        if proc < 0 || proc >= i64::from(self.n) || len == 0 {
+            return None;
+        }
+        let h = hint::lookup(self.hint_owner, proc as u32, addr, len)?;
+        (h.direct && h.ptr != 0).then(|| (h.ptr + (addr - h.base)) as *mut u8)
     }
 
     /// Orders and completes this rank's operations to `proc` (all operations complete at
@@ -665,10 +718,9 @@ impl<P: Port> Armci<P> {
         if let Some(t) = t {
             t.stop()?;
         }
-        self.allocs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        let mut a = self.allocs.write().unwrap_or_else(|p| p.into_inner());
+        hint::table_changed();
+        a.clear();
         Ok(())
     }
 }

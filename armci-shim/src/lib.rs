@@ -27,8 +27,8 @@
 //!
 //! ## Where things are
 //! [`global`] (the Rust API: typed collective allocations, shapes), [`engine`] (the
-//! rank's state, allocation, contiguous put/get/acc/rmw, barrier, collectives),
-//! [`xfer`] (strided put/get, point-to-point messages), [`group`] (groups and group
+//! rank's state, allocation, contiguous put/get/acc/rmw, barrier, collectives), `hint`
+//! (each thread's last located block, found again without a lock), [`xfer`] (strided put/get, point-to-point messages), [`group`] (groups and group
 //! allocation), [`strided`] (stride descriptors: checks and iteration), [`acc`]
 //! (accumulate kernels), [`mutex`] (ARMCI mutexes), [`msg`] (the message path's
 //! handlers). The C ABI (`src/capi/`) only translates C arguments to these and errors to
@@ -45,6 +45,7 @@ mod capi;
 pub mod engine;
 pub mod global;
 pub mod group;
+mod hint;
 pub mod msg;
 pub mod mutex;
 pub mod strided;

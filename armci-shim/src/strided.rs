@@ -9,6 +9,8 @@
 //! the heap) and knows its extents: an 8x8 `PutS` spent most of its time in the allocator
 //! when the three arrays were vectors.
 
+#![allow(unsafe_code)] // Strided::copy: the direct path's copies, between raw pointers
+
 use std::ops::{Deref, DerefMut};
 
 use crate::{Error, Result};
@@ -269,6 +271,20 @@ impl Strided {
     /// Extent in bytes of the destination side.
     pub fn dst_extent(&self) -> usize {
         self.dst_ext
+    }
+
+    /// Copies every block from `src` to `dst` (the direct path's strided put and get).
+    ///
+    /// # Safety
+    /// `src` is readable over the source extent, `dst` writable over the destination
+    /// extent; the two may overlap only as [`std::ptr::copy`] allows.
+    #[inline]
+    pub unsafe fn copy(&self, src: *const u8, dst: *mut u8) {
+        let _ = self.for_each(|so, doff, n| {
+            // SAFETY: both blocks lie in their extents (the caller's contract).
+            unsafe { skifch::mem::copy_move(src.add(so), dst.add(doff), n) };
+            Ok::<(), ()>(())
+        });
     }
 
     /// Calls `f(src_offset, dst_offset, len)` for every contiguous block, in order.

@@ -35,12 +35,10 @@ impl<P: Port> Armci<P> {
         if t.path() == Path::Direct {
             // One lookup for the whole extent, then a copy per block.
             let base = self.mapped(t, d.dst_extent())?;
-            return d.for_each(|so, doff, n| {
-                // SAFETY: the caller's source over its extent; `doff + n` is within the
-                // destination extent mapped at `base`.
-                unsafe { skifch::mem::copy_move(src.add(so), base.add(doff), n) };
-                Ok(())
-            });
+            // SAFETY: the caller's source over its extent; the destination extent is
+            // mapped at `base`.
+            unsafe { d.copy(src, base) };
+            return Ok(());
         }
         let desc = d.encode_dst();
         if desc.len() + d.bytes() <= self.chunk {
@@ -81,12 +79,10 @@ impl<P: Port> Armci<P> {
         if t.path() == Path::Direct {
             self.alive()?;
             let base = self.mapped(t, d.src_extent())?;
-            return d.for_each(|so, doff, n| {
-                // SAFETY: `so + n` is within the source extent mapped at `base`; the
-                // caller's destination over its extent.
-                unsafe { skifch::mem::copy_move(base.add(so), dst.add(doff), n) };
-                Ok(())
-            });
+            // SAFETY: the source extent is mapped at `base`; the caller's destination
+            // over its extent.
+            unsafe { d.copy(base, dst) };
+            return Ok(());
         }
         if d.bytes() <= self.chunk {
             // The remote side is the source: describe it as the request's destination.

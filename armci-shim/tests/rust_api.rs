@@ -167,3 +167,46 @@ fn rust_api_direct_path() {
 fn rust_api_message_path() {
     scenario(false);
 }
+
+/// A located block is remembered per thread (`hint`): after a free, the old range is no
+/// longer found, and a new allocation is, on every round (the hint follows the table).
+#[test]
+fn located_blocks_follow_free_and_new_allocations() {
+    skifch::local::run(2, |job| {
+        let a = Armci::new(
+            &job,
+            Options {
+                rma: job.rma(),
+                progress_thread: false,
+            },
+        )
+        .map_err(e)?;
+        assert_eq!(a.path(), Path::Direct);
+        let (me, peer) = (a.me(), (a.me() + 1) % 2);
+        for round in 0..4u64 {
+            let bases = a.malloc(4096 << round).map_err(e)?;
+            let at = bases[peer as usize] + 8 * me as usize;
+            let t = a.locate(peer, at, 8).map_err(e)?;
+            let v = (round << 8 | u64::from(me)).to_le_bytes();
+            // SAFETY: 8 bytes of `v`; `t` located for 8 bytes.
+            unsafe { a.put_to(v.as_ptr(), t, 8) }.map_err(e)?;
+            a.barrier().map_err(e)?;
+            let mut got = [0u8; 8];
+            let mine = a.locate(me, bases[me as usize] + 8 * peer as usize, 8);
+            // SAFETY: 8 writable bytes; located for 8 bytes.
+            unsafe { a.get_from(mine.map_err(e)?, got.as_mut_ptr(), 8) }.map_err(e)?;
+            assert_eq!(u64::from_le_bytes(got), round << 8 | u64::from(peer));
+            // twice: the second lookup of the peer's block comes from this thread's hint,
+            // which the free must make stale
+            let again = a.locate(peer, at, 8).map_err(e)?;
+            assert_eq!(a.locate(peer, at, 8).map_err(e)?.addr(), again.addr());
+            a.free(bases[me as usize]).map_err(e)?;
+            assert!(
+                a.locate(peer, at, 8).is_err(),
+                "round {round}: a freed block is still found"
+            );
+        }
+        a.finalize().map_err(e)
+    })
+    .unwrap();
+}

@@ -28,6 +28,12 @@ fn len_of(call: &str, n: c_int) -> usize {
 
 unsafe fn put(call: &str, src: *const c_void, dst: *mut c_void, n: c_int, proc: c_int) -> c_int {
     let w = a(call);
+    // (a negative `n` is huge here: never direct, reported below)
+    if let Some(d) = w.direct(proc.into(), dst as usize, n as usize) {
+        // SAFETY: the caller's source of `n` bytes; `d..d+n` is mapped (the hint).
+        unsafe { skifch::mem::copy_move(src.cast(), d, n as usize) };
+        return 0;
+    }
     let n = len_of(call, n);
     let t = locate(call, w, proc, dst, n);
     // SAFETY: the caller's source buffer of `n` bytes; `t` located for `n` bytes.
@@ -37,6 +43,12 @@ unsafe fn put(call: &str, src: *const c_void, dst: *mut c_void, n: c_int, proc: 
 
 unsafe fn get(call: &str, src: *const c_void, dst: *mut c_void, n: c_int, proc: c_int) -> c_int {
     let w = a(call);
+    if let Some(s) = w.direct(proc.into(), src as usize, n as usize) {
+        ok(call, w.alive());
+        // SAFETY: `s..s+n` is mapped (the hint); the caller's destination of `n` bytes.
+        unsafe { skifch::mem::copy_move(s, dst.cast(), n as usize) };
+        return 0;
+    }
     let n = len_of(call, n);
     let t = locate(call, w, proc, src, n);
     // SAFETY: the caller's destination buffer of `n` bytes; `t` located for `n` bytes.
@@ -133,6 +145,22 @@ unsafe fn strided_op(
         Op::Get => (src, d.src_extent()),
         _ => (dst, d.dst_extent()),
     };
+    let (s, dd) = (src.cast::<u8>(), dst.cast::<u8>());
+    // The direct path's fast way, as for the contiguous calls (this thread's hint).
+    match (op, w.direct(proc.into(), remote as usize, extent)) {
+        (Op::Put, Some(base)) => {
+            // SAFETY: the caller's strided source; the destination extent is mapped.
+            unsafe { d.copy(s, base) };
+            return 0;
+        }
+        (Op::Get, Some(base)) => {
+            ok(call, w.alive());
+            // SAFETY: the source extent is mapped; the caller's strided destination.
+            unsafe { d.copy(base, dd) };
+            return 0;
+        }
+        _ => {}
+    }
     let t = ok(call, w.locate(p, remote as usize, extent));
     if let Op::Acc(ty, _) = op {
         ok(call, acc::check(ty, dst as usize, d.count[0]));
@@ -141,7 +169,6 @@ unsafe fn strided_op(
             d.for_each(|_, doff, n| acc::check(ty, dst as usize + doff, n)),
         );
     }
-    let (s, dd) = (src.cast::<u8>(), dst.cast::<u8>());
     match op {
         Op::Put => {
             // SAFETY: the local side is the caller's strided buffer; `t` was located for
@@ -577,7 +604,6 @@ pub unsafe extern "C" fn PARMCI_Rmw(
     }
     let long = matches!(op, Rmw::FetchAddLong | Rmw::SwapLong);
     let width = if long { size_of::<c_long>() } else { 4 };
-    let t = locate(call, w, proc, prem, width);
     let operand: i64 = match op {
         Rmw::FetchAdd | Rmw::FetchAddLong => i64::from(value),
         // SAFETY: the caller's local int.
@@ -585,7 +611,19 @@ pub unsafe extern "C" fn PARMCI_Rmw(
         // SAFETY: the caller's local long.
         Rmw::SwapLong => unsafe { *ploc.cast::<c_long>() },
     };
-    let old = ok(call, w.rmw(op, t, operand));
+    let fast = w
+        .direct(proc.into(), prem as usize, width)
+        .filter(|_| (prem as usize).is_multiple_of(width));
+    let old = match fast {
+        Some(p) => {
+            ok(call, w.alive());
+            let (width, amo) = op.amo(operand);
+            // SAFETY: mapped (the hint) and aligned to its width (the mapping keeps the
+            // owner's alignment, both page-aligned); peers reach it only atomically.
+            op.widen(unsafe { skifch::rma::amo_at(p, width, amo) })
+        }
+        None => ok(call, w.rmw(op, locate(call, w, proc, prem, width), operand)),
+    };
     // SAFETY: the caller's local int or long.
     unsafe {
         if long {
