@@ -15,14 +15,14 @@
 //! back to back, same gating).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::results::{si, Row};
+pub use crate::compare::comparison_table;
+use crate::results::Row;
 use crate::{BenchError, Result};
 
-/// A library on SkifCh measured with a peers' C program.
+/// A library on SkifCh measured with a peers' C program (and/or our own programs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layer {
     /// mpi-lite (`libskifmpi`) running `msgrate_mpi.c`.
@@ -32,6 +32,95 @@ pub enum Layer {
     /// The same over skifshmem's message path (`SKIFSHMEM_RMA=off`: puts as active
     /// messages, the path of a driver without remote memory access), against the raw ring.
     ShmemMsg,
+    /// armci-shim (`libarmci`) running our `armci_bench.c` (the peers have no ARMCI
+    /// program), beside the same program over Debian's ARMCI-MPI on Open MPI and MPICH.
+    Armci,
+}
+
+/// A peer library that runs a layer's extra programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerBuild {
+    /// The impl column of its rows.
+    pub imp: &'static str,
+    /// The `run.sh` group whose MPI (or OSHMEM) it runs on: it is built and run when that
+    /// group is in `--peers-run`, with that group's launcher.
+    pub group: &'static str,
+    /// Its compiler, and the libraries to link after the source.
+    pub cc: &'static str,
+    pub libs: &'static [&'static str],
+}
+
+const PEER_OMPI: PeerBuild = PeerBuild {
+    imp: "openmpi",
+    group: "openmpi",
+    cc: "mpicc.openmpi",
+    libs: &[],
+};
+const PEER_OSHMEM: PeerBuild = PeerBuild {
+    imp: "oshmem",
+    group: "oshmem",
+    cc: "oshcc",
+    libs: &[],
+};
+/// Debian's `libarmci-mpi-dev`: ARMCI-MPI built for each MPI (static libraries).
+const PEER_ARMCI: [PeerBuild; 2] = [
+    PeerBuild {
+        imp: "armci-mpi-openmpi",
+        group: "openmpi",
+        cc: "mpicc.openmpi",
+        libs: &["-larmci-openmpi"],
+    },
+    PeerBuild {
+        imp: "armci-mpi-mpich",
+        group: "mpich",
+        cc: "mpicc.mpich",
+        libs: &["-larmci-mpich"],
+    },
+];
+
+impl PeerBuild {
+    /// The command that runs `exe` as 2 processes under this peer's launcher, bound and
+    /// with the transports `run.sh` uses for its group.
+    fn cmd(&self, exe: &Path) -> Command {
+        let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+        let bind: &[&str] = if two_cpus {
+            &["--bind-to", "core", "--map-by", "core"]
+        } else {
+            &["--oversubscribe", "--bind-to", "none"]
+        };
+        let mut c = match self.group {
+            "mpich" => {
+                // as run.sh: MPICH's on-node traffic goes through UCX, on its shm transports
+                let mut c = Command::new("mpirun.mpich");
+                c.args(["-np", "2"])
+                    .args(if two_cpus {
+                        &["-bind-to", "core"][..]
+                    } else {
+                        &[]
+                    })
+                    .env("UCX_TLS", "sm,self");
+                c
+            }
+            "oshmem" => {
+                let mut c = Command::new("oshrun");
+                c.args(["-np", "2"]).args(bind);
+                // as run.sh: osc/rdma crashes OSHMEM's finalize (open-mpi/ompi#11604)
+                c.args(["--mca", "osc", "^rdma", "-x", "UCX_TLS=sm,self"]);
+                c
+            }
+            _ => {
+                let mut c = Command::new("mpirun.openmpi");
+                c.args(["-np", "2"]).args(bind);
+                c.args(["--mca", "pml", "ob1", "--mca", "btl", "vader,self"]);
+                c
+            }
+        };
+        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .arg(exe)
+            .args(["-i", self.imp]);
+        c
+    }
 }
 
 impl Layer {
@@ -41,6 +130,7 @@ impl Layer {
             Layer::MpiLite => "mpi-lite",
             Layer::Shmem => "skifshmem",
             Layer::ShmemMsg => "skifshmem-msg",
+            Layer::Armci => "armci-shim",
         }
     }
     /// Environment of its runs.
@@ -50,10 +140,12 @@ impl Layer {
             _ => &[],
         }
     }
-    fn source(self) -> &'static str {
+    /// The peers' program it runs, if any.
+    fn source(self) -> Option<&'static str> {
         match self {
-            Layer::MpiLite => "msgrate_mpi.c",
-            Layer::Shmem | Layer::ShmemMsg => "msgrate_shmem.c",
+            Layer::MpiLite => Some("msgrate_mpi.c"),
+            Layer::Shmem | Layer::ShmemMsg => Some("msgrate_shmem.c"),
+            Layer::Armci => None,
         }
     }
     /// The compiler wrapper, relative to the workspace root.
@@ -61,6 +153,7 @@ impl Layer {
         match self {
             Layer::MpiLite => "mpi-lite/bin/skif-mpicc",
             Layer::Shmem | Layer::ShmemMsg => "shmem/bin/skif-oshcc",
+            Layer::Armci => "armci-shim/bin/skif-armcicc",
         }
     }
     /// (environment variable naming the library directory, library file, package).
@@ -68,54 +161,28 @@ impl Layer {
         match self {
             Layer::MpiLite => ("SKIFMPI_LIBDIR", "libskifmpi.so", "skifmpi"),
             Layer::Shmem | Layer::ShmemMsg => ("SKIFSHMEM_LIBDIR", "libskifshmem.so", "shmem"),
+            Layer::Armci => ("ARMCI_SHIM_LIBDIR", "libarmci.so", "armci-shim"),
         }
     }
     /// Our own programs (in `benches/c/`), for what the peers' program does not measure:
     /// 1-16 MiB bandwidth and 2-rank Barrier/8 B Allreduce latency (MPI), get and
-    /// fetch-add latency and 64 KiB-4 MiB put/get bandwidth beside memcpy's (SHMEM).
+    /// fetch-add latency and 64 KiB-4 MiB put/get bandwidth beside memcpy's (SHMEM); all
+    /// of ARMCI.
     fn extra_sources(self) -> &'static [&'static str] {
         match self {
             Layer::MpiLite => &["mpi_bw.c", "mpi_coll.c"],
             Layer::Shmem => &["shmem_lat.c"],
             Layer::ShmemMsg => &[],
+            Layer::Armci => &["armci_bench.c"],
         }
     }
-    /// The peers group whose library also runs the extra program, and its compiler.
-    fn extra_peer(self) -> (&'static str, &'static str) {
+    /// The peer libraries that also run the extra programs.
+    pub fn extra_peers(self) -> &'static [PeerBuild] {
         match self {
-            Layer::MpiLite => ("openmpi", "mpicc.openmpi"),
-            Layer::Shmem | Layer::ShmemMsg => ("oshmem", "oshcc"),
+            Layer::MpiLite => &[PEER_OMPI],
+            Layer::Shmem | Layer::ShmemMsg => &[PEER_OSHMEM],
+            Layer::Armci => &PEER_ARMCI,
         }
-    }
-    /// The command that runs `exe` as 2 processes under the extra peer's launcher, bound
-    /// and with the transports `run.sh` uses for that group.
-    fn extra_peer_cmd(self, exe: &Path) -> Command {
-        let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        let bind: &[&str] = if two_cpus {
-            &["--bind-to", "core", "--map-by", "core"]
-        } else {
-            &["--oversubscribe", "--bind-to", "none"]
-        };
-        let mut c = match self {
-            Layer::MpiLite => {
-                let mut c = Command::new("mpirun.openmpi");
-                c.args(["-np", "2"]).args(bind);
-                c.args(["--mca", "pml", "ob1", "--mca", "btl", "vader,self"]);
-                c
-            }
-            Layer::Shmem | Layer::ShmemMsg => {
-                let mut c = Command::new("oshrun");
-                c.args(["-np", "2"]).args(bind);
-                // as run.sh: osc/rdma crashes OSHMEM's finalize (open-mpi/ompi#11604)
-                c.args(["--mca", "osc", "^rdma", "-x", "UCX_TLS=sm,self"]);
-                c
-            }
-        };
-        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .arg(exe)
-            .args(["-i", self.extra_peer().0]);
-        c
     }
     /// The peers' groups (`run.sh` names) this layer is compared with.
     fn peer_groups(self) -> &'static [&'static str] {
@@ -123,11 +190,13 @@ impl Layer {
             Layer::MpiLite => &["openmpi", "openmpi-ucx", "mpich"],
             Layer::Shmem => &["oshmem"],
             Layer::ShmemMsg => &["rawring"],
+            Layer::Armci => &[],
         }
     }
 }
 
-/// Parses `--with`: a comma- or space-separated list of `mpi-lite`, `shmem` (`skifshmem`).
+/// Parses `--with`: a comma- or space-separated list of `mpi-lite`, `shmem` (`skifshmem`),
+/// `shmem-msg`, `armci` (`armci-shim`).
 ///
 /// ```
 /// use skifch_benches::layers::{parse_layers, Layer};
@@ -141,9 +210,10 @@ pub fn parse_layers(s: &str) -> Result<Vec<Layer>> {
             "mpi-lite" | "mpilite" | "skifmpi" => Layer::MpiLite,
             "shmem" | "skifshmem" => Layer::Shmem,
             "shmem-msg" | "skifshmem-msg" => Layer::ShmemMsg,
+            "armci" | "armci-shim" => Layer::Armci,
             _ => {
                 return Err(BenchError::Setup(format!(
-                    "--with: unknown layer {t:?} (known: mpi-lite, shmem, shmem-msg)"
+                    "--with: unknown layer {t:?} (known: mpi-lite, shmem, shmem-msg, armci)"
                 )))
             }
         };
@@ -242,8 +312,9 @@ impl Tools {
     }
 
     /// Checks that the wrapper, the library and the peers' source exist; builds the layer's
-    /// programs (the peers' and our extra ones) into `work_dir`; returns their paths.
-    pub fn build(&self, layer: Layer) -> Result<(PathBuf, Vec<PathBuf>)> {
+    /// programs (the peers' if it runs one, and our extra ones) into `work_dir`; returns
+    /// their paths.
+    pub fn build(&self, layer: Layer) -> Result<(Option<PathBuf>, Vec<PathBuf>)> {
         let wrapper = self.root.join(layer.wrapper());
         if !wrapper.is_file() {
             return Err(BenchError::Setup(format!(
@@ -262,19 +333,25 @@ impl Tools {
                 self.bin_dir.display()
             )));
         }
-        let src = self.peers_dir.join(layer.source());
-        if !src.is_file() {
-            return Err(BenchError::Setup(format!(
-                "{}: {} not found (--peers-dir names the directory of ../shared/peers)",
-                layer.imp(),
-                src.display()
-            )));
-        }
-        let exe = self.compile(
-            &format!("msgrate_{}", layer.imp().replace('-', "")),
-            Command::new(&wrapper).env(var, &self.bin_dir),
-            &src,
-        )?;
+        let exe = match layer.source() {
+            Some(src) => {
+                let src = self.peers_dir.join(src);
+                if !src.is_file() {
+                    return Err(BenchError::Setup(format!(
+                        "{}: {} not found (--peers-dir names the directory of ../shared/peers)",
+                        layer.imp(),
+                        src.display()
+                    )));
+                }
+                Some(self.compile(
+                    &format!("msgrate_{}", layer.imp().replace('-', "")),
+                    Command::new(&wrapper).env(var, &self.bin_dir),
+                    &src,
+                    &[],
+                )?)
+            }
+            None => None,
+        };
         let mut extra = Vec::new();
         for src in layer.extra_sources() {
             extra.push(self.compile(
@@ -285,6 +362,7 @@ impl Tools {
                 ),
                 Command::new(&wrapper).env(var, &self.bin_dir),
                 &self.extra_dir().join(src),
+                &[],
             )?);
         }
         Ok((exe, extra))
@@ -295,24 +373,31 @@ impl Tools {
         self.root.join("benches").join("c")
     }
 
-    /// Builds the layer's extra programs with its peer's compiler (`mpicc.openmpi`,
-    /// `oshcc`), in the order of [`Layer::extra_sources`].
-    pub fn build_peer_extra(&self, layer: Layer) -> Result<Vec<PathBuf>> {
-        let (group, cc) = layer.extra_peer();
+    /// Builds the layer's extra programs for a peer library (`mpicc.openmpi`, `oshcc`,
+    /// ARMCI-MPI's libraries), in the order of [`Layer::extra_sources`].
+    pub fn build_peer_extra(&self, layer: Layer, peer: &PeerBuild) -> Result<Vec<PathBuf>> {
         let mut out = Vec::new();
         for src in layer.extra_sources() {
-            out.push(self.compile(
-                &format!("{}_{group}", src.trim_end_matches(".c")),
-                &mut Command::new(cc),
+            let built = self.compile(
+                &format!("{}_{}", src.trim_end_matches(".c"), peer.imp),
+                &mut Command::new(peer.cc),
                 &self.extra_dir().join(src),
-            )?);
+                peer.libs,
+            );
+            out.push(built.map_err(|e| match (e, layer) {
+                (BenchError::Setup(m), Layer::Armci) => BenchError::Setup(format!(
+                    "{m}\n(ARMCI-MPI for Open MPI and MPICH: apt-get install -y libarmci-mpi-dev)"
+                )),
+                (e, _) => e,
+            })?);
         }
         Ok(out)
     }
 
-    /// Compiles `src` with `cc` (a compiler command, maybe with environment) into
-    /// `work_dir/name`; the compiler's output goes to `build-<name>.log`, and into the error.
-    fn compile(&self, name: &str, cc: &mut Command, src: &Path) -> Result<PathBuf> {
+    /// Compiles `src` with `cc` (a compiler command, maybe with environment) and links
+    /// `libs` into `work_dir/name`; the compiler's output goes to `build-<name>.log`, and
+    /// into the error.
+    fn compile(&self, name: &str, cc: &mut Command, src: &Path, libs: &[&str]) -> Result<PathBuf> {
         std::fs::create_dir_all(&self.work_dir)
             .map_err(|e| BenchError::io(format!("creating {}", self.work_dir.display()), e))?;
         let exe = self.work_dir.join(name);
@@ -323,6 +408,7 @@ impl Tools {
             .arg(src)
             .arg("-o")
             .arg(&exe)
+            .args(libs)
             .output()
             .map_err(|e| BenchError::io(format!("running {:?}", cc.get_program()), e))?;
         let _ = std::fs::write(&log, [&out.stdout[..], &out.stderr[..]].concat());
@@ -476,8 +562,8 @@ enum Step {
     /// Our extra program over our library.
     Extra(Layer, PathBuf),
     Peer(String),
-    /// Our extra program over the peer library (Open MPI, OSHMEM).
-    PeerExtra(Layer, PathBuf),
+    /// Our extra program over a peer library (Open MPI, OSHMEM, ARMCI-MPI).
+    PeerExtra(Layer, PeerBuild, PathBuf),
 }
 
 impl Step {
@@ -485,14 +571,13 @@ impl Step {
         match self {
             Step::Raw => "raw channels".into(),
             Step::Layer(l, _) => l.imp().into(),
-            Step::Extra(l, p) | Step::PeerExtra(l, p) => {
+            Step::Extra(l, p) => {
                 let file = p.file_name().unwrap_or_default().to_string_lossy();
-                let who = if matches!(self, Step::Extra(..)) {
-                    l.imp()
-                } else {
-                    l.extra_peer().0
-                };
-                format!("{who} ({file})")
+                format!("{} ({file})", l.imp())
+            }
+            Step::PeerExtra(_, peer, p) => {
+                let file = p.file_name().unwrap_or_default().to_string_lossy();
+                format!("{} ({file})", peer.imp)
             }
             Step::Peer(g) => format!("peers {g}"),
         }
@@ -521,10 +606,17 @@ impl Combined {
         for &l in &self.layers {
             built.push((l, self.tools.build(l)?));
         }
-        let mut peer_extra = Vec::new();
-        for l in [Layer::MpiLite, Layer::Shmem] {
-            if self.peers.iter().any(|g| g == l.extra_peer().0) {
-                peer_extra.push((l, self.tools.build_peer_extra(l)?));
+        // Our extra programs over the peers' libraries: Open MPI's and OSHMEM's whenever
+        // their group runs; ARMCI-MPI's only with `--with armci` (a package of its own).
+        let mut peer_extra: Vec<(Layer, PeerBuild, Vec<PathBuf>)> = Vec::new();
+        for l in [Layer::MpiLite, Layer::Shmem, Layer::Armci] {
+            if l == Layer::Armci && !self.layers.contains(&l) {
+                continue;
+            }
+            for p in l.extra_peers() {
+                if self.peers.iter().any(|g| g == p.group) {
+                    peer_extra.push((l, *p, self.tools.build_peer_extra(l, p)?));
+                }
             }
         }
         // Each SkifCh group is followed by the peers it is compared with; each extra
@@ -536,16 +628,18 @@ impl Combined {
                 .any(|p| p == g)
                 .then(|| Step::Peer(g.into()))
         };
-        let pextra = |l: Layer, i: usize| {
+        let pextra = |l: Layer, i: usize| -> Vec<Step> {
             peer_extra
                 .iter()
-                .find(|(pl, _)| *pl == l)
-                .and_then(|(_, exes)| exes.get(i))
-                .map(|exe| Step::PeerExtra(l, exe.clone()))
+                .filter(|(pl, _, _)| *pl == l)
+                .filter_map(|(_, p, exes)| exes.get(i).map(|x| Step::PeerExtra(l, *p, x.clone())))
+                .collect()
         };
         seq.extend(peer("rawring"));
         for (l, (exe, extra)) in &built {
-            seq.push(Step::Layer(*l, exe.clone()));
+            if let Some(exe) = exe {
+                seq.push(Step::Layer(*l, exe.clone()));
+            }
             seq.extend(l.peer_groups().iter().filter_map(|g| peer(g)));
             for (i, x) in extra.iter().enumerate() {
                 seq.push(Step::Extra(*l, x.clone()));
@@ -557,12 +651,12 @@ impl Combined {
                 seq.push(Step::Peer(g.clone()));
             }
         }
-        for (l, exes) in &peer_extra {
+        for (l, p, exes) in &peer_extra {
             if !seq
                 .iter()
-                .any(|s| matches!(s, Step::PeerExtra(pl, _) if pl == l))
+                .any(|s| matches!(s, Step::PeerExtra(pl, pp, _) if pl == l && pp == p))
             {
-                seq.extend(exes.iter().map(|exe| Step::PeerExtra(*l, exe.clone())));
+                seq.extend(exes.iter().map(|exe| Step::PeerExtra(*l, *p, exe.clone())));
             }
         }
         let mut out = Outcome::default();
@@ -610,10 +704,10 @@ impl Combined {
                         self.tools.run_csv(&format!("{}-extra{tag}", l.imp()), cmd)
                     }
                     Step::Peer(g) => self.tools.run_peers(g, &tag, &self.peer_env),
-                    Step::PeerExtra(l, exe) => {
-                        let mut cmd = l.extra_peer_cmd(exe);
+                    Step::PeerExtra(l, p, exe) => {
+                        let mut cmd = p.cmd(exe);
                         cmd.args(self.extra_args(*l));
-                        let name = format!("peers-{}-extra{tag}", l.extra_peer().0);
+                        let name = format!("peers-{}-extra{tag}", p.imp);
                         self.tools.run_csv(&name, cmd)
                     }
                 };
@@ -648,8 +742,8 @@ impl Combined {
     }
 
     /// Options of an extra program: the plan, and the largest size when `max_size` is set
-    /// (mpi_bw.c starts at 1 MiB, shmem_lat.c at 8 B and its bandwidth at 64 KiB, so the
-    /// cap never empties them;
+    /// (mpi_bw.c starts at 1 MiB, shmem_lat.c at 8 B and its bandwidth at 64 KiB,
+    /// armci_bench.c keeps its first size of each kind, so the cap never empties them;
     /// mpi_coll.c has no sizes and ignores it).
     fn extra_args(&self, l: Layer) -> Vec<String> {
         let mut a = self.extra_plan.clone();
@@ -710,244 +804,6 @@ pub fn median_rounds(rounds: &[Vec<Row>]) -> Vec<Row> {
             Row::new(&k.0, &k.1, k.2, m, &k.3)
         })
         .collect()
-}
-
-/// One line of the comparison: ours against the best of some peers in one test.
-struct Cmp {
-    label: &'static str,
-    ours: fn(&str) -> bool,
-    test: &'static str,
-    peers: &'static [&'static str],
-    peer_test: &'static str,
-}
-
-fn raw_imp(imp: &str) -> bool {
-    imp.starts_with("skifch")
-}
-fn mpilite_imp(imp: &str) -> bool {
-    imp == Layer::MpiLite.imp()
-}
-fn shmem_imp(imp: &str) -> bool {
-    imp == Layer::Shmem.imp()
-}
-fn shmem_msg_imp(imp: &str) -> bool {
-    imp == Layer::ShmemMsg.imp()
-}
-
-const MPI: &[&str] = &["openmpi", "openmpi-ucx", "mpich"];
-const OMPI: &[&str] = &["openmpi", "openmpi-ucx"];
-const COMPARISONS: &[Cmp] = &[
-    Cmp {
-        label: "raw channels vs rawring",
-        ours: raw_imp,
-        test: "msgrate",
-        peers: &["rawring"],
-        peer_test: "msgrate",
-    },
-    Cmp {
-        label: "raw channels vs rawring",
-        ours: raw_imp,
-        test: "latency",
-        peers: &["rawring"],
-        peer_test: "latency",
-    },
-    Cmp {
-        label: "mpi-lite vs best MPI",
-        ours: mpilite_imp,
-        test: "msgrate",
-        peers: MPI,
-        peer_test: "msgrate",
-    },
-    Cmp {
-        label: "mpi-lite vs best MPI",
-        ours: mpilite_imp,
-        test: "msgrate_window",
-        peers: MPI,
-        peer_test: "msgrate_window",
-    },
-    Cmp {
-        label: "mpi-lite vs Open MPI",
-        ours: mpilite_imp,
-        test: "latency",
-        peers: OMPI,
-        peer_test: "latency",
-    },
-    Cmp {
-        label: "mpi-lite vs Open MPI",
-        ours: mpilite_imp,
-        test: "bandwidth",
-        peers: OMPI,
-        peer_test: "bandwidth",
-    },
-    Cmp {
-        label: "skifshmem vs OpenSHMEM",
-        ours: shmem_imp,
-        test: "put_rate",
-        peers: &["oshmem"],
-        peer_test: "put_rate",
-    },
-    Cmp {
-        label: "skifshmem vs OpenSHMEM",
-        ours: shmem_imp,
-        test: "put_quiet_lat",
-        peers: &["oshmem"],
-        peer_test: "put_quiet_lat",
-    },
-    Cmp {
-        label: "skifshmem vs OpenSHMEM",
-        ours: shmem_imp,
-        test: "latency",
-        peers: &["oshmem"],
-        peer_test: "latency",
-    },
-    Cmp {
-        label: "skifshmem vs OpenSHMEM",
-        ours: shmem_imp,
-        test: "get_lat",
-        peers: &["oshmem"],
-        peer_test: "get_lat",
-    },
-    Cmp {
-        label: "skifshmem vs OpenSHMEM",
-        ours: shmem_imp,
-        test: "fetch_add_lat",
-        peers: &["oshmem"],
-        peer_test: "fetch_add_lat",
-    },
-    Cmp {
-        label: "skifshmem vs OpenSHMEM",
-        ours: shmem_imp,
-        test: "put_bw",
-        peers: &["oshmem"],
-        peer_test: "put_bw",
-    },
-    Cmp {
-        label: "skifshmem vs OpenSHMEM",
-        ours: shmem_imp,
-        test: "get_bw",
-        peers: &["oshmem"],
-        peer_test: "get_bw",
-    },
-    // issue 6: the message path's 8 B put rate at least 0.5x the raw ring's message rate
-    Cmp {
-        label: "skifshmem message path vs rawring",
-        ours: shmem_msg_imp,
-        test: "put_rate",
-        peers: &["rawring"],
-        peer_test: "msgrate",
-    },
-    // issue 6: put/get bandwidth within 0.8x of memcpy's, measured by the same program
-    Cmp {
-        label: "skifshmem vs memcpy",
-        ours: shmem_imp,
-        test: "put_bw",
-        peers: &["skifshmem"],
-        peer_test: "memcpy_bw",
-    },
-    Cmp {
-        label: "skifshmem vs memcpy",
-        ours: shmem_imp,
-        test: "get_bw",
-        peers: &["skifshmem"],
-        peer_test: "memcpy_bw",
-    },
-];
-
-/// The one table of a combined run: for each comparison (raw channels vs `rawring`,
-/// mpi-lite vs the best MPI, skifshmem vs OpenSHMEM) and size, our value, the best peer's
-/// (and which peer) and the gain: ours/peer for rates, peer/ours for latencies, so that
-/// above 1 always means ours is better. Comparisons without any row of ours are left out; a
-/// missing peer shows `-`.
-pub fn comparison_table(rows: &[Row]) -> String {
-    let dash = || "-".to_string();
-    let mut lines: Vec<Vec<String>> = vec![[
-        "comparison",
-        "test",
-        "size",
-        "ours",
-        "impl",
-        "best peer",
-        "peer",
-        "gain",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()];
-    for c in COMPARISONS {
-        let mut ours: Vec<&Row> = rows
-            .iter()
-            .filter(|r| (c.ours)(&r.imp) && r.test == c.test)
-            .collect();
-        ours.sort_by_key(|r| r.size);
-        for o in ours {
-            let rate = o.unit != "us";
-            let peer = rows
-                .iter()
-                .filter(|r| {
-                    c.peers.contains(&r.imp.as_str())
-                        && r.test == c.peer_test
-                        && r.size == o.size
-                        && r.unit == o.unit
-                })
-                .filter(|r| r.value > 0.0)
-                .max_by(|a, b| {
-                    if rate {
-                        a.value.total_cmp(&b.value)
-                    } else {
-                        b.value.total_cmp(&a.value)
-                    }
-                });
-            let fmt = |v: f64| match o.unit.as_str() {
-                "us" => format!("{v:.3} us"),
-                "MB/s" => format!("{v:.0} MB/s"),
-                _ => si(v),
-            };
-            let gain = peer.map_or_else(dash, |p| {
-                let g = if rate {
-                    o.value / p.value
-                } else {
-                    p.value / o.value
-                };
-                format!("{g:.2}")
-            });
-            lines.push(vec![
-                c.label.to_string(),
-                c.test.to_string(),
-                o.size.to_string(),
-                fmt(o.value),
-                o.imp.clone(),
-                peer.map_or_else(dash, |p| fmt(p.value)),
-                peer.map_or_else(dash, |p| p.imp.clone()),
-                gain,
-            ]);
-        }
-    }
-    let widths: Vec<usize> = (0..lines[0].len())
-        .map(|c| {
-            lines
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for l in &lines {
-        let cells: Vec<String> = l
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                if i < 2 || i == 4 || i == 6 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-    }
-    out
 }
 
 /// CPU time counters for "other work" during a group, as `run.sh` computes it: the busy
@@ -1013,50 +869,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_ratios_and_best_peer() {
-        let rows = vec![
-            Row::new("skifch-shm", "msgrate", 8, 30e6, "msg/s"),
-            Row::new("rawring", "msgrate", 8, 60e6, "msg/s"),
-            Row::new("mpi-lite", "msgrate", 8, 24e6, "msg/s"),
-            Row::new("openmpi", "msgrate", 8, 10e6, "msg/s"),
-            Row::new("mpich", "msgrate", 8, 12e6, "msg/s"),
-            Row::new("mpi-lite", "latency", 8, 0.2, "us"),
-            Row::new("openmpi", "latency", 8, 0.15, "us"),
-            Row::new("openmpi-ucx", "latency", 8, 0.3, "us"),
-            Row::new("skifshmem", "put_rate", 64, 40e6, "msg/s"),
-            Row::new("skifshmem", "get_bw", 65536, 24000.0, "MB/s"),
-            Row::new("skifshmem", "memcpy_bw", 65536, 30000.0, "MB/s"),
-            Row::new("oshmem", "memcpy_bw", 65536, 60000.0, "MB/s"),
-        ];
-        let t = comparison_table(&rows);
-        let line = |label: &str, test: &str| {
-            t.lines()
-                .find(|l| {
-                    l.starts_with(label) && l[label.len()..].split_whitespace().next() == Some(test)
-                })
-                .unwrap_or_else(|| panic!("{label} {test} in\n{t}"))
-                .to_string()
-        };
-        assert!(
-            line("raw channels vs rawring", "msgrate").ends_with("0.50"),
-            "{t}"
-        );
-        let m = line("mpi-lite vs best MPI", "msgrate");
-        assert!(m.contains("mpich") && m.ends_with("2.00"), "{t}");
-        let l = line("mpi-lite vs Open MPI", "latency");
-        assert!(l.contains("openmpi ") && l.ends_with("0.75"), "{t}");
-        let s = line("skifshmem vs OpenSHMEM", "put_rate");
-        assert!(s.ends_with('-'), "{t}");
-        // against the memcpy of the same program's run (not another implementation's)
-        let b = line("skifshmem vs memcpy", "get_bw");
-        assert!(b.contains("30000 MB/s") && b.ends_with("0.80"), "{t}");
-        assert!(
-            !t.contains("msgrate_window"),
-            "no rows of ours, no line: {t}"
-        );
-    }
-
-    #[test]
     fn other_work_counts_only_what_is_not_ours() {
         let a = CpuSnap::now().expect("/proc is readable");
         // burn ~200 ms of CPU in a child: it is ours, so it must not count as other work
@@ -1098,6 +910,11 @@ mod tests {
             vec![Layer::ShmemMsg, Layer::Shmem]
         );
         assert_eq!(Layer::ShmemMsg.env(), &[("SKIFSHMEM_RMA", "off")]);
+        assert_eq!(parse_layers("armci").unwrap(), vec![Layer::Armci]);
+        // ARMCI runs no peers' program, and ARMCI-MPI on both MPIs
+        assert_eq!(Layer::Armci.source(), None);
+        let p: Vec<_> = Layer::Armci.extra_peers().iter().map(|p| p.group).collect();
+        assert_eq!(p, ["openmpi", "mpich"]);
     }
 
     #[test]

@@ -21,6 +21,7 @@
 
 pub mod affinity;
 pub mod check;
+pub mod compare;
 pub mod layers;
 pub mod measure;
 pub mod mpsc_ring;
