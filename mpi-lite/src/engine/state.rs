@@ -232,6 +232,13 @@ impl State {
         id == SENT || self.get(id).is_some_and(|r| r.done)
     }
 
+    /// `true` if waiting for `id` is over: complete, or not a request at all (a wait on it
+    /// then reports the error). One lookup, for the multiple-completion waits.
+    #[inline]
+    pub fn is_settled(&self, id: ReqId) -> bool {
+        self.get(id).is_none_or(|r| r.done)
+    }
+
     /// `true` if `id` names a live request.
     pub fn is_request(&self, id: ReqId) -> bool {
         id == SENT || self.get(id).is_some()

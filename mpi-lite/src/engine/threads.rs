@@ -362,6 +362,33 @@ impl<P: Port> Engine<P> {
         })
     }
 
+    /// `MPI_Waitall`'s wait: progresses until the `n` requests `id(0..n)` are all settled
+    /// (complete, or no request: their reap reports that), releasing none. One wait for the
+    /// whole set instead of one per request: the channel is drained in batches and each
+    /// request is looked at once (a cursor that only moves forward, since a complete
+    /// request stays complete until released).
+    pub fn wait_all(&self, n: usize, id: impl Fn(usize) -> ReqId) -> Result<()> {
+        let mut i = 0;
+        self.wait_until(|s| {
+            while i < n && s.is_settled(id(i)) {
+                i += 1;
+            }
+            i == n
+        })
+    }
+
+    /// Runs `f` with the core locked once and a function that tests one request as
+    /// [`Engine::test`] does (no progress; a complete request is released): for the
+    /// multiple-completion calls, which reap a whole set after one wait. `f` must not call
+    /// the engine (its lock is held).
+    pub fn test_each<T>(
+        &self,
+        f: impl FnOnce(&mut dyn FnMut(ReqId) -> Result<Option<Status>>) -> T,
+    ) -> Result<T> {
+        let mut c = self.lock()?;
+        Ok(f(&mut |id| c.test(id)))
+    }
+
     /// Progresses until `done(state)`.
     pub fn wait_until(&self, mut done: impl FnMut(&State) -> bool) -> Result<()> {
         if !self.multiple {

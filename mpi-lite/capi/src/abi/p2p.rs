@@ -314,9 +314,14 @@ fn complete_all(
     mut sts: Option<&mut [MPI_Status]>,
     wait: bool,
 ) -> Result<bool> {
-    if !wait {
-        st.mpi.engine().progress()?;
-        let e = st.mpi.engine();
+    let e = st.mpi.engine();
+    if wait {
+        // One wait for the set (handles that name no engine request, NULL and the
+        // invalid ones, map to ids that are settled at once; their reap below reports).
+        let id = |i: usize| (reqs[i] as ReqId).wrapping_sub(1);
+        e.wait_all(reqs.len(), id)?;
+    } else {
+        e.progress()?;
         let all = reqs.iter().all(|&r| {
             r == h::REQUEST_NULL || req_id(r).is_ok_and(|id| e.is_done(id) || !e.is_request(id))
         });
@@ -324,36 +329,92 @@ fn complete_all(
             return Ok(false);
         }
     }
-    let mut first_err = None;
-    let mut failed = false;
-    for (i, r) in reqs.iter_mut().enumerate() {
-        let (s, err) = match finish(st, r, true) {
-            Ok(s) => (s.unwrap_or_else(empty_status), None),
+    let mut out = Outcomes::default();
+    // Every request is settled now: reaped under one lock of the engine.
+    let rest = e.test_each(|test| {
+        for (i, r) in reqs.iter_mut().enumerate() {
+            let res = match reap(r, test) {
+                Some(res) => res,
+                None => return Some(i), // not complete (another thread's doing): wait below
+            };
+            out.record(i, res, sts.as_deref_mut());
+        }
+        None
+    })?;
+    if let Some(k) = rest {
+        for (i, r) in reqs.iter_mut().enumerate().skip(k) {
+            let res = finish(st, r, true).map(|s| s.unwrap_or_else(empty_status));
+            if let Err(Error::Transport(_)) = res {
+                return res.map(|_| true); // the job is broken: no point going on
+            }
+            out.record(i, res, sts.as_deref_mut());
+        }
+    }
+    match (out.first_err, sts.is_some()) {
+        (None, _) if !out.failed => Ok(true),
+        (_, true) => Err(Error::InStatus),
+        (e, false) => Err(e.unwrap_or(Error::InStatus)),
+    }
+}
+
+/// The outcome of request handle `*r` if it is complete, as [`finish`] without waiting,
+/// through `test` (the engine locked once for a whole set); `None` while pending.
+fn reap(
+    r: &mut c_int,
+    test: &mut dyn FnMut(ReqId) -> Result<Option<Status>>,
+) -> Option<Result<Status>> {
+    if *r == h::REQUEST_NULL {
+        return Some(Ok(empty_status()));
+    }
+    let id = match req_id(*r) {
+        Ok(id) => id,
+        Err(e) => return Some(Err(e)),
+    };
+    let res = if id == SENT {
+        Ok(Status::default())
+    } else {
+        match test(id) {
+            Ok(None) => return None,
+            Ok(Some(s)) => Ok(s),
+            // An error is the request's own (it is released) or "no such request".
+            Err(e) => Err(e),
+        }
+    };
+    *r = h::REQUEST_NULL;
+    if id != SENT {
+        super::greq::released(id);
+    }
+    Some(res)
+}
+
+/// The per-request outcomes of a multiple-completion call, into the statuses.
+#[derive(Default)]
+struct Outcomes {
+    failed: bool,
+    first_err: Option<Error>,
+}
+
+impl Outcomes {
+    fn record(&mut self, i: usize, res: Result<Status>, sts: Option<&mut [MPI_Status]>) {
+        let (s, err) = match res {
+            Ok(s) => (s, None),
             Err(e) => {
-                failed = true;
+                self.failed = true;
                 let mut s = empty_status();
                 s.error = e.class();
-                if matches!(e, Error::Transport(_)) {
-                    return Err(e); // the job is broken: no point going on
-                }
                 (s, Some(e))
             }
         };
-        if let Some(sts) = sts.as_deref_mut() {
+        if let Some(sts) = sts {
             let mut c = super::to_c_status(&s);
             if err.is_none() {
                 c.MPI_ERROR = class::SUCCESS;
             }
             sts[i] = c;
         }
-        if first_err.is_none() {
-            first_err = err;
+        if self.first_err.is_none() {
+            self.first_err = err;
         }
-    }
-    match (failed, sts.is_some()) {
-        (false, _) => Ok(true),
-        (true, true) => Err(Error::InStatus),
-        (true, false) => Err(first_err.unwrap_or(Error::InStatus)),
     }
 }
 
