@@ -26,8 +26,10 @@ pub fn zeroed(len: usize) -> Result<Vec<u8>> {
 pub struct UserBuf {
     base: *mut u8,
     count: usize,
-    /// Borrowed for the predefined types (no reference count on the per-call path).
-    dt: Cow<'static, Datatype>,
+    /// Borrowed for the predefined types (no reference count on the per-call path);
+    /// `None`: plain bytes (`count` of them), the C ABI's contiguous buffers, whose
+    /// length and run are known without asking a type map on the per-message path.
+    dt: Option<Cow<'static, Datatype>>,
     /// Storage owned by the buffer itself (copies made by Bsend, the Rust API's owned
     /// requests); `base` points into it.
     owned: Option<Vec<u8>>,
@@ -50,7 +52,7 @@ impl UserBuf {
         UserBuf {
             base: base as *mut u8,
             count,
-            dt: Cow::Owned(dt),
+            dt: Some(Cow::Owned(dt)),
             owned: None,
         }
     }
@@ -64,9 +66,55 @@ impl UserBuf {
         UserBuf {
             base: base as *mut u8,
             count,
-            dt: Cow::Borrowed(dt),
+            dt: Some(Cow::Borrowed(dt)),
             owned: None,
         }
+    }
+
+    /// `len` plain bytes at `base` (an `MPI_BYTE` array, or any contiguous run of a
+    /// predefined type measured in bytes).
+    ///
+    /// # Safety
+    /// As [`UserBuf::new`] for the `len` bytes at `base`.
+    #[inline]
+    pub unsafe fn bytes(base: *mut u8, len: usize) -> Self {
+        UserBuf {
+            base,
+            count: len,
+            dt: None,
+            owned: None,
+        }
+    }
+
+    /// The type map (`MPI_BYTE` for plain bytes).
+    #[inline]
+    fn ty(&self) -> &Datatype {
+        match &self.dt {
+            Some(d) => d,
+            None => Datatype::basic_ref(crate::datatype::Basic::Byte),
+        }
+    }
+
+    /// The bytes of a buffer of plain bytes (its one run).
+    #[inline]
+    fn plain(&self) -> &[u8] {
+        if self.count == 0 {
+            return &[];
+        }
+        // SAFETY: `bytes`'s (or `owned`'s) contract: `count` bytes at `base`, readable
+        // while `self` lives; the slice borrows `self`.
+        unsafe { std::slice::from_raw_parts(self.base, self.count) }
+    }
+
+    /// [`UserBuf::plain`], writable.
+    #[inline]
+    fn plain_mut(&mut self) -> &mut [u8] {
+        if self.count == 0 {
+            return &mut [];
+        }
+        // SAFETY: as `plain`, writable per `bytes`'s contract (or owned storage),
+        // borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.base, self.count) }
     }
 
     /// A buffer owning its bytes (a packed `MPI_BYTE` array).
@@ -75,14 +123,18 @@ impl UserBuf {
         UserBuf {
             base,
             count: v.len(),
-            dt: Cow::Borrowed(Datatype::basic_ref(crate::datatype::Basic::Byte)),
+            dt: None,
             owned: Some(v),
         }
     }
 
     /// Packed size in bytes (`count × size`).
+    #[inline]
     pub fn packed_len(&self) -> usize {
-        self.count * self.dt.size()
+        match &self.dt {
+            Some(d) => self.count * d.size(),
+            None => self.count,
+        }
     }
 
     /// The bytes of a buffer made by [`UserBuf::owned`] (`None` for user memory).
@@ -97,12 +149,16 @@ impl UserBuf {
 
     /// The datatype.
     pub fn datatype(&self) -> &Datatype {
-        &self.dt
+        self.ty()
     }
 
     /// The buffer as one slice when the type map is contiguous (zero-copy send).
+    #[inline]
     pub fn as_contiguous(&self) -> Option<&[u8]> {
-        let (off, len) = self.dt.contiguous_span(self.count)?;
+        let Some(dt) = &self.dt else {
+            return Some(self.plain());
+        };
+        let (off, len) = dt.contiguous_span(self.count)?;
         if len == 0 {
             return Some(&[]);
         }
@@ -112,8 +168,12 @@ impl UserBuf {
     }
 
     /// The buffer as one mutable slice when the type map is contiguous.
+    #[inline]
     pub fn as_contiguous_mut(&mut self) -> Option<&mut [u8]> {
-        let (off, len) = self.dt.contiguous_span(self.count)?;
+        let Some(dt) = &self.dt else {
+            return Some(self.plain_mut());
+        };
+        let (off, len) = dt.contiguous_span(self.count)?;
         if len == 0 {
             return Some(&mut []);
         }
@@ -126,10 +186,10 @@ impl UserBuf {
     /// (`count × extent` bytes) — how reductions see arrays of predefined types such as
     /// `MPI_DOUBLE_INT`. `None` for derived types that are not one dense run.
     pub fn dense_mut(&mut self) -> Option<&mut [u8]> {
-        if self.dt.predefined().is_none() {
+        if self.ty().predefined().is_none() || self.dt.is_none() {
             return self.as_contiguous_mut();
         }
-        let len = self.count * self.dt.extent() as usize;
+        let len = self.count * self.ty().extent() as usize;
         if len == 0 {
             return Some(&mut []);
         }
@@ -140,10 +200,10 @@ impl UserBuf {
 
     /// Read-only [`UserBuf::dense_mut`].
     pub fn dense(&self) -> Option<&[u8]> {
-        if self.dt.predefined().is_none() {
+        if self.ty().predefined().is_none() || self.dt.is_none() {
             return self.as_contiguous();
         }
-        let len = self.count * self.dt.extent() as usize;
+        let len = self.count * self.ty().extent() as usize;
         if len == 0 {
             return Some(&[]);
         }
@@ -186,7 +246,7 @@ impl UserBuf {
     /// Copies packed bytes `[from, from + out.len())` of the buffer into `out` (pack).
     pub fn read_packed(&self, from: usize, out: &mut [u8]) {
         debug_assert!(from + out.len() <= self.packed_len());
-        self.dt.for_each_piece(from, out.len(), |addr, pos, n| {
+        self.ty().for_each_piece(from, out.len(), |addr, pos, n| {
             let dst = &mut out[pos - from..pos - from + n];
             // SAFETY: `addr..addr + n` is inside the type map of `count` elements, readable
             // per `new`'s contract; `dst` is a distinct Rust buffer.
@@ -231,7 +291,7 @@ impl UserBuf {
             copy_slice(&mut dst[from..], data);
             return;
         }
-        self.dt.for_each_piece(from, data.len(), |addr, pos, n| {
+        self.ty().for_each_piece(from, data.len(), |addr, pos, n| {
             let src = &data[pos - from..pos - from + n];
             // SAFETY: `addr..addr + n` is inside the type map, writable per `new`'s
             // contract (a receive buffer); `src` is a distinct Rust buffer (message

@@ -160,6 +160,15 @@ mpi_fn!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: c_int,
         if request.is_null() {
             return Err(Error::Arg("MPI_Irecv: request is NULL".into()));
         }
+        if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
+            // Plain bytes: no type map consulted per message, no datatype to drop.
+            // SAFETY: MPI contract: the `n` bytes at `p` (one run of `count` elements of
+            // `datatype`) are the library's until the request completes.
+            let b = unsafe { UserBuf::bytes(p, n) };
+            let id = st.with_comm(comm, |c| st.mpi.irecv(c, b, source, tag))?;
+            // SAFETY: checked non-null.
+            return unsafe { put(request, req_handle(id), "request") };
+        }
         let c = st.comm(comm)?;
         // SAFETY: MPI contract: the buffer is the library's until the request completes.
         let b = unsafe { user_buf(st, buf, count, datatype, "MPI_Irecv")? };
