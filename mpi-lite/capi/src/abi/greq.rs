@@ -2,25 +2,31 @@
 //!
 //! A generalized request is an engine request that only `MPI_Grequest_complete` completes
 //! (`Engine::user_request`), so every wait/test call treats it as any other. The program's
-//! `query_fn` (which fills the status, typically with `MPI_Status_set_elements` /
-//! `_cancelled`) is called by `MPI_Grequest_complete`, outside the library's lock (it may
-//! call MPI), before the request is marked complete: the status a wait returns is then
-//! final. `free_fn` runs when the request is released (by the wait, test or free that ends
-//! it, under the lock: it must not call MPI). `MPI_Cancel` calls `cancel_fn(extra_state, complete)` (also
-//! outside the lock). The table entry lives until the request is released (completed and
-//! waited for, or freed): [`released`], a counter check when no generalized request exists.
+//! functions run as §12.2 says, and always outside the library's lock (they may call MPI,
+//! e.g. `MPI_Status_set_elements`): `query_fn` (which fills the status) in the wait or test
+//! that completes the request — into the caller's status, its error code returned by that
+//! call (`MPI_ERR_IN_STATUS` and the status' `MPI_ERROR` for the multiple-completion
+//! calls) — and in `MPI_Request_get_status` of a completed one; `free_fn` after it (or in
+//! `MPI_Request_free`/`MPI_Grequest_complete`, whichever comes last, for a freed request),
+//! its error code returned the same way. The completion calls release the request under the
+//! lock ([`released`] moves its entry to this thread's list) and call [`after`] once they
+//! have left it. `MPI_Cancel` calls `cancel_fn(extra_state, complete)`. The table entry
+//! lives until the request is released (completed and waited for, or freed): a cancel after
+//! completion still reaches `extra_state`. Calls skip all of this with one counter load
+//! while no generalized request exists.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use mpi_lite::engine::ReqId;
+use mpi_lite::engine::{ReqId, Status};
 use mpi_lite::error::class;
 use mpi_lite::Error;
 
 use super::p2p::req_handle;
-use super::{from_c_status, mpi_fn, put, MPI_Status};
+use super::{mpi_fn, put, MPI_Status, STATUS_IGNORE};
 use crate::state::{call, h};
 
 type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
@@ -37,29 +43,152 @@ struct GReq {
     extra: usize,
 }
 
-/// Generalized requests by engine request id (own lock: `MPI_Grequest_complete` calls
-/// the program's functions without the state lock).
+/// Generalized requests by engine request id (own lock: the program's functions run
+/// without the state lock).
 static TABLE: Mutex<Option<HashMap<ReqId, GReq>>> = Mutex::new(None);
 
-/// Live generalized requests (table entries): the completion calls skip the table at 0.
+/// Live generalized requests (table entries) plus released ones whose functions have not
+/// run yet: the completion calls skip this module at 0.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
-/// Forgets request `id` once the engine has released it (called by every completion).
+thread_local! {
+    /// Requests released by this thread's current call, for [`after`].
+    static DONE: RefCell<Vec<(ReqId, GReq)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Moves request `id` to this thread's released list once the engine has released it
+/// (called by every completion, under the lock); [`after`] runs its functions.
 #[inline]
 pub(crate) fn released(id: ReqId) {
     if LIVE.load(Ordering::Relaxed) == 0 {
         return;
     }
     if let Some(g) = with(|t| t.remove(&id)) {
+        DONE.with(|d| d.borrow_mut().push((id, g)));
+    }
+}
+
+/// The engine ids of the request handles in `reqs` that are generalized requests
+/// (`(index, id)`), taken before a multiple-completion call so that [`after`] finds each
+/// one's status; empty (no allocation) while none exists.
+pub(crate) fn in_array(reqs: *const c_int, n: c_int) -> Vec<(usize, ReqId)> {
+    if LIVE.load(Ordering::Relaxed) == 0 || reqs.is_null() || n <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: the caller's `n` request handles (checked non-null; the call itself checks
+    // them again).
+    let r = unsafe { std::slice::from_raw_parts(reqs, n as usize) };
+    with(|t| {
+        r.iter()
+            .enumerate()
+            .filter(|&(_, &h)| h > 0 && t.contains_key(&((h - 1) as ReqId)))
+            .map(|(i, &h)| (i, (h - 1) as ReqId))
+            .collect()
+    })
+}
+
+/// Where a released request's functions report: `Status(p)` — completed by a wait or test
+/// whose status for it is `p` (NULL or `MPI_STATUS_IGNORE`: none) — or `Freed` (released by
+/// `MPI_Request_free`/`MPI_Grequest_complete`: only `free_fn` runs).
+pub(crate) enum Slot {
+    Status(*mut MPI_Status),
+    Freed,
+}
+
+/// Runs the functions of the requests this thread's call `name` released (it returned
+/// `rc`, the lock is released): for each, `query_fn` into its status (`slot`), then
+/// `free_fn`. The first error code of a function becomes the call's, raised on
+/// `MPI_COMM_WORLD`'s handler unless the call already failed; `multi`: a
+/// multiple-completion call, where it goes to the status' `MPI_ERROR` and the call
+/// returns `MPI_ERR_IN_STATUS` (when the statuses are not ignored).
+pub(crate) fn after(
+    rc: c_int,
+    name: &'static str,
+    multi: bool,
+    slot: impl Fn(ReqId) -> Slot,
+) -> c_int {
+    if LIVE.load(Ordering::Relaxed) == 0 {
+        return rc;
+    }
+    let done = DONE.with(|d| std::mem::take(&mut *d.borrow_mut()));
+    let mut err: Option<Error> = None;
+    for (id, g) in done {
         LIVE.fetch_sub(1, Ordering::Relaxed);
-        // MPI-3.1 §12.2: free_fn when the request is freed (after its wait), so that
-        // extra_state lives for a cancel after completion; its return code has no caller
-        // to go to here.
+        let extra = g.extra as *mut c_void;
+        let mut code = class::SUCCESS;
+        let mut own = MPI_Status::default();
+        // The status query_fn fills, and whether it is the caller's (not ignored).
+        let (status, callers) = match slot(id) {
+            Slot::Status(p) if p.is_null() || p as usize == STATUS_IGNORE => {
+                (Some(&mut own as *mut MPI_Status), false)
+            }
+            Slot::Status(p) => (Some(p), true),
+            Slot::Freed => (None, false),
+        };
+        if let (Some(p), Some(f)) = (status, g.query) {
+            // SAFETY: the program's query function with its extra_state and a status (the
+            // caller's, already holding the completion's, or ours).
+            code = unsafe { f(extra, p) };
+        }
         if let Some(f) = g.free {
             // SAFETY: the program's free function with its extra_state, called once.
-            let _ = unsafe { f(g.extra as *mut c_void) };
+            let c = unsafe { f(extra) };
+            if code == class::SUCCESS {
+                code = c;
+            }
         }
+        if code == class::SUCCESS || err.is_some() {
+            continue;
+        }
+        let e = Error::Code {
+            code,
+            msg: format!("{name}: a generalized request's query or free function returned {code}"),
+        };
+        err = Some(match status {
+            Some(p) if multi && callers => {
+                // SAFETY: the caller's status of this request (not ignored).
+                unsafe { (*p).MPI_ERROR = code };
+                Error::InStatus
+            }
+            _ => e,
+        });
     }
+    match err {
+        Some(e) if rc == class::SUCCESS => crate::state::raise_now(h::COMM_WORLD, name, &e),
+        _ => rc,
+    }
+}
+
+/// `MPI_Request_get_status` found handle `request` complete: a completed generalized
+/// request's `query_fn` fills `status` (ours when ignored); its error code is returned.
+pub(crate) fn query(request: c_int, status: *mut MPI_Status) -> c_int {
+    if LIVE.load(Ordering::Relaxed) == 0 || request <= 0 {
+        return class::SUCCESS;
+    }
+    let id = (request - 1) as ReqId;
+    let Some((Some(f), extra)) = with(|t| {
+        t.get(&id)
+            .filter(|g| g.completed)
+            .map(|g| (g.query, g.extra))
+    }) else {
+        return class::SUCCESS;
+    };
+    let mut own = MPI_Status::default();
+    let p = if status.is_null() || status as usize == STATUS_IGNORE {
+        &mut own
+    } else {
+        status
+    };
+    // SAFETY: the program's query function with its extra_state and a status.
+    let code = unsafe { f(extra as *mut c_void, p) };
+    if code == class::SUCCESS {
+        return code;
+    }
+    let e = Error::Code {
+        code,
+        msg: format!("MPI_Request_get_status: the query function returned {code}"),
+    };
+    crate::state::raise_now(h::COMM_WORLD, "MPI_Request_get_status", &e)
 }
 
 /// `MPI_Cancel` of handle `request` if it is a generalized request: its `cancel_fn`, called
@@ -95,7 +224,7 @@ mpi_fn!(MPI_Grequest_start, PMPI_Grequest_start, (query_fn: Option<QueryFn>, fre
             return Err(Error::Arg("MPI_Grequest_start: request is NULL".into()));
         }
         let id = st.mpi.engine().user_request()?;
-let old = with(|t| {
+        let old = with(|t| {
             t.insert(
                 id,
                 GReq {
@@ -118,26 +247,19 @@ let old = with(|t| {
 mpi_fn!(MPI_Grequest_complete, PMPI_Grequest_complete, (request: c_int) -> c_int {
     let name = "MPI_Grequest_complete";
     let id = (request as i64 - 1) as ReqId;
-    // Marked completed (a second completion is an error); the entry stays for MPI_Cancel.
-    let g = (request > 0).then(|| with(|t| t.get_mut(&id).filter(|g| !g.completed).map(|g| {
-        g.completed = true;
-        (g.query, g.extra)
-    }))).flatten();
-    let Some((query, extra)) = g else {
+    // Marked completed (a second completion is an error); the entry stays for MPI_Cancel
+    // and for the query function, which the completing wait or test calls.
+    let known = request > 0 && with(|t| t.get_mut(&id).filter(|g| !g.completed).map(|g| g.completed = true).is_some());
+    if !known {
         return crate::state::raise_now(h::COMM_WORLD, name,
             &Error::Request(format!("{name}: {request} is not a pending generalized request")));
-    };
-    // The program's functions, without the library's lock (they may call MPI).
-    let mut cs = MPI_Status { MPI_SOURCE: -1, MPI_TAG: -1, ..Default::default() };
-    // SAFETY: the program's query function with its extra_state and a status to fill.
-    let q = query.map_or(0, |f| unsafe { f(extra as *mut c_void, &mut cs) });
-    let bad = (q != class::SUCCESS).then_some(q);
-    let err = bad.map(|code| Error::Code { code, msg: format!("{name}: the query function returned {code}") });
-    call(name, h::COMM_WORLD, |st| {
-        let s = from_c_status(&cs);
-        if st.mpi.engine().complete_user(id, s, err)? {
-            released(id); // freed before: nobody waits for it
+    }
+    let rc = call(name, h::COMM_WORLD, |st| {
+        let s = Status { source: -1, tag: -1, ..Status::default() };
+        if st.mpi.engine().complete_user(id, s, None)? {
+            released(id); // freed before: nobody waits for it, its free function runs now
         }
         Ok(())
-    })
+    });
+    after(rc, name, false, |_| Slot::Freed)
 });

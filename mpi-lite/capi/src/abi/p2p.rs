@@ -9,6 +9,7 @@ use mpi_lite::error::class;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
 
+use super::greq::{self, Slot};
 use super::persist::{self, view};
 use super::{
     arr_mut, contiguous_bytes, from_c_status, get, mpi_fn, put, put_status, user_buf, MPI_Status,
@@ -258,7 +259,7 @@ fn finish(st: &CState, r: &mut c_int, wait: bool) -> Result<Option<Status>> {
     match res {
         Ok(Some(s)) => {
             *r = h::REQUEST_NULL;
-            super::greq::released(id);
+            greq::released(id);
             Ok(Some(s))
         }
         Ok(None) => Ok(None),
@@ -266,7 +267,7 @@ fn finish(st: &CState, r: &mut c_int, wait: bool) -> Result<Option<Status>> {
             // A failed request is released (unless the wait itself failed: peer lost).
             if !st.mpi.engine().is_request(id) {
                 *r = h::REQUEST_NULL;
-                super::greq::released(id);
+                greq::released(id);
             }
             Err(e)
         }
@@ -274,18 +275,19 @@ fn finish(st: &CState, r: &mut c_int, wait: bool) -> Result<Option<Status>> {
 }
 
 mpi_fn!(MPI_Wait, PMPI_Wait, (request: *mut c_int, status: *mut MPI_Status) -> c_int {
-    call("MPI_Wait", h::COMM_WORLD, |st| {
+    let rc = call("MPI_Wait", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request (checked non-null by arr_mut).
         let r = unsafe { arr_mut(request, 1, "request")? };
         let s = view(r, |r| finish(st, &mut r[0], true))?.unwrap_or_else(empty_status);
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &s) };
         Ok(())
-    })
+    });
+    greq::after(rc, "MPI_Wait", false, |_| Slot::Status(status))
 });
 
 mpi_fn!(MPI_Test, PMPI_Test, (request: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-    call("MPI_Test", h::COMM_WORLD, |st| {
+    let rc = call("MPI_Test", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request and flag.
         let r = unsafe { arr_mut(request, 1, "request")? };
         match view(r, |r| finish(st, &mut r[0], false))? {
@@ -300,7 +302,8 @@ mpi_fn!(MPI_Test, PMPI_Test, (request: *mut c_int, flag: *mut c_int, status: *mu
             None => unsafe { put(flag, 0, "flag")? },
         }
         Ok(())
-    })
+    });
+    greq::after(rc, "MPI_Test", false, |_| Slot::Status(status))
 });
 
 /// Statuses array (or `None` for MPI_STATUSES_IGNORE).
@@ -313,6 +316,39 @@ unsafe fn statuses<'a>(p: *mut MPI_Status, n: usize) -> Option<&'a mut [MPI_Stat
     } else {
         // SAFETY: caller's contract.
         Some(unsafe { std::slice::from_raw_parts_mut(p, n) })
+    }
+}
+
+/// The status of generalized request `id` at its index in `reqs` (`greq::in_array`).
+fn slot_at(reqs: &[(usize, ReqId)], id: ReqId, sts: *mut MPI_Status) -> Slot {
+    match reqs.iter().find(|&&(_, r)| r == id) {
+        Some(&(i, _)) if !sts.is_null() && sts as usize != STATUS_IGNORE => {
+            // SAFETY: not ignored: the caller's array of a status per request.
+            Slot::Status(unsafe { sts.add(i) })
+        }
+        _ => Slot::Status(std::ptr::null_mut()),
+    }
+}
+
+/// As [`slot_at`] for `MPI_Waitsome`/`Testsome`, whose statuses follow `indices`.
+fn some_slot(
+    reqs: &[(usize, ReqId)],
+    id: ReqId,
+    outcount: *const c_int,
+    indices: *const c_int,
+    sts: *mut MPI_Status,
+) -> Slot {
+    let Some(&(i, _)) = reqs.iter().find(|&&(_, r)| r == id) else {
+        return Slot::Status(std::ptr::null_mut());
+    };
+    if outcount.is_null() || indices.is_null() {
+        return Slot::Status(std::ptr::null_mut());
+    }
+    // SAFETY: the call wrote `*outcount` indices (it released a request, so it got that far).
+    let idx = unsafe { std::slice::from_raw_parts(indices, (*outcount).max(0) as usize) };
+    match idx.iter().position(|&k| k as usize == i) {
+        Some(k) => slot_at(&[(k, id)], id, sts),
+        None => Slot::Status(std::ptr::null_mut()),
     }
 }
 
@@ -429,17 +465,20 @@ impl Outcomes {
 
 mpi_fn!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut c_int,
         array_of_statuses: *mut MPI_Status) -> c_int {
-    call("MPI_Waitall", h::COMM_WORLD, |st| {
+    let g = greq::in_array(array_of_requests, count);
+    let rc = call("MPI_Waitall", h::COMM_WORLD, |st| {
         let n = super::count(count, "MPI_Waitall")?;
         // SAFETY: `count` requests and statuses of the caller.
         let (reqs, sts) = unsafe { (arr_mut(array_of_requests, n, "array_of_requests")?, statuses(array_of_statuses, n)) };
         view(reqs, |reqs| complete_all(st, reqs, sts, true)).map(|_| ())
-    })
+    });
+    greq::after(rc, "MPI_Waitall", true, |id| slot_at(&g, id, array_of_statuses))
 });
 
 mpi_fn!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut c_int, flag: *mut c_int,
         array_of_statuses: *mut MPI_Status) -> c_int {
-    call("MPI_Testall", h::COMM_WORLD, |st| {
+    let g = greq::in_array(array_of_requests, count);
+    let rc = call("MPI_Testall", h::COMM_WORLD, |st| {
         let n = super::count(count, "MPI_Testall")?;
         // SAFETY: `count` requests and statuses of the caller.
         let (reqs, sts) = unsafe { (arr_mut(array_of_requests, n, "array_of_requests")?, statuses(array_of_statuses, n)) };
@@ -450,7 +489,8 @@ mpi_fn!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut c_int,
         // SAFETY: checked non-null.
         unsafe { flag.write(matches!(done, Ok(true) | Err(_)) as c_int) };
         done.map(|_| ())
-    })
+    });
+    greq::after(rc, "MPI_Testall", true, |id| slot_at(&g, id, array_of_statuses))
 });
 
 /// Indices of the live requests that are complete.
@@ -508,7 +548,7 @@ fn any_some(
 
 mpi_fn!(MPI_Waitany, PMPI_Waitany, (count: c_int, array_of_requests: *mut c_int, index: *mut c_int,
         status: *mut MPI_Status) -> c_int {
-    call("MPI_Waitany", h::COMM_WORLD, |st| {
+    let rc = call("MPI_Waitany", h::COMM_WORLD, |st| {
         let n = super::count(count, "MPI_Waitany")?;
         // SAFETY: `count` requests of the caller.
         let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
@@ -523,12 +563,13 @@ mpi_fn!(MPI_Waitany, PMPI_Waitany, (count: c_int, array_of_requests: *mut c_int,
             put_status(status, &s);
         }
         Ok(())
-    })
+    });
+    greq::after(rc, "MPI_Waitany", false, |_| Slot::Status(status))
 });
 
 mpi_fn!(MPI_Testany, PMPI_Testany, (count: c_int, array_of_requests: *mut c_int, index: *mut c_int,
         flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-    call("MPI_Testany", h::COMM_WORLD, |st| {
+    let rc = call("MPI_Testany", h::COMM_WORLD, |st| {
         let n = super::count(count, "MPI_Testany")?;
         // SAFETY: `count` requests of the caller.
         let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
@@ -549,7 +590,8 @@ mpi_fn!(MPI_Testany, PMPI_Testany, (count: c_int, array_of_requests: *mut c_int,
             }
         }
         Ok(())
-    })
+    });
+    greq::after(rc, "MPI_Testany", false, |_| Slot::Status(status))
 });
 
 fn some(
@@ -595,26 +637,30 @@ fn some(
 
 mpi_fn!(MPI_Waitsome, PMPI_Waitsome, (incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int,
         array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    call("MPI_Waitsome", h::COMM_WORLD, |st| {
+    let g = greq::in_array(array_of_requests, incount);
+    let rc = call("MPI_Waitsome", h::COMM_WORLD, |st| {
         let n = super::count(incount, "MPI_Waitsome")?;
         // SAFETY: `incount` requests of the caller.
         let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
         view(reqs, |reqs| some(st, reqs, true, outcount, array_of_indices, array_of_statuses))
-    })
+    });
+    greq::after(rc, "MPI_Waitsome", true, |id| some_slot(&g, id, outcount, array_of_indices, array_of_statuses))
 });
 
 mpi_fn!(MPI_Testsome, PMPI_Testsome, (incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int,
         array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    call("MPI_Testsome", h::COMM_WORLD, |st| {
+    let g = greq::in_array(array_of_requests, incount);
+    let rc = call("MPI_Testsome", h::COMM_WORLD, |st| {
         let n = super::count(incount, "MPI_Testsome")?;
         // SAFETY: `incount` requests of the caller.
         let reqs = unsafe { arr_mut(array_of_requests, n, "array_of_requests")? };
         view(reqs, |reqs| some(st, reqs, false, outcount, array_of_indices, array_of_statuses))
-    })
+    });
+    greq::after(rc, "MPI_Testsome", true, |id| some_slot(&g, id, outcount, array_of_indices, array_of_statuses))
 });
 
 mpi_fn!(MPI_Request_free, PMPI_Request_free, (request: *mut c_int) -> c_int {
-    call("MPI_Request_free", h::COMM_WORLD, |st| {
+    let rc = call("MPI_Request_free", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request.
         let r = unsafe { arr_mut(request, 1, "request")? };
         if let Some(res) = persist::free(st, r[0]) {
@@ -625,18 +671,21 @@ mpi_fn!(MPI_Request_free, PMPI_Request_free, (request: *mut c_int) -> c_int {
         let id = req_id(r[0])?;
         st.mpi.engine().request_free(id)?;
         if !st.mpi.engine().is_request(id) {
-            super::greq::released(id);
+            greq::released(id);
         }
         r[0] = h::REQUEST_NULL;
         Ok(())
-    })
+    });
+    greq::after(rc, "MPI_Request_free", false, |_| Slot::Freed)
 });
 
 mpi_fn!(MPI_Request_get_status, PMPI_Request_get_status, (request: c_int, flag: *mut c_int,
         status: *mut MPI_Status) -> c_int {
-    call("MPI_Request_get_status", h::COMM_WORLD, |st| {
+    let mut done = false;
+    let rc = call("MPI_Request_get_status", h::COMM_WORLD, |st| {
         let mut one = [request];
         let s = view(&mut one, |r| request_status(st, r[0]))?;
+        done = s.is_some();
         // SAFETY: the caller's flag and status.
         unsafe {
             put(flag, s.is_some() as c_int, "flag")?;
@@ -645,7 +694,12 @@ mpi_fn!(MPI_Request_get_status, PMPI_Request_get_status, (request: c_int, flag: 
             }
         }
         Ok(())
-    })
+    });
+    // A completed generalized request's status is its query function's (§12.2).
+    if rc == class::SUCCESS && done {
+        return greq::query(request, status);
+    }
+    rc
 });
 
 /// `MPI_Request_get_status` of an engine request handle.
@@ -659,7 +713,7 @@ fn request_status(st: &CState, request: c_int) -> Result<Option<Status>> {
 mpi_fn!(MPI_Cancel, PMPI_Cancel, (request: *mut c_int) -> c_int {
     if !request.is_null() {
         // SAFETY: non-null: the caller's MPI_Request.
-        if let Some(rc) = super::greq::cancel(unsafe { request.read() }) {
+        if let Some(rc) = greq::cancel(unsafe { request.read() }) {
             return rc; // a generalized request: its cancel function
         }
     }
