@@ -216,8 +216,8 @@ impl UserBuf {
     /// (`MPI_DOUBLE_INT` is 16 bytes in memory and 12 packed), whose reduction kernels work
     /// on the C layout ([`UserBuf::dense`]). Other buffers are returned as they are.
     pub fn laid_out(self) -> UserBuf {
-        let ext = self.dt.extent() as usize;
-        if self.dt.predefined().is_none() || ext == self.dt.size() {
+        let ext = self.ty().extent() as usize;
+        if self.dt.is_none() || self.ty().predefined().is_none() || ext == self.ty().size() {
             return self;
         }
         // The same memory (`dense`'s `count × extent` bytes at `base`, valid per `new`'s
@@ -225,7 +225,7 @@ impl UserBuf {
         UserBuf {
             base: self.base,
             count: self.count * ext,
-            dt: Cow::Borrowed(Datatype::basic_ref(crate::datatype::Basic::Byte)),
+            dt: None,
             owned: self.owned,
         }
     }
