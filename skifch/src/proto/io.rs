@@ -314,6 +314,38 @@ impl<P: Port> Io<'_, P> {
         self.emit_fields(dst, h, 0, 0, arg, args, data)
     }
 
+    /// Sends an active message only if the receiver's lane takes it now (see
+    /// [`super::Endpoint::try_send`]): `Ok(false)` when it would have to wait or queue.
+    pub fn try_send(
+        &mut self,
+        dst: u32,
+        h: u8,
+        arg: u32,
+        args: &[u64],
+        data: &[u8],
+    ) -> Result<bool> {
+        check_user(h, args)?;
+        self.st.check_dst(dst)?;
+        let n = 8 + 8 * args.len();
+        if n + data.len() > self.st.max_msg || !self.st.out[dst as usize].is_empty() {
+            return Ok(false);
+        }
+        let mut hb = [0u8; 32];
+        hb[..8].copy_from_slice(&header::word(h, args.len() as u8, 0, arg).to_le_bytes());
+        for (i, a) in args.iter().enumerate() {
+            hb[8 + 8 * i..16 + 8 * i].copy_from_slice(&a.to_le_bytes());
+        }
+        let addr = NetAddr::new(dst as u16, self.st.port);
+        match self
+            .ch
+            .send_whole(addr, &[IoSlice::new(&hb[..n]), IoSlice::new(data)])
+        {
+            Ok(()) => Ok(true),
+            Err(Error::WouldBlock) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Sends a request to handler `h` of `dst` whose reply lands in `reply`; the
     /// application waits for it with [`super::Endpoint::wait`] / `test`.
     pub fn request(

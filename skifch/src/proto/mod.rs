@@ -316,6 +316,21 @@ impl<P: Port, C> Endpoint<P, C> {
         self.io().send(dst, h, arg, args, data)
     }
 
+    /// Sends an active message only if the receiver's lane takes it now: `Ok(false)` (not
+    /// sent, nothing queued) when the lane is full, when messages for `dst` are queued
+    /// already (they go first), or when it does not fit one channel message. SkifCh's
+    /// non-buffering send as a library's back-pressure flag (GASNet's `GEX_FLAG_IMMEDIATE`).
+    pub fn try_send(
+        &mut self,
+        dst: u32,
+        h: u8,
+        arg: u32,
+        args: &[u64],
+        data: &[u8],
+    ) -> Result<bool> {
+        self.io().try_send(dst, h, arg, args, data)
+    }
+
     /// Replies to a request (blocking like [`Endpoint::send`]; handlers reply with
     /// [`Io::reply`]).
     pub fn reply(&mut self, to: ReplyTo, arg: u32, args: &[u64], data: &[u8]) -> Result<()> {
@@ -411,6 +426,40 @@ mod tests {
     use super::*;
     use crate::coll::{self, DType, Kernel, Op, ProtoGroup};
     use crate::local::Params;
+
+    #[test]
+    fn try_send_refuses_instead_of_queuing() {
+        let p = Params {
+            nranks: 2,
+            nports: 1,
+            lane_bytes: 1 << 10,
+        };
+        crate::local::run_with(p, |job| {
+            let mut ep = Endpoint::open_with(&job, 0, 0u64)?;
+            ep.register(1, |n: &mut u64, _: &mut Io<'_, _>, am: &Am<'_>| {
+                assert_eq!(am.arg() as u64, *n); // in order, none lost
+                *n += 1;
+                Ok(())
+            })?;
+            ep.barrier()?;
+            if ep.rank() == 0 {
+                let mut sent = 0u32;
+                while ep.try_send(1, 1, sent, &[], &[7u8; 64])? {
+                    sent += 1;
+                    assert!(sent < 1000, "never refused");
+                }
+                assert!(sent > 0 && ep.queued() == 0);
+                ep.send(1, 1, sent, &[], &[])?; // waits for room
+                ep.barrier()
+            } else {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                ep.barrier()?;
+                assert!(*ep.ctx() > 1);
+                Ok(())
+            }
+        })
+        .unwrap();
+    }
 
     #[test]
     fn long_replies_and_posted_receives_land_in_caller_memory() {

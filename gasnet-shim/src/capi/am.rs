@@ -1,0 +1,502 @@
+//! AM injection (`gex_AM_Request*`/`Reply*` and the GASNet-1 names reach these through
+//! the headers' macros), tokens, size queries, negotiated payload and polling.
+#![allow(unsafe_code)] // the C ABI: raw pointers from C
+#![allow(clippy::missing_safety_doc)] // documented in the headers and GASNet's specification
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use skifch::wait::Backoff;
+
+use super::{check_tm, fatal, g, handle, ok, EP, OK};
+use crate::am::{Category, EntryRec, Token, MAX_ARGS, MAX_LONG};
+use crate::Error;
+
+/// `GEX_FLAG_IMMEDIATE`.
+const FLAG_IMMEDIATE: u32 = 1;
+
+fn name(call: *const c_char) -> String {
+    if call.is_null() {
+        return "gex_AM".into();
+    }
+    // SAFETY: the headers pass string literals.
+    unsafe { CStr::from_ptr(call) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn category(call: &str, cat: c_int) -> Category {
+    match cat {
+        0 => Category::Short,
+        1 => Category::Medium,
+        2 => Category::Long,
+        _ => fatal(call, &Error::BadArgument(format!("AM category {cat}"))),
+    }
+}
+
+fn args<'a>(call: &str, nargs: c_int, a: *const i32) -> &'a [u32] {
+    if !(0..=MAX_ARGS as c_int).contains(&nargs) {
+        fatal(
+            call,
+            &Error::BadArgument(format!("{nargs} arguments (at most {MAX_ARGS})")),
+        );
+    }
+    if nargs == 0 || a.is_null() {
+        return &[];
+    }
+    // SAFETY: the headers pass an array of `nargs` arguments.
+    unsafe { std::slice::from_raw_parts(a.cast::<u32>(), nargs as usize) }
+}
+
+/// Local completion: every injection here has copied the payload (or handed it to the
+/// channel) when it returns, so a requested event is already complete.
+fn lc_done(lc_opt: *mut *mut c_void) {
+    if lc_opt as usize > 3 {
+        // SAFETY: not one of GEX_EVENT_NOW/DEFER/GROUP: the caller's event variable.
+        unsafe { *lc_opt = std::ptr::null_mut() };
+    }
+}
+
+/// Every AM request: `cat` 0 Short, 1 Medium, 2 Long. Returns 0 when injected, 1 when
+/// not (`GEX_FLAG_IMMEDIATE` and the channel would block).
+#[no_mangle]
+pub unsafe extern "C" fn gasnetc_am_request(
+    tm: *mut c_void,
+    rank: u32,
+    handler: u8,
+    cat: c_int,
+    buf: *const c_void,
+    nbytes: usize,
+    dest: *mut c_void,
+    lc_opt: *mut *mut c_void,
+    flags: u32,
+    nargs: c_int,
+    a: *const i32,
+    call: *const c_char,
+) -> c_int {
+    let call = name(call);
+    check_tm(&call, tm);
+    let gn = g(&call);
+    let cat = category(&call, cat);
+    let r = ok(&call, gn.rank(i64::from(rank)));
+    if nbytes > 0 && buf.is_null() {
+        fatal(&call, &Error::BadArgument("a NULL payload".into()));
+    }
+    let sent = ok(
+        &call,
+        gn.request(
+            r,
+            handler,
+            cat,
+            args(&call, nargs, a),
+            buf as usize,
+            nbytes,
+            dest as usize,
+            flags & FLAG_IMMEDIATE != 0,
+        ),
+    );
+    lc_done(lc_opt);
+    c_int::from(!sent)
+}
+
+/// The token of the running handler, or a fatal error.
+fn token<'a>(call: &str, t: *mut c_void) -> &'a mut Token<'a> {
+    if t.is_null() {
+        fatal(call, &Error::BadArgument("a NULL token".into()));
+    }
+    // SAFETY: a token is only handed to a running handler, which owns it for its run
+    // (using it afterwards is erroneous in GASNet: the token names the handler's stack).
+    unsafe { &mut *t.cast::<Token<'a>>() }
+}
+
+/// Every AM reply (from a request handler, through its token).
+#[no_mangle]
+pub unsafe extern "C" fn gasnetc_am_reply(
+    tok: *mut c_void,
+    handler: u8,
+    cat: c_int,
+    buf: *const c_void,
+    nbytes: usize,
+    dest: *mut c_void,
+    lc_opt: *mut *mut c_void,
+    flags: u32,
+    nargs: c_int,
+    a: *const i32,
+    call: *const c_char,
+) -> c_int {
+    let call = name(call);
+    let t = token(&call, tok);
+    let cat = category(&call, cat);
+    if nbytes > 0 && buf.is_null() {
+        fatal(&call, &Error::BadArgument("a NULL payload".into()));
+    }
+    let data = if nbytes == 0 {
+        &[][..]
+    } else {
+        // SAFETY: the client's payload of `nbytes` bytes.
+        unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), nbytes) }
+    };
+    let sent = ok(
+        &call,
+        t.reply(
+            handler,
+            cat,
+            args(&call, nargs, a),
+            data,
+            dest as usize,
+            flags & FLAG_IMMEDIATE != 0,
+        ),
+    );
+    lc_done(lc_opt);
+    c_int::from(!sent)
+}
+
+/// `gex_Token_Info_t`.
+#[repr(C)]
+pub struct TokenInfo {
+    srcrank: u32,
+    ep: *mut c_void,
+    entry: *const EntryRec,
+    is_req: c_int,
+    is_long: c_int,
+}
+
+/// `GEX_TI_ALL`: every field is provided.
+const TI_ALL: u32 = 31;
+
+#[no_mangle]
+pub unsafe extern "C" fn gex_Token_Info(tok: *mut c_void, info: *mut TokenInfo, mask: u32) -> u32 {
+    let call = "gex_Token_Info";
+    let t = token(call, tok);
+    if info.is_null() {
+        fatal(call, &Error::BadArgument("info is NULL".into()));
+    }
+    // SAFETY: the caller's info struct.
+    unsafe {
+        *info = TokenInfo {
+            srcrank: t.src(),
+            ep: handle(&EP),
+            entry: t.entry(),
+            is_req: c_int::from(t.is_request()),
+            is_long: c_int::from(t.is_long()),
+        }
+    };
+    mask & TI_ALL
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn gasnet_AMGetMsgSource(tok: *mut c_void, src: *mut u32) -> c_int {
+    let t = token("gasnet_AMGetMsgSource", tok);
+    if !src.is_null() {
+        // SAFETY: the caller's variable.
+        unsafe { *src = t.src() };
+    }
+    OK
+}
+
+#[no_mangle]
+pub extern "C" fn gex_AM_MaxArgs() -> u32 {
+    MAX_ARGS as u32
+}
+
+fn max_medium(call: &str, nargs: u32) -> usize {
+    g(call).limits().max_medium((nargs as usize).min(MAX_ARGS))
+}
+
+#[no_mangle]
+pub extern "C" fn gex_AM_MaxRequestMedium(
+    _tm: *mut c_void,
+    _rank: u32,
+    _lc: *mut *mut c_void,
+    _flags: u32,
+    nargs: u32,
+) -> usize {
+    max_medium("gex_AM_MaxRequestMedium", nargs)
+}
+#[no_mangle]
+pub extern "C" fn gex_AM_MaxReplyMedium(
+    _tm: *mut c_void,
+    _rank: u32,
+    _lc: *mut *mut c_void,
+    _flags: u32,
+    nargs: u32,
+) -> usize {
+    max_medium("gex_AM_MaxReplyMedium", nargs)
+}
+#[no_mangle]
+pub extern "C" fn gex_Token_MaxReplyMedium(
+    _t: *mut c_void,
+    _lc: *mut *mut c_void,
+    _flags: u32,
+    nargs: u32,
+) -> usize {
+    max_medium("gex_Token_MaxReplyMedium", nargs)
+}
+#[no_mangle]
+pub extern "C" fn gex_AM_MaxRequestLong(
+    _tm: *mut c_void,
+    _rank: u32,
+    _lc: *mut *mut c_void,
+    _flags: u32,
+    _nargs: u32,
+) -> usize {
+    MAX_LONG
+}
+#[no_mangle]
+pub extern "C" fn gex_AM_MaxReplyLong(
+    _tm: *mut c_void,
+    _rank: u32,
+    _lc: *mut *mut c_void,
+    _flags: u32,
+    _nargs: u32,
+) -> usize {
+    MAX_LONG
+}
+#[no_mangle]
+pub extern "C" fn gex_Token_MaxReplyLong(
+    _t: *mut c_void,
+    _lc: *mut *mut c_void,
+    _flags: u32,
+    _nargs: u32,
+) -> usize {
+    MAX_LONG
+}
+#[no_mangle]
+pub extern "C" fn gasnetc_am_lub_medium() -> usize {
+    g("gex_AM_LUBRequestMedium").limits().lub_medium()
+}
+#[no_mangle]
+pub extern "C" fn gasnetc_am_lub_long() -> usize {
+    MAX_LONG
+}
+
+#[no_mangle]
+pub extern "C" fn gasnet_AMPoll() -> c_int {
+    let call = "gasnet_AMPoll";
+    ok(call, g(call).poll());
+    OK
+}
+
+thread_local! {
+    static IDLE: RefCell<Backoff> = const { RefCell::new(Backoff::new()) };
+}
+
+/// One step of `GASNET_BLOCKUNTIL`: polls; when nothing arrived, backs off (and checks
+/// that no rank is lost). `reset` after the condition came true.
+#[no_mangle]
+pub extern "C" fn gasnetc_wait_step(reset: c_int) {
+    let call = "GASNET_BLOCKUNTIL";
+    IDLE.with(|b| {
+        let mut b = b.borrow_mut();
+        if reset != 0 {
+            b.reset();
+        } else {
+            ok(call, g(call).wait_step(&mut b));
+        }
+    });
+}
+
+/// A prepared AM (`gex_AM_SrcDesc_t`): between `gex_AM_Prepare*` and `gex_AM_Commit*` of
+/// one thread.
+struct Prep {
+    reply: Option<usize>,
+    tm: usize,
+    rank: u32,
+    cat: Category,
+    own: Vec<u8>,
+    addr: usize,
+    size: usize,
+    dest: usize,
+    nargs: u32,
+    lc_opt: usize,
+}
+
+thread_local! {
+    static PREP: RefCell<Option<Prep>> = const { RefCell::new(None) };
+    static SD: u8 = const { 0 };
+}
+
+fn sd_handle() -> *mut c_void {
+    SD.with(|s| (s as *const u8).cast_mut().cast())
+}
+
+/// `gex_AM_PrepareRequest{Medium,Long}` (`tok` NULL) and `gex_AM_PrepareReply*`: a
+/// buffer of between `least` and `most` bytes the client fills, then commits. The
+/// client's own buffer when it gives one, else one of the library's (the channel
+/// offers no way to write into its memory before the send: a copy at commit).
+#[no_mangle]
+pub unsafe extern "C" fn gasnetc_am_prepare(
+    tm: *mut c_void,
+    rank: u32,
+    tok: *mut c_void,
+    client_buf: *const c_void,
+    least: usize,
+    most: usize,
+    dest: *mut c_void,
+    lc_opt: *mut *mut c_void,
+    _flags: u32,
+    nargs: u32,
+    cat: c_int,
+    call: *const c_char,
+) -> *mut c_void {
+    let call = name(call);
+    let cat = category(&call, cat);
+    let gn = g(&call);
+    if !tok.is_null() {
+        let t = token(&call, tok);
+        if !t.is_request() {
+            fatal(
+                &call,
+                &Error::BadArgument("a reply handler cannot reply".into()),
+            );
+        }
+    } else {
+        check_tm(&call, tm);
+        ok(&call, gn.rank(i64::from(rank)));
+    }
+    let max = match cat {
+        Category::Medium => max_medium(&call, nargs),
+        _ => MAX_LONG,
+    };
+    if least > max || least > most {
+        fatal(
+            &call,
+            &Error::BadArgument(format!(
+                "least_payload {least} (most_payload {most}, the maximum is {max})"
+            )),
+        );
+    }
+    let size = most.min(max);
+    let mut own = Vec::new();
+    let addr = if client_buf.is_null() {
+        own = vec![0u8; size];
+        own.as_mut_ptr() as usize
+    } else {
+        client_buf as usize
+    };
+    PREP.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.is_some() {
+            fatal(
+                &call,
+                &Error::BadArgument("a Prepare before the previous Commit".into()),
+            );
+        }
+        *p = Some(Prep {
+            reply: (!tok.is_null()).then_some(tok as usize),
+            tm: tm as usize,
+            rank,
+            cat,
+            own,
+            addr,
+            size,
+            dest: dest as usize,
+            nargs,
+            lc_opt: lc_opt as usize,
+        });
+    });
+    sd_handle()
+}
+
+fn with_prep<T>(call: &str, f: impl FnOnce(&Prep) -> T) -> T {
+    PREP.with(|p| match p.borrow().as_ref() {
+        Some(x) => f(x),
+        None => fatal(
+            call,
+            &Error::BadArgument("no prepared AM on this thread".into()),
+        ),
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn gex_AM_SrcDescAddr(_sd: *mut c_void) -> *mut c_void {
+    with_prep("gex_AM_SrcDescAddr", |p| p.addr as *mut c_void)
+}
+#[no_mangle]
+pub extern "C" fn gex_AM_SrcDescSize(_sd: *mut c_void) -> usize {
+    with_prep("gex_AM_SrcDescSize", |p| p.size)
+}
+
+/// `gex_AM_Commit{Request,Reply}{Medium,Long}M`: sends the prepared AM with `nbytes` of
+/// its buffer (Long: to `dest`, or the address given at Prepare when NULL).
+#[no_mangle]
+pub unsafe extern "C" fn gasnetc_am_commit(
+    _sd: *mut c_void,
+    handler: u8,
+    nbytes: usize,
+    dest: *mut c_void,
+    nargs: c_int,
+    a: *const i32,
+    call: *const c_char,
+) {
+    let call = name(call);
+    let Some(p) = PREP.with(|p| p.borrow_mut().take()) else {
+        fatal(
+            &call,
+            &Error::BadArgument("no prepared AM on this thread".into()),
+        )
+    };
+    if nbytes > p.size {
+        fatal(
+            &call,
+            &Error::TooLarge {
+                len: nbytes,
+                max: p.size,
+            },
+        );
+    }
+    if nargs as u32 != p.nargs {
+        fatal(
+            &call,
+            &Error::BadArgument(format!("{nargs} arguments, {} at Prepare", p.nargs)),
+        );
+    }
+    let dest = if dest.is_null() {
+        p.dest
+    } else {
+        dest as usize
+    };
+    let cat = match p.cat {
+        Category::Medium => 1,
+        _ => 2,
+    };
+    let buf = p.addr as *const c_void;
+    let lc = p.lc_opt as *mut *mut c_void;
+    // SAFETY: forwards the prepared buffer (ours, alive in `p`, or the client's).
+    unsafe {
+        match p.reply {
+            Some(t) => gasnetc_am_reply(
+                t as *mut c_void,
+                handler,
+                cat,
+                buf,
+                nbytes,
+                dest as *mut c_void,
+                lc,
+                0,
+                nargs,
+                a,
+                call_ptr(&call).as_ptr(),
+            ),
+            None => gasnetc_am_request(
+                p.tm as *mut c_void,
+                p.rank,
+                handler,
+                cat,
+                buf,
+                nbytes,
+                dest as *mut c_void,
+                lc,
+                0,
+                nargs,
+                a,
+                call_ptr(&call).as_ptr(),
+            ),
+        }
+    };
+    drop(p.own);
+}
+
+fn call_ptr(call: &str) -> std::ffi::CString {
+    std::ffi::CString::new(call).unwrap_or_default()
+}

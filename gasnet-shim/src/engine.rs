@@ -1,0 +1,528 @@
+//! One rank's GASNet state: the endpoint on port 4, the handler table, the segments, and
+//! the calls every other one is built from (AM injection, polling, waiting, barriers).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use skifch::coll::ProtoGroup;
+use skifch::proto::{Endpoint, ProgressThread};
+use skifch::rma::{self, MappedWindow, Rma};
+use skifch::wait::Backoff;
+use skifch::{Driver, Job, Port, Waiter};
+
+use crate::am::{self, Category, Ctx, Entry, EntryRec, HandlerFn, Limits, Msg, Segs};
+use crate::{Error, Result};
+
+/// The port of this library's endpoint (the port table: [`skifch::ports`]).
+pub const PORT: u32 = skifch::ports::GASNET;
+
+/// How remote memory is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// Through the driver's RMA capability: every segment mapped by every rank.
+    Direct,
+    /// As active messages served by the target.
+    Messages,
+}
+
+/// How to build a [`Gasnet`].
+pub struct Options {
+    /// The driver's RMA provider ([`skifch::Job::rma`]) if it should be used (only a
+    /// load/store provider is).
+    pub rma: Option<Arc<dyn Rma>>,
+    /// Start a progress thread, so handlers run while the application computes.
+    pub progress_thread: bool,
+}
+
+/// State of the extended API kept in the endpoint's context (reached by handlers).
+#[derive(Default)]
+pub struct ExtState {
+    /// Barrier messages received: (episode, round) -> (id, flags).
+    pub(crate) bar: HashMap<(u32, u8), (u32, u32)>,
+}
+
+/// Barrier flags (the values of `GASNET_BARRIERFLAG_*`).
+pub mod barrier_flags {
+    /// The barrier carries no id.
+    pub const ANONYMOUS: u32 = 1;
+    /// Force a mismatch.
+    pub const MISMATCH: u32 = 2;
+}
+
+/// proto handler id of barrier messages.
+const H_BAR: u8 = 3;
+
+/// A split-phase barrier in progress (this rank's side).
+struct Bar {
+    seq: u32,
+    round: u8,
+    sent: bool,
+    id: u32,
+    flags: u32,
+    /// The notify's own id/flags (the wait compares them).
+    mine: (u32, u32),
+}
+
+/// One rank's library state (shared by the threads of the rank).
+pub struct Gasnet<P: Port> {
+    me: u32,
+    n: u32,
+    path: Path,
+    rma: Option<Arc<dyn Rma>>,
+    ep: Arc<Mutex<Endpoint<P, Ctx>>>,
+    progress: Mutex<Option<ProgressThread>>,
+    lost: P::Waiter,
+    segs: RwLock<Option<Arc<Segs>>>,
+    limits: Limits,
+    bar: Mutex<Option<Bar>>,
+    bar_seq: AtomicU32,
+    want_progress: bool,
+}
+
+/// Descriptor bytes per rank in [`allgather`].
+const SLOT: usize = 120;
+
+/// All-gather of up to [`SLOT`] bytes per rank.
+fn allgather<P: Port>(ep: &mut Endpoint<P, Ctx>, mine: &[u8]) -> skifch::Result<Vec<Vec<u8>>> {
+    if mine.len() > SLOT {
+        return Err(skifch::Error::InvalidArgument(
+            format!("a {}-byte descriptor (at most {SLOT})", mine.len()).into(),
+        ));
+    }
+    let n = ep.size() as usize;
+    let mut slot = vec![0u8; SLOT + 1];
+    slot[0] = mine.len() as u8;
+    slot[1..1 + mine.len()].copy_from_slice(mine);
+    let mut all = vec![0u8; n * (SLOT + 1)];
+    let g = ProtoGroup::world(ep);
+    skifch::coll::allgather(&g.on(ep), &slot, &mut all)?;
+    Ok(all
+        .chunks_exact(SLOT + 1)
+        .map(|c| c[1..1 + usize::from(c[0]).min(SLOT)].to_vec())
+        .collect())
+}
+
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    b.get(8 * i..8 * i + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+fn on_bar<P: Port>(
+    ctx: &mut Ctx,
+    _io: &mut skifch::proto::Io<'_, P>,
+    am: &skifch::proto::Am<'_>,
+) -> skifch::Result<()> {
+    let a = am.args();
+    let (seq, round) = (a.first().copied().unwrap_or(0) as u32, am.arg() as u8);
+    let v = a.get(1).copied().unwrap_or(0);
+    ctx.ext
+        .bar
+        .insert((seq, round), (v as u32, (v >> 32) as u32));
+    Ok(())
+}
+
+impl<P: Port + Send + 'static> Gasnet<P> {
+    /// Joins rank `job.rank()` of `job.size()` (collective: every rank calls it; returns
+    /// after a barrier). Opens port 4 as a [`skifch::proto`] endpoint.
+    pub fn new<D: Driver<Port = P>>(job: &Job<D>, opts: Options) -> Result<Arc<Self>> {
+        let (me, n) = (job.rank(), job.size());
+        let ctx = Ctx {
+            table: (0..256).map(|_| None).collect(),
+            rank: me,
+            ..Ctx::default()
+        };
+        let mut ep = Endpoint::open_with(job, PORT, ctx)?;
+        am::install(&mut ep)?;
+        ep.register(H_BAR, on_bar::<P>)?;
+        ep.barrier()?;
+        let rma = opts.rma.filter(|r| r.caps().load_store);
+        let votes = allgather(&mut ep, &[u8::from(rma.is_some())])?;
+        let direct = votes.iter().all(|v| v == &[1u8]);
+        let limits = Limits {
+            max_msg: ep.max_inline() + 8,
+        };
+        ep.ctx_mut().limits = Some(limits);
+        let lost = ep.waiter();
+        if std::env::var_os("GASNET_SHIM_VERBOSE").is_some() {
+            skifch::diag::line(&format!(
+                "gasnet: rank {me}: {} path, largest Medium {}",
+                if direct { "direct" } else { "message" },
+                limits.max_medium(0)
+            ));
+        }
+        Ok(Arc::new(Gasnet {
+            me,
+            n,
+            path: if direct { Path::Direct } else { Path::Messages },
+            rma: if direct { rma } else { None },
+            ep: Arc::new(Mutex::new(ep)),
+            progress: Mutex::new(None),
+            lost,
+            segs: RwLock::new(None),
+            limits,
+            bar: Mutex::new(None),
+            bar_seq: AtomicU32::new(0),
+            want_progress: opts.progress_thread,
+        }))
+    }
+
+    /// Starts the progress thread if the options asked for one (after the segment and the
+    /// handlers exist, so it never serves an AM before the client is ready).
+    pub fn start_progress(&self) -> Result<()> {
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        if self.want_progress && p.is_none() {
+            *p = Some(ProgressThread::start_default(self.ep.clone())?);
+        }
+        Ok(())
+    }
+}
+
+impl<P: Port> Gasnet<P> {
+    /// This rank.
+    pub fn me(&self) -> u32 {
+        self.me
+    }
+    /// Ranks in the job.
+    pub fn size(&self) -> u32 {
+        self.n
+    }
+    /// The remote-memory path in use.
+    pub fn path(&self) -> Path {
+        self.path
+    }
+    /// Payload limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The endpoint, locked; [`Error::InHandler`] from inside a handler (the handler's
+    /// thread already holds it).
+    pub(crate) fn ep(&self) -> Result<MutexGuard<'_, Endpoint<P, Ctx>>> {
+        if am::in_handler() {
+            return Err(Error::InHandler);
+        }
+        Ok(self.ep.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// `Err(PeerLost)` once the job has lost a rank.
+    pub fn alive(&self) -> Result<()> {
+        match self.lost.lost_peer() {
+            None => Ok(()),
+            Some(rank) => Err(Error::Comm(skifch::Error::PeerLost { rank })),
+        }
+    }
+
+    /// `rank` checked against the job.
+    pub fn rank(&self, rank: i64) -> Result<u32> {
+        if rank < 0 || rank >= i64::from(self.n) {
+            return Err(Error::BadRank { rank, n: self.n });
+        }
+        Ok(rank as u32)
+    }
+
+    /// Sets how C handlers are called (the C ABI's invoker).
+    pub(crate) fn set_c_invoker(&self, f: am::CInvoke) -> Result<()> {
+        self.ep()?.ctx_mut().invoke_c = Some(f);
+        Ok(())
+    }
+
+    /// Registers handlers: `(index, function, record)`; index 0 takes a free index
+    /// (searching down from 255, as GASNet assigns "don't care" entries). Returns the
+    /// indices used. An index registered twice is an error.
+    pub fn register(&self, entries: &[(HandlerFn, EntryRec)]) -> Result<Vec<u8>> {
+        let mut ep = self.ep()?;
+        let t = &mut ep.ctx_mut().table;
+        let mut out = Vec::with_capacity(entries.len());
+        for (f, rec) in entries {
+            let idx = if rec.index != 0 {
+                rec.index
+            } else {
+                (1..=255u8)
+                    .rev()
+                    .find(|&i| t[i as usize].is_none())
+                    .ok_or_else(|| Error::BadArgument("all 255 handler indices are taken".into()))?
+            };
+            if t[idx as usize].is_some() {
+                return Err(Error::BadArgument(format!(
+                    "handler index {idx} is already registered"
+                )));
+            }
+            let mut rec = *rec;
+            rec.index = idx;
+            t[idx as usize] = Some(Entry {
+                f: *f,
+                rec: Box::new(rec),
+            });
+            out.push(idx);
+        }
+        Ok(out)
+    }
+
+    /// Whether handler `index` is registered on this rank.
+    pub fn registered(&self, index: u8) -> Result<bool> {
+        Ok(self.ep()?.ctx().table[index as usize].is_some())
+    }
+
+    /// Every rank's segment, once attached.
+    pub fn segs(&self) -> Option<Arc<Segs>> {
+        self.segs.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Attaches this rank's segment of `len` bytes (collective; ranks may ask for
+    /// different lengths); returns its base. The memory is zeroed.
+    ///
+    /// # Collective Operation
+    /// Every rank calls it once; it returns after a barrier, so peers may use the segment.
+    pub fn attach(&self, len: usize) -> Result<usize> {
+        if self.segs().is_some() {
+            return Err(Error::BadArgument("a segment is already attached".into()));
+        }
+        let len = len.max(1).next_multiple_of(4096);
+        let mut ep = self.ep()?;
+        let (win, mem, base) = match &self.rma {
+            Some(r) => {
+                let seg = r.alloc(len)?;
+                let win = rma::expose(r.as_ref(), seg, &mut |b: &[u8]| allgather(&mut ep, b))?;
+                let base = win.reach(self.me, 0, 0).map_or(0, |p| p as usize);
+                (Some(win), None, base)
+            }
+            None => {
+                let m = memmap2::MmapOptions::new()
+                    .len(len)
+                    .map_anon()
+                    .map_err(|e| skifch::Error::os("mapping the GASNet segment", e))?;
+                let m = memmap2::MmapRaw::from(m);
+                let b = m.as_mut_ptr() as usize;
+                (None::<MappedWindow>, Some(m), b)
+            }
+        };
+        let mut mine = (base as u64).to_le_bytes().to_vec();
+        mine.extend_from_slice(&(len as u64).to_le_bytes());
+        let all = allgather(&mut ep, &mine)?;
+        let segs = Arc::new(Segs {
+            bases: all
+                .iter()
+                .map(|b| (u64_at(b, 0) as usize, u64_at(b, 1) as usize))
+                .collect(),
+            win,
+            _mem: mem,
+        });
+        ep.ctx_mut().segs = Some(segs.clone());
+        *self.segs.write().unwrap_or_else(|p| p.into_inner()) = Some(segs);
+        ep.barrier()?;
+        Ok(base)
+    }
+
+    /// Sends one AM request (or, from outside a handler, never a reply); `Ok(false)`: not
+    /// injected (`immediate`, channel full). Blocks with progress otherwise.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn request(
+        &self,
+        dst: u32,
+        index: u8,
+        cat: Category,
+        args: &[u32],
+        src: usize,
+        len: usize,
+        dest: usize,
+        immediate: bool,
+    ) -> Result<bool> {
+        let mut ep = self.ep()?;
+        self.check_failed(&mut ep)?;
+        if ep.ctx().table[index as usize].is_none() {
+            // Handler tables are the same on every rank (SPMD): an index unknown here is
+            // a client error, reported before anything is sent.
+            return Err(Error::Unregistered {
+                index,
+                rank: self.me,
+            });
+        }
+        let segs = self.segs();
+        let m = Msg {
+            dst,
+            index,
+            cat,
+            reply: false,
+            args,
+            src,
+            len,
+            dest,
+            immediate,
+        };
+        let r = am::emit(&mut *ep, segs.as_deref(), self.limits, &m);
+        if r.is_err() {
+            self.alive()?;
+        }
+        r
+    }
+
+    fn check_failed(&self, ep: &mut Endpoint<P, Ctx>) -> Result<()> {
+        match ep.ctx_mut().failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs handlers of arrived AMs once, without waiting (`gasnet_AMPoll`); returns how
+    /// many messages were dispatched. A no-op inside a handler.
+    pub fn poll(&self) -> Result<usize> {
+        if am::in_handler() {
+            return Ok(0);
+        }
+        let mut ep = self.ep()?;
+        let r = ep.poll();
+        self.check_failed(&mut ep)?;
+        match r {
+            Ok(n) => Ok(n),
+            Err(e) => {
+                self.alive()?;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// One step of a wait loop (`GASNET_BLOCKUNTIL`): polls; when idle, backs off on
+    /// `idle` and checks every 64 idle steps that no rank is lost.
+    pub fn wait_step(&self, idle: &mut Backoff) -> Result<()> {
+        let n = self.poll()?;
+        if n > 0 {
+            idle.reset();
+            return Ok(());
+        }
+        if (idle.polls() + 1).is_multiple_of(64) {
+            self.alive()?;
+        }
+        idle.snooze();
+        Ok(())
+    }
+
+    /// Waits with progress until `done` (checked between polls) is true.
+    pub fn wait_until(&self, mut done: impl FnMut() -> bool) -> Result<()> {
+        let mut idle = Backoff::new();
+        while !done() {
+            self.wait_step(&mut idle)?;
+        }
+        Ok(())
+    }
+
+    /// Makes progress until `done` sees the context say so (or a handler failed).
+    fn progress_ctx(&self, mut done: impl FnMut(&Ctx) -> bool) -> Result<()> {
+        let mut ep = self.ep()?;
+        let r = ep.progress_until(
+            |ep| ep.ctx().failed.is_some() || done(ep.ctx()),
+            None::<Duration>,
+        );
+        self.check_failed(&mut ep)?;
+        Ok(r?)
+    }
+
+    /// First phase of a split barrier with `id` and `flags` (`gasnet_barrier_notify`).
+    pub fn barrier_notify(&self, id: u32, flags: u32) -> Result<()> {
+        let mut b = self.bar.lock().unwrap_or_else(|p| p.into_inner());
+        if b.is_some() {
+            return Err(Error::BadArgument(
+                "a barrier notify without the wait of the previous one".into(),
+            ));
+        }
+        let seq = self.bar_seq.fetch_add(1, Ordering::Relaxed);
+        let flags = flags & (barrier_flags::ANONYMOUS | barrier_flags::MISMATCH);
+        *b = Some(Bar {
+            seq,
+            round: 0,
+            sent: false,
+            id,
+            flags,
+            mine: (id, flags),
+        });
+        drop(b);
+        self.barrier_advance(false).map(|_| ())
+    }
+
+    /// Advances the barrier's dissemination rounds (`block`: until done); `Some(ok)` once
+    /// complete: `ok` false on a mismatch.
+    fn barrier_advance(&self, block: bool) -> Result<Option<bool>> {
+        let mut g = self.bar.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(b) = g.as_mut() else {
+            return Err(Error::BadArgument(
+                "a barrier wait or try without a notify".into(),
+            ));
+        };
+        let rounds = (32 - (self.n.max(1) - 1).leading_zeros()) as u8;
+        while b.round < rounds {
+            let k = 1u32 << b.round;
+            if !b.sent {
+                let to = (self.me + k) % self.n;
+                let v = u64::from(b.id) | u64::from(b.flags) << 32;
+                let mut ep = self.ep()?;
+                ep.send(to, H_BAR, u32::from(b.round), &[u64::from(b.seq), v], &[])
+                    .or_else(|e| self.alive().and(Err(e.into())))?;
+                b.sent = true;
+            }
+            let key = (b.seq, b.round);
+            if block {
+                self.progress_ctx(|c| c.ext.bar.contains_key(&key))?;
+            } else {
+                self.poll()?;
+            }
+            let got = self.ep()?.ctx_mut().ext.bar.remove(&key);
+            let Some((id, fl)) = got else {
+                return Ok(None);
+            };
+            // Combine: a mismatch anywhere, or two named entries with different ids.
+            if fl & barrier_flags::MISMATCH != 0 {
+                b.flags |= barrier_flags::MISMATCH;
+            } else if fl & barrier_flags::ANONYMOUS == 0 {
+                if b.flags & barrier_flags::ANONYMOUS != 0 {
+                    b.id = id;
+                    b.flags &= !barrier_flags::ANONYMOUS;
+                } else if b.id != id {
+                    b.flags |= barrier_flags::MISMATCH;
+                }
+            }
+            b.round += 1;
+            b.sent = false;
+        }
+        Ok(Some(b.flags & barrier_flags::MISMATCH == 0))
+    }
+
+    /// Second phase (`gasnet_barrier_wait`, `block`) or its test (`gasnet_barrier_try`):
+    /// `None` not yet; `Some(false)` a mismatch (some rank's named id differed, a rank
+    /// passed the MISMATCH flag, or this wait's named id differs from its notify's).
+    pub fn barrier_finish(&self, id: u32, flags: u32, block: bool) -> Result<Option<bool>> {
+        let Some(ok) = self.barrier_advance(block)? else {
+            return Ok(None);
+        };
+        let mut g = self.bar.lock().unwrap_or_else(|p| p.into_inner());
+        let mine = g.take().map(|b| b.mine).unwrap_or((id, flags));
+        let named = |f: u32| f & barrier_flags::ANONYMOUS == 0;
+        let differs = named(flags) && named(mine.1) && id != mine.0;
+        Ok(Some(ok && !differs && flags & barrier_flags::MISMATCH == 0))
+    }
+
+    /// An anonymous barrier of every rank.
+    ///
+    /// # Collective Operation
+    /// Every rank calls it.
+    pub fn barrier(&self) -> Result<()> {
+        self.barrier_notify(0, barrier_flags::ANONYMOUS)?;
+        self.barrier_finish(0, barrier_flags::ANONYMOUS, true)?;
+        Ok(())
+    }
+
+    /// Leaves the job: stops the progress thread (no barrier: GASNet's exit is not
+    /// collective).
+    pub fn shutdown(&self) -> Result<()> {
+        let t = self
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(t) = t {
+            t.stop()?;
+        }
+        Ok(())
+    }
+}

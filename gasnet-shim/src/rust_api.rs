@@ -1,0 +1,105 @@
+//! The Rust API over the same engine: typed handler registration and AM injection with
+//! slices (the C ABI passes raw pointers to the same calls).
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//! use gasnet::{skifch::local, am::RustHandler, Category, Data, Gasnet, Options, Token};
+//! // The ranks are threads here: one slot per replying rank.
+//! static SEEN: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+//! fn ping(t: &mut Token<'_>, args: &[u32], _: Data<'_>) {
+//!     t.reply(201, Category::Short, &[args[0] + 1], &[], 0, false).unwrap();
+//! }
+//! fn pong(t: &mut Token<'_>, args: &[u32], _: Data<'_>) {
+//!     SEEN[t.src() as usize].store(args[0], Ordering::SeqCst);
+//! }
+//! let p = local::Params { nranks: 2, nports: 5, lane_bytes: 1 << 14 };
+//! local::run_with(p, |job| {
+//!     let g = Gasnet::new(&job, Options { rma: job.rma(), progress_thread: false }).unwrap();
+//!     g.register_rust(&[(200, ping as RustHandler), (201, pong)]).unwrap();
+//!     g.attach(1 << 16).unwrap();
+//!     let peer = (g.me() + 1) % 2;
+//!     g.request_short(peer, 200, &[41]).unwrap();
+//!     g.wait_until(|| SEEN[peer as usize].load(Ordering::SeqCst) == 42).unwrap();
+//!     g.barrier().unwrap();
+//!     Ok(())
+//! }).unwrap();
+//! ```
+use skifch::Port;
+
+use crate::am::{Category, EntryRec, HandlerFn, RustHandler};
+use crate::engine::Gasnet;
+use crate::Result;
+
+impl<P: Port> Gasnet<P> {
+    /// Registers Rust handlers at the given indices (0: any free index); returns the
+    /// indices used.
+    pub fn register_rust(&self, handlers: &[(u8, RustHandler)]) -> Result<Vec<u8>> {
+        let e: Vec<_> = handlers
+            .iter()
+            .map(|(i, f)| {
+                (
+                    HandlerFn::Rust(*f),
+                    EntryRec {
+                        index: *i,
+                        fnptr: 0,
+                        flags: 0,
+                        nargs: 255,
+                        cdata: 0,
+                        name: 0,
+                    },
+                )
+            })
+            .collect();
+        self.register(&e)
+    }
+
+    /// A Short request with `args` (at most 16) to handler `index` of `dst`.
+    pub fn request_short(&self, dst: u32, index: u8, args: &[u32]) -> Result<()> {
+        self.request(dst, index, Category::Short, args, 0, 0, 0, false)
+            .map(|_| ())
+    }
+
+    /// A Medium request: `data` is handed to the target's handler in place.
+    pub fn request_medium(&self, dst: u32, index: u8, args: &[u32], data: &[u8]) -> Result<()> {
+        self.request(
+            dst,
+            index,
+            Category::Medium,
+            args,
+            data.as_ptr() as usize,
+            data.len(),
+            0,
+            false,
+        )
+        .map(|_| ())
+    }
+
+    /// A Long request: `data` lands at `dest` (an address in `dst`'s segment) before the
+    /// target's handler runs.
+    pub fn request_long(
+        &self,
+        dst: u32,
+        index: u8,
+        args: &[u32],
+        data: &[u8],
+        dest: usize,
+    ) -> Result<()> {
+        self.request(
+            dst,
+            index,
+            Category::Long,
+            args,
+            data.as_ptr() as usize,
+            data.len(),
+            dest,
+            false,
+        )
+        .map(|_| ())
+    }
+
+    /// A Short request that is sent only if the channel takes it now (`GEX_FLAG_IMMEDIATE`):
+    /// `Ok(false)` when it was not injected.
+    pub fn try_request_short(&self, dst: u32, index: u8, args: &[u32]) -> Result<bool> {
+        self.request(dst, index, Category::Short, args, 0, 0, 0, true)
+    }
+}

@@ -1,0 +1,28 @@
+/* Bad input ends the job with a message naming the call (argv[1] picks the case):
+ * long_outside (a Long beyond the target's segment), unregistered (a handler index with
+ * no handler), medium_too_large (a Medium above gex_AM_MaxRequestMedium). */
+#include "check.h"
+static void h(gex_Token_t t, void *b, size_t n) { (void)t; (void)b; (void)n; }
+int main(int argc, char **argv) {
+    gex_Client_t c; gex_EP_t ep; gex_TM_t tm; gex_Segment_t seg;
+    gex_Client_Init(&c, &ep, &tm, "bad", &argc, &argv, 0);
+    gex_Segment_Attach(&seg, tm, 1 << 16);
+    gex_AM_Entry_t t[] = {{200, (gex_AM_Fn_t)h, GEX_FLAG_AM_MEDLONG | GEX_FLAG_AM_REQUEST, 0, 0, "h"}};
+    gex_EP_RegisterHandlers(ep, t, 1);
+    gex_Rank_t peer = (gex_TM_QueryRank(tm) + 1) % gex_TM_QuerySize(tm);
+    void *pseg; uintptr_t psz;
+    gex_EP_QueryBoundSegmentNB(tm, peer, &pseg, NULL, &psz, 0);
+    BARRIER();
+    static char buf[1 << 20];
+    const char *what = argc > 1 ? argv[1] : "";
+    if (!strcmp(what, "long_outside"))
+        gex_AM_RequestLong0(tm, peer, 200, buf, 100, (char *)pseg + psz - 50, GEX_EVENT_NOW, 0);
+    else if (!strcmp(what, "unregistered"))
+        gex_AM_RequestShort0(tm, peer, 99, 0);
+    else if (!strcmp(what, "medium_too_large"))
+        gex_AM_RequestMedium0(tm, peer, 200, buf, gex_AM_MaxRequestMedium(tm, peer, GEX_EVENT_NOW, 0, 0) + 1, GEX_EVENT_NOW, 0);
+    printf("rank %u: returned\n", gex_TM_QueryRank(tm));
+    BARRIER();
+    gasnet_exit(0);
+    return 0;
+}

@@ -1,0 +1,206 @@
+//! The C ABI from GASNet-EX C programs: builds `tests/c/*.c` with the conduit's own
+//! `skifch-seq.mak` fragment (written by `scripts/fragments.sh`, read by `make`), one
+//! through `gasnet-skifch-par.pc` (pkg-config), runs them under `skifrun` with 2-4 ranks
+//! on shm (direct path), shm with `GASNET_SHIM_RMA=off` (message path) and
+//! `--driver fpga-model`, and checks the exit status (the programs exit non-zero on any
+//! wrong value). Bad input and a dead rank must end the job with a message naming the
+//! call, never hang. Needs `cc` and `make`; without them the tests are skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use skifch_testing::{self as testing, have_cc, Outcome};
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn out_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gasnet-c");
+    std::fs::create_dir_all(&d).expect("scratch directory");
+    d
+}
+
+/// The fragments directory (made once per test binary from the library's directory).
+fn fragments() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let lib = testing::c_library_dir(&crate_dir().join("Cargo.toml"), "gasnet");
+        let out = out_dir().join(format!("fragments-{}", std::process::id()));
+        let st = Command::new(crate_dir().join("scripts/fragments.sh"))
+            .arg(&lib)
+            .arg(&out)
+            .status()
+            .expect("fragments.sh");
+        assert!(st.success(), "fragments.sh failed");
+        out
+    })
+}
+
+/// Compiles `tests/c/<name>.c` through a Makefile that includes `skifch-<mode>.mak`.
+fn compile(name: &str, mode: &str) -> PathBuf {
+    let exe = out_dir().join(format!("{name}-{mode}"));
+    let mk = out_dir().join(format!("{name}-{mode}.mk"));
+    let mak = fragments().join(format!("skifch-conduit/skifch-{mode}.mak"));
+    let src = crate_dir().join(format!("tests/c/{name}.c"));
+    std::fs::write(
+        &mk,
+        format!(
+            "include {}\nall:\n\t$(GASNET_CC) $(GASNET_CPPFLAGS) $(GASNET_CFLAGS) -Wall -Wextra -Werror -g {} -o $(OUT) $(GASNET_LDFLAGS) $(GASNET_LIBS)\n",
+            mak.display(),
+            src.display()
+        ),
+    )
+    .expect("makefile");
+    testing::build_exe(&exe, name, |out| {
+        let mut c = Command::new("make");
+        c.arg("-s")
+            .arg("-f")
+            .arg(&mk)
+            .arg(format!("OUT={}", out.display()));
+        c
+    })
+}
+
+fn run(exe: &Path, n: u32, driver: &str, env: &[(&str, &str)], args: &[&str]) -> Outcome {
+    let mut cmd = testing::skifrun_cmd(n, &["--driver", driver], exe);
+    // Port 4 is this library's: the job needs five ports per rank.
+    cmd.args(args)
+        .env("SKIFCH_PORTS", "5")
+        .envs(env.iter().copied());
+    testing::run_job(cmd, JOB_TIMEOUT)
+}
+
+const DIRECT: &[(&str, &str)] = &[];
+const MESSAGES: &[(&str, &str)] = &[("GASNET_SHIM_RMA", "off")];
+
+fn check_program(name: &str, mode: &str) {
+    if !have_cc() {
+        eprintln!("no C compiler: skipped");
+        return;
+    }
+    let exe = compile(name, mode);
+    for (n, driver, env) in [
+        (2, "shm", DIRECT),
+        (4, "shm", DIRECT),
+        (3, "shm", MESSAGES),
+        (2, "fpga-model", DIRECT),
+        (3, "fpga-model", DIRECT),
+    ] {
+        let o = run(&exe, n, driver, env, &[]);
+        assert!(
+            o.status.success(),
+            "{name} with {n} ranks over {driver} {env:?}: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status,
+            o.stdout,
+            o.stderr
+        );
+    }
+}
+
+#[test]
+fn core_active_messages() {
+    check_program("am", "seq");
+}
+
+#[test]
+fn gasnet1_interface_and_legacy_barrier() {
+    check_program("legacy", "seq");
+}
+
+/// `gasnet_exit(7)` on one rank ends every rank with 7.
+#[test]
+fn gasnet_exit_ends_the_job_with_its_code() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("legacy", "seq");
+    for driver in ["shm", "fpga-model"] {
+        let o = run(&exe, 3, driver, DIRECT, &["exit7"]);
+        assert_eq!(o.code(), Some(7), "{driver}: {}", o.text());
+    }
+}
+
+fn bad_input(case: &str, call: &str) {
+    let exe = compile("bad", "seq");
+    for env in [DIRECT, MESSAGES] {
+        let o = run(&exe, 2, "shm", env, &[case]);
+        let what = format!("{case} {env:?}: {}\n{}", o.status, o.text());
+        assert!(!o.status.success(), "{what}");
+        assert!(o.stderr.contains(&format!("gasnet: {call}: ")), "{what}");
+        assert!(!o.stdout.contains("returned"), "{what}");
+    }
+}
+
+#[test]
+fn bad_input_names_the_call() {
+    if !have_cc() {
+        return;
+    }
+    bad_input("long_outside", "gex_AM_RequestLong0");
+    bad_input("unregistered", "gex_AM_RequestShort0");
+    bad_input("medium_too_large", "gex_AM_RequestMedium0");
+}
+
+#[test]
+fn a_dead_rank_is_an_error_not_a_hang() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("dead", "seq");
+    for (n, driver, env) in [
+        (2, "shm", DIRECT),
+        (3, "shm", MESSAGES),
+        (2, "fpga-model", DIRECT),
+    ] {
+        let o = run(&exe, n, driver, env, &[]);
+        let what = format!(
+            "{n} ranks over {driver} {env:?}: {}\n{}",
+            o.status,
+            o.text()
+        );
+        assert!(!o.status.success(), "{what}");
+        assert!(!o.stdout.contains("without an error"), "{what}");
+        assert!(o.stderr.contains("gasnet: "), "{what}");
+    }
+}
+
+/// The pkg-config fragment builds a program too (GASNET_PAR flags).
+#[test]
+fn pkg_config_fragment() {
+    if !have_cc()
+        || Command::new("pkg-config")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
+        return;
+    }
+    let pc = fragments().join("pkgconfig");
+    let flags = |what: &str| {
+        let o = Command::new("pkg-config")
+            .env("PKG_CONFIG_PATH", &pc)
+            .args([what, "gasnet-skifch-par"])
+            .output()
+            .expect("pkg-config");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let (cflags, libs) = (flags("--cflags"), flags("--libs"));
+    assert!(cflags.contains("-DGASNET_PAR"), "{cflags}");
+    let exe = testing::build_exe(&out_dir().join("am-pc"), "am-pc", |out| {
+        let mut c = Command::new("cc");
+        c.args(cflags.split_whitespace())
+            .arg(crate_dir().join("tests/c/am.c"))
+            .arg("-o")
+            .arg(out)
+            .args(libs.split_whitespace());
+        c
+    });
+    let o = run(&exe, 2, "shm", DIRECT, &[]);
+    assert!(o.status.success(), "{}", o.text());
+}
