@@ -282,6 +282,7 @@ impl<P: Port> Core<P> {
             bsend_used: 0,
             held: Vec::new(),
             colls: Vec::new(),
+            completed: 0,
         };
         let mut ep = Endpoint::open_with(job, port, state)?;
         // Eager messages fit one channel message with the longest header (4 words).

@@ -179,6 +179,9 @@ pub struct State {
     pub(super) held: Vec<Option<Unex>>,
     /// Nonblocking collectives being run (`sched`).
     pub(super) colls: Vec<super::sched::Running>,
+    /// Requests completed so far (under `MPI_THREAD_MULTIPLE`, a call that served incoming
+    /// messages while sending tells the waiting threads when it moved).
+    pub(super) completed: u64,
 }
 
 impl State {
@@ -297,6 +300,7 @@ impl State {
 
     /// Marks `id` complete; drops it if the user already freed it.
     pub(super) fn complete(&mut self, id: ReqId) {
+        self.completed += 1;
         let Some(r) = self.get_mut(id) else { return };
         r.done = true;
         let bs = match &mut r.kind {

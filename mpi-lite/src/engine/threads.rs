@@ -9,14 +9,16 @@
 //!   receive may hold it for ever). This is the path the instruction counts are measured on.
 //! * **`MPI_THREAD_MULTIPLE`**: calls take the lock (blocking) for short critical sections
 //!   only: posting, matching, one poll. Blocking calls post a request and wait here
-//!   ([`Engine::wait_mt`]): the thread that gets the lock polls for everybody (handlers
-//!   complete whichever requests their messages match, so thread B's progress completes
-//!   thread A's receive); the others spin on the completion counter for the wait policy's
-//!   fixed time (20 µs by default), then sleep — one of them on the channel's waiter (woken
-//!   by an arriving message), the rest on a condition variable woken whenever a poll
-//!   completed something (SEED-NOTES: fixed spin keeps latency flat as waiting threads
-//!   grow). No lock is held while a thread sleeps. The direct receive (a wait inside the
-//!   channel) is not used in this mode.
+//!   ([`Engine::wait_mt`]). One waiting thread at a time holds the *poll token* and polls
+//!   for everybody (handlers complete whichever requests their messages match, so thread
+//!   B's progress completes thread A's receive); the others spin on the completion counter
+//!   (bumped by every poll that did something) and look at their request, under the lock,
+//!   only when it moved — so the lock is not contended by idle waiters. After the wait
+//!   policy's fixed spin (20 µs by default) the poller sleeps on the channel's waiter (woken
+//!   by an arriving message), the others on a condition variable (woken by the counter, or
+//!   when the poller leaves so that one of them takes the token over): SEED-NOTES, fixed
+//!   spin keeps latency flat as waiting threads grow. No lock is held while a thread sleeps.
+//!   The direct receive (a wait inside the channel) is not used in this mode.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
@@ -57,8 +59,9 @@ struct Waits<W> {
     /// Bumped by every poll that did something and every completion made outside a poll:
     /// spinning threads look at their request again when it changes.
     epoch: AtomicU64,
-    /// A thread sleeps on the channel's waiter (at most one: it polls for the others).
-    channel: AtomicBool,
+    /// The poll token: held by the one waiting thread that polls for the others (and sleeps
+    /// on the channel's waiter when idle).
+    polling: AtomicBool,
     /// Threads asleep on `cv`.
     sleepers: AtomicUsize,
     m: Mutex<()>,
@@ -80,15 +83,48 @@ impl<W: Waiter> Waits<W> {
         }
     }
 
-    /// Sleeps on the condition variable until the epoch moves past `seen` or the channel
-    /// sleeper leaves (so that another thread takes its place), at most one slice.
+    /// Sleeps on the condition variable until the epoch moves past `seen` or the poller
+    /// leaves (so that this thread may take its place), at most one slice.
     fn sleep_cv(&self, seen: u64) {
         let g = self.m.lock().unwrap_or_else(|p| p.into_inner());
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        if self.epoch.load(Ordering::SeqCst) == seen && self.channel.load(Ordering::SeqCst) {
+        if self.epoch.load(Ordering::SeqCst) == seen && self.polling.load(Ordering::SeqCst) {
             let _ = self.cv.wait_timeout(g, CONDVAR_SLICE);
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Gives the poll token back and wakes the sleepers, one of which takes it over.
+    fn leave(&self) {
+        self.polling.store(false, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _g = self.m.lock().unwrap_or_else(|p| p.into_inner());
+            self.cv.notify_all();
+        }
+    }
+}
+
+/// The poll token of one wait, given back when the wait ends (also by an error).
+struct Token<'a, W: Waiter> {
+    waits: &'a Waits<W>,
+    held: bool,
+}
+
+impl<W: Waiter> Token<'_, W> {
+    /// Holds the token, taking it if free; `true` if held.
+    fn take(&mut self) -> bool {
+        if !self.held {
+            self.held = !self.waits.polling.swap(true, Ordering::SeqCst);
+        }
+        self.held
+    }
+}
+
+impl<W: Waiter> Drop for Token<'_, W> {
+    fn drop(&mut self) {
+        if self.held {
+            self.waits.leave();
+        }
     }
 }
 
@@ -120,7 +156,7 @@ impl<P: Port> Engine<P> {
             multiple,
             waits: Waits {
                 epoch: AtomicU64::new(0),
-                channel: AtomicBool::new(false),
+                polling: AtomicBool::new(false),
                 sleepers: AtomicUsize::new(0),
                 m: Mutex::new(()),
                 cv: Condvar::new(),
@@ -188,12 +224,31 @@ impl<P: Port> Engine<P> {
 
     /// Blocking standard send (see [`Core::send`]).
     pub fn send(&self, env: Envelope, dst: u32, buf: UserBuf) -> Result<()> {
-        if !self.multiple || (buf.packed_len() <= self.eager && buf.as_contiguous().is_some()) {
-            // An eager send does not wait for a peer (a full lane is drained with progress).
+        if !self.multiple {
             return self.lock()?.send(env, dst, buf);
         }
-        let id = self.lock()?.isend(env, dst, buf, Mode::Standard, 0)?;
+        if buf.packed_len() <= self.eager && buf.as_contiguous().is_some() {
+            // An eager send does not wait for a peer (a full lane is drained with progress).
+            return self.serving(|c| c.send(env, dst, buf));
+        }
+        let id = self.isend(env, dst, buf, Mode::Standard, 0)?;
         self.wait(id).map(|_| ())
+    }
+
+    /// Runs a send on the core under `MPI_THREAD_MULTIPLE`: proto's send serves incoming
+    /// messages while a lane is full, which may complete other threads' requests — the
+    /// waiting threads are told when it did.
+    #[inline]
+    fn serving<T>(&self, f: impl FnOnce(&mut Core<P>) -> Result<T>) -> Result<T> {
+        let mut c = self.lock()?;
+        let before = c.st().completed;
+        let r = f(&mut c);
+        let moved = c.st().completed != before;
+        drop(c);
+        if moved {
+            self.waits.bump();
+        }
+        r
     }
 
     /// Blocking exchange (see [`Core::sendrecv`]).
@@ -222,7 +277,10 @@ impl<P: Port> Engine<P> {
         mode: Mode,
         bsend: usize,
     ) -> Result<ReqId> {
-        self.lock()?.isend(env, dst, buf, mode, bsend)
+        if !self.multiple {
+            return self.lock()?.isend(env, dst, buf, mode, bsend);
+        }
+        self.serving(|c| c.isend(env, dst, buf, mode, bsend))
     }
 
     /// Posts a receive (see [`Core::irecv`]).
@@ -243,7 +301,10 @@ impl<P: Port> Engine<P> {
     /// The C ABI's eager send of contiguous bytes (see [`Core::try_send_eager`]).
     #[inline]
     pub fn try_send_eager(&self, env: Envelope, dst: u32, data: &[u8]) -> Result<bool> {
-        self.lock()?.try_send_eager(env, dst, data)
+        if !self.multiple {
+            return self.lock()?.try_send_eager(env, dst, data);
+        }
+        self.serving(|c| c.try_send_eager(env, dst, data))
     }
 
     /// The direct receive into contiguous bytes (see [`Core::try_recv_bytes`]); never
@@ -435,37 +496,47 @@ impl<P: Port> Engine<P> {
     }
 
     /// The wait of `MPI_THREAD_MULTIPLE` (module docs): until `f`, called with the core
-    /// locked, gives the outcome. Polls when the lock is free, spins for the wait policy's
-    /// time, then sleeps; never sleeps holding the lock. A lost peer ends it (breaking the
-    /// engine for every thread).
+    /// locked, gives the outcome. The holder of the poll token polls; the others look at
+    /// their request when the completion counter moved; after the fixed spin, the poller
+    /// sleeps on the channel and the others on the condition variable; never sleeps holding
+    /// the lock. A lost peer ends it (breaking the engine for every thread).
     fn wait_mt<T>(&self, mut f: impl FnMut(&mut Core<P>) -> Option<Result<T>>) -> Result<T> {
         let w = &self.waits;
+        let mut token = Token {
+            waits: w,
+            held: false,
+        };
         let mut idle = 0u32;
         let mut since: Option<Instant> = None;
+        // The counter when the request was last looked at (none yet).
+        let mut looked: Option<u64> = None;
         loop {
-            let seen = w.epoch.load(Ordering::Acquire);
+            let seen = w.epoch.load(Ordering::SeqCst);
+            let poller = token.take();
             let mut queued = 0;
-            if let Ok(mut c) = self.core.try_lock().or_else(|e| match e {
-                TryLockError::Poisoned(p) => Ok(p.into_inner()),
-                TryLockError::WouldBlock => Err(()),
-            }) {
-                c.check()?;
-                if let Some(r) = f(&mut c) {
-                    return r;
-                }
-                if c.progress()? {
-                    w.bump();
+            if poller || looked != Some(seen) {
+                if let Some(mut c) = self.try_core() {
+                    c.check()?;
                     if let Some(r) = f(&mut c) {
                         return r;
                     }
-                    idle = 0;
-                    since = None;
-                    continue;
+                    looked = Some(seen);
+                    if poller {
+                        if c.progress()? {
+                            w.bump();
+                            if let Some(r) = f(&mut c) {
+                                return r;
+                            }
+                            idle = 0;
+                            since = None;
+                            continue;
+                        }
+                        queued = c.ep.queued();
+                    }
                 }
-                queued = c.ep.queued();
             }
-            // Nothing to do: spin (on the completion counter, the lock's holder polls for
-            // us), then sleep.
+            // Nothing to do: spin (the poller for the wait policy's time, the others on the
+            // counter), then sleep.
             idle += 1;
             if idle < QUICK_SPINS {
                 std::hint::spin_loop();
@@ -477,36 +548,48 @@ impl<P: Port> Engine<P> {
             };
             let t0 = *since.get_or_insert_with(Instant::now);
             if t0.elapsed() < spin {
-                if w.epoch.load(Ordering::Acquire) == seen {
-                    std::thread::yield_now();
-                }
+                std::thread::yield_now();
                 continue;
             }
             if let Some(rank) = w.waiter.lost_peer() {
                 let e = Error::from(skifch::Error::PeerLost { rank });
                 return Err(self.lock()?.fail(e));
             }
-            self.sleep(seen, queued);
+            if poller {
+                self.sleep_channel(seen, queued);
+            } else {
+                w.sleep_cv(seen);
+                // Look again after every sleep, whatever the counter says: a completion
+                // nobody announced costs one slice, never a hang.
+                looked = None;
+            }
         }
     }
 
-    /// One sleep of an idle waiter: on the channel's waiter if no other thread does (it
-    /// polls once more after arming, so no message published meanwhile is missed), else on
-    /// the condition variable.
-    fn sleep(&self, seen: u64, queued: usize) {
-        let w = &self.waits;
-        if w.channel.swap(true, Ordering::SeqCst) {
-            w.sleep_cv(seen);
-            return;
+    /// The core if no other thread holds it.
+    fn try_core(&self) -> Option<MutexGuard<'_, Core<P>>> {
+        match self.core.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
         }
+    }
+
+    /// The poller's sleep on the channel's waiter: it polls once more after arming, so no
+    /// message published meanwhile is missed.
+    fn sleep_channel(&self, seen: u64, queued: usize) {
+        let w = &self.waits;
         let ticket = w.waiter.arm();
-        let quiet = match self.core.try_lock() {
-            Ok(mut c) => match c.progress() {
-                Ok(did) => !did,
-                Err(_) => false, // the core is broken now: the caller's next look says so
+        let (quiet, did) = match self.try_core() {
+            Some(mut c) => match c.progress() {
+                Ok(did) => (!did, did),
+                Err(_) => (false, false), // broken: the caller's next look says so
             },
-            Err(_) => false, // another thread polls
+            None => (false, false), // another thread holds it: look again
         };
+        if did {
+            w.bump();
+        }
         if quiet && w.epoch.load(Ordering::SeqCst) == seen {
             // A peer draining a full lane does not wake us: look again soon then.
             let slice = if queued > 0 {
@@ -515,15 +598,7 @@ impl<P: Port> Engine<P> {
                 CHANNEL_SLICE
             };
             w.waiter.sleep(ticket, slice);
-        } else if !quiet {
-            w.bump();
         }
         w.waiter.disarm();
-        w.channel.store(false, Ordering::SeqCst);
-        // Another sleeper takes the channel over.
-        if w.sleepers.load(Ordering::SeqCst) > 0 {
-            let _g = w.m.lock().unwrap_or_else(|p| p.into_inner());
-            w.cv.notify_one();
-        }
     }
 }
