@@ -202,7 +202,7 @@ impl<P: Port> Mpi<P> {
     /// A send's envelope and destination world rank, checked and resolved once from the
     /// communicator and the caller's arguments (MPI-3.1 §3.2.3); `None` for
     /// `MPI_PROC_NULL`. Errors name no call: the C ABI's error path adds its name.
-    #[inline]
+    #[inline(always)] // on every send's and receive's path
     pub fn route(c: &CommData, dst: i32, tag: i32) -> Result<Option<(Envelope, u32)>> {
         Self::check_peer(c, dst, false)?;
         Self::check_tag(tag, false)?;
@@ -219,7 +219,7 @@ impl<P: Port> Mpi<P> {
 
     /// A receive's envelope (source may be `ANY_SOURCE` or `MPI_PROC_NULL`, tag
     /// `ANY_TAG`), checked once.
-    #[inline]
+    #[inline(always)] // on every send's and receive's path
     pub fn want(c: &CommData, src: i32, tag: i32) -> Result<Envelope> {
         Self::check_peer(c, src, true)?;
         Self::check_tag(tag, true)?;

@@ -26,7 +26,8 @@
 //! * [`error`] — the error enum and MPI error classes.
 //!
 //! Unsafe code is confined to [`mem`] (user pointers), [`ldouble`] (x87 instructions), [`api`] (slices lent to the
-//! engine) and [`coll`] (byte slices lent to the engine), each with its contract.
+//! engine), [`coll`] (byte slices lent to the engine) and the engine's lock (`engine::lock`, a
+//! flag beside the value), each with its contract.
 #![deny(unsafe_code)]
 
 pub mod datatype;

@@ -6,8 +6,8 @@
 //!
 //! ## Layers
 //! * `state` — the process-wide [`mpi_lite::Mpi`] created by `MPI_Init`, the handle
-//!   tables and error-handler dispatch (MPI-3.1 §8.3); one lock serializes calls
-//!   (`MPI_THREAD_SERIALIZED`).
+//!   tables and error-handler dispatch (MPI-3.1 §8.3); the thread level's locking (one
+//!   lock per call below `MPI_THREAD_MULTIPLE`, the state shared by the calls under it).
 //! * `errors` — error codes (predefined, user-added, one per unsupported call) and
 //!   error handlers (predefined and the user's, called with the state lock released).
 //! * `abi` — the `extern "C"` functions, each exported as `PMPI_X` and as `MPI_X`
@@ -23,6 +23,7 @@ mod abi;
 mod attrs;
 #[allow(unsafe_code)] // calls the user's error handlers (C function pointers)
 mod errors;
+#[allow(unsafe_code)] // under MPI_THREAD_MULTIPLE calls reach the state through a pointer
 mod state;
 
 pub use abi::*;

@@ -11,11 +11,12 @@
 //! threads, its waits holding no lock (`mpi_lite::engine::Engine`).
 
 use std::ffi::c_int;
-use std::ops::Deref;
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
-
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
 
 use mpi_lite::comm::CommData;
 use mpi_lite::datatype::{Basic, Datatype};
@@ -56,12 +57,42 @@ pub struct Tables {
     pub infos: Vec<Option<Vec<(String, String)>>>,
 }
 
+/// The handle tables and their lock.
+struct TableCell {
+    m: Mutex<()>,
+    t: UnsafeCell<Tables>,
+}
+
+// SAFETY: the tables are reached through a `TablesGuard`, which holds `m`, or — below
+// MPI_THREAD_MULTIPLE only — read by `CState::with_comm` in the one thread that holds the
+// state (see there); so sharing the cell hands the tables between threads (`Tables: Send`).
+unsafe impl Sync for TableCell {}
+
+/// The tables, locked.
+pub struct TablesGuard<'a> {
+    _m: MutexGuard<'a, ()>,
+    t: &'a mut Tables,
+}
+
+impl Deref for TablesGuard<'_> {
+    type Target = Tables;
+    fn deref(&self) -> &Tables {
+        self.t
+    }
+}
+
+impl DerefMut for TablesGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Tables {
+        self.t
+    }
+}
+
 /// Everything `MPI_Init` creates.
 pub struct CState {
     pub mpi: Mpi<DefaultPort>,
     /// The handle tables: locked for a lookup or an update only (never across a call into
     /// `mpi`, which may wait, nor across a callback of the program).
-    tables: Mutex<Tables>,
+    tables: TableCell,
     pub provided: i32,
     // Dropped after `mpi` (field order): the job outlives its channel.
     pub job: DefaultJob,
@@ -72,26 +103,58 @@ pub static PHASE: AtomicU8 = AtomicU8::new(0);
 /// The error handler of `MPI_COMM_WORLD`, readable before Init and after Finalize (errors
 /// of calls made then are raised on it).
 pub static WORLD_ERRH: AtomicI32 = AtomicI32::new(h::ERRORS_ARE_FATAL);
-static STATE: RwLock<Option<CState>> = RwLock::new(None);
-/// `MPI_THREAD_MULTIPLE` was provided: calls hold [`STATE`] shared. Set by `MPI_Init` with
-/// the state locked exclusively, so every call after it sees it.
+/// The state. Below `MPI_THREAD_MULTIPLE` every call holds this lock (a try-lock: one
+/// atomic exchange in, one out, as before threads were served); under it only `MPI_Init` and
+/// `MPI_Finalize` take it, and calls reach the state through [`LIVE`].
+static STATE: Mutex<Option<CState>> = Mutex::new(None);
+/// `MPI_THREAD_MULTIPLE` was provided. Set by `MPI_Init` (after [`LIVE`]) with the state
+/// locked, so every call after it sees it.
 static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// Under `MPI_THREAD_MULTIPLE`: the state inside [`STATE`] for calls, null before `MPI_Init`
+/// and from the start of `MPI_Finalize`.
+static LIVE: AtomicPtr<CState> = AtomicPtr::new(std::ptr::null_mut());
+/// Under `MPI_THREAD_MULTIPLE`: calls holding a [`Guard::Shared`] (`MPI_Finalize` waits for
+/// none before it takes the state).
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
-/// The state for one call: shared under `MPI_THREAD_MULTIPLE`, else exclusive.
+/// The state for one call: exclusive below `MPI_THREAD_MULTIPLE`, shared under it.
 pub enum Guard {
-    Shared(RwLockReadGuard<'static, Option<CState>>),
-    Excl(RwLockWriteGuard<'static, Option<CState>>),
+    Excl(MutexGuard<'static, Option<CState>>),
+    Shared(Option<&'static CState>),
 }
 
-impl Deref for Guard {
-    type Target = Option<CState>;
+impl Guard {
+    /// The state, if initialized.
     #[inline]
-    fn deref(&self) -> &Option<CState> {
+    pub fn as_ref(&self) -> Option<&CState> {
         match self {
-            Guard::Shared(g) => g,
-            Guard::Excl(g) => g,
+            Guard::Excl(g) => g.as_ref(),
+            Guard::Shared(s) => *s,
         }
     }
+}
+
+impl Drop for Guard {
+    #[inline]
+    fn drop(&mut self) {
+        if let Guard::Shared(_) = self {
+            ACTIVE.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+/// The state shared, for one call under `MPI_THREAD_MULTIPLE`.
+fn shared() -> Guard {
+    // Counted before the pointer is read (SeqCst with MPI_Finalize's clearing and count):
+    // either Finalize sees this call counted and waits, or this call sees the pointer null.
+    ACTIVE.fetch_add(1, Ordering::SeqCst);
+    let p = LIVE.load(Ordering::SeqCst);
+    // SAFETY: when non-null, `p` points to the `CState` inside `STATE` (set by MPI_Init,
+    // which does not move it afterwards); MPI_Finalize clears `LIVE` and waits until no call
+    // is counted in `ACTIVE` before it takes the state out, and under MPI_THREAD_MULTIPLE
+    // nothing else locks `STATE` but to read it, so the reference stays valid and shared for
+    // as long as this guard (counted) lives.
+    Guard::Shared(unsafe { p.cast_const().as_ref() })
 }
 
 /// The state for one call; `None` when it cannot be had at once (another thread is inside a
@@ -99,20 +162,46 @@ impl Deref for Guard {
 #[inline]
 fn enter() -> Option<Guard> {
     if MULTIPLE.load(Ordering::Relaxed) {
-        return Some(Guard::Shared(
-            STATE.read().unwrap_or_else(|p| p.into_inner()),
-        ));
+        return Some(shared());
     }
-    match STATE.try_write() {
+    match STATE.try_lock() {
         Ok(g) => Some(Guard::Excl(g)),
         Err(TryLockError::Poisoned(p)) => Some(Guard::Excl(p.into_inner())),
         Err(TryLockError::WouldBlock) => None,
     }
 }
 
-/// Sets the thread level's locking (`MPI_Init`, with the state locked exclusively).
-pub fn set_multiple(on: bool) {
-    MULTIPLE.store(on, Ordering::Relaxed);
+/// Chooses the thread level's locking (`MPI_Init`, holding the state's lock, `g` just
+/// initialized): under `MPI_THREAD_MULTIPLE` calls reach the state through [`LIVE`].
+pub fn set_multiple(g: &Option<CState>, on: bool) {
+    if let (true, Some(st)) = (on, g) {
+        LIVE.store(st as *const CState as *mut CState, Ordering::SeqCst);
+    }
+    MULTIPLE.store(on, Ordering::SeqCst);
+}
+
+/// `MPI_Finalize`'s first step under `MPI_THREAD_MULTIPLE`: no new call reaches the state,
+/// and the calls inside it leave (MPI-3.1 §8.7: the program's other threads must have
+/// finished theirs). A call that does not leave within `wait` (a thread blocked for ever, an
+/// erroneous program) is an error: the state stays, so nothing is freed under it.
+pub fn retire(wait: Duration) -> Result<()> {
+    if !MULTIPLE.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let p = LIVE.swap(std::ptr::null_mut(), Ordering::SeqCst);
+    let t0 = Instant::now();
+    while ACTIVE.load(Ordering::SeqCst) > 0 {
+        if t0.elapsed() > wait {
+            LIVE.store(p, Ordering::SeqCst);
+            return Err(Error::Other(format!(
+                "MPI_Finalize while {} other threads are inside MPI calls (they must have \
+                 completed them, MPI-3.1 §8.7)",
+                ACTIVE.load(Ordering::SeqCst)
+            )));
+        }
+        std::thread::yield_now();
+    }
+    Ok(())
 }
 
 /// A call entered while another thread is inside one (issue 16 defect 6), below
@@ -173,15 +262,15 @@ pub fn call_steps(name: &'static str, comm: i32, f: impl FnOnce() -> Result<()>)
 /// The state locked exclusively, for `MPI_Init` and `MPI_Finalize` (poisoning is ignored: a
 /// panic inside a call becomes MPI_ERR_INTERN and leaves tables consistent, each update
 /// being a single assignment).
-pub fn lock() -> RwLockWriteGuard<'static, Option<CState>> {
-    STATE.write().unwrap_or_else(|p| p.into_inner())
+pub fn lock() -> MutexGuard<'static, Option<CState>> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The state for a short look (deciding an error's handler), shared or exclusive as the
 /// level wants, waiting for it.
 fn look() -> Guard {
     if MULTIPLE.load(Ordering::Relaxed) {
-        return Guard::Shared(STATE.read().unwrap_or_else(|p| p.into_inner()));
+        return shared();
     }
     Guard::Excl(lock())
 }
@@ -218,12 +307,15 @@ impl CState {
         ];
         CState {
             mpi,
-            tables: Mutex::new(Tables {
+            tables: TableCell {
+                m: Mutex::new(()),
+                t: UnsafeCell::new(Tables {
                 comms,
                 types,
                 groups: vec![None, Some(Group::empty())],
                 infos: vec![None],
             }),
+            },
             provided,
             job,
         }
@@ -232,21 +324,31 @@ impl CState {
     /// The handle tables, for a lookup or an update (never held across communication or a
     /// callback of the program: see the field).
     #[inline]
-    pub fn t(&self) -> MutexGuard<'_, Tables> {
-        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    pub fn t(&self) -> TablesGuard<'_> {
+        let m = self.tables.m.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: `m` is held for the guard's life, so no other guard exists; the unlocked
+        // read of `with_comm` happens only in the thread that holds the whole state, below
+        // MPI_THREAD_MULTIPLE, and never while that thread holds a guard.
+        let t = unsafe { &mut *self.tables.t.get() };
+        TablesGuard { _m: m, t }
     }
 
-    /// Runs `f` on communicator `c`'s description: borrowed from the table below
-    /// `MPI_THREAD_MULTIPLE` (no reference count to bump per message; the call holds the
-    /// state exclusively), a counted reference taken under the table lock otherwise.
-    /// `f` must not use the tables (their lock is held in the first case).
+    /// Runs `f` on communicator `c`'s description (the hot paths: `MPI_Send`, `MPI_Recv`,
+    /// an eager `MPI_Isend`, `MPI_Barrier`): below `MPI_THREAD_MULTIPLE` borrowed from the
+    /// table without its lock (no atomic, no reference count per message: the call holds
+    /// the whole state); otherwise a counted reference taken under the table lock.
+    /// `f` must not use the tables.
     #[inline]
     pub fn with_comm<T>(&self, c: i32, f: impl FnOnce(&CommData) -> Result<T>) -> Result<T> {
-        if self.mpi.engine().is_multiple() {
+        if MULTIPLE.load(Ordering::Relaxed) {
             let d = self.comm(c)?;
             return f(&d);
         }
-        let t = self.t();
+        // SAFETY: below MPI_THREAD_MULTIPLE every `&CState` is reached through the state's
+        // lock (`enter`, `look`, `lock`): this thread holds it, so no other thread reaches
+        // the tables; this thread holds no `TablesGuard` here (callers take none around
+        // this call) and `f` takes none, so no `&mut` to the tables exists meanwhile.
+        let t = unsafe { &*self.tables.t.get() };
         f(&t.comm_entry(c)?.data)
     }
 

@@ -50,6 +50,7 @@
 #![allow(clippy::too_many_arguments)]
 
 mod direct;
+mod lock;
 mod mprobe;
 mod protocol;
 mod request;

@@ -21,12 +21,13 @@
 //!   The direct receive (a wait inside the channel) is not used in this mode.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use skifch::driver::Waiter;
 use skifch::{Driver, Job, Port, WaitPolicy};
 
+use super::lock::{CoreGuard, CoreLock};
 use super::mprobe::MsgId;
 use super::sched::Sched;
 use super::state::ReqKind;
@@ -44,7 +45,7 @@ const QUICK_SPINS: u32 = 64;
 
 /// mpi-lite's engine: its [`Core`] behind a lock, used by any thread.
 pub struct Engine<P: Port> {
-    core: Mutex<Core<P>>,
+    core: CoreLock<Core<P>>,
     /// The eager limit (also in the core; kept here to be read without the lock).
     eager: usize,
     /// World rank and size.
@@ -163,7 +164,7 @@ impl<P: Port> Engine<P> {
                 waiter: core.ep.waiter(),
                 spin,
             },
-            core: Mutex::new(core),
+            core: CoreLock::new(core),
         })
     }
 
@@ -174,17 +175,12 @@ impl<P: Port> Engine<P> {
 
     /// The core, for one call: a try-lock when one thread at a time may call (failing
     /// with [`concurrent`]), else the lock (held for short sections only).
-    #[inline]
-    fn lock(&self) -> Result<MutexGuard<'_, Core<P>>> {
+    #[inline(always)]
+    fn lock(&self) -> Result<CoreGuard<'_, Core<P>>> {
         match self.core.try_lock() {
-            Ok(g) => Ok(g),
-            // A panic inside a call left the tables as they were (each update is one
-            // assignment); the C ABI reports it as MPI_ERR_INTERN.
-            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
-            Err(TryLockError::WouldBlock) if self.multiple => {
-                Ok(self.core.lock().unwrap_or_else(|p| p.into_inner()))
-            }
-            Err(TryLockError::WouldBlock) => Err(concurrent()),
+            Some(g) => Ok(g),
+            None if self.multiple => Ok(self.core.lock()),
+            None => Err(concurrent()),
         }
     }
 
@@ -567,12 +563,8 @@ impl<P: Port> Engine<P> {
     }
 
     /// The core if no other thread holds it.
-    fn try_core(&self) -> Option<MutexGuard<'_, Core<P>>> {
-        match self.core.try_lock() {
-            Ok(g) => Some(g),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        }
+    fn try_core(&self) -> Option<CoreGuard<'_, Core<P>>> {
+        self.core.try_lock()
     }
 
     /// The poller's sleep on the channel's waiter: it polls once more after arming, so no

@@ -48,7 +48,7 @@ fn init(required: c_int) -> c_int {
         EPOCH.get_or_init(Instant::now);
         MAIN_THREAD.get_or_init(|| std::thread::current().id());
         *g = Some(CState::new(job, mpi, required));
-        state::set_multiple(multiple);
+        state::set_multiple(&g, multiple);
         PHASE.store(1, Ordering::Release);
         Ok(())
     })();
@@ -133,6 +133,10 @@ mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
         if let Err(e) = crate::attrs::delete_all("MPI_Finalize", crate::attrs::Kind::Comm, h::COMM_SELF) {
             return state::raise_now(h::COMM_WORLD, "MPI_Finalize", &e);
         }
+    }
+    // Under MPI_THREAD_MULTIPLE: no call may be inside the state when it is taken.
+    if let Err(e) = state::retire(std::time::Duration::from_secs(10)) {
+        return state::raise_now(h::COMM_WORLD, "MPI_Finalize", &e);
     }
     let mut g = lock();
     let Some(st) = g.take() else {
