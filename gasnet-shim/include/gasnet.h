@@ -54,3 +54,51 @@ extern int gasnet_AMGetMsgSource(gex_Token_t token, gex_Rank_t *srcindex);
 #endif
 #include "gasnet_skifch_am1.h"
 #endif /* _GASNET_H */
+
+/* ---- GASNet-1 extended API: put/get over the gex_RMA_* calls ------------------------- */
+#ifndef GASNET_SKIFCH_LEGACY_EXT
+#define GASNET_SKIFCH_LEGACY_EXT
+typedef gex_Event_t gasnet_handle_t;
+#define GASNET_INVALID_HANDLE ((gasnet_handle_t)0)
+#define gasnet_put(node, dest, src, nbytes) \
+    ((void)gex_RMA_PutBlocking(gasnetc_world_tm(), (node), (dest), (src), (nbytes), 0))
+#define gasnet_put_bulk gasnet_put
+#define gasnet_get(dest, node, src, nbytes) \
+    ((void)gex_RMA_GetBlocking(gasnetc_world_tm(), (dest), (node), (src), (nbytes), 0))
+#define gasnet_get_bulk gasnet_get
+#define gasnet_put_nb(node, dest, src, nbytes) \
+    gex_RMA_PutNB(gasnetc_world_tm(), (node), (dest), (src), (nbytes), GEX_EVENT_NOW, 0)
+#define gasnet_put_nb_bulk(node, dest, src, nbytes) \
+    gex_RMA_PutNB(gasnetc_world_tm(), (node), (dest), (src), (nbytes), GEX_EVENT_DEFER, 0)
+#define gasnet_get_nb(dest, node, src, nbytes) \
+    gex_RMA_GetNB(gasnetc_world_tm(), (dest), (node), (src), (nbytes), 0)
+#define gasnet_get_nb_bulk gasnet_get_nb
+#define gasnet_put_nbi(node, dest, src, nbytes) \
+    ((void)gex_RMA_PutNBI(gasnetc_world_tm(), (node), (dest), (src), (nbytes), GEX_EVENT_NOW, 0))
+#define gasnet_put_nbi_bulk gasnet_put_nbi
+#define gasnet_get_nbi(dest, node, src, nbytes) \
+    ((void)gex_RMA_GetNBI(gasnetc_world_tm(), (dest), (node), (src), (nbytes), 0))
+#define gasnet_get_nbi_bulk gasnet_get_nbi
+#define gasnet_put_val(node, dest, value, nbytes) \
+    ((void)gex_RMA_PutBlockingVal(gasnetc_world_tm(), (node), (dest), (value), (nbytes), 0))
+#define gasnet_put_nb_val(node, dest, value, nbytes) \
+    gex_RMA_PutNBVal(gasnetc_world_tm(), (node), (dest), (value), (nbytes), 0)
+#define gasnet_put_nbi_val(node, dest, value, nbytes) \
+    ((void)gex_RMA_PutNBIVal(gasnetc_world_tm(), (node), (dest), (value), (nbytes), 0))
+#define gasnet_get_val(node, src, nbytes) \
+    gex_RMA_GetBlockingVal(gasnetc_world_tm(), (node), (src), (nbytes), 0)
+#define gasnet_wait_syncnb(h) gex_Event_Wait(h)
+#define gasnet_try_syncnb(h) gex_Event_Test(h)
+#define gasnet_wait_syncnb_all(ph, n) gex_Event_WaitAll((ph), (n), 0)
+#define gasnet_wait_syncnb_some(ph, n) gex_Event_WaitSome((ph), (n), 0)
+#define gasnet_try_syncnb_all(ph, n) gex_Event_TestAll((ph), (n), 0)
+#define gasnet_try_syncnb_some(ph, n) gex_Event_TestSome((ph), (n), 0)
+#define gasnet_wait_syncnbi_all() gex_NBI_Wait(GEX_EC_ALL, 0)
+#define gasnet_wait_syncnbi_puts() gex_NBI_Wait(GEX_EC_PUT, 0)
+#define gasnet_wait_syncnbi_gets() gex_NBI_Wait(GEX_EC_GET, 0)
+#define gasnet_try_syncnbi_all() gex_NBI_Test(GEX_EC_ALL, 0)
+#define gasnet_try_syncnbi_puts() gex_NBI_Test(GEX_EC_PUT, 0)
+#define gasnet_try_syncnbi_gets() gex_NBI_Test(GEX_EC_GET, 0)
+#define gasnet_begin_nbi_accessregion() gex_NBI_BeginAccessRegion(0)
+#define gasnet_end_nbi_accessregion() gex_NBI_EndAccessRegion(0)
+#endif

@@ -79,6 +79,7 @@ pub struct Gasnet<P: Port> {
     bar: Mutex<Option<Bar>>,
     bar_seq: AtomicU32,
     want_progress: bool,
+    pub(crate) events: Mutex<crate::event::Events>,
 }
 
 /// Descriptor bytes per rank in [`allgather`].
@@ -137,6 +138,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
         let mut ep = Endpoint::open_with(job, PORT, ctx)?;
         am::install(&mut ep)?;
         ep.register(H_BAR, on_bar::<P>)?;
+        crate::rma::install(&mut ep)?;
         ep.barrier()?;
         let rma = opts.rma.filter(|r| r.caps().load_store);
         let votes = allgather(&mut ep, &[u8::from(rma.is_some())])?;
@@ -166,6 +168,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
             bar: Mutex::new(None),
             bar_seq: AtomicU32::new(0),
             want_progress: opts.progress_thread,
+            events: Mutex::new(Default::default()),
         }))
     }
 
@@ -213,6 +216,11 @@ impl<P: Port> Gasnet<P> {
             None => Ok(()),
             Some(rank) => Err(Error::Comm(skifch::Error::PeerLost { rank })),
         }
+    }
+
+    /// The first rank the job lost, if any.
+    pub(crate) fn lost_peer(&self) -> Option<u32> {
+        self.lost.lost_peer()
     }
 
     /// `rank` checked against the job.

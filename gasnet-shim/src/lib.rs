@@ -31,6 +31,8 @@
 pub mod am;
 mod capi;
 pub mod engine;
+pub mod event;
+pub mod rma;
 pub mod rust_api;
 
 /// The channel crate this library is built on (callers name `Job` and the loopback job

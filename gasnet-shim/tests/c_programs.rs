@@ -108,6 +108,11 @@ fn core_active_messages() {
 }
 
 #[test]
+fn rma_events_nbi_and_access_regions() {
+    check_program("rma", "seq");
+}
+
+#[test]
 fn gasnet1_interface_and_legacy_barrier() {
     check_program("legacy", "seq");
 }
@@ -144,6 +149,8 @@ fn bad_input_names_the_call() {
     bad_input("long_outside", "gex_AM_RequestLong0");
     bad_input("unregistered", "gex_AM_RequestShort0");
     bad_input("medium_too_large", "gex_AM_RequestMedium0");
+    bad_input("put_outside", "gex_RMA_PutBlocking");
+    bad_input("get_outside", "gex_RMA_GetNB");
 }
 
 #[test]
@@ -152,12 +159,15 @@ fn a_dead_rank_is_an_error_not_a_hang() {
         return;
     }
     let exe = compile("dead", "seq");
-    for (n, driver, env) in [
-        (2, "shm", DIRECT),
-        (3, "shm", MESSAGES),
-        (2, "fpga-model", DIRECT),
+    for (n, driver, env, arg) in [
+        (2, "shm", DIRECT, "am"),
+        (3, "shm", MESSAGES, "am"),
+        (2, "fpga-model", DIRECT, "am"),
+        (2, "shm", DIRECT, "rma"),
+        (3, "shm", MESSAGES, "rma"),
+        (2, "fpga-model", DIRECT, "rma"),
     ] {
-        let o = run(&exe, n, driver, env, &[]);
+        let o = run(&exe, n, driver, env, &[arg]);
         let what = format!(
             "{n} ranks over {driver} {env:?}: {}\n{}",
             o.status,

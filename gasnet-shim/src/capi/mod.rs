@@ -5,7 +5,7 @@
 //! here (the AM injection calls with their argument count, the legacy GASNet-1 names).
 //!
 //! This file: setup, handles, segments, queries, exit; [`am`]: AM injection, replies,
-//! tokens, negotiated payload, polling; [`invoke`]: calling C handlers; [`stubs`]: the
+//! tokens, negotiated payload, polling; [`rma`]: put/get, events, NBI; [`invoke`]: calling C handlers; [`stubs`]: the
 //! calls not built yet (each fails naming itself).
 #![allow(unsafe_code)] // the C ABI: raw pointers from C
 #![allow(clippy::missing_safety_doc)] // documented in the headers and GASNet's specification
@@ -22,6 +22,7 @@ use crate::Error;
 
 mod am;
 mod invoke;
+mod rma;
 mod stubs;
 
 type G = Gasnet<DefaultPort>;

@@ -1,6 +1,7 @@
 /* Bad input ends the job with a message naming the call (argv[1] picks the case):
  * long_outside (a Long beyond the target's segment), unregistered (a handler index with
- * no handler), medium_too_large (a Medium above gex_AM_MaxRequestMedium). */
+ * no handler), medium_too_large (a Medium above gex_AM_MaxRequestMedium), put_outside,
+ * get_outside (RMA beyond the target's segment). */
 #include "check.h"
 static void h(gex_Token_t t, void *b, size_t n) { (void)t; (void)b; (void)n; }
 int main(int argc, char **argv) {
@@ -21,6 +22,10 @@ int main(int argc, char **argv) {
         gex_AM_RequestShort0(tm, peer, 99, 0);
     else if (!strcmp(what, "medium_too_large"))
         gex_AM_RequestMedium0(tm, peer, 200, buf, gex_AM_MaxRequestMedium(tm, peer, GEX_EVENT_NOW, 0, 0) + 1, GEX_EVENT_NOW, 0);
+    else if (!strcmp(what, "put_outside"))
+        gex_RMA_PutBlocking(tm, peer, (char *)pseg + psz - 8, buf, 16, 0);
+    else if (!strcmp(what, "get_outside"))
+        gex_Event_Wait(gex_RMA_GetNB(tm, buf, peer, (char *)pseg - 8, 16, 0));
     printf("rank %u: returned\n", gex_TM_QueryRank(tm));
     BARRIER();
     gasnet_exit(0);

@@ -1,4 +1,5 @@
-/* A rank dies (exits without gasnet_exit) in the middle of AM ping-pongs; the others must
+/* A rank dies (exits without gasnet_exit) in the middle of AM ping-pongs (or of puts
+ * and gets: argv[1] = "rma"); the others must
  * end with an error naming their call, never hang. */
 #include <unistd.h>
 #include "check.h"
@@ -15,6 +16,16 @@ int main(int argc, char **argv) {
     gex_Rank_t me = gex_TM_QueryRank(tm), n = gex_TM_QuerySize(tm);
     BARRIER();
     if (me == n - 1) { usleep(100 * 1000); _exit(0); }
+    if (argc > 1 && !strcmp(argv[1], "rma")) {
+        void *rseg; char b[4096];
+        gex_EP_QueryBoundSegmentNB(tm, n - 1, &rseg, NULL, NULL, 0);
+        for (long i = 0; i < 100 * 1000 * 1000; i++) {
+            gex_RMA_PutBlocking(tm, n - 1, rseg, b, sizeof b, 0);
+            gex_RMA_GetBlocking(tm, b, n - 1, rseg, sizeof b, 0);
+        }
+        printf("rank %u: the loop ended without an error\n", me);
+        return 0;
+    }
     for (long i = 0; i < 100 * 1000 * 1000; i++) {
         gex_AM_RequestShort0(tm, n - 1, 200, 0);
         GASNET_BLOCKUNTIL(gasnett_atomic_read(&got, 0) == (gasnett_atomic_val_t)(i + 1));
