@@ -229,6 +229,17 @@ extern int mpi_lite_unweighted, mpi_lite_weights_empty;
 #define MPI_MODE_NOPUT 4096
 #define MPI_MODE_NOPRECEDE 8192
 #define MPI_MODE_NOSUCCEED 16384
+#define MPI_WIN_BASE 0x66000001
+#define MPI_WIN_SIZE 0x66000003
+#define MPI_WIN_DISP_UNIT 0x66000005
+#define MPI_WIN_CREATE_FLAVOR 0x66000007
+#define MPI_WIN_MODEL 0x66000009
+#define MPI_WIN_FLAVOR_CREATE 1
+#define MPI_WIN_FLAVOR_ALLOCATE 2
+#define MPI_WIN_FLAVOR_DYNAMIC 3
+#define MPI_WIN_FLAVOR_SHARED 4
+#define MPI_WIN_SEPARATE 1
+#define MPI_WIN_UNIFIED 2
 
 /* ---- error classes (MPICH's numbers; MPI-3.1 §8.4 Table 8.2, §14.3.9) ---- */
 #define MPI_SUCCESS 0
@@ -672,6 +683,19 @@ MPI_LITE_FN(int, Win_post, (MPI_Group group, int assert, MPI_Win win))
 MPI_LITE_FN(int, Win_start, (MPI_Group group, int assert, MPI_Win win))
 MPI_LITE_FN(int, Win_complete, (MPI_Win win))
 MPI_LITE_FN(int, Win_wait, (MPI_Win win))
+MPI_LITE_FN(int, Win_test, (MPI_Win win, int *flag))
+MPI_LITE_FN(int, Win_sync, (MPI_Win win))
+MPI_LITE_FN(int, Win_get_group, (MPI_Win win, MPI_Group *group))
+MPI_LITE_FN(int, Win_set_name, (MPI_Win win, const char *win_name))
+MPI_LITE_FN(int, Win_get_name, (MPI_Win win, char *win_name, int *resultlen))
+MPI_LITE_FN(int, Win_set_info, (MPI_Win win, MPI_Info info))
+MPI_LITE_FN(int, Win_get_info, (MPI_Win win, MPI_Info *info_used))
+MPI_LITE_FN(int, Win_allocate_shared, (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win))
+MPI_LITE_FN(int, Win_shared_query, (MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr))
+MPI_LITE_FN(int, Rput, (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request))
+MPI_LITE_FN(int, Rget, (void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request))
+MPI_LITE_FN(int, Raccumulate, (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request))
+MPI_LITE_FN(int, Rget_accumulate, (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request))
 
 #undef MPI_LITE_FN
 

@@ -47,6 +47,7 @@ pub mod intercoll;
 mod internbc;
 pub mod nbc;
 pub mod topo;
+pub mod win;
 
 pub use comm::Mpi;
 pub use engine::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL};

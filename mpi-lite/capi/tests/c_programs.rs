@@ -198,6 +198,27 @@ fn derived_datatypes_padded_constant_memory_and_huge_counts() {
 }
 
 #[test]
+fn one_sided_windows_operations_and_synchronisation() {
+    check("rma", &[("RMA_TEST_PATH", "direct")]);
+}
+
+#[test]
+fn one_sided_on_the_message_path_forced_and_over_fpga_model() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("rma", false);
+    for n in [2, 3, 4] {
+        run_ok(&exe, n, &[("SKIFMPI_RMA", "messages"), ("RMA_TEST_PATH", "messages")]);
+    }
+    for n in [2, 4] {
+        let mut cmd = testing::skifrun_cmd(n, &["--driver", "fpga-model"], &exe);
+        cmd.env("RMA_TEST_PATH", "messages");
+        testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("rma over fpga-model, {n} ranks"));
+    }
+}
+
+#[test]
 fn generalized_requests() {
     check("greq", &[]);
 }
@@ -283,7 +304,7 @@ fn errors_are_fatal_by_default_and_name_the_call() {
     let exe = compile("fatal", false);
     for (arg, call, class) in [
         ("rank", "MPI_Send", 6),
-        ("win", "MPI_Win_create", 44),
+        ("win", "MPI_Put", 45),
         ("spawn", "MPI_Comm_spawn", 42),
     ] {
         let mut cmd = testing::skifrun_cmd(3, &[], &exe);

@@ -284,6 +284,7 @@ impl<P: Port> Core<P> {
             held: Vec::new(),
             colls: Vec::new(),
             completed: 0,
+            rma: Default::default(),
         };
         let mut ep = Endpoint::open_with(job, port, state)?;
         // Eager messages fit one channel message with the longest header (4 words).
@@ -292,6 +293,7 @@ impl<P: Port> Core<P> {
         for h in [H_EAGER_S, H_EAGER, H_SYNC, H_RTS, H_CTS, H_DATA, H_ACK] {
             ep.register(h, on_message::<P>)?;
         }
+        crate::win::register(&mut ep)?;
         Ok(Core {
             ep,
             broken: None,

@@ -182,6 +182,8 @@ pub struct State {
     /// Requests completed so far (under `MPI_THREAD_MULTIPLE`, a call that served incoming
     /// messages while sending tells the waiting threads when it moved).
     pub(super) completed: u64,
+    /// The windows this process serves on one-sided communication's message path.
+    pub(crate) rma: crate::win::Served,
 }
 
 impl State {

@@ -479,6 +479,18 @@ impl<P: Port> Engine<P> {
         self.wait_mt(|c| c.st().peek_unexpected(env).map(Ok))
     }
 
+    /// Runs `f` on the engine's endpoint, whose context is the state (one-sided
+    /// communication's message path, `crate::win`). The engine's lock is held throughout:
+    /// under `MPI_THREAD_MULTIPLE` other threads wait meanwhile.
+    pub(crate) fn with_ep<T>(
+        &self,
+        f: impl FnOnce(&mut skifch::proto::Endpoint<P, State>) -> Result<T>,
+    ) -> Result<T> {
+        let mut c = self.lock()?;
+        c.check()?;
+        f(&mut c.ep)
+    }
+
     /// Starts a schedule (see [`Core::start_sched`]).
     pub fn start_sched(&self, sched: Sched) -> Result<ReqId> {
         self.lock()?.start_sched(sched)

@@ -1,6 +1,6 @@
 /* Under the default MPI_ERRORS_ARE_FATAL an error aborts the job with a message naming
  * the call. argv[1] picks the error: "rank" (MPI_Send to a rank that does not exist) or
- * "win" (MPI_Win_create, not implemented) or "spawn" (MPI_Comm_spawn: no dynamic processes). Rank 0 makes the error; the others wait in a
+ * "win" (MPI_Put on MPI_WIN_NULL) or "spawn" (MPI_Comm_spawn: no dynamic processes). Rank 0 makes the error; the others wait in a
  * receive that never comes (they must be ended by the job's abort, not hang). */
 #include "check.h"
 
@@ -15,8 +15,7 @@ int main(int argc, char **argv) {
             MPI_Comm_spawn("./none", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter,
                            MPI_ERRCODES_IGNORE);
         } else if (argc > 1 && argv[1][0] == 'w') {
-            MPI_Win w;
-            MPI_Win_create(&x, sizeof x, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+            MPI_Put(&x, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_WIN_NULL);
         } else {
             MPI_Send(&x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
         }

@@ -70,7 +70,7 @@ mod local;
 mod window;
 
 pub use local::LocalRma;
-pub use window::{amo_at, expose, MappedWindow, Window};
+pub use window::{amo_at, expose, expose_among, MappedWindow, Window};
 
 /// An atomic memory operation on a 4- or 8-byte integer; [`Window::amo`] returns the value
 /// the location held before the operation.

@@ -16,28 +16,51 @@ use crate::{Error, Result};
 /// peer's segment (not necessarily once the peers have opened this one: a library
 /// synchronizes before its first remote access).
 pub fn expose(rma: &dyn Rma, seg: Segment, exchange: &mut Exchange<'_>) -> Result<MappedWindow> {
+    let all: Vec<u32> = (0..rma.size()).collect();
+    expose_among(rma, seg, &all, exchange)
+}
+
+/// As [`expose`] among the job ranks `members` only (an MPI window on a communicator):
+/// `exchange` is an all-gather among them (entries in `members` order), and the window's
+/// rank `i` is job rank `members[i]`; this rank must be one of them.
+///
+/// # Collective Operation
+/// Every member calls it with its segment and the same `members`; it returns once this
+/// rank has opened every member's segment.
+pub fn expose_among(
+    rma: &dyn Rma,
+    seg: Segment,
+    members: &[u32],
+    exchange: &mut Exchange<'_>,
+) -> Result<MappedWindow> {
     if !rma.caps().load_store {
         return Err(Error::InvalidArgument(
             format!("the {} RMA provider does not map peers' memory", rma.name()).into(),
         ));
     }
+    let Some(me) = members.iter().position(|&r| r == rma.rank()) else {
+        return Err(Error::InvalidArgument(
+            format!("rank {} exposes a window it is not a member of", rma.rank()).into(),
+        ));
+    };
     let mut token = (seg.len as u64).to_le_bytes().to_vec();
     token.extend_from_slice(&seg.token);
     let all = exchange(&token)?;
-    if all.len() != rma.size() as usize {
+    if all.len() != members.len() {
         return Err(Error::InvalidArgument(
             format!(
                 "the exchange returned {} entries for {} ranks",
                 all.len(),
-                rma.size()
+                members.len()
             )
             .into(),
         ));
     }
     let mut bases = Vec::with_capacity(all.len());
     let mut maps = Vec::with_capacity(all.len());
-    for (r, t) in all.iter().enumerate() {
-        if r == rma.rank() as usize {
+    for (i, t) in all.iter().enumerate() {
+        let r = members[i];
+        if i == me {
             bases.push((seg.ptr, seg.len));
             continue;
         }
@@ -49,7 +72,7 @@ pub fn expose(rma: &dyn Rma, seg: Segment, exchange: &mut Exchange<'_>) -> Resul
         let mut l = [0u8; 8];
         l.copy_from_slice(&t[..8]);
         let len = u64::from_le_bytes(l);
-        let m = rma.open_peer(r as u32, &t[8..])?;
+        let m = rma.open_peer(r, &t[8..])?;
         if m.len as u64 != len {
             return Err(Error::Corrupt(
                 format!(
@@ -64,7 +87,7 @@ pub fn expose(rma: &dyn Rma, seg: Segment, exchange: &mut Exchange<'_>) -> Resul
     }
     Ok(MappedWindow {
         bases,
-        rank: rma.rank(),
+        rank: me as u32,
         _own: Some(seg),
         _peers: maps,
     })

@@ -24,11 +24,8 @@ fn check_object(name: &'static str, kind: Kind, obj: c_int) -> Result<()> {
     match kind {
         Kind::Comm => with_state(name, |st| st.t().comm_entry(obj).map(|_| ())),
         Kind::Type => with_state(name, |st| st.dtype_any(obj).map(|_| ())),
-        // No window can be created yet (one-sided communication is the next issue): every
-        // handle is invalid, and the window calls will use this same machinery.
-        Kind::Win => Err(Error::Win(format!(
-            "{name}: window {obj} does not exist (one-sided communication is not implemented)"
-        ))),
+        Kind::Win if super::rma::exists(obj) => Ok(()),
+        Kind::Win => Err(Error::Win(format!("{name}: {obj} is not a window"))),
     }
 }
 
@@ -72,7 +69,7 @@ fn set_attr(name: &'static str, kind: Kind, obj: c_int, kv: c_int, val: *mut c_v
     attrs::set(name, kind, obj, kv, val as usize)
 }
 
-fn get_attr(
+pub(crate) fn get_attr(
     name: &'static str,
     kind: Kind,
     obj: c_int,
@@ -139,12 +136,7 @@ mpi_fn!(MPI_Type_get_attr, PMPI_Type_get_attr, (datatype: c_int, keyval: c_int, 
     })
 });
 
-mpi_fn!(MPI_Win_get_attr, PMPI_Win_get_attr, (win: c_int, keyval: c_int, attribute_val: *mut c_void,
-        flag: *mut c_int) -> c_int {
-    call_steps("MPI_Win_get_attr", h::COMM_WORLD, || {
-        get_attr("MPI_Win_get_attr", Kind::Win, win, keyval, attribute_val, flag)
-    })
-});
+// MPI_Win_get_attr (with the predefined window keys) is in `rma`.
 
 // ---- MPI-1 names (communicators only) ----
 

@@ -207,23 +207,4 @@ mpi_fn!(MPI_File_call_errhandler, PMPI_File_call_errhandler, (file: c_int, error
     }
 });
 
-fn no_win(name: &str, win: c_int) -> Error {
-    Error::Win(format!(
-        "{name}: window {win} does not exist (one-sided communication is not implemented)"
-    ))
-}
-
-mpi_fn!(MPI_Win_set_errhandler, PMPI_Win_set_errhandler, (win: c_int, _errhandler: c_int) -> c_int {
-    let name = "MPI_Win_set_errhandler";
-    state::raise_now(h::COMM_WORLD, name, &no_win(name, win))
-});
-
-mpi_fn!(MPI_Win_get_errhandler, PMPI_Win_get_errhandler, (win: c_int, _errhandler: *mut c_int) -> c_int {
-    let name = "MPI_Win_get_errhandler";
-    state::raise_now(h::COMM_WORLD, name, &no_win(name, win))
-});
-
-mpi_fn!(MPI_Win_call_errhandler, PMPI_Win_call_errhandler, (win: c_int, _errorcode: c_int) -> c_int {
-    let name = "MPI_Win_call_errhandler";
-    state::raise_now(h::COMM_WORLD, name, &no_win(name, win))
-});
+// MPI_Win_set/get/call_errhandler are in `rma` (with the windows).

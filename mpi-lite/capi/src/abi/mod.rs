@@ -29,6 +29,7 @@ mod ops;
 mod p2p;
 mod persist;
 mod rma;
+mod rma_ops;
 mod topo;
 mod typeinfo;
 mod types;

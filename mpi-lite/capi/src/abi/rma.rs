@@ -1,27 +1,301 @@
-//! One-sided communication (MPI-3.1 chapter 11): every call exists (programs and build
-//! systems link them) and fails with `MPI_ERR_UNSUPPORTED_OPERATION` — or, under
-//! `MPI_ERRORS_ARE_FATAL`, aborts with a message naming the call. Never pretends to work:
-//! windows are not created, so no later call can appear to succeed either. (One-sided MPI
-//! over `skifch::rma` is a later issue.)
+//! One-sided communication (MPI-3.1 chapter 11), windows: creation, freeing, attributes,
+//! names, info, groups and error handlers. The operations and synchronisation calls are in
+//! `rma_ops`. Windows live in their own handle table ([`WINS`], handle = index + 1) and
+//! their errors go to the window's handler (`MPI_ERRORS_ARE_FATAL` until set, §8.3.2).
+//! Calls not built yet return `MPI_ERR_UNSUPPORTED_OPERATION` naming the call (see
+//! `mpi-lite/README.md`).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use mpi_lite::Error;
+use mpi_lite::error::class;
+use mpi_lite::win::{Flavor, Win};
+use mpi_lite::{Error, Result};
 
-use super::mpi_fn;
-use crate::state::{call, h};
+use super::misc::{add_info, info};
+use super::{get_str, mpi_fn, put, put_str};
+use crate::attrs;
+use crate::errors::{self, Kind, Raised};
+use crate::state::{call, call_steps, h, with_state, CState};
 
-fn unsupported(name: &str) -> Error {
-    Error::Unsupported(format!("{name} (MPI one-sided communication)"))
+/// A window handle's entry. The attribute values live here (`MPI_Win_get_attr` hands out
+/// pointers to them).
+pub(crate) struct WinEntry {
+    pub win: Win,
+    errh: AtomicI32,
+    name: Mutex<String>,
+    info: Mutex<Vec<(String, String)>>,
+    size: isize,
+    disp_unit: c_int,
+    flavor: c_int,
+    model: c_int,
 }
 
-mpi_fn!(MPI_Win_create, PMPI_Win_create, (_base: *mut c_void, _size: isize, _disp_unit: c_int, _info: c_int, comm: c_int, _win: *mut c_int) -> c_int {
-    call("MPI_Win_create", comm, |_| Err(unsupported("MPI_Win_create")))
+static WINS: Mutex<Vec<Option<Arc<WinEntry>>>> = Mutex::new(Vec::new());
+
+fn wins() -> MutexGuard<'static, Vec<Option<Arc<WinEntry>>>> {
+    WINS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The window of handle `w` (`MPI_ERR_WIN` if none).
+pub(crate) fn entry(w: c_int, call: &str) -> Result<Arc<WinEntry>> {
+    usize::try_from(w)
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .and_then(|i| wins().get(i).cloned().flatten())
+        .ok_or_else(|| Error::Win(format!("{call}: {w} is not a window")))
+}
+
+/// Whether `w` is a window (for the attribute calls).
+pub(crate) fn exists(w: c_int) -> bool {
+    entry(w, "").is_ok()
+}
+
+fn add(e: WinEntry) -> c_int {
+    let mut t = wins();
+    let e = Some(Arc::new(e));
+    match t.iter().position(Option::is_none) {
+        Some(i) => {
+            t[i] = e;
+            i as c_int + 1
+        }
+        None => {
+            t.push(e);
+            t.len() as c_int
+        }
+    }
+}
+
+/// Runs call `name` on window `w`; errors go to the window's handler (to
+/// `MPI_COMM_WORLD`'s when `w` is not a window).
+pub(crate) fn wcall(
+    name: &'static str,
+    w: c_int,
+    f: impl FnOnce(&CState, &WinEntry) -> Result<()>,
+) -> c_int {
+    let e = match entry(w, name) {
+        Ok(e) => e,
+        Err(err) => return call(name, h::COMM_WORLD, |_| Err(err)),
+    };
+    let r = with_state(name, |st| f(st, &e));
+    match r {
+        Ok(()) => class::SUCCESS,
+        Err(err) => raise(&e, w, name, &err),
+    }
+}
+
+fn raise(e: &WinEntry, w: c_int, name: &str, err: &Error) -> c_int {
+    Raised::decide(e.errh.load(Ordering::Relaxed), Kind::Win, w, name, err).now()
+}
+
+fn make(
+    st: &CState,
+    comm: c_int,
+    flavor: Flavor,
+    base: usize,
+    size: isize,
+    unit: c_int,
+    inf: c_int,
+    call: &str,
+) -> Result<(Win, Vec<(String, String)>)> {
+    let c = st.comm(comm)?;
+    let size = usize::try_from(size).map_err(|_| Error::Code {
+        code: class::SIZE,
+        msg: format!("MPI_ERR_SIZE: {call}: size {size} is negative"),
+    })?;
+    let unit = usize::try_from(unit)
+        .ok()
+        .filter(|&u| u > 0)
+        .ok_or_else(|| Error::Arg(format!("{call}: disp_unit {unit} (must be positive)")))?;
+    if flavor == Flavor::Create && base == 0 && size > 0 {
+        return Err(Error::Arg(format!("{call}: base is NULL for {size} bytes")));
+    }
+    let hints = if inf == 0 {
+        Vec::new()
+    } else {
+        info(&mut st.t(), inf)?.clone()
+    };
+    let w = Win::create(&st.mpi, &c, st.job.rma(), flavor, base, size, unit, call)?;
+    Ok((w, hints))
+}
+
+fn register(w: Win, hints: Vec<(String, String)>) -> c_int {
+    add(WinEntry {
+        size: w.size() as isize,
+        disp_unit: w.disp_unit() as c_int,
+        flavor: w.flavor() as c_int,
+        model: w.model(),
+        win: w,
+        errh: AtomicI32::new(h::ERRORS_ARE_FATAL),
+        name: Mutex::new(String::new()),
+        info: Mutex::new(hints),
+    })
+}
+
+mpi_fn!(MPI_Win_create, PMPI_Win_create, (base: *mut c_void, size: isize, disp_unit: c_int, info: c_int, comm: c_int, win: *mut c_int) -> c_int {
+    let name = "MPI_Win_create";
+    call(name, comm, |st| {
+        let (w, hints) = make(st, comm, Flavor::Create, base as usize, size, disp_unit, info, name)?;
+        // SAFETY: the caller's handle.
+        unsafe { put(win, register(w, hints), "win") }
+    })
 });
 
-mpi_fn!(MPI_Win_allocate, PMPI_Win_allocate, (_size: isize, _disp_unit: c_int, _info: c_int, comm: c_int, _baseptr: *mut c_void, _win: *mut c_int) -> c_int {
-    call("MPI_Win_allocate", comm, |_| Err(unsupported("MPI_Win_allocate")))
+mpi_fn!(MPI_Win_allocate, PMPI_Win_allocate, (size: isize, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) -> c_int {
+    let name = "MPI_Win_allocate";
+    call(name, comm, |st| {
+        if baseptr.is_null() || win.is_null() {
+            return Err(Error::Arg(format!("{name}: baseptr or win is NULL")));
+        }
+        let (w, hints) = make(st, comm, Flavor::Allocate, 0, size, disp_unit, info, name)?;
+        let b = w.base();
+        // SAFETY: `baseptr` is the address of the caller's pointer (§11.2.2), checked non-null.
+        unsafe {
+            put(baseptr.cast::<*mut c_void>(), b as *mut c_void, "baseptr")?;
+            put(win, register(w, hints), "win")
+        }
+    })
 });
+
+mpi_fn!(MPI_Win_free, PMPI_Win_free, (win: *mut c_int) -> c_int {
+    let name = "MPI_Win_free";
+    if win.is_null() {
+        return call(name, h::COMM_WORLD, |_| Err(Error::Arg(format!("{name}: win is NULL"))));
+    }
+    // SAFETY: the caller's handle, checked non-null.
+    let w = unsafe { *win };
+    let e = match entry(w, name) {
+        Ok(e) => e,
+        Err(err) => return call(name, h::COMM_WORLD, |_| Err(err)),
+    };
+    if let Err(err) = with_state(name, |st| e.win.free(&st.mpi)) {
+        return raise(&e, w, name, &err);
+    }
+    // Delete callbacks run with no lock held (they may call MPI).
+    if let Err(err) = attrs::delete_all(name, attrs::Kind::Win, w) {
+        return raise(&e, w, name, &err);
+    }
+    if let Some(slot) = wins().get_mut(w as usize - 1) {
+        *slot = None;
+    }
+    // SAFETY: as above.
+    unsafe { *win = 0 };
+    class::SUCCESS
+});
+
+mpi_fn!(MPI_Win_get_group, PMPI_Win_get_group, (win: c_int, group: *mut c_int) -> c_int {
+    wcall("MPI_Win_get_group", win, |st, e| {
+        let g = st.add_group(e.win.comm().group.clone());
+        // SAFETY: the caller's handle.
+        unsafe { put(group, g, "group") }
+    })
+});
+
+mpi_fn!(MPI_Win_set_name, PMPI_Win_set_name, (win: c_int, win_name: *const c_char) -> c_int {
+    wcall("MPI_Win_set_name", win, |_, e| {
+        // SAFETY: a NUL-terminated string.
+        let n = unsafe { get_str(win_name, "win_name")? };
+        *e.name.lock().unwrap_or_else(|p| p.into_inner()) = n;
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Win_get_name, PMPI_Win_get_name, (win: c_int, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    wcall("MPI_Win_get_name", win, |_, e| {
+        let n = e.name.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // SAFETY: MPI_MAX_OBJECT_NAME bytes.
+        unsafe { put_str(win_name, resultlen, &n, 128) }
+    })
+});
+
+mpi_fn!(MPI_Win_set_info, PMPI_Win_set_info, (win: c_int, inf: c_int) -> c_int {
+    wcall("MPI_Win_set_info", win, |st, e| {
+        let v = if inf == 0 { Vec::new() } else { info(&mut st.t(), inf)?.clone() };
+        *e.info.lock().unwrap_or_else(|p| p.into_inner()) = v;
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Win_get_info, PMPI_Win_get_info, (win: c_int, info_used: *mut c_int) -> c_int {
+    wcall("MPI_Win_get_info", win, |st, e| {
+        let mut v = e.info.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // The path this window's operations take (mpi-lite's own key, for tests and tools).
+        let path = if e.win.is_message_path() { "messages" } else { "direct" };
+        v.push(("mpi_lite_rma_path".into(), path.into()));
+        let i = add_info(st, v);
+        // SAFETY: the caller's handle.
+        unsafe { put(info_used, i, "info_used") }
+    })
+});
+
+mpi_fn!(MPI_Win_set_errhandler, PMPI_Win_set_errhandler, (win: c_int, errhandler: c_int) -> c_int {
+    wcall("MPI_Win_set_errhandler", win, |_, e| {
+        errors::check_handler(errhandler, Kind::Win)?;
+        e.errh.store(errhandler, Ordering::Relaxed);
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Win_get_errhandler, PMPI_Win_get_errhandler, (win: c_int, errhandler: *mut c_int) -> c_int {
+    wcall("MPI_Win_get_errhandler", win, |_, e| {
+        // SAFETY: the caller's handle.
+        unsafe { put(errhandler, e.errh.load(Ordering::Relaxed), "errhandler") }
+    })
+});
+
+mpi_fn!(MPI_Win_call_errhandler, PMPI_Win_call_errhandler, (win: c_int, errorcode: c_int) -> c_int {
+    let name = "MPI_Win_call_errhandler";
+    let e = match entry(win, name) {
+        Ok(e) => e,
+        Err(err) => return call(name, h::COMM_WORLD, |_| Err(err)),
+    };
+    let err = Error::Code { code: errorcode, msg: format!("{name}: error code {errorcode}") };
+    match Raised::decide(e.errh.load(Ordering::Relaxed), Kind::Win, win, name, &err) {
+        Raised::Return(_) => class::SUCCESS,
+        r @ Raised::User(..) => {
+            r.now();
+            class::SUCCESS
+        }
+        fatal => fatal.now(),
+    }
+});
+
+/// `MPI_WIN_BASE`, `SIZE`, `DISP_UNIT`, `CREATE_FLAVOR`, `MODEL` (`mpi.h`, MPICH's values).
+const KEY_BASE: c_int = 0x6600_0001;
+const KEY_SIZE: c_int = 0x6600_0003;
+const KEY_DISP_UNIT: c_int = 0x6600_0005;
+const KEY_FLAVOR: c_int = 0x6600_0007;
+const KEY_MODEL: c_int = 0x6600_0009;
+
+mpi_fn!(MPI_Win_get_attr, PMPI_Win_get_attr, (win: c_int, keyval: c_int, attribute_val: *mut c_void,
+        flag: *mut c_int) -> c_int {
+    let name = "MPI_Win_get_attr";
+    if !(KEY_BASE..=KEY_MODEL).contains(&keyval) {
+        return call_steps(name, h::COMM_WORLD, || super::attr::get_attr(name, attrs::Kind::Win, win, keyval, attribute_val, flag));
+    }
+    wcall(name, win, |_, e| {
+        let v: *mut c_void = match keyval {
+            KEY_BASE => e.win.base() as *mut c_void,
+            KEY_SIZE => (&e.size as *const isize).cast_mut().cast(),
+            KEY_DISP_UNIT => (&e.disp_unit as *const c_int).cast_mut().cast(),
+            KEY_FLAVOR => (&e.flavor as *const c_int).cast_mut().cast(),
+            KEY_MODEL => (&e.model as *const c_int).cast_mut().cast(),
+            k => return Err(Error::Keyval(format!("{name}: keyval {k:#x} is not a window key"))),
+        };
+        // SAFETY: `attribute_val` is the address of the caller's `void *`; `flag` its int.
+        unsafe {
+            put(attribute_val.cast::<*mut c_void>(), v, "attribute_val")?;
+            put(flag, 1, "flag")
+        }
+    })
+});
+
+fn unsupported(name: &str) -> Error {
+    Error::Unsupported(format!(
+        "{name} (MPI one-sided communication: not built yet)"
+    ))
+}
 
 mpi_fn!(MPI_Win_create_dynamic, PMPI_Win_create_dynamic, (_info: c_int, comm: c_int, _win: *mut c_int) -> c_int {
     call("MPI_Win_create_dynamic", comm, |_| Err(unsupported("MPI_Win_create_dynamic")))
@@ -35,82 +309,10 @@ mpi_fn!(MPI_Win_detach, PMPI_Win_detach, (_win: c_int, _base: *const c_void) -> 
     call("MPI_Win_detach", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_detach")))
 });
 
-mpi_fn!(MPI_Win_free, PMPI_Win_free, (_win: *mut c_int) -> c_int {
-    call("MPI_Win_free", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_free")))
+mpi_fn!(MPI_Win_allocate_shared, PMPI_Win_allocate_shared, (_size: isize, _disp_unit: c_int, _info: c_int, comm: c_int, _baseptr: *mut c_void, _win: *mut c_int) -> c_int {
+    call("MPI_Win_allocate_shared", comm, |_| Err(unsupported("MPI_Win_allocate_shared")))
 });
 
-mpi_fn!(MPI_Put, PMPI_Put, (_oa: *const c_void, _oc: c_int, _ot: c_int, _tr: c_int, _td: isize, _tc: c_int, _tt: c_int, _win: c_int) -> c_int {
-    call("MPI_Put", h::COMM_WORLD, |_| Err(unsupported("MPI_Put")))
-});
-
-mpi_fn!(MPI_Get, PMPI_Get, (_oa: *mut c_void, _oc: c_int, _ot: c_int, _tr: c_int, _td: isize, _tc: c_int, _tt: c_int, _win: c_int) -> c_int {
-    call("MPI_Get", h::COMM_WORLD, |_| Err(unsupported("MPI_Get")))
-});
-
-mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (_oa: *const c_void, _oc: c_int, _ot: c_int, _tr: c_int, _td: isize, _tc: c_int, _tt: c_int, _op: c_int, _win: c_int) -> c_int {
-    call("MPI_Accumulate", h::COMM_WORLD, |_| Err(unsupported("MPI_Accumulate")))
-});
-
-mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (_oa: *const c_void, _oc: c_int, _ot: c_int, _ra: *mut c_void, _rc: c_int, _rt: c_int, _tr: c_int, _td: isize, _tc: c_int, _tt: c_int, _op: c_int, _win: c_int) -> c_int {
-    call("MPI_Get_accumulate", h::COMM_WORLD, |_| Err(unsupported("MPI_Get_accumulate")))
-});
-
-mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (_oa: *const c_void, _ra: *mut c_void, _dt: c_int, _tr: c_int, _td: isize, _op: c_int, _win: c_int) -> c_int {
-    call("MPI_Fetch_and_op", h::COMM_WORLD, |_| Err(unsupported("MPI_Fetch_and_op")))
-});
-
-mpi_fn!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (_oa: *const c_void, _ca: *const c_void, _ra: *mut c_void, _dt: c_int, _tr: c_int, _td: isize, _win: c_int) -> c_int {
-    call("MPI_Compare_and_swap", h::COMM_WORLD, |_| Err(unsupported("MPI_Compare_and_swap")))
-});
-
-mpi_fn!(MPI_Win_fence, PMPI_Win_fence, (_assert: c_int, _win: c_int) -> c_int {
-    call("MPI_Win_fence", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_fence")))
-});
-
-mpi_fn!(MPI_Win_lock, PMPI_Win_lock, (_lock_type: c_int, _rank: c_int, _assert: c_int, _win: c_int) -> c_int {
-    call("MPI_Win_lock", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_lock")))
-});
-
-mpi_fn!(MPI_Win_unlock, PMPI_Win_unlock, (_rank: c_int, _win: c_int) -> c_int {
-    call("MPI_Win_unlock", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_unlock")))
-});
-
-mpi_fn!(MPI_Win_lock_all, PMPI_Win_lock_all, (_assert: c_int, _win: c_int) -> c_int {
-    call("MPI_Win_lock_all", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_lock_all")))
-});
-
-mpi_fn!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (_win: c_int) -> c_int {
-    call("MPI_Win_unlock_all", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_unlock_all")))
-});
-
-mpi_fn!(MPI_Win_flush, PMPI_Win_flush, (_rank: c_int, _win: c_int) -> c_int {
-    call("MPI_Win_flush", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_flush")))
-});
-
-mpi_fn!(MPI_Win_flush_all, PMPI_Win_flush_all, (_win: c_int) -> c_int {
-    call("MPI_Win_flush_all", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_flush_all")))
-});
-
-mpi_fn!(MPI_Win_flush_local, PMPI_Win_flush_local, (_rank: c_int, _win: c_int) -> c_int {
-    call("MPI_Win_flush_local", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_flush_local")))
-});
-
-mpi_fn!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (_win: c_int) -> c_int {
-    call("MPI_Win_flush_local_all", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_flush_local_all")))
-});
-
-mpi_fn!(MPI_Win_post, PMPI_Win_post, (_group: c_int, _assert: c_int, _win: c_int) -> c_int {
-    call("MPI_Win_post", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_post")))
-});
-
-mpi_fn!(MPI_Win_start, PMPI_Win_start, (_group: c_int, _assert: c_int, _win: c_int) -> c_int {
-    call("MPI_Win_start", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_start")))
-});
-
-mpi_fn!(MPI_Win_complete, PMPI_Win_complete, (_win: c_int) -> c_int {
-    call("MPI_Win_complete", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_complete")))
-});
-
-mpi_fn!(MPI_Win_wait, PMPI_Win_wait, (_win: c_int) -> c_int {
-    call("MPI_Win_wait", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_wait")))
+mpi_fn!(MPI_Win_shared_query, PMPI_Win_shared_query, (_win: c_int, _rank: c_int, _size: *mut isize, _disp_unit: *mut c_int, _baseptr: *mut c_void) -> c_int {
+    call("MPI_Win_shared_query", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_shared_query")))
 });

@@ -1,0 +1,426 @@
+//! One-sided communication (MPI-3.1 chapter 11): windows, their operations and their
+//! synchronisation.
+//!
+//! ## Paths
+//! * **Direct** (drivers whose RMA capability maps peers' memory: shm, the in-process
+//!   job). At creation every member exposes a segment through [`skifch::rma::expose_among`]:
+//!   a control page (the passive-target lock word and the accumulate lock of that rank)
+//!   followed, for `MPI_Win_allocate`, by the window's memory, so a put or get is a bounds
+//!   check and a copy into the mapped segment, and accumulates on 4- and 8-byte elements
+//!   are CPU atomics (a compare-and-swap loop per element: atomic against every other
+//!   accumulate, `Fetch_and_op` and `Compare_and_swap` on the same element). A window over
+//!   the program's own memory (`MPI_Win_create`) cannot be mapped by a peer after the
+//!   fact: its bytes are reached by the kernel's cross-memory copies
+//!   (`process_vm_readv`/`writev`), and its accumulates run under the target's
+//!   accumulate lock. Every operation is complete, locally and at the target, when it
+//!   returns, so flushes are memory fences and a fence is a barrier.
+//! * **Messages** (drivers without mapped memory, e.g. the FPGA model; forced on any driver
+//!   by `SKIFMPI_RMA=messages`): every operation is an active message on mpi-lite's own
+//!   endpoint served by the target process's handlers (`msg.rs` the origin side,
+//!   `served.rs` the target side and the wire). Passive-target operations complete when
+//!   the target progresses (any MPI call of it).
+//!
+//! ## Memory model
+//! `MPI_WIN_UNIFIED` on both paths: the public and private copies are the same memory.
+//!
+//! ## Synchronisation
+//! [`Win`] records the epochs this process has open (fence, per-target locks, lock_all)
+//! and refuses an operation outside one with `MPI_ERR_RMA_SYNC`. The passive-target lock
+//! of a rank is a reader/writer lock word in its control page: shared requests are granted
+//! while no writer holds or waits, a writer announces itself (new readers then wait) and
+//! takes the lock when the readers are gone (seed 003's reader preference, FIFO once a
+//! writer waits). Waiting for a lock keeps the engine progressing.
+//!
+//! Files: this one (windows, creation, attributes, epochs), `ops.rs` (put, get and the
+//! accumulate family), `sync.rs` (fence, locks, flushes), `mem.rs` (the raw tier),
+//! `msg.rs` and `served.rs` (the message path).
+
+mod mem;
+mod msg;
+mod ops;
+mod served;
+mod sync;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use skifch::rma::{self, MappedWindow, Rma};
+use skifch::Port;
+
+use crate::comm::{CommData, Mpi};
+use crate::error::{class, Error, Result};
+use crate::mem::UserBuf;
+use mem::{Ctl, Owned, Reach, CTL_BYTES};
+pub(crate) use served::register;
+pub use served::Served;
+
+pub use ops::{AccOp, Target};
+pub use sync::LockType;
+
+/// How a window's memory was made (`MPI_WIN_CREATE_FLAVOR`; numbers of `mpi.h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// `MPI_Win_create`: the program's memory.
+    Create = 1,
+    /// `MPI_Win_allocate`: the library's memory.
+    Allocate = 2,
+    /// `MPI_Win_create_dynamic`.
+    Dynamic = 3,
+    /// `MPI_Win_allocate_shared`.
+    Shared = 4,
+}
+
+/// `MPI_WIN_UNIFIED` (`mpi.h`).
+pub const MODEL_UNIFIED: i32 = 2;
+
+/// One member of a window as this process reaches it.
+struct Member {
+    reach: Reach,
+    disp_unit: usize,
+}
+
+/// The epochs this process has open on a window (MPI-3.1 §11.5).
+#[derive(Default)]
+struct Epoch {
+    /// Inside a fence epoch (a fence without `MPI_MODE_NOSUCCEED` was called).
+    fence: bool,
+    /// Passive-target locks held, per member.
+    locks: Vec<Option<LockType>>,
+    /// `MPI_Win_lock_all` is in force.
+    lock_all: bool,
+    /// Locks taken with `MPI_MODE_NOCHECK` (nothing to release), per member.
+    nocheck: Vec<bool>,
+    /// `MPI_Win_lock_all` was called with `MPI_MODE_NOCHECK`.
+    nocheck_all: bool,
+}
+
+/// A window: every member's memory, reachable by one-sided operations.
+pub struct Win {
+    /// A private duplicate of the creating communicator (fences and frees synchronise on
+    /// it, never on the program's traffic).
+    comm: Arc<CommData>,
+    flavor: Flavor,
+    members: Vec<Member>,
+    ctls: Vec<Ctl>,
+    /// Accumulates on 4-/8-byte elements are CPU atomics (every member's memory mapped).
+    atomics: bool,
+    /// The message path (module docs).
+    msg: bool,
+    /// The window's id on the wire (its communicator's context).
+    id: u32,
+    /// Fences called (the message path waits for as many notices from every member).
+    fences: std::sync::atomic::AtomicU64,
+    /// Memory of `MPI_Win_allocate` on the message path.
+    _own: Option<Owned>,
+    base: usize,
+    size: usize,
+    disp_unit: usize,
+    epoch: Mutex<Epoch>,
+    /// Keeps every member's segment mapped.
+    _map: MappedWindow,
+}
+
+fn sync_err(msg: String) -> Error {
+    Error::Code {
+        code: class::RMA_SYNC,
+        msg: format!("MPI_ERR_RMA_SYNC: {msg}"),
+    }
+}
+
+/// The all-gather of byte strings among `c`'s members (lengths first, then the padded
+/// strings), for the creation exchanges.
+fn allgather_bytes<P: Port>(mpi: &Mpi<P>, c: &CommData, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let n = c.size();
+    let mut lens = UserBuf::owned(vec![0u8; 8 * n]);
+    let own = UserBuf::owned((mine.len() as u64).to_le_bytes().to_vec());
+    mpi.allgatherv(
+        c,
+        Some(&own),
+        &mut lens,
+        &vec![8; n],
+        &(0..n).map(|i| 8 * i).collect::<Vec<_>>(),
+    )?;
+    let lens: Vec<usize> = lens
+        .into_owned()
+        .unwrap_or_default()
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
+        .collect();
+    let max = lens.iter().copied().max().unwrap_or(0);
+    let mut padded = mine.to_vec();
+    padded.resize(max, 0);
+    let own = UserBuf::owned(padded);
+    let mut all = UserBuf::owned(crate::mem::zeroed(max * n)?);
+    mpi.allgatherv(
+        c,
+        Some(&own),
+        &mut all,
+        &vec![max; n],
+        &(0..n).map(|i| max * i).collect::<Vec<_>>(),
+    )?;
+    let all = all.into_owned().unwrap_or_default();
+    Ok((0..n)
+        .map(|i| all[i * max..i * max + lens[i]].to_vec())
+        .collect())
+}
+
+fn word(b: &[u8], i: usize) -> u64 {
+    b.get(8 * i..8 * i + 8)
+        .map_or(0, |w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+}
+
+impl Win {
+    /// `MPI_Win_create` (`base`/`size` the program's memory, `None` base for size 0) and
+    /// `MPI_Win_allocate` (`base == None`, `flavor == Allocate`: the window's memory is the
+    /// library's, see [`Win::base`]).
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it (each with its own size and displacement unit); it
+    /// returns once every member's memory is reachable from this process and every member
+    /// has created the window (a barrier ends it), so an operation may follow at once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn create<P: Port>(
+        mpi: &Mpi<P>,
+        c: &CommData,
+        rma: Option<Arc<dyn Rma>>,
+        flavor: Flavor,
+        base: usize,
+        size: usize,
+        disp_unit: usize,
+        call: &str,
+    ) -> Result<Win> {
+        if c.inter.is_some() {
+            return Err(Error::Comm(format!("{call} on an intercommunicator")));
+        }
+        if disp_unit == 0 {
+            return Err(Error::Arg(format!(
+                "{call}: disp_unit 0 (must be positive)"
+            )));
+        }
+        let rma = rma.filter(|r| r.caps().load_store && !force_messages());
+        let comm = mpi.dup(c)?;
+        let (map, base, own) = match &rma {
+            Some(rma) => {
+                let seg_len = match flavor {
+                    Flavor::Allocate => CTL_BYTES
+                        .checked_add(size)
+                        .ok_or_else(|| Error::NoMem(format!("{call}: {size} bytes")))?,
+                    _ => CTL_BYTES,
+                };
+                let seg = rma.alloc(seg_len).map_err(|e| {
+                    Error::NoMem(format!("{call}: {size} bytes of window memory: {e}"))
+                })?;
+                let base = match flavor {
+                    Flavor::Allocate => seg.as_ptr() as usize + CTL_BYTES,
+                    _ => base,
+                };
+                let mut first: Option<Error> = None;
+                let map = rma::expose_among(rma.as_ref(), seg, comm.group.ranks(), &mut |b| {
+                    allgather_bytes(mpi, &comm, b).map_err(|e| {
+                        let s = skifch::Error::InvalidArgument(e.to_string().into());
+                        first.get_or_insert(e);
+                        s
+                    })
+                });
+                match map {
+                    Ok(m) => (m, base, None),
+                    Err(e) => return Err(first.unwrap_or(Error::Transport(e))),
+                }
+            }
+            None => {
+                let (base, own) = match flavor {
+                    Flavor::Allocate => {
+                        let o = Owned::new(size)?;
+                        (o.ptr() as usize, Some(o))
+                    }
+                    _ => (base, None),
+                };
+                (MappedWindow::empty(comm.rank as u32), base, own)
+            }
+        };
+        let msg = rma.is_none();
+        let mut desc = Vec::with_capacity(32);
+        for v in [
+            base as u64,
+            size as u64,
+            disp_unit as u64,
+            std::process::id() as u64,
+        ] {
+            desc.extend_from_slice(&v.to_le_bytes());
+        }
+        let all = allgather_bytes(mpi, &comm, &desc)?;
+        let me = comm.rank;
+        let mut members = Vec::with_capacity(all.len());
+        let mut ctls = Vec::with_capacity(all.len());
+        for (i, d) in all.iter().enumerate() {
+            if !msg {
+                let ctl = map.reach(i as u32, 0, CTL_BYTES).ok_or_else(|| {
+                    Error::Intern(format!("{call}: member {i}'s control page is not mapped"))
+                })?;
+                ctls.push(Ctl(ctl));
+            }
+            let (b, len, unit, pid) = (
+                word(d, 0) as usize,
+                word(d, 1) as usize,
+                word(d, 2),
+                word(d, 3),
+            );
+            let reach = match flavor {
+                _ if msg && i != me => Reach::Elsewhere { len },
+                _ if msg => Reach::Mapped {
+                    base: b as *mut u8,
+                    len,
+                },
+                Flavor::Allocate => Reach::Mapped {
+                    base: map.reach(i as u32, CTL_BYTES, len).ok_or_else(|| {
+                        Error::Intern(format!("{call}: member {i}'s memory is not mapped"))
+                    })?,
+                    len,
+                },
+                _ if i == me => Reach::Mapped {
+                    base: b as *mut u8,
+                    len,
+                },
+                _ => Reach::Remote {
+                    pid: pid as i32,
+                    base: b,
+                    len,
+                },
+            };
+            members.push(Member {
+                reach,
+                disp_unit: unit as usize,
+            });
+        }
+        let id = u32::from(comm.ctx);
+        if msg {
+            let reach = members[me].reach;
+            mpi.engine().with_ep(|ep| {
+                ep.ctx_mut().rma.add(id, reach);
+                Ok(())
+            })?;
+        }
+        mpi.barrier(&comm)?;
+        let n = members.len();
+        Ok(Win {
+            comm,
+            flavor,
+            members,
+            ctls,
+            atomics: flavor == Flavor::Allocate && !msg,
+            msg,
+            id,
+            fences: Default::default(),
+            _own: own,
+            base,
+            size,
+            disp_unit,
+            epoch: Mutex::new(Epoch {
+                locks: vec![None; n],
+                nocheck: vec![false; n],
+                ..Epoch::default()
+            }),
+            _map: map,
+        })
+    }
+
+    /// `MPI_Win_free`: refused (`MPI_ERR_RMA_SYNC`) while this process holds a lock on it.
+    ///
+    /// # Collective Operation
+    /// Every member calls it; it returns once all have (a barrier: no member's operation
+    /// can still reach memory being released).
+    pub fn free<P: Port>(&self, mpi: &Mpi<P>) -> Result<()> {
+        {
+            let e = self.epoch();
+            if e.lock_all || e.locks.iter().any(Option::is_some) {
+                return Err(sync_err(
+                    "MPI_Win_free while a passive-target epoch is open (unlock first)".into(),
+                ));
+            }
+        }
+        mpi.barrier(&self.comm)?;
+        if self.msg {
+            let id = self.id;
+            mpi.engine().with_ep(|ep| {
+                ep.ctx_mut().rma.remove(id);
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Whether operations go as messages (the message path) rather than directly.
+    pub fn is_message_path(&self) -> bool {
+        self.msg
+    }
+
+    fn epoch(&self) -> MutexGuard<'_, Epoch> {
+        self.epoch.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets (`set`) or clears the `MPI_MODE_NOCHECK` mark of member `r` (`usize::MAX`:
+    /// of lock_all); returns whether it was set.
+    fn nocheck_mark(&self, r: usize, set: bool) -> bool {
+        let mut e = self.epoch();
+        let slot = if r == usize::MAX {
+            &mut e.nocheck_all
+        } else {
+            &mut e.nocheck[r]
+        };
+        std::mem::replace(slot, set)
+    }
+
+    /// The window's group (`MPI_Win_get_group`): its communicator's.
+    pub fn comm(&self) -> &Arc<CommData> {
+        &self.comm
+    }
+    /// `MPI_WIN_BASE`: this member's window memory.
+    pub fn base(&self) -> usize {
+        self.base
+    }
+    /// `MPI_WIN_SIZE`.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    /// `MPI_WIN_DISP_UNIT`.
+    pub fn disp_unit(&self) -> usize {
+        self.disp_unit
+    }
+    /// `MPI_WIN_CREATE_FLAVOR`.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+    /// `MPI_WIN_MODEL`: always [`MODEL_UNIFIED`] (see the module docs).
+    pub fn model(&self) -> i32 {
+        MODEL_UNIFIED
+    }
+
+    /// The member `rank` (checked: `MPI_ERR_RANK`).
+    fn member(&self, rank: i32, call: &str) -> Result<&Member> {
+        usize::try_from(rank)
+            .ok()
+            .and_then(|r| self.members.get(r))
+            .ok_or_else(|| {
+                Error::Rank(format!(
+                    "{call}: rank {rank} is not in the window's group of {}",
+                    self.members.len()
+                ))
+            })
+    }
+
+    /// Checks that an operation to `rank` is inside an access epoch (`MPI_ERR_RMA_SYNC`).
+    fn check_access(&self, rank: usize, call: &str) -> Result<()> {
+        let e = self.epoch();
+        if e.fence || e.lock_all || e.locks.get(rank).is_some_and(Option::is_some) {
+            Ok(())
+        } else {
+            Err(sync_err(format!(
+                "{call} to rank {rank} outside an access epoch (no fence, lock or lock_all)"
+            )))
+        }
+    }
+}
+
+/// `SKIFMPI_RMA=messages` forces the message path on a driver that maps peers' memory.
+fn force_messages() -> bool {
+    std::env::var("SKIFMPI_RMA").is_ok_and(|v| v == "messages")
+}

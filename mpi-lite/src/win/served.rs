@@ -1,0 +1,300 @@
+//! The target side of the message path (module docs of [`super`]): the windows this
+//! process serves, their passive-target locks (seed 003's reader/writer queue) and the
+//! handlers of the one-sided active messages, which run inside the engine's proto calls
+//! with the engine's state (`engine::State::rma`) as their context.
+//!
+//! ## Wire (handler ids 16-22 on mpi-lite's endpoint; `arg` = the window's id)
+//! * `args[0]` = byte offset of the first run, `args[1]` = number of runs `k` (0: one run
+//!   at `args[0]` as long as the data); with `k > 0` the payload starts with `k` pairs
+//!   (offset, length) of little-endian `u64`s, then the data.
+//! * `H_PUT` (one-way): data. `H_ACC` (one-way): `args[2]` = operation | element type <<
+//!   8, data. `H_GET` (request): `args[2]` = length of the single run; the reply is the
+//!   data. `H_GACC` (request): as `H_ACC`, the reply is the old data (compare-and-swap:
+//!   operation 15, data = new value then compare value). `H_LOCK` / `H_UNLOCK` (requests):
+//!   `args[0]` = 0 exclusive, 1 shared; answered when granted / released. `H_FLUSH`
+//!   (request): answered at once — the channel is FIFO per pair, so every earlier
+//!   operation of that origin has been applied. `H_FENCE` (one-way): counts.
+
+use std::collections::{HashMap, VecDeque};
+
+use skifch::proto::{Am, Endpoint, Io, Landing, Phase, ReplyTo};
+use skifch::Port;
+
+use super::mem::Reach;
+use super::ops::{rmw_runs, AccOp, Runs};
+use crate::datatype::Basic;
+use crate::engine::State;
+
+pub(crate) const H_PUT: u8 = 16;
+pub(crate) const H_GET: u8 = 17;
+pub(crate) const H_ACC: u8 = 18;
+pub(crate) const H_GACC: u8 = 19;
+pub(crate) const H_LOCK: u8 = 20;
+pub(crate) const H_UNLOCK: u8 = 21;
+pub(crate) const H_FLUSH: u8 = 22;
+pub(crate) const H_FENCE: u8 = 23;
+/// The operation code of compare-and-swap in `H_GACC`.
+pub(crate) const OP_CAS: u64 = 15;
+
+/// The windows this process serves, by id.
+#[derive(Default)]
+pub struct Served {
+    wins: HashMap<u32, Exposed>,
+}
+
+/// One served window.
+struct Exposed {
+    reach: Reach,
+    /// `H_FENCE` messages received.
+    fences: u64,
+    lock: RwQueue,
+}
+
+/// Seed 003's target-side reader/writer lock.
+#[derive(Default)]
+struct RwQueue {
+    excl: bool,
+    shared: u32,
+    waiting_excl: u32,
+    queue: VecDeque<(ReplyTo, bool)>,
+}
+
+impl RwQueue {
+    /// A request: granted now (`true`) or queued.
+    fn request(&mut self, to: ReplyTo, excl: bool) -> bool {
+        let free = !self.excl && self.shared == 0;
+        if free && self.queue.is_empty() {
+            self.take(excl);
+            return true;
+        }
+        if !excl && !self.excl && self.waiting_excl == 0 {
+            self.shared += 1;
+            return true;
+        }
+        if excl {
+            self.waiting_excl += 1;
+        }
+        self.queue.push_back((to, excl));
+        false
+    }
+    fn take(&mut self, excl: bool) {
+        if excl {
+            self.excl = true;
+        } else {
+            self.shared += 1;
+        }
+    }
+    /// A release; returns the requests granted now.
+    fn release(&mut self, excl: bool) -> Vec<ReplyTo> {
+        if excl {
+            self.excl = false;
+        } else {
+            self.shared = self.shared.saturating_sub(1);
+        }
+        let mut granted = Vec::new();
+        if self.excl || self.shared > 0 {
+            return granted;
+        }
+        if let Some((to, e)) = self.queue.pop_front() {
+            self.take(e);
+            granted.push(to);
+            if e {
+                self.waiting_excl -= 1;
+            } else {
+                while let Some(&(to, false)) = self.queue.front() {
+                    self.queue.pop_front();
+                    self.take(false);
+                    granted.push(to);
+                }
+            }
+        }
+        granted
+    }
+}
+
+impl Served {
+    /// Serves window `id` over this process's `reach` (at creation, before the barrier
+    /// that ends it).
+    pub(crate) fn add(&mut self, id: u32, reach: Reach) {
+        self.wins.insert(
+            id,
+            Exposed {
+                reach,
+                fences: 0,
+                lock: RwQueue::default(),
+            },
+        );
+    }
+    /// Stops serving window `id` (at `MPI_Win_free`, after its barrier).
+    pub(crate) fn remove(&mut self, id: u32) {
+        self.wins.remove(&id);
+    }
+    /// `H_FENCE` messages received for window `id`.
+    pub(crate) fn fences(&self, id: u32) -> u64 {
+        self.wins.get(&id).map_or(0, |w| w.fences)
+    }
+}
+
+/// Registers the handlers on mpi-lite's endpoint.
+pub(crate) fn register<P: Port>(ep: &mut Endpoint<P, State>) -> skifch::Result<()> {
+    for h in [
+        H_PUT, H_GET, H_ACC, H_GACC, H_LOCK, H_UNLOCK, H_FLUSH, H_FENCE,
+    ] {
+        ep.register(h, on_rma::<P>)?;
+    }
+    Ok(())
+}
+
+fn bad(msg: String) -> skifch::Error {
+    skifch::Error::InvalidArgument(format!("mpi-lite one-sided: {msg}").into())
+}
+
+/// The message's whole payload: `None` while a long transfer is landing.
+fn whole(am: &Am<'_>) -> skifch::Result<Option<Vec<u8>>> {
+    Ok(match am.phase() {
+        Phase::Whole => Some(am.payload().to_vec()),
+        Phase::LongStart { total } => {
+            am.place(Landing::vec(total as usize));
+            None
+        }
+        Phase::LongDone { .. } => Some(
+            am.take_landing()
+                .and_then(Landing::into_vec)
+                .ok_or_else(|| bad("a long transfer lost its landing".into()))?,
+        ),
+    })
+}
+
+/// The runs of a message and the data after their list.
+fn runs_of(
+    args: &[u64],
+    payload: &[u8],
+    len: usize,
+) -> skifch::Result<(Runs, usize)> {
+    let arg = |i: usize| args.get(i).copied().unwrap_or(0) as usize;
+    let k = arg(1);
+    if k == 0 {
+        return Ok((vec![(arg(0), 0, len)], 0));
+    }
+    let head = k
+        .checked_mul(16)
+        .filter(|&h| h <= payload.len())
+        .ok_or_else(|| bad(format!("{k} runs in a {}-byte payload", payload.len())))?;
+    let w = |i: usize| {
+        u64::from_le_bytes(payload[8 * i..8 * i + 8].try_into().expect("8 bytes")) as usize
+    };
+    let mut runs = Vec::with_capacity(k);
+    let mut p = 0;
+    for i in 0..k {
+        let (off, l) = (w(2 * i), w(2 * i + 1));
+        runs.push((off, p, l));
+        p += l;
+    }
+    Ok((runs, head))
+}
+
+/// The handler of every one-sided message (module docs).
+fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Result<()> {
+    let id = am.arg();
+    let args = am.args();
+    let a = |i: usize| args.get(i).copied().unwrap_or(0);
+    let to = am.reply_to();
+    let Some(w) = s.rma.wins.get_mut(&id) else {
+        let why = format!("window {id} is not served by rank {}", io.rank());
+        return match to {
+            Some(t) => io.reply_error(t, &why),
+            None => Err(bad(why)),
+        };
+    };
+    let r = (|| -> Result<Option<Vec<u8>>, String> {
+        match am.handler() {
+            H_FENCE => {
+                w.fences += 1;
+                Ok(None)
+            }
+            H_FLUSH => Ok(Some(Vec::new())),
+            H_PUT | H_ACC | H_GACC | H_GET => {
+                let Some(payload) = whole(am).map_err(|e| e.to_string())? else {
+                    return Ok(None); // a long transfer: LongDone comes
+                };
+                let len = if am.handler() == H_GET {
+                    a(2) as usize
+                } else {
+                    0
+                };
+                let (runs, head) = runs_of(args, &payload, len).map_err(|e| e.to_string())?;
+                let data = &payload[head..];
+                let total: usize = runs.iter().map(|r| r.2).sum();
+                for &(off, _, l) in &runs {
+                    w.reach.check(off, l).map_err(|e| e.to_string())?;
+                }
+                match am.handler() {
+                    H_PUT => {
+                        let single = args.get(1).copied().unwrap_or(0) == 0;
+                        for &(off, p, l) in &runs {
+                            let l = if single { data.len() } else { l };
+                            w.reach.check(off, l).map_err(|e| e.to_string())?;
+                            w.reach
+                                .write(off, &data[p..p + l])
+                                .map_err(|e| e.to_string())?;
+                        }
+                        Ok(None)
+                    }
+                    H_GET => {
+                        let mut out = vec![0u8; total];
+                        for &(off, p, l) in &runs {
+                            w.reach
+                                .read(off, &mut out[p..p + l])
+                                .map_err(|e| e.to_string())?;
+                        }
+                        Ok(Some(out))
+                    }
+                    _ => {
+                        let code = a(2);
+                        let b = *Basic::ALL
+                            .get((code >> 8) as usize)
+                            .ok_or("bad element type")?;
+                        let (op, cmp) = if code & 0xff == OP_CAS {
+                            (AccOp::Replace, true)
+                        } else {
+                            (AccOp::from_code(code & 0xff).ok_or("bad operation")?, false)
+                        };
+                        let n = if cmp { data.len() / 2 } else { data.len() };
+                        let runs = if args.get(1).copied().unwrap_or(0) == 0 {
+                            vec![(a(0) as usize, 0, n)]
+                        } else {
+                            runs
+                        };
+                        let mut old = vec![0u8; n];
+                        let (src, c) = if cmp {
+                            (&data[..n], Some(&data[n..]))
+                        } else {
+                            (data, None)
+                        };
+                        let src = (op != AccOp::NoOp).then_some(src);
+                        rmw_runs(&w.reach, &runs, b, op, src, Some(&mut old), c)
+                            .map_err(|e| e.to_string())?;
+                        Ok((am.handler() == H_GACC).then_some(old))
+                    }
+                }
+            }
+            H_LOCK => {
+                let t = to.ok_or("a lock without a reply address")?;
+                Ok(w.lock.request(t, a(0) == 0).then(Vec::new))
+            }
+            H_UNLOCK => {
+                for g in w.lock.release(a(0) == 0) {
+                    io.reply(g, 0, &[], &[]).map_err(|e| e.to_string())?;
+                }
+                Ok(Some(Vec::new()))
+            }
+            h => Err(format!("unknown one-sided message {h}")),
+        }
+    })();
+    match (r, to) {
+        (Ok(Some(data)), Some(t)) => io.reply(t, 0, &[], &data),
+        (Ok(_), _) => Ok(()),
+        (Err(why), Some(t)) => io.reply_error(t, &why),
+        (Err(why), None) => Err(bad(why)),
+    }
+}

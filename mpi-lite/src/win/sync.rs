@@ -1,0 +1,308 @@
+//! Synchronisation (MPI-3.1 §11.5): fence and the passive-target calls on the direct path.
+//! Operations there are complete when they return, so completion calls only order memory
+//! (a sequentially consistent fence) and check the epoch; a fence is a barrier.
+
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+use skifch::wait::Backoff;
+use skifch::Port;
+
+use super::{sync_err, Win};
+use crate::comm::Mpi;
+use crate::error::Result;
+
+/// `MPI_LOCK_EXCLUSIVE` / `MPI_LOCK_SHARED`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockType {
+    /// One origin at a time.
+    Exclusive,
+    /// Any number of shared holders.
+    Shared,
+}
+
+/// `MPI_MODE_NOCHECK`: no other process holds or asks for a conflicting lock.
+pub const MODE_NOCHECK: i32 = 1024;
+/// `MPI_MODE_NOSUCCEED`: no epoch follows the fence.
+pub const MODE_NOSUCCEED: i32 = 16384;
+
+const WRITER: u64 = 1 << 63;
+const WAITING: u64 = 1 << 32;
+const READERS: u64 = WAITING - 1;
+const WAITERS: u64 = WRITER - WAITING;
+
+/// Takes the reader/writer lock `w` (module docs of [`super`]), progressing `mpi` while
+/// it waits.
+fn acquire<P: Port>(mpi: &Mpi<P>, w: &AtomicU64, t: LockType) -> Result<()> {
+    let mut b = Backoff::new();
+    let mut polls = 0u32;
+    let mut wait = |b: &mut Backoff| -> Result<()> {
+        polls = polls.wrapping_add(1);
+        if polls.is_multiple_of(64) {
+            mpi.engine().progress()?;
+        }
+        b.snooze();
+        Ok(())
+    };
+    match t {
+        LockType::Shared => loop {
+            let v = w.load(Ordering::Relaxed);
+            if v & (WRITER | WAITERS) == 0
+                && w.compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Ok(());
+            }
+            wait(&mut b)?;
+        },
+        LockType::Exclusive => {
+            w.fetch_add(WAITING, Ordering::Relaxed);
+            loop {
+                let v = w.load(Ordering::Relaxed);
+                if v & (WRITER | READERS) == 0
+                    && w.compare_exchange_weak(
+                        v,
+                        (v - WAITING) | WRITER,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    return Ok(());
+                }
+                if let Err(e) = wait(&mut b) {
+                    w.fetch_sub(WAITING, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+fn release(w: &AtomicU64, t: LockType) {
+    match t {
+        LockType::Shared => w.fetch_sub(1, Ordering::Release),
+        LockType::Exclusive => w.fetch_and(!WRITER, Ordering::Release),
+    };
+}
+
+impl Win {
+    /// `MPI_Win_fence`: ends the fence epoch (every operation of every member complete)
+    /// and, unless `assert` has `MPI_MODE_NOSUCCEED`, starts the next.
+    ///
+    /// # One-sided Operation
+    /// Every member calls it (collective); it returns once all have entered it.
+    pub fn fence<P: Port>(&self, mpi: &Mpi<P>, assert: i32) -> Result<()> {
+        {
+            let e = self.epoch();
+            if e.lock_all || e.locks.iter().any(Option::is_some) {
+                return Err(sync_err(
+                    "MPI_Win_fence inside a passive-target epoch".into(),
+                ));
+            }
+        }
+        fence(Ordering::SeqCst);
+        if self.msg {
+            let k = self.fences.fetch_add(1, Ordering::Relaxed) + 1;
+            self.msg_fence(mpi, k)?;
+        }
+        mpi.barrier(&self.comm)?;
+        fence(Ordering::SeqCst);
+        self.epoch().fence = assert & MODE_NOSUCCEED == 0;
+        Ok(())
+    }
+
+    /// `MPI_Win_lock`: starts a passive-target access epoch to `rank`, holding its lock
+    /// (`MPI_MODE_NOCHECK` in `assert`: the program vouches for no conflict, no lock taken).
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it; the target takes no part. Returns once the lock is held.
+    pub fn lock<P: Port>(&self, mpi: &Mpi<P>, t: LockType, rank: i32, assert: i32) -> Result<()> {
+        let call = "MPI_Win_lock";
+        if rank == crate::engine::PROC_NULL {
+            return Ok(());
+        }
+        self.member(rank, call)?;
+        let r = rank as usize;
+        {
+            let mut e = self.epoch();
+            if e.lock_all || e.locks[r].is_some() {
+                return Err(sync_err(format!(
+                    "{call}: rank {rank} is already locked by this process"
+                )));
+            }
+            if e.fence {
+                // A passive epoch ends the (empty) fence epoch (§11.5: they may not mix).
+                e.fence = false;
+            }
+            e.locks[r] = Some(t);
+        }
+        if assert & MODE_NOCHECK == 0 {
+            let got = if self.msg {
+                self.msg_lock(mpi, r as u32, t)
+            } else {
+                acquire(mpi, self.ctls[r].lock(), t)
+            };
+            if let Err(err) = got {
+                self.epoch().locks[r] = None;
+                return Err(err);
+            }
+        }
+        if assert & MODE_NOCHECK != 0 {
+            // Remember that nothing is to be released.
+            self.nocheck_mark(r, true);
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_unlock`: completes every operation to `rank` and releases its lock.
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it; complete at the target when it returns.
+    pub fn unlock<P: Port>(&self, mpi: &Mpi<P>, rank: i32) -> Result<()> {
+        let call = "MPI_Win_unlock";
+        if rank == crate::engine::PROC_NULL {
+            return Ok(());
+        }
+        self.member(rank, call)?;
+        let r = rank as usize;
+        let t = self.epoch().locks[r].take();
+        let Some(t) = t else {
+            return Err(sync_err(format!(
+                "{call}: rank {rank} is not locked by this process"
+            )));
+        };
+        fence(Ordering::SeqCst);
+        let nocheck = self.nocheck_mark(r, false);
+        match (self.msg, nocheck) {
+            (true, true) => self.msg_flush(mpi, r as u32)?,
+            (true, false) => self.msg_unlock(mpi, r as u32, t)?,
+            (false, true) => {}
+            (false, false) => release(self.ctls[r].lock(), t),
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_lock_all`: a shared lock on every member.
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it; returns once every lock is held.
+    pub fn lock_all<P: Port>(&self, mpi: &Mpi<P>, assert: i32) -> Result<()> {
+        {
+            let mut e = self.epoch();
+            if e.lock_all || e.locks.iter().any(Option::is_some) {
+                return Err(sync_err(
+                    "MPI_Win_lock_all inside a passive-target epoch".into(),
+                ));
+            }
+            e.fence = false;
+            e.lock_all = true;
+        }
+        if assert & MODE_NOCHECK != 0 {
+            self.nocheck_mark(usize::MAX, true);
+            return Ok(());
+        }
+        if self.msg {
+            for r in 0..self.members.len() {
+                if let Err(err) = self.msg_lock(mpi, r as u32, LockType::Shared) {
+                    for q in 0..r {
+                        let _ = self.msg_unlock(mpi, q as u32, LockType::Shared);
+                    }
+                    self.epoch().lock_all = false;
+                    return Err(err);
+                }
+            }
+            return Ok(());
+        }
+        for (i, c) in self.ctls.iter().enumerate() {
+            if let Err(err) = acquire(mpi, c.lock(), LockType::Shared) {
+                for c in &self.ctls[..i] {
+                    release(c.lock(), LockType::Shared);
+                }
+                self.epoch().lock_all = false;
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_unlock_all`.
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it; every operation is complete when it returns.
+    pub fn unlock_all<P: Port>(&self, mpi: &Mpi<P>) -> Result<()> {
+        if !std::mem::take(&mut self.epoch().lock_all) {
+            return Err(sync_err(
+                "MPI_Win_unlock_all without MPI_Win_lock_all".into(),
+            ));
+        }
+        fence(Ordering::SeqCst);
+        let nocheck = self.nocheck_mark(usize::MAX, false);
+        if self.msg {
+            let mut first = Ok(());
+            for r in 0..self.members.len() as u32 {
+                let done = if nocheck {
+                    self.msg_flush(mpi, r)
+                } else {
+                    self.msg_unlock(mpi, r, LockType::Shared)
+                };
+                if first.is_ok() {
+                    first = done;
+                }
+            }
+            return first;
+        }
+        if !nocheck {
+            for c in &self.ctls {
+                release(c.lock(), LockType::Shared);
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_flush` / `flush_local` (`rank`) and their `_all` forms (`None`): every
+    /// operation issued so far is complete at the target (and locally).
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it, inside a passive-target epoch.
+    pub fn flush<P: Port>(&self, mpi: &Mpi<P>, rank: Option<i32>, call: &str) -> Result<()> {
+        let e = self.epoch();
+        match rank {
+            Some(r) if r == crate::engine::PROC_NULL => {}
+            Some(r) => {
+                self.member(r, call)?;
+                if !e.lock_all && e.locks[r as usize].is_none() {
+                    return Err(sync_err(format!(
+                        "{call}: rank {r} is not locked by this process"
+                    )));
+                }
+            }
+            None => {
+                if !e.lock_all && e.locks.iter().all(Option::is_none) {
+                    return Err(sync_err(format!("{call} outside a passive-target epoch")));
+                }
+            }
+        }
+        drop(e);
+        fence(Ordering::SeqCst);
+        // Local completion is immediate on both paths (the data left the origin's buffer).
+        if self.msg && !call.contains("local") {
+            match rank {
+                Some(r) if r == crate::engine::PROC_NULL => {}
+                Some(r) => self.msg_flush(mpi, r as u32)?,
+                None => {
+                    for r in 0..self.members.len() as u32 {
+                        self.msg_flush(mpi, r)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_sync`: orders this process's memory accesses (the public and private
+    /// copies are one on this path).
+    pub fn sync(&self) -> Result<()> {
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+}
