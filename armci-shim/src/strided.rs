@@ -2,7 +2,8 @@
 //! bytes, repeated `count[1]` times `stride[0]` bytes apart, that block `count[2]` times
 //! `stride[1]` apart, and so on for `levels` levels. Checked before any byte moves: counts
 //! are positive and each level's stride at least spans the level below it (the blocks do
-//! not overlap), on both sides; then the whole access has one known extent per side.
+//! not overlap) where that level repeats (a stride over one block is never applied and
+//! not checked), on both sides; then the whole access has one known extent per side.
 //!
 //! A descriptor is built for every strided call, so it lives on the stack up to 3 levels
 //! (4-D arrays; deeper ones, up to ARMCI's `ARMCI_MAX_STRIDE_LEVEL` of 8 and beyond, go to
@@ -123,6 +124,14 @@ fn fill_side<T: Copy + Into<i64>>(
 ) -> Result<usize> {
     let mut span = count[0];
     for (l, (&s, o)) in stride.iter().zip(out.iter_mut()).enumerate() {
+        if count[l + 1] == 1 {
+            // One block at this level: its stride is never applied, whatever it says
+            // (Global Arrays passes its buffer's leading dimension, which may be less than
+            // a one-column patch's bytes). Kept as the span, so the descriptor stays
+            // well-formed for the message path's target, which checks it again.
+            *o = span;
+            continue;
+        }
         let s: i64 = s.into();
         if s < 0 || (s as usize) < span {
             return Err(overlap(side, l, s, span, count));
@@ -360,6 +369,14 @@ mod tests {
         assert!(Strided::new(&[4], &[4], &[-1, 2]).is_err());
         assert!(Strided::new(&[4], &[4, 4], &[1, 2]).is_err());
         assert_eq!(Strided::new(&[], &[], &[7]).unwrap().dst_extent(), 7);
+        // A level of one block: its stride is never applied (Global Arrays' 1-column
+        // patches pass a stride below the block's bytes).
+        let one = Strided::new(&[-3, 1200], &[8, 1200], &[1200, 1, 2]).unwrap();
+        assert_eq!(
+            (one.src_extent(), one.dst_extent(), one.bytes()),
+            (2400, 2400, 2400)
+        );
+        assert!(Strided::new(&[8, 8], &[8, 8], &[1200, 2, 1]).is_err());
     }
 
     #[test]

@@ -170,6 +170,24 @@ static void test_contig_values_flag(void) {
     ARMCI_Barrier();
 }
 
+/* A level that repeats once: its stride is never applied, so any value is accepted
+ * (Global Arrays passes its buffer's leading dimension, here 8 bytes for 1200). */
+static void test_one_block_levels(void) {
+    int peer = (me + 1) % n, from = (me + n - 1) % n;
+    double src[150], back[150];
+    for (int i = 0; i < 150; i++) src[i] = me * 1000 + i;
+    int count[2] = {150 * 8, 1}, st[1] = {8};
+    char *dst = (char *)buf[peer] + 4096;
+    ARMCI_Barrier();
+    CHECK(ARMCI_PutS(src, st, dst, st, count, 1, peer) == 0);
+    double two = 2.0;
+    CHECK(ARMCI_AccS(ARMCI_ACC_DBL, &two, src, st, dst, st, count, 1, peer) == 0);
+    ARMCI_Barrier();
+    CHECK(ARMCI_GetS((char *)buf[me] + 4096, st, back, st, count, 1, me) == 0);
+    for (int i = 0; i < 150; i++) CHECK(back[i] == 3.0 * (from * 1000 + i));
+    ARMCI_Barrier();
+}
+
 int main(int argc, char **argv) {
     ARMCI_Init_args(&argc, &argv);
     me = armci_msg_me();
@@ -179,6 +197,7 @@ int main(int argc, char **argv) {
     test_contig_values_flag();
     for (int L = 0; L <= 7; L++) test_strided(L);
     test_vector();
+    test_one_block_levels();
     ARMCI_Free(buf[me]);
     ARMCI_Finalize();
     return 0;
