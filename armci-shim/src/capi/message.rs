@@ -6,7 +6,7 @@
 #![allow(unsafe_code)] // the C ABI: raw pointers from C
 #![allow(clippy::missing_safety_doc)] // documented in message.h
 
-use std::ffi::{c_char, c_int, c_long, c_longlong, c_void, CStr};
+use std::ffi::{c_char, c_int, c_long, c_longlong, c_void};
 
 use skifch::coll::{DType, Kernel, Op};
 
@@ -30,23 +30,49 @@ fn dtype(call: &str, ty: c_int) -> DType {
     }
 }
 
-/// The operation of ARMCI's operator string, and whether inputs are replaced by their
-/// absolute values first (`absmax`, `absmin`).
-fn op(call: &str, s: &str) -> (Op, bool) {
-    match s {
-        "+" | "sum" => (Op::Sum, false),
-        "*" | "mult" => (Op::Prod, false),
-        "max" => (Op::Max, false),
-        "min" => (Op::Min, false),
-        "absmax" => (Op::Max, true),
-        "absmin" => (Op::Min, true),
-        "or" => (Op::Bor, false),
-        "||" => (Op::Lor, false),
-        "&&" => (Op::Land, false),
-        _ => fatal(
+/// The first bytes of the operator string at `p` (up to its NUL, at most 8). ARMCI
+/// matches operators by prefix, as `strncmp(op, "max", 3)` does: Fortran callers pass
+/// strings that are not terminated where the operator ends (Global Arrays' disk arrays
+/// pass "+" followed by a file name), so only the bytes a match needs are read.
+///
+/// # Safety
+/// `p` is readable up to its first NUL or its 8th byte, whichever comes first.
+unsafe fn op_head(p: *const c_char) -> Vec<u8> {
+    let mut v = Vec::with_capacity(8);
+    for i in 0..8 {
+        // SAFETY: within the caller's string (stops at its NUL).
+        let c = unsafe { *p.add(i) } as u8;
+        if c == 0 {
+            break;
+        }
+        v.push(c);
+    }
+    v
+}
+
+/// The operation of ARMCI's operator string (by prefix: [`op_head`]), and whether inputs
+/// are replaced by their absolute values first (`absmax`, `absmin`).
+fn op(call: &str, s: &[u8]) -> (Op, bool) {
+    const OPS: [(&[u8], Op, bool); 11] = [
+        (b"absmax", Op::Max, true),
+        (b"absmin", Op::Min, true),
+        (b"mult", Op::Prod, false),
+        (b"sum", Op::Sum, false),
+        (b"max", Op::Max, false),
+        (b"min", Op::Min, false),
+        (b"or", Op::Bor, false),
+        (b"||", Op::Lor, false),
+        (b"&&", Op::Land, false),
+        (b"+", Op::Sum, false),
+        (b"*", Op::Prod, false),
+    ];
+    match OPS.iter().find(|(p, _, _)| s.starts_with(p)) {
+        Some(&(_, o, absolute)) => (o, absolute),
+        None => fatal(
             call,
             &Error::BadArgument(format!(
-                "operator {s:?} is not one of + * max min absmax absmin or || &&"
+                "operator {:?} is not one of + * max min absmax absmin or || &&",
+                String::from_utf8_lossy(s)
             )),
         ),
     }
@@ -94,9 +120,8 @@ pub(super) unsafe fn gop(
     if opstr.is_null() {
         fatal(call, &Error::BadArgument("the operator is NULL".into()));
     }
-    // SAFETY: a NUL-terminated operator string from the caller.
-    let s = unsafe { CStr::from_ptr(opstr) }.to_string_lossy();
-    let (o, absolute) = op(call, &s);
+    // SAFETY: the caller's operator string (non-null, checked above).
+    let (o, absolute) = op(call, &unsafe { op_head(opstr) });
     let k = ok(call, Kernel::new(t, o).map_err(Error::from));
     let n = usize::try_from(n)
         .unwrap_or_else(|_| fatal(call, &Error::BadArgument(format!("negative count {n}"))));
@@ -181,15 +206,15 @@ pub unsafe extern "C" fn parmci_msg_sel_scope(
     if op.is_null() {
         fatal(call, &Error::BadArgument("the operator is NULL".into()));
     }
-    // SAFETY: a NUL-terminated operator string from the caller.
-    let max = match unsafe { CStr::from_ptr(op) }.to_bytes() {
-        b"max" => true,
-        b"min" => false,
+    // SAFETY: the caller's operator string (non-null, checked above).
+    let max = match unsafe { op_head(op) } {
+        o if o.starts_with(b"max") => true,
+        o if o.starts_with(b"min") => false,
         o => fatal(
             call,
             &Error::BadArgument(format!(
                 "operator {:?} is not min or max",
-                String::from_utf8_lossy(o)
+                String::from_utf8_lossy(&o)
             )),
         ),
     };

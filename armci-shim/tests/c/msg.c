@@ -38,6 +38,15 @@ int main(int argc, char **argv) {
     armci_msg_igop(&land, 1, "&&");
     armci_msg_igop(&lor, 1, "||");
     CHECK(land == 0 && lor == 1);
+    /* operators match by prefix (strncmp in ARMCI): Fortran callers' strings run on past
+     * the operator (Global Arrays' disk arrays pass "+" then a file name) */
+    char fortran_op[] = {'+', 'd', 'r', 'a', '.', 'f', 0};
+    long pl = me;
+    armci_msg_lgop(&pl, 1, fortran_op);
+    CHECK(pl == S);
+    int pm = -me;
+    armci_msg_igop(&pm, 1, "absmaxZZ");
+    CHECK(pm == n - 1);
     double g = me;
     armci_msg_gop_scope(SCOPE_ALL, &g, 1, "max", ARMCI_DOUBLE);
     CHECK(g == n - 1);
