@@ -8,12 +8,14 @@
 //! `MPI_COMM_NULL`.
 //!
 //! The handles are those of mpi-lite's `mpi.h`, the MPI of this stack (`MPI_Comm` is an
-//! `int`); a test reads the header to keep the constants below equal to its own.
+//! `int`); a test reads the header to keep the constants below equal to its own. Another
+//! MPI (its `MPI_Get_library_version` does not name mpi-lite) is left alone: its groups'
+//! communicators are `MPI_COMM_NULL`.
 #![allow(unsafe_code)] // dlsym and calls through the pointers it gives
 #![allow(clippy::missing_safety_doc)] // documented in armci.h
 
 use std::collections::HashMap;
-use std::ffi::{c_int, CStr};
+use std::ffi::{c_char, c_int, CStr};
 use std::sync::{Mutex, OnceLock};
 
 use super::group::ArmciGroup;
@@ -31,6 +33,10 @@ type FlagFn = unsafe extern "C" fn(*mut c_int) -> c_int;
 type DupFn = unsafe extern "C" fn(Comm, *mut Comm) -> c_int;
 type SplitFn = unsafe extern "C" fn(Comm, c_int, c_int, *mut Comm) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut Comm) -> c_int;
+type VersionFn = unsafe extern "C" fn(*mut c_char, *mut c_int) -> c_int;
+
+/// `MPI_MAX_LIBRARY_VERSION_STRING` of mpi.h (as large as any MPI's).
+const VERSION_MAX: usize = 8192;
 
 /// The program's MPI calls, if it has an MPI.
 struct Mpi {
@@ -48,9 +54,34 @@ fn sym(name: &CStr) -> Option<*mut libc::c_void> {
     (!p.is_null()).then_some(p)
 }
 
+/// Whether the program's MPI is mpi-lite (another MPI's handles are not `int`s with these
+/// values: with it, groups get no communicator).
+fn is_mpi_lite() -> bool {
+    let Some(f) = sym(c"MPI_Get_library_version") else {
+        return false;
+    };
+    // SAFETY: the MPI function of that name (mpi.h's signature); callable at any time.
+    let f = unsafe { std::mem::transmute::<*mut libc::c_void, VersionFn>(f) };
+    let mut buf = vec![0 as c_char; VERSION_MAX];
+    let mut len = 0;
+    // SAFETY: a buffer of MPI_MAX_LIBRARY_VERSION_STRING bytes and an int.
+    if unsafe { f(buf.as_mut_ptr(), &mut len) } != 0 {
+        return false;
+    }
+    let text: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    text.starts_with(b"mpi-lite")
+}
+
 fn mpi() -> Option<&'static Mpi> {
     static MPI: OnceLock<Option<Mpi>> = OnceLock::new();
     MPI.get_or_init(|| {
+        if !is_mpi_lite() {
+            return None;
+        }
         // SAFETY: each symbol is the MPI function of that name, whose C signature the
         // type spells (mpi.h).
         unsafe {
