@@ -29,11 +29,14 @@ else
 fi
 
 # Client software built against mpi-lite as a user would (mpi4py from source, a crate on
-# rsmpi): minutes of downloads and builds, #[ignore]d in the default run. Opt-in until every
-# call they bind exists (mpi-lite/README.md "Tests"): CLIENT_TESTS=1.
+# rsmpi; Global Arrays on armci-shim and mpi-lite): minutes of downloads and builds,
+# #[ignore]d in the default run. Opt-in until every call they bind exists
+# (mpi-lite/README.md "Tests"): CLIENT_TESTS=1.
 if [ "${CLIENT_TESTS:-0}" = 1 ]; then
     step "client software: mpi4py, rsmpi (mpi-lite/capi/tests/clients.rs)"
     cargo test -p skifmpi --test clients -- --ignored
+    step "client software: Global Arrays on armci-shim + mpi-lite (armci-shim/tests/clients.rs)"
+    cargo test -p armci-shim --test clients -- --ignored
 fi
 
 if [ "${SKIP_MIRI:-0}" != 1 ]; then

@@ -161,8 +161,9 @@ int  ARMCI_Free_memdev(void *ptr);
 /* The MPI communicator of a group (as ARMCI-MPI's), for programs using MPI too (Global
  * Arrays): a duplicate of MPI_COMM_WORLD for the world group, a split of the parent's for
  * a group made afterwards, members in group order; MPI_COMM_NULL outside the group or
- * when no MPI was running at ARMCI_Init. Declared when mpi.h was included first. */
-#ifdef MPI_VERSION
+ * when no MPI was running at ARMCI_Init. Declared when mpi-lite's mpi.h was included
+ * first (the handles are mpi-lite's: another MPI gets no communicators). */
+#ifdef MPI_LITE_VERSION
 MPI_Comm armci_group_comm(ARMCI_Group *group);
 #endif
 

@@ -6,7 +6,8 @@
 //! This file: setup, memory, ordering and the `armci_msg_*` calls that are built;
 //! [`rma`]: data movement, handles, values, read-modify-write and mutexes; [`group`]:
 //! groups; [`message`]: the other `armci_msg_*` calls; [`domain`]: topology; [`scope`]:
-//! the scopes of the collectives (`SCOPE_ALL`, `SCOPE_NODE`, `SCOPE_MASTERS`).
+//! the scopes of the collectives (`SCOPE_ALL`, `SCOPE_NODE`, `SCOPE_MASTERS`); [`mpi`]:
+//! the groups' MPI communicators (`armci_group_comm`).
 #![allow(unsafe_code)] // the C ABI: raw pointers from C
 #![allow(clippy::missing_safety_doc)] // documented in armci.h and ARMCI's documentation
 

@@ -1,0 +1,315 @@
+//! Global Arrays, the library built on ARMCI, built against armci-shim and mpi-lite as a
+//! user would (issue 19): GA's own `configure --with-armci=PREFIX` (it checks for
+//! `armci.h` and `ARMCI_Init` in `-larmci`) with `MPICC`/`CC` = mpi-lite's `skif-mpicc`,
+//! then GA's own test programs, unmodified, under `skifrun -n 4`.
+//!
+//! The source is Debian's (`apt-get source ga`, GA 5.8.2) where a deb-src entry serves
+//! it, else the PyPI sdist `globalarrays` (GA's development tree of 5.7, bootstrapped with
+//! `autoreconf`), or a GA source tree named by `GA_SRC`. Minutes of download and build, so
+//! the tests are `#[ignore]`d: `cargo test -p armci-shim --test clients -- --ignored`
+//! (scripts/test.sh runs them with `CLIENT_TESTS=1`). Each is skipped with a message when
+//! the source cannot be fetched or a tool is missing (cc, c++, make, autoreconf). The
+//! build is cached in the target directory, rebuilt when armci.h, message.h or mpi.h
+//! change; the programs link libarmci.so from the freshly installed prefix, so a changed
+//! library is tested without rebuilding GA.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use skifch_testing::{self as testing, have_cc};
+
+/// One GA test program's job (the slowest, perf2, takes well under a minute).
+const JOB: Duration = Duration::from_secs(300);
+
+/// GA's test programs that run without input, threads or BLAS speed, on 4 ranks: every
+/// one passes over shm (armci-shim/README.md "Global Arrays" lists the others and why).
+const TESTS: &[&str] = &[
+    "global/testing/testc.x",
+    "global/testing/ntestc.x",
+    "global/testing/ga-mpi.x",
+    "global/testing/gatscat.x",
+    "global/testing/getmem.x",
+    "global/testing/lock.x",
+    "global/testing/matrixc.x",
+    "global/testing/mtest.x",
+    "global/testing/mulmatpatchc.x",
+    "global/testing/normc.x",
+    "global/testing/ntestfc.x",
+    "global/testing/packc.x",
+    "global/testing/unpackc.x",
+    "global/testing/patch_enumc.x",
+    "global/testing/perf2.x",
+    "global/testing/print.x",
+    "global/testing/read_only.x",
+    "global/testing/scan_addc.x",
+    "global/testing/scan_copyc.x",
+    "global/testing/simple_groups_commc.x",
+    "global/testing/sprsmatvec.x",
+    "global/testing/testmult.x",
+    "global/testing/testmultrect.x",
+    "global/testing/gemmtest.x",
+    "ma/test-coalesce.x",
+    "ma/test-inquire.x",
+    "pario/dra/ntestc.x",
+    "pario/dra/perfn.x",
+    "tcgmsg/tests/test_asyn.x",
+    "ga++/testing/testc.x",
+    "ga++/testing/ntestc.x",
+    "ga++/testing/mtest.x",
+    "ga++/testing/elempatch.x",
+    "ga++/testing/testmult.x",
+];
+
+fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn root() -> &'static Path {
+    crate_dir()
+        .parent()
+        .expect("armci-shim is one level below the workspace")
+}
+
+fn scratch() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ga");
+    std::fs::create_dir_all(&d).expect("scratch directory");
+    d
+}
+
+fn skip(why: &str) {
+    eprintln!("SKIPPED: {why}");
+}
+
+/// The last `n` bytes of `s` (from a character boundary).
+fn tail(s: &str, n: usize) -> &str {
+    let mut i = s.len().saturating_sub(n);
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    &s[i..]
+}
+
+fn run_ok(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let o = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    } else {
+        Err(format!(
+            "{what}: {}\nstdout (end):\n{}\nstderr (end):\n{}",
+            o.status,
+            tail(&String::from_utf8_lossy(&o.stdout), 4000),
+            tail(&String::from_utf8_lossy(&o.stderr), 4000)
+        ))
+    }
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+/// A hash of the headers GA compiles against: the build is redone when one changes.
+fn header_tag() -> String {
+    let mut sum = 0xcbf2_9ce4_8422_2325u64;
+    for h in [
+        "armci-shim/include/armci.h",
+        "armci-shim/include/message.h",
+        "mpi-lite/include/mpi.h",
+    ] {
+        for b in std::fs::read(root().join(h)).expect("header") {
+            sum = (sum ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    format!("{sum:016x}")
+}
+
+/// A GA source tree with a `configure` script, or why there is none.
+fn ga_source() -> Result<PathBuf, String> {
+    if let Some(d) = std::env::var_os("GA_SRC") {
+        return Ok(PathBuf::from(d));
+    }
+    let dl = scratch().join("source");
+    std::fs::create_dir_all(&dl).map_err(|e| e.to_string())?;
+    let find = |dir: &Path| -> Option<PathBuf> {
+        std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("global/src/base.c").exists())
+    };
+    if let Some(d) = find(&dl) {
+        return Ok(d);
+    }
+    // Debian's source package (needs a deb-src entry).
+    let debian = run_ok(
+        Command::new("apt-get")
+            .args(["source", "ga"])
+            .current_dir(&dl),
+        "apt-get source ga",
+    );
+    if let Some(d) = debian.as_ref().ok().and_then(|_| find(&dl)) {
+        return Ok(d);
+    }
+    // The PyPI sdist: GA's tree as ga-master/ inside.
+    let pypi = run_ok(
+        Command::new("python3")
+            .args(["-m", "pip", "download", "--no-deps", "--no-binary", ":all:"])
+            .args(["--dest", "."])
+            .arg("globalarrays==5.7.1b0")
+            .current_dir(&dl),
+        "pip download globalarrays",
+    );
+    if let Err(p) = pypi {
+        let d = debian.err().unwrap_or_default();
+        return Err(format!(
+            "the GA source cannot be fetched (set GA_SRC to a GA source tree)\n{}\n{}",
+            tail(&d, 600),
+            tail(&p, 600)
+        ));
+    }
+    run_ok(
+        Command::new("tar")
+            .args(["xzf", "globalarrays-5.7.1b0.tar.gz"])
+            .current_dir(&dl),
+        "unpacking the sdist",
+    )?;
+    let tree = dl.join("globalarrays-5.7.1b0/ga-master");
+    if !tree.join("configure").exists() {
+        if !have("autoreconf") || !have("libtoolize") {
+            return Err("GA's tree has no configure script and autoreconf/libtool are missing (apt-get install autoconf automake libtool)".into());
+        }
+        run_ok(
+            Command::new("autoreconf").arg("-fi").current_dir(&tree),
+            "autoreconf -fi (GA)",
+        )?;
+    }
+    Ok(tree)
+}
+
+/// The installed prefixes of mpi-lite and armci-shim (this profile's libraries).
+fn prefixes() -> (PathBuf, PathBuf) {
+    let mpi = scratch().join("mpi-prefix");
+    let armci = scratch().join("armci-prefix");
+    let mpi_lib = testing::c_library_dir(&root().join("mpi-lite/capi/Cargo.toml"), "skifmpi");
+    let armci_lib = testing::c_library_dir(&crate_dir().join("Cargo.toml"), "armci");
+    run_ok(
+        Command::new(root().join("scripts/install-mpi.sh"))
+            .arg(&mpi)
+            .arg("--libdir")
+            .arg(mpi_lib)
+            .arg("--skifrun")
+            .arg(testing::skifrun_exe()),
+        "install-mpi.sh",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    run_ok(
+        Command::new(root().join("scripts/install-armci.sh"))
+            .arg(&armci)
+            .arg("--libdir")
+            .arg(armci_lib),
+        "install-armci.sh",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    (mpi, armci)
+}
+
+/// GA configured against the prefixes and its test programs built (once per test binary,
+/// cached across runs while the headers stay the same), or `None` (skipped).
+fn ga_build() -> Option<&'static PathBuf> {
+    static B: OnceLock<Option<PathBuf>> = OnceLock::new();
+    B.get_or_init(|| {
+        if !have_cc() || !have("c++") || !have("make") {
+            skip("Global Arrays needs cc, c++ and make");
+            return None;
+        }
+        let src = match ga_source() {
+            Ok(s) => s,
+            Err(e) => {
+                skip(&e);
+                return None;
+            }
+        };
+        let (mpi, armci) = prefixes();
+        let build = scratch().join(format!("build-{}", header_tag()));
+        let stamp = build.join("skif-built");
+        if !stamp.exists() {
+            std::fs::create_dir_all(&build).expect("build directory");
+            let cc = mpi.join("bin/skif-mpicc");
+            let cxx = mpi.join("bin/skif-mpicxx");
+            let armci_lib = armci.join("lib");
+            run_ok(
+                Command::new(src.join("configure"))
+                    .arg(format!("--with-armci={}", armci.display()))
+                    .args(["--enable-cxx", "--disable-f77", "--without-blas"])
+                    .arg("--without-lapack")
+                    .arg("--without-scalapack")
+                    .arg(format!("MPICC={}", cc.display()))
+                    .arg(format!("CC={}", cc.display()))
+                    .arg(format!("MPICXX={}", cxx.display()))
+                    .arg(format!("CXX={}", cxx.display()))
+                    .arg(format!("LDFLAGS=-Wl,-rpath,{}", armci_lib.display()))
+                    .current_dir(&build),
+                "GA configure --with-armci",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            let jobs = format!(
+                "-j{}",
+                std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
+            );
+            run_ok(
+                Command::new("make").arg(&jobs).current_dir(&build),
+                "GA make",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            run_ok(
+                Command::new("make")
+                    .arg(&jobs)
+                    .args(TESTS)
+                    .current_dir(&build),
+                "GA make (test programs)",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&stamp, "").expect("stamp");
+        }
+        Some(build)
+    })
+    .as_ref()
+}
+
+/// Runs every test of [`TESTS`] on 4 ranks over `driver`; all must exit 0 and print no
+/// error line.
+fn run_tests(driver: &str) {
+    let Some(build) = ga_build() else { return };
+    let mut failed = Vec::new();
+    for t in TESTS {
+        let exe = build.join(t);
+        let mut cmd = testing::skifrun_cmd(4, &["--driver", driver], &exe);
+        // DRA's disk arrays go to the working directory.
+        cmd.current_dir(scratch());
+        let o = testing::run_job(cmd, JOB);
+        let bad_line = o
+            .stdout
+            .lines()
+            .chain(o.stderr.lines())
+            .find(|l| l.contains("ARMCI_Error") || l.starts_with("armci: "));
+        if o.status.success() && bad_line.is_none() {
+            eprintln!("GA {t} over {driver}: ok");
+        } else {
+            failed.push(format!("{t}: {}\n{}", o.status, tail(&o.text(), 2000)));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} GA tests failed over {driver}:\n{}",
+        failed.len(),
+        TESTS.len(),
+        failed.join("\n")
+    );
+}
+
+#[test]
+#[ignore = "downloads and builds Global Arrays (minutes): CLIENT_TESTS=1 scripts/test.sh"]
+fn global_arrays_tests_over_shm() {
+    run_tests("shm");
+}
