@@ -163,11 +163,13 @@ static inline int64_t gasnett_getenv_int_withdefault(const char *name, int64_t d
     const char *v = getenv(name); char *end; int64_t x;
     if (!v || !*v) return dflt;
     x = strtoll(v, &end, 0);
-    if (mem_size_multiplier > 1) switch (*end) {
+    /* A memory size (mem_size_multiplier != 0): a k/m/g suffix, else units of the
+     * multiplier. */
+    if (mem_size_multiplier) switch (*end) {
         case 'k': case 'K': x <<= 10; break;
         case 'm': case 'M': x <<= 20; break;
         case 'g': case 'G': x <<= 30; break;
-        default: break;
+        default: x *= (int64_t)mem_size_multiplier; break;
     }
     return x;
 }

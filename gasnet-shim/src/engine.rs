@@ -139,6 +139,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
         am::install(&mut ep)?;
         ep.register(H_BAR, on_bar::<P>)?;
         crate::rma::install(&mut ep)?;
+        crate::ratomic::install(&mut ep)?;
         ep.barrier()?;
         let rma = opts.rma.filter(|r| r.caps().load_store);
         let votes = allgather(&mut ep, &[u8::from(rma.is_some())])?;

@@ -30,10 +30,13 @@
 
 pub mod am;
 mod capi;
+pub mod coll;
 pub mod engine;
 pub mod event;
+pub mod ratomic;
 pub mod rma;
 pub mod rust_api;
+pub mod vis;
 
 /// The channel crate this library is built on (callers name `Job` and the loopback job
 /// through it, so the versions always match).

@@ -113,6 +113,11 @@ fn rma_events_nbi_and_access_regions() {
 }
 
 #[test]
+fn collectives_teams_atomics_vis_and_tools() {
+    check_program("ext", "seq");
+}
+
+#[test]
 fn gasnet1_interface_and_legacy_barrier() {
     check_program("legacy", "seq");
 }

@@ -4,11 +4,11 @@
 #![allow(clippy::missing_safety_doc)] // documented in the headers and GASNet's specification
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
 
 use skifch::wait::Backoff;
 
-use super::{check_tm, fatal, g, handle, ok, EP, OK};
+use super::{fatal, g, handle, job_rank, ok, EP, OK};
 use crate::am::{Category, EntryRec, Token, MAX_ARGS, MAX_LONG};
 use crate::Error;
 
@@ -16,13 +16,7 @@ use crate::Error;
 const FLAG_IMMEDIATE: u32 = 1;
 
 fn name(call: *const c_char) -> String {
-    if call.is_null() {
-        return "gex_AM".into();
-    }
-    // SAFETY: the headers pass string literals.
-    unsafe { CStr::from_ptr(call) }
-        .to_string_lossy()
-        .into_owned()
+    super::call_name(call, "gex_AM")
 }
 
 fn category(call: &str, cat: c_int) -> Category {
@@ -75,10 +69,9 @@ pub unsafe extern "C" fn gasnetc_am_request(
     call: *const c_char,
 ) -> c_int {
     let call = name(call);
-    check_tm(&call, tm);
     let gn = g(&call);
     let cat = category(&call, cat);
-    let r = ok(&call, gn.rank(i64::from(rank)));
+    let r = job_rank(&call, tm, rank);
     if nbytes > 0 && buf.is_null() {
         fatal(&call, &Error::BadArgument("a NULL payload".into()));
     }
@@ -341,7 +334,7 @@ pub unsafe extern "C" fn gasnetc_am_prepare(
 ) -> *mut c_void {
     let call = name(call);
     let cat = category(&call, cat);
-    let gn = g(&call);
+    g(&call); // initialized
     if !tok.is_null() {
         let t = token(&call, tok);
         if !t.is_request() {
@@ -351,8 +344,7 @@ pub unsafe extern "C" fn gasnetc_am_prepare(
             );
         }
     } else {
-        check_tm(&call, tm);
-        ok(&call, gn.rank(i64::from(rank)));
+        job_rank(&call, tm, rank);
     }
     let max = match cat {
         Category::Medium => max_medium(&call, nargs),

@@ -17,19 +17,24 @@ use std::sync::{Arc, Mutex};
 use skifch_drivers::{DefaultJob, DefaultPort};
 
 use crate::am::{EntryRec, HandlerFn};
+use crate::coll::Team;
 use crate::engine::{Gasnet, Options};
 use crate::Error;
 
 mod am;
+mod coll;
 mod invoke;
+mod ratomic;
 mod rma;
 mod stubs;
+mod vis;
 
 type G = Gasnet<DefaultPort>;
 
 struct State {
     g: Arc<G>,
     job: DefaultJob,
+    world: Team,
 }
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
@@ -123,7 +128,8 @@ fn do_init(call: &str) {
         None => fatal(call, &e),
     });
     ok(call, gn.set_c_invoker(invoke::invoke));
-    let st = Box::new(State { g: gn, job });
+    let world = Team::world(gn.me(), gn.size());
+    let st = Box::new(State { g: gn, job, world });
     STATE.store(Box::into_raw(st), Ordering::Release);
 }
 
@@ -163,13 +169,51 @@ pub extern "C" fn gasnetc_world_tm() -> *mut c_void {
     handle(&TM)
 }
 
+/// Teams made by `gex_TM_Split`, by handle (leaked boxes: a handle stays valid for the
+/// life of the process, so a stale one is found here instead of read as freed memory).
+static TEAMS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// The team behind a `gex_TM_t`, or a fatal error naming `call`.
+pub(crate) fn team(call: &str, tm: *mut c_void) -> &'static Team {
+    if tm == handle(&TM) {
+        let p = STATE.load(Ordering::Acquire);
+        if p.is_null() {
+            fatal(call, &"called before gex_Client_Init (or gasnet_init)");
+        }
+        // SAFETY: set once from a leaked Box, never freed.
+        return unsafe { &(*p).world };
+    }
+    let known = TEAMS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(&(tm as usize));
+    if !known {
+        fatal(
+            call,
+            &Error::BadArgument(format!("{tm:p} is not a team of this client")),
+        );
+    }
+    // SAFETY: registered handles are leaked `Box<Team>`s, never freed.
+    unsafe { &*(tm as *const Team) }
+}
+
+/// A new team's handle.
+pub(crate) fn new_team(t: Team) -> *mut c_void {
+    let p = Box::into_raw(Box::new(t)) as usize;
+    TEAMS.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+    p as *mut c_void
+}
+
+/// Job rank of `rank` of team `tm`, or a fatal error naming `call`.
+pub(crate) fn job_rank(call: &str, tm: *mut c_void, rank: u32) -> u32 {
+    ok(call, team(call, tm).job_rank(rank))
+}
+
 fn check_tm(call: &str, tm: *mut c_void) {
     if tm != handle(&TM) {
         fatal(
             call,
-            &Error::BadArgument(
-                "not a team of this client (only the primordial team exists)".into(),
-            ),
+            &Error::BadArgument("needs the primordial team".into()),
         );
     }
 }
@@ -231,9 +275,8 @@ pub unsafe extern "C" fn gex_EP_QueryBoundSegmentNB(
     _flags: u32,
 ) -> *mut c_void {
     let call = "gex_EP_QueryBoundSegmentNB";
-    check_tm(call, tm);
     let gn = g(call);
-    let r = ok(call, gn.rank(i64::from(rank)));
+    let r = job_rank(call, tm, rank);
     let Some(s) = gn.segs() else {
         fatal(call, &Error::NotAttached)
     };
@@ -397,13 +440,11 @@ pub extern "C" fn gasnet_nodes() -> u32 {
 }
 #[no_mangle]
 pub extern "C" fn gex_TM_QueryRank(tm: *mut c_void) -> u32 {
-    check_tm("gex_TM_QueryRank", tm);
-    g("gex_TM_QueryRank").me()
+    team("gex_TM_QueryRank", tm).me
 }
 #[no_mangle]
 pub extern "C" fn gex_TM_QuerySize(tm: *mut c_void) -> u32 {
-    check_tm("gex_TM_QuerySize", tm);
-    g("gex_TM_QuerySize").size()
+    team("gex_TM_QuerySize", tm).size()
 }
 #[no_mangle]
 pub extern "C" fn gex_TM_QueryEP(_tm: *mut c_void) -> *mut c_void {
@@ -428,20 +469,16 @@ pub extern "C" fn gex_Client_QueryName(_c: *mut c_void) -> *const c_char {
 /// Team member `rank` as a job rank (the primordial team: the same number).
 #[no_mangle]
 pub extern "C" fn gex_TM_TranslateRankToJobrank(tm: *mut c_void, rank: u32) -> u32 {
-    let call = "gex_TM_TranslateRankToJobrank";
-    check_tm(call, tm);
-    ok(call, g(call).rank(i64::from(rank)))
+    job_rank("gex_TM_TranslateRankToJobrank", tm, rank)
 }
 /// Job rank `jobrank` in the team, or `GEX_RANK_INVALID`.
 #[no_mangle]
 pub extern "C" fn gex_TM_TranslateJobrankToRank(tm: *mut c_void, jobrank: u32) -> u32 {
-    let call = "gex_TM_TranslateJobrankToRank";
-    check_tm(call, tm);
-    if jobrank < g(call).size() {
-        jobrank
-    } else {
-        u32::MAX
-    }
+    let t = team("gex_TM_TranslateJobrankToRank", tm);
+    t.members
+        .iter()
+        .position(|&m| m == jobrank)
+        .map_or(u32::MAX, |i| i as u32)
 }
 
 /// Ends the whole job with `code` (GASNet: every rank exits with it). The request goes to
@@ -527,6 +564,17 @@ pub extern "C" fn gasnet_ErrorDesc(code: c_int) -> *const c_char {
         _ => c"no description available",
     }
     .as_ptr()
+}
+
+/// The call name a header passed (a string literal), for messages.
+pub(crate) fn call_name(call: *const c_char, default: &str) -> String {
+    if call.is_null() {
+        return default.into();
+    }
+    // SAFETY: the headers pass NUL-terminated string literals.
+    unsafe { CStr::from_ptr(call) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Fails with `gasnet: <call>: <what>` (the headers' way to report erroneous use found

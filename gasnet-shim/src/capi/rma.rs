@@ -6,16 +6,12 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{check_tm, fatal, g, ok, ERR_NOT_READY, OK};
+use super::{fatal, g, job_rank, ok, team, ERR_NOT_READY, OK};
 use crate::event::Kind;
 use crate::rma::Pending;
 use crate::Error;
 
 type Ev = *mut c_void;
-
-fn rank(call: &str, r: u32) -> u32 {
-    ok(call, g(call).rank(i64::from(r)))
-}
 
 fn lc_done(lc_opt: *mut Ev) {
     if lc_opt as usize > 3 {
@@ -31,23 +27,21 @@ fn check_buf(call: &str, p: *const c_void, n: usize) {
 }
 
 unsafe fn put(call: &str, tm: Ev, r: u32, dest: Ev, src: *const c_void, n: usize) -> Pending {
-    check_tm(call, tm);
     check_buf(call, src, n);
-    let gn = g(call);
+    let r = job_rank(call, tm, r);
     // SAFETY: the caller's source buffer of `n` bytes.
     ok(call, unsafe {
-        gn.put(rank(call, r), dest as usize, src.cast(), n)
+        g(call).put(r, dest as usize, src.cast(), n)
     })
 }
 
 unsafe fn get(call: &str, tm: Ev, dest: Ev, r: u32, src: Ev, n: usize) -> Pending {
-    check_tm(call, tm);
     check_buf(call, dest, n);
-    let gn = g(call);
+    let r = job_rank(call, tm, r);
     // SAFETY: the caller's destination buffer of `n` bytes, untouched until completion
     // (GASNet's rule for NB/NBI gets).
     ok(call, unsafe {
-        gn.get(dest.cast(), rank(call, r), src as usize, n)
+        g(call).get(dest.cast(), r, src as usize, n)
     })
 }
 
@@ -322,8 +316,13 @@ pub extern "C" fn gex_NBI_EndAccessRegion(_f: u32) -> Ev {
 #[no_mangle]
 pub extern "C" fn gex_Coll_BarrierNB(tm: Ev, _f: u32) -> Ev {
     let call = "gex_Coll_BarrierNB";
-    check_tm(call, tm);
+    let t = team(call, tm);
     let gn = g(call);
+    if t.gid != u32::MAX {
+        // A split team: the collective layer's barrier, complete at return.
+        ok(call, gn.team_barrier(t));
+        return std::ptr::null_mut();
+    }
     ok(
         call,
         gn.barrier_notify(0, crate::engine::barrier_flags::ANONYMOUS),
