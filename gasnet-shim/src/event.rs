@@ -1,7 +1,8 @@
 //! Events (`gex_Event_t`) and implicit operations (NBI, access regions): a table of what
 //! each outstanding non-blocking operation still waits for. A handle is a slot number
 //! offset past the reserved values (`GEX_EVENT_INVALID` 0, `NO_OP` 1, and the input
-//! pointers `NOW`/`DEFER`/`GROUP` 1-3), so it never collides with them.
+//! pointers `NOW`/`DEFER`/`GROUP` 1-3), so it never collides with them. The event table is
+//! the process's; implicit operations and access regions are per thread.
 
 use skifch::Port;
 
@@ -26,11 +27,21 @@ pub(crate) enum Kind {
 pub struct Events {
     slots: Vec<Option<Kind>>,
     free: Vec<usize>,
+}
+
+/// A thread's implicit operations (GASNet's NBI state is per thread: with GASNET_PAR
+/// each thread syncs its own).
+#[derive(Default)]
+struct Nbi {
     /// Implicit puts and gets outside an access region.
-    pub(crate) nbi_put: Pending,
-    pub(crate) nbi_get: Pending,
+    put: Pending,
+    get: Pending,
     /// The open access region's operations.
-    pub(crate) region: Option<Pending>,
+    region: Option<Pending>,
+}
+
+thread_local! {
+    static NBI: std::cell::RefCell<Nbi> = std::cell::RefCell::new(Nbi::default());
 }
 
 /// Which implicit operations a `gex_NBI_Wait`/`Test` covers (`GEX_EC_*`).
@@ -139,81 +150,74 @@ impl<P: Port> Gasnet<P> {
         }
     }
 
-    /// Records an implicit operation: in the open access region, else in the NBI list of
-    /// its kind (completing the oldest when the list is long).
+    /// Records an implicit operation: in this thread's open access region, else in its
+    /// NBI list of that kind (completing the oldest when the list is long).
     pub fn nbi_add(&self, p: Pending, is_put: bool) -> Result<()> {
         if p.is_done() {
             return Ok(());
         }
-        let old = {
-            let mut ev = self.events();
-            if let Some(r) = ev.region.as_mut() {
+        let old = NBI.with(|n| {
+            let mut n = n.borrow_mut();
+            if let Some(r) = n.region.as_mut() {
                 r.0.extend(p.0);
-                return Ok(());
+                return Pending::default();
             }
-            let l = if is_put {
-                &mut ev.nbi_put
-            } else {
-                &mut ev.nbi_get
-            };
+            let l = if is_put { &mut n.put } else { &mut n.get };
             l.0.extend(p.0);
             if l.0.len() > NBI_MAX {
                 Pending(l.0.drain(..NBI_MAX / 2).collect())
             } else {
                 Pending::default()
             }
-        };
+        });
         self.complete(old)
     }
 
-    /// Completes (`block`) or tests the implicit operations of the categories in `mask`.
+    /// Completes (`block`) or tests this thread's implicit operations of the categories
+    /// in `mask`.
     pub fn nbi_sync(&self, mask: u32, block: bool) -> Result<bool> {
         let mut all = true;
         for (bit, put) in [(ec::PUT, true), (ec::GET, false)] {
             if mask & bit == 0 {
                 continue;
             }
-            let mut p = {
-                let mut ev = self.events();
-                std::mem::take(if put {
-                    &mut ev.nbi_put
-                } else {
-                    &mut ev.nbi_get
-                })
-            };
+            let mut p = NBI.with(|n| {
+                let mut n = n.borrow_mut();
+                std::mem::take(if put { &mut n.put } else { &mut n.get })
+            });
             if block {
                 self.complete(p)?;
             } else if !self.test(&mut p)? {
                 all = false;
-                let mut ev = self.events();
-                let l = if put {
-                    &mut ev.nbi_put
-                } else {
-                    &mut ev.nbi_get
-                };
-                p.0.append(&mut l.0);
-                *l = p;
+                NBI.with(|n| {
+                    let mut n = n.borrow_mut();
+                    let l = if put { &mut n.put } else { &mut n.get };
+                    p.0.append(&mut l.0);
+                    *l = p;
+                });
             }
         }
         Ok(all)
     }
 
-    /// Opens an access region: implicit operations until its end form one event.
+    /// Opens an access region on this thread: its implicit operations until the end
+    /// form one event.
     pub fn region_begin(&self) -> Result<()> {
-        let mut ev = self.events();
-        if ev.region.is_some() {
-            return Err(Error::BadArgument(
-                "an access region is already open".into(),
-            ));
-        }
-        ev.region = Some(Pending::default());
-        Ok(())
+        NBI.with(|n| {
+            let mut n = n.borrow_mut();
+            if n.region.is_some() {
+                return Err(Error::BadArgument(
+                    "an access region is already open".into(),
+                ));
+            }
+            n.region = Some(Pending::default());
+            Ok(())
+        })
     }
 
-    /// Closes the access region; its event.
+    /// Closes this thread's access region; its event.
     pub fn region_end(&self) -> Result<usize> {
-        let r = self.events().region.take();
-        match r {
+        match NBI.with(|n| n.borrow_mut().region.take()) {
             Some(p) => Ok(self.event_for(p)),
             None => Err(Error::BadArgument("no access region is open".into())),
         }

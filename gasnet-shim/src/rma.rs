@@ -175,16 +175,23 @@ impl<P: Port> Gasnet<P> {
         Ok(Pending(vec![id]))
     }
 
-    /// Waits for everything in `p`.
+    /// Waits for everything in `p`. On failure the rest is cancelled (nothing lands in
+    /// a caller's buffer afterwards).
     pub fn complete(&self, p: Pending) -> Result<()> {
         if p.is_done() {
             return Ok(());
         }
         let mut ep = self.ep()?;
-        for id in p.0 {
-            ep.wait(id)
-                .map_err(Error::from)
-                .or_else(|e| self.alive().and(Err(e)))?;
+        let mut ids = p.0.into_iter();
+        while let Some(id) = ids.next() {
+            if let Err(e) = ep.wait(id) {
+                ep.cancel(id);
+                for rest in ids {
+                    ep.cancel(rest);
+                }
+                self.alive()?;
+                return Err(e.into());
+            }
         }
         Ok(())
     }

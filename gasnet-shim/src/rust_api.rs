@@ -24,11 +24,14 @@
 //!     Ok(())
 //! }).unwrap();
 //! ```
+#![allow(unsafe_code)] // safe slices over the engine's raw-pointer put/get
+
 use skifch::Port;
 
 use crate::am::{Category, EntryRec, HandlerFn, RustHandler};
 use crate::engine::Gasnet;
-use crate::Result;
+use crate::rma::Pending;
+use crate::{Error, Result};
 
 impl<P: Port> Gasnet<P> {
     /// Registers Rust handlers at the given indices (0: any free index); returns the
@@ -101,5 +104,41 @@ impl<P: Port> Gasnet<P> {
     /// `Ok(false)` when it was not injected.
     pub fn try_request_short(&self, dst: u32, index: u8, args: &[u32]) -> Result<bool> {
         self.request(dst, index, Category::Short, args, 0, 0, 0, true)
+    }
+
+    /// Puts `src` to `dest` in `rank`'s segment and waits for remote completion.
+    pub fn put_bytes(&self, rank: u32, dest: usize, src: &[u8]) -> Result<()> {
+        let p = self.put_nb(rank, dest, src)?;
+        self.complete(p)
+    }
+
+    /// Starts a put of `src` to `dest` in `rank`'s segment; `src` may be reused at once
+    /// (local completion at return). Wait for the returned [`Pending`] (the Rust API's
+    /// event) with [`Gasnet::complete`] or poll it with [`Gasnet::test`].
+    pub fn put_nb(&self, rank: u32, dest: usize, src: &[u8]) -> Result<Pending> {
+        self.rank(i64::from(rank))?;
+        // SAFETY: a slice is readable for its length.
+        unsafe { self.put(rank, dest, src.as_ptr(), src.len()) }
+    }
+
+    /// Gets `dst.len()` bytes from `src` in `rank`'s segment (blocking).
+    pub fn get_bytes(&self, dst: &mut [u8], rank: u32, src: usize) -> Result<()> {
+        self.rank(i64::from(rank))?;
+        // SAFETY: `dst` is borrowed mutably until the get has completed below (and the
+        // pending request is cancelled-by-completion before the borrow ends).
+        let p = unsafe { self.get(dst.as_mut_ptr(), rank, src, dst.len()) }?;
+        self.complete(p)
+    }
+
+    /// This rank's segment: (base, length) in its address space.
+    pub fn segment(&self) -> Result<(usize, usize)> {
+        let s = self.segs().ok_or(Error::NotAttached)?;
+        Ok(s.bases[self.me() as usize])
+    }
+
+    /// `rank`'s segment base (in that rank's address space), to address puts and Longs.
+    pub fn segment_of(&self, rank: u32) -> Result<usize> {
+        let s = self.segs().ok_or(Error::NotAttached)?;
+        Ok(s.bases[self.rank(i64::from(rank))? as usize].0)
     }
 }

@@ -117,6 +117,30 @@ fn collectives_teams_atomics_vis_and_tools() {
     check_program("ext", "seq");
 }
 
+/// GASNET_PAR (the -par fragment): 4 threads per rank communicating at once.
+#[test]
+fn par_threads() {
+    check_program("par", "par");
+}
+
+/// The progress thread serves a rank that computes without calling GASNet.
+#[test]
+fn progress_thread_serves_a_computing_rank() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("progress", "seq");
+    let on = ("GASNET_SHIM_PROGRESS_THREAD", "1");
+    for (driver, env) in [
+        ("shm", vec![on]),
+        ("shm", vec![on, MESSAGES[0]]),
+        ("fpga-model", vec![on]),
+    ] {
+        let o = run(&exe, 2, driver, &env, &[]);
+        assert!(o.status.success(), "{driver} {env:?}: {}", o.text());
+    }
+}
+
 #[test]
 fn gasnet1_interface_and_legacy_barrier() {
     check_program("legacy", "seq");
