@@ -13,6 +13,8 @@
  *                   (8 bytes; 1 rank); N windows, so divide by 64 N for one message
  *        window     the msgrate_window pattern: rank 0 64 MPI_Isend + MPI_Waitall, rank 1
  *                   64 MPI_Irecv + MPI_Waitall, then a 4-byte ack (8 bytes; 2 ranks)
+ *        ibarrier   MPI_Ibarrier + MPI_Wait x N
+ *        iallreduce MPI_Iallreduce of one double (MPI_SUM) + MPI_Wait x N
  * E.g. (workspace root, after `cargo build --release -p skifmpi -p skifrun`):
  *   mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_loop.c -o /tmp/mpi_loop
  *   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.a /tmp/mpi_loop 20000 self
@@ -30,7 +32,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: mpi_loop N self|rate|pingpong|barrier|allreduce|wself|window\n");
+        fprintf(stderr, "usage: mpi_loop N self|rate|pingpong|barrier|allreduce|wself|window|ibarrier|iallreduce\n");
         return 1;
     }
     long n = atol(argv[1]);
@@ -45,9 +47,10 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int peer = 1 - rank;
-    static const char *MODES[] = {"self", "rate", "pingpong", "barrier", "allreduce", "wself", "window"};
+    static const char *MODES[] = {"self",  "rate",   "pingpong", "barrier",   "allreduce",
+                                  "wself", "window", "ibarrier", "iallreduce"};
     int m = -1;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 9; i++)
         if (strcmp(mode, MODES[i]) == 0) m = i;
     if (m < 0 || ((m == 1 || m == 2 || m == 6) && size != 2)) {
         fprintf(stderr, "mpi_loop: mode %s unknown or needs 2 ranks\n", mode);
@@ -93,6 +96,14 @@ int main(int argc, char **argv)
             if (rc == MPI_SUCCESS)
                 rc = rank == 0 ? MPI_Recv(b, 4, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
                                : MPI_Send(b, 4, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+            break;
+        case 7:
+            rc = MPI_Ibarrier(MPI_COMM_WORLD, &req[0]);
+            if (rc == MPI_SUCCESS) rc = MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+            break;
+        case 8:
+            rc = MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req[0]);
+            if (rc == MPI_SUCCESS) rc = MPI_Wait(&req[0], MPI_STATUS_IGNORE);
             break;
         default:
             rc = MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

@@ -86,6 +86,17 @@ pub enum Red {
     },
 }
 
+impl Red {
+    /// Whether operands may swap (`a ∘ b == b ∘ a` exactly): every predefined operation
+    /// (MPI-3.1 §5.9.2), a user operation created commutative.
+    pub fn commutes(&self) -> bool {
+        match self {
+            Red::User { commutative, .. } => *commutative,
+            _ => true,
+        }
+    }
+}
+
 /// The `long double` element types of the reductions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LdType {

@@ -94,13 +94,19 @@ impl Sched {
         let sl = |r: Range| r.0..r.0 + r.1;
         match op {
             Local::Copy { src, dst } => self.buf.copy_within(sl(src), dst.0),
-            Local::Reduce { src, dst, src_first } => {
+            Local::Reduce {
+                src,
+                dst,
+                src_first,
+            } => {
                 let red = self
                     .red
                     .as_ref()
                     .ok_or_else(|| Error::Intern("schedule reduces without an operation".into()))?;
-                if src_first && (src.0 + src.1 <= dst.0 || dst.0 + dst.1 <= src.0) {
-                    // Disjoint ranges (every schedule's): no copy.
+                let disjoint = src.0 + src.1 <= dst.0 || dst.0 + dst.1 <= src.0;
+                if disjoint && (src_first || red.commutes()) {
+                    // Disjoint ranges (every schedule's), operands in an order that does
+                    // not matter or is the kernel's (`dst = src ∘ dst`): no copy.
                     let (a, b) = if src.0 < dst.0 {
                         let (lo, hi) = self.buf.split_at_mut(dst.0);
                         (&lo[sl(src)], &mut hi[..dst.1])
@@ -261,12 +267,23 @@ impl<P: Port> Core<P> {
                         // Arrived already (eager): straight into the scratch, no request.
                         if let Some(d) = self.st_mut().take_eager(env) {
                             if d.len() != r.1 {
+                                self.abandon(run);
                                 self.end(run, Some(size_mismatch(d.len(), r.1)));
                                 return Ok(true);
                             }
                             run.sched.buf[r.0..r.0 + r.1].copy_from_slice(d.as_slice());
                         } else {
-                            let id = self.irecv(env, UserBuf::owned(vec![0; r.1]))?;
+                            // Straight into the scratch (no buffer of its own to allocate,
+                            // copy and free). The scratch is a heap block that never
+                            // grows, so it stays put while `run` moves, and it outlives
+                            // the receive: a schedule ends only with its round's requests
+                            // released (`collect`) or unposted (`abandon`).
+                            let at = run.sched.buf[r.0..r.0 + r.1].as_mut_ptr();
+                            #[allow(unsafe_code)] // a receive lent a range of the scratch
+                            // SAFETY: the `r.1` bytes at `at` are the scratch's, written only
+                            // through this receive until `collect` or `abandon` (above).
+                            let b = unsafe { UserBuf::bytes(at, r.1) };
+                            let id = self.irecv(env, b)?;
                             run.pending.push((id, Some(r)));
                         }
                     }
@@ -288,33 +305,45 @@ impl<P: Port> Core<P> {
         }
     }
 
-    /// Releases the complete round's requests, copying what came into the scratch.
+    /// Releases the complete round's requests (their data is in the scratch already).
     fn collect(&mut self, run: &mut Running) -> Result<()> {
         let mut first = None;
+        let s = self.st_mut();
         for (id, range) in run.pending.drain(..) {
-            let s = self.st_mut();
-            let Some((off, len)) = range else {
-                if let Err(e) = s.finish(id) {
-                    first.get_or_insert(e);
-                }
-                continue;
+            let got = s.finish(id);
+            let r = match (got, range) {
+                (Err(e), _) => Err(e),
+                (Ok(st), Some((_, len))) if st.bytes != len => Err(size_mismatch(st.bytes, len)),
+                (Ok(_), _) => Ok(()),
             };
-            let r = s.release(id);
-            let got = match (r.err, r.kind) {
-                (Some(e), _) => Err(e),
-                (None, ReqKind::Recv { buf, .. }) if r.status.bytes == len => {
-                    Ok(buf.into_owned().unwrap_or_default())
-                }
-                (None, _) => Err(size_mismatch(r.status.bytes, len)),
-            };
-            match got {
-                Ok(v) => run.sched.buf[off..off + len].copy_from_slice(&v[..len]),
-                Err(e) => {
-                    first.get_or_insert(e);
-                }
+            if let Err(e) = r {
+                first.get_or_insert(e);
             }
         }
         first.map_or(Ok(()), Err)
+    }
+
+    /// Gives up the round's pending requests of a schedule that ends early (a size
+    /// mismatch): its receives into the scratch are unposted; one already matched (its
+    /// rendezvous data under way, an erroneous program) keeps the scratch, which is then
+    /// leaked rather than freed under it.
+    fn abandon(&mut self, run: &mut Running) {
+        let mut live = false;
+        for (id, range) in run.pending.drain(..) {
+            if range.is_some() {
+                let _ = self.cancel(id);
+            }
+            let s = self.st_mut();
+            if s.is_done(id) {
+                let _ = s.finish(id);
+            } else {
+                live |= range.is_some();
+                let _ = self.request_free(id);
+            }
+        }
+        if live {
+            std::mem::forget(std::mem::take(&mut run.sched.buf));
+        }
     }
 
     /// Finishes `run`: results out (on success), its request complete.
