@@ -198,6 +198,7 @@ fn bad_strides_ranks_types() {
 fn bad_scope_and_armci_error() {
     bad_input("bad_scope", "armci_msg_bcast_scope", false);
     bad_input("group_list", "ARMCI_Group_create", false);
+    bad_input("group_outsider", "armci_msg_group_gop_scope", false);
     if !have_cc() {
         return;
     }

@@ -2,8 +2,9 @@
 //! `SCOPE_ALL` is every process of the group, `SCOPE_NODE` those of the caller's
 //! `ARMCI_DOMAIN_SMP` domain ([`super::domain`]), `SCOPE_MASTERS` the lowest process of
 //! each domain (its master). Classic ARMCI lets only the masters call a `SCOPE_MASTERS`
-//! collective, ARMCI-MPI lets everyone call it: here a process outside the scope returns
-//! at once with its buffer untouched, so both conventions work.
+//! collective, ARMCI-MPI lets everyone call it: here a process outside a node scope
+//! returns at once with its buffer untouched, so both conventions work. `SCOPE_ALL` is the
+//! group's own collective, which ends the job of a caller outside the group.
 //!
 //! A domain is the whole job (direct path) or one process (message path), so a scope is
 //! always the whole group, the caller alone, or a set the caller is not in: a collective
@@ -63,6 +64,10 @@ pub(super) fn members(call: &str, scope: c_int, members: &[u32]) -> Vec<u32> {
 
 /// How the caller takes part in a collective of `scope` over the group `group`.
 pub(super) fn part(call: &str, scope: c_int, group: &[u32]) -> Part {
+    if scope == 0 {
+        // The group's own collective, which refuses a caller outside the group.
+        return Part::All;
+    }
     let me = a(call).me();
     let chosen = members(call, scope, group);
     if !chosen.contains(&me) {

@@ -65,6 +65,13 @@ int main(int argc, char **argv) {
             ARMCI_Group g;
             int l0[2] = {0, 1};
             ARMCI_Group_create(2, l0, &g);
+        } else if (!strcmp(c, "group_outsider")) {
+            /* a SCOPE_ALL collective over a group rank 0 is not in */
+            ARMCI_Group g;
+            int others[1] = {1};
+            ARMCI_Group_create(1, others, &g);
+            int x = 1;
+            armci_msg_group_gop_scope(SCOPE_ALL, &x, 1, "+", ARMCI_INT, &g);
         } else if (!strcmp(c, "bad_scope")) {
             int x = 1;
             armci_msg_bcast_scope(7, &x, sizeof x, 0); /* not an armci_scope_e */
@@ -73,6 +80,11 @@ int main(int argc, char **argv) {
         }
         printf("rank 0: the bad call returned\n");
         return 3;
+    }
+    if (!strcmp(c, "group_outsider")) { /* the other ranks' side of the creation */
+        ARMCI_Group g;
+        int others[1] = {1};
+        ARMCI_Group_create(1, others, &g);
     }
     if (!strcmp(c, "group_list")) { /* the other ranks' side: a group of their own */
         ARMCI_Group g;
