@@ -218,6 +218,25 @@ fn one_sided_on_the_message_path_forced_and_over_fpga_model() {
     }
 }
 
+/// PSCW and MPI_Win_test, the request forms, derived origin types, shared windows: direct,
+/// forced messages, and over fpga-model (which cannot share memory: MPI_ERR_RMA_SHARED).
+#[test]
+fn one_sided_pscw_requests_and_shared_windows_on_both_paths() {
+    if !have_cc() {
+        return;
+    }
+    check("rma2", &[]);
+    let exe = compile("rma2", false);
+    for n in [2, 3, 4] {
+        run_ok(&exe, n, &[("SKIFMPI_RMA", "messages")]);
+    }
+    for n in [2, 4] {
+        let mut cmd = testing::skifrun_cmd(n, &["--driver", "fpga-model"], &exe);
+        cmd.env("RMA_TEST_NO_SHARED", "1");
+        testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("rma2 over fpga-model, {n} ranks"));
+    }
+}
+
 #[test]
 fn generalized_requests() {
     check("greq", &[]);

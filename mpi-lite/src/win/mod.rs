@@ -33,11 +33,12 @@
 //!
 //! Files: this one (windows, creation, attributes, epochs), `ops.rs` (put, get and the
 //! accumulate family), `sync.rs` (fence, locks, flushes), `mem.rs` (the raw tier),
-//! `msg.rs` and `served.rs` (the message path).
+//! `msg.rs` and `served.rs` (the message path), `pscw.rs` (post/start/complete/wait).
 
 mod mem;
 mod msg;
 mod ops;
+mod pscw;
 mod served;
 mod sync;
 
@@ -87,6 +88,10 @@ struct Epoch {
     locks: Vec<Option<LockType>>,
     /// `MPI_Win_lock_all` is in force.
     lock_all: bool,
+    /// Members of the access epoch `MPI_Win_start` opened (`None`: none open).
+    started: Option<Vec<usize>>,
+    /// Members of the exposure epoch `MPI_Win_post` opened (`None`: none open).
+    posted: Option<Vec<usize>>,
     /// Locks taken with `MPI_MODE_NOCHECK` (nothing to release), per member.
     nocheck: Vec<bool>,
     /// `MPI_Win_lock_all` was called with `MPI_MODE_NOCHECK`.
@@ -196,14 +201,38 @@ impl Win {
                 "{call}: disp_unit 0 (must be positive)"
             )));
         }
-        let rma = rma.filter(|r| r.caps().load_store && !force_messages());
+        let mapped = rma.filter(|r| r.caps().load_store);
+        if flavor == Flavor::Shared && mapped.is_none() {
+            return Err(Error::Code {
+                code: class::RMA_SHARED,
+                msg: format!(
+                    "MPI_ERR_RMA_SHARED: {call}: this driver cannot map one process's memory into another"
+                ),
+            });
+        }
+        let rma = mapped.filter(|_| flavor == Flavor::Shared || !force_messages());
         let comm = mpi.dup(c)?;
+        // MPI_Win_allocate_shared: one block on the first member, each member's part
+        // right after the previous one's (contiguous, as MPI-3.1 §11.2.3 asks by default).
+        let mut shared_at = Vec::new();
+        let mut total = 0usize;
+        if flavor == Flavor::Shared {
+            for d in allgather_bytes(mpi, &comm, &(size as u64).to_le_bytes())? {
+                shared_at.push(total);
+                total = total
+                    .checked_add(word(&d, 0) as usize)
+                    .ok_or_else(|| Error::NoMem(format!("{call}: the sizes overflow")))?;
+            }
+        }
         let (map, base, own) = match &rma {
             Some(rma) => {
                 let seg_len = match flavor {
                     Flavor::Allocate => CTL_BYTES
                         .checked_add(size)
                         .ok_or_else(|| Error::NoMem(format!("{call}: {size} bytes")))?,
+                    Flavor::Shared if comm.rank == 0 => CTL_BYTES
+                        .checked_add(total)
+                        .ok_or_else(|| Error::NoMem(format!("{call}: {total} bytes")))?,
                     _ => CTL_BYTES,
                 };
                 let seg = rma.alloc(seg_len).map_err(|e| {
@@ -270,6 +299,12 @@ impl Win {
                     base: b as *mut u8,
                     len,
                 },
+                Flavor::Shared => Reach::Mapped {
+                    base: map.reach(0, CTL_BYTES + shared_at[i], len).ok_or_else(|| {
+                        Error::Intern(format!("{call}: member {i}'s memory is not mapped"))
+                    })?,
+                    len,
+                },
                 Flavor::Allocate => Reach::Mapped {
                     base: map.reach(i as u32, CTL_BYTES, len).ok_or_else(|| {
                         Error::Intern(format!("{call}: member {i}'s memory is not mapped"))
@@ -291,14 +326,18 @@ impl Win {
                 disp_unit: unit as usize,
             });
         }
+        let base = match (flavor, members[me].reach) {
+            (Flavor::Shared, Reach::Mapped { base, .. }) => base as usize,
+            _ => base,
+        };
         let id = u32::from(comm.ctx);
-        if msg {
-            let reach = members[me].reach;
-            mpi.engine().with_ep(|ep| {
-                ep.ctx_mut().rma.add(id, reach);
-                Ok(())
-            })?;
-        }
+        // Served on both paths: the message path's operations, and every window's
+        // post/start/complete/wait notices.
+        let reach = members[me].reach;
+        mpi.engine().with_ep(|ep| {
+            ep.ctx_mut().rma.add(id, reach);
+            Ok(())
+        })?;
         mpi.barrier(&comm)?;
         let n = members.len();
         Ok(Win {
@@ -306,7 +345,7 @@ impl Win {
             flavor,
             members,
             ctls,
-            atomics: flavor == Flavor::Allocate && !msg,
+            atomics: matches!(flavor, Flavor::Allocate | Flavor::Shared) && !msg,
             msg,
             id,
             fences: Default::default(),
@@ -338,14 +377,11 @@ impl Win {
             }
         }
         mpi.barrier(&self.comm)?;
-        if self.msg {
-            let id = self.id;
-            mpi.engine().with_ep(|ep| {
-                ep.ctx_mut().rma.remove(id);
-                Ok(())
-            })?;
-        }
-        Ok(())
+        let id = self.id;
+        mpi.engine().with_ep(|ep| {
+            ep.ctx_mut().rma.remove(id);
+            Ok(())
+        })
     }
 
     /// Whether operations go as messages (the message path) rather than directly.
@@ -355,6 +391,33 @@ impl Win {
 
     fn epoch(&self) -> MutexGuard<'_, Epoch> {
         self.epoch.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `MPI_Win_shared_query`: member `rank`'s size, displacement unit and address in this
+    /// process (`MPI_PROC_NULL`: the first member with memory).
+    pub fn shared_query(&self, rank: i32) -> Result<(usize, usize, usize)> {
+        let call = "MPI_Win_shared_query";
+        if self.flavor != Flavor::Shared {
+            return Err(Error::Code {
+                code: class::RMA_FLAVOR,
+                msg: format!(
+                    "MPI_ERR_RMA_FLAVOR: {call} on a window not made by MPI_Win_allocate_shared"
+                ),
+            });
+        }
+        let m = if rank == crate::engine::PROC_NULL {
+            self.members
+                .iter()
+                .find(|m| m.reach.len() > 0)
+                .unwrap_or(&self.members[0])
+        } else {
+            self.member(rank, call)?
+        };
+        let addr = match m.reach {
+            Reach::Mapped { base, .. } => base as usize,
+            _ => 0,
+        };
+        Ok((m.reach.len(), m.disp_unit, addr))
     }
 
     /// Sets (`set`) or clears the `MPI_MODE_NOCHECK` mark of member `r` (`usize::MAX`:
@@ -407,10 +470,31 @@ impl Win {
             })
     }
 
+    /// Checks that a request-based operation (`MPI_Rput`, …) to `rank` is inside a
+    /// passive-target epoch (MPI-3.1 §11.3.5: `MPI_ERR_RMA_SYNC` otherwise).
+    pub fn check_passive(&self, rank: i32, call: &str) -> Result<()> {
+        if rank == crate::engine::PROC_NULL {
+            return Ok(());
+        }
+        self.member(rank, call)?;
+        let e = self.epoch();
+        if e.lock_all || e.locks[rank as usize].is_some() {
+            Ok(())
+        } else {
+            Err(sync_err(format!(
+                "{call} to rank {rank} outside a passive-target epoch (request-based operations need lock or lock_all)"
+            )))
+        }
+    }
+
     /// Checks that an operation to `rank` is inside an access epoch (`MPI_ERR_RMA_SYNC`).
     fn check_access(&self, rank: usize, call: &str) -> Result<()> {
         let e = self.epoch();
-        if e.fence || e.lock_all || e.locks.get(rank).is_some_and(Option::is_some) {
+        if e.fence
+            || e.lock_all
+            || e.locks.get(rank).is_some_and(Option::is_some)
+            || e.started.as_ref().is_some_and(|g| g.contains(&rank))
+        {
             Ok(())
         } else {
             Err(sync_err(format!(

@@ -3,7 +3,7 @@
 //! handlers of the one-sided active messages, which run inside the engine's proto calls
 //! with the engine's state (`engine::State::rma`) as their context.
 //!
-//! ## Wire (handler ids 16-22 on mpi-lite's endpoint; `arg` = the window's id)
+//! ## Wire (handler ids 16-25 on mpi-lite's endpoint; `arg` = the window's id)
 //! * `args[0]` = byte offset of the first run, `args[1]` = number of runs `k` (0: one run
 //!   at `args[0]` as long as the data); with `k > 0` the payload starts with `k` pairs
 //!   (offset, length) of little-endian `u64`s, then the data.
@@ -13,7 +13,8 @@
 //!   operation 15, data = new value then compare value). `H_LOCK` / `H_UNLOCK` (requests):
 //!   `args[0]` = 0 exclusive, 1 shared; answered when granted / released. `H_FLUSH`
 //!   (request): answered at once — the channel is FIFO per pair, so every earlier
-//!   operation of that origin has been applied. `H_FENCE` (one-way): counts.
+//!   operation of that origin has been applied. `H_FENCE`, `H_POST`, `H_DONE` (one-way):
+//!   counted (fence; post/start/complete/wait, per sender).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -33,6 +34,11 @@ pub(crate) const H_LOCK: u8 = 20;
 pub(crate) const H_UNLOCK: u8 = 21;
 pub(crate) const H_FLUSH: u8 = 22;
 pub(crate) const H_FENCE: u8 = 23;
+/// `MPI_Win_post` notice to an origin of the post group (one-way).
+pub(crate) const H_POST: u8 = 24;
+/// `MPI_Win_complete` notice to a target of the start group (one-way, after the origin's
+/// operations to it).
+pub(crate) const H_DONE: u8 = 25;
 /// The operation code of compare-and-swap in `H_GACC`.
 pub(crate) const OP_CAS: u64 = 15;
 
@@ -47,6 +53,9 @@ struct Exposed {
     reach: Reach,
     /// `H_FENCE` messages received.
     fences: u64,
+    /// `H_POST` / `H_DONE` notices received and not yet consumed, by sender (world rank).
+    posts: HashMap<u32, u64>,
+    dones: HashMap<u32, u64>,
     lock: RwQueue,
 }
 
@@ -121,6 +130,8 @@ impl Served {
             Exposed {
                 reach,
                 fences: 0,
+                posts: HashMap::new(),
+                dones: HashMap::new(),
                 lock: RwQueue::default(),
             },
         );
@@ -128,6 +139,28 @@ impl Served {
     /// Stops serving window `id` (at `MPI_Win_free`, after its barrier).
     pub(crate) fn remove(&mut self, id: u32) {
         self.wins.remove(&id);
+    }
+    /// Unconsumed `H_POST` (`done == false`) or `H_DONE` notices of window `id` from world
+    /// rank `src`.
+    pub(crate) fn notices(&self, id: u32, src: u32, done: bool) -> u64 {
+        self.wins.get(&id).map_or(0, |w| {
+            let m = if done { &w.dones } else { &w.posts };
+            m.get(&src).copied().unwrap_or(0)
+        })
+    }
+    /// Consumes one notice (see [`Served::notices`]); `false` if there was none.
+    pub(crate) fn consume(&mut self, id: u32, src: u32, done: bool) -> bool {
+        let Some(w) = self.wins.get_mut(&id) else {
+            return false;
+        };
+        let m = if done { &mut w.dones } else { &mut w.posts };
+        match m.get_mut(&src) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
     }
     /// `H_FENCE` messages received for window `id`.
     pub(crate) fn fences(&self, id: u32) -> u64 {
@@ -138,7 +171,7 @@ impl Served {
 /// Registers the handlers on mpi-lite's endpoint.
 pub(crate) fn register<P: Port>(ep: &mut Endpoint<P, State>) -> skifch::Result<()> {
     for h in [
-        H_PUT, H_GET, H_ACC, H_GACC, H_LOCK, H_UNLOCK, H_FLUSH, H_FENCE,
+        H_PUT, H_GET, H_ACC, H_GACC, H_LOCK, H_UNLOCK, H_FLUSH, H_FENCE, H_POST, H_DONE,
     ] {
         ep.register(h, on_rma::<P>)?;
     }
@@ -166,11 +199,7 @@ fn whole(am: &Am<'_>) -> skifch::Result<Option<Vec<u8>>> {
 }
 
 /// The runs of a message and the data after their list.
-fn runs_of(
-    args: &[u64],
-    payload: &[u8],
-    len: usize,
-) -> skifch::Result<(Runs, usize)> {
+fn runs_of(args: &[u64], payload: &[u8], len: usize) -> skifch::Result<(Runs, usize)> {
     let arg = |i: usize| args.get(i).copied().unwrap_or(0) as usize;
     let k = arg(1);
     if k == 0 {
@@ -210,6 +239,15 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
         match am.handler() {
             H_FENCE => {
                 w.fences += 1;
+                Ok(None)
+            }
+            H_POST | H_DONE => {
+                let m = if am.handler() == H_DONE {
+                    &mut w.dones
+                } else {
+                    &mut w.posts
+                };
+                *m.entry(am.src()).or_insert(0) += 1;
                 Ok(None)
             }
             H_FLUSH => Ok(Some(Vec::new())),

@@ -309,10 +309,33 @@ mpi_fn!(MPI_Win_detach, PMPI_Win_detach, (_win: c_int, _base: *const c_void) -> 
     call("MPI_Win_detach", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_detach")))
 });
 
-mpi_fn!(MPI_Win_allocate_shared, PMPI_Win_allocate_shared, (_size: isize, _disp_unit: c_int, _info: c_int, comm: c_int, _baseptr: *mut c_void, _win: *mut c_int) -> c_int {
-    call("MPI_Win_allocate_shared", comm, |_| Err(unsupported("MPI_Win_allocate_shared")))
+mpi_fn!(MPI_Win_allocate_shared, PMPI_Win_allocate_shared, (size: isize, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) -> c_int {
+    let name = "MPI_Win_allocate_shared";
+    call(name, comm, |st| {
+        if baseptr.is_null() || win.is_null() {
+            return Err(Error::Arg(format!("{name}: baseptr or win is NULL")));
+        }
+        let (w, hints) = make(st, comm, Flavor::Shared, 0, size, disp_unit, info, name)?;
+        let b = w.base();
+        // SAFETY: `baseptr` is the address of the caller's pointer, checked non-null.
+        unsafe {
+            put(baseptr.cast::<*mut c_void>(), b as *mut c_void, "baseptr")?;
+            put(win, register(w, hints), "win")
+        }
+    })
 });
 
-mpi_fn!(MPI_Win_shared_query, PMPI_Win_shared_query, (_win: c_int, _rank: c_int, _size: *mut isize, _disp_unit: *mut c_int, _baseptr: *mut c_void) -> c_int {
-    call("MPI_Win_shared_query", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_shared_query")))
+mpi_fn!(MPI_Win_shared_query, PMPI_Win_shared_query, (win: c_int, rank: c_int, size: *mut isize, disp_unit: *mut c_int, baseptr: *mut c_void) -> c_int {
+    wcall("MPI_Win_shared_query", win, |_, e| {
+        let (len, unit, addr) = e.win.shared_query(rank)?;
+        if baseptr.is_null() {
+            return Err(Error::Arg("MPI_Win_shared_query: baseptr is NULL".into()));
+        }
+        // SAFETY: the caller's outputs (`baseptr` the address of its pointer).
+        unsafe {
+            put(size, len as isize, "size")?;
+            put(disp_unit, unit as c_int, "disp_unit")?;
+            put(baseptr.cast::<*mut c_void>(), addr as *mut c_void, "baseptr")
+        }
+    })
 });

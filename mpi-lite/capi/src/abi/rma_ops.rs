@@ -7,9 +7,10 @@ use std::ffi::{c_int, c_void};
 use mpi_lite::win::{AccOp, LockType, Target};
 use mpi_lite::{Error, Result};
 
-use super::rma::wcall;
-use super::{arr, arr_mut, count, mpi_fn, user_buf};
-use crate::state::{call, h, CState};
+use super::p2p::req_handle;
+use super::rma::{wcall, WinEntry};
+use super::{arr, arr_mut, count, mpi_fn, put, user_buf};
+use crate::state::CState;
 
 fn target<'a>(
     st: &CState,
@@ -30,52 +31,119 @@ fn target<'a>(
     })
 }
 
+/// The arguments of an operation's origin buffer and target (`MPI_Put` … order).
+struct Args {
+    oa: *const c_void,
+    oc: c_int,
+    ot: c_int,
+    tr: c_int,
+    td: isize,
+    tc: c_int,
+    tt: c_int,
+}
+
+/// `MPI_Put` / `MPI_Rput`.
+///
+/// # Safety
+/// MPI's buffer contract for the origin buffer.
+unsafe fn put_op(st: &CState, e: &WinEntry, a: &Args, name: &str) -> Result<()> {
+    // SAFETY: forwarded.
+    let o = unsafe { user_buf(st, a.oa, a.oc, a.ot, name)? };
+    let mut k = None;
+    e.win.put(
+        &st.mpi,
+        &o,
+        target(st, a.tr, a.td, a.tc, a.tt, name, &mut k)?,
+    )
+}
+
+/// `MPI_Get` / `MPI_Rget`.
+///
+/// # Safety
+/// As [`put_op`]; the origin buffer is written.
+unsafe fn get_op(st: &CState, e: &WinEntry, a: &Args, name: &str) -> Result<()> {
+    // SAFETY: forwarded.
+    let mut o = unsafe { user_buf(st, a.oa, a.oc, a.ot, name)? };
+    let mut k = None;
+    e.win.get(
+        &st.mpi,
+        &mut o,
+        target(st, a.tr, a.td, a.tc, a.tt, name, &mut k)?,
+    )
+}
+
+/// `MPI_Accumulate` / `MPI_Raccumulate`.
+///
+/// # Safety
+/// As [`put_op`].
+unsafe fn acc_op(st: &CState, e: &WinEntry, a: &Args, op: c_int, name: &str) -> Result<()> {
+    let op = AccOp::from_handle(op, name)?;
+    // SAFETY: forwarded.
+    let o = unsafe { user_buf(st, a.oa, a.oc, a.ot, name)? };
+    let mut k = None;
+    e.win.accumulate(
+        &st.mpi,
+        &o,
+        target(st, a.tr, a.td, a.tc, a.tt, name, &mut k)?,
+        op,
+    )
+}
+
+/// `MPI_Get_accumulate` / `MPI_Rget_accumulate` (`res`: result address, count, type).
+///
+/// # Safety
+/// As [`put_op`], and for the result buffer (written).
+unsafe fn gacc_op(
+    st: &CState,
+    e: &WinEntry,
+    a: &Args,
+    res: (*mut c_void, c_int, c_int),
+    op: c_int,
+    name: &str,
+) -> Result<()> {
+    let op = AccOp::from_handle(op, name)?;
+    let o = if op == AccOp::NoOp {
+        None
+    } else {
+        // SAFETY: forwarded.
+        Some(unsafe { user_buf(st, a.oa, a.oc, a.ot, name)? })
+    };
+    // SAFETY: forwarded (written).
+    let mut r = unsafe { user_buf(st, res.0, res.1, res.2, name)? };
+    let mut k = None;
+    e.win.get_accumulate(
+        &st.mpi,
+        o.as_ref(),
+        &mut r,
+        target(st, a.tr, a.td, a.tc, a.tt, name, &mut k)?,
+        op,
+        name,
+    )
+}
+
 mpi_fn!(MPI_Put, PMPI_Put, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, win: c_int) -> c_int {
-    let name = "MPI_Put";
-    wcall(name, win, |st, e| {
-        // SAFETY: the caller's origin buffer (MPI buffer contract).
-        let o = unsafe { user_buf(st, oa, oc, ot, name)? };
-        let mut k = None;
-        e.win.put(&st.mpi, &o, target(st, tr, td, tc, tt, name, &mut k)?)
-    })
+    let a = Args { oa, oc, ot, tr, td, tc, tt };
+    // SAFETY: the caller's buffers (MPI buffer contract).
+    wcall("MPI_Put", win, |st, e| unsafe { put_op(st, e, &a, "MPI_Put") })
 });
 
 mpi_fn!(MPI_Get, PMPI_Get, (oa: *mut c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, win: c_int) -> c_int {
-    let name = "MPI_Get";
-    wcall(name, win, |st, e| {
-        // SAFETY: the caller's origin buffer, written (MPI buffer contract).
-        let mut o = unsafe { user_buf(st, oa, oc, ot, name)? };
-        let mut k = None;
-        e.win.get(&st.mpi, &mut o, target(st, tr, td, tc, tt, name, &mut k)?)
-    })
+    let a = Args { oa, oc, ot, tr, td, tc, tt };
+    // SAFETY: the caller's buffers (MPI buffer contract).
+    wcall("MPI_Get", win, |st, e| unsafe { get_op(st, e, &a, "MPI_Get") })
 });
 
 mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
-    let name = "MPI_Accumulate";
-    wcall(name, win, |st, e| {
-        let op = AccOp::from_handle(op, name)?;
-        // SAFETY: the caller's origin buffer.
-        let o = unsafe { user_buf(st, oa, oc, ot, name)? };
-        let mut k = None;
-        e.win.accumulate(&st.mpi, &o, target(st, tr, td, tc, tt, name, &mut k)?, op)
-    })
+    let a = Args { oa, oc, ot, tr, td, tc, tt };
+    // SAFETY: the caller's buffers (MPI buffer contract).
+    wcall("MPI_Accumulate", win, |st, e| unsafe { acc_op(st, e, &a, op, "MPI_Accumulate") })
 });
 
 mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (oa: *const c_void, oc: c_int, ot: c_int, ra: *mut c_void, rc: c_int, rt: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
+    let a = Args { oa, oc, ot, tr, td, tc, tt };
     let name = "MPI_Get_accumulate";
-    wcall(name, win, |st, e| {
-        let op = AccOp::from_handle(op, name)?;
-        let o = if op == AccOp::NoOp {
-            None
-        } else {
-            // SAFETY: the caller's origin buffer.
-            Some(unsafe { user_buf(st, oa, oc, ot, name)? })
-        };
-        // SAFETY: the caller's result buffer, written.
-        let mut r = unsafe { user_buf(st, ra, rc, rt, name)? };
-        let mut k = None;
-        e.win.get_accumulate(&st.mpi, o.as_ref(), &mut r, target(st, tr, td, tc, tt, name, &mut k)?, op, name)
-    })
+    // SAFETY: the caller's buffers (MPI buffer contract).
+    wcall(name, win, |st, e| unsafe { gacc_op(st, e, &a, (ra, rc, rt), op, name) })
 });
 
 mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void, dt: c_int, tr: c_int, td: isize, op: c_int, win: c_int) -> c_int {
@@ -162,54 +230,82 @@ mpi_fn!(MPI_Win_sync, PMPI_Win_sync, (win: c_int) -> c_int {
     wcall("MPI_Win_sync", win, |_, e| e.win.sync())
 });
 
-fn unsupported(name: &str) -> Error {
-    Error::Unsupported(format!(
-        "{name} (MPI one-sided communication: not built yet)"
-    ))
+fn group_ranks(st: &CState, g: c_int) -> Result<Vec<u32>> {
+    Ok(st.group(g)?.ranks().to_vec())
 }
 
-/// A call not built yet: `MPI_ERR_UNSUPPORTED_OPERATION` naming it, on the window's
-/// handler when `win` is one.
-fn not_yet(name: &'static str, win: c_int) -> c_int {
-    if super::rma::exists(win) {
-        wcall(name, win, |_, _| Err(unsupported(name)))
-    } else {
-        call(name, h::COMM_WORLD, |_| Err(unsupported(name)))
-    }
-}
-
-mpi_fn!(MPI_Win_post, PMPI_Win_post, (_group: c_int, _assert: c_int, win: c_int) -> c_int {
-    not_yet("MPI_Win_post", win)
+mpi_fn!(MPI_Win_post, PMPI_Win_post, (group: c_int, assert: c_int, win: c_int) -> c_int {
+    wcall("MPI_Win_post", win, |st, e| e.win.post(&st.mpi, &group_ranks(st, group)?, assert))
 });
 
-mpi_fn!(MPI_Win_start, PMPI_Win_start, (_group: c_int, _assert: c_int, win: c_int) -> c_int {
-    not_yet("MPI_Win_start", win)
+mpi_fn!(MPI_Win_start, PMPI_Win_start, (group: c_int, assert: c_int, win: c_int) -> c_int {
+    wcall("MPI_Win_start", win, |st, e| e.win.start(&st.mpi, &group_ranks(st, group)?, assert))
 });
 
 mpi_fn!(MPI_Win_complete, PMPI_Win_complete, (win: c_int) -> c_int {
-    not_yet("MPI_Win_complete", win)
+    wcall("MPI_Win_complete", win, |st, e| e.win.complete(&st.mpi))
 });
 
 mpi_fn!(MPI_Win_wait, PMPI_Win_wait, (win: c_int) -> c_int {
-    not_yet("MPI_Win_wait", win)
+    wcall("MPI_Win_wait", win, |st, e| e.win.wait(&st.mpi))
 });
 
-mpi_fn!(MPI_Win_test, PMPI_Win_test, (win: c_int, _flag: *mut c_int) -> c_int {
-    not_yet("MPI_Win_test", win)
+mpi_fn!(MPI_Win_test, PMPI_Win_test, (win: c_int, flag: *mut c_int) -> c_int {
+    wcall("MPI_Win_test", win, |st, e| {
+        let done = e.win.test(&st.mpi)?;
+        // SAFETY: the caller's int.
+        unsafe { put(flag, c_int::from(done), "flag") }
+    })
 });
 
-mpi_fn!(MPI_Rput, PMPI_Rput, (_oa: *const c_void, _oc: c_int, _ot: c_int, _tr: c_int, _td: isize, _tc: c_int, _tt: c_int, win: c_int, _req: *mut c_int) -> c_int {
-    not_yet("MPI_Rput", win)
+/// A request-based operation (MPI-3.1 §11.3.5): checked to be in a passive-target epoch,
+/// done as its blocking form (complete at return on both paths), then a complete request.
+fn with_request(
+    st: &CState,
+    e: &WinEntry,
+    rank: c_int,
+    req: *mut c_int,
+    call: &str,
+    op: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    if req.is_null() {
+        return Err(Error::Arg(format!("{call}: request is NULL")));
+    }
+    e.win.check_passive(rank, call)?;
+    op()?;
+    let id = st.mpi.engine().done_request()?;
+    // SAFETY: the caller's handle, checked non-null.
+    unsafe { put(req, req_handle(id), "request") }
+}
+
+mpi_fn!(MPI_Rput, PMPI_Rput, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, win: c_int, req: *mut c_int) -> c_int {
+    let (a, name) = (Args { oa, oc, ot, tr, td, tc, tt }, "MPI_Rput");
+    wcall(name, win, |st, e| {
+        // SAFETY: the caller's buffers (MPI buffer contract).
+        with_request(st, e, tr, req, name, || unsafe { put_op(st, e, &a, name) })
+    })
 });
 
-mpi_fn!(MPI_Rget, PMPI_Rget, (_oa: *mut c_void, _oc: c_int, _ot: c_int, _tr: c_int, _td: isize, _tc: c_int, _tt: c_int, win: c_int, _req: *mut c_int) -> c_int {
-    not_yet("MPI_Rget", win)
+mpi_fn!(MPI_Rget, PMPI_Rget, (oa: *mut c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, win: c_int, req: *mut c_int) -> c_int {
+    let (a, name) = (Args { oa, oc, ot, tr, td, tc, tt }, "MPI_Rget");
+    wcall(name, win, |st, e| {
+        // SAFETY: the caller's buffers (MPI buffer contract).
+        with_request(st, e, tr, req, name, || unsafe { get_op(st, e, &a, name) })
+    })
 });
 
-mpi_fn!(MPI_Raccumulate, PMPI_Raccumulate, (_oa: *const c_void, _oc: c_int, _ot: c_int, _tr: c_int, _td: isize, _tc: c_int, _tt: c_int, _op: c_int, win: c_int, _req: *mut c_int) -> c_int {
-    not_yet("MPI_Raccumulate", win)
+mpi_fn!(MPI_Raccumulate, PMPI_Raccumulate, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int, req: *mut c_int) -> c_int {
+    let (a, name) = (Args { oa, oc, ot, tr, td, tc, tt }, "MPI_Raccumulate");
+    wcall(name, win, |st, e| {
+        // SAFETY: the caller's buffers (MPI buffer contract).
+        with_request(st, e, tr, req, name, || unsafe { acc_op(st, e, &a, op, name) })
+    })
 });
 
-mpi_fn!(MPI_Rget_accumulate, PMPI_Rget_accumulate, (_oa: *const c_void, _oc: c_int, _ot: c_int, _ra: *mut c_void, _rc: c_int, _rt: c_int, _tr: c_int, _td: isize, _tc: c_int, _tt: c_int, _op: c_int, win: c_int, _req: *mut c_int) -> c_int {
-    not_yet("MPI_Rget_accumulate", win)
+mpi_fn!(MPI_Rget_accumulate, PMPI_Rget_accumulate, (oa: *const c_void, oc: c_int, ot: c_int, ra: *mut c_void, rc: c_int, rt: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int, req: *mut c_int) -> c_int {
+    let (a, name) = (Args { oa, oc, ot, tr, td, tc, tt }, "MPI_Rget_accumulate");
+    wcall(name, win, |st, e| {
+        // SAFETY: the caller's buffers (MPI buffer contract).
+        with_request(st, e, tr, req, name, || unsafe { gacc_op(st, e, &a, (ra, rc, rt), op, name) })
+    })
 });
