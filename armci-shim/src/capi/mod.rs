@@ -36,6 +36,7 @@ macro_rules! profiled {
 
 mod domain;
 mod group;
+mod local;
 mod message;
 mod mpi;
 mod rma;

@@ -87,7 +87,7 @@ unsafe fn accumulate(
 }
 
 /// The stride descriptor of a strided call, checked.
-unsafe fn strided(
+pub(super) unsafe fn strided(
     call: &str,
     src: *const c_int,
     dst: *const c_int,
@@ -118,6 +118,56 @@ unsafe fn strided(
         call,
         Strided::new(read(src, l), read(dst, l), read(count, l + 1)),
     )
+}
+
+/// The direct path's fast way for the commonest strided call, a 2-D patch (one stride
+/// level) in memory this thread's hint covers: the rows are copied at once, no descriptor
+/// built. Anything else (more levels, counts or strides the general path must check and
+/// name, memory not in the hint, a lost peer) returns false: the caller takes the general
+/// path, which checks everything again.
+///
+/// # Safety
+/// The caller's ARMCI arguments (`put`: `ARMCI_PutS`'s, else `ARMCI_GetS`'s).
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_direct(
+    w: &A,
+    put: bool,
+    src: *mut c_void,
+    ss: *const c_int,
+    dst: *mut c_void,
+    ds: *const c_int,
+    count: *const c_int,
+    levels: c_int,
+    proc: c_int,
+) -> bool {
+    if levels != 1 || count.is_null() || ss.is_null() || ds.is_null() {
+        return false;
+    }
+    // SAFETY: one stride level: one stride per side and two counts (the caller's arrays).
+    let (len, rows, s_st, d_st) = unsafe { (*count, *count.add(1), *ss, *ds) };
+    if len <= 0 || rows <= 0 || s_st < len || d_st < len {
+        return false;
+    }
+    let (len, rows, s_st, d_st) = (len as usize, rows as usize, s_st as usize, d_st as usize);
+    // (each below 2^31: the extent cannot overflow)
+    let (remote, r_st) = if put { (dst, d_st) } else { (src, s_st) };
+    let Some(base) = w.direct(proc.into(), remote as usize, r_st * (rows - 1) + len) else {
+        return false;
+    };
+    if !put && w.alive().is_err() {
+        return false;
+    }
+    let (from, to) = if put {
+        (src.cast::<u8>().cast_const(), base)
+    } else {
+        (base.cast_const(), dst.cast::<u8>())
+    };
+    for i in 0..rows {
+        // SAFETY: row i of each side lies in its extent: the remote one mapped (the
+        // hint covers it), the local one the caller's.
+        unsafe { skifch::mem::copy_move(from.add(i * s_st), to.add(i * d_st), len) };
+    }
+    true
 }
 
 /// Which side of a strided transfer is remote, and what moves.
@@ -243,6 +293,10 @@ pub unsafe extern "C" fn PARMCI_PutS(
 ) -> c_int {
     let call = "ARMCI_PutS";
     // SAFETY: forwards the caller's contract.
+    if unsafe { rows_direct(a(call), true, src, ss, dst, ds, count, levels, proc) } {
+        return 0;
+    }
+    // SAFETY: forwards the caller's contract.
     unsafe {
         strided_op(
             call,
@@ -265,6 +319,10 @@ pub unsafe extern "C" fn PARMCI_GetS(
     proc: c_int,
 ) -> c_int {
     let call = "ARMCI_GetS";
+    // SAFETY: forwards the caller's contract.
+    if unsafe { rows_direct(a(call), false, src, ss, dst, ds, count, levels, proc) } {
+        return 0;
+    }
     // SAFETY: forwards the caller's contract.
     unsafe {
         strided_op(
@@ -658,94 +716,6 @@ pub extern "C" fn PARMCI_Unlock(m: c_int, proc: c_int) {
     ok(call, a(call).unlock(m.into(), proc.into()));
 }
 
-// ---- local strided copies ----
-
-/// Copies between a strided local region and a contiguous buffer (`to_buf`: gather).
-unsafe fn local_strided(
-    call: &str,
-    ptr: *mut c_void,
-    levels: c_int,
-    stride: *const c_int,
-    count: *const c_int,
-    buf: *mut u8,
-    to_buf: bool,
-) {
-    // The contiguous side: strides of a dense layout.
-    let l = usize::try_from(levels).unwrap_or(0);
-    let mut dense = Vec::with_capacity(l);
-    let mut span = if count.is_null() {
-        0
-    } else {
-        // SAFETY: the caller's count array of `levels + 1` entries.
-        unsafe { *count }
-    };
-    for i in 0..l {
-        dense.push(span);
-        // SAFETY: as above.
-        span = span.saturating_mul(unsafe { *count.add(i + 1) });
-    }
-    // SAFETY: forwards the caller's contract.
-    let d = unsafe { strided(call, stride, dense.as_ptr(), count, levels) };
-    let p = ptr.cast::<u8>();
-    let r = d.for_each(|so, bo, n| {
-        // SAFETY: both sides are the caller's buffers of the described extents.
-        unsafe {
-            if to_buf {
-                skifch::mem::copy_move(p.add(so), buf.add(bo), n);
-            } else {
-                skifch::mem::copy_move(buf.add(bo), p.add(so), n);
-            }
-        }
-        Ok::<(), Error>(())
-    });
-    ok(call, r);
-}
-
-/// Gathers the strided region at `ptr` into `buf`.
-#[no_mangle]
-pub unsafe extern "C" fn parmci_read_strided(
-    ptr: *mut c_void,
-    levels: c_int,
-    stride: *mut c_int,
-    count: *mut c_int,
-    buf: *mut libc::c_char,
-) {
-    // SAFETY: forwards the caller's contract.
-    unsafe {
-        local_strided(
-            "armci_read_strided",
-            ptr,
-            levels,
-            stride,
-            count,
-            buf.cast(),
-            true,
-        )
-    }
-}
-/// Scatters `buf` into the strided region at `ptr`.
-#[no_mangle]
-pub unsafe extern "C" fn parmci_write_strided(
-    ptr: *mut c_void,
-    levels: c_int,
-    stride: *mut c_int,
-    count: *mut c_int,
-    buf: *mut libc::c_char,
-) {
-    // SAFETY: forwards the caller's contract.
-    unsafe {
-        local_strided(
-            "armci_write_strided",
-            ptr,
-            levels,
-            stride,
-            count,
-            buf.cast(),
-            false,
-        )
-    }
-}
-
 profiled! {
     ARMCI_Put => PARMCI_Put(src: *mut c_void, dst: *mut c_void, n: c_int, proc: c_int) -> c_int;
     ARMCI_Get => PARMCI_Get(src: *mut c_void, dst: *mut c_void, n: c_int, proc: c_int) -> c_int;
@@ -791,6 +761,4 @@ profiled! {
     ARMCI_Destroy_mutexes => PARMCI_Destroy_mutexes() -> c_int;
     ARMCI_Lock => PARMCI_Lock(m: c_int, proc: c_int);
     ARMCI_Unlock => PARMCI_Unlock(m: c_int, proc: c_int);
-    armci_read_strided => parmci_read_strided(ptr: *mut c_void, levels: c_int, stride: *mut c_int, count: *mut c_int, buf: *mut libc::c_char);
-    armci_write_strided => parmci_write_strided(ptr: *mut c_void, levels: c_int, stride: *mut c_int, count: *mut c_int, buf: *mut libc::c_char);
 }
