@@ -4,7 +4,8 @@
 # (impl armci-shim, run under skifrun), and against Debian's ARMCI-MPI (libarmci-mpi-dev)
 # with mpicc.openmpi -larmci-openmpi and mpicc.mpich -larmci-mpich (impls armci-mpi-openmpi,
 # armci-mpi-mpich, run with the launcher options ../shared/peers/run.sh uses for Open MPI and
-# MPICH) -- then ROUNDS rounds of the three, the order reversed every other round (the peers
+# MPICH; armci-mpi-openmpi-sm is the Open MPI one with --mca osc sm,pt2pt) -- then ROUNDS
+# rounds of all, the order reversed every other round (the peers
 # README's "Noise": compare within one run, interleaved). Output: the medians over the rounds
 # and the same-run gains, as `msgrate --table-from` prints them (lines "armci-shim vs best
 # ARMCI-MPI" and "armci-shim vs memcpy"; above 1 = armci-shim better), on stdout; per round
@@ -17,7 +18,8 @@
 # Environment (defaults in brackets):
 #   ROUNDS [3]  TARGET_S [0.3]  REPS [5]  STAT [median]   armci_bench.c's -t -r -s per run
 #   MAX_SIZE    its -m (the largest size; the first of each kind always runs)
-#   ONLY ["armci-shim armci-mpi-openmpi armci-mpi-mpich"]  which of the three
+#   ARGS        more options of armci_bench.c (e.g. -W: the target waits outside ARMCI)
+#   ONLY ["armci-shim armci-mpi-openmpi armci-mpi-openmpi-sm armci-mpi-mpich"]  which ones
 #   OUT [$CARGO_TARGET_DIR/release/armci-bench]            builds, CSVs, logs
 #   NO_BUILD=1  use the libraries, skifrun and msgrate already built
 # Needs: libarmci-mpi-dev, openmpi-bin libopenmpi-dev, mpich
@@ -31,9 +33,11 @@ case "$target" in /*) ;; *) target=$root/$target ;; esac
 rel=$target/release
 out=${OUT:-$rel/armci-bench}
 rounds=${ROUNDS:-3}
-only=${ONLY:-armci-shim armci-mpi-openmpi armci-mpi-mpich}
+only=${ONLY:-armci-shim armci-mpi-openmpi armci-mpi-openmpi-sm armci-mpi-mpich}
 args=(-t "${TARGET_S:-0.3}" -r "${REPS:-5}" -s "${STAT:-median}")
 [ -z "${MAX_SIZE:-}" ] || args+=(-m "$MAX_SIZE")
+# shellcheck disable=SC2206 # (words on purpose)
+[ -z "${ARGS:-}" ] || args+=($ARGS)
 note() { echo "# $*" >&2; }
 
 if [ -z "${NO_BUILD:-}" ]; then
@@ -57,9 +61,10 @@ for impl in $only; do
     exe=$out/armci_bench.$impl
     case $impl in
         armci-shim) build "$impl" env ARMCI_SHIM_LIBDIR="$rel" armci-shim/bin/skif-armcicc -O2 -Wall "$src" -o "$exe" ;;
-        armci-mpi-openmpi) build "$impl" mpicc.openmpi -O2 -Wall "$src" -o "$exe" -larmci-openmpi ;;
+        armci-mpi-openmpi | armci-mpi-openmpi-sm)
+            build "$impl" mpicc.openmpi -O2 -Wall "$src" -o "$exe" -larmci-openmpi ;;
         armci-mpi-mpich) build "$impl" mpicc.mpich -O2 -Wall "$src" -o "$exe" -larmci-mpich ;;
-        *) note "unknown impl $impl (ONLY: armci-shim armci-mpi-openmpi armci-mpi-mpich)"; exit 2 ;;
+        *) note "unknown impl $impl (ONLY: armci-shim armci-mpi-openmpi armci-mpi-openmpi-sm armci-mpi-mpich)"; exit 2 ;;
     esac
 done
 
@@ -78,9 +83,13 @@ run() { # run IMPL ROUND: one run of the program, its CSV lines appended to the 
     local cmd
     case $impl in
         armci-shim) cmd=("$rel/skifrun" -n 2 -- "$exe") ;;
-        armci-mpi-openmpi)
+        armci-mpi-openmpi*)
+            # -sm: Open MPI's shared-memory one-sided component, which it does not pick
+            # itself for ARMCI-MPI's windows but which is the faster one on one node
+            local osc=()
+            [ "$impl" = armci-mpi-openmpi ] || osc=(--mca osc sm,pt2pt)
             cmd=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi -np 2
-                "${ompi_bind[@]}" --mca pml ob1 --mca btl vader,self "$exe") ;;
+                "${ompi_bind[@]}" --mca pml ob1 --mca btl vader,self "${osc[@]}" "$exe") ;;
         armci-mpi-mpich)
             # as run.sh: MPICH's on-node traffic goes through UCX, on its shm transports
             cmd=(env UCX_TLS=sm,self mpirun.mpich -np 2 "${mpich_bind[@]}" "$exe") ;;

@@ -31,8 +31,14 @@
  * after each bandwidth size the data each test moved and the holes a strided put must
  * leave untouched. Rank r pins itself to CPU r when it may run on every CPU (under
  * `mpirun --bind-to core` it is bound already).
+ * -W: rank 1 waits outside the library instead (asleep, polling a flag rank 0 puts at the
+ * end every millisecond): what ARMCI promises (passive target), and how a target that
+ * computes looks. An MPI rank waiting in a barrier spins in the MPI progress engine, which
+ * can slow the origin's operations on its memory (ARMCI-MPI on Open MPI's osc/sm: 8 B put
+ * ~0.25 us against ~0.03 us); an implementation that needs the target's progress (MPICH
+ * over UCX) may hang with -W.
  *
- * Usage: skifrun -n 2 ./armci_bench [-i IMPL] [-t TARGET_S] [-r REPS] [-m MAXSIZE] [-s median|best] [-H]
+ * Usage: skifrun -n 2 ./armci_bench [-i IMPL] [-t TARGET_S] [-r REPS] [-m MAXSIZE] [-s median|best] [-H] [-W]
  *        mpirun -n 2 ./armci_bench.openmpi -i armci-mpi-openmpi ...
  * Exit status: 0, or 2 (ARMCI_Error) on wrong data or a failed call.
  */
@@ -52,6 +58,8 @@
 /* the largest strided matrix: N2D_MAX rows of 2 * N2D_MAX doubles */
 #define MAT_BYTES ((long)N2D_MAX * 2 * N2D_MAX * 8)
 #define BIG (MAT_BYTES > BW_MAX ? MAT_BYTES : BW_MAX)
+/* -W: the flag rank 0 puts when done, after the counter in rank 1's latency block */
+#define FLAG_OFF (3 * LAT_MAX + 64)
 
 static const int LAT_SIZES[] = {8, 64, 1024};
 static const int ACC_SIZES[] = {8, 1024};
@@ -324,11 +332,11 @@ static void run(long maxsize, int capped)
 int main(int argc, char **argv)
 {
     long maxsize = BIG;
-    int capped = 0, header = 0, opt;
+    int capped = 0, header = 0, outside = 0, opt;
 #ifdef ARMCI_MPI
     MPI_Init(&argc, &argv);
 #endif
-    while ((opt = getopt(argc, argv, "i:t:r:m:s:H")) != -1) {
+    while ((opt = getopt(argc, argv, "i:t:r:m:s:HW")) != -1) {
         switch (opt) {
         case 'i': impl = optarg; break;
         case 't': target = atof(optarg); break;
@@ -336,6 +344,7 @@ int main(int argc, char **argv)
         case 'm': maxsize = atol(optarg); capped = 1; break;
         case 's': best = strcmp(optarg, "best") == 0; break;
         case 'H': header = 1; break;
+        case 'W': outside = 1; break;
         default: fprintf(stderr, "usage: see the header of armci_bench.c\n"); return 1;
         }
     }
@@ -378,6 +387,22 @@ int main(int argc, char **argv)
     if (me == 0) {
         if (header) printf("impl,test,size,value,unit\n");
         run(maxsize, capped);
+        if (outside) {
+            int one = 1;
+            CHECK(ARMCI_Put(&one, (char *)lat_base[1] + FLAG_OFF, sizeof one, 1));
+            ARMCI_Fence(1);
+        }
+    } else if (outside) {
+        /* -W: wait outside the library, asleep, for rank 0's flag */
+        volatile int *flag = (volatile int *)((char *)lat_base[me] + FLAG_OFF);
+        for (;;) {
+            ARMCI_Access_begin(lat_base[me]);
+            int done = *flag;
+            ARMCI_Access_end(lat_base[me]);
+            if (done) break;
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
     }
     ARMCI_Barrier();
     ARMCI_Free(big_base[me]);
