@@ -27,7 +27,9 @@ reps=${REPS:-5}
 note() { echo "# $*" >&2; }
 mkdir -p "$out"
 if [ -z "${NO_BUILD:-}" ]; then
-    cargo build --release --quiet -p gasnet-shim -p shmem -p skifrun -p skifch-benches --bin msgrate
+    # two calls: --bin would keep the libraries' cdylibs from being built
+    cargo build --release --quiet -p gasnet-shim -p shmem -p skifrun
+    cargo build --release --quiet -p skifch-benches --bin msgrate
 fi
 gasnet-shim/scripts/fragments.sh "$rel" "$out/fragments"
 # shellcheck disable=SC1090

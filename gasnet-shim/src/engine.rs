@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use skifch::coll::ProtoGroup;
@@ -74,7 +74,8 @@ pub struct Gasnet<P: Port> {
     ep: Arc<Mutex<Endpoint<P, Ctx>>>,
     progress: Mutex<Option<ProgressThread>>,
     lost: P::Waiter,
-    segs: RwLock<Option<Arc<Segs>>>,
+    /// Every rank's segment, set once by `attach` (read without a lock on every call).
+    segs: std::sync::OnceLock<Arc<Segs>>,
     limits: Limits,
     bar: Mutex<Option<Bar>>,
     bar_seq: AtomicU32,
@@ -164,7 +165,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
             ep: Arc::new(Mutex::new(ep)),
             progress: Mutex::new(None),
             lost,
-            segs: RwLock::new(None),
+            segs: std::sync::OnceLock::new(),
             limits,
             bar: Mutex::new(None),
             bar_seq: AtomicU32::new(0),
@@ -276,8 +277,8 @@ impl<P: Port> Gasnet<P> {
     }
 
     /// Every rank's segment, once attached.
-    pub fn segs(&self) -> Option<Arc<Segs>> {
-        self.segs.read().unwrap_or_else(|p| p.into_inner()).clone()
+    pub fn segs(&self) -> Option<&Arc<Segs>> {
+        self.segs.get()
     }
 
     /// Attaches this rank's segment of `len` bytes (collective; ranks may ask for
@@ -320,7 +321,9 @@ impl<P: Port> Gasnet<P> {
             _mem: mem,
         });
         ep.ctx_mut().segs = Some(segs.clone());
-        *self.segs.write().unwrap_or_else(|p| p.into_inner()) = Some(segs);
+        if self.segs.set(segs).is_err() {
+            return Err(Error::BadArgument("a segment is already attached".into()));
+        }
         ep.barrier()?;
         Ok(base)
     }
@@ -361,7 +364,7 @@ impl<P: Port> Gasnet<P> {
             dest,
             immediate,
         };
-        let r = am::emit(&mut *ep, segs.as_deref(), self.limits, &m);
+        let r = am::emit(&mut *ep, segs.map(|s| &**s), self.limits, &m);
         if r.is_err() {
             self.alive()?;
         }

@@ -15,11 +15,11 @@ use crate::Error;
 /// `GEX_FLAG_IMMEDIATE`.
 const FLAG_IMMEDIATE: u32 = 1;
 
-fn name(call: *const c_char) -> String {
-    super::call_name(call, "gex_AM")
+fn name(call: *const c_char) -> super::CallName {
+    super::CallName(call, "gex_AM")
 }
 
-fn category(call: &str, cat: c_int) -> Category {
+fn category<C: std::fmt::Display + ?Sized>(call: &C, cat: c_int) -> Category {
     match cat {
         0 => Category::Short,
         1 => Category::Medium,
@@ -28,7 +28,7 @@ fn category(call: &str, cat: c_int) -> Category {
     }
 }
 
-fn args<'a>(call: &str, nargs: c_int, a: *const i32) -> &'a [u32] {
+fn args<'a, C: std::fmt::Display + ?Sized>(call: &C, nargs: c_int, a: *const i32) -> &'a [u32] {
     if !(0..=MAX_ARGS as c_int).contains(&nargs) {
         fatal(
             call,
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn gasnetc_am_request(
 }
 
 /// The token of the running handler, or a fatal error.
-fn token<'a>(call: &str, t: *mut c_void) -> &'a mut Token<'a> {
+fn token<'a, C: std::fmt::Display + ?Sized>(call: &C, t: *mut c_void) -> &'a mut Token<'a> {
     if t.is_null() {
         fatal(call, &Error::BadArgument("a NULL token".into()));
     }
@@ -192,7 +192,7 @@ pub extern "C" fn gex_AM_MaxArgs() -> u32 {
     MAX_ARGS as u32
 }
 
-fn max_medium(call: &str, nargs: u32) -> usize {
+fn max_medium<C: std::fmt::Display + ?Sized>(call: &C, nargs: u32) -> usize {
     g(call).limits().max_medium((nargs as usize).min(MAX_ARGS))
 }
 
@@ -468,7 +468,7 @@ pub unsafe extern "C" fn gasnetc_am_commit(
                 0,
                 nargs,
                 a,
-                call_ptr(&call).as_ptr(),
+                call.0,
             ),
             None => gasnetc_am_request(
                 p.tm as *mut c_void,
@@ -482,13 +482,9 @@ pub unsafe extern "C" fn gasnetc_am_commit(
                 0,
                 nargs,
                 a,
-                call_ptr(&call).as_ptr(),
+                call.0,
             ),
         }
     };
     drop(p.own);
-}
-
-fn call_ptr(call: &str) -> std::ffi::CString {
-    std::ffi::CString::new(call).unwrap_or_default()
 }

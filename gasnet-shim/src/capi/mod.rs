@@ -61,7 +61,7 @@ const ERR_BARRIER_MISMATCH: c_int = 10005;
 /// Prints `gasnet: <call>: <error>` and exits with status 1; after another rank's
 /// `gasnet_exit(code)`, exits with `code` quietly instead (finding that rank gone is the
 /// job ending, not an error of this rank).
-pub(crate) fn fatal(call: &str, e: &dyn std::fmt::Display) -> ! {
+pub(crate) fn fatal<C: std::fmt::Display + ?Sized>(call: &C, e: &dyn std::fmt::Display) -> ! {
     flush_c_stdio();
     if let Some(code) = exit_requested() {
         // SAFETY: ends the process at once (no atexit handlers: the job is ending).
@@ -89,7 +89,7 @@ fn exit_requested() -> Option<i32> {
 }
 
 /// The engine, or a fatal error naming `call`.
-fn g(call: &str) -> &'static G {
+fn g<C: std::fmt::Display + ?Sized>(call: &C) -> &'static G {
     let p = STATE.load(Ordering::Acquire);
     if p.is_null() {
         fatal(call, &"called before gex_Client_Init (or gasnet_init)");
@@ -98,7 +98,7 @@ fn g(call: &str) -> &'static G {
     unsafe { &(*p).g }
 }
 
-fn ok<T>(call: &str, r: Result<T, Error>) -> T {
+fn ok<T, C: std::fmt::Display + ?Sized>(call: &C, r: Result<T, Error>) -> T {
     r.unwrap_or_else(|e| fatal(call, &e))
 }
 
@@ -174,7 +174,7 @@ pub extern "C" fn gasnetc_world_tm() -> *mut c_void {
 static TEAMS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 /// The team behind a `gex_TM_t`, or a fatal error naming `call`.
-pub(crate) fn team(call: &str, tm: *mut c_void) -> &'static Team {
+pub(crate) fn team<C: std::fmt::Display + ?Sized>(call: &C, tm: *mut c_void) -> &'static Team {
     if tm == handle(&TM) {
         let p = STATE.load(Ordering::Acquire);
         if p.is_null() {
@@ -205,11 +205,11 @@ pub(crate) fn new_team(t: Team) -> *mut c_void {
 }
 
 /// Job rank of `rank` of team `tm`, or a fatal error naming `call`.
-pub(crate) fn job_rank(call: &str, tm: *mut c_void, rank: u32) -> u32 {
+pub(crate) fn job_rank<C: std::fmt::Display + ?Sized>(call: &C, tm: *mut c_void, rank: u32) -> u32 {
     ok(call, team(call, tm).job_rank(rank))
 }
 
-fn check_tm(call: &str, tm: *mut c_void) {
+fn check_tm<C: std::fmt::Display + ?Sized>(call: &C, tm: *mut c_void) {
     if tm != handle(&TM) {
         fatal(
             call,
@@ -567,6 +567,16 @@ pub extern "C" fn gasnet_ErrorDesc(code: c_int) -> *const c_char {
 }
 
 /// The call name a header passed (a string literal), for messages.
+/// A call name the headers passed, turned into text only when a message needs it (the
+/// AM injection path must not allocate per call).
+pub(crate) struct CallName(pub(crate) *const c_char, pub(crate) &'static str);
+
+impl std::fmt::Display for CallName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&call_name(self.0, self.1))
+    }
+}
+
 pub(crate) fn call_name(call: *const c_char, default: &str) -> String {
     if call.is_null() {
         return default.into();

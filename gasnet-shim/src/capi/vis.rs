@@ -13,7 +13,7 @@ use crate::Error;
 type Ev = *mut c_void;
 
 fn name(call: *const c_char) -> String {
-    super::call_name(call, "gex_VIS")
+    super::call_name(call, "gex_VIS") // VIS calls are not per-message: text at once
 }
 
 /// `gex_Memvec_t`.

@@ -9,7 +9,7 @@
 #error build with the -par fragment
 #endif
 
-enum { T = 4, ITERS = 300, H_PING = 200, H_PONG };
+enum { T = 4, ITERS = 100, H_PING = 200, H_PONG };
 static gex_TM_t tm;
 static gex_Rank_t me, n;
 static void **segs;
