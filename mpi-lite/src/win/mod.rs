@@ -15,7 +15,8 @@
 //!   accumulate lock. Every operation is complete, locally and at the target, when it
 //!   returns, so flushes are memory fences and a fence is a barrier.
 //! * **Messages** (drivers without mapped memory, e.g. the FPGA model; forced on any driver
-//!   by `SKIFMPI_RMA=messages`): every operation is an active message on mpi-lite's own
+//!   by `SKIFMPI_RMA=messages`; always for dynamic windows, whose target validates every
+//!   address): every operation is an active message on mpi-lite's own
 //!   endpoint served by the target process's handlers (`msg.rs` the origin side,
 //!   `served.rs` the target side and the wire). Passive-target operations complete when
 //!   the target progresses (any MPI call of it).
@@ -210,7 +211,10 @@ impl Win {
                 ),
             });
         }
-        let rma = mapped.filter(|_| flavor == Flavor::Shared || !force_messages());
+        // A dynamic window is served by its target, which validates every address.
+        let rma = mapped.filter(|_| {
+            flavor == Flavor::Shared || (flavor != Flavor::Dynamic && !force_messages())
+        });
         let comm = mpi.dup(c)?;
         // MPI_Win_allocate_shared: one block on the first member, each member's part
         // right after the previous one's (contiguous, as MPI-3.1 §11.2.3 asks by default).
@@ -294,6 +298,7 @@ impl Win {
                 word(d, 3),
             );
             let reach = match flavor {
+                Flavor::Dynamic => Reach::Elsewhere { len: usize::MAX },
                 _ if msg && i != me => Reach::Elsewhere { len },
                 _ if msg => Reach::Mapped {
                     base: b as *mut u8,
@@ -335,7 +340,7 @@ impl Win {
         // post/start/complete/wait notices.
         let reach = members[me].reach;
         mpi.engine().with_ep(|ep| {
-            ep.ctx_mut().rma.add(id, reach);
+            ep.ctx_mut().rma.add(id, reach, flavor == Flavor::Dynamic);
             Ok(())
         })?;
         mpi.barrier(&comm)?;
@@ -382,6 +387,55 @@ impl Win {
             ep.ctx_mut().rma.remove(id);
             Ok(())
         })
+    }
+
+    /// `MPI_Win_attach`: `len` bytes at `addr` (this process's memory) become reachable
+    /// through this dynamic window at displacement `addr`.
+    ///
+    /// # One-sided Operation
+    /// Local: only the target calls it; origins address the memory by its address.
+    pub fn attach<P: Port>(&self, mpi: &Mpi<P>, addr: usize, len: usize) -> Result<()> {
+        let id = self.id;
+        if self.flavor != Flavor::Dynamic {
+            return Err(Error::Code {
+                code: class::RMA_FLAVOR,
+                msg: "MPI_ERR_RMA_FLAVOR: MPI_Win_attach on a window not made by MPI_Win_create_dynamic".into(),
+            });
+        }
+        if addr == 0 && len > 0 {
+            return Err(Error::Arg("MPI_Win_attach: base is NULL".into()));
+        }
+        mpi.engine().with_ep(|ep| {
+            ep.ctx_mut().rma.attach(id, addr, len);
+            Ok(())
+        })
+    }
+
+    /// `MPI_Win_detach`: the region attached at `addr` leaves the window.
+    ///
+    /// # One-sided Operation
+    /// Local: only the target calls it.
+    pub fn detach<P: Port>(&self, mpi: &Mpi<P>, addr: usize) -> Result<()> {
+        let id = self.id;
+        if self.flavor != Flavor::Dynamic {
+            return Err(Error::Code {
+                code: class::RMA_FLAVOR,
+                msg: "MPI_ERR_RMA_FLAVOR: MPI_Win_detach on a window not made by MPI_Win_create_dynamic".into(),
+            });
+        }
+        let found = mpi
+            .engine()
+            .with_ep(|ep| Ok(ep.ctx_mut().rma.detach(id, addr)))?;
+        if found {
+            Ok(())
+        } else {
+            Err(Error::Code {
+                code: class::RMA_ATTACH,
+                msg: format!(
+                    "MPI_ERR_RMA_ATTACH: MPI_Win_detach: nothing is attached at {addr:#x}"
+                ),
+            })
+        }
     }
 
     /// Whether operations go as messages (the message path) rather than directly.

@@ -62,11 +62,30 @@ impl Win {
     ) -> Result<Vec<u8>> {
         let dst = self.world(r);
         let id = self.id;
-        self.ep(mpi, |ep| {
+        let r = mpi.engine().with_ep(|ep| {
             let q = ep.request(dst, h, id, args, data, Landing::vec(len))?;
             let rep = ep.wait(q)?;
             Ok(rep.data.unwrap_or_default())
-        })
+        });
+        match r {
+            // The target refused an address (a dynamic window): its class, not a transport
+            // failure.
+            Err(Error::Transport(skifch::Error::InvalidArgument(why)))
+                if why.contains("MPI_ERR_RMA_RANGE") =>
+            {
+                Err(Error::Code {
+                    code: crate::error::class::RMA_RANGE,
+                    msg: why.to_string(),
+                })
+            }
+            r => r,
+        }
+    }
+
+    /// A dynamic window's puts and accumulates wait for the target's answer (it validates
+    /// every address); other windows' are one-way.
+    fn checked(&self) -> bool {
+        self.flavor == super::Flavor::Dynamic
     }
 
     pub(super) fn msg_put<P: Port>(
@@ -78,6 +97,9 @@ impl Win {
     ) -> Result<()> {
         let (a, head) = wire(runs);
         let payload = with_head(&head, data);
+        if self.checked() {
+            return self.ask(mpi, r, H_PUT, &a, &payload, 0).map(|_| ());
+        }
         let (dst, id) = (self.world(r), self.id);
         self.ep(mpi, |ep| ep.send(dst, H_PUT, id, &a, &payload))
     }
@@ -139,6 +161,7 @@ impl Win {
         };
         let args = [a[0], a[1], code];
         match old_out {
+            None if self.checked() => self.ask(mpi, r, H_ACC, &args, &body, 0).map(|_| ()),
             None => {
                 let (dst, id) = (self.world(r), self.id);
                 self.ep(mpi, |ep| ep.send(dst, H_ACC, id, &args, &body))

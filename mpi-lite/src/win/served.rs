@@ -51,6 +51,8 @@ pub struct Served {
 /// One served window.
 struct Exposed {
     reach: Reach,
+    /// A dynamic window's attached regions (address, length); `None`: not dynamic.
+    regions: Option<Vec<(usize, usize)>>,
     /// `H_FENCE` messages received.
     fences: u64,
     /// `H_POST` / `H_DONE` notices received and not yet consumed, by sender (world rank).
@@ -124,17 +126,41 @@ impl RwQueue {
 impl Served {
     /// Serves window `id` over this process's `reach` (at creation, before the barrier
     /// that ends it).
-    pub(crate) fn add(&mut self, id: u32, reach: Reach) {
+    pub(crate) fn add(&mut self, id: u32, reach: Reach, dynamic: bool) {
         self.wins.insert(
             id,
             Exposed {
                 reach,
+                regions: dynamic.then(Vec::new),
                 fences: 0,
                 posts: HashMap::new(),
                 dones: HashMap::new(),
                 lock: RwQueue::default(),
             },
         );
+    }
+    /// `MPI_Win_attach`: `len` bytes at `addr` join dynamic window `id`.
+    pub(crate) fn attach(&mut self, id: u32, addr: usize, len: usize) -> bool {
+        match self.wins.get_mut(&id).and_then(|w| w.regions.as_mut()) {
+            Some(r) => {
+                r.push((addr, len));
+                true
+            }
+            None => false,
+        }
+    }
+    /// `MPI_Win_detach`: the region attached at `addr` leaves window `id` (`false`: none).
+    pub(crate) fn detach(&mut self, id: u32, addr: usize) -> bool {
+        let Some(r) = self.wins.get_mut(&id).and_then(|w| w.regions.as_mut()) else {
+            return false;
+        };
+        match r.iter().position(|x| x.0 == addr) {
+            Some(i) => {
+                r.swap_remove(i);
+                true
+            }
+            None => false,
+        }
     }
     /// Stops serving window `id` (at `MPI_Win_free`, after its barrier).
     pub(crate) fn remove(&mut self, id: u32) {
@@ -222,6 +248,34 @@ fn runs_of(args: &[u64], payload: &[u8], len: usize) -> skifch::Result<(Runs, us
     Ok((runs, head))
 }
 
+/// The attached region holding every run of an operation on a dynamic window (the runs'
+/// offsets are addresses; they become offsets in the region), or the error the origin
+/// gets (`MPI_ERR_RMA_RANGE`: the target validates every address, MPI-3.1 §11.2.4).
+fn attached(
+    regions: &[(usize, usize)],
+    runs: &mut [(usize, usize, usize)],
+) -> Result<Reach, String> {
+    let lo = runs.iter().map(|r| r.0).min().unwrap_or(0);
+    let hi = runs
+        .iter()
+        .map(|r| r.0.saturating_add(r.2))
+        .max()
+        .unwrap_or(0);
+    let &(base, len) = regions
+        .iter()
+        .find(|&&(b, l)| lo >= b && hi <= b.saturating_add(l))
+        .ok_or_else(|| {
+            format!("MPI_ERR_RMA_RANGE: address {lo:#x}..{hi:#x} is not in memory attached to the dynamic window")
+        })?;
+    for r in runs.iter_mut() {
+        r.0 -= base;
+    }
+    Ok(Reach::Mapped {
+        base: base as *mut u8,
+        len,
+    })
+}
+
 /// The handler of every one-sided message (module docs).
 fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Result<()> {
     let id = am.arg();
@@ -255,33 +309,36 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
                 let Some(payload) = whole(am).map_err(|e| e.to_string())? else {
                     return Ok(None); // a long transfer: LongDone comes
                 };
-                let len = if am.handler() == H_GET {
-                    a(2) as usize
-                } else {
-                    0
+                // The length of a single run: the data's (half of it for compare-and-swap).
+                let cas = am.handler() == H_GACC && a(2) & 0xff == OP_CAS;
+                let len = match am.handler() {
+                    H_GET => a(2) as usize,
+                    _ if cas => payload.len() / 2,
+                    _ => payload.len(),
                 };
-                let (runs, head) = runs_of(args, &payload, len).map_err(|e| e.to_string())?;
+                let (mut runs, head) = runs_of(args, &payload, len).map_err(|e| e.to_string())?;
                 let data = &payload[head..];
                 let total: usize = runs.iter().map(|r| r.2).sum();
+                let reach = match &w.regions {
+                    None => w.reach,
+                    Some(regions) => attached(regions, &mut runs)?,
+                };
                 for &(off, _, l) in &runs {
-                    w.reach.check(off, l).map_err(|e| e.to_string())?;
+                    reach.check(off, l).map_err(|e| e.to_string())?;
                 }
                 match am.handler() {
                     H_PUT => {
-                        let single = args.get(1).copied().unwrap_or(0) == 0;
                         for &(off, p, l) in &runs {
-                            let l = if single { data.len() } else { l };
-                            w.reach.check(off, l).map_err(|e| e.to_string())?;
-                            w.reach
+                            reach
                                 .write(off, &data[p..p + l])
                                 .map_err(|e| e.to_string())?;
                         }
-                        Ok(None)
+                        Ok(Some(Vec::new()))
                     }
                     H_GET => {
                         let mut out = vec![0u8; total];
                         for &(off, p, l) in &runs {
-                            w.reach
+                            reach
                                 .read(off, &mut out[p..p + l])
                                 .map_err(|e| e.to_string())?;
                         }
@@ -292,27 +349,26 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
                         let b = *Basic::ALL
                             .get((code >> 8) as usize)
                             .ok_or("bad element type")?;
-                        let (op, cmp) = if code & 0xff == OP_CAS {
-                            (AccOp::Replace, true)
+                        let op = if cas {
+                            AccOp::Replace
                         } else {
-                            (AccOp::from_code(code & 0xff).ok_or("bad operation")?, false)
+                            AccOp::from_code(code & 0xff).ok_or("bad operation")?
                         };
-                        let n = if cmp { data.len() / 2 } else { data.len() };
-                        let runs = if args.get(1).copied().unwrap_or(0) == 0 {
-                            vec![(a(0) as usize, 0, n)]
-                        } else {
-                            runs
-                        };
+                        let n = total;
                         let mut old = vec![0u8; n];
-                        let (src, c) = if cmp {
-                            (&data[..n], Some(&data[n..]))
+                        let (src, c) = if cas {
+                            (&data[..n], Some(&data[n..2 * n]))
                         } else {
-                            (data, None)
+                            (&data[..n], None)
                         };
                         let src = (op != AccOp::NoOp).then_some(src);
-                        rmw_runs(&w.reach, &runs, b, op, src, Some(&mut old), c)
+                        rmw_runs(&reach, &runs, b, op, src, Some(&mut old), c)
                             .map_err(|e| e.to_string())?;
-                        Ok((am.handler() == H_GACC).then_some(old))
+                        Ok(Some(if am.handler() == H_GACC {
+                            old
+                        } else {
+                            Vec::new()
+                        }))
                     }
                 }
             }

@@ -1,6 +1,7 @@
 /* One-sided communication, second part: post/start/complete/wait and MPI_Win_test, the
  * request-based operations (MPI_Rput, Rget, Raccumulate, Rget_accumulate), derived origin
- * types, MPI_Win_allocate_shared + MPI_Win_shared_query (load/store of the neighbours'
+ * types, dynamic windows (attach/detach, every address validated by the target),
+ * MPI_Win_allocate_shared + MPI_Win_shared_query (load/store of the neighbours'
  * memory). 2-4 ranks; RMA_TEST_NO_SHARED=1: the driver cannot share memory, so
  * MPI_Win_allocate_shared must fail with MPI_ERR_RMA_SHARED. */
 #include "check.h"
@@ -113,6 +114,52 @@ static void derived_origin(MPI_Win w, int *mem) {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+static void dynamic(void) {
+    int right = (rank + 1) % size, left = (rank + size - 1) % size, v = 0;
+    MPI_Win w;
+    CHECK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w) == MPI_SUCCESS);
+    MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN);
+    int flag, *flavor;
+    CHECK(MPI_Win_get_attr(w, MPI_WIN_CREATE_FLAVOR, &flavor, &flag) == MPI_SUCCESS && *flavor == MPI_WIN_FLAVOR_DYNAMIC);
+    int *buf = calloc(16, sizeof(int)), *other = calloc(4, sizeof(int));
+    CHECK(MPI_Win_attach(w, buf, 16 * sizeof(int)) == MPI_SUCCESS);
+    CHECK(MPI_Win_attach(w, other, 4 * sizeof(int)) == MPI_SUCCESS);
+    MPI_Aint mine[2], addr[2 * 4];
+    MPI_Get_address(buf, &mine[0]);
+    MPI_Get_address(other, &mine[1]);
+    MPI_Allgather(mine, 2, MPI_AINT, addr, 2, MPI_AINT, MPI_COMM_WORLD);
+    MPI_Aint rb = addr[2 * right], ro = addr[2 * right + 1];
+    CHECK(MPI_Win_lock_all(0, w) == MPI_SUCCESS);
+    int vals[4] = {rank, rank + 10, rank + 20, rank + 30}, got[4] = {0}, add = 1, old = -1;
+    CHECK(MPI_Put(vals, 4, MPI_INT, right, rb + 4, 4, MPI_INT, w) == MPI_SUCCESS);
+    CHECK(MPI_Accumulate(&add, 1, MPI_INT, right, ro, 1, MPI_INT, MPI_SUM, w) == MPI_SUCCESS);
+    CHECK(MPI_Win_flush(right, w) == MPI_SUCCESS);
+    CHECK(MPI_Get(got, 4, MPI_INT, right, rb + 4, 4, MPI_INT, w) == MPI_SUCCESS);
+    CHECK(MPI_Fetch_and_op(&add, &old, MPI_INT, right, ro, MPI_SUM, w) == MPI_SUCCESS);
+    for (int i = 0; i < 4; i++) CHECK(got[i] == rank + 10 * i);
+    CHECK(old == 1);
+    /* the target validates every address: past the region, between regions */
+    CHECK(cls(MPI_Put(vals, 4, MPI_INT, right, rb + 14 * 4, 4, MPI_INT, w)) == MPI_ERR_RMA_RANGE);
+    CHECK(cls(MPI_Get(got, 1, MPI_INT, right, 8, 1, MPI_INT, w)) == MPI_ERR_RMA_RANGE);
+    CHECK(cls(MPI_Accumulate(&add, 1, MPI_INT, right, ro + 16, 1, MPI_INT, MPI_SUM, w)) == MPI_ERR_RMA_RANGE);
+    CHECK(MPI_Win_unlock_all(w) == MPI_SUCCESS);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 4; i++) CHECK(buf[1 + i] == left + 10 * i);
+    CHECK(other[0] == 2);
+    /* detached: the address is refused */
+    CHECK(MPI_Win_detach(w, other) == MPI_SUCCESS);
+    CHECK(cls(MPI_Win_detach(w, other)) == MPI_ERR_RMA_ATTACH);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, w) == MPI_SUCCESS);
+    CHECK(cls(MPI_Put(&v, 1, MPI_INT, right, ro, 1, MPI_INT, w)) == MPI_ERR_RMA_RANGE);
+    CHECK(MPI_Win_unlock(right, w) == MPI_SUCCESS);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(MPI_Win_detach(w, buf) == MPI_SUCCESS);
+    CHECK(MPI_Win_free(&w) == MPI_SUCCESS);
+    free(buf);
+    free(other);
+}
+
 static void shared(void) {
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
@@ -193,6 +240,7 @@ int main(int argc, char **argv) {
     CHECK(MPI_Win_free(&w) == MPI_SUCCESS);
     free(mem);
 
+    dynamic();
     shared();
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("rma2: ok\n");

@@ -291,22 +291,24 @@ mpi_fn!(MPI_Win_get_attr, PMPI_Win_get_attr, (win: c_int, keyval: c_int, attribu
     })
 });
 
-fn unsupported(name: &str) -> Error {
-    Error::Unsupported(format!(
-        "{name} (MPI one-sided communication: not built yet)"
-    ))
-}
-
-mpi_fn!(MPI_Win_create_dynamic, PMPI_Win_create_dynamic, (_info: c_int, comm: c_int, _win: *mut c_int) -> c_int {
-    call("MPI_Win_create_dynamic", comm, |_| Err(unsupported("MPI_Win_create_dynamic")))
+mpi_fn!(MPI_Win_create_dynamic, PMPI_Win_create_dynamic, (info: c_int, comm: c_int, win: *mut c_int) -> c_int {
+    let name = "MPI_Win_create_dynamic";
+    call(name, comm, |st| {
+        let (w, hints) = make(st, comm, Flavor::Dynamic, 0, 0, 1, info, name)?;
+        // SAFETY: the caller's handle.
+        unsafe { put(win, register(w, hints), "win") }
+    })
 });
 
-mpi_fn!(MPI_Win_attach, PMPI_Win_attach, (_win: c_int, _base: *mut c_void, _size: isize) -> c_int {
-    call("MPI_Win_attach", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_attach")))
+mpi_fn!(MPI_Win_attach, PMPI_Win_attach, (win: c_int, base: *mut c_void, size: isize) -> c_int {
+    wcall("MPI_Win_attach", win, |st, e| {
+        let len = usize::try_from(size).map_err(|_| Error::Arg(format!("MPI_Win_attach: size {size} is negative")))?;
+        e.win.attach(&st.mpi, base as usize, len)
+    })
 });
 
-mpi_fn!(MPI_Win_detach, PMPI_Win_detach, (_win: c_int, _base: *const c_void) -> c_int {
-    call("MPI_Win_detach", h::COMM_WORLD, |_| Err(unsupported("MPI_Win_detach")))
+mpi_fn!(MPI_Win_detach, PMPI_Win_detach, (win: c_int, base: *const c_void) -> c_int {
+    wcall("MPI_Win_detach", win, |st, e| e.win.detach(&st.mpi, base as usize))
 });
 
 mpi_fn!(MPI_Win_allocate_shared, PMPI_Win_allocate_shared, (size: isize, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) -> c_int {
