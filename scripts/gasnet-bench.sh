@@ -13,6 +13,8 @@
 # Environment (defaults in brackets): ROUNDS [3]  TARGET_S [0.3]  REPS [5]
 #   OUT [$CARGO_TARGET_DIR/release/gasnet-bench]  NO_BUILD=1 (use what is built)
 #   PEERS [../shared/peers]  (run.sh installs ucx-utils with apt when root)
+#   WAIT_NEAR_US [0]  run.sh's c2c gate for the UCX tests (0: off; a loaded machine never
+#                     passes it and each test then waits GATE_WAIT_S)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -55,7 +57,7 @@ run_one() { # run_one GROUP ROUND: its CSV lines appended to the round's file
         skifshmem)
             [ "$shmem_ok" = 1 ] && "$rel/skifrun" -n 2 -- "$out/shmem_lat" -i skifshmem -t "$ts" -r "$reps" -m 8 >"$f" 2>"$out/r$r-$g.log" ;;
         ucx-am)
-            (cd "$peers" && BUILD_DIR="$out/peers" ONLY=ucx TARGET_S="$ts" REPS="$reps" bash run.sh) \
+            (cd "$peers" && BUILD_DIR="$out/peers" ONLY=ucx TARGET_S="$ts" REPS="$reps" WAIT_NEAR_US="${WAIT_NEAR_US:-0}" bash run.sh) \
                 2>"$out/r$r-$g.log" | grep '^ucx-am,' >"$f" ;;
     esac || { note "round $r: $g FAILED (see $out/r$r-$g.log)"; return 0; }
     grep -v '^#' "$f" >>"$out/round-$r.csv" || true

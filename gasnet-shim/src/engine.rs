@@ -65,6 +65,36 @@ struct Bar {
     mine: (u32, u32),
 }
 
+/// This rank's memory of a segment not yet published.
+enum Local {
+    /// Exposable memory of the driver's RMA provider (direct path).
+    Rma(skifch::rma::Segment),
+    /// Private memory served by messages.
+    Mem(memmap2::MmapRaw),
+    /// The client's own memory, served by messages.
+    Client(usize, usize),
+}
+
+/// A segment made by `gex_Segment_Create`, published by `gex_EP_PublishBoundSegment`.
+pub struct NewSegment {
+    local: Local,
+    /// Its address and length here.
+    pub base: usize,
+    /// Its length.
+    pub len: usize,
+}
+
+impl NewSegment {
+    fn new(local: Local) -> NewSegment {
+        let (base, len) = match &local {
+            Local::Rma(s) => (s.as_ptr() as usize, s.len()),
+            Local::Mem(m) => (m.as_mut_ptr() as usize, m.len()),
+            Local::Client(a, l) => (*a, *l),
+        };
+        NewSegment { local, base, len }
+    }
+}
+
 /// One rank's library state (shared by the threads of the rank).
 pub struct Gasnet<P: Port> {
     me: u32,
@@ -287,27 +317,69 @@ impl<P: Port> Gasnet<P> {
     /// # Collective Operation
     /// Every rank calls it once; it returns after a barrier, so peers may use the segment.
     pub fn attach(&self, len: usize) -> Result<usize> {
+        let s = self.create_segment(len)?;
+        self.publish(s)
+    }
+
+    /// Makes this rank's segment of fresh zeroed memory (`len` bytes) without publishing
+    /// it (`gex_Segment_Create` with no address).
+    pub fn create_segment(&self, len: usize) -> Result<NewSegment> {
         if self.segs().is_some() {
             return Err(Error::BadArgument("a segment is already attached".into()));
         }
         let len = len.max(1).next_multiple_of(4096);
-        let mut ep = self.ep()?;
-        let (win, mem, base) = match &self.rma {
-            Some(r) => {
-                let seg = r.alloc(len)?;
-                let win = rma::expose(r.as_ref(), seg, &mut |b: &[u8]| allgather(&mut ep, b))?;
-                let base = win.reach(self.me, 0, 0).map_or(0, |p| p as usize);
-                (Some(win), None, base)
-            }
+        let local = match &self.rma {
+            Some(r) => Local::Rma(r.alloc(len)?),
             None => {
                 let m = memmap2::MmapOptions::new()
                     .len(len)
                     .map_anon()
                     .map_err(|e| skifch::Error::os("mapping the GASNet segment", e))?;
-                let m = memmap2::MmapRaw::from(m);
-                let b = m.as_mut_ptr() as usize;
-                (None::<MappedWindow>, Some(m), b)
+                Local::Mem(memmap2::MmapRaw::from(m))
             }
+        };
+        Ok(NewSegment::new(local))
+    }
+
+    /// Makes this rank's segment of the client's memory `addr..addr+len` without
+    /// publishing it (`gex_Segment_Create` with an address). On the direct path the pages
+    /// are moved onto shared memory in place, which the driver must offer.
+    ///
+    /// # Safety
+    /// `addr..addr+len` is page-aligned, mapped read-write for the rest of the process,
+    /// and not accessed by other threads during the call.
+    #[allow(unsafe_code)] // the client's memory, on the client's contract
+    pub unsafe fn create_segment_at(&self, addr: usize, len: usize) -> Result<NewSegment> {
+        if self.segs().is_some() {
+            return Err(Error::BadArgument("a segment is already attached".into()));
+        }
+        let local = match &self.rma {
+            Some(r) => {
+                if !addr.is_multiple_of(4096) || !len.is_multiple_of(4096) || !r.caps().share_in_place {
+                    return Err(Error::BadArgument(format!(
+                        "client memory at {addr:#x} ({len} bytes) cannot be shared on this path (it must be page-aligned and the driver must share memory in place)"
+                    )));
+                }
+                // SAFETY: the caller's contract (above), the provider's requirements.
+                Local::Rma(unsafe { r.share_in_place(addr as *mut u8, len) }?)
+            }
+            None => Local::Client(addr, len),
+        };
+        Ok(NewSegment::new(local))
+    }
+
+    /// Publishes a segment made by [`Gasnet::create_segment`] (collective, as
+    /// [`Gasnet::attach`]); returns its base.
+    pub fn publish(&self, s: NewSegment) -> Result<usize> {
+        let mut ep = self.ep()?;
+        let (base, len) = (s.base, s.len);
+        let (win, mem) = match (s.local, &self.rma) {
+            (Local::Rma(seg), Some(r)) => {
+                let win = rma::expose(r.as_ref(), seg, &mut |b: &[u8]| allgather(&mut ep, b))?;
+                (Some(win), None)
+            }
+            (Local::Mem(m), _) => (None::<MappedWindow>, Some(m)),
+            _ => (None, None),
         };
         let mut mine = (base as u64).to_le_bytes().to_vec();
         mine.extend_from_slice(&(len as u64).to_le_bytes());

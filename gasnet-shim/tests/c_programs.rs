@@ -141,6 +141,25 @@ fn progress_thread_serves_a_computing_rank() {
     }
 }
 
+/// gex_Segment_Create + BindSegment + PublishBoundSegment, with the library's memory and
+/// with the client's (on both paths and over fpga-model).
+#[test]
+fn client_created_segments() {
+    check_program("segcreate", "seq");
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("segcreate", "seq");
+    for (driver, env) in [("shm", DIRECT), ("shm", MESSAGES), ("fpga-model", DIRECT)] {
+        let o = run(&exe, 2, driver, env, &["client"]);
+        assert!(
+            o.status.success(),
+            "client memory over {driver} {env:?}: {}",
+            o.text()
+        );
+    }
+}
+
 #[test]
 fn gasnet1_interface_and_legacy_barrier() {
     check_program("legacy", "seq");

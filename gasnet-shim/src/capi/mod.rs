@@ -4,9 +4,11 @@
 //! Many GASNet calls are macros in `gasnetex.h` over the few `gasnetc_*` entry points
 //! here (the AM injection calls with their argument count, the legacy GASNet-1 names).
 //!
-//! This file: setup, handles, segments, queries, exit; [`am`]: AM injection, replies,
-//! tokens, negotiated payload, polling; [`rma`]: put/get, events, NBI; [`invoke`]: calling C handlers; [`stubs`]: the
-//! calls not built yet (each fails naming itself).
+//! This file: setup, handles, teams, the attached segment, queries, exit, the legacy
+//! barrier; [`am`]: AM injection, replies, tokens, negotiated payload, polling; [`rma`]:
+//! put/get, events, NBI; [`coll`]: teams' split and collectives; [`ratomic`]: atomic
+//! domains; [`vis`]: non-contiguous put/get; [`segment`]: client-created segments;
+//! [`invoke`]: calling C handlers.
 #![allow(unsafe_code)] // the C ABI: raw pointers from C
 #![allow(clippy::missing_safety_doc)] // documented in the headers and GASNet's specification
 
@@ -26,7 +28,7 @@ mod coll;
 mod invoke;
 mod ratomic;
 mod rma;
-mod stubs;
+mod segment;
 mod vis;
 
 type G = Gasnet<DefaultPort>;
@@ -257,12 +259,18 @@ fn my_seg(call: &str) -> (usize, usize) {
 }
 
 #[no_mangle]
-pub extern "C" fn gex_Segment_QueryAddr(_seg: *mut c_void) -> *mut c_void {
-    my_seg("gex_Segment_QueryAddr").0 as *mut c_void
+pub extern "C" fn gex_Segment_QueryAddr(seg: *mut c_void) -> *mut c_void {
+    match segment::created(seg) {
+        Some((base, _)) => base as *mut c_void,
+        None => my_seg("gex_Segment_QueryAddr").0 as *mut c_void,
+    }
 }
 #[no_mangle]
-pub extern "C" fn gex_Segment_QuerySize(_seg: *mut c_void) -> usize {
-    my_seg("gex_Segment_QuerySize").1
+pub extern "C" fn gex_Segment_QuerySize(seg: *mut c_void) -> usize {
+    match segment::created(seg) {
+        Some((_, len)) => len,
+        None => my_seg("gex_Segment_QuerySize").1,
+    }
 }
 
 #[no_mangle]
