@@ -293,6 +293,32 @@ fn dead_peer_is_an_error_not_a_hang() {
     }
 }
 
+/// A rank dies holding a window lock: the others' MPI_Win_lock fails within a second on
+/// the direct path, the forced message path and over fpga-model.
+#[test]
+fn one_sided_peer_dead_inside_an_epoch_is_an_error_within_a_second() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("rmadead", false);
+    let msgs = [("SKIFMPI_RMA", "messages")];
+    for (n, env, opts) in [
+        (2, &[][..], &[][..]),
+        (4, &[], &[]),
+        (3, &msgs, &[]),
+        (3, &[], &["--driver", "fpga-model"][..]),
+    ] {
+        let mut cmd = testing::skifrun_cmd(n, opts, &exe);
+        cmd.envs(env.iter().copied());
+        let o = testing::run_job(cmd, JOB_TIMEOUT);
+        let ctx = format!("{n} ranks {env:?} {opts:?}: {}\nstdout:\n{}\nstderr:\n{}", o.status, o.stdout, o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{ctx}");
+        for r in (0..n).filter(|&r| r != 1) {
+            assert!(o.stdout.contains(&format!("rmadead: rank {r} ok")), "rank {r}: {ctx}");
+        }
+    }
+}
+
 #[test]
 fn fatal_messages_after_a_peer_loss_name_the_rank_in_one_line() {
     if !have_cc() {

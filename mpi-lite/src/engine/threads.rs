@@ -479,6 +479,12 @@ impl<P: Port> Engine<P> {
         self.wait_mt(|c| c.st().peek_unexpected(env).map(Ok))
     }
 
+    /// The first rank of the job known lost, if any (for waits outside the channel: a
+    /// one-sided lock word in mapped memory).
+    pub(crate) fn lost_peer(&self) -> Option<u32> {
+        self.waits.waiter.lost_peer()
+    }
+
     /// Runs `f` on the engine's endpoint, whose context is the state (one-sided
     /// communication's message path, `crate::win`). The engine's lock is held throughout:
     /// under `MPI_THREAD_MULTIPLE` other threads wait meanwhile.

@@ -393,11 +393,12 @@ impl Win {
         }
         let acc = self.ctls[rank].acc();
         let mut backoff = skifch::wait::Backoff::new();
+        let mut polls = 0;
         while acc
             .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            backoff.snooze();
+            super::sync::idle(mpi, &mut backoff, &mut polls)?;
         }
         let r = rmw_runs(&m.reach, runs, b, op, data, old_out, cmp);
         acc.store(0, Ordering::Release);

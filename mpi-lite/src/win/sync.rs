@@ -30,19 +30,27 @@ const WAITING: u64 = 1 << 32;
 const READERS: u64 = WAITING - 1;
 const WAITERS: u64 = WRITER - WAITING;
 
+/// One idle round of a wait on a word in mapped memory: progresses `mpi` now and then and
+/// fails once a rank of the job is lost (its holder may be the one that died: never a
+/// hang; the back-off sleeps at most 50 µs, so the loss is seen within milliseconds).
+pub(super) fn idle<P: Port>(mpi: &Mpi<P>, b: &mut Backoff, polls: &mut u32) -> Result<()> {
+    *polls = polls.wrapping_add(1);
+    if polls.is_multiple_of(64) {
+        mpi.engine().progress()?;
+        if let Some(rank) = mpi.engine().lost_peer() {
+            return Err(skifch::Error::PeerLost { rank }.into());
+        }
+    }
+    b.snooze();
+    Ok(())
+}
+
 /// Takes the reader/writer lock `w` (module docs of [`super`]), progressing `mpi` while
 /// it waits.
 fn acquire<P: Port>(mpi: &Mpi<P>, w: &AtomicU64, t: LockType) -> Result<()> {
     let mut b = Backoff::new();
     let mut polls = 0u32;
-    let mut wait = |b: &mut Backoff| -> Result<()> {
-        polls = polls.wrapping_add(1);
-        if polls.is_multiple_of(64) {
-            mpi.engine().progress()?;
-        }
-        b.snooze();
-        Ok(())
-    };
+    let mut wait = |b: &mut Backoff| idle(mpi, b, &mut polls);
     match t {
         LockType::Shared => loop {
             let v = w.load(Ordering::Relaxed);
