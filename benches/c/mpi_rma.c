@@ -1,0 +1,139 @@
+/*
+ * mpi_rma.c -- MPI one-sided latency, rate and bandwidth (osu_put_latency / osu_get_bw
+ * style, passive target), one source for mpi-lite (skif-mpicc), Open MPI and MPICH.
+ *
+ * Rank 0 is the origin, rank 1 the target, which waits in MPI_Barrier (so it progresses,
+ * as an osu target does). Rank 0 locks rank 1 once (MPI_Win_lock shared), then per test:
+ *   put / get         N x (MPI_Put|MPI_Get of SIZE bytes + MPI_Win_flush)   latency [us]
+ *   acc               N x (MPI_Accumulate of one double, MPI_SUM + flush)   latency [us]
+ *   fop               N x (MPI_Fetch_and_op of one long, MPI_SUM + flush)   latency [us]
+ *   cas               N x (MPI_Compare_and_swap of one long + flush)        latency [us]
+ *   put_rate          N x (64 MPI_Put of 8 B + one flush)                   rate [Mmsg/s]
+ *   put_bw / get_bw   1 KiB .. 4 MiB, N x (64 ops + one flush), as osu_put_bw  [GB/s]
+ * Per test: a calibration pass (N doubles until a pass takes >= 20 ms), then REPS passes;
+ * the median is printed as CSV on rank 0: impl,test,size,value,unit. The counters of fop
+ * and the data of put/get are checked at the end.
+ * Window: MPI_Win_allocate (default) or -c: MPI_Win_create over malloc'd memory.
+ *
+ * Usage: mpirun -np 2 ./mpi_rma [-i IMPL] [-r REPS] [-c] [-H]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "mpi_rma"
+#include "mpi_common.h"
+
+#define MAXB (4 << 20)
+static MPI_Win win;
+static char *buf, *mem;
+static int reps = 5;
+
+enum test { PUT, GET, ACC, FOP, CAS, PUT_RATE, PUT_BW, GET_BW };
+static const char *names[] = {"put", "get", "acc", "fop", "cas", "put_rate", "put_bw", "get_bw"};
+
+/* One pass of n iterations of test t on size bytes; seconds. */
+static double pass(enum test t, int size, long n) {
+    double one = 1.0, r;
+    long l1 = 1, lr, cmp = 0;
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < n; i++) {
+        switch (t) {
+        case PUT: CHECK(MPI_Put(buf, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win)); break;
+        case GET: CHECK(MPI_Get(buf, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win)); break;
+        case ACC: CHECK(MPI_Accumulate(&one, 1, MPI_DOUBLE, 1, 8, 1, MPI_DOUBLE, MPI_SUM, win)); break;
+        case FOP: CHECK(MPI_Fetch_and_op(&l1, &lr, MPI_LONG, 1, 16, MPI_SUM, win)); break;
+        case CAS: CHECK(MPI_Compare_and_swap(&l1, &cmp, &lr, MPI_LONG, 1, 24, win)); break;
+        case PUT_RATE:
+        case PUT_BW:
+            for (int k = 0; k < 64; k++)
+                CHECK(MPI_Put(buf, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win));
+            break;
+        case GET_BW:
+            for (int k = 0; k < 64; k++)
+                CHECK(MPI_Get(buf, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win));
+            break;
+        }
+        CHECK(MPI_Win_flush(1, win));
+    }
+    r = MPI_Wtime() - t0;
+    (void)lr;
+    return r;
+}
+
+static void run(const char *impl, enum test t, int size) {
+    long n = 1;
+    double tm[MAX_REPS];
+    int go;
+    if (rank == 0) {
+        while (pass(t, size, n) < 0.02 && n < (1L << 30)) n *= 2;
+        for (int i = 0; i < reps; i++) tm[i] = pass(t, size, n);
+        qsort(tm, (size_t)reps, sizeof tm[0], cmp_double);
+        double s = tm[reps / 2] / (double)n, v;
+        const char *unit;
+        switch (t) {
+        case PUT_RATE: v = 64.0 / s / 1e6; unit = "Mmsg/s"; break;
+        case PUT_BW:
+        case GET_BW: v = 64.0 * size / s / 1e9; unit = "GB/s"; break;
+        default: v = s * 1e6; unit = "us"; break;
+        }
+        printf("%s,%s,%d,%.4f,%s\n", impl, names[t], size, v, unit);
+        fflush(stdout);
+    }
+    go = 1;
+    MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD); /* the target waits (and progresses) here */
+}
+
+int main(int argc, char **argv) {
+    const char *impl = "mpi";
+    int create = 0, header = 0, np;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-i") && i + 1 < argc) impl = argv[++i];
+        else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-c")) create = 1;
+        else if (!strcmp(argv[i], "-H")) header = 1;
+    }
+    if (reps < 1 || reps > MAX_REPS) reps = 5;
+    if (np < 2) die("needs 2 ranks");
+    buf = malloc(MAXB);
+    memset(buf, 1, MAXB);
+    if (create) {
+        mem = calloc(1, MAXB);
+        CHECK(MPI_Win_create(mem, MAXB, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    } else {
+        CHECK(MPI_Win_allocate(MAXB, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    }
+    /* displacement unit 1: the scalars live at bytes 8, 16, 24 */
+    if (header && rank == 0) printf("impl,test,size,value,unit\n");
+    if (rank == 0) CHECK(MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win));
+    run(impl, PUT, 8);
+    run(impl, GET, 8);
+    run(impl, ACC, 8);
+    run(impl, FOP, 8);
+    run(impl, CAS, 8);
+    run(impl, PUT_RATE, 8);
+    for (int s = 1024; s <= MAXB; s *= 4) run(impl, PUT_BW, s);
+    for (int s = 1024; s <= MAXB; s *= 4) run(impl, GET_BW, s);
+    if (rank == 0) {
+        /* check: a put then a get of a pattern */
+        for (int i = 0; i < 64; i++) buf[i] = (char)i;
+        CHECK(MPI_Put(buf, 64, MPI_BYTE, 1, 4096, 64, MPI_BYTE, win));
+        CHECK(MPI_Win_flush(1, win));
+        memset(buf, 0, 64);
+        CHECK(MPI_Get(buf, 64, MPI_BYTE, 1, 4096, 64, MPI_BYTE, win));
+        CHECK(MPI_Win_flush(1, win));
+        for (int i = 0; i < 64; i++)
+            if (buf[i] != (char)i) die("put/get data differ");
+        CHECK(MPI_Win_unlock(1, win));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(MPI_Win_free(&win));
+    if (create) free(mem);
+    free(buf);
+    MPI_Finalize();
+    return 0;
+}
