@@ -36,11 +36,13 @@ fn waitcheck_measures_every_policy() {
         assert_eq!((r.imp.as_str(), r.unit.as_str()), ("skifch-shm", unit));
         r.value
     };
-    // A spinning receiver holds its CPU (shared with at most one other busy thread).
-    assert!(value("wait_cpu_spin", "%") > 20.0, "{stdout}");
-    // A sleeping one costs nothing once its spin period is over.
-    assert!(value("wait_cpu_fixed20", "%") < 5.0, "{stdout}");
-    assert!(value("wait_cpu_block", "%") < 5.0, "{stdout}");
+    // A sleeping receiver costs nothing once its spin period is over.
+    let (fixed, block) = (value("wait_cpu_fixed20", "%"), value("wait_cpu_block", "%"));
+    assert!(fixed < 5.0 && block < 5.0, "{stdout}");
+    // A spinning one holds its CPU: a fifth of a core or more on an idle machine; on a
+    // loaded one (its fair share shrinks with the load) still several times the sleepers'.
+    let spin = value("wait_cpu_spin", "%");
+    assert!(spin > 20.0 || spin > 5.0 * fixed.max(block).max(1.0), "{stdout}");
     for p in ["spin", "fixed20", "block", "park", "futex"] {
         let (p50, max) = (
             value(&format!("wake_p50_{p}"), "us"),
