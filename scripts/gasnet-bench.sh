@@ -52,7 +52,7 @@ run_one() { # run_one GROUP ROUND: its CSV lines appended to the round's file
         gasnet-shim)
             SKIFCH_PORTS=5 "$rel/skifrun" -n 2 -- "$out/gasnet_bench" -i gasnet-shim -t "$ts" -r "$reps" >"$f" 2>"$out/r$r-$g.log" ;;
         skifch-shm)
-            "$rel/skifrun" -n 2 -- "$rel/msgrate" --tests latency --sizes 8 -t "$ts" -r "$reps" \
+            "$rel/skifrun" -n 2 -- "$rel/msgrate" --tests latency --sizes 8 --target-s "$ts" --reps "$reps" \
                 --csv "$f.full" --svg "$out/r$r-raw.svg" >"$out/r$r-$g.log" 2>&1 && grep -v '^impl' "$f.full" >"$f" ;;
         skifshmem)
             [ "$shmem_ok" = 1 ] && "$rel/skifrun" -n 2 -- "$out/shmem_lat" -i skifshmem -t "$ts" -r "$reps" -m 8 >"$f" 2>"$out/r$r-$g.log" ;;

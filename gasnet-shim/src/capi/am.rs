@@ -271,7 +271,12 @@ pub extern "C" fn gasnet_AMPoll() -> c_int {
 }
 
 thread_local! {
-    static IDLE: RefCell<Backoff> = const { RefCell::new(Backoff::new()) };
+    // GASNET_BLOCKUNTIL spins about 20 µs (as the channel's fixed wait policy) before it
+    // yields: a yield on a busy machine gives the CPU away for a time slice, far longer
+    // than an AM round trip.
+    static IDLE: RefCell<Backoff> = const {
+        RefCell::new(Backoff::with(2048, 1024, std::time::Duration::from_micros(50)))
+    };
 }
 
 /// One step of `GASNET_BLOCKUNTIL`: polls; when nothing arrived, backs off (and checks
