@@ -32,6 +32,9 @@ use crate::group::Group;
 use crate::mem::UserBuf;
 pub use skifch::coll::Op;
 
+mod win;
+pub use win::Window;
+
 /// A communicator of an [`Mpi`] instance.
 #[derive(Clone)]
 pub struct Comm<'m, P: Port> {

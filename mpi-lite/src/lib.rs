@@ -22,10 +22,13 @@
 //!   [`skifch::coll`] (a communicator's collective context is their `Transport`).
 //! * [`api`] — the idiomatic Rust API ([`api::Comm`], typed slices, owned-buffer
 //!   requests).
+//! * [`win`] — one-sided communication (windows, operations, synchronisation) on the
+//!   direct and the message path; [`api::Window`] is its typed Rust API.
 //! * [`op`] — reduction operations: predefined kernels and the user's (`MPI_Op_create`).
 //! * [`error`] — the error enum and MPI error classes.
 //!
-//! Unsafe code is confined to [`mem`] (user pointers), [`ldouble`] (x87 instructions), [`api`] (slices lent to the
+//! Unsafe code is confined to [`mem`] (user pointers), `win::mem` (memory other processes
+//! reach: raw copies, atomics, cross-memory copies), [`ldouble`] (x87 instructions), [`api`] (slices lent to the
 //! engine), [`coll`] (byte slices lent to the engine) and the engine's lock (`engine::lock`, a
 //! flag beside the value), each with its contract.
 #![deny(unsafe_code)]
