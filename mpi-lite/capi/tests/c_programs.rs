@@ -293,6 +293,24 @@ fn dead_peer_is_an_error_not_a_hang() {
     }
 }
 
+/// Passive target while the target sleeps outside MPI: on the direct path the epoch ends
+/// during the sleep; on the message path (no progress thread yet) once the target is back
+/// in MPI — both with the data right.
+#[test]
+fn one_sided_passive_target_while_the_target_computes() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("rmapassive", false);
+    for n in [2, 3] {
+        let out = run_ok(&exe, n, &[("RMA_EXPECT_ASYNC", "1")]);
+        assert!(out.contains("rmapassive: rank 1: epoch done"), "{out}");
+        run_ok(&exe, n, &[("SKIFMPI_RMA", "messages")]);
+    }
+    let cmd = testing::skifrun_cmd(2, &["--driver", "fpga-model"], &exe);
+    testing::run_job(cmd, JOB_TIMEOUT).expect_ok("rmapassive over fpga-model");
+}
+
 /// A rank dies holding a window lock: the others' MPI_Win_lock fails within a second on
 /// the direct path, the forced message path and over fpga-model.
 #[test]
