@@ -206,22 +206,13 @@ fn mpi4py_futures() {
 /// `NotImplementedError` and on an unsupported call's error): MPI-IO (not declared), the
 /// MPI-4 calls, spawning (`MPI4PY_TEST_SPAWN=0`: there is no `MPI_Comm_spawn` under
 /// skifrun's fixed job).
-const SUITE_EXCLUDED: &[(&str, &str, &str)] = &[
-    (
-        "-e",
-        "test_dynproc",
-        "dynamic processes: MPI_Open_port is MPI_ERR_SPAWN under skifrun's fixed job, and \
+const SUITE_EXCLUDED: &[(&str, &str, &str)] = &[(
+    "-e",
+    "test_dynproc",
+    "dynamic processes: MPI_Open_port is MPI_ERR_SPAWN under skifrun's fixed job, and \
          the test then leaves the other ranks blocked in a receive (it skips itself only for \
          the vendors it knows)",
-    ),
-    (
-        "-e",
-        "test_rma|test_win|test_util_sync",
-        "one-sided windows (issue 18, landing meanwhile; mpi4py.util.sync is built on \
-         windows): bringing mpi4py's window tests to pass is that issue's",
-    ),
-    ("-x", "TestMessageRMA", "windows, as above"),
-];
+)];
 
 /// The test directory of mpi4py's source release matching the installed version
 /// (downloaded once), or `None` (skipped, with the reason printed).
