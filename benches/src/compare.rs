@@ -34,7 +34,11 @@ fn armci_imp(imp: &str) -> bool {
 
 const MPI: &[&str] = &["openmpi", "openmpi-ucx", "mpich"];
 const OMPI: &[&str] = &["openmpi", "openmpi-ucx"];
-const ARMCI_MPI: &[&str] = &["armci-mpi-openmpi", "armci-mpi-openmpi-sm", "armci-mpi-mpich"];
+const ARMCI_MPI: &[&str] = &[
+    "armci-mpi-openmpi",
+    "armci-mpi-openmpi-sm",
+    "armci-mpi-mpich",
+];
 /// One ARMCI line: armci_bench.c's `test` over armci-shim against the best ARMCI-MPI.
 const fn armci(test: &'static str) -> Cmp {
     Cmp {

@@ -42,7 +42,10 @@ fn waitcheck_measures_every_policy() {
     // A spinning one holds its CPU: a fifth of a core or more on an idle machine; on a
     // loaded one (its fair share shrinks with the load) still several times the sleepers'.
     let spin = value("wait_cpu_spin", "%");
-    assert!(spin > 20.0 || spin > 5.0 * fixed.max(block).max(1.0), "{stdout}");
+    assert!(
+        spin > 20.0 || spin > 5.0 * fixed.max(block).max(1.0),
+        "{stdout}"
+    );
     for p in ["spin", "fixed20", "block", "park", "futex"] {
         let (p50, max) = (
             value(&format!("wake_p50_{p}"), "us"),

@@ -355,7 +355,10 @@ impl<P: Port> Gasnet<P> {
         }
         let local = match &self.rma {
             Some(r) => {
-                if !addr.is_multiple_of(4096) || !len.is_multiple_of(4096) || !r.caps().share_in_place {
+                if !addr.is_multiple_of(4096)
+                    || !len.is_multiple_of(4096)
+                    || !r.caps().share_in_place
+                {
                     return Err(Error::BadArgument(format!(
                         "client memory at {addr:#x} ({len} bytes) cannot be shared on this path (it must be page-aligned and the driver must share memory in place)"
                     )));

@@ -216,7 +216,11 @@ pub(crate) fn bytes(b: &UserBuf) -> Result<Cow<'_, [u8]>> {
 
 /// Runs `f` on a buffer's bytes for writing (in place, or packed and unpacked after);
 /// `load`: the bytes start as the buffer's contents.
-pub(crate) fn with_bytes<T>(b: &mut UserBuf, load: bool, f: impl FnOnce(&mut [u8]) -> Result<T>) -> Result<T> {
+pub(crate) fn with_bytes<T>(
+    b: &mut UserBuf,
+    load: bool,
+    f: impl FnOnce(&mut [u8]) -> Result<T>,
+) -> Result<T> {
     if let Some(s) = b.as_contiguous_mut() {
         return f(s);
     }
@@ -247,7 +251,11 @@ pub(crate) fn dense_in<'a>(b: &'a UserBuf, k: &Red) -> Result<Cow<'a, [u8]>> {
 
 /// Runs `f` on a reduction result's bytes in [`dense_in`]'s form, starting as the buffer's
 /// contents; packed ones are unpacked into the buffer when `f` succeeds.
-pub(crate) fn with_dense<T>(b: &mut UserBuf, k: &Red, f: impl FnOnce(&mut [u8]) -> Result<T>) -> Result<T> {
+pub(crate) fn with_dense<T>(
+    b: &mut UserBuf,
+    k: &Red,
+    f: impl FnOnce(&mut [u8]) -> Result<T>,
+) -> Result<T> {
     if let Some(d) = b.dense_mut() {
         return f(d);
     }
@@ -265,7 +273,9 @@ pub fn reduce_local(input: &UserBuf, inout: &mut UserBuf, op: &ReduceOp) -> Resu
     let a = dense_in(input, &k)?.into_owned();
     with_dense(inout, &k, |out| {
         if out.len() != a.len() {
-            return Err(Error::Count("MPI_Reduce_local: the buffers' sizes differ".into()));
+            return Err(Error::Count(
+                "MPI_Reduce_local: the buffers' sizes differ".into(),
+            ));
         }
         coll::Reducer::apply(&k, &a, out);
         Ok(())
@@ -326,7 +336,11 @@ pub(crate) fn root_of(c: &CommData, root: i32) -> Result<usize> {
 }
 
 /// Byte counts and displacements from element counts (`displs` in elements of the type).
-pub(crate) fn byte_layout(dt: &Datatype, counts: &[usize], displs: &[usize]) -> (Vec<usize>, Vec<usize>) {
+pub(crate) fn byte_layout(
+    dt: &Datatype,
+    counts: &[usize],
+    displs: &[usize],
+) -> (Vec<usize>, Vec<usize>) {
     let s = dt.size();
     (
         counts.iter().map(|c| c * s).collect(),
@@ -375,7 +389,9 @@ impl<P: Port> Mpi<P> {
         match (send, recv) {
             (Some(s), Some(r)) if c.rank == root => {
                 let s = dense_in(s, &k)?.into_owned();
-                with_dense(r, &k, |out| self.run(c, |t| coll::reduce(t, root, &s, out, &k)))
+                with_dense(r, &k, |out| {
+                    self.run(c, |t| coll::reduce(t, root, &s, out, &k))
+                })
             }
             (None, Some(r)) if c.rank == root => with_dense(r, &k, |out| {
                 let s = out.to_vec();
@@ -412,7 +428,9 @@ impl<P: Port> Mpi<P> {
             }
             None => None,
         };
-        with_dense(recv, &k, |out| self.allreduce_dense(c, s.as_deref(), out, &k))
+        with_dense(recv, &k, |out| {
+            self.allreduce_dense(c, s.as_deref(), out, &k)
+        })
     }
 
     /// `MPI_Allreduce` of `recv.len()` bytes of predefined type `b` laid out densely (the C
@@ -516,7 +534,9 @@ impl<P: Port> Mpi<P> {
                     "MPI_Reduce_scatter: receive buffer smaller than the block".into(),
                 ));
             }
-            self.run(c, |t| coll::reduce_scatter(t, &s, &mut out[..mine], &bc, &k))
+            self.run(c, |t| {
+                coll::reduce_scatter(t, &s, &mut out[..mine], &bc, &k)
+            })
         })
     }
 

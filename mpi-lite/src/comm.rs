@@ -186,7 +186,11 @@ impl<P: Port> Mpi<P> {
         } else {
             Err(Error::Rank(format!(
                 "rank {r} is not in a {}group of {n} processes",
-                if c.inter.is_some() { "remote " } else { "communicator's " }
+                if c.inter.is_some() {
+                    "remote "
+                } else {
+                    "communicator's "
+                }
             )))
         }
     }
@@ -645,7 +649,12 @@ impl<P: Port> Mpi<P> {
     ///
     /// # Collective Operation
     /// Every member of `c` calls it with the same arguments.
-    pub fn graph_create(&self, c: &CommData, index: &[i32], edges: &[i32]) -> Result<Option<Arc<CommData>>> {
+    pub fn graph_create(
+        &self,
+        c: &CommData,
+        index: &[i32],
+        edges: &[i32],
+    ) -> Result<Option<Arc<CommData>>> {
         let n = index.len();
         if n > c.size() {
             return Err(Error::Topology(format!(
@@ -675,7 +684,12 @@ impl<P: Port> Mpi<P> {
     ///
     /// # Collective Operation
     /// Every member of `c` calls it.
-    pub fn dist_graph_create(&self, c: &CommData, edges: &[(i32, i32, i32)], weighted: bool) -> Result<Arc<CommData>> {
+    pub fn dist_graph_create(
+        &self,
+        c: &CommData,
+        edges: &[(i32, i32, i32)],
+        weighted: bool,
+    ) -> Result<Arc<CommData>> {
         c.intra("MPI_Dist_graph_create")?;
         for &(s, d, _) in edges {
             if !(0..c.size() as i32).contains(&s) || !(0..c.size() as i32).contains(&d) {
@@ -726,7 +740,9 @@ impl<P: Port> Mpi<P> {
     /// Every member of `c` calls it with the same `remain`.
     pub fn cart_sub(&self, c: &CommData, remain: &[bool]) -> Result<Arc<CommData>> {
         let Some(Topology::Cart { dims, periods }) = &c.topo else {
-            return Err(Error::Topology("MPI_Cart_sub: the communicator has no Cartesian topology".into()));
+            return Err(Error::Topology(
+                "MPI_Cart_sub: the communicator has no Cartesian topology".into(),
+            ));
         };
         if remain.len() != dims.len() {
             return Err(Error::Arg("MPI_Cart_sub: one flag per dimension".into()));
@@ -745,7 +761,10 @@ impl<P: Port> Mpi<P> {
             .ok_or_else(|| Error::Intern("MPI_Cart_sub lost this process".into()))?;
         let kept = |i: &usize| remain[*i];
         let dims = (0..dims.len()).filter(kept).map(|i| dims[i]).collect();
-        let periods = (0..periods.len()).filter(kept).map(|i| periods[i]).collect();
+        let periods = (0..periods.len())
+            .filter(kept)
+            .map(|i| periods[i])
+            .collect();
         Ok(Arc::new(CommData::new(
             sub.ctx,
             sub.group.clone(),

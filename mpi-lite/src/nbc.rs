@@ -67,7 +67,11 @@ impl<'a> Plan<'a> {
         self.c.size()
     }
     fn tx(&self, to: usize, r: Range) -> (Envelope, u32, Range) {
-        (self.c.coll_env(self.c.rank as i32, self.tag), self.c.world_of(to), r)
+        (
+            self.c.coll_env(self.c.rank as i32, self.tag),
+            self.c.world_of(to),
+            r,
+        )
     }
     fn rx(&self, from: usize, r: Range) -> (Envelope, Range) {
         (self.c.coll_env(from as i32, self.tag), r)
@@ -92,7 +96,14 @@ impl<'a> Plan<'a> {
         self.s.push(Step::Next);
     }
     /// A round of one exchange with `peer` (no allocation beyond the schedule's).
-    fn exchange_round(&mut self, to: usize, out: Range, from: usize, inc: Range, op: Option<Local>) {
+    fn exchange_round(
+        &mut self,
+        to: usize,
+        out: Range,
+        from: usize,
+        inc: Range,
+        op: Option<Local>,
+    ) {
         let (s, v) = (self.tx(to, out), self.rx(from, inc));
         self.s.push(Step::Recv(v.0, v.1));
         self.s.push(Step::Send(s.0, s.1, s.2));
@@ -237,7 +248,8 @@ impl<P: Port> Mpi<P> {
         let root = root_of(c, root)?;
         let (r, n) = (c.rank, c.size());
         if r != root {
-            let send = send.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
+            let send =
+                send.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
             let mut p = Plan::new(c, send.packed_len());
             p.load(0, &send)?;
             let s = p.tx(root, (0, send.packed_len()));
@@ -253,7 +265,10 @@ impl<P: Port> Mpi<P> {
             Some(_) => return Err(mismatch()),
             None => p.load(off[r], &recv[r])?,
         }
-        let recvs = (0..n).filter(|&j| j != r).map(|j| p.rx(j, (off[j], lens[j]))).collect();
+        let recvs = (0..n)
+            .filter(|&j| j != r)
+            .map(|j| p.rx(j, (off[j], lens[j])))
+            .collect();
         p.round(vec![], recvs, vec![]);
         p.s.out = recv.into_iter().zip(off).collect();
         self.start(p)
@@ -274,7 +289,8 @@ impl<P: Port> Mpi<P> {
         let root = root_of(c, root)?;
         let (r, n) = (c.rank, c.size());
         if r != root {
-            let recv = recv.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
+            let recv =
+                recv.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
             let mut p = Plan::new(c, recv.packed_len());
             let v = p.rx(root, (0, recv.packed_len()));
             p.round(vec![], vec![v], vec![]);
@@ -288,7 +304,10 @@ impl<P: Port> Mpi<P> {
         for (j, b) in send.iter().enumerate() {
             p.load(off[j], b)?;
         }
-        let sends = (0..n).filter(|&j| j != r).map(|j| p.tx(j, (off[j], lens[j]))).collect();
+        let sends = (0..n)
+            .filter(|&j| j != r)
+            .map(|j| p.tx(j, (off[j], lens[j])))
+            .collect();
         p.round(sends, vec![], vec![]);
         if let Some(b) = recv {
             if b.packed_len() != lens[r] {
@@ -300,7 +319,12 @@ impl<P: Port> Mpi<P> {
     }
 
     /// `MPI_Iallgather(v)`: `recv` holds the n blocks; `send == None` is `MPI_IN_PLACE`.
-    pub fn iallgatherv(&self, c: &CommData, send: Option<UserBuf>, recv: Vec<UserBuf>) -> Result<ReqId> {
+    pub fn iallgatherv(
+        &self,
+        c: &CommData,
+        send: Option<UserBuf>,
+        recv: Vec<UserBuf>,
+    ) -> Result<ReqId> {
         if let Some(x) = &c.inter {
             return self.inter_iallgatherv(c, x, send, recv);
         }
@@ -324,7 +348,12 @@ impl<P: Port> Mpi<P> {
 
     /// `MPI_Ialltoall(v,w)`: block j of `send` goes to member j, block j of `recv` comes
     /// from it; `send == None` is `MPI_IN_PLACE` (the blocks to send are `recv`'s).
-    pub fn ialltoallw(&self, c: &CommData, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>) -> Result<ReqId> {
+    pub fn ialltoallw(
+        &self,
+        c: &CommData,
+        send: Option<Vec<UserBuf>>,
+        recv: Vec<UserBuf>,
+    ) -> Result<ReqId> {
         if let Some(x) = &c.inter {
             return self.inter_ialltoallw(c, x, send, recv);
         }
@@ -351,14 +380,23 @@ impl<P: Port> Mpi<P> {
             }
         }
         let others: Vec<usize> = (0..n).filter(|&j| j != r).collect();
-        let sends = others.iter().map(|&j| p.tx(j, (soff[j], slens[j]))).collect();
-        let recvs = others.iter().map(|&j| p.rx(j, (stotal + roff[j], rlens[j]))).collect();
+        let sends = others
+            .iter()
+            .map(|&j| p.tx(j, (soff[j], slens[j])))
+            .collect();
+        let recvs = others
+            .iter()
+            .map(|&j| p.rx(j, (stotal + roff[j], rlens[j])))
+            .collect();
         let own = Local::Copy {
             src: (soff[r], slens[r]),
             dst: (stotal + roff[r], rlens[r]),
         };
         p.round(sends, recvs, vec![own]);
-        p.s.out = recv.into_iter().zip(roff.into_iter().map(|o| stotal + o)).collect();
+        p.s.out = recv
+            .into_iter()
+            .zip(roff.into_iter().map(|o| stotal + o))
+            .collect();
         self.start(p)
     }
 
@@ -377,7 +415,8 @@ impl<P: Port> Mpi<P> {
         let root = root_of(c, root)?;
         let (r, n) = (c.rank, c.size());
         if r != root {
-            let send = send.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
+            let send =
+                send.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
             let mut p = Plan::new(c, laid_out_len(&send));
             p.reduce_with(&send, op)?;
             let send = send.laid_out();
@@ -395,14 +434,23 @@ impl<P: Port> Mpi<P> {
         }
         p.s.buf = vec![0; n * len];
         p.load(r * len, send.as_ref().unwrap_or(&recv))?;
-        let recvs = (0..n).filter(|&j| j != r).map(|j| p.rx(j, (j * len, len))).collect();
+        let recvs = (0..n)
+            .filter(|&j| j != r)
+            .map(|j| p.rx(j, (j * len, len)))
+            .collect();
         p.round(vec![], recvs, fold_ops(n, len));
         p.s.out.push((recv, (n - 1) * len));
         self.start(p)
     }
 
     /// `MPI_Iallreduce`: `send == None` is `MPI_IN_PLACE`.
-    pub fn iallreduce(&self, c: &CommData, send: Option<UserBuf>, recv: UserBuf, op: &ReduceOp) -> Result<ReqId> {
+    pub fn iallreduce(
+        &self,
+        c: &CommData,
+        send: Option<UserBuf>,
+        recv: UserBuf,
+        op: &ReduceOp,
+    ) -> Result<ReqId> {
         if let Some(x) = &c.inter {
             return self.inter_iallreduce(c, x, send, recv, op);
         }
@@ -479,7 +527,11 @@ impl<P: Port> Mpi<P> {
         op: &ReduceOp,
         exclusive: bool,
     ) -> Result<ReqId> {
-        c.intra(if exclusive { "MPI_Iexscan" } else { "MPI_Iscan" })?;
+        c.intra(if exclusive {
+            "MPI_Iexscan"
+        } else {
+            "MPI_Iscan"
+        })?;
         let (r, n) = (c.rank, c.size());
         let mut p = Plan::new(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
@@ -530,7 +582,9 @@ fn reduce_then_spread(p: &mut Plan<'_>, input: &[u8], out: UserBuf, blocks: &[Ra
         let recvs = (1..n).map(|j| p.rx(j, (j * len, len))).collect();
         p.round(vec![], recvs, fold_ops(n, len));
         let last = (n - 1) * len;
-        let sends = (1..n).map(|j| p.tx(j, (last + blocks[j].0, blocks[j].1))).collect();
+        let sends = (1..n)
+            .map(|j| p.tx(j, (last + blocks[j].0, blocks[j].1)))
+            .collect();
         p.round(sends, vec![], vec![]);
         p.s.out.push((out, last + blocks[0].0));
     } else {
@@ -578,7 +632,10 @@ pub fn neighbours(c: &CommData) -> Result<(Neighbours, Neighbours)> {
         Some(Topology::Graph { index, edges }) => {
             let r = c.rank;
             let lo = if r == 0 { 0 } else { index[r - 1] as usize };
-            let v: Neighbours = edges[lo..index[r] as usize].iter().map(|&e| some(e)).collect();
+            let v: Neighbours = edges[lo..index[r] as usize]
+                .iter()
+                .map(|&e| some(e))
+                .collect();
             Ok((v.clone(), v))
         }
         Some(Topology::DistGraph { sources, dests, .. }) => Ok((
@@ -601,7 +658,9 @@ impl<P: Port> Mpi<P> {
     pub fn ineighbor(&self, c: &CommData, send: Vec<UserBuf>, recv: Vec<UserBuf>) -> Result<ReqId> {
         let (srcs, dsts) = neighbours(c)?;
         if send.len() != dsts.len() || recv.len() != srcs.len() {
-            return Err(Error::Intern("neighbourhood blocks do not match the topology".into()));
+            return Err(Error::Intern(
+                "neighbourhood blocks do not match the topology".into(),
+            ));
         }
         let slens: Vec<usize> = send.iter().map(|b| b.packed_len()).collect();
         let rlens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();

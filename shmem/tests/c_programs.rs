@@ -658,13 +658,21 @@ fn mpi_and_shmem_in_one_program() {
     std::fs::create_dir_all(&out_dir).expect("scratch directory");
     let exe = testing::build_exe(&out_dir.join("with_mpi"), "with_mpi", |out| {
         let mut c = Command::new("cc");
-        c.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-I"])
-            .arg(crate_dir().join("include"))
-            .arg("-I")
-            .arg(mpi.join("include"))
-            .arg(crate_dir().join("tests/c/with_mpi.c"))
-            .arg("-o")
-            .arg(out);
+        c.args([
+            "-std=gnu11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-O1",
+            "-g",
+            "-I",
+        ])
+        .arg(crate_dir().join("include"))
+        .arg("-I")
+        .arg(mpi.join("include"))
+        .arg(crate_dir().join("tests/c/with_mpi.c"))
+        .arg("-o")
+        .arg(out);
         for l in [lib, mpi_lib.as_path()] {
             c.arg(format!("-L{}", l.display()))
                 .arg(format!("-Wl,-rpath,{}", l.display()));
@@ -675,7 +683,12 @@ fn mpi_and_shmem_in_one_program() {
     for n in [2, 3] {
         for order in ["shmem-first", "mpi-first"] {
             let o = run(&exe, n, &[], &[order]);
-            assert!(o.status.success(), "{n} ranks, {order}: {}\n{}", o.status, o.stderr);
+            assert!(
+                o.status.success(),
+                "{n} ranks, {order}: {}\n{}",
+                o.status,
+                o.stderr
+            );
         }
     }
 }

@@ -103,7 +103,9 @@ impl SkifCh {
     /// Spec "Send": one message from a prefix of `iov`.
     #[inline]
     pub fn send(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<usize> {
-        self.live("SkifCh_Send on a closed channel")?.ch.send(dst, iov)
+        self.live("SkifCh_Send on a closed channel")?
+            .ch
+            .send(dst, iov)
     }
 
     /// Spec "Recv": the next message in place; it stays valid until its RecvComp.
@@ -135,7 +137,9 @@ impl SkifCh {
 
     /// `SkifCh_Wait`: until a message is ready (`None`: forever), per the channel's policy.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
-        self.live("SkifCh_Wait on a closed channel")?.ch.wait(timeout)
+        self.live("SkifCh_Wait on a closed channel")?
+            .ch
+            .wait(timeout)
     }
 
     /// `SkifCh_Close`: completes every message still held, then closes the port; the

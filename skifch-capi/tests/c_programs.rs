@@ -382,7 +382,10 @@ fn init_never_closes_a_descriptor_it_does_not_own() {
         let exe = compile("tests/c/badfd.c", link);
         let o = run(&exe, 0, &[]);
         let ctx = format!("{link:?}:\n{}", o.text());
-        assert!(o.status.success() && o.stdout.contains("badfd: ok"), "{ctx}");
+        assert!(
+            o.status.success() && o.stdout.contains("badfd: ok"),
+            "{ctx}"
+        );
         for why in [
             "SKIFCH_FD=1 is standard output",
             "SKIFCH_FPGA_FD=0 is standard input",
@@ -405,17 +408,39 @@ fn init_says_why_an_environment_value_is_out_of_range() {
     }
     let exe = compile("tests/c/initenv.c", Link::Shared);
     for (var, value, why) in [
-        ("SKIFCH_PORTS", "0", "SKIFCH_PORTS=0: ports per rank must be 1..=64"),
-        ("SKIFCH_PORTS", "65", "SKIFCH_PORTS=65: ports per rank must be 1..=64"),
-        ("SKIFCH_LANE_KB", "3", "SKIFCH_LANE_KB=3: the lane size in KiB must be a power of two in 1..=262144"),
-        ("SKIFCH_LANE_KB", "1048576", "SKIFCH_LANE_KB=1048576: the lane size"),
+        (
+            "SKIFCH_PORTS",
+            "0",
+            "SKIFCH_PORTS=0: ports per rank must be 1..=64",
+        ),
+        (
+            "SKIFCH_PORTS",
+            "65",
+            "SKIFCH_PORTS=65: ports per rank must be 1..=64",
+        ),
+        (
+            "SKIFCH_LANE_KB",
+            "3",
+            "SKIFCH_LANE_KB=3: the lane size in KiB must be a power of two in 1..=262144",
+        ),
+        (
+            "SKIFCH_LANE_KB",
+            "1048576",
+            "SKIFCH_LANE_KB=1048576: the lane size",
+        ),
     ] {
         let mut cmd = Command::new(&exe);
         testing::clean_env(&mut cmd).env(var, value);
         let o = testing::run_job(cmd, JOB_TIMEOUT);
         let ctx = format!("{var}={value}:\n{}", o.text());
-        assert!(o.status.success() && o.stdout.contains("initenv: EINVAL"), "{ctx}");
-        let line = o.stderr.lines().find(|l| l.starts_with("skifch: SkifCh_Init: "));
+        assert!(
+            o.status.success() && o.stdout.contains("initenv: EINVAL"),
+            "{ctx}"
+        );
+        let line = o
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("skifch: SkifCh_Init: "));
         assert!(line.is_some_and(|l| l.contains(why)), "{ctx}");
     }
 }

@@ -163,7 +163,10 @@ impl JobCtl {
     /// library of the program may still use the rank), that is the rank's clean exit: its
     /// ports close; senders to it get `Unreachable`.
     pub fn set_finalized(&self, rank: u32) {
-        let left = self.rank_word(rank, R_JOINS).fetch_sub(1, Ordering::AcqRel).wrapping_sub(1);
+        let left = self
+            .rank_word(rank, R_JOINS)
+            .fetch_sub(1, Ordering::AcqRel)
+            .wrapping_sub(1);
         // A count another process corrupted (it wrapped, or is past any real count)
         // finalizes: never a rank that stays joined for ever.
         if left > 0 && left < RANK_JOINS_MAX {

@@ -365,9 +365,9 @@ fn segment_holders(ino: &str) -> Vec<String> {
             continue;
         }
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-        let mapped = maps.lines().any(|l| {
-            l.contains("/memfd:skifch-job") && l.split_whitespace().nth(4) == Some(ino)
-        });
+        let mapped = maps
+            .lines()
+            .any(|l| l.contains("/memfd:skifch-job") && l.split_whitespace().nth(4) == Some(ino));
         let open = std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|d| {
             d.filter_map(|e| e.ok()).any(|e| {
                 std::fs::read_link(e.path())
@@ -415,7 +415,11 @@ fn processes_started_by_ranks_end_with_the_job() {
             _ => pids.push(v.parse::<i32>().unwrap()),
         }
     }
-    assert_eq!(pids.len(), 8, "2 ranks x (wrapper, fork, setsid, sleep): {text}");
+    assert_eq!(
+        pids.len(),
+        8,
+        "2 ranks x (wrapper, fork, setsid, sleep): {text}"
+    );
     let left: Vec<i32> = pids.iter().copied().filter(|&p| !gone(p)).collect();
     for &p in &left {
         // SAFETY: kill with integers; cleaning up after a failed check.
@@ -446,7 +450,10 @@ fn ctrl_c_to_the_whole_process_group_is_an_interrupt_not_a_failure() {
         assert_eq!(out.status.code(), Some(130), "round {round}: {err}");
         assert!(err.contains("skifrun: got SIGINT"), "round {round}: {err}");
         assert!(!err.contains("killed by signal"), "round {round}: {err}");
-        assert!(all_gone_within(&pids, Duration::from_secs(1)), "round {round}");
+        assert!(
+            all_gone_within(&pids, Duration::from_secs(1)),
+            "round {round}"
+        );
         let _ = std::fs::remove_file(&file);
     }
 }
@@ -489,19 +496,45 @@ fn the_time_limit_ends_a_hung_job() {
     // MPIEXEC_TIMEOUT end it with a message naming the limit and status 124.
     let _shm = NoLeftovers::new();
     /// skifrun's options, the probe's, an environment variable, the limit's source.
-    type Case<'a> = (&'a [&'a str], &'a [&'a str], Option<(&'a str, &'a str)>, &'a str);
+    type Case<'a> = (
+        &'a [&'a str],
+        &'a [&'a str],
+        Option<(&'a str, &'a str)>,
+        &'a str,
+    );
     let cases: [Case; 4] = [
         // Every rank stuck (sleeping for ever).
-        (&["-n", "2", "--grace", "1", "--timeout", "1"], &["ignore", "5", "0"], None, "--timeout"),
+        (
+            &["-n", "2", "--grace", "1", "--timeout", "1"],
+            &["ignore", "5", "0"],
+            None,
+            "--timeout",
+        ),
         // Rank 0 finalizes and leaves; rank 1 waits for it.
-        (&["-n", "2", "--grace", "1"], &["leave", "0"], Some(("SKIFRUN_TIMEOUT", "1")), "SKIFRUN_TIMEOUT"),
-        (&["-n", "3", "--grace", "1"], &["leave", "1"], Some(("MPIEXEC_TIMEOUT", "0.5")), "MPIEXEC_TIMEOUT"),
+        (
+            &["-n", "2", "--grace", "1"],
+            &["leave", "0"],
+            Some(("SKIFRUN_TIMEOUT", "1")),
+            "SKIFRUN_TIMEOUT",
+        ),
+        (
+            &["-n", "3", "--grace", "1"],
+            &["leave", "1"],
+            Some(("MPIEXEC_TIMEOUT", "0.5")),
+            "MPIEXEC_TIMEOUT",
+        ),
         // --timeout wins over the environment.
-        (&["-n", "2", "--grace", "1", "--timeout", "1"], &["leave", "1"], Some(("SKIFRUN_TIMEOUT", "100")), "--timeout"),
+        (
+            &["-n", "2", "--grace", "1", "--timeout", "1"],
+            &["leave", "1"],
+            Some(("SKIFRUN_TIMEOUT", "100")),
+            "--timeout",
+        ),
     ];
     for (args, probe_args, env, from) in cases {
         let mut cmd = skifrun(args, probe_args);
-        cmd.env_remove("SKIFRUN_TIMEOUT").env_remove("MPIEXEC_TIMEOUT");
+        cmd.env_remove("SKIFRUN_TIMEOUT")
+            .env_remove("MPIEXEC_TIMEOUT");
         if let Some((k, v)) = env {
             cmd.env(k, v);
         }
@@ -511,7 +544,8 @@ fn the_time_limit_ends_a_hung_job() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(124), "{args:?} {env:?}: {err}");
         assert!(
-            err.contains("skifrun: the job's time limit of") && err.contains(&format!("({from}) has passed")),
+            err.contains("skifrun: the job's time limit of")
+                && err.contains(&format!("({from}) has passed")),
             "{args:?} {env:?}: {err}"
         );
         assert!(!err.contains("killed by signal"), "{err}");
@@ -552,7 +586,10 @@ fn job_memory_is_private_and_its_size_sealed() {
     let pids = rank_pids(&file, 2);
     let mut modes = Vec::new();
     for pid in &pids {
-        for e in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().flatten() {
+        for e in std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .flatten()
+        {
             let target = std::fs::read_link(e.path()).unwrap_or_default();
             if target.to_string_lossy().starts_with("/memfd:skifch-job") {
                 let m = std::fs::metadata(e.path()).unwrap();
@@ -564,7 +601,10 @@ fn job_memory_is_private_and_its_size_sealed() {
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = wait_limit(child, LIMIT);
     let _ = std::fs::remove_file(&file);
-    assert!(!modes.is_empty() && modes.iter().all(|&m| m == 0o600), "modes {modes:?} (decimal; 384 is 0600)");
+    assert!(
+        !modes.is_empty() && modes.iter().all(|&m| m == 0o600),
+        "modes {modes:?} (decimal; 384 is 0600)"
+    );
 }
 
 #[test]
@@ -575,7 +615,15 @@ fn mpirun_flags_and_launch_environment() {
                   $OMPI_COMM_WORLD_LOCAL_RANK $OMPI_COMM_WORLD_LOCAL_SIZE $SKIFMPI_BIND\"; \
                   printf 'no newline' >&2";
     let out = Command::new(skifrun_exe())
-        .args(["-np", "3", "-x", "FOO=bar=baz", "--oversubscribe", "--bind-to", "none"])
+        .args([
+            "-np",
+            "3",
+            "-x",
+            "FOO=bar=baz",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+        ])
         .args(["--tag-output", "sh", "-c", script])
         .output()
         .unwrap();
@@ -594,14 +642,26 @@ fn mpirun_flags_and_launch_environment() {
     // -l: MPICH's label; lines of one rank stay whole and in order.
     let out = Command::new(skifrun_exe())
         .args(["-l", "--np", "2", "--bind-to", "core", "--"])
-        .args(["sh", "-c", "for i in 1 2 3; do echo \"line $i $SKIFMPI_BIND\"; done"])
+        .args([
+            "sh",
+            "-c",
+            "for i in 1 2 3; do echo \"line $i $SKIFMPI_BIND\"; done",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0));
     for r in 0..2 {
-        let mine: Vec<&str> = stdout.lines().filter(|l| l.starts_with(&format!("[{r}] "))).collect();
-        assert_eq!(mine, (1..=3).map(|i| format!("[{r}] line {i} core")).collect::<Vec<_>>());
+        let mine: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with(&format!("[{r}] ")))
+            .collect();
+        assert_eq!(
+            mine,
+            (1..=3)
+                .map(|i| format!("[{r}] line {i} core"))
+                .collect::<Vec<_>>()
+        );
     }
     // The program's own -np is its own.
     let out = Command::new(skifrun_exe())
@@ -641,9 +701,12 @@ fn ctrl_z_stops_and_continues_the_ranks_with_the_launcher() {
     // The ranks lead their own process groups, so the terminal's SIGTSTP reaches only
     // skifrun: it stops every rank's group, then itself; SIGCONT continues them all.
     let file = temp_file("tstp");
-    let child = skifrun(&["-n", "2", "--grace", "1"], &["pids", file.to_str().unwrap()])
-        .spawn()
-        .unwrap();
+    let child = skifrun(
+        &["-n", "2", "--grace", "1"],
+        &["pids", file.to_str().unwrap()],
+    )
+    .spawn()
+    .unwrap();
     let launcher = child.id() as i32;
     let pids = rank_pids(&file, 2);
     // SAFETY: kill with integer arguments, to our own child.

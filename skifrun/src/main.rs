@@ -119,7 +119,15 @@ fn parse_grace(s: &str) -> Result<f64, String> {
 
 /// Options that take a value (as separate words), to find where the program starts.
 const VALUED: &[&str] = &[
-    "-n", "--wait", "--grace", "--ports", "--lane-kb", "--driver", "--torus", "--timeout", "-x",
+    "-n",
+    "--wait",
+    "--grace",
+    "--ports",
+    "--lane-kb",
+    "--driver",
+    "--torus",
+    "--timeout",
+    "-x",
     "--bind-to",
 ];
 

@@ -77,7 +77,9 @@ impl Table {
             .and_then(|i| self.keyvals.get(i))
             .and_then(|k| k.as_ref())
             .filter(|k| !(live && k.freed))
-            .ok_or_else(|| Error::Keyval(format!("keyval {kv:#x} does not exist (or was freed)")))?;
+            .ok_or_else(|| {
+                Error::Keyval(format!("keyval {kv:#x} does not exist (or was freed)"))
+            })?;
         if k.kind != kind {
             return Err(Error::Keyval(format!(
                 "keyval {kv:#x} is a {} keyval, used on a {}",
@@ -154,7 +156,14 @@ pub fn get(kind: Kind, obj: c_int, kv: c_int) -> Result<Option<usize>> {
 }
 
 /// Calls a delete callback (no lock held).
-fn call_delete(name: &str, obj: c_int, kv: c_int, f: Option<DeleteFn>, val: usize, extra: usize) -> Result<()> {
+fn call_delete(
+    name: &str,
+    obj: c_int,
+    kv: c_int,
+    f: Option<DeleteFn>,
+    val: usize,
+    extra: usize,
+) -> Result<()> {
     let Some(f) = f else { return Ok(()) };
     // SAFETY: `f` is the function the program registered for this keyval, called as MPI
     // specifies with the object, the keyval and the two values it gave us.
@@ -168,7 +177,12 @@ fn call_delete(name: &str, obj: c_int, kv: c_int, f: Option<DeleteFn>, val: usiz
 }
 
 /// The delete callback, value and extra state of `kv` on `obj`, if set.
-fn lookup(t: &Table, kind: Kind, obj: c_int, kv: c_int) -> Option<(Option<DeleteFn>, usize, usize)> {
+fn lookup(
+    t: &Table,
+    kind: Kind,
+    obj: c_int,
+    kv: c_int,
+) -> Option<(Option<DeleteFn>, usize, usize)> {
     let val = t.on.get(&(kind, obj))?.iter().find(|a| a.0 == kv)?.1;
     let k = t.keyval(kind, kv, false).ok()?;
     Some((k.delete, val, k.extra))
@@ -238,7 +252,9 @@ pub fn delete_all(name: &str, kind: Kind, obj: c_int) -> Result<()> {
             let (f, v, extra) = lookup(t, kind, obj, kv)?;
             Some((kv, f, v, extra))
         });
-        let Some((kv, f, v, extra)) = last else { return Ok(()) };
+        let Some((kv, f, v, extra)) = last else {
+            return Ok(());
+        };
         call_delete(name, obj, kv, f, v, extra)?;
         remove(kind, obj, kv);
     }
@@ -280,7 +296,9 @@ pub fn copy_all(name: &str, kind: Kind, old: c_int, new: c_int) -> Result<()> {
         }
         if flag != 0 {
             with(|t| {
-                t.on.entry((kind, new)).or_default().push((kv, out as usize));
+                t.on.entry((kind, new))
+                    .or_default()
+                    .push((kv, out as usize));
                 if let Some(k) = t.slot(kv) {
                     k.uses += 1;
                 }

@@ -10,8 +10,8 @@
 //! an update, never across communication, and the library ([`Mpi`]) is shared by the
 //! threads, its waits holding no lock (`mpi_lite::engine::Engine`).
 
-use std::ffi::c_int;
 use std::cell::UnsafeCell;
+use std::ffi::c_int;
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
@@ -310,11 +310,11 @@ impl CState {
             tables: TableCell {
                 m: Mutex::new(()),
                 t: UnsafeCell::new(Tables {
-                comms,
-                types,
-                groups: vec![None, Some(Group::empty())],
-                infos: vec![None],
-            }),
+                    comms,
+                    types,
+                    groups: vec![None, Some(Group::empty())],
+                    infos: vec![None],
+                }),
             },
             provided,
             job,

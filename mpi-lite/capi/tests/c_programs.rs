@@ -209,7 +209,11 @@ fn one_sided_on_the_message_path_forced_and_over_fpga_model() {
     }
     let exe = compile("rma", false);
     for n in [2, 3, 4] {
-        run_ok(&exe, n, &[("SKIFMPI_RMA", "messages"), ("RMA_TEST_PATH", "messages")]);
+        run_ok(
+            &exe,
+            n,
+            &[("SKIFMPI_RMA", "messages"), ("RMA_TEST_PATH", "messages")],
+        );
     }
     for n in [2, 4] {
         let mut cmd = testing::skifrun_cmd(n, &["--driver", "fpga-model"], &exe);
@@ -329,10 +333,16 @@ fn one_sided_peer_dead_inside_an_epoch_is_an_error_within_a_second() {
         let mut cmd = testing::skifrun_cmd(n, opts, &exe);
         cmd.envs(env.iter().copied());
         let o = testing::run_job(cmd, JOB_TIMEOUT);
-        let ctx = format!("{n} ranks {env:?} {opts:?}: {}\nstdout:\n{}\nstderr:\n{}", o.status, o.stdout, o.stderr);
+        let ctx = format!(
+            "{n} ranks {env:?} {opts:?}: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status, o.stdout, o.stderr
+        );
         assert_eq!(o.status.code(), Some(3), "{ctx}");
         for r in (0..n).filter(|&r| r != 1) {
-            assert!(o.stdout.contains(&format!("rmadead: rank {r} ok")), "rank {r}: {ctx}");
+            assert!(
+                o.stdout.contains(&format!("rmadead: rank {r} ok")),
+                "rank {r}: {ctx}"
+            );
         }
     }
 }
@@ -403,17 +413,26 @@ fn threads_take_turns_and_an_overlapping_call_fails_instead_of_deadlocking() {
         let mut cmd = testing::skifrun_cmd(n, &[], &exe);
         cmd.arg("overlap");
         let o = testing::run_job(cmd, JOB_TIMEOUT);
-        let ctx = format!("overlap, {n} ranks: {}\nstdout:\n{}\nstderr:\n{}", o.status, o.stdout, o.stderr);
+        let ctx = format!(
+            "overlap, {n} ranks: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status, o.stdout, o.stderr
+        );
         assert_eq!(o.status.code(), Some(15), "{ctx}"); // MPI_ERR_OTHER, not a timeout
         assert!(o.stderr.contains("MPI_Send: "), "{ctx}");
-        assert!(o.stderr.contains("another thread is inside an MPI call"), "{ctx}");
+        assert!(
+            o.stderr.contains("another thread is inside an MPI call"),
+            "{ctx}"
+        );
         assert!(o.stderr.contains("MPI_THREAD_SERIALIZED"), "{ctx}");
         assert!(!o.stdout.contains("MPI_Send returned"), "{ctx}");
     }
     let mut cmd = testing::skifrun_cmd(2, &[], &exe);
     cmd.arg("return");
     let o = testing::run_job(cmd, JOB_TIMEOUT);
-    let ctx = format!("return: {}\nstdout:\n{}\nstderr:\n{}", o.status, o.stdout, o.stderr);
+    let ctx = format!(
+        "return: {}\nstdout:\n{}\nstderr:\n{}",
+        o.status, o.stdout, o.stderr
+    );
     // Each rank leaves without MPI_Finalize (its receiver can never finish): skifrun
     // counts that as a failure; what matters is that the send returned MPI_ERR_OTHER.
     assert_eq!(o.stdout.matches("MPI_Send returned 15").count(), 2, "{ctx}");

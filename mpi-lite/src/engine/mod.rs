@@ -66,11 +66,11 @@ use skifch::{Driver, Job, Port};
 
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
+pub use mprobe::MsgId;
 use protocol::{
     env_word, on_message, send_eager, send_reply, H_ACK, H_CTS, H_DATA, H_EAGER, H_EAGER_S, H_RTS,
     H_SYNC,
 };
-pub use mprobe::MsgId;
 pub use sched::{Local, Range, Sched, Step};
 pub use state::State;
 use state::{FxMap, Req, ReqKind};

@@ -73,7 +73,9 @@ impl<P: Port> Core<P> {
             .held
             .get_mut(msg as usize)
             .and_then(Option::take)
-            .ok_or_else(|| Error::Request(format!("message {msg} does not exist (or was received)")))?;
+            .ok_or_else(|| {
+                Error::Request(format!("message {msg} does not exist (or was received)"))
+            })?;
         let (env, _) = u.envelope();
         let id = s.new_recv(env, buf);
         if let Some(r) = s.deliver_unexpected(id, u) {

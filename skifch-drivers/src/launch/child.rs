@@ -84,7 +84,9 @@ impl Stdin0 {
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors pipe2 returns.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(Error::last_os("creating the pipe for rank 0's standard input"));
+            return Err(Error::last_os(
+                "creating the pipe for rank 0's standard input",
+            ));
         }
         // SAFETY: both descriptors were just created and are owned by nobody else.
         let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };

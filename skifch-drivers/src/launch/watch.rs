@@ -253,7 +253,11 @@ impl<'a> Watch<'a> {
     fn on_signal(&mut self, s: i32) {
         let n = self.alive();
         if self.signalled.is_some() || self.timed_out {
-            let when = if self.signalled.is_some() { "again" } else { "after the time limit" };
+            let when = if self.signalled.is_some() {
+                "again"
+            } else {
+                "after the time limit"
+            };
             say!("got {} {when}; killing the {}", signal_name(s), ranks(n));
             self.kill_all(libc::SIGKILL);
             return;

@@ -84,7 +84,8 @@ pub(crate) fn sealed_memfd(
     what: [&'static str; 4],
 ) -> Result<File> {
     // SAFETY: the name is a NUL-terminated string; memfd_create only reads it.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    let fd =
+        unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
     if fd < 0 {
         return Err(Error::last_os(what[0]));
     }
@@ -211,7 +212,9 @@ pub(crate) fn inherited_memfd(var: &str, fd: u32, magic: u64) -> Result<File> {
     // SAFETY: F_DUPFD_CLOEXEC creates a new descriptor (>= 3) that nobody else owns.
     let copy = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 3) };
     if copy < 0 {
-        return Err(Error::last_os("duplicating the inherited job segment descriptor"));
+        return Err(Error::last_os(
+            "duplicating the inherited job segment descriptor",
+        ));
     }
     // SAFETY: `copy` was just created and is owned by nobody else.
     Ok(File::from(unsafe { OwnedFd::from_raw_fd(copy) }))

@@ -63,7 +63,9 @@ fn free_keyval(keyval: *mut c_int, kind: Kind) -> Result<()> {
 
 fn set_attr(name: &'static str, kind: Kind, obj: c_int, kv: c_int, val: *mut c_void) -> Result<()> {
     if kind == Kind::Comm && predefined_comm_key(kv) {
-        return Err(Error::Keyval(format!("{name}: keyval {kv:#x} is predefined (read-only)")));
+        return Err(Error::Keyval(format!(
+            "{name}: keyval {kv:#x} is predefined (read-only)"
+        )));
     }
     check_object(name, kind, obj)?;
     attrs::set(name, kind, obj, kv, val as usize)
@@ -90,7 +92,9 @@ pub(crate) fn get_attr(
 
 fn delete_attr(name: &'static str, kind: Kind, obj: c_int, kv: c_int) -> Result<()> {
     if kind == Kind::Comm && predefined_comm_key(kv) {
-        return Err(Error::Keyval(format!("{name}: keyval {kv:#x} is predefined (read-only)")));
+        return Err(Error::Keyval(format!(
+            "{name}: keyval {kv:#x} is predefined (read-only)"
+        )));
     }
     check_object(name, kind, obj)?;
     attrs::delete(name, kind, obj, kv)
@@ -116,18 +120,54 @@ macro_rules! keyval_calls {
     };
 }
 
-keyval_calls!(Kind::Comm, c_int, MPI_Comm_create_keyval, PMPI_Comm_create_keyval,
-    "MPI_Comm_create_keyval", MPI_Comm_free_keyval, PMPI_Comm_free_keyval, "MPI_Comm_free_keyval",
-    MPI_Comm_set_attr, PMPI_Comm_set_attr, "MPI_Comm_set_attr", MPI_Comm_delete_attr,
-    PMPI_Comm_delete_attr, "MPI_Comm_delete_attr");
-keyval_calls!(Kind::Type, c_int, MPI_Type_create_keyval, PMPI_Type_create_keyval,
-    "MPI_Type_create_keyval", MPI_Type_free_keyval, PMPI_Type_free_keyval, "MPI_Type_free_keyval",
-    MPI_Type_set_attr, PMPI_Type_set_attr, "MPI_Type_set_attr", MPI_Type_delete_attr,
-    PMPI_Type_delete_attr, "MPI_Type_delete_attr");
-keyval_calls!(Kind::Win, c_int, MPI_Win_create_keyval, PMPI_Win_create_keyval,
-    "MPI_Win_create_keyval", MPI_Win_free_keyval, PMPI_Win_free_keyval, "MPI_Win_free_keyval",
-    MPI_Win_set_attr, PMPI_Win_set_attr, "MPI_Win_set_attr", MPI_Win_delete_attr,
-    PMPI_Win_delete_attr, "MPI_Win_delete_attr");
+keyval_calls!(
+    Kind::Comm,
+    c_int,
+    MPI_Comm_create_keyval,
+    PMPI_Comm_create_keyval,
+    "MPI_Comm_create_keyval",
+    MPI_Comm_free_keyval,
+    PMPI_Comm_free_keyval,
+    "MPI_Comm_free_keyval",
+    MPI_Comm_set_attr,
+    PMPI_Comm_set_attr,
+    "MPI_Comm_set_attr",
+    MPI_Comm_delete_attr,
+    PMPI_Comm_delete_attr,
+    "MPI_Comm_delete_attr"
+);
+keyval_calls!(
+    Kind::Type,
+    c_int,
+    MPI_Type_create_keyval,
+    PMPI_Type_create_keyval,
+    "MPI_Type_create_keyval",
+    MPI_Type_free_keyval,
+    PMPI_Type_free_keyval,
+    "MPI_Type_free_keyval",
+    MPI_Type_set_attr,
+    PMPI_Type_set_attr,
+    "MPI_Type_set_attr",
+    MPI_Type_delete_attr,
+    PMPI_Type_delete_attr,
+    "MPI_Type_delete_attr"
+);
+keyval_calls!(
+    Kind::Win,
+    c_int,
+    MPI_Win_create_keyval,
+    PMPI_Win_create_keyval,
+    "MPI_Win_create_keyval",
+    MPI_Win_free_keyval,
+    PMPI_Win_free_keyval,
+    "MPI_Win_free_keyval",
+    MPI_Win_set_attr,
+    PMPI_Win_set_attr,
+    "MPI_Win_set_attr",
+    MPI_Win_delete_attr,
+    PMPI_Win_delete_attr,
+    "MPI_Win_delete_attr"
+);
 
 mpi_fn!(MPI_Type_get_attr, PMPI_Type_get_attr, (datatype: c_int, keyval: c_int, attribute_val: *mut c_void,
         flag: *mut c_int) -> c_int {

@@ -4,14 +4,14 @@
 
 use std::ffi::{c_int, c_void};
 
-use mpi_lite::op::ReduceOp;
-use mpi_lite::datatype::Basic;
 use mpi_lite::comm::CommData;
+use mpi_lite::datatype::Basic;
 use mpi_lite::mem::UserBuf;
+use mpi_lite::op::ReduceOp;
 use mpi_lite::{Error, Result};
 
-use super::{arr, contiguous_bytes, count, mpi_fn, user_buf, IN_PLACE};
 use super::ops::op_of;
+use super::{arr, contiguous_bytes, count, mpi_fn, user_buf, IN_PLACE};
 use crate::state::{call, h, CState};
 
 fn in_place(p: *const c_void) -> bool {
@@ -360,4 +360,3 @@ mpi_fn!(MPI_Alltoallv, PMPI_Alltoallv, (sendbuf: *const c_void, sendcounts: *con
         st.mpi.alltoallv(&c, s.as_ref(), &sc, &sd, &mut r, &rc, &rd)
     })
 });
-

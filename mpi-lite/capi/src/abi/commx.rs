@@ -31,7 +31,11 @@ pub(crate) fn forget(comm: c_int) {
 }
 
 fn set_hints(st: &CState, comm: c_int, i: c_int) -> Result<()> {
-    let v = if i == 0 { Vec::new() } else { info(&mut st.t(), i)?.clone() };
+    let v = if i == 0 {
+        Vec::new()
+    } else {
+        info(&mut st.t(), i)?.clone()
+    };
     with_hints(|m| m.insert(comm, v));
     Ok(())
 }
@@ -109,7 +113,9 @@ fn range_ranks(ranges: &[[c_int; 3]], size: usize, name: &str) -> Result<Vec<i32
     let mut out = Vec::new();
     for &[first, last, stride] in ranges {
         if stride == 0 {
-            return Err(Error::Arg(format!("{name}: stride 0 in ({first}, {last}, 0)")));
+            return Err(Error::Arg(format!(
+                "{name}: stride 0 in ({first}, {last}, 0)"
+            )));
         }
         let ok = |r: c_int| (0..size as c_int).contains(&r);
         if !ok(first) || !ok(last) {
@@ -142,5 +148,15 @@ macro_rules! group_range_op {
         });
     };
 }
-group_range_op!(MPI_Group_range_incl, PMPI_Group_range_incl, "MPI_Group_range_incl", incl);
-group_range_op!(MPI_Group_range_excl, PMPI_Group_range_excl, "MPI_Group_range_excl", excl);
+group_range_op!(
+    MPI_Group_range_incl,
+    PMPI_Group_range_incl,
+    "MPI_Group_range_incl",
+    incl
+);
+group_range_op!(
+    MPI_Group_range_excl,
+    PMPI_Group_range_excl,
+    "MPI_Group_range_excl",
+    excl
+);

@@ -231,4 +231,3 @@ mpi_fn!(MPI_Get_library_version, PMPI_Get_library_version, (version: *mut c_char
     // SAFETY: MPI_MAX_LIBRARY_VERSION_STRING bytes at `version`.
     state::call_pure("MPI_Get_library_version", || unsafe { put_str(version, resultlen, &s, 8192) })
 });
-

@@ -1,6 +1,11 @@
 //! The `extern "C"` functions of `mpi.h`, grouped as in the header.
 #![allow(unsafe_code)] // `#[no_mangle]` entry points taking raw pointers from C
-#![allow(non_snake_case, non_camel_case_types, non_upper_case_globals, clippy::missing_safety_doc)]
+#![allow(
+    non_snake_case,
+    non_camel_case_types,
+    non_upper_case_globals,
+    clippy::missing_safety_doc
+)]
 // The C signatures are the MPI standard's.
 #![allow(clippy::too_many_arguments)]
 
@@ -14,9 +19,9 @@ use crate::state::{h, CState};
 
 mod attr;
 mod coll;
-mod dynamic;
 mod comms;
 mod commx;
+mod dynamic;
 mod env;
 mod errh;
 mod greq;
@@ -36,9 +41,9 @@ mod types;
 
 pub use attr::*;
 pub use coll::*;
-pub use dynamic::*;
 pub use comms::*;
 pub use commx::*;
+pub use dynamic::*;
 pub use env::*;
 pub use errh::*;
 pub use greq::*;

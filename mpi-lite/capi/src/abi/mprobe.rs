@@ -19,14 +19,24 @@ const MESSAGE_NULL: c_int = 0;
 const MESSAGE_NO_PROC: c_int = 0x6c00_0000;
 
 /// Probes `source`/`tag` on `comm` (`wait`: `MPI_Mprobe`): (status, message handle).
-fn probe(st: &CState, source: c_int, tag: c_int, comm: c_int, wait: bool) -> Result<Option<(Status, c_int)>> {
+fn probe(
+    st: &CState,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+    wait: bool,
+) -> Result<Option<(Status, c_int)>> {
     let c = st.comm(comm)?;
     let env = Mpi::<DefaultPort>::want(&c, source, tag)?;
     if source == PROC_NULL {
         return Ok(Some((Status::proc_null(), MESSAGE_NO_PROC)));
     }
     let e = st.mpi.engine();
-    let got = if wait { Some(e.mprobe(env)?) } else { e.improbe(env)? };
+    let got = if wait {
+        Some(e.mprobe(env)?)
+    } else {
+        e.improbe(env)?
+    };
     Ok(got.map(|(s, id)| (s, id as c_int + 1)))
 }
 
@@ -68,7 +78,9 @@ mpi_fn!(MPI_Improbe, PMPI_Improbe, (source: c_int, tag: c_int, comm: c_int, flag
 /// The message id of handle `m` (not NULL, not NO_PROC).
 fn msg_id(m: c_int) -> Result<MsgId> {
     if m <= 0 {
-        return Err(Error::Request(format!("message handle {m} is MPI_MESSAGE_NULL or not valid")));
+        return Err(Error::Request(format!(
+            "message handle {m} is MPI_MESSAGE_NULL or not valid"
+        )));
     }
     Ok((m - 1) as MsgId)
 }

@@ -39,7 +39,13 @@ pub(crate) unsafe fn out(request: *mut c_int, id: mpi_lite::engine::ReqId) -> Re
 ///
 /// # Safety
 /// MPI's contract for a nonblocking collective: valid until the request completes.
-unsafe fn opt_buf(st: &CState, p: *const c_void, n: c_int, dt: c_int, name: &str) -> Result<Option<UserBuf>> {
+unsafe fn opt_buf(
+    st: &CState,
+    p: *const c_void,
+    n: c_int,
+    dt: c_int,
+    name: &str,
+) -> Result<Option<UserBuf>> {
     if in_place(p) {
         return Ok(None);
     }
@@ -61,7 +67,9 @@ pub(crate) unsafe fn blocks(
 ) -> Result<Vec<UserBuf>> {
     (0..counts.len())
         .map(|j| {
-            let p = (base as *const u8).wrapping_offset(displs[j]).cast::<c_void>();
+            let p = (base as *const u8)
+                .wrapping_offset(displs[j])
+                .cast::<c_void>();
             // SAFETY: forwarded (block j of the caller's buffer).
             unsafe { user_buf(st, p, counts[j], types[j], name) }
         })
@@ -135,7 +143,11 @@ fn igather_common(
     let n = c.peers().size();
     let is_root = c.is_root(root);
     // SAFETY: the buffers stay valid until the request completes (MPI contract).
-    let s = if own_data(&c, root) { unsafe { opt_buf(st, sendbuf, sc, st_, name)? } } else { None };
+    let s = if own_data(&c, root) {
+        unsafe { opt_buf(st, sendbuf, sc, st_, name)? }
+    } else {
+        None
+    };
     let r = if is_root {
         let (rc, rd) = match counts {
             Some((a, b)) => (a.to_vec(), b.to_vec()),
@@ -198,7 +210,11 @@ fn iscatter_common(
         Vec::new()
     };
     // SAFETY: as above.
-    let r = if own_data(&c, root) { unsafe { opt_buf(st, recvbuf, rc, rt, name)? } } else { None };
+    let r = if own_data(&c, root) {
+        unsafe { opt_buf(st, recvbuf, rc, rt, name)? }
+    } else {
+        None
+    };
     let id = st.mpi.iscatterv(&c, s, r, root)?;
     // SAFETY: the caller's request.
     unsafe { out(request, id) }
@@ -238,7 +254,12 @@ fn iallgather_common(
 ) -> Result<()> {
     let c = st.comm(comm)?;
     // SAFETY: the buffers stay valid until the request completes (MPI contract).
-    let (s, r) = unsafe { (opt_buf(st, sendbuf, sc, stype, name)?, gather_blocks(st, recvbuf, rc, rd, rt, name)?) };
+    let (s, r) = unsafe {
+        (
+            opt_buf(st, sendbuf, sc, stype, name)?,
+            gather_blocks(st, recvbuf, rc, rd, rt, name)?,
+        )
+    };
     let id = st.mpi.iallgatherv(&c, s, r)?;
     // SAFETY: the caller's request.
     unsafe { out(request, id) }
@@ -277,7 +298,11 @@ fn alltoall_common(
     // SAFETY: the buffers stay valid until the request completes (MPI contract).
     let (sb, rb) = unsafe {
         (
-            if in_place(sendbuf) { None } else { Some(blocks(st, sendbuf, s.0, s.1, s.2, name)?) },
+            if in_place(sendbuf) {
+                None
+            } else {
+                Some(blocks(st, sendbuf, s.0, s.1, s.2, name)?)
+            },
             blocks(st, recvbuf, r.0, r.1, r.2, name)?,
         )
     };
@@ -285,8 +310,17 @@ fn alltoall_common(
 }
 
 /// Counts/displacements/types of the regular and v forms in the w form's terms.
-fn vform(st: &CState, counts: &[c_int], displs: &[c_int], dt: c_int) -> Result<(Vec<c_int>, Vec<Aint>, Vec<c_int>)> {
-    Ok((counts.to_vec(), byte_displs(st, displs, dt)?, vec![dt; counts.len()]))
+fn vform(
+    st: &CState,
+    counts: &[c_int],
+    displs: &[c_int],
+    dt: c_int,
+) -> Result<(Vec<c_int>, Vec<Aint>, Vec<c_int>)> {
+    Ok((
+        counts.to_vec(),
+        byte_displs(st, displs, dt)?,
+        vec![dt; counts.len()],
+    ))
 }
 
 mpi_fn!(MPI_Ialltoall, PMPI_Ialltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int,
@@ -332,8 +366,18 @@ unsafe fn wform(
     n: c_int,
 ) -> Result<(Vec<c_int>, Vec<Aint>, Vec<c_int>)> {
     // SAFETY: forwarded.
-    let (c, d, t) = unsafe { (arr(counts, n, "counts")?, arr(displs, n, "displs")?, arr(types, n, "types")?) };
-    Ok((c.to_vec(), d.iter().map(|&x| x as Aint).collect(), t.to_vec()))
+    let (c, d, t) = unsafe {
+        (
+            arr(counts, n, "counts")?,
+            arr(displs, n, "displs")?,
+            arr(types, n, "types")?,
+        )
+    };
+    Ok((
+        c.to_vec(),
+        d.iter().map(|&x| x as Aint).collect(),
+        t.to_vec(),
+    ))
 }
 
 mpi_fn!(MPI_Ialltoallw, PMPI_Ialltoallw, (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
@@ -409,14 +453,24 @@ fn ireduce_scatter_common(
     let c = st.comm(comm)?;
     let opv = op_of(op, dt)?;
     let size = st.dtype(dt)?.size();
-    let lens: Vec<usize> = counts.iter().map(|&k| count(k, name).map(|k| k * size)).collect::<Result<_>>()?;
+    let lens: Vec<usize> = counts
+        .iter()
+        .map(|&k| count(k, name).map(|k| k * size))
+        .collect::<Result<_>>()?;
     let total: c_int = counts.iter().sum();
     let mine = counts[c.rank];
     // SAFETY: valid until the request completes (MPI contract): the whole vector in the
     // send buffer (or, for MPI_IN_PLACE, in the receive buffer), this member's block out.
     let (input, output) = unsafe {
-        let input = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
-        (user_buf(st, input, total, dt, name)?, user_buf(st, recvbuf, mine, dt, name)?)
+        let input = if in_place(sendbuf) {
+            recvbuf.cast_const()
+        } else {
+            sendbuf
+        };
+        (
+            user_buf(st, input, total, dt, name)?,
+            user_buf(st, recvbuf, mine, dt, name)?,
+        )
     };
     let id = st.mpi.ireduce_scatter(&c, input, output, &lens, &opv)?;
     // SAFETY: the caller's request.

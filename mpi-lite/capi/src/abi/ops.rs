@@ -45,7 +45,8 @@ pub(crate) fn type_in_op(t: c_int) -> Option<&'static mpi_lite::datatype::Dataty
     if IN_OP.with(|c| c.get()) == 0 || t <= 0 {
         return None;
     }
-    mpi_lite::datatype::Datatype::basic_at(t as usize - 1).filter(|_| (t as usize) < crate::state::h::FIRST_USER_TYPE)
+    mpi_lite::datatype::Datatype::basic_at(t as usize - 1)
+        .filter(|_| (t as usize) < crate::state::h::FIRST_USER_TYPE)
 }
 
 /// The operation of handle `op`, applied to elements of datatype handle `dt` (a user

@@ -20,7 +20,6 @@ use super::p2p::{req_handle, start_send};
 use super::{arr_mut, get, mpi_fn, put, user_buf};
 use crate::state::{call, h, CState};
 
-
 #[derive(Clone, Copy)]
 enum Op {
     /// A send in this mode (`None`: buffered).
@@ -150,7 +149,9 @@ fn init(
     };
     if i >= i32::MAX as usize - 2 {
         t[i] = None;
-        return Err(Error::Request(format!("{name}: too many persistent requests")));
+        return Err(Error::Request(format!(
+            "{name}: too many persistent requests"
+        )));
     }
     // SAFETY: the caller's request (checked non-null).
     unsafe { put(request, -2 - i as c_int, "request") }
@@ -163,9 +164,15 @@ fn start(st: &CState, r: c_int) -> Result<()> {
         let p = (is_persistent(r))
             .then(|| t.get(index(r)).and_then(|p| p.as_ref()))
             .flatten()
-            .ok_or_else(|| Error::Request(format!("MPI_Start: request {r} is not a persistent request")))?;
+            .ok_or_else(|| {
+                Error::Request(format!(
+                    "MPI_Start: request {r} is not a persistent request"
+                ))
+            })?;
         if p.active.is_some() {
-            return Err(Error::Request("MPI_Start: the request is already active".into()));
+            return Err(Error::Request(
+                "MPI_Start: the request is already active".into(),
+            ));
         }
         (p.op, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)
     };
@@ -173,7 +180,17 @@ fn start(st: &CState, r: c_int) -> Result<()> {
         // SAFETY: MPI's contract for a persistent request: the buffer given at init stays
         // valid (and, for a receive, the library's) until each started operation completes.
         Op::Send(mode) => unsafe {
-            start_send(st, buf as *const c_void, count, dt, peer, tag, comm, mode, "MPI_Start")?
+            start_send(
+                st,
+                buf as *const c_void,
+                count,
+                dt,
+                peer,
+                tag,
+                comm,
+                mode,
+                "MPI_Start",
+            )?
         },
         Op::Recv => {
             let c = st.comm(comm)?;
@@ -196,7 +213,9 @@ pub(crate) fn free(st: &CState, r: c_int) -> Option<Result<()>> {
     }
     let mut t = table();
     let Some(p) = t.get_mut(index(r)).and_then(|p| p.as_mut()) else {
-        return Some(Err(Error::Request(format!("request {r} is not a persistent request"))));
+        return Some(Err(Error::Request(format!(
+            "request {r} is not a persistent request"
+        ))));
     };
     Some(match p.active {
         None => {
@@ -220,11 +239,31 @@ macro_rules! init_call {
         });
     };
 }
-init_call!(MPI_Send_init, PMPI_Send_init, "MPI_Send_init", Op::Send(Some(Mode::Standard)));
-init_call!(MPI_Ssend_init, PMPI_Ssend_init, "MPI_Ssend_init", Op::Send(Some(Mode::Sync)));
+init_call!(
+    MPI_Send_init,
+    PMPI_Send_init,
+    "MPI_Send_init",
+    Op::Send(Some(Mode::Standard))
+);
+init_call!(
+    MPI_Ssend_init,
+    PMPI_Ssend_init,
+    "MPI_Ssend_init",
+    Op::Send(Some(Mode::Sync))
+);
 // Ready mode: the receive is posted by contract, standard mode is a correct implementation.
-init_call!(MPI_Rsend_init, PMPI_Rsend_init, "MPI_Rsend_init", Op::Send(Some(Mode::Standard)));
-init_call!(MPI_Bsend_init, PMPI_Bsend_init, "MPI_Bsend_init", Op::Send(None));
+init_call!(
+    MPI_Rsend_init,
+    PMPI_Rsend_init,
+    "MPI_Rsend_init",
+    Op::Send(Some(Mode::Standard))
+);
+init_call!(
+    MPI_Bsend_init,
+    PMPI_Bsend_init,
+    "MPI_Bsend_init",
+    Op::Send(None)
+);
 init_call!(MPI_Recv_init, PMPI_Recv_init, "MPI_Recv_init", Op::Recv);
 
 mpi_fn!(MPI_Start, PMPI_Start, (request: *mut c_int) -> c_int {

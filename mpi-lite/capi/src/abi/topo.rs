@@ -161,7 +161,9 @@ unsafe fn neighbours(
     // (MPI-3.1 §7.5.4): weighted, and only valid with a degree of 0.
     let weighted = !is_unweighted(w);
     if is_weights_empty(w) && n != 0 {
-        return Err(Error::Arg(format!("{what}: MPI_WEIGHTS_EMPTY with {n} neighbours")));
+        return Err(Error::Arg(format!(
+            "{what}: MPI_WEIGHTS_EMPTY with {n} neighbours"
+        )));
     }
     let ws: Vec<i32> = if weighted && n > 0 {
         // SAFETY: forwarded.
@@ -263,9 +265,16 @@ mpi_fn!(MPI_Cart_sub, PMPI_Cart_sub, (comm: c_int, remain_dims: *const c_int, ne
 fn map_rank(st: &CState, comm: c_int, n: i64, newrank: *mut c_int) -> Result<()> {
     let c = st.comm(comm)?;
     if n > c.size() as i64 {
-        return Err(Error::Topology(format!("a topology of {n} processes in a communicator of {}", c.size())));
+        return Err(Error::Topology(format!(
+            "a topology of {n} processes in a communicator of {}",
+            c.size()
+        )));
     }
-    let r = if (c.rank as i64) < n { c.rank as c_int } else { -32766 };
+    let r = if (c.rank as i64) < n {
+        c.rank as c_int
+    } else {
+        -32766
+    };
     // SAFETY: the caller's int.
     unsafe { put(newrank, r, "newrank") }
 }
@@ -298,7 +307,9 @@ mpi_fn!(MPI_Graph_map, PMPI_Graph_map, (comm: c_int, nnodes: c_int, _index: *con
 fn graph_of(st: &CState, comm: c_int) -> Result<(Vec<i32>, Vec<i32>)> {
     match &st.comm(comm)?.topo {
         Some(Topology::Graph { index, edges }) => Ok((index.clone(), edges.clone())),
-        _ => Err(Error::Topology(format!("communicator {comm} has no graph topology"))),
+        _ => Err(Error::Topology(format!(
+            "communicator {comm} has no graph topology"
+        ))),
     }
 }
 
@@ -348,9 +359,15 @@ mpi_fn!(MPI_Graph_get, PMPI_Graph_get, (comm: c_int, maxindex: c_int, maxedges: 
 /// The neighbours of `rank` in a graph communicator.
 fn graph_neighbours(st: &CState, comm: c_int, rank: c_int) -> Result<Vec<i32>> {
     let (i, e) = graph_of(st, comm)?;
-    let r = usize::try_from(rank).ok().filter(|&r| r < i.len()).ok_or_else(|| {
-        Error::Rank(format!("rank {rank} is not a node of a graph of {}", i.len()))
-    })?;
+    let r = usize::try_from(rank)
+        .ok()
+        .filter(|&r| r < i.len())
+        .ok_or_else(|| {
+            Error::Rank(format!(
+                "rank {rank} is not a node of a graph of {}",
+                i.len()
+            ))
+        })?;
     let lo = if r == 0 { 0 } else { i[r - 1] as usize };
     Ok(e[lo..i[r] as usize].to_vec())
 }

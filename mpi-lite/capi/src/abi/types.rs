@@ -25,17 +25,37 @@ unsafe fn new_type(st: &CState, d: Result<Datatype>, out: *mut c_int) -> Result<
 }
 
 /// The constructor's result recording its arguments (`MPI_Type_get_contents`).
-fn rec(d: Result<Datatype>, combiner: Combiner, ints: Vec<i32>, aints: Vec<isize>, types: Vec<Datatype>) -> Result<Datatype> {
-    d.map(|d| d.with_contents(Contents { combiner, ints, aints, types }))
+fn rec(
+    d: Result<Datatype>,
+    combiner: Combiner,
+    ints: Vec<i32>,
+    aints: Vec<isize>,
+    types: Vec<Datatype>,
+) -> Result<Datatype> {
+    d.map(|d| {
+        d.with_contents(Contents {
+            combiner,
+            ints,
+            aints,
+            types,
+        })
+    })
 }
 
 /// A query of datatype `t`: answered without the library's lock for a predefined type
 /// asked from inside a user operation (see `ops::type_in_op`), else as any call.
-pub(crate) fn query(name: &'static str, t: c_int, f: impl FnOnce(&Datatype) -> Result<()>) -> c_int {
+pub(crate) fn query(
+    name: &'static str,
+    t: c_int,
+    f: impl FnOnce(&Datatype) -> Result<()>,
+) -> c_int {
     if let Some(d) = super::ops::type_in_op(t) {
         // The reduction holds the lock: an error is returned (its handler cannot be
         // consulted without the lock).
-        return f(d).map_or_else(|e| crate::errors::code_of(&e), |()| mpi_lite::error::class::SUCCESS);
+        return f(d).map_or_else(
+            |e| crate::errors::code_of(&e),
+            |()| mpi_lite::error::class::SUCCESS,
+        );
     }
     call(name, h::COMM_WORLD, |st| f(&st.dtype_any(t)?))
 }
