@@ -142,8 +142,8 @@ fn igather_common(
     let c = st.comm(comm)?;
     let n = c.peers().size();
     let is_root = c.is_root(root);
-    // SAFETY: the buffers stay valid until the request completes (MPI contract).
     let s = if own_data(&c, root) {
+        // SAFETY: the buffers stay valid until the request completes (MPI contract).
         unsafe { opt_buf(st, sendbuf, sc, st_, name)? }
     } else {
         None
@@ -209,8 +209,8 @@ fn iscatter_common(
     } else {
         Vec::new()
     };
-    // SAFETY: as above.
     let r = if own_data(&c, root) {
+        // SAFETY: the buffers stay valid until the request completes (MPI contract).
         unsafe { opt_buf(st, recvbuf, rc, rt, name)? }
     } else {
         None
