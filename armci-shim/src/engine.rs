@@ -183,33 +183,10 @@ pub struct Armci<P: Port> {
 /// round trips than smaller requests, and several still fit in a receive ring).
 const CHUNK: usize = 32 << 10;
 
-/// Descriptor bytes per rank in [`allgather`] (RMA segment tokens are ~16 bytes).
-const SLOT: usize = 120;
-
-/// All-gather of up to [`SLOT`] bytes per rank over the world group.
+/// All-gather of one descriptor per rank over the world group (set-up exchanges).
 fn allgather<P: Port>(ep: &mut Endpoint<P, Ctx>, mine: &[u8]) -> skifch::Result<Vec<Vec<u8>>> {
-    if mine.len() > SLOT {
-        return Err(skifch::Error::InvalidArgument(
-            format!("a {}-byte descriptor (at most {SLOT})", mine.len()).into(),
-        ));
-    }
-    let n = ep.size() as usize;
-    let mut slot = vec![0u8; SLOT + 1];
-    slot[0] = mine.len() as u8;
-    slot[1..1 + mine.len()].copy_from_slice(mine);
-    let mut all = vec![0u8; n * (SLOT + 1)];
     let g = ProtoGroup::world(ep);
-    skifch::coll::allgather(&g.on(ep), &slot, &mut all)?;
-    Ok(all
-        .chunks_exact(SLOT + 1)
-        .map(|c| c[1..1 + usize::from(c[0]).min(SLOT)].to_vec())
-        .collect())
-}
-
-fn u64_at(b: &[u8], i: usize) -> u64 {
-    b.get(8 * i..8 * i + 8)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, u64::from_le_bytes)
+    skifch::coll::allgather_bytes(&g.on(ep), mine)
 }
 
 impl<P: Port + 'static> Armci<P>
@@ -329,7 +306,12 @@ impl<P: Port> Armci<P> {
         let all = allgather(&mut ep, &mine)?;
         let bases: Vec<(usize, usize)> = all
             .iter()
-            .map(|b| (u64_at(b, 0) as usize, u64_at(b, 1) as usize))
+            .map(|b| {
+                (
+                    skifch::coll::le_word(b, 0) as usize,
+                    skifch::coll::le_word(b, 1) as usize,
+                )
+            })
             .collect();
         if len > 0 && self.path == Path::Messages {
             ep.ctx_mut().allocs.push((base, len));
@@ -397,7 +379,7 @@ impl<P: Port> Armci<P> {
                 "{base:#x} is not the base of an ARMCI allocation of this process"
             )));
         };
-        if let Some(r) = all.iter().position(|b| u64_at(b, 0) != id) {
+        if let Some(r) = all.iter().position(|b| skifch::coll::le_word(b, 0) != id) {
             return Err(Error::BadArgument(format!(
                 "process {r} freed a different allocation than process {} (ARMCI_Free is collective: every process frees the same one)",
                 self.me

@@ -132,35 +132,13 @@ const PAGE: usize = 4096;
 /// target; one noisy run each).
 const AGG_BYTES: usize = 32 << 10;
 
-/// Largest descriptor [`World::new`] exchanges per PE (RMA segment tokens are ~16 bytes).
-const SLOT: usize = 120;
-
-/// All-gather of up to [`SLOT`] bytes per PE over the world group (init only).
+/// All-gather of one descriptor per PE over the world group (init only).
 fn allgather_small<P: Port>(
     ep: &mut Endpoint<P, msg::Ctx>,
     mine: &[u8],
 ) -> skifch::Result<Vec<Vec<u8>>> {
-    if mine.len() > SLOT {
-        return Err(skifch::Error::InvalidArgument(
-            format!("a {}-byte descriptor (at most {SLOT})", mine.len()).into(),
-        ));
-    }
-    let n = ep.size() as usize;
-    let mut slot = vec![0u8; SLOT + 8];
-    slot[..8].copy_from_slice(&(mine.len() as u64).to_le_bytes());
-    slot[8..8 + mine.len()].copy_from_slice(mine);
-    let mut all = vec![0u8; n * (SLOT + 8)];
     let g = ProtoGroup::world(ep);
-    skifch::coll::allgather(&g.on(ep), &slot, &mut all)?;
-    Ok(all
-        .chunks_exact(SLOT + 8)
-        .map(|c| {
-            let mut l = [0u8; 8];
-            l.copy_from_slice(&c[..8]);
-            let l = (u64::from_le_bytes(l) as usize).min(SLOT);
-            c[8..8 + l].to_vec()
-        })
-        .collect())
+    skifch::coll::allgather_bytes(&g.on(ep), mine)
 }
 
 impl<P: Port + 'static> World<P> {

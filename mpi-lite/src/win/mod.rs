@@ -50,7 +50,6 @@ use skifch::Port;
 
 use crate::comm::{CommData, Mpi};
 use crate::error::{class, Error, Result};
-use crate::mem::UserBuf;
 use mem::{Ctl, Owned, Reach, CTL_BYTES};
 pub(crate) use served::register;
 pub use served::Served;
@@ -132,46 +131,9 @@ fn sync_err(msg: String) -> Error {
     }
 }
 
-/// The all-gather of byte strings among `c`'s members (lengths first, then the padded
-/// strings), for the creation exchanges.
+/// The all-gather of byte strings among `c`'s members, for the creation exchanges.
 fn allgather_bytes<P: Port>(mpi: &Mpi<P>, c: &CommData, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
-    let n = c.size();
-    let mut lens = UserBuf::owned(vec![0u8; 8 * n]);
-    let own = UserBuf::owned((mine.len() as u64).to_le_bytes().to_vec());
-    mpi.allgatherv(
-        c,
-        Some(&own),
-        &mut lens,
-        &vec![8; n],
-        &(0..n).map(|i| 8 * i).collect::<Vec<_>>(),
-    )?;
-    let lens: Vec<usize> = lens
-        .into_owned()
-        .unwrap_or_default()
-        .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
-        .collect();
-    let max = lens.iter().copied().max().unwrap_or(0);
-    let mut padded = mine.to_vec();
-    padded.resize(max, 0);
-    let own = UserBuf::owned(padded);
-    let mut all = UserBuf::owned(crate::mem::zeroed(max * n)?);
-    mpi.allgatherv(
-        c,
-        Some(&own),
-        &mut all,
-        &vec![max; n],
-        &(0..n).map(|i| max * i).collect::<Vec<_>>(),
-    )?;
-    let all = all.into_owned().unwrap_or_default();
-    Ok((0..n)
-        .map(|i| all[i * max..i * max + lens[i]].to_vec())
-        .collect())
-}
-
-fn word(b: &[u8], i: usize) -> u64 {
-    b.get(8 * i..8 * i + 8)
-        .map_or(0, |w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+    mpi.run(c, |t| skifch::coll::allgather_bytes(t, mine))
 }
 
 impl Win {
@@ -224,7 +186,7 @@ impl Win {
             for d in allgather_bytes(mpi, &comm, &(size as u64).to_le_bytes())? {
                 shared_at.push(total);
                 total = total
-                    .checked_add(word(&d, 0) as usize)
+                    .checked_add(skifch::coll::le_word(&d, 0) as usize)
                     .ok_or_else(|| Error::NoMem(format!("{call}: the sizes overflow")))?;
             }
         }
@@ -292,10 +254,10 @@ impl Win {
                 ctls.push(Ctl(ctl));
             }
             let (b, len, unit, pid) = (
-                word(d, 0) as usize,
-                word(d, 1) as usize,
-                word(d, 2),
-                word(d, 3),
+                skifch::coll::le_word(d, 0) as usize,
+                skifch::coll::le_word(d, 1) as usize,
+                skifch::coll::le_word(d, 2),
+                skifch::coll::le_word(d, 3),
             );
             let reach = match flavor {
                 Flavor::Dynamic => Reach::Elsewhere { len: usize::MAX },

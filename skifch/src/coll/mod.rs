@@ -61,6 +61,39 @@ pub use ops::{DType, Kernel, Op, Reducer};
 
 use crate::Result;
 
+/// All-gather of one byte string per member, of any lengths (the lengths first, then the
+/// strings with [`allgatherv`]): the descriptors libraries exchange when they set up
+/// (segment tokens, sizes, votes). Returns member i's string at index i.
+///
+/// # Collective Operation
+/// Every member calls it in the same order; it returns when this member holds every
+/// string.
+pub fn allgather_bytes<T: Transport + ?Sized>(t: &T, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let n = t.size();
+    let mut lens = vec![0u8; 8 * n];
+    allgather(t, &(mine.len() as u64).to_le_bytes(), &mut lens)?;
+    let counts: Vec<usize> = (0..n).map(|i| le_word(&lens, i) as usize).collect();
+    let displs: Vec<usize> = counts
+        .iter()
+        .scan(0, |at, &c| Some(std::mem::replace(at, *at + c)))
+        .collect();
+    let mut all = vec![0u8; counts.iter().sum()];
+    allgatherv(t, mine, &mut all, &counts, &displs)?;
+    Ok(displs
+        .iter()
+        .zip(&counts)
+        .map(|(&d, &c)| all[d..d + c].to_vec())
+        .collect())
+}
+
+/// Little-endian word `i` of `b` (0 past its end): how the descriptors of
+/// [`allgather_bytes`] carry numbers.
+pub fn le_word(b: &[u8], i: usize) -> u64 {
+    b.get(8 * i..8 * i + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
 /// The point-to-point service a group offers to the collective algorithms.
 ///
 /// Members are numbered `0..size()`. Messages from one member to another with the same tag
