@@ -55,6 +55,8 @@
 #[cfg(not(loom))]
 pub mod any;
 #[cfg(not(loom))]
+pub mod boot;
+#[cfg(not(loom))]
 pub mod fpga;
 pub mod inproc;
 pub mod jobctl;
