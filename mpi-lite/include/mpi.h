@@ -54,6 +54,14 @@ typedef struct MPI_Status {
     long long mpi_lite_count; /* bytes received */
 } MPI_Status;
 
+/* MPI_Status as Fortran INTEGERs (MPI-3.1 §17.2.5): the same words. */
+#define MPI_F_STATUS_SIZE 6
+#define MPI_F_SOURCE 0
+#define MPI_F_TAG 1
+#define MPI_F_ERROR 2
+#define MPI_F_STATUS_IGNORE ((MPI_Fint *)0)
+#define MPI_F_STATUSES_IGNORE ((MPI_Fint *)0)
+
 #define MPI_COMM_NULL ((MPI_Comm)0)
 #define MPI_COMM_WORLD ((MPI_Comm)1)
 #define MPI_COMM_SELF ((MPI_Comm)2)
@@ -66,6 +74,7 @@ typedef struct MPI_Status {
 #define MPI_MESSAGE_NO_PROC ((MPI_Message)0x6c000000)
 #define MPI_WIN_NULL ((MPI_Win)0)
 #define MPI_INFO_NULL ((MPI_Info)0)
+#define MPI_INFO_ENV ((MPI_Info)1)
 #define MPI_FILE_NULL ((MPI_File)0)
 
 #define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
@@ -461,6 +470,9 @@ MPI_LITE_FN(int, Type_create_darray, (int size, int rank, int ndims, const int a
 MPI_LITE_FN(int, Type_get_envelope, (MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner))
 MPI_LITE_FN(int, Type_get_contents, (MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]))
 MPI_LITE_FN(int, Type_match_size, (int typeclass, int size, MPI_Datatype *datatype))
+MPI_LITE_FN(int, Type_create_f90_integer, (int r, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_create_f90_real, (int p, int r, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_create_f90_complex, (int p, int r, MPI_Datatype *newtype))
 MPI_LITE_FN(int, Type_get_extent_x, (MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent))
 MPI_LITE_FN(int, Type_get_true_extent_x, (MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent))
 MPI_LITE_FN(int, Get_elements_x, (const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count))
@@ -632,6 +644,8 @@ MPI_LITE_FN(MPI_Fint, File_c2f, (MPI_File file))
 MPI_LITE_FN(MPI_File, File_f2c, (MPI_Fint file))
 MPI_LITE_FN(MPI_Fint, Message_c2f, (MPI_Message message))
 MPI_LITE_FN(MPI_Message, Message_f2c, (MPI_Fint message))
+MPI_LITE_FN(int, Status_c2f, (const MPI_Status *c_status, MPI_Fint *f_status))
+MPI_LITE_FN(int, Status_f2c, (const MPI_Fint *f_status, MPI_Status *c_status))
 MPI_LITE_FN(int, Info_create, (MPI_Info *info))
 MPI_LITE_FN(int, Info_dup, (MPI_Info info, MPI_Info *newinfo))
 MPI_LITE_FN(int, Info_free, (MPI_Info *info))

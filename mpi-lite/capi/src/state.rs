@@ -39,6 +39,7 @@ pub mod h {
     pub const DATATYPE_NULL: i32 = 0;
     /// First handle of a user datatype (after the predefined ones).
     pub const FIRST_USER_TYPE: usize = 1 + mpi_lite::datatype::Basic::ALL.len();
+    pub const INFO_ENV: i32 = 1;
 }
 
 /// A communicator handle's entry.
@@ -55,6 +56,9 @@ pub struct Tables {
     pub groups: Vec<Option<Group>>,
     /// `MPI_Info` objects: (key, value) pairs in insertion order (handle 0 is MPI_INFO_NULL).
     pub infos: Vec<Option<Vec<(String, String)>>>,
+    /// The handles `MPI_Type_create_f90_*` returned, by (combiner, p, r): the same
+    /// parameters give the same predefined handle (§17.1.9).
+    pub f90: Vec<((i32, i32, i32), i32)>,
 }
 
 /// The handle tables and their lock.
@@ -305,6 +309,7 @@ impl CState {
                 name: "MPI_COMM_SELF".into(),
             }),
         ];
+        let env = crate::abi::misc::info_env(provided, job.size());
         CState {
             mpi,
             tables: TableCell {
@@ -313,7 +318,8 @@ impl CState {
                     comms,
                     types,
                     groups: vec![None, Some(Group::empty())],
-                    infos: vec![None],
+                    infos: vec![None, Some(env)],
+                    f90: Vec::new(),
                 }),
             },
             provided,

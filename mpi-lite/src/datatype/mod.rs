@@ -40,6 +40,9 @@ pub enum Combiner {
     Struct = 12,
     Subarray = 13,
     Darray = 14,
+    F90Real = 15,
+    F90Complex = 16,
+    F90Integer = 17,
     Resized = 18,
     HindexedBlock = 19,
 }

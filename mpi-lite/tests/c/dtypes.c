@@ -5,6 +5,7 @@
  * setters, Pcontrol. Any rank count >= 2. */
 #include "check.h"
 #include <limits.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -227,6 +228,66 @@ int main(int argc, char **argv) {
     CHECK(cls(MPI_Pack_external("native", iv, 1, MPI_INT, ebuf, sizeof ebuf, &pos)) == MPI_ERR_UNSUPPORTED_DATAREP);
     CHECK(cls(MPI_Pack_external("external32", iv, 2, MPI_INT, ebuf, 4, &pos)) == MPI_ERR_TRUNCATE);
     CHECK(MPI_File_f2c(MPI_File_c2f(MPI_FILE_NULL)) == MPI_FILE_NULL);
+
+    /* Fortran 90 parameterized types (§17.1.9): predefined, same handle for the same
+     * parameters, envelope F90_* with (p, r), refused when nothing fits. */
+    MPI_Datatype f1, f2, f3;
+    int ni, na, nd, comb, fi[2];
+    CHECK(MPI_Type_create_f90_integer(4, &f1) == MPI_SUCCESS);
+    MPI_Type_size(f1, &sz);
+    CHECK(sz == 2);
+    CHECK(MPI_Type_create_f90_integer(4, &f2) == MPI_SUCCESS && f2 == f1);
+    MPI_Type_get_envelope(f1, &ni, &na, &nd, &comb);
+    CHECK(comb == MPI_COMBINER_F90_INTEGER && ni == 1 && na == 0 && nd == 0);
+    MPI_Type_get_contents(f1, 1, 0, 0, fi, aints, inner);
+    CHECK(fi[0] == 4);
+    CHECK(cls(MPI_Type_free(&f1)) == MPI_ERR_TYPE && f1 == f2);
+    CHECK(MPI_Type_create_f90_real(15, 300, &f3) == MPI_SUCCESS);
+    MPI_Type_size(f3, &sz);
+    CHECK(sz == 8);
+    MPI_Type_get_envelope(f3, &ni, &na, &nd, &comb);
+    CHECK(comb == MPI_COMBINER_F90_REAL && ni == 2);
+    MPI_Type_get_contents(f3, 2, 0, 0, fi, aints, inner);
+    CHECK(fi[0] == 15 && fi[1] == 300);
+    CHECK(MPI_Type_create_f90_complex(6, MPI_UNDEFINED, &f3) == MPI_SUCCESS);
+    MPI_Type_size(f3, &sz);
+    CHECK(sz == 8);
+    double fd[2] = {1.0, 2.0}, fsum[2];
+    MPI_Datatype fr;
+    MPI_Type_create_f90_real(10, MPI_UNDEFINED, &fr);
+    CHECK(MPI_Allreduce(fd, fsum, 2, fr, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(fsum[1] == 2.0 * size);
+    CHECK(cls(MPI_Type_create_f90_integer(40, &f1)) == MPI_ERR_ARG);
+    CHECK(cls(MPI_Type_create_f90_real(MPI_UNDEFINED, MPI_UNDEFINED, &f1)) == MPI_ERR_ARG);
+
+    /* MPI_Status in Fortran INTEGERs (§17.2.5) and back. */
+    MPI_Fint fst[MPI_F_STATUS_SIZE];
+    MPI_Status cs = s, cs2;
+    cs.MPI_SOURCE = 3;
+    cs.MPI_TAG = 99;
+    CHECK(MPI_Status_c2f(&cs, fst) == MPI_SUCCESS);
+    CHECK(fst[MPI_F_SOURCE] == 3 && fst[MPI_F_TAG] == 99);
+    CHECK(MPI_Status_f2c(fst, &cs2) == MPI_SUCCESS);
+    CHECK(cs2.MPI_SOURCE == 3 && cs2.MPI_TAG == 99);
+    MPI_Get_elements_x(&cs2, MPI_SHORT, &n);
+    CHECK(n == 3);
+    CHECK(cls(MPI_Status_c2f(MPI_STATUS_IGNORE, fst)) == MPI_ERR_ARG);
+
+    /* MPI_INFO_ENV (§8.7.2): predefined, readable, not freeable. */
+    char ev[MPI_MAX_INFO_VAL + 1];
+    int efl;
+    MPI_Info ienv = MPI_INFO_ENV;
+    CHECK(MPI_Info_get(MPI_INFO_ENV, "maxprocs", MPI_MAX_INFO_VAL, ev, &efl) == MPI_SUCCESS && efl);
+    CHECK(atoi(ev) == size);
+    CHECK(MPI_Info_get(MPI_INFO_ENV, "command", MPI_MAX_INFO_VAL, ev, &efl) == MPI_SUCCESS && efl);
+    CHECK(strstr(ev, "dtypes") != NULL);
+    CHECK(MPI_Info_get(MPI_INFO_ENV, "thread_level", MPI_MAX_INFO_VAL, ev, &efl) == MPI_SUCCESS && efl);
+    CHECK(strncmp(ev, "MPI_THREAD_", 11) == 0);
+    CHECK(cls(MPI_Info_free(&ienv)) == MPI_ERR_INFO && ienv == MPI_INFO_ENV);
+    MPI_Info idup;
+    CHECK(MPI_Info_dup(MPI_INFO_ENV, &idup) == MPI_SUCCESS);
+    CHECK(MPI_Info_get(idup, "wdir", MPI_MAX_INFO_VAL, ev, &efl) == MPI_SUCCESS && efl);
+    MPI_Info_free(&idup);
 
     /* Mixed predefined types (MPI-3.1 §4.1.11, §13.5.2): 17 bytes of struct dc arrive
      * (double, char, double): Get_count is MPI_UNDEFINED, Get_elements 3 (both were

@@ -87,11 +87,8 @@ mpi_fn!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm: c_int, split_type: c_i
         let color = match split_type {
             // Processes of one host share memory: the color is the host name's hash.
             SHARED => {
-                let mut buf = [0u8; 256];
-                // SAFETY: `buf` is writable for its length minus the terminator we keep.
-                unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
-                let hash = buf.iter().take_while(|&&b| b != 0)
-                    .fold(0x811c_9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x0100_0193));
+                let hash = super::env::host_name().bytes()
+                    .fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
                 (hash & 0x3fff_ffff) as c_int
             }
             UNDEFINED => UNDEFINED,

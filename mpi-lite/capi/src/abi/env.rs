@@ -199,18 +199,23 @@ mpi_fn!(MPI_Wtick, PMPI_Wtick, () -> f64 {
     1e-9
 });
 
+/// This host's name (`localhost` if the system will not say): the processor name, the
+/// key of `MPI_COMM_TYPE_SHARED`, `MPI_INFO_ENV`'s `host`.
+pub(crate) fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is writable for its length; gethostname NUL-terminates within it or
+    // truncates (the last byte stays 0).
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
 mpi_fn!(MPI_Get_processor_name, PMPI_Get_processor_name, (name: *mut c_char, resultlen: *mut c_int) -> c_int {
     state::call_pure("MPI_Get_processor_name", || {
-        let mut buf = [0u8; 256];
-        // SAFETY: `buf` is writable for its length; gethostname NUL-terminates within it
-        // or truncates (we terminate below).
-        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
-        let host = if rc == 0 {
-            let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-            String::from_utf8_lossy(&buf[..n]).into_owned()
-        } else {
-            "localhost".into()
-        };
+        let host = host_name();
         // SAFETY: MPI_MAX_PROCESSOR_NAME (128) bytes at `name`, `resultlen` an int.
         unsafe { put_str(name, resultlen, &host, 128) }
     })

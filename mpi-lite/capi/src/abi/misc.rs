@@ -1,12 +1,13 @@
 //! Calls that MPI programs and benchmark suites commonly link: memory allocation
 //! (MPI-3.1 §8.2), handle conversion between C and Fortran (§17.2.4; handles are integers
-//! in both here, so the conversions are the identity) and `MPI_Info` objects (§9).
+//! in both here, so the conversions are the identity; a status is the same words) and
+//! `MPI_Info` objects (§9, with `MPI_INFO_ENV` of §8.7.2).
 
 use std::ffi::{c_char, c_int, c_void};
 
 use mpi_lite::{Error, Result};
 
-use super::{get, get_str, mpi_fn, put, put_str};
+use super::{get, get_str, mpi_fn, put, put_str, MPI_Status, STATUS_IGNORE};
 use crate::state::{call, call_pure, h, CState, Tables};
 
 mpi_fn!(MPI_Alloc_mem, PMPI_Alloc_mem, (size: isize, _info: c_int, baseptr: *mut c_void) -> c_int {
@@ -43,6 +44,65 @@ identity_conv! {
     MPI_Win_c2f, PMPI_Win_c2f; MPI_Win_f2c, PMPI_Win_f2c;
     MPI_Errhandler_c2f, PMPI_Errhandler_c2f; MPI_Errhandler_f2c, PMPI_Errhandler_f2c;
     MPI_File_c2f, PMPI_File_c2f; MPI_File_f2c, PMPI_File_f2c;
+}
+
+const F_STATUS_SIZE: usize = std::mem::size_of::<MPI_Status>() / std::mem::size_of::<c_int>();
+const _: () = assert!(F_STATUS_SIZE == 6, "mpi.h's MPI_F_STATUS_SIZE");
+
+mpi_fn!(MPI_Status_c2f, PMPI_Status_c2f, (c_status: *const MPI_Status, f_status: *mut c_int) -> c_int {
+    call_pure("MPI_Status_c2f", || {
+        if c_status.is_null() || c_status as usize == STATUS_IGNORE || f_status.is_null() {
+            return Err(Error::Arg("MPI_Status_c2f: a status argument is NULL or MPI_STATUS_IGNORE".into()));
+        }
+        // SAFETY: a valid MPI_Status and MPI_F_STATUS_SIZE Fortran INTEGERs (§17.2.5);
+        // bytes are copied, so neither side's alignment matters.
+        unsafe {
+            std::ptr::copy_nonoverlapping(c_status.cast::<u8>(), f_status.cast::<u8>(), std::mem::size_of::<MPI_Status>())
+        };
+        Ok(())
+    })
+});
+
+mpi_fn!(MPI_Status_f2c, PMPI_Status_f2c, (f_status: *const c_int, c_status: *mut MPI_Status) -> c_int {
+    call_pure("MPI_Status_f2c", || {
+        if f_status.is_null() || c_status.is_null() || c_status as usize == STATUS_IGNORE {
+            return Err(Error::Arg("MPI_Status_f2c: a status argument is NULL, MPI_F_STATUS_IGNORE or MPI_STATUS_IGNORE".into()));
+        }
+        // SAFETY: as MPI_Status_c2f, the other way.
+        unsafe {
+            std::ptr::copy_nonoverlapping(f_status.cast::<u8>(), c_status.cast::<u8>(), std::mem::size_of::<MPI_Status>())
+        };
+        Ok(())
+    })
+});
+
+/// The contents of `MPI_INFO_ENV` (§8.7.2): how this process was started, as far as it
+/// can tell. `maxprocs` is the job's size; `soft` and `file` are left out (no spawn).
+pub(crate) fn info_env(provided: i32, size: u32) -> Vec<(String, String)> {
+    let mut args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+    let mut v = Vec::new();
+    if let Some(c) = args.next() {
+        v.push(("command".to_string(), c));
+    }
+    v.push(("argv".into(), args.collect::<Vec<_>>().join(" ")));
+    v.push(("maxprocs".into(), size.to_string()));
+    v.push(("host".into(), super::env::host_name()));
+    v.push(("arch".into(), std::env::consts::ARCH.into()));
+    if let Ok(d) = std::env::current_dir() {
+        v.push(("wdir".into(), d.to_string_lossy().into_owned()));
+    }
+    let level = [
+        "MPI_THREAD_SINGLE",
+        "MPI_THREAD_FUNNELED",
+        "MPI_THREAD_SERIALIZED",
+        "MPI_THREAD_MULTIPLE",
+    ];
+    let l = usize::try_from(provided)
+        .ok()
+        .and_then(|i| level.get(i))
+        .unwrap_or(&level[0]);
+    v.push(("thread_level".into(), l.to_string()));
+    v
 }
 
 pub(crate) fn info(t: &mut Tables, i: c_int) -> Result<&mut Vec<(String, String)>> {
@@ -88,6 +148,9 @@ mpi_fn!(MPI_Info_free, PMPI_Info_free, (i: *mut c_int) -> c_int {
     call("MPI_Info_free", h::COMM_WORLD, |st| {
         // SAFETY: the caller's handle.
         let k = unsafe { get(i, "info")? };
+        if k == h::INFO_ENV {
+            return Err(Error::Info("MPI_Info_free: MPI_INFO_ENV is predefined; it cannot be freed".into()));
+        }
         let mut t = st.t();
         info(&mut t, k)?;
         t.infos[k as usize] = None;

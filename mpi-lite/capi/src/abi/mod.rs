@@ -26,7 +26,7 @@ mod env;
 mod errh;
 mod greq;
 mod inter;
-mod misc;
+pub(crate) mod misc;
 mod mprobe;
 mod nbc;
 mod neighbor;

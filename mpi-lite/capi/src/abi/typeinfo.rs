@@ -200,6 +200,102 @@ mpi_fn!(MPI_Type_match_size, PMPI_Type_match_size, (typeclass: c_int, size: c_in
     })
 });
 
+/// The predefined type `MPI_Type_create_f90_*` returns for (combiner, p, r), §17.1.9:
+/// the smallest C type whose precision (decimal digits) and exponent range (decimal) are
+/// at least `p` and `r`, as gfortran's kinds (`MPI_UNDEFINED`: no requirement). Made once
+/// per parameters and kept, so the same parameters give the same handle.
+fn f90_type(
+    st: &CState,
+    name: &str,
+    comb: Combiner,
+    p: c_int,
+    r: c_int,
+    out: *mut c_int,
+) -> Result<()> {
+    let at_most = |x: c_int, lim: c_int| x == UNDEFINED || (0..=lim).contains(&x);
+    let b = match comb {
+        Combiner::F90Integer => [
+            (2, Basic::Int8),
+            (4, Basic::Int16),
+            (9, Basic::Int32),
+            (18, Basic::Int64),
+        ]
+        .into_iter()
+        .find(|&(lim, _)| at_most(r, lim))
+        .map(|(_, b)| b),
+        _ => {
+            let kinds = if comb == Combiner::F90Real {
+                [
+                    (6, 37, Basic::Float),
+                    (15, 307, Basic::Double),
+                    (18, 4931, Basic::LongDouble),
+                ]
+            } else {
+                [
+                    (6, 37, Basic::CFloatComplex),
+                    (15, 307, Basic::CDoubleComplex),
+                    (18, 4931, Basic::CLongDoubleComplex),
+                ]
+            };
+            if p == UNDEFINED && r == UNDEFINED {
+                None // §17.1.9: at least one must be given
+            } else {
+                kinds
+                    .into_iter()
+                    .find(|&(pl, rl, _)| at_most(p, pl) && at_most(r, rl))
+                    .map(|(_, _, b)| b)
+            }
+        }
+    }
+    .ok_or_else(|| {
+        Error::Arg(format!(
+            "{name}: no type with precision {p} and range {r} (MPI_UNDEFINED = {UNDEFINED})"
+        ))
+    })?;
+    if out.is_null() {
+        return Err(Error::Arg(format!("{name}: newtype is NULL")));
+    }
+    let key = (comb as i32, p, r);
+    let known = st.t().f90.iter().find(|e| e.0 == key).map(|e| e.1);
+    let hd = match known {
+        Some(hd) => hd,
+        None => {
+            let ints = if comb == Combiner::F90Integer {
+                vec![r]
+            } else {
+                vec![p, r]
+            };
+            let c = Contents {
+                combiner: comb,
+                ints,
+                aints: vec![],
+                types: vec![],
+            };
+            let hd = st.add_type(Datatype::basic(b).with_contents(c));
+            st.t().f90.push((key, hd));
+            hd
+        }
+    };
+    // SAFETY: checked non-null, the caller's handle.
+    unsafe { put(out, hd, "newtype") }
+}
+
+mpi_fn!(MPI_Type_create_f90_integer, PMPI_Type_create_f90_integer, (r: c_int, newtype: *mut c_int) -> c_int {
+    let name = "MPI_Type_create_f90_integer";
+    call(name, h::COMM_WORLD, |st| f90_type(st, name, Combiner::F90Integer, UNDEFINED, r, newtype))
+});
+
+mpi_fn!(MPI_Type_create_f90_real, PMPI_Type_create_f90_real, (p: c_int, r: c_int, newtype: *mut c_int) -> c_int {
+    let name = "MPI_Type_create_f90_real";
+    call(name, h::COMM_WORLD, |st| f90_type(st, name, Combiner::F90Real, p, r, newtype))
+});
+
+mpi_fn!(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex, (p: c_int, r: c_int,
+        newtype: *mut c_int) -> c_int {
+    let name = "MPI_Type_create_f90_complex";
+    call(name, h::COMM_WORLD, |st| f90_type(st, name, Combiner::F90Complex, p, r, newtype))
+});
+
 mpi_fn!(MPI_Type_get_extent_x, PMPI_Type_get_extent_x, (datatype: c_int, lb: *mut i64, extent: *mut i64) -> c_int {
     super::types::query("MPI_Type_get_extent_x", datatype, |d| {
         // SAFETY: the caller's MPI_Counts.

@@ -213,7 +213,8 @@ mpi_fn!(MPI_Type_free, PMPI_Type_free, (datatype: *mut c_int) -> c_int {
         let t = unsafe { get(datatype, "datatype")? };
         with_state("MPI_Type_free", |st| {
             st.dtype_any(t)?;
-            if (t as usize) < h::FIRST_USER_TYPE {
+            let f90 = st.t().f90.iter().any(|e| e.1 == t);
+            if (t as usize) < h::FIRST_USER_TYPE || f90 {
                 return Err(Error::Type(format!("MPI_Type_free: datatype {t} is predefined")));
             }
             Ok(())
