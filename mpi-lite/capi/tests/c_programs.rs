@@ -222,6 +222,30 @@ fn one_sided_on_the_message_path_forced_and_over_fpga_model() {
     }
 }
 
+/// Lock epochs: lock + operations + unlock aggregated into one message on the message path
+/// (counted), and exclusive/shared locks under contention, on the direct path, forced
+/// messages and over fpga-model.
+#[test]
+fn one_sided_lock_aggregation_and_contention_on_both_paths() {
+    if !have_cc() {
+        return;
+    }
+    check("rmalock", &[("RMA_TEST_PATH", "direct")]);
+    let exe = compile("rmalock", false);
+    for n in [2, 3, 4] {
+        run_ok(
+            &exe,
+            n,
+            &[("SKIFMPI_RMA", "messages"), ("RMA_TEST_PATH", "messages")],
+        );
+    }
+    for n in [2, 4] {
+        let mut cmd = testing::skifrun_cmd(n, &["--driver", "fpga-model"], &exe);
+        cmd.env("RMA_TEST_PATH", "messages");
+        testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("rmalock over fpga-model, {n} ranks"));
+    }
+}
+
 /// PSCW and MPI_Win_test, the request forms, derived origin types, shared windows: direct,
 /// forced messages, and over fpga-model (which cannot share memory: MPI_ERR_RMA_SHARED).
 #[test]

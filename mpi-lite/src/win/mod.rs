@@ -96,6 +96,9 @@ struct Epoch {
     nocheck: Vec<bool>,
     /// `MPI_Win_lock_all` was called with `MPI_MODE_NOCHECK`.
     nocheck_all: bool,
+    /// Message path, per member: a lock not yet requested and the operations issued under
+    /// it so far (encoded as `H_BATCH` sub-operations; `msg.rs`).
+    deferred: Vec<Option<Vec<u8>>>,
 }
 
 /// A window: every member's memory, reachable by one-sided operations.
@@ -114,6 +117,9 @@ pub struct Win {
     id: u32,
     /// Fences called (the message path waits for as many notices from every member).
     fences: std::sync::atomic::AtomicU64,
+    /// Messages this process sent for the window's operations and synchronisation (the
+    /// message path; `MPI_Win_get_info` key `mpi_lite_rma_messages`).
+    sent: std::sync::atomic::AtomicU64,
     /// Memory of `MPI_Win_allocate` on the message path.
     _own: Option<Owned>,
     base: usize,
@@ -316,6 +322,7 @@ impl Win {
             msg,
             id,
             fences: Default::default(),
+            sent: Default::default(),
             _own: own,
             base,
             size,
@@ -323,6 +330,7 @@ impl Win {
             epoch: Mutex::new(Epoch {
                 locks: vec![None; n],
                 nocheck: vec![false; n],
+                deferred: vec![None; n],
                 ..Epoch::default()
             }),
             _map: map,
@@ -403,6 +411,12 @@ impl Win {
     /// Whether operations go as messages (the message path) rather than directly.
     pub fn is_message_path(&self) -> bool {
         self.msg
+    }
+
+    /// Messages this process has sent for the window's operations and synchronisation
+    /// (0 on the direct path, apart from post/start/complete/wait notices).
+    pub fn messages_sent(&self) -> u64 {
+        self.sent.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn epoch(&self) -> MutexGuard<'_, Epoch> {

@@ -4,16 +4,33 @@
 //! complete at return: the data was handed to the channel); gets and the fetching
 //! accumulates wait for their reply; a flush or unlock is a request answered after every
 //! earlier message of this origin (the channel is FIFO per pair of ranks).
+//!
+//! ## Aggregation (seed 003's fix for its 3-4x passive-target latency)
+//! `MPI_Win_lock` of another rank sends nothing: the lock is *deferred*, and the one-way
+//! operations issued under it (up to [`AGG_BYTES`] of them) are kept, encoded. The first
+//! call that must wait — a get or fetching accumulate, a flush, the unlock — sends the
+//! lock request, the kept operations, its own operation and (for the unlock) the release
+//! as one `H_BATCH` request, answered once the target granted the lock and applied them:
+//! `lock; put; unlock` is one message and one reply, `lock; get; unlock` two round trips
+//! instead of three, `lock; unlock` nothing. Operations that do not fit are preceded by
+//! the batch so far (the lock is then held as usual).
 
 use skifch::proto::{Endpoint, Landing};
 use skifch::Port;
 
-use super::served::{H_ACC, H_FENCE, H_FLUSH, H_GACC, H_GET, H_LOCK, H_PUT, H_UNLOCK, OP_CAS};
+use std::sync::atomic::Ordering;
+
+use super::served::{
+    H_ACC, H_BATCH, H_FENCE, H_FLUSH, H_GACC, H_GET, H_LOCK, H_PUT, H_UNLOCK, OP_CAS,
+};
 use super::{LockType, Win};
 use crate::comm::Mpi;
 use crate::datatype::Basic;
 use crate::engine::State;
 use crate::error::{Error, Result};
+
+/// Bytes of operations (with their 40-byte headers) a deferred lock keeps before sending.
+pub(crate) const AGG_BYTES: usize = 4096;
 
 /// `args[0..2]` and the run list of a message (empty for one run).
 fn wire(runs: &[(usize, usize, usize)]) -> ([u64; 2], Vec<u8>) {
@@ -42,11 +59,13 @@ impl Win {
         self.comm.world_of(r as usize)
     }
 
-    fn ep<P: Port, T>(
+    /// Runs `f` (which sends one message) on the engine's endpoint.
+    pub(super) fn ep<P: Port, T>(
         &self,
         mpi: &Mpi<P>,
         f: impl FnOnce(&mut Endpoint<P, State>) -> skifch::Result<T>,
     ) -> Result<T> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
         mpi.engine().with_ep(|ep| f(ep).map_err(Error::from))
     }
 
@@ -62,7 +81,7 @@ impl Win {
     ) -> Result<Vec<u8>> {
         let dst = self.world(r);
         let id = self.id;
-        let r = mpi.engine().with_ep(|ep| {
+        let r = self.ep(mpi, |ep| {
             let q = ep.request(dst, h, id, args, data, Landing::vec(len))?;
             let rep = ep.wait(q)?;
             Ok(rep.data.unwrap_or_default())
@@ -97,8 +116,12 @@ impl Win {
     ) -> Result<()> {
         let (a, head) = wire(runs);
         let payload = with_head(&head, data);
+        let op = (H_PUT, [a[0], a[1], 0], &payload[..]);
         if self.checked() {
-            return self.ask(mpi, r, H_PUT, &a, &payload, 0).map(|_| ());
+            return self.ask_op(mpi, r, op, 0).map(|_| ());
+        }
+        if self.keep(mpi, r, op)? {
+            return Ok(());
         }
         let (dst, id) = (self.world(r), self.id);
         self.ep(mpi, |ep| ep.send(dst, H_PUT, id, &a, &payload))
@@ -112,14 +135,8 @@ impl Win {
         out: &mut [u8],
     ) -> Result<()> {
         let (a, head) = wire(runs);
-        let got = self.ask(
-            mpi,
-            r,
-            H_GET,
-            &[a[0], a[1], out.len() as u64],
-            &head,
-            out.len(),
-        )?;
+        let op = (H_GET, [a[0], a[1], out.len() as u64], &head[..]);
+        let got = self.ask_op(mpi, r, op, out.len())?;
         if got.len() != out.len() {
             return Err(Error::Intern(format!(
                 "MPI_Get: {} bytes came back for {}",
@@ -161,13 +178,16 @@ impl Win {
         };
         let args = [a[0], a[1], code];
         match old_out {
-            None if self.checked() => self.ask(mpi, r, H_ACC, &args, &body, 0).map(|_| ()),
+            None if self.checked() => self.ask_op(mpi, r, (H_ACC, args, &body), 0).map(|_| ()),
             None => {
+                if self.keep(mpi, r, (H_ACC, args, &body))? {
+                    return Ok(());
+                }
                 let (dst, id) = (self.world(r), self.id);
                 self.ep(mpi, |ep| ep.send(dst, H_ACC, id, &args, &body))
             }
             Some(out) => {
-                let got = self.ask(mpi, r, H_GACC, &args, &body, total)?;
+                let got = self.ask_op(mpi, r, (H_GACC, args, &body), total)?;
                 if got.len() != total {
                     return Err(Error::Intern(format!(
                         "an accumulate fetched {} bytes for {total}",
@@ -180,21 +200,114 @@ impl Win {
         }
     }
 
-    /// Takes member `r`'s lock (waits for the grant).
+    /// `MPI_Win_lock` of member `r`: deferred (module docs), except on this process
+    /// itself, whose local loads and stores the lock must cover at once.
     pub(super) fn msg_lock<P: Port>(&self, mpi: &Mpi<P>, r: u32, t: LockType) -> Result<()> {
+        if r as usize == self.comm.rank {
+            return self.msg_lock_now(mpi, r, t);
+        }
+        self.epoch().deferred[r as usize] = Some(Vec::new());
+        Ok(())
+    }
+
+    /// Takes member `r`'s lock (waits for the grant).
+    pub(super) fn msg_lock_now<P: Port>(&self, mpi: &Mpi<P>, r: u32, t: LockType) -> Result<()> {
         let shared = u64::from(t == LockType::Shared);
         self.ask(mpi, r, H_LOCK, &[shared], &[], 0).map(|_| ())
     }
 
-    /// Releases member `r`'s lock once every earlier operation there is done.
+    /// Releases member `r`'s lock once every earlier operation there is done (a deferred
+    /// lock: the batch with the release, or nothing if no operation was issued).
     pub(super) fn msg_unlock<P: Port>(&self, mpi: &Mpi<P>, r: u32, t: LockType) -> Result<()> {
         let shared = u64::from(t == LockType::Shared);
-        self.ask(mpi, r, H_UNLOCK, &[shared], &[], 0).map(|_| ())
+        match self.epoch().deferred[r as usize].take() {
+            Some(ops) if ops.is_empty() => Ok(()),
+            Some(ops) => self.batch(mpi, r, t, ops, true, 0).map(|_| ()),
+            None => self.ask(mpi, r, H_UNLOCK, &[shared], &[], 0).map(|_| ()),
+        }
     }
 
-    /// Remote completion of every earlier operation to member `r`.
+    /// Remote completion of every earlier operation to member `r` (a deferred lock with
+    /// operations: the batch, after which the lock is held).
     pub(super) fn msg_flush<P: Port>(&self, mpi: &Mpi<P>, r: u32) -> Result<()> {
+        if self.undefer(mpi, r, false)? {
+            return Ok(());
+        }
         self.ask(mpi, r, H_FLUSH, &[], &[], 0).map(|_| ())
+    }
+
+    /// Keeps a one-way operation under member `r`'s deferred lock if there is one and the
+    /// operation fits (`true`); otherwise sends whatever was kept (the lock is then held).
+    fn keep<P: Port>(&self, mpi: &Mpi<P>, r: u32, op: (u8, [u64; 3], &[u8])) -> Result<bool> {
+        {
+            let mut e = self.epoch();
+            let Some(ops) = e.deferred[r as usize].as_mut() else {
+                return Ok(false);
+            };
+            if ops.len() + 40 + op.2.len() <= AGG_BYTES {
+                encode(ops, op);
+                return Ok(true);
+            }
+        }
+        self.undefer(mpi, r, true)?;
+        Ok(false)
+    }
+
+    /// Sends member `r`'s deferred lock and the operations kept under it, if any (`true`:
+    /// there was a deferred lock, now held — or still deferred if nothing was kept and not
+    /// `take`: there is nothing to complete).
+    fn undefer<P: Port>(&self, mpi: &Mpi<P>, r: u32, take: bool) -> Result<bool> {
+        let ops = {
+            let mut e = self.epoch();
+            match &e.deferred[r as usize] {
+                None => return Ok(false),
+                Some(ops) if ops.is_empty() && !take => return Ok(true),
+                Some(_) => e.deferred[r as usize].take().unwrap_or_default(),
+            }
+        };
+        let t = self.lock_type(r);
+        self.batch(mpi, r, t, ops, false, 0)?;
+        Ok(true)
+    }
+
+    /// A request for operation `op` to member `r` and its reply's `len` bytes: with a
+    /// deferred lock, the last operation of the batch that takes it.
+    fn ask_op<P: Port>(
+        &self,
+        mpi: &Mpi<P>,
+        r: u32,
+        op: (u8, [u64; 3], &[u8]),
+        len: usize,
+    ) -> Result<Vec<u8>> {
+        let kept = self.epoch().deferred[r as usize].take();
+        match kept {
+            Some(mut ops) => {
+                encode(&mut ops, op);
+                let t = self.lock_type(r);
+                self.batch(mpi, r, t, ops, false, len)
+            }
+            None => self.ask(mpi, r, op.0, &op.1, op.2, len),
+        }
+    }
+
+    /// The lock this process holds (or defers) on member `r`.
+    fn lock_type(&self, r: u32) -> LockType {
+        self.epoch().locks[r as usize].unwrap_or(LockType::Shared)
+    }
+
+    /// One `H_BATCH`: the lock of member `r`, `ops`, and the release if `unlock`; returns the
+    /// fetched data (`len` bytes expected).
+    fn batch<P: Port>(
+        &self,
+        mpi: &Mpi<P>,
+        r: u32,
+        t: LockType,
+        ops: Vec<u8>,
+        unlock: bool,
+        len: usize,
+    ) -> Result<Vec<u8>> {
+        let shared = u64::from(t == LockType::Shared);
+        self.ask(mpi, r, H_BATCH, &[shared, u64::from(unlock)], &ops, len)
     }
 
     /// The message part of a fence: tells every member this origin's operations to it are
@@ -209,4 +322,12 @@ impl Win {
         }
         mpi.engine().wait_until(|s| s.rma.fences(id) >= k * n)
     }
+}
+
+/// Appends one `H_BATCH` sub-operation (wire in `served.rs`).
+fn encode(ops: &mut Vec<u8>, (h, args, data): (u8, [u64; 3], &[u8])) {
+    for w in [u64::from(h), args[0], args[1], args[2], data.len() as u64] {
+        ops.extend_from_slice(&w.to_le_bytes());
+    }
+    ops.extend_from_slice(data);
 }

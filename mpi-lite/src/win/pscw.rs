@@ -40,8 +40,7 @@ impl Win {
         let id = self.id;
         for &m in members {
             let dst = self.comm.world_of(m);
-            mpi.engine()
-                .with_ep(|ep| ep.send(dst, h, id, &[], &[]).map_err(Error::from))?;
+            self.ep(mpi, |ep| ep.send(dst, h, id, &[], &[]))?;
         }
         Ok(())
     }

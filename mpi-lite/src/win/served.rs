@@ -3,7 +3,7 @@
 //! handlers of the one-sided active messages, which run inside the engine's proto calls
 //! with the engine's state (`engine::State::rma`) as their context.
 //!
-//! ## Wire (handler ids 16-25 on mpi-lite's endpoint; `arg` = the window's id)
+//! ## Wire (handler ids 16-26 on mpi-lite's endpoint; `arg` = the window's id)
 //! * `args[0]` = byte offset of the first run, `args[1]` = number of runs `k` (0: one run
 //!   at `args[0]` as long as the data); with `k > 0` the payload starts with `k` pairs
 //!   (offset, length) of little-endian `u64`s, then the data.
@@ -15,6 +15,13 @@
 //!   (request): answered at once — the channel is FIFO per pair, so every earlier
 //!   operation of that origin has been applied. `H_FENCE`, `H_POST`, `H_DONE` (one-way):
 //!   counted (fence; post/start/complete/wait, per sender).
+//! * `H_BATCH` (request; seed 003's aggregation): a lock request carrying the operations
+//!   its epoch issued before anything had to wait — `args[0]` as `H_LOCK`, `args[1]` = 1:
+//!   release the lock after them (the unlock too). The payload is a sequence of
+//!   sub-operations, each five little-endian `u64`s (handler, `args[0..3]`, payload
+//!   length) and that payload. When the lock is granted the sub-operations are applied in
+//!   order and the reply carries the fetching ones' data, concatenated; a queued batch
+//!   runs when a release grants it.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -39,6 +46,8 @@ pub(crate) const H_POST: u8 = 24;
 /// `MPI_Win_complete` notice to a target of the start group (one-way, after the origin's
 /// operations to it).
 pub(crate) const H_DONE: u8 = 25;
+/// A deferred lock with the operations issued under it, and maybe the unlock (request).
+pub(crate) const H_BATCH: u8 = 26;
 /// The operation code of compare-and-swap in `H_GACC`.
 pub(crate) const OP_CAS: u64 = 15;
 
@@ -67,26 +76,42 @@ struct RwQueue {
     excl: bool,
     shared: u32,
     waiting_excl: u32,
-    queue: VecDeque<(ReplyTo, bool)>,
+    queue: VecDeque<Locker>,
+}
+
+/// A lock request: `H_LOCK` (answered when granted) or `H_BATCH` (its operations run, and
+/// the lock is released if it says so, when granted; then answered).
+struct Locker {
+    to: ReplyTo,
+    excl: bool,
+    batch: Option<Batch>,
+}
+
+/// The operations of an `H_BATCH` (sub-operations as in `batch_ops`) and whether the
+/// lock is released after them.
+struct Batch {
+    ops: Vec<u8>,
+    unlock: bool,
 }
 
 impl RwQueue {
-    /// A request: granted now (`true`) or queued.
-    fn request(&mut self, to: ReplyTo, excl: bool) -> bool {
+    /// A request: granted now (returned) or queued.
+    fn request(&mut self, l: Locker) -> Option<Locker> {
+        let excl = l.excl;
         let free = !self.excl && self.shared == 0;
         if free && self.queue.is_empty() {
             self.take(excl);
-            return true;
+            return Some(l);
         }
         if !excl && !self.excl && self.waiting_excl == 0 {
             self.shared += 1;
-            return true;
+            return Some(l);
         }
         if excl {
             self.waiting_excl += 1;
         }
-        self.queue.push_back((to, excl));
-        false
+        self.queue.push_back(l);
+        None
     }
     fn take(&mut self, excl: bool) {
         if excl {
@@ -95,27 +120,28 @@ impl RwQueue {
             self.shared += 1;
         }
     }
-    /// A release; returns the requests granted now.
-    fn release(&mut self, excl: bool) -> Vec<ReplyTo> {
+    /// A release; returns the requests granted now, in their order.
+    fn release(&mut self, excl: bool) -> VecDeque<Locker> {
         if excl {
             self.excl = false;
         } else {
             self.shared = self.shared.saturating_sub(1);
         }
-        let mut granted = Vec::new();
+        let mut granted = VecDeque::new();
         if self.excl || self.shared > 0 {
             return granted;
         }
-        if let Some((to, e)) = self.queue.pop_front() {
-            self.take(e);
-            granted.push(to);
-            if e {
+        if let Some(l) = self.queue.pop_front() {
+            self.take(l.excl);
+            if l.excl {
                 self.waiting_excl -= 1;
+                granted.push_back(l);
             } else {
-                while let Some(&(to, false)) = self.queue.front() {
-                    self.queue.pop_front();
+                granted.push_back(l);
+                while self.queue.front().is_some_and(|l| !l.excl) {
+                    let l = self.queue.pop_front().expect("a front");
                     self.take(false);
-                    granted.push(to);
+                    granted.push_back(l);
                 }
             }
         }
@@ -198,6 +224,7 @@ impl Served {
 pub(crate) fn register<P: Port>(ep: &mut Endpoint<P, State>) -> skifch::Result<()> {
     for h in [
         H_PUT, H_GET, H_ACC, H_GACC, H_LOCK, H_UNLOCK, H_FLUSH, H_FENCE, H_POST, H_DONE,
+        H_BATCH,
     ] {
         ep.register(h, on_rma::<P>)?;
     }
@@ -276,6 +303,116 @@ fn attached(
     })
 }
 
+/// A data operation (`H_PUT`, `H_GET`, `H_ACC`, `H_GACC`) on window `w`, its message whole:
+/// the reply's data (empty for put and accumulate).
+fn apply(w: &Exposed, h: u8, args: &[u64], payload: &[u8]) -> Result<Vec<u8>, String> {
+    let a = |i: usize| args.get(i).copied().unwrap_or(0);
+    // The length of a single run: the data's (half of it for compare-and-swap).
+    let cas = h == H_GACC && a(2) & 0xff == OP_CAS;
+    let len = match h {
+        H_GET => a(2) as usize,
+        _ if cas => payload.len() / 2,
+        _ => payload.len(),
+    };
+    let (mut runs, head) = runs_of(args, payload, len).map_err(|e| e.to_string())?;
+    let data = &payload[head..];
+    let total: usize = runs.iter().map(|r| r.2).sum();
+    let reach = match &w.regions {
+        None => w.reach,
+        Some(regions) => attached(regions, &mut runs)?,
+    };
+    for &(off, _, l) in &runs {
+        reach.check(off, l).map_err(|e| e.to_string())?;
+    }
+    match h {
+        H_PUT => {
+            if data.len() < total {
+                return Err(format!("{} bytes of data for {total}", data.len()));
+            }
+            for &(off, p, l) in &runs {
+                reach
+                    .write(off, &data[p..p + l])
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(Vec::new())
+        }
+        H_GET => {
+            let mut out = vec![0u8; total];
+            for &(off, p, l) in &runs {
+                reach
+                    .read(off, &mut out[p..p + l])
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(out)
+        }
+        H_ACC | H_GACC => {
+            let code = a(2);
+            let b = *Basic::ALL
+                .get((code >> 8) as usize)
+                .ok_or("bad element type")?;
+            let op = if cas {
+                AccOp::Replace
+            } else {
+                AccOp::from_code(code & 0xff).ok_or("bad operation")?
+            };
+            let n = total;
+            if data.len() < if cas { 2 * n } else { n } {
+                return Err(format!("{} bytes of data for {n}", data.len()));
+            }
+            let mut old = vec![0u8; n];
+            let c = cas.then(|| &data[n..2 * n]);
+            let src = (op != AccOp::NoOp).then_some(&data[..n]);
+            rmw_runs(&reach, &runs, b, op, src, Some(&mut old), c).map_err(|e| e.to_string())?;
+            Ok(if h == H_GACC { old } else { Vec::new() })
+        }
+        h => Err(format!("{h} is not a data operation")),
+    }
+}
+
+/// The sub-operations of an `H_BATCH` (module docs), applied in order; the data of the
+/// fetching ones, concatenated. The first failure ends it.
+fn batch_ops(w: &Exposed, mut ops: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while !ops.is_empty() {
+        if ops.len() < 40 {
+            return Err(format!("a batch ends in {} stray bytes", ops.len()));
+        }
+        let word = |i: usize| u64::from_le_bytes(ops[8 * i..8 * i + 8].try_into().expect("8"));
+        let (h, args, len) = (word(0), [word(1), word(2), word(3)], word(4) as usize);
+        let body = ops
+            .get(40..40usize.saturating_add(len))
+            .ok_or_else(|| format!("a batched operation of {len} bytes past the batch's end"))?;
+        let h = u8::try_from(h).map_err(|_| format!("batched operation {h}"))?;
+        out.extend_from_slice(&apply(w, h, &args, body)?);
+        ops = &ops[40 + len..];
+    }
+    Ok(out)
+}
+
+/// Answers lock requests granted now, in order: a lock is answered; a batch runs, releases
+/// the lock if it says so (which may grant more) and is answered with its data or error.
+fn grant<P: Port>(
+    io: &mut Io<'_, P>,
+    w: &mut Exposed,
+    mut work: VecDeque<Locker>,
+) -> skifch::Result<()> {
+    while let Some(l) = work.pop_front() {
+        let Some(b) = l.batch else {
+            io.reply(l.to, 0, &[], &[])?;
+            continue;
+        };
+        let r = batch_ops(w, &b.ops);
+        if b.unlock {
+            work.extend(w.lock.release(l.excl));
+        }
+        match r {
+            Ok(data) => io.reply(l.to, 0, &[], &data)?,
+            Err(why) => io.reply_error(l.to, &why)?,
+        }
+    }
+    Ok(())
+}
+
 /// The handler of every one-sided message (module docs).
 fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Result<()> {
     let id = am.arg();
@@ -289,102 +426,64 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
             None => Err(bad(why)),
         };
     };
-    let r = (|| -> Result<Option<Vec<u8>>, String> {
-        match am.handler() {
-            H_FENCE => {
-                w.fences += 1;
-                Ok(None)
-            }
-            H_POST | H_DONE => {
-                let m = if am.handler() == H_DONE {
-                    &mut w.dones
-                } else {
-                    &mut w.posts
-                };
-                *m.entry(am.src()).or_insert(0) += 1;
-                Ok(None)
-            }
-            H_FLUSH => Ok(Some(Vec::new())),
-            H_PUT | H_ACC | H_GACC | H_GET => {
-                let Some(payload) = whole(am).map_err(|e| e.to_string())? else {
-                    return Ok(None); // a long transfer: LongDone comes
-                };
-                // The length of a single run: the data's (half of it for compare-and-swap).
-                let cas = am.handler() == H_GACC && a(2) & 0xff == OP_CAS;
-                let len = match am.handler() {
-                    H_GET => a(2) as usize,
-                    _ if cas => payload.len() / 2,
-                    _ => payload.len(),
-                };
-                let (mut runs, head) = runs_of(args, &payload, len).map_err(|e| e.to_string())?;
-                let data = &payload[head..];
-                let total: usize = runs.iter().map(|r| r.2).sum();
-                let reach = match &w.regions {
-                    None => w.reach,
-                    Some(regions) => attached(regions, &mut runs)?,
-                };
-                for &(off, _, l) in &runs {
-                    reach.check(off, l).map_err(|e| e.to_string())?;
-                }
-                match am.handler() {
-                    H_PUT => {
-                        for &(off, p, l) in &runs {
-                            reach
-                                .write(off, &data[p..p + l])
-                                .map_err(|e| e.to_string())?;
-                        }
-                        Ok(Some(Vec::new()))
-                    }
-                    H_GET => {
-                        let mut out = vec![0u8; total];
-                        for &(off, p, l) in &runs {
-                            reach
-                                .read(off, &mut out[p..p + l])
-                                .map_err(|e| e.to_string())?;
-                        }
-                        Ok(Some(out))
-                    }
-                    _ => {
-                        let code = a(2);
-                        let b = *Basic::ALL
-                            .get((code >> 8) as usize)
-                            .ok_or("bad element type")?;
-                        let op = if cas {
-                            AccOp::Replace
-                        } else {
-                            AccOp::from_code(code & 0xff).ok_or("bad operation")?
-                        };
-                        let n = total;
-                        let mut old = vec![0u8; n];
-                        let (src, c) = if cas {
-                            (&data[..n], Some(&data[n..2 * n]))
-                        } else {
-                            (&data[..n], None)
-                        };
-                        let src = (op != AccOp::NoOp).then_some(src);
-                        rmw_runs(&reach, &runs, b, op, src, Some(&mut old), c)
-                            .map_err(|e| e.to_string())?;
-                        Ok(Some(if am.handler() == H_GACC {
-                            old
-                        } else {
-                            Vec::new()
-                        }))
-                    }
-                }
-            }
-            H_LOCK => {
-                let t = to.ok_or("a lock without a reply address")?;
-                Ok(w.lock.request(t, a(0) == 0).then(Vec::new))
-            }
-            H_UNLOCK => {
-                for g in w.lock.release(a(0) == 0) {
-                    io.reply(g, 0, &[], &[]).map_err(|e| e.to_string())?;
-                }
-                Ok(Some(Vec::new()))
-            }
-            h => Err(format!("unknown one-sided message {h}")),
+    let r = match am.handler() {
+        H_FENCE => {
+            w.fences += 1;
+            Ok(None)
         }
-    })();
+        H_POST | H_DONE => {
+            let m = if am.handler() == H_DONE {
+                &mut w.dones
+            } else {
+                &mut w.posts
+            };
+            *m.entry(am.src()).or_insert(0) += 1;
+            Ok(None)
+        }
+        H_FLUSH => Ok(Some(Vec::new())),
+        h @ (H_PUT | H_ACC | H_GACC | H_GET | H_BATCH) => {
+            match whole(am) {
+                Ok(None) => return Ok(()), // a long transfer: LongDone comes
+                Err(e) => Err(e.to_string()),
+                Ok(Some(payload)) if h != H_BATCH => apply(w, h, args, &payload).map(Some),
+                Ok(Some(payload)) => {
+                let Some(to) = to else {
+                    return Err(bad("a batch without a reply address".into()));
+                };
+                let batch = Batch {
+                    ops: payload,
+                    unlock: a(1) != 0,
+                };
+                let l = Locker {
+                    to,
+                    excl: a(0) == 0,
+                    batch: Some(batch),
+                };
+                    return match w.lock.request(l) {
+                        Some(l) => grant(io, w, VecDeque::from([l])),
+                        None => Ok(()), // answered when granted
+                    };
+                }
+            }
+        }
+        H_LOCK => match to {
+            Some(to) => {
+                let l = Locker {
+                    to,
+                    excl: a(0) == 0,
+                    batch: None,
+                };
+                Ok(w.lock.request(l).map(|_| Vec::new()))
+            }
+            None => Err("a lock without a reply address".into()),
+        },
+        H_UNLOCK => {
+            let granted = w.lock.release(a(0) == 0);
+            grant(io, w, granted)?;
+            Ok(Some(Vec::new()))
+        }
+        h => Err(format!("unknown one-sided message {h}")),
+    };
     match (r, to) {
         (Ok(Some(data)), Some(t)) => io.reply(t, 0, &[], &data),
         (Ok(_), _) => Ok(()),

@@ -211,7 +211,7 @@ impl Win {
         }
         if self.msg {
             for r in 0..self.members.len() {
-                if let Err(err) = self.msg_lock(mpi, r as u32, LockType::Shared) {
+                if let Err(err) = self.msg_lock_now(mpi, r as u32, LockType::Shared) {
                     for q in 0..r {
                         let _ = self.msg_unlock(mpi, q as u32, LockType::Shared);
                     }
