@@ -242,7 +242,8 @@ fn one_sided_lock_aggregation_and_contention_on_both_paths() {
     for n in [2, 4] {
         let mut cmd = testing::skifrun_cmd(n, &["--driver", "fpga-model"], &exe);
         cmd.env("RMA_TEST_PATH", "messages");
-        testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("rmalock over fpga-model, {n} ranks"));
+        testing::run_job(cmd, JOB_TIMEOUT)
+            .expect_ok(&format!("rmalock over fpga-model, {n} ranks"));
     }
 }
 

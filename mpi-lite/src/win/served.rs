@@ -223,8 +223,7 @@ impl Served {
 /// Registers the handlers on mpi-lite's endpoint.
 pub(crate) fn register<P: Port>(ep: &mut Endpoint<P, State>) -> skifch::Result<()> {
     for h in [
-        H_PUT, H_GET, H_ACC, H_GACC, H_LOCK, H_UNLOCK, H_FLUSH, H_FENCE, H_POST, H_DONE,
-        H_BATCH,
+        H_PUT, H_GET, H_ACC, H_GACC, H_LOCK, H_UNLOCK, H_FLUSH, H_FENCE, H_POST, H_DONE, H_BATCH,
     ] {
         ep.register(h, on_rma::<P>)?;
     }
@@ -447,18 +446,18 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
                 Err(e) => Err(e.to_string()),
                 Ok(Some(payload)) if h != H_BATCH => apply(w, h, args, &payload).map(Some),
                 Ok(Some(payload)) => {
-                let Some(to) = to else {
-                    return Err(bad("a batch without a reply address".into()));
-                };
-                let batch = Batch {
-                    ops: payload,
-                    unlock: a(1) != 0,
-                };
-                let l = Locker {
-                    to,
-                    excl: a(0) == 0,
-                    batch: Some(batch),
-                };
+                    let Some(to) = to else {
+                        return Err(bad("a batch without a reply address".into()));
+                    };
+                    let batch = Batch {
+                        ops: payload,
+                        unlock: a(1) != 0,
+                    };
+                    let l = Locker {
+                        to,
+                        excl: a(0) == 0,
+                        batch: Some(batch),
+                    };
                     return match w.lock.request(l) {
                         Some(l) => grant(io, w, VecDeque::from([l])),
                         None => Ok(()), // answered when granted
