@@ -184,30 +184,8 @@ pub(crate) fn inherited_memfd(var: &str, fd: u32, magic: u64) -> Result<File> {
     if let Some(name) = ["standard input", "standard output", "standard error"].get(fd as usize) {
         return bad(format!("is {name}"));
     }
-    // SAFETY: F_GETFD only inspects the descriptor table entry.
-    if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
-        return bad("is not an open descriptor".into());
-    }
-    // SAFETY: `st` is plain data written by fstat; the descriptor is only inspected.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; `st` is a valid out-pointer.
-    if unsafe { libc::fstat(raw, &mut st) } < 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return bad("is not a regular file or memfd".into());
-    }
-    // SAFETY: F_GET_SEALS only reads the file's seals (EINVAL for files without seals).
-    let seals = unsafe { libc::fcntl(raw, libc::F_GET_SEALS) };
-    let size_seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
-    if seals < 0 || seals & size_seals != size_seals {
-        return bad("is not a memfd with a sealed size".into());
-    }
-    let mut head = [0u8; 8];
-    // SAFETY: `head` is a valid 8-byte buffer; pread does not move the file offset.
-    let n = unsafe { libc::pread(raw, head.as_mut_ptr().cast(), head.len(), 0) };
-    if n != head.len() as isize || u64::from_le_bytes(head) != magic {
-        return bad(format!(
-            "has the wrong header (magic {:#018x}, expected {magic:#018x})",
-            u64::from_le_bytes(head)
-        ));
+    if let Err(why) = check_segment(raw, magic) {
+        return bad(why);
     }
     // SAFETY: F_DUPFD_CLOEXEC creates a new descriptor (>= 3) that nobody else owns.
     let copy = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 3) };
@@ -218,6 +196,37 @@ pub(crate) fn inherited_memfd(var: &str, fd: u32, magic: u64) -> Result<File> {
     }
     // SAFETY: `copy` was just created and is owned by nobody else.
     Ok(File::from(unsafe { OwnedFd::from_raw_fd(copy) }))
+}
+
+/// Checks, touching nothing, that descriptor `raw` is a job memory segment: open, a
+/// regular file (memfd) whose size is sealed, starting with `magic`; else says why not.
+pub(crate) fn check_segment(raw: i32, magic: u64) -> std::result::Result<(), String> {
+    // SAFETY: F_GETFD only inspects the descriptor table entry.
+    if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
+        return Err("is not an open descriptor".into());
+    }
+    // SAFETY: `st` is plain data written by fstat; the descriptor is only inspected.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; `st` is a valid out-pointer.
+    if unsafe { libc::fstat(raw, &mut st) } < 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err("is not a regular file or memfd".into());
+    }
+    // SAFETY: F_GET_SEALS only reads the file's seals (EINVAL for files without seals).
+    let seals = unsafe { libc::fcntl(raw, libc::F_GET_SEALS) };
+    let size_seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+    if seals < 0 || seals & size_seals != size_seals {
+        return Err("is not a memfd with a sealed size".into());
+    }
+    let mut head = [0u8; 8];
+    // SAFETY: `head` is a valid 8-byte buffer; pread does not move the file offset.
+    let n = unsafe { libc::pread(raw, head.as_mut_ptr().cast(), head.len(), 0) };
+    if n != head.len() as isize || u64::from_le_bytes(head) != magic {
+        return Err(format!(
+            "has the wrong header (magic {:#018x}, expected {magic:#018x})",
+            u64::from_le_bytes(head)
+        ));
+    }
+    Ok(())
 }
 
 /// Closes the descriptor a launcher variable named, once [`inherited_memfd`] proved it a

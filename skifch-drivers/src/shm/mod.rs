@@ -17,7 +17,9 @@
 //! * [`fabric`] — the segment's memory ([`Region`]) and [`Fabric`], a validated segment;
 //! * [`lane`] — the lane protocol (design, measurements, trust) and a lane's two ends;
 //! * [`port`] — [`RingDriver`], [`RingPort`], [`RingWaiter`] over the lanes;
-//! * `memfd` — the shm driver's memory: [`MemfdRegion`], [`init`], [`join_segment`].
+//! * `memfd` — the shm driver's memory: [`MemfdRegion`], [`init`], [`join_segment`];
+//! * [`node`] — the segment of one node's ranks when a PMI/PMIx launcher, not `skifrun`,
+//!   started the job ([`node::node_job`] over a [`crate::boot::Bootstrap`]).
 //!
 //! The in-process job runs the same lanes on heap memory ([`crate::inproc`]).
 
@@ -26,6 +28,8 @@ pub mod lane;
 pub mod layout;
 #[cfg(not(loom))]
 mod memfd;
+#[cfg(not(loom))]
+pub mod node;
 pub mod port;
 
 pub use fabric::{Fabric, HeapRegion, Region};

@@ -1,0 +1,102 @@
+//! The shm driver of one node's ranks made from a `Bootstrap` (no skifrun): the node's
+//! leader creates the segment, the others open it through /proc, and the conformance
+//! suite runs over it. Ranks are threads here (one process; an in-memory bootstrap); the
+//! launcher tests run it across processes under mpiexec.hydra.
+use std::sync::{Arc, Barrier, Mutex};
+
+use skifch::{conformance, Channel, Result};
+use skifch_drivers::boot::Bootstrap;
+use skifch_drivers::shm::node::{node_job, node_ranks};
+
+/// Ranks as threads; rank r is on node `r % nodes`.
+struct Threads {
+    rank: u32,
+    size: u32,
+    nodes: u32,
+    shared: Arc<(Barrier, Mutex<Vec<Vec<u8>>>)>,
+}
+
+impl Bootstrap for Threads {
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn node_of(&self, rank: u32) -> u32 {
+        rank % self.nodes
+    }
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let (b, v) = &*self.shared;
+        v.lock().unwrap()[self.rank as usize] = mine.to_vec();
+        b.wait();
+        let all = v.lock().unwrap().clone();
+        b.wait();
+        Ok(all)
+    }
+    fn barrier(&self) -> Result<()> {
+        self.shared.0.wait();
+        Ok(())
+    }
+}
+
+fn run(size: u32, nodes: u32, f: impl Fn(Threads) -> Result<()> + Send + Sync + 'static) {
+    let shared = Arc::new((
+        Barrier::new(size as usize),
+        Mutex::new(vec![Vec::new(); size as usize]),
+    ));
+    let f = Arc::new(f);
+    let hs: Vec<_> = (0..size)
+        .map(|rank| {
+            let (shared, f) = (shared.clone(), f.clone());
+            std::thread::spawn(move || {
+                f(Threads {
+                    rank,
+                    size,
+                    nodes,
+                    shared,
+                })
+            })
+        })
+        .collect();
+    for (r, h) in hs.into_iter().enumerate() {
+        h.join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("rank {r}: {e}"));
+    }
+}
+
+#[test]
+fn one_node_job_from_a_bootstrap_passes_the_suite() {
+    run(3, 1, |b| {
+        let job = node_job(&b)?;
+        assert_eq!((job.rank(), job.size()), (b.rank(), 3));
+        conformance::run_all(&job, &conformance::Config::small())
+    });
+}
+
+#[test]
+fn two_nodes_make_two_segments_of_their_own_ranks() {
+    run(4, 2, |b| {
+        let (local, idx) = node_ranks(&b);
+        assert_eq!(
+            local,
+            if b.rank() % 2 == 0 {
+                vec![0, 2]
+            } else {
+                vec![1, 3]
+            }
+        );
+        let job = node_job(&b)?;
+        assert_eq!((job.rank(), job.size()), (idx, 2));
+        // A message to the node's other rank, on the node's own segment.
+        let ch: Channel<_> = job.open(0)?;
+        let peer = skifch::NetAddr::new((1 - idx) as u16, 0);
+        let payload = [b.rank() as u8; 8];
+        ch.send_whole_wait(peer, &[std::io::IoSlice::new(&payload)])?;
+        let m = ch.recv()?;
+        assert_eq!(m.to_vec(), vec![local[1 - idx as usize] as u8; 8]);
+        m.complete();
+        b.barrier()
+    });
+}
