@@ -58,6 +58,8 @@ pub mod any;
 pub mod boot;
 #[cfg(not(loom))]
 pub mod fpga;
+#[cfg(not(loom))]
+pub mod hier;
 pub mod inproc;
 pub mod jobctl;
 #[cfg(not(loom))]

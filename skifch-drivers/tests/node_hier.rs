@@ -1,12 +1,15 @@
 //! The shm driver of one node's ranks made from a `Bootstrap` (no skifrun): the node's
 //! leader creates the segment, the others open it through /proc, and the conformance
-//! suite runs over it. Ranks are threads here (one process; an in-memory bootstrap); the
-//! launcher tests run it across processes under mpiexec.hydra.
+//! suite runs over it; and the hierarchical job (node lanes + a job-wide "fabric", here
+//! the in-process lanes standing in for it). Ranks are threads here (one process; an
+//! in-memory bootstrap); the launcher tests run them across processes.
 use std::sync::{Arc, Barrier, Mutex};
 
 use skifch::{conformance, Channel, Result};
 use skifch_drivers::boot::Bootstrap;
+use skifch_drivers::hier::{HierDriver, Route};
 use skifch_drivers::shm::node::{node_job, node_ranks};
+use skifch_drivers::shm::Params;
 
 /// Ranks as threads; rank r is on node `r % nodes`.
 struct Threads {
@@ -98,5 +101,75 @@ fn two_nodes_make_two_segments_of_their_own_ranks() {
         assert_eq!(m.to_vec(), vec![local[1 - idx as usize] as u8; 8]);
         m.complete();
         b.barrier()
+    });
+}
+
+/// A hierarchical job of `size` thread-ranks on `nodes` nodes, `f` run by each rank.
+fn hier(
+    size: u32,
+    nodes: u32,
+    route: Route,
+    f: impl Fn(
+            skifch::Job<HierDriver<skifch_drivers::ShmDriver, skifch_drivers::inproc::InprocDriver>>,
+        ) -> Result<()>
+        + Send
+        + Sync
+        + 'static,
+) {
+    let fabric = skifch_drivers::inproc::job(Params {
+        nranks: size,
+        nports: 2,
+        lane_bytes: 16 << 10,
+    })
+    .unwrap();
+    let fabric: Arc<Mutex<Vec<Option<_>>>> =
+        Arc::new(Mutex::new(fabric.into_iter().map(Some).collect()));
+    run(size, nodes, move |b| {
+        let remote = fabric.lock().unwrap()[b.rank() as usize].take().unwrap();
+        let local = node_job(&b)?;
+        let drv = HierDriver::new(local.driver().clone(), remote.driver().clone(), &b, route)?;
+        f(skifch::Job::new(Arc::new(drv)))
+    });
+}
+
+#[test]
+fn hierarchical_job_passes_the_suite_with_both_routes() {
+    hier(4, 2, Route::Auto, |job| {
+        conformance::run_all(&job, &conformance::Config::small())
+    });
+    hier(3, 3, Route::Auto, |job| {
+        conformance::run_all(&job, &conformance::Config::small())
+    });
+    hier(4, 2, Route::Fabric, |job| {
+        conformance::run_all(&job, &conformance::Config::small())
+    });
+}
+
+#[test]
+fn hierarchical_sources_are_global_ranks_on_both_paths() {
+    hier(4, 2, Route::Auto, |job| {
+        let ch = job.open(0)?;
+        let me = job.rank();
+        for dst in (0..4).filter(|&d| d != me) {
+            let p = [me as u8, dst as u8];
+            ch.send_whole_wait(
+                skifch::NetAddr::new(dst as u16, 0),
+                &[std::io::IoSlice::new(&p)],
+            )?;
+        }
+        let mut from = Vec::new();
+        for _ in 0..3 {
+            let m = ch.recv()?;
+            let v = m.to_vec();
+            assert_eq!((v[1] as u32, m.src().rank()), (me, v[0] as u32));
+            from.push(v[0]);
+            m.complete();
+        }
+        from.sort();
+        assert_eq!(
+            from,
+            (0..4u8).filter(|&d| d as u32 != me).collect::<Vec<_>>()
+        );
+        Ok(())
     });
 }

@@ -1,0 +1,361 @@
+//! The hierarchical job (issue 21; seed 001, Madeleine's lesson: several networks, the
+//! protocol chosen per destination): ranks of this node are reached through the node's
+//! shm lanes, the others through a fabric driver, behind one [`Driver`].
+//!
+//! [`HierDriver`] joins a *local* job (the node's ranks, numbered `0..` in global-rank
+//! order: [`crate::shm::node::node_job`]) and a *remote* job over every rank of the job
+//! (numbered as the job: the fabric driver). Addresses above are global: a send to a rank
+//! of this node goes to the local port with the rank translated, any other to the remote
+//! port; a message's source is translated back. `SKIFCH_ROUTE=fabric` sends every
+//! message, also within the node, through the remote driver (for testing the fabric on
+//! one machine); the default `auto` chooses per destination.
+//!
+//! Receiving polls the local port first (the node's figures are kept: an empty remote
+//! poll costs a fabric's progress call, so the remote port is polled on every
+//! [`REMOTE_EVERY`]-th empty local poll, and first after each remote message, so neither
+//! starves). Tokens of remote messages carry bit 63 of `Token::a` (drivers' tokens keep
+//! it clear). A blocked receiver sleeps on both wake-up mechanisms in turn, each for at
+//! most [`SLICE`], then polls again: a message waits at most about one slice to be seen
+//! by a sleeping receiver (spinning receivers, the default policy's first phase, see it
+//! at once).
+//!
+//! Remote memory access is not offered through the hierarchy yet ([`Driver::rma`] is
+//! `None`): libraries take their message path for every peer.
+#![allow(unsafe_code)] // `unsafe impl Port` and the forwarding of `unsafe fn complete`
+
+use std::io::IoSlice;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use skifch::driver::{Driver, Port, RawMessage, SendMode, Token, Waiter};
+use skifch::{Error, NetAddr, Result};
+
+use crate::boot::Bootstrap;
+
+/// The remote port is polled on this many empty local polls (a power of two).
+pub const REMOTE_EVERY: u32 = 8;
+/// Longest sleep on one side's wake-up before looking at the other's.
+pub const SLICE: Duration = Duration::from_micros(200);
+const REMOTE_BIT: u64 = 1 << 63;
+
+/// How messages are routed (`SKIFCH_ROUTE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The node's lanes for the node's ranks, the fabric for the others.
+    Auto,
+    /// The fabric for every destination.
+    Fabric,
+}
+
+impl Route {
+    /// `SKIFCH_ROUTE`: unset or `auto`, or `fabric`; anything else is an error naming it.
+    pub fn from_env() -> Result<Route> {
+        match std::env::var("SKIFCH_ROUTE").as_deref() {
+            Err(_) | Ok("auto") => Ok(Route::Auto),
+            Ok("fabric") => Ok(Route::Fabric),
+            Ok(v) => Err(Error::Bootstrap(
+                format!("SKIFCH_ROUTE={v:?}: expected auto or fabric").into(),
+            )),
+        }
+    }
+}
+
+/// A rank's attachment to a job of several nodes (see the module docs).
+pub struct HierDriver<L: Driver, R: Driver> {
+    local: Arc<L>,
+    remote: Arc<R>,
+    rank: u32,
+    size: u32,
+    /// Global rank → the local job's rank, for ranks routed through the node.
+    to_local: Vec<Option<u16>>,
+    /// Local job's rank → global rank.
+    to_global: Vec<u32>,
+    /// The job's largest message: the smaller of the two drivers'. Sends through the
+    /// driver whose own limit is larger are held to it ([`clip`]).
+    max: usize,
+    /// Ports per rank: the smaller of the two drivers' counts.
+    ports: u32,
+    clip_local: bool,
+    clip_remote: bool,
+}
+
+/// `iov` held to `max` bytes: `MessageTooLarge` for a whole message above it, the first
+/// `max` bytes of a prefix send (a copy of the iovec, only for such a large message).
+fn clip<'a>(
+    iov: &'a [IoSlice<'a>],
+    max: usize,
+    mode: SendMode,
+) -> Result<Option<Vec<IoSlice<'a>>>> {
+    let total = skifch::driver::iov_total(iov)?;
+    if total <= max {
+        return Ok(None);
+    }
+    if mode == SendMode::Whole {
+        return Err(Error::MessageTooLarge {
+            len: total as u64,
+            max: max.min(u32::MAX as usize) as u32,
+        });
+    }
+    let (mut v, mut left) = (Vec::new(), max);
+    for s in iov {
+        if left == 0 {
+            break;
+        }
+        let n = s.len().min(left);
+        v.push(IoSlice::new(&s[..n]));
+        left -= n;
+    }
+    Ok(Some(v))
+}
+
+impl<L: Driver, R: Driver> HierDriver<L, R> {
+    /// Combines `local` (the node's ranks, as [`crate::shm::node::node_ranks`] numbers
+    /// them) and `remote` (every rank) for the job `boot` describes.
+    pub fn new(local: Arc<L>, remote: Arc<R>, boot: &dyn Bootstrap, route: Route) -> Result<Self> {
+        let (rank, size) = (boot.rank(), boot.size());
+        let (nodes, _) = crate::shm::node::node_ranks(boot);
+        if local.size() as usize != nodes.len() || remote.size() != size || remote.rank() != rank {
+            return Err(Error::Bootstrap(
+                format!(
+                    "hierarchical job: the node's job has {} ranks (expected {}), the fabric's {} (expected {size}, rank {} vs {rank})",
+                    local.size(),
+                    nodes.len(),
+                    remote.size(),
+                    remote.rank()
+                )
+                .into(),
+            ));
+        }
+        let mut to_local = vec![None; size as usize];
+        if route == Route::Auto {
+            for (i, &g) in nodes.iter().enumerate() {
+                to_local[g as usize] = Some(i as u16);
+            }
+        }
+        let (lmax, rmax) = (local.max_message(), remote.max_message());
+        let max = lmax.min(rmax);
+        let ports = local.max_ports().min(remote.max_ports());
+        Ok(HierDriver {
+            local,
+            remote,
+            rank,
+            size,
+            to_local,
+            to_global: nodes,
+            max,
+            ports,
+            clip_local: lmax > max,
+            clip_remote: rmax > max,
+        })
+    }
+
+    fn global(&self, a: NetAddr) -> NetAddr {
+        let r = self
+            .to_global
+            .get(a.rank() as usize)
+            .copied()
+            .unwrap_or(u32::MAX);
+        NetAddr::new(r as u16, a.port() as u16)
+    }
+
+    /// A local driver's error, with ranks and addresses named as the job names them.
+    fn local_err(&self, e: Error, dst: Option<NetAddr>) -> Error {
+        match e {
+            Error::PeerLost { rank } => Error::PeerLost {
+                rank: self.to_global.get(rank as usize).copied().unwrap_or(rank),
+            },
+            Error::Unreachable { addr, why } => Error::Unreachable {
+                addr: dst.unwrap_or_else(|| self.global(addr)),
+                why,
+            },
+            e => e,
+        }
+    }
+}
+
+impl<L: Driver, R: Driver> Driver for HierDriver<L, R> {
+    type Port = HierPort<L, R>;
+    fn name(&self) -> &'static str {
+        "hier"
+    }
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn max_ports(&self) -> u32 {
+        self.ports
+    }
+    fn open_port(self: &Arc<Self>, port: u32) -> Result<HierPort<L, R>> {
+        let local = self.local.open_port(port)?;
+        let remote = self.remote.open_port(port)?;
+        Ok(HierPort {
+            drv: self.clone(),
+            local,
+            remote,
+            empty: 0,
+            addr: NetAddr::new(self.rank as u16, port as u16),
+        })
+    }
+    fn max_message(&self) -> usize {
+        self.max
+    }
+}
+
+/// An open channel of a [`HierDriver`]: the port of the same number on both drivers.
+pub struct HierPort<L: Driver, R: Driver> {
+    drv: Arc<HierDriver<L, R>>,
+    local: L::Port,
+    remote: R::Port,
+    /// Empty local polls since the remote port was last polled.
+    empty: u32,
+    addr: NetAddr,
+}
+
+impl<L: Driver, R: Driver> HierPort<L, R> {
+    fn recv_remote(&mut self, out: &mut RawMessage) -> Result<()> {
+        self.remote.recv_into(out)?;
+        debug_assert_eq!(
+            out.token.a & REMOTE_BIT,
+            0,
+            "the fabric driver's token uses bit 63"
+        );
+        out.token.a |= REMOTE_BIT;
+        // The next receive looks at the fabric first again: a stream from a remote peer
+        // is not slowed down to one message per REMOTE_EVERY local polls.
+        self.empty = REMOTE_EVERY - 1;
+        Ok(())
+    }
+}
+
+// SAFETY: every message comes from `local` or `remote`, whose own contracts keep its
+// segments valid until `complete`; the tag bit routes each token back to its driver.
+unsafe impl<L: Driver, R: Driver> Port for HierPort<L, R> {
+    type Waiter = HierWaiter<<L::Port as Port>::Waiter, <R::Port as Port>::Waiter>;
+
+    fn addr(&self) -> NetAddr {
+        self.addr
+    }
+
+    #[inline]
+    fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
+        if dst.port() >= self.drv.ports {
+            // One driver may have more ports than the job offers.
+            let why = skifch::error::Unreachable::NoSuchPort;
+            return Err(Error::Unreachable { addr: dst, why });
+        }
+        let local = self
+            .drv
+            .to_local
+            .get(dst.rank() as usize)
+            .copied()
+            .flatten();
+        let held = match local {
+            Some(_) if self.drv.clip_local => clip(iov, self.drv.max, mode)?,
+            None if self.drv.clip_remote => clip(iov, self.drv.max, mode)?,
+            _ => None,
+        };
+        let iov = held.as_deref().unwrap_or(iov);
+        match local {
+            Some(l) => self
+                .local
+                .send(NetAddr::new(l, dst.port() as u16), iov, mode)
+                .map_err(|e| self.drv.local_err(e, Some(dst))),
+            None => self.remote.send(dst, iov, mode),
+        }
+    }
+
+    #[inline]
+    fn recv_into(&mut self, out: &mut RawMessage) -> Result<()> {
+        self.empty = self.empty.wrapping_add(1);
+        if self.empty.is_multiple_of(REMOTE_EVERY) {
+            match self.recv_remote(out) {
+                Err(Error::WouldBlock) => {}
+                r => return r,
+            }
+        }
+        match self.local.recv_into(out) {
+            Ok(()) => {
+                out.src = self.drv.global(out.src);
+                self.empty = 0;
+                Ok(())
+            }
+            Err(Error::WouldBlock) => Err(Error::WouldBlock),
+            // A lost node peer, reported once nothing is waiting locally: the fabric may
+            // still hold messages.
+            Err(e) => match self.recv_remote(out) {
+                Err(Error::WouldBlock) => Err(self.drv.local_err(e, None)),
+                r => r,
+            },
+        }
+    }
+
+    fn ready(&mut self) -> Result<bool> {
+        Ok(self
+            .local
+            .ready()
+            .map_err(|e| self.drv.local_err(e, None))?
+            || self.remote.ready()?)
+    }
+
+    unsafe fn complete(&mut self, token: Token) {
+        if token.a & REMOTE_BIT != 0 {
+            let t = Token {
+                a: token.a & !REMOTE_BIT,
+                b: token.b,
+            };
+            // SAFETY: a token `recv_remote` tagged: the remote port's, completed once.
+            unsafe { self.remote.complete(t) }
+        } else {
+            // SAFETY: an untagged token came from the local port, completed once.
+            unsafe { self.local.complete(token) }
+        }
+    }
+
+    fn waiter(&self) -> Self::Waiter {
+        HierWaiter {
+            local: self.local.waiter(),
+            remote: self.remote.waiter(),
+            to_global: self.drv.to_global.clone().into(),
+        }
+    }
+}
+
+/// Sleeps on both drivers' wake-ups in turn (see the module docs).
+#[derive(Clone)]
+pub struct HierWaiter<A: Waiter, B: Waiter> {
+    local: A,
+    remote: B,
+    to_global: Arc<[u32]>,
+}
+
+impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
+    fn arm(&self) -> u32 {
+        self.local.arm()
+    }
+    /// At most two slices: the local side's (armed by the caller), then the remote
+    /// side's (armed here). It then returns, as a spurious wake-up, so that the caller
+    /// polls both ports again: a message the remote side took before it was armed is
+    /// thus seen within one slice, never left until the caller's timeout.
+    fn sleep(&self, ticket: u32, timeout: Duration) {
+        let t0 = Instant::now();
+        self.local.sleep(ticket, timeout.min(SLICE));
+        let spent = t0.elapsed();
+        if spent < SLICE / 2 || spent >= timeout {
+            return; // woken by the local side (or out of time)
+        }
+        let t = self.remote.arm();
+        self.remote.sleep(t, (timeout - spent).min(SLICE));
+        self.remote.disarm();
+    }
+    fn disarm(&self) {
+        self.local.disarm()
+    }
+    fn lost_peer(&self) -> Option<u32> {
+        self.local
+            .lost_peer()
+            .map(|r| self.to_global.get(r as usize).copied().unwrap_or(r))
+            .or_else(|| self.remote.lost_peer())
+    }
+}
