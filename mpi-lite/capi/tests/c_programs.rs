@@ -227,24 +227,33 @@ fn one_sided_on_the_message_path_forced_and_over_fpga_model() {
 /// messages and over fpga-model.
 #[test]
 fn one_sided_lock_aggregation_and_contention_on_both_paths() {
+    on_every_path("rmalock");
+}
+
+/// Runs `name` on the direct path (2-4 ranks, and static), the forced message path (2-4)
+/// and over fpga-model (2 and 4), telling it the path expected (`RMA_TEST_PATH`).
+fn on_every_path(name: &str) {
     if !have_cc() {
         return;
     }
-    check("rmalock", &[("RMA_TEST_PATH", "direct")]);
-    let exe = compile("rmalock", false);
+    check(name, &[("RMA_TEST_PATH", "direct")]);
+    let exe = compile(name, false);
     for n in [2, 3, 4] {
-        run_ok(
-            &exe,
-            n,
-            &[("SKIFMPI_RMA", "messages"), ("RMA_TEST_PATH", "messages")],
-        );
+        let env = [("SKIFMPI_RMA", "messages"), ("RMA_TEST_PATH", "messages")];
+        run_ok(&exe, n, &env);
     }
     for n in [2, 4] {
         let mut cmd = testing::skifrun_cmd(n, &["--driver", "fpga-model"], &exe);
         cmd.env("RMA_TEST_PATH", "messages");
-        testing::run_job(cmd, JOB_TIMEOUT)
-            .expect_ok(&format!("rmalock over fpga-model, {n} ranks"));
+        testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("{name} over fpga-model, {n} ranks"));
     }
+}
+
+/// Derived target types: described to each target once on the message path (counted),
+/// forgotten at MPI_Type_free, never stale across types made and freed in a loop.
+#[test]
+fn one_sided_target_types_described_once_on_both_paths() {
+    on_every_path("rmatypes");
 }
 
 /// PSCW and MPI_Win_test, the request forms, derived origin types, shared windows: direct,

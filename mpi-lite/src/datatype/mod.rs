@@ -167,6 +167,12 @@ impl Datatype {
         }))
     }
 
+    /// The identity of this type object (two clones share it; distinct objects alive at
+    /// once never do): one-sided communication caches target types by it.
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// The predefined type this is, if any.
     pub fn predefined(&self) -> Option<Basic> {
         self.0.predefined

@@ -42,6 +42,7 @@ mod ops;
 mod pscw;
 mod served;
 mod sync;
+mod types;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -56,6 +57,7 @@ pub use served::Served;
 
 pub use ops::{AccOp, Target};
 pub use sync::LockType;
+pub use types::type_freed;
 
 /// How a window's memory was made (`MPI_WIN_CREATE_FLAVOR`; numbers of `mpi.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,9 +20,11 @@ use skifch::Port;
 
 use std::sync::atomic::Ordering;
 
+use super::ops::Target;
 use super::served::{
-    H_ACC, H_BATCH, H_FENCE, H_FLUSH, H_GACC, H_GET, H_LOCK, H_PUT, H_UNLOCK, OP_CAS,
+    H_ACC, H_BATCH, H_FENCE, H_FLUSH, H_GACC, H_GET, H_LOCK, H_PUT, H_TYPE, H_UNLOCK, OP_CAS,
 };
+use super::types::TYPED;
 use super::{LockType, Win};
 use crate::comm::Mpi;
 use crate::datatype::Basic;
@@ -32,17 +34,35 @@ use crate::error::{Error, Result};
 /// Bytes of operations (with their 40-byte headers) a deferred lock keeps before sending.
 pub(crate) const AGG_BYTES: usize = 4096;
 
-/// `args[0..2]` and the run list of a message (empty for one run).
-fn wire(runs: &[(usize, usize, usize)]) -> ([u64; 2], Vec<u8>) {
-    if let [(off, _, _)] = runs {
-        return ([*off as u64, 0], Vec::new());
+/// `args[0..2]` and the head of a message reaching `runs` of member `r`: one run, else the
+/// described target type (`types.rs`: its description goes first if `r` lacks it).
+impl Win {
+    fn wire<P: Port>(
+        &self,
+        mpi: &Mpi<P>,
+        r: u32,
+        t: &Target<'_>,
+        runs: &[(usize, usize, usize)],
+    ) -> Result<([u64; 2], Vec<u8>)> {
+        match runs {
+            [] => return Ok(([0, 0], Vec::new())),
+            [(off, _, _)] => return Ok(([*off as u64, 0], Vec::new())),
+            _ => {}
+        }
+        let dst = self.world(r);
+        let base = t.disp * self.members[r as usize].disp_unit as isize;
+        let (id, new) = mpi
+            .engine()
+            .with_ep(|ep| Ok(ep.ctx_mut().rma.sent.id_for(t.dt, dst)))?;
+        if let Some(d) = new {
+            let (a, body) = d.wire(id);
+            self.ep(mpi, |ep| ep.send(dst, H_TYPE, 0, &a, &body))?;
+        }
+        let mut head = Vec::with_capacity(16);
+        head.extend_from_slice(&id.to_le_bytes());
+        head.extend_from_slice(&(t.count as u64).to_le_bytes());
+        Ok(([base as i64 as u64, TYPED], head))
     }
-    let mut head = Vec::with_capacity(16 * runs.len());
-    for &(off, _, len) in runs {
-        head.extend_from_slice(&(off as u64).to_le_bytes());
-        head.extend_from_slice(&(len as u64).to_le_bytes());
-    }
-    ([0, runs.len() as u64], head)
 }
 
 fn with_head<'a>(head: &[u8], data: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
@@ -110,11 +130,12 @@ impl Win {
     pub(super) fn msg_put<P: Port>(
         &self,
         mpi: &Mpi<P>,
-        r: u32,
+        t: &Target<'_>,
         runs: &[(usize, usize, usize)],
         data: &[u8],
     ) -> Result<()> {
-        let (a, head) = wire(runs);
+        let r = t.rank as u32;
+        let (a, head) = self.wire(mpi, r, t, runs)?;
         let payload = with_head(&head, data);
         let op = (H_PUT, [a[0], a[1], 0], &payload[..]);
         if self.checked() {
@@ -130,11 +151,12 @@ impl Win {
     pub(super) fn msg_get<P: Port>(
         &self,
         mpi: &Mpi<P>,
-        r: u32,
+        t: &Target<'_>,
         runs: &[(usize, usize, usize)],
         out: &mut [u8],
     ) -> Result<()> {
-        let (a, head) = wire(runs);
+        let r = t.rank as u32;
+        let (a, head) = self.wire(mpi, r, t, runs)?;
         let op = (H_GET, [a[0], a[1], out.len() as u64], &head[..]);
         let got = self.ask_op(mpi, r, op, out.len())?;
         if got.len() != out.len() {
@@ -152,7 +174,7 @@ impl Win {
     pub(super) fn msg_update<P: Port>(
         &self,
         mpi: &Mpi<P>,
-        r: u32,
+        t: &Target<'_>,
         runs: &[(usize, usize, usize)],
         b: Basic,
         op: super::AccOp,
@@ -163,7 +185,8 @@ impl Win {
         let total: usize = runs.iter().map(|x| x.2).sum();
         let bi = Basic::ALL.iter().position(|&x| x == b).unwrap_or(0) as u64;
         let code = if cmp.is_some() { OP_CAS } else { op.code() } | bi << 8;
-        let (a, head) = wire(runs);
+        let r = t.rank as u32;
+        let (a, head) = self.wire(mpi, r, t, runs)?;
         let zeros;
         let d = match data {
             Some(d) => &d[..total],

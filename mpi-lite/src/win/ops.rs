@@ -180,7 +180,7 @@ impl Win {
         same_size(origin.packed_len(), t, call)?;
         let data = crate::coll::bytes(origin)?;
         if self.msg {
-            return self.msg_put(mpi, t.rank as u32, &runs, &data);
+            return self.msg_put(mpi, &t, &runs, &data);
         }
         for (off, p, len) in runs {
             m.reach.write(off, &data[p..p + len])?;
@@ -201,7 +201,7 @@ impl Win {
         same_size(origin.packed_len(), t, call)?;
         with_bytes(origin, false, |b| {
             if self.msg {
-                return self.msg_get(mpi, t.rank as u32, &runs, b);
+                return self.msg_get(mpi, &t, &runs, b);
             }
             for (off, p, len) in runs {
                 m.reach.read(off, &mut b[p..p + len])?;
@@ -229,18 +229,7 @@ impl Win {
         same_size(origin.packed_len(), t, call)?;
         let b = elem_type(t.dt, Some(origin.datatype()), call)?;
         let data = crate::coll::bytes(origin)?;
-        self.update(
-            mpi,
-            t.rank as usize,
-            m,
-            &runs,
-            b,
-            op,
-            Some(&data),
-            None,
-            None,
-            call,
-        )
+        self.update(mpi, &t, m, &runs, b, op, Some(&data), None, None, call)
     }
 
     /// `MPI_Get_accumulate` (and `MPI_Fetch_and_op`): `result` receives the target's data
@@ -273,11 +262,10 @@ impl Win {
             }
             (_, None) => return Err(Error::Buffer(format!("{call}: no origin buffer"))),
         };
-        let rank = t.rank as usize;
         with_bytes(result, false, |out| {
             self.update(
                 mpi,
-                rank,
+                &t,
                 m,
                 &runs,
                 b,
@@ -326,7 +314,7 @@ impl Win {
         }
         self.update(
             mpi,
-            rank as usize,
+            &t,
             m,
             &runs,
             b,
@@ -346,7 +334,7 @@ impl Win {
     fn update<P: Port>(
         &self,
         mpi: &Mpi<P>,
-        rank: usize,
+        t: &Target<'_>,
         m: &Member,
         runs: &Runs,
         b: Basic,
@@ -366,7 +354,7 @@ impl Win {
             _ => None,
         };
         if self.msg {
-            return self.msg_update(mpi, rank as u32, runs, b, op, data, old_out, cmp);
+            return self.msg_update(mpi, t, runs, b, op, data, old_out, cmp);
         }
         let atomic = self.atomics
             && sz == ext
@@ -391,7 +379,7 @@ impl Win {
             }
             return Ok(());
         }
-        let acc = self.ctls[rank].acc();
+        let acc = self.ctls[t.rank as usize].acc();
         let mut backoff = skifch::wait::Backoff::new();
         let mut polls = 0;
         while acc

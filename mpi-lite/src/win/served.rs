@@ -3,7 +3,7 @@
 //! handlers of the one-sided active messages, which run inside the engine's proto calls
 //! with the engine's state (`engine::State::rma`) as their context.
 //!
-//! ## Wire (handler ids 16-26 on mpi-lite's endpoint; `arg` = the window's id)
+//! ## Wire (handler ids 16-28 on mpi-lite's endpoint; `arg` = the window's id)
 //! * `args[0]` = byte offset of the first run, `args[1]` = number of runs `k` (0: one run
 //!   at `args[0]` as long as the data); with `k > 0` the payload starts with `k` pairs
 //!   (offset, length) of little-endian `u64`s, then the data.
@@ -22,6 +22,8 @@
 //!   length) and that payload. When the lock is granted the sub-operations are applied in
 //!   order and the reply carries the fetching ones' data, concatenated; a queued batch
 //!   runs when a release grants it.
+//! * `H_TYPE`, `H_FORGET` (one-way): target types described once (`types.rs`), whose
+//!   operations carry `args[1]` = `TYPED` and a head (type id, count) instead of runs.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -30,6 +32,7 @@ use skifch::Port;
 
 use super::mem::Reach;
 use super::ops::{rmw_runs, AccOp, Runs};
+use super::types::{Description, Known, Sent, TYPED};
 use crate::datatype::Basic;
 use crate::engine::State;
 
@@ -48,13 +51,21 @@ pub(crate) const H_POST: u8 = 24;
 pub(crate) const H_DONE: u8 = 25;
 /// A deferred lock with the operations issued under it, and maybe the unlock (request).
 pub(crate) const H_BATCH: u8 = 26;
+/// A target type's description (one-way, `types.rs`); `arg` is not a window.
+pub(crate) const H_TYPE: u8 = 27;
+/// Forget a described type (one-way, after `MPI_Type_free` at the origin).
+pub(crate) const H_FORGET: u8 = 28;
 /// The operation code of compare-and-swap in `H_GACC`.
 pub(crate) const OP_CAS: u64 = 15;
 
-/// The windows this process serves, by id.
+/// The windows this process serves, by id, and the target types of the message path.
 #[derive(Default)]
 pub struct Served {
     wins: HashMap<u32, Exposed>,
+    /// Types this process described to others (`types.rs`).
+    pub(crate) sent: Sent,
+    /// Types others described to this process.
+    known: Known,
 }
 
 /// One served window.
@@ -83,6 +94,8 @@ struct RwQueue {
 /// the lock is released if it says so, when granted; then answered).
 struct Locker {
     to: ReplyTo,
+    /// The origin's world rank.
+    src: u32,
     excl: bool,
     batch: Option<Batch>,
 }
@@ -224,6 +237,7 @@ impl Served {
 pub(crate) fn register<P: Port>(ep: &mut Endpoint<P, State>) -> skifch::Result<()> {
     for h in [
         H_PUT, H_GET, H_ACC, H_GACC, H_LOCK, H_UNLOCK, H_FLUSH, H_FENCE, H_POST, H_DONE, H_BATCH,
+        H_TYPE, H_FORGET,
     ] {
         ep.register(h, on_rma::<P>)?;
     }
@@ -250,9 +264,26 @@ fn whole(am: &Am<'_>) -> skifch::Result<Option<Vec<u8>>> {
     })
 }
 
-/// The runs of a message and the data after their list.
-fn runs_of(args: &[u64], payload: &[u8], len: usize) -> skifch::Result<(Runs, usize)> {
+/// The runs of a message and the data after their list (or after the type's head).
+fn runs_of(
+    types: (&Known, u32),
+    args: &[u64],
+    payload: &[u8],
+    len: usize,
+) -> Result<(Runs, usize), String> {
     let arg = |i: usize| args.get(i).copied().unwrap_or(0) as usize;
+    if args.get(1).is_some_and(|&k| k == TYPED) {
+        let w = |i: usize| {
+            payload
+                .get(8 * i..8 * i + 8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8")))
+        };
+        let (Some(id), Some(count)) = (w(0), w(1)) else {
+            return Err("a typed operation without its head".into());
+        };
+        let d = types.0.get(types.1, id)?;
+        return Ok((d.expand(arg(0) as isize, count as usize)?, 16));
+    }
     let k = arg(1);
     if k == 0 {
         return Ok((vec![(arg(0), 0, len)], 0));
@@ -260,7 +291,7 @@ fn runs_of(args: &[u64], payload: &[u8], len: usize) -> skifch::Result<(Runs, us
     let head = k
         .checked_mul(16)
         .filter(|&h| h <= payload.len())
-        .ok_or_else(|| bad(format!("{k} runs in a {}-byte payload", payload.len())))?;
+        .ok_or_else(|| format!("{k} runs in a {}-byte payload", payload.len()))?;
     let w = |i: usize| {
         u64::from_le_bytes(payload[8 * i..8 * i + 8].try_into().expect("8 bytes")) as usize
     };
@@ -304,7 +335,13 @@ fn attached(
 
 /// A data operation (`H_PUT`, `H_GET`, `H_ACC`, `H_GACC`) on window `w`, its message whole:
 /// the reply's data (empty for put and accumulate).
-fn apply(w: &Exposed, h: u8, args: &[u64], payload: &[u8]) -> Result<Vec<u8>, String> {
+fn apply(
+    w: &Exposed,
+    types: (&Known, u32),
+    h: u8,
+    args: &[u64],
+    payload: &[u8],
+) -> Result<Vec<u8>, String> {
     let a = |i: usize| args.get(i).copied().unwrap_or(0);
     // The length of a single run: the data's (half of it for compare-and-swap).
     let cas = h == H_GACC && a(2) & 0xff == OP_CAS;
@@ -313,7 +350,7 @@ fn apply(w: &Exposed, h: u8, args: &[u64], payload: &[u8]) -> Result<Vec<u8>, St
         _ if cas => payload.len() / 2,
         _ => payload.len(),
     };
-    let (mut runs, head) = runs_of(args, payload, len).map_err(|e| e.to_string())?;
+    let (mut runs, head) = runs_of(types, args, payload, len)?;
     let data = &payload[head..];
     let total: usize = runs.iter().map(|r| r.2).sum();
     let reach = match &w.regions {
@@ -370,7 +407,7 @@ fn apply(w: &Exposed, h: u8, args: &[u64], payload: &[u8]) -> Result<Vec<u8>, St
 
 /// The sub-operations of an `H_BATCH` (module docs), applied in order; the data of the
 /// fetching ones, concatenated. The first failure ends it.
-fn batch_ops(w: &Exposed, mut ops: &[u8]) -> Result<Vec<u8>, String> {
+fn batch_ops(w: &Exposed, types: (&Known, u32), mut ops: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     while !ops.is_empty() {
         if ops.len() < 40 {
@@ -382,7 +419,7 @@ fn batch_ops(w: &Exposed, mut ops: &[u8]) -> Result<Vec<u8>, String> {
             .get(40..40usize.saturating_add(len))
             .ok_or_else(|| format!("a batched operation of {len} bytes past the batch's end"))?;
         let h = u8::try_from(h).map_err(|_| format!("batched operation {h}"))?;
-        out.extend_from_slice(&apply(w, h, &args, body)?);
+        out.extend_from_slice(&apply(w, types, h, &args, body)?);
         ops = &ops[40 + len..];
     }
     Ok(out)
@@ -393,6 +430,7 @@ fn batch_ops(w: &Exposed, mut ops: &[u8]) -> Result<Vec<u8>, String> {
 fn grant<P: Port>(
     io: &mut Io<'_, P>,
     w: &mut Exposed,
+    known: &Known,
     mut work: VecDeque<Locker>,
 ) -> skifch::Result<()> {
     while let Some(l) = work.pop_front() {
@@ -400,7 +438,7 @@ fn grant<P: Port>(
             io.reply(l.to, 0, &[], &[])?;
             continue;
         };
-        let r = batch_ops(w, &b.ops);
+        let r = batch_ops(w, (known, l.src), &b.ops);
         if b.unlock {
             work.extend(w.lock.release(l.excl));
         }
@@ -418,7 +456,24 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
     let args = am.args();
     let a = |i: usize| args.get(i).copied().unwrap_or(0);
     let to = am.reply_to();
-    let Some(w) = s.rma.wins.get_mut(&id) else {
+    let src = am.src();
+    match am.handler() {
+        H_TYPE => {
+            let d = match whole(am)? {
+                Some(p) => Description::parse(args, &p).map_err(bad)?,
+                None => return Ok(()),
+            };
+            s.rma.known.learn(src, a(0), d);
+            return Ok(());
+        }
+        H_FORGET => {
+            s.rma.known.forget(src, a(0));
+            return Ok(());
+        }
+        _ => {}
+    }
+    let Served { wins, known, .. } = &mut s.rma;
+    let Some(w) = wins.get_mut(&id) else {
         let why = format!("window {id} is not served by rank {}", io.rank());
         return match to {
             Some(t) => io.reply_error(t, &why),
@@ -444,7 +499,9 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
             match whole(am) {
                 Ok(None) => return Ok(()), // a long transfer: LongDone comes
                 Err(e) => Err(e.to_string()),
-                Ok(Some(payload)) if h != H_BATCH => apply(w, h, args, &payload).map(Some),
+                Ok(Some(payload)) if h != H_BATCH => {
+                    apply(w, (known, src), h, args, &payload).map(Some)
+                }
                 Ok(Some(payload)) => {
                     let Some(to) = to else {
                         return Err(bad("a batch without a reply address".into()));
@@ -455,11 +512,12 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
                     };
                     let l = Locker {
                         to,
+                        src,
                         excl: a(0) == 0,
                         batch: Some(batch),
                     };
                     return match w.lock.request(l) {
-                        Some(l) => grant(io, w, VecDeque::from([l])),
+                        Some(l) => grant(io, w, known, VecDeque::from([l])),
                         None => Ok(()), // answered when granted
                     };
                 }
@@ -469,6 +527,7 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
             Some(to) => {
                 let l = Locker {
                     to,
+                    src,
                     excl: a(0) == 0,
                     batch: None,
                 };
@@ -478,7 +537,7 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
         },
         H_UNLOCK => {
             let granted = w.lock.release(a(0) == 0);
-            grant(io, w, granted)?;
+            grant(io, w, known, granted)?;
             Ok(Some(Vec::new()))
         }
         h => Err(format!("unknown one-sided message {h}")),

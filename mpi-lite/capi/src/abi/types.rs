@@ -220,10 +220,14 @@ mpi_fn!(MPI_Type_free, PMPI_Type_free, (datatype: *mut c_int) -> c_int {
             Ok(())
         })?;
         attrs::delete_all("MPI_Type_free", attrs::Kind::Type, t)?;
-        // Pending operations keep their own reference to the type.
+        // Pending operations keep their own reference to the type. Peers that were given
+        // it as a one-sided target type forget it (mpi_lite::win::type_freed).
         with_state("MPI_Type_free", |st| {
-            st.t().types[t as usize] = None;
-            Ok(())
+            let freed = st.t().types[t as usize].take();
+            match freed {
+                Some(d) => mpi_lite::win::type_freed(&st.mpi, &d),
+                None => Ok(()),
+            }
         })?;
         // SAFETY: the caller's handle.
         unsafe { put(datatype, h::DATATYPE_NULL, "datatype") }
