@@ -50,7 +50,7 @@
 #![allow(clippy::too_many_arguments)]
 
 mod direct;
-mod lock;
+pub mod lock;
 mod mprobe;
 mod protocol;
 mod request;

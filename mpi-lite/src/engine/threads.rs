@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use skifch::driver::Waiter;
 use skifch::{Driver, Job, Port, WaitPolicy};
 
-use super::lock::{CoreGuard, CoreLock};
+use super::lock::{FlagGuard, FlagLock};
 use super::mprobe::MsgId;
 use super::sched::Sched;
 use super::state::ReqKind;
@@ -45,7 +45,7 @@ const QUICK_SPINS: u32 = 64;
 
 /// mpi-lite's engine: its [`Core`] behind a lock, used by any thread.
 pub struct Engine<P: Port> {
-    core: CoreLock<Core<P>>,
+    core: FlagLock<Core<P>>,
     /// The eager limit (also in the core; kept here to be read without the lock).
     eager: usize,
     /// World rank and size.
@@ -131,6 +131,7 @@ impl<W: Waiter> Drop for Token<'_, W> {
 
 /// The error of a call entered while another thread is inside one, in the modes that
 /// allow one thread at a time.
+#[cold]
 fn concurrent() -> Error {
     Error::Other(
         "called while another thread is inside an MPI call: the library was initialized for \
@@ -164,7 +165,7 @@ impl<P: Port> Engine<P> {
                 waiter: core.ep.waiter(),
                 spin,
             },
-            core: CoreLock::new(core),
+            core: FlagLock::new(core),
         })
     }
 
@@ -176,12 +177,21 @@ impl<P: Port> Engine<P> {
     /// The core, for one call: a try-lock when one thread at a time may call (failing
     /// with [`concurrent`]), else the lock (held for short sections only).
     #[inline(always)]
-    fn lock(&self) -> Result<CoreGuard<'_, Core<P>>> {
+    fn lock(&self) -> Result<FlagGuard<'_, Core<P>>> {
         match self.core.try_lock() {
             Some(g) => Ok(g),
-            None if self.multiple => Ok(self.core.lock()),
-            None => Err(concurrent()),
+            None => self.contended(),
         }
+    }
+
+    /// The lock was taken: wait for it under `MPI_THREAD_MULTIPLE`, else [`concurrent`].
+    #[cold]
+    #[inline(never)]
+    fn contended(&self) -> Result<FlagGuard<'_, Core<P>>> {
+        if self.multiple {
+            return Ok(self.core.lock());
+        }
+        Err(concurrent())
     }
 
     /// A question about the state that cannot fail: `busy` when another thread holds the
@@ -219,10 +229,16 @@ impl<P: Port> Engine<P> {
     }
 
     /// Blocking standard send (see [`Core::send`]).
+    #[inline]
     pub fn send(&self, env: Envelope, dst: u32, buf: UserBuf) -> Result<()> {
         if !self.multiple {
             return self.lock()?.send(env, dst, buf);
         }
+        self.send_mt(env, dst, buf)
+    }
+
+    #[inline(never)]
+    fn send_mt(&self, env: Envelope, dst: u32, buf: UserBuf) -> Result<()> {
         if buf.packed_len() <= self.eager && buf.as_contiguous().is_some() {
             // An eager send does not wait for a peer (a full lane is drained with progress).
             return self.serving(|c| c.send(env, dst, buf));
@@ -265,6 +281,7 @@ impl<P: Port> Engine<P> {
     }
 
     /// Starts a send (see [`Core::isend`]).
+    #[inline]
     pub fn isend(
         &self,
         env: Envelope,
@@ -276,10 +293,23 @@ impl<P: Port> Engine<P> {
         if !self.multiple {
             return self.lock()?.isend(env, dst, buf, mode, bsend);
         }
+        self.isend_mt(env, dst, buf, mode, bsend)
+    }
+
+    #[inline(never)]
+    fn isend_mt(
+        &self,
+        env: Envelope,
+        dst: u32,
+        buf: UserBuf,
+        mode: Mode,
+        bsend: usize,
+    ) -> Result<ReqId> {
         self.serving(|c| c.isend(env, dst, buf, mode, bsend))
     }
 
     /// Posts a receive (see [`Core::irecv`]).
+    #[inline(always)]
     pub fn irecv(&self, env: Envelope, buf: UserBuf) -> Result<ReqId> {
         self.lock()?.irecv(env, buf)
     }
@@ -290,22 +320,32 @@ impl<P: Port> Engine<P> {
         if !self.multiple {
             return self.lock()?.recv(env, buf);
         }
+        self.recv_mt(env, buf)
+    }
+
+    #[inline(never)]
+    fn recv_mt(&self, env: Envelope, buf: UserBuf) -> Result<Status> {
         let id = self.irecv(env, buf)?;
         self.wait(id)
     }
 
     /// The C ABI's eager send of contiguous bytes (see [`Core::try_send_eager`]).
-    #[inline]
+    #[inline(always)]
     pub fn try_send_eager(&self, env: Envelope, dst: u32, data: &[u8]) -> Result<bool> {
         if !self.multiple {
             return self.lock()?.try_send_eager(env, dst, data);
         }
+        self.try_send_eager_mt(env, dst, data)
+    }
+
+    #[inline(never)]
+    fn try_send_eager_mt(&self, env: Envelope, dst: u32, data: &[u8]) -> Result<bool> {
         self.serving(|c| c.try_send_eager(env, dst, data))
     }
 
     /// The direct receive into contiguous bytes (see [`Core::try_recv_bytes`]); never
     /// under `MPI_THREAD_MULTIPLE` (it waits inside the channel with the lock held).
-    #[inline]
+    #[inline(always)]
     pub fn try_recv_bytes(&self, env: Envelope, buf: &mut [u8]) -> Result<Option<Status>> {
         if self.multiple {
             return Ok(None);
@@ -403,10 +443,16 @@ impl<P: Port> Engine<P> {
     }
 
     /// `MPI_Wait`: progresses until `id` completes, then releases it.
+    #[inline]
     pub fn wait(&self, id: ReqId) -> Result<Status> {
         if !self.multiple {
             return self.lock()?.wait(id);
         }
+        self.wait_one_mt(id)
+    }
+
+    #[inline(never)]
+    fn wait_one_mt(&self, id: ReqId) -> Result<Status> {
         if id == SENT {
             return Ok(Status::default());
         }
@@ -447,6 +493,7 @@ impl<P: Port> Engine<P> {
     }
 
     /// Progresses until `done(state)`.
+    #[inline]
     pub fn wait_until(&self, mut done: impl FnMut(&State) -> bool) -> Result<()> {
         if !self.multiple {
             return self.lock()?.wait_until(done);
@@ -514,6 +561,7 @@ impl<P: Port> Engine<P> {
     /// their request when the completion counter moved; after the fixed spin, the poller
     /// sleeps on the channel and the others on the condition variable; never sleeps holding
     /// the lock. A lost peer ends it (breaking the engine for every thread).
+    #[inline(never)]
     fn wait_mt<T>(&self, mut f: impl FnMut(&mut Core<P>) -> Option<Result<T>>) -> Result<T> {
         let w = &self.waits;
         let mut token = Token {
@@ -581,7 +629,7 @@ impl<P: Port> Engine<P> {
     }
 
     /// The core if no other thread holds it.
-    fn try_core(&self) -> Option<CoreGuard<'_, Core<P>>> {
+    fn try_core(&self) -> Option<FlagGuard<'_, Core<P>>> {
         self.core.try_lock()
     }
 
