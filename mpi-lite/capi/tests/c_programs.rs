@@ -230,6 +230,13 @@ fn one_sided_lock_aggregation_and_contention_on_both_paths() {
     on_every_path("rmalock");
 }
 
+/// Assertions: bad values are MPI_ERR_ASSERT; NOPRECEDE fences and NOCHECK post/start
+/// save their messages (counted), with the data checked.
+#[test]
+fn one_sided_assertions_validated_and_honoured_on_both_paths() {
+    on_every_path("rmaassert");
+}
+
 /// Runs `name` on the direct path (2-4 ranks, and static), the forced message path (2-4)
 /// and over fpga-model (2 and 4), telling it the path expected (`RMA_TEST_PATH`).
 fn on_every_path(name: &str) {

@@ -12,6 +12,7 @@ use std::sync::atomic::{fence, Ordering};
 use skifch::Port;
 
 use super::served::{H_DONE, H_POST};
+use super::sync::{check_assert, MODE_NOCHECK, MODE_NOPUT, MODE_NOSTORE};
 use super::{sync_err, Win};
 use crate::comm::Mpi;
 use crate::error::{Error, Result};
@@ -66,8 +67,12 @@ impl Win {
     /// # One-sided Operation
     /// The target calls it; it does not wait for the origins (their `MPI_Win_start`
     /// waits for its notice).
-    pub fn post<P: Port>(&self, mpi: &Mpi<P>, group: &[u32], _assert: i32) -> Result<()> {
+    ///
+    /// `MPI_MODE_NOCHECK` (the matching starts also give it: the program synchronised
+    /// otherwise): no notices are sent. `NOSTORE` and `NOPUT` are accepted.
+    pub fn post<P: Port>(&self, mpi: &Mpi<P>, group: &[u32], assert: i32) -> Result<()> {
         let call = "MPI_Win_post";
+        check_assert(assert, MODE_NOCHECK | MODE_NOSTORE | MODE_NOPUT, call)?;
         let g = self.members_of(group, call)?;
         {
             let mut e = self.epoch();
@@ -79,6 +84,9 @@ impl Win {
             e.posted = Some(g.clone());
         }
         fence(Ordering::SeqCst);
+        if assert & MODE_NOCHECK != 0 {
+            return Ok(());
+        }
         self.notify(mpi, &g, H_POST)
     }
 
@@ -86,8 +94,12 @@ impl Win {
     ///
     /// # One-sided Operation
     /// The origin calls it; it returns once every target of the group has posted.
-    pub fn start<P: Port>(&self, mpi: &Mpi<P>, group: &[u32], _assert: i32) -> Result<()> {
+    ///
+    /// `MPI_MODE_NOCHECK` (every matching post gave it and has completed): waits for no
+    /// notice.
+    pub fn start<P: Port>(&self, mpi: &Mpi<P>, group: &[u32], assert: i32) -> Result<()> {
         let call = "MPI_Win_start";
+        check_assert(assert, MODE_NOCHECK, call)?;
         let g = self.members_of(group, call)?;
         {
             let e = self.epoch();
@@ -95,7 +107,9 @@ impl Win {
                 return Err(sync_err(format!("{call}: an access epoch is already open")));
             }
         }
-        self.consume(mpi, &g, false)?;
+        if assert & MODE_NOCHECK == 0 {
+            self.consume(mpi, &g, false)?;
+        }
         let mut e = self.epoch();
         e.fence = false;
         e.started = Some(g);

@@ -22,8 +22,30 @@ pub enum LockType {
 
 /// `MPI_MODE_NOCHECK`: no other process holds or asks for a conflicting lock.
 pub const MODE_NOCHECK: i32 = 1024;
+/// `MPI_MODE_NOSTORE`: the local window was not updated by local stores since the last
+/// synchronisation (one copy of the memory here: nothing to save).
+pub const MODE_NOSTORE: i32 = 2048;
+/// `MPI_MODE_NOPUT`: the local window will not be updated by puts or accumulates until
+/// the next synchronisation (nothing to save either).
+pub const MODE_NOPUT: i32 = 4096;
+/// `MPI_MODE_NOPRECEDE`: the fence completes no operations of this process (given by all
+/// or none): the message path sends no end-of-epoch notices.
+pub const MODE_NOPRECEDE: i32 = 8192;
 /// `MPI_MODE_NOSUCCEED`: no epoch follows the fence.
 pub const MODE_NOSUCCEED: i32 = 16384;
+
+/// Checks that `assert` has no bit outside `allowed` (MPI-3.1 §11.5.5: `MPI_ERR_ASSERT`).
+pub(super) fn check_assert(assert: i32, allowed: i32, call: &str) -> Result<()> {
+    if assert & !allowed == 0 {
+        return Ok(());
+    }
+    Err(crate::error::Error::Code {
+        code: crate::error::class::ASSERT,
+        msg: format!(
+            "MPI_ERR_ASSERT: {call}: assert {assert:#x} has bits that are not among this call's assertions ({allowed:#x})"
+        ),
+    })
+}
 
 const WRITER: u64 = 1 << 63;
 const WAITING: u64 = 1 << 32;
@@ -99,7 +121,14 @@ impl Win {
     ///
     /// # One-sided Operation
     /// Every member calls it (collective); it returns once all have entered it.
+    ///
+    /// Assertions (§11.5.5): `MPI_MODE_NOPRECEDE` saves the message path's end-of-epoch
+    /// notices; with `MPI_MODE_NOSUCCEED` as well no epoch ends or begins, so nothing is
+    /// synchronised; `NOSTORE` and `NOPUT` are accepted (one copy of the memory).
     pub fn fence<P: Port>(&self, mpi: &Mpi<P>, assert: i32) -> Result<()> {
+        let all = MODE_NOSTORE | MODE_NOPUT | MODE_NOPRECEDE | MODE_NOSUCCEED;
+        check_assert(assert, all, "MPI_Win_fence")?;
+        let noprecede = assert & MODE_NOPRECEDE != 0;
         {
             let e = self.epoch();
             if e.lock_all || e.locks.iter().any(Option::is_some) {
@@ -108,8 +137,12 @@ impl Win {
                 ));
             }
         }
+        if noprecede && assert & MODE_NOSUCCEED != 0 {
+            self.epoch().fence = false;
+            return Ok(());
+        }
         fence(Ordering::SeqCst);
-        if self.msg {
+        if self.msg && !noprecede {
             let k = self.fences.fetch_add(1, Ordering::Relaxed) + 1;
             self.msg_fence(mpi, k)?;
         }
@@ -126,6 +159,7 @@ impl Win {
     /// Only the origin calls it; the target takes no part. Returns once the lock is held.
     pub fn lock<P: Port>(&self, mpi: &Mpi<P>, t: LockType, rank: i32, assert: i32) -> Result<()> {
         let call = "MPI_Win_lock";
+        check_assert(assert, MODE_NOCHECK, call)?;
         if rank == crate::engine::PROC_NULL {
             return Ok(());
         }
@@ -195,6 +229,7 @@ impl Win {
     /// # One-sided Operation
     /// Only the origin calls it; returns once every lock is held.
     pub fn lock_all<P: Port>(&self, mpi: &Mpi<P>, assert: i32) -> Result<()> {
+        check_assert(assert, MODE_NOCHECK, "MPI_Win_lock_all")?;
         {
             let mut e = self.epoch();
             if e.lock_all || e.locks.iter().any(Option::is_some) {
