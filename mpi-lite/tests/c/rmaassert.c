@@ -3,31 +3,7 @@
  * mpi_lite_rma_messages): a MPI_MODE_NOPRECEDE fence sends no notices on the message path,
  * NOPRECEDE|NOSUCCEED nothing at all, post/start with MPI_MODE_NOCHECK no post notices;
  * the data moved in those epochs is checked. */
-#include "check.h"
-#include <stdlib.h>
-#include <string.h>
-
-static long msgs(MPI_Win w, int *m) {
-    MPI_Info i;
-    char v[64];
-    int flag = 0;
-    CHECK(MPI_Win_get_info(w, &i) == MPI_SUCCESS);
-    CHECK(MPI_Info_get(i, "mpi_lite_rma_path", 63, v, &flag) == MPI_SUCCESS && flag);
-    *m = strcmp(v, "messages") == 0;
-    const char *want = getenv("RMA_TEST_PATH");
-    if (want) CHECK(strcmp(want, v) == 0);
-    CHECK(MPI_Info_get(i, "mpi_lite_rma_messages", 63, v, &flag) == MPI_SUCCESS && flag);
-    MPI_Info_free(&i);
-    return atol(v);
-}
-
-/* Messages `body` sends: `on_msg` on the message path, `direct` on the direct one. */
-#define EXPECT_MSGS(on_msg, direct, body) do { \
-    int m_; long c0_ = msgs(w, &m_); body; long d_ = msgs(w, &m_) - c0_; \
-    long want_ = m_ ? (on_msg) : (direct); \
-    if (d_ != want_) { \
-        fprintf(stderr, "rmaassert: rank %d: line %d: %ld messages, expected %ld\n", rank, __LINE__, d_, want_); \
-        MPI_Abort(MPI_COMM_WORLD, 2); } } while (0)
+#include "rmacount.h"
 
 static int err_class(int rc) {
     int c = -1;

@@ -3,34 +3,10 @@
  * lock; put; unlock is one message), then correctness under contention — an exclusive
  * read-modify-write counter (get, put), writers putting a pair under an exclusive lock
  * while readers get it under a shared one (never torn), shared accumulates. */
-#include "check.h"
-#include <stdlib.h>
-#include <string.h>
+#include "rmacount.h"
 
 #define N 2048
 #define ITER 150
-
-static void info(MPI_Win w, const char *key, char *v) {
-    MPI_Info i;
-    int flag = 0;
-    CHECK(MPI_Win_get_info(w, &i) == MPI_SUCCESS);
-    CHECK(MPI_Info_get(i, key, 63, v, &flag) == MPI_SUCCESS && flag);
-    MPI_Info_free(&i);
-}
-
-static long msgs(MPI_Win w) {
-    char v[64];
-    info(w, "mpi_lite_rma_messages", v);
-    return atol(v);
-}
-
-/* Messages the epoch `f` sends (checked on the message path; none on the direct one). */
-#define EXPECT_MSGS(m, want, body) do { \
-    long c0_ = msgs(w); body; long d_ = msgs(w) - c0_; \
-    if ((m) && d_ != (want)) { \
-        fprintf(stderr, "rmalock: rank %d: line %d: %ld messages, expected %d\n", rank, __LINE__, d_, (want)); \
-        MPI_Abort(MPI_COMM_WORLD, 2); } \
-    if (!(m)) CHECK(d_ == 0); } while (0)
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -41,34 +17,32 @@ int main(int argc, char **argv) {
     CHECK(MPI_Win_allocate(N * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &w) == MPI_SUCCESS);
     memset(mem, 0, N * sizeof(long));
     MPI_Barrier(MPI_COMM_WORLD);
-    char path[64];
-    info(w, "mpi_lite_rma_path", path);
-    const char *want = getenv("RMA_TEST_PATH");
-    if (want) CHECK(strcmp(want, path) == 0);
-    int m = strcmp(path, "messages") == 0;
+    int m;
+    rma_messages(w, &m);
+    const char *path = m ? "messages" : "direct";
 
     /* Aggregation: every rank to the next one, its own slots there. */
     int peer = (rank + 1) % size;
     long v = 1000 + rank, got = -1, one = 1;
     static long big[1024], back[1024];
     for (int i = 0; i < 1024; i++) big[i] = rank * 7 + i;
-    EXPECT_MSGS(m, 1, {
+    EXPECT_MSGS(1, 0, {
         CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Put(&v, 1, MPI_LONG, peer, 8 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     });
-    EXPECT_MSGS(m, 0, {
+    EXPECT_MSGS(0, 0, {
         CHECK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Win_flush(peer, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     });
-    EXPECT_MSGS(m, 2, { /* the lock with the get, then the unlock */
+    EXPECT_MSGS(2, 0, { /* the lock with the get, then the unlock */
         CHECK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Get(&got, 1, MPI_LONG, peer, 8 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     });
     CHECK(got == v);
-    EXPECT_MSGS(m, 3, { /* lock + 2 puts + accumulate at the flush; a put; the unlock */
+    EXPECT_MSGS(3, 0, { /* lock + 2 puts + accumulate at the flush; a put; the unlock */
         CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Put(&v, 1, MPI_LONG, peer, 16 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
         CHECK(MPI_Put(&v, 1, MPI_LONG, peer, 24 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
@@ -77,12 +51,12 @@ int main(int argc, char **argv) {
         CHECK(MPI_Put(&one, 1, MPI_LONG, peer, 32 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     });
-    EXPECT_MSGS(m, 3, { /* too big to keep: the lock first, then the put, the unlock */
+    EXPECT_MSGS(3, 0, { /* too big to keep: the lock first, then the put, the unlock */
         CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Put(big, 1024, MPI_LONG, peer, 1024, 1024, MPI_LONG, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     });
-    EXPECT_MSGS(m, 2, { /* lock + fetch-and-op; unlock */
+    EXPECT_MSGS(2, 0, { /* lock + fetch-and-op; unlock */
         CHECK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Fetch_and_op(&one, &got, MPI_LONG, peer, 32 + rank, MPI_SUM, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);

@@ -3,31 +3,9 @@
  * mpi_lite_rma_messages); MPI_Type_free makes the target forget it, and types created
  * and freed in a loop (whose objects may reuse freed memory) never find a stale
  * description: every value is checked. */
-#include "check.h"
-#include <stdlib.h>
-#include <string.h>
+#include "rmacount.h"
 
 #define N 1024
-
-static long msgs(MPI_Win w, int *m) {
-    MPI_Info i;
-    char v[64];
-    int flag = 0;
-    CHECK(MPI_Win_get_info(w, &i) == MPI_SUCCESS);
-    CHECK(MPI_Info_get(i, "mpi_lite_rma_path", 63, v, &flag) == MPI_SUCCESS && flag);
-    *m = strcmp(v, "messages") == 0;
-    const char *want = getenv("RMA_TEST_PATH");
-    if (want) CHECK(strcmp(want, v) == 0);
-    CHECK(MPI_Info_get(i, "mpi_lite_rma_messages", 63, v, &flag) == MPI_SUCCESS && flag);
-    MPI_Info_free(&i);
-    return atol(v);
-}
-
-#define EXPECT_MSGS(want, body) do { \
-    int m_; long c0_ = msgs(w, &m_); body; long d_ = msgs(w, &m_) - c0_; \
-    if (d_ != (m_ ? (want) : 0)) { \
-        fprintf(stderr, "rmatypes: rank %d: line %d: %ld messages, expected %d\n", rank, __LINE__, d_, m_ ? (want) : 0); \
-        MPI_Abort(MPI_COMM_WORLD, 2); } } while (0)
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -46,24 +24,24 @@ int main(int argc, char **argv) {
     CHECK(MPI_Type_commit(&vt) == MPI_SUCCESS);
 
     for (int i = 0; i < 8; i++) src[i] = rank * 100 + i;
-    EXPECT_MSGS(2, { /* the description, then the lock + put + unlock */
+    EXPECT_MSGS(2, 0, { /* the description, then the lock + put + unlock */
         CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Put(src, 8, MPI_INT, peer, D, 2, vt, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     });
-    EXPECT_MSGS(1, { /* known: the id only */
+    EXPECT_MSGS(1, 0, { /* known: the id only */
         CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Put(src, 8, MPI_INT, peer, D + 40, 2, vt, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     });
-    EXPECT_MSGS(2, {
+    EXPECT_MSGS(2, 0, {
         CHECK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Get(got, 8, MPI_INT, peer, D, 2, vt, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     });
     for (int i = 0; i < 8; i++) CHECK(got[i] == src[i]);
     int ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-    EXPECT_MSGS(1, {
+    EXPECT_MSGS(1, 0, {
         CHECK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w) == MPI_SUCCESS);
         CHECK(MPI_Accumulate(ones, 8, MPI_INT, peer, D + 40, 2, vt, MPI_SUM, w) == MPI_SUCCESS);
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
@@ -78,7 +56,7 @@ int main(int argc, char **argv) {
         CHECK(MPI_Type_commit(&t) == MPI_SUCCESS);
         int v[6];
         for (int i = 0; i < 6; i++) v[i] = 1000 * k + 10 * rank + i;
-        EXPECT_MSGS(2, {
+        EXPECT_MSGS(2, 0, {
             CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w) == MPI_SUCCESS);
             CHECK(MPI_Put(v, 6, MPI_INT, peer, D + 100, 1, t, w) == MPI_SUCCESS);
             CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
