@@ -10,6 +10,7 @@
 //!   lock per call below `MPI_THREAD_MULTIPLE`, the state shared by the calls under it).
 //! * `errors` — error codes (predefined, user-added, one per unsupported call) and
 //!   error handlers (predefined and the user's, called with the state lock released).
+//! * `progress` — the optional asynchronous progress thread (`SKIFMPI_ASYNC_PROGRESS`).
 //! * `abi` — the `extern "C"` functions, each exported as `PMPI_X` and as `MPI_X`
 //!   calling it (MPI-3.1 §14.2 profiling interface): pointer checks, handle lookup,
 //!   statuses; no panic unwinds into C.
@@ -23,6 +24,7 @@ mod abi;
 mod attrs;
 #[allow(unsafe_code)] // calls the user's error handlers (C function pointers)
 mod errors;
+mod progress;
 #[allow(unsafe_code)] // under MPI_THREAD_MULTIPLE calls reach the state through a pointer
 mod state;
 

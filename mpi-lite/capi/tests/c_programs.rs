@@ -338,9 +338,9 @@ fn dead_peer_is_an_error_not_a_hang() {
     }
 }
 
-/// Passive target while the target sleeps outside MPI: on the direct path the epoch ends
-/// during the sleep; on the message path (no progress thread yet) once the target is back
-/// in MPI — both with the data right.
+/// Passive target while the target sleeps outside MPI: the epoch completes (during the
+/// sleep on the direct path, after it on the message path without a progress thread) with
+/// the data right.
 #[test]
 fn one_sided_passive_target_while_the_target_computes() {
     if !have_cc() {
@@ -348,12 +348,44 @@ fn one_sided_passive_target_while_the_target_computes() {
     }
     let exe = compile("rmapassive", false);
     for n in [2, 3] {
-        let out = run_ok(&exe, n, &[("RMA_EXPECT_ASYNC", "1")]);
+        let out = run_ok(&exe, n, &[]);
         assert!(out.contains("rmapassive: rank 1: epoch done"), "{out}");
         run_ok(&exe, n, &[("SKIFMPI_RMA", "messages")]);
     }
     let cmd = testing::skifrun_cmd(2, &["--driver", "fpga-model"], &exe);
     testing::run_job(cmd, JOB_TIMEOUT).expect_ok("rmapassive over fpga-model");
+}
+
+/// A target that computes until its origins' epochs have changed its window (no MPI call
+/// meanwhile): they complete on the direct path, and on the message path with the
+/// asynchronous progress thread (forced messages and fpga-model); other programs run
+/// unchanged with the thread; a bad `SKIFMPI_ASYNC_PROGRESS` value fails `MPI_Init`.
+#[test]
+fn one_sided_asynchronous_progress_while_the_target_computes() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("rmaprogress", false);
+    let on = ("SKIFMPI_ASYNC_PROGRESS", "1");
+    for n in [2, 3] {
+        run_ok(&exe, n, &[]);
+    }
+    for n in [2, 3, 4] {
+        run_ok(&exe, n, &[on, ("SKIFMPI_RMA", "messages")]);
+    }
+    let mut cmd = testing::skifrun_cmd(3, &["--driver", "fpga-model"], &exe);
+    cmd.env(on.0, on.1);
+    testing::run_job(cmd, JOB_TIMEOUT).expect_ok("rmaprogress over fpga-model");
+    run_ok(
+        &compile("rma", false),
+        3,
+        &[on, ("SKIFMPI_RMA", "messages")],
+    );
+    run_ok(&compile("p2p", false), 3, &[on]);
+    let o = run(&exe, 2, &[("SKIFMPI_ASYNC_PROGRESS", "yes")]);
+    let ctx = format!("{}\nstderr:\n{}", o.status, o.stderr);
+    assert!(!o.status.success(), "{ctx}");
+    assert!(o.stderr.contains("SKIFMPI_ASYNC_PROGRESS=\"yes\""), "{ctx}");
 }
 
 /// A rank dies holding a window lock: the others' MPI_Win_lock fails within a second on

@@ -540,3 +540,23 @@ impl Win {
 fn force_messages() -> bool {
     std::env::var("SKIFMPI_RMA").is_ok_and(|v| v == "messages")
 }
+
+/// The body of an asynchronous progress thread (`SKIFMPI_ASYNC_PROGRESS=1` in the C ABI):
+/// serves this process's messages — one-sided operations, lock requests — until `stop`
+/// is set, so a target computing without MPI calls does not stall its origins on the
+/// message path. It polls while there is traffic and sleeps on the channel's waiter when
+/// there is none (the engine's `MPI_THREAD_MULTIPLE` wait: it holds no lock while
+/// asleep, and the program's own waits complete through its polls); `stop` is seen
+/// within one sleep slice (milliseconds).
+///
+/// The engine must have been opened for `MPI_THREAD_MULTIPLE` (else calls of the
+/// program's thread would find it busy): an error otherwise.
+pub fn serve_until<P: Port>(mpi: &Mpi<P>, stop: &std::sync::atomic::AtomicBool) -> Result<()> {
+    if !mpi.engine().is_multiple() {
+        return Err(Error::Other(
+            "asynchronous progress needs the engine opened for MPI_THREAD_MULTIPLE".into(),
+        ));
+    }
+    mpi.engine()
+        .wait_until(|_| stop.load(std::sync::atomic::Ordering::Acquire))
+}

@@ -30,7 +30,10 @@ fn init(required: c_int) -> c_int {
                 "MPI_Init_thread: required level {required}"
             )));
         }
-        let bind_cores = bind_policy(required == THREAD_MULTIPLE)?;
+        let progress = crate::progress::wanted()?;
+        // A progress thread shares the state: MPI_THREAD_MULTIPLE's locking (`progress`).
+        let multiple = required == THREAD_MULTIPLE || progress;
+        let bind_cores = bind_policy(multiple)?;
         let job = skifch_drivers::init()?;
         if bind_cores {
             bind(job.rank(), job.size());
@@ -39,7 +42,6 @@ fn init(required: c_int) -> c_int {
         // The locking is chosen here, once: below MPI_THREAD_MULTIPLE the single-threaded
         // paths (one lock per call, waits inside the channel); with it, shared state and
         // waits that hold no lock (`state`, `mpi_lite::engine::Engine`).
-        let multiple = required == THREAD_MULTIPLE;
         let mpi = if multiple {
             Mpi::new_multiple(&job)?
         } else {
@@ -50,6 +52,9 @@ fn init(required: c_int) -> c_int {
         *g = Some(CState::new(job, mpi, required));
         state::set_multiple(&g, multiple);
         PHASE.store(1, Ordering::Release);
+        if progress {
+            crate::progress::start()?;
+        }
         Ok(())
     })();
     match r {
@@ -134,6 +139,8 @@ mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
             return state::raise_now(h::COMM_WORLD, "MPI_Finalize", &e);
         }
     }
+    // The progress thread first: it is inside the state until stopped.
+    crate::progress::stop();
     // Under MPI_THREAD_MULTIPLE: no call may be inside the state when it is taken.
     if let Err(e) = state::retire(std::time::Duration::from_secs(10)) {
         return state::raise_now(h::COMM_WORLD, "MPI_Finalize", &e);
