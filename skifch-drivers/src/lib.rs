@@ -20,6 +20,9 @@
 //! * [`wrap`] — drivers that wrap another: the fault injector ([`wrap::FaultDriver`]) and
 //!   the tracer ([`wrap::TraceDriver`]), chosen from code or by `SKIFCH_FAULT` /
 //!   `SKIFCH_TRACE`.
+//! * [`boot`] — the job's bootstrap for drivers that exchange addresses before they can
+//!   send and need node locality (the fabric driver): [`boot::from_env`] gives a PMI-1
+//!   client under `mpiexec.hydra` / `srun --mpi=pmi2` ([`boot::pmi1`]) or a 1-rank job.
 //! * [`init`] — joins the job over the driver the launcher chose ([`AnyDriver`]: one
 //!   `match` per call); [`init_concrete`] for code that dispatches once (see [`ConcreteJob`]).
 //!
@@ -46,6 +49,14 @@
 //! | `SKIFCH_PORTS` | ports per rank (shm: read by the launcher, up to 64; `fpga-model`: read by the rank, 1..=7, default 4) |
 //! | `SKIFCH_LANE_KB` | shm lane size (read by the launcher) |
 //! | `SKIFCH_FAULT`, `SKIFCH_TRACE` | wrap the driver in the fault injector / the tracer ([`wrap`]) |
+//!
+//! ## Environment of the bootstrap ([`boot::from_env`]; set by the launcher, never by hand)
+//! | variable | meaning |
+//! | --- | --- |
+//! | `PMI_FD`, `PMI_RANK`, `PMI_SIZE` | a PMI-1 server's socket, this rank and the job size (`mpiexec.hydra`, `srun --mpi=pmi2`); the socket is checked (open, a socket, not 0–2) and replaced by a close-on-exec copy |
+//! | `PMI_PORT`, `PMI_ID` | a PMI-1 server at `host:port` and this process's id there (`mpiexec.hydra -pmi-port`); rank and size come from the server |
+//! | `SKIFCH_BOOT_TIMEOUT` | seconds each wait for the PMI server's answer may take (default, or `0`: no limit; a server that goes away is an error at once either way) |
+//! | (none of these) | a 1-rank job; with `SKIFCH_SIZE` > 1 (a `skifrun` job) an "unsupported" error: `skifrun` serves no bootstrap |
 //!
 //! ## Ring designs measured
 //! See [`shm`] for the two designs measured and the numbers behind the choice.

@@ -19,6 +19,11 @@
 //!     .unwrap();
 //! assert!(status.success());
 //! ```
+mod hydra;
+mod netns;
+pub use hydra::{hydra_cmd, mpiexec_hydra, ssh_stand_in, which, ScratchDir, HYDRA_JOB_LIMIT_SECS};
+pub use netns::NetNodes;
+
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Read;
@@ -199,8 +204,16 @@ pub fn build_exe(exe: &Path, what: &str, cmd: impl FnOnce(&Path) -> Command) -> 
 pub const STATIC_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
 
 /// Environment that configures jobs and the libraries (by prefix). A test job starts
-/// without any of it, so that a variable left in the caller's shell cannot change a test.
-const JOB_ENV: &[&str] = &["SKIFCH_", "SKIFMPI_", "SKIFSHMEM_", "SHMEM_SYMMETRIC_SIZE"];
+/// without any of it, so that a variable left in the caller's shell cannot change a test
+/// (nor a PMI/PMIx server's variables, when the tests themselves run under a launcher).
+const JOB_ENV: &[&str] = &[
+    "SKIFCH_",
+    "SKIFMPI_",
+    "SKIFSHMEM_",
+    "SHMEM_SYMMETRIC_SIZE",
+    "PMI_",
+    "PMIX_",
+];
 
 /// Removes the job and library configuration inherited from the test's environment.
 pub fn clean_env(cmd: &mut Command) -> &mut Command {

@@ -1,0 +1,172 @@
+//! The seam between a job's drivers and whatever started the job (issue 21): `skifrun`, a
+//! PMI-1 server (`mpiexec.hydra`, `srun --mpi=pmi2`), a PMIx server. A driver that must
+//! exchange endpoint addresses before it can send (the fabric driver) or must know which
+//! ranks share a node (the hierarchical job) asks a [`Bootstrap`], never a launcher by name.
+//!
+//! Every call except [`Bootstrap::rank`], [`Bootstrap::size`] and [`Bootstrap::node_of`]
+//! is collective: every rank of the job calls it, in the same order.
+//!
+//! [`from_env`] picks the client from what the launcher left in the environment:
+//!
+//! | launcher | variables it sets | client |
+//! | --- | --- | --- |
+//! | `mpiexec.hydra` (MPICH), `srun --mpi=pmi2` (Slurm) | `PMI_FD`, `PMI_RANK`, `PMI_SIZE` | [`pmi1`] over the inherited socket |
+//! | `mpiexec.hydra -pmi-port`, a process the proxy did not fork | `PMI_PORT` (`host:port`), `PMI_ID` | [`pmi1`] over TCP |
+//! | none of these | | [`Single`]: a 1-rank job |
+//!
+//! A process started by `skifrun` with more than one rank and none of the PMI variables
+//! gets an "unsupported" error: `skifrun` does not serve a bootstrap (its shm job needs
+//! none).
+
+pub mod pmi1;
+
+use std::sync::{Arc, Mutex, Weak};
+
+use skifch::{Error, Result};
+
+/// What the launcher tells a rank and the collective exchanges it serves.
+pub trait Bootstrap: Send + Sync {
+    /// This process's rank in the job.
+    fn rank(&self) -> u32;
+    /// Ranks in the job.
+    fn size(&self) -> u32;
+    /// The node (host) index of `rank`, `0..` in order of first appearance; ranks with the
+    /// same index share memory (PMI's `PMI_process_mapping`, PMIx's locality).
+    fn node_of(&self, rank: u32) -> u32;
+    /// Collective: every rank contributes `mine` (any length, may differ by rank) and gets
+    /// every rank's contribution, indexed by rank. Completes when all ranks have called it.
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// Collective: returns once every rank has called it.
+    fn barrier(&self) -> Result<()>;
+    /// Asks the launcher to end the whole job with `exit_code` (`why` goes to its log).
+    /// Not collective. The caller should exit afterwards: a launcher may take a moment.
+    fn abort(&self, exit_code: i32, why: &str) -> Result<()> {
+        let _ = (exit_code, why);
+        Err(Error::Bootstrap(
+            "abort is unsupported by this bootstrap".into(),
+        ))
+    }
+    /// A short name of the mechanism, for messages (`"pmi1"`, `"pmix"`, `"single"`).
+    fn name(&self) -> &'static str {
+        "bootstrap"
+    }
+}
+
+/// The bootstrap of a process that no launcher started: a 1-rank job.
+///
+/// # Examples
+/// ```
+/// use skifch_drivers::boot::{Bootstrap, Single};
+/// let b = Single;
+/// assert_eq!((b.rank(), b.size(), b.node_of(0)), (0, 1, 0));
+/// assert_eq!(b.allgather(b"me").unwrap(), vec![b"me".to_vec()]);
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Single;
+
+impl Bootstrap for Single {
+    fn rank(&self) -> u32 {
+        0
+    }
+    fn size(&self) -> u32 {
+        1
+    }
+    fn node_of(&self, _rank: u32) -> u32 {
+        0
+    }
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![mine.to_vec()])
+    }
+    fn barrier(&self) -> Result<()> {
+        Ok(())
+    }
+    fn abort(&self, _exit_code: i32, _why: &str) -> Result<()> {
+        Ok(()) // the job is this process: its exit ends it
+    }
+    fn name(&self) -> &'static str {
+        "single"
+    }
+}
+
+/// The live bootstrap of this process, shared by every library that asks for it: a PMI
+/// connection can be initialized only once per process.
+static CURRENT: Mutex<Option<Weak<dyn Bootstrap>>> = Mutex::new(None);
+
+/// The bootstrap of the job this process belongs to, chosen from the environment (table
+/// in the [module docs](self)). The first call connects; later calls, while any returned
+/// `Arc` is alive, return the same one (several drivers or libraries of one process share
+/// it). The connection is finalized when the last `Arc` is dropped.
+///
+/// # Errors
+/// [`Error::Bootstrap`] naming the variable or command that failed: a malformed variable,
+/// a server that refuses `init`, or one that went away.
+///
+/// # Examples
+/// ```
+/// // Not started by a launcher (the doctest): a 1-rank job.
+/// let boot = skifch_drivers::boot::from_env()?;
+/// if std::env::var_os("PMI_FD").is_none() && std::env::var_os("PMI_PORT").is_none() {
+///     assert_eq!((boot.rank(), boot.size()), (0, 1));
+/// }
+/// # Ok::<(), skifch::Error>(())
+/// ```
+pub fn from_env() -> Result<Arc<dyn Bootstrap>> {
+    let mut cur = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(live) = cur.as_ref().and_then(Weak::upgrade) {
+        return Ok(live);
+    }
+    let boot: Arc<dyn Bootstrap> = if let Some(p) = pmi1::Pmi1::from_env()? {
+        Arc::new(p)
+    } else {
+        if env_num("SKIFCH_SIZE")?.unwrap_or(1) > 1 {
+            return Err(Error::Bootstrap(
+                "started by skifrun without a PMI server: skifrun serves no bootstrap (unsupported); \
+                 start the job with mpiexec.hydra or srun --mpi=pmi2"
+                    .into(),
+            ));
+        }
+        Arc::new(Single)
+    };
+    *cur = Some(Arc::downgrade(&boot));
+    Ok(boot)
+}
+
+/// A numeric launcher variable (`None` when unset), or an error naming it.
+pub(crate) fn env_num(name: &str) -> Result<Option<u32>> {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().map(Some).map_err(|_| {
+            Error::Bootstrap(format!("{name}={v:?} is not a non-negative number").into())
+        }),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => {
+            Err(Error::Bootstrap(format!("{name}={v:?} is not text").into()))
+        }
+    }
+}
+
+/// Node indices `0..` in order of first appearance from any per-rank labels (host names,
+/// a launcher's node ids).
+pub(crate) fn number_nodes<T: PartialEq>(labels: &[T]) -> Vec<u32> {
+    let mut seen: Vec<&T> = Vec::new();
+    labels
+        .iter()
+        .map(|l| match seen.iter().position(|s| *s == l) {
+            Some(i) => i as u32,
+            None => {
+                seen.push(l);
+                (seen.len() - 1) as u32
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_are_numbered_by_first_appearance() {
+        assert_eq!(number_nodes(&[7, 7, 3, 7, 3, 9]), vec![0, 0, 1, 0, 1, 2]);
+        assert_eq!(number_nodes::<u32>(&[]), Vec::<u32>::new());
+    }
+}

@@ -1,0 +1,240 @@
+//! Several "nodes" on one machine (issue 21): Linux network namespaces, each with an
+//! `eth0` joined by a veth pair to a bridge, with the real kernel network stack between
+//! them. The bridge lives in a namespace of its own (the "switch", which also holds the
+//! launcher: `mpiexec.hydra` runs there, reaching every node's proxy), so nothing is
+//! added to the machine's own namespace and concurrent tests cannot collide: every
+//! namespace of one [`NetNodes`] uses the same addresses, `10.10.0.<i+1>/24` for node
+//! `i` and `10.10.0.254` for the switch.
+//!
+//! Everything is torn down on drop (also when a test panics): the processes left in the
+//! namespaces are killed, then the namespaces deleted (their interfaces go with them).
+//! Namespaces that a killed test process left behind are swept at the next
+//! [`NetNodes::create`]. Needs `ip` (iproute2) and `CAP_SYS_ADMIN` + `CAP_NET_ADMIN`
+//! (root); without them `create` returns `None` after saying why on stderr.
+//!
+//! ```no_run
+//! use skifch_testing::NetNodes;
+//! let Some(nodes) = NetNodes::create(2) else { return }; // skipped: no namespaces here
+//! let mut cmd = nodes.hydra_cmd(&[2, 2]).unwrap();        // 2 nodes × 2 ranks
+//! cmd.arg("./prog");
+//! assert!(cmd.status().unwrap().success());
+//! ```
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::ScratchDir;
+
+/// Prefix of every namespace this harness creates: `skn-<pid>-<k>-<node|sw>`.
+const PREFIX: &str = "skn-";
+
+/// 2–4 (or more, up to 250) network namespaces joined by a bridge; see the module docs.
+pub struct NetNodes {
+    nodes: Vec<String>,
+    switch: String,
+    scratch: ScratchDir,
+}
+
+/// Runs `ip <args>`; `Err` with its stderr when it fails.
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Kills every process in namespace `ns` and deletes it.
+fn remove_namespace(ns: &str) {
+    for _ in 0..50 {
+        let pids = Command::new("ip")
+            .args(["netns", "pids", ns])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let pids: Vec<&str> = pids.split_whitespace().collect();
+        if pids.is_empty() {
+            break;
+        }
+        let _ = Command::new("kill")
+            .arg("-KILL")
+            .args(&pids)
+            .stderr(Stdio::null())
+            .status();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = ip(&["netns", "del", ns]);
+}
+
+/// Deletes the namespaces of test processes that no longer exist.
+fn sweep_leftovers() {
+    let list = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
+        let Some(pid) = name.strip_prefix(PREFIX).and_then(|r| r.split('-').next()) else {
+            continue;
+        };
+        if !std::path::Path::new("/proc").join(pid).exists() {
+            remove_namespace(name);
+        }
+    }
+}
+
+impl NetNodes {
+    /// Creates `n` nodes (1..=250), or returns `None` after saying on stderr why network
+    /// namespaces cannot be made here (not root, no `ip`, a kernel without veth or bridge).
+    ///
+    /// # Panics
+    /// If creation fails half-way for another reason (what was made is removed first).
+    pub fn create(n: usize) -> Option<NetNodes> {
+        assert!(
+            (1..=250).contains(&n),
+            "NetNodes::create({n}): 1 to 250 nodes"
+        );
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        sweep_leftovers();
+        let base = format!(
+            "{PREFIX}{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let switch = format!("{base}-sw");
+        if let Err(e) = ip(&["netns", "add", &switch]) {
+            eprintln!(
+                "SKIPPED: cannot create network namespaces here (needs root or CAP_SYS_ADMIN + \
+                 CAP_NET_ADMIN, and iproute2): {e}"
+            );
+            return None;
+        }
+        let mut made = NetNodes {
+            nodes: Vec::new(),
+            switch,
+            scratch: ScratchDir::new(&format!("{base}-files")),
+        };
+        if let Err(e) = made.build(&base, n) {
+            drop(made);
+            if e.contains("not supported") || e.contains("Unknown device type") {
+                eprintln!("SKIPPED: this kernel cannot make the veth pairs or bridge of the namespace nodes: {e}");
+                return None;
+            }
+            panic!("creating {n} namespace nodes: {e}");
+        }
+        Some(made)
+    }
+
+    fn build(&mut self, base: &str, n: usize) -> Result<(), String> {
+        let sw = self.switch.clone();
+        ip(&["-n", &sw, "link", "set", "lo", "up"])?;
+        ip(&["-n", &sw, "link", "add", "br0", "type", "bridge"])?;
+        ip(&["-n", &sw, "addr", "add", "10.10.0.254/24", "dev", "br0"])?;
+        ip(&["-n", &sw, "link", "set", "br0", "up"])?;
+        for i in 0..n {
+            let node = format!("{base}-n{i}");
+            ip(&["netns", "add", &node])?;
+            self.nodes.push(node.clone());
+            let port = format!("v{i}");
+            ip(&["-n", &node, "link", "set", "lo", "up"])?;
+            ip(&[
+                "link", "add", "name", "eth0", "netns", &node, "type", "veth", "peer", "name",
+                &port, "netns", &sw,
+            ])?;
+            ip(&["-n", &sw, "link", "set", &port, "master", "br0"])?;
+            ip(&["-n", &sw, "link", "set", &port, "up"])?;
+            ip(&[
+                "-n",
+                &node,
+                "addr",
+                "add",
+                &format!("{}/24", self.addr(i)),
+                "dev",
+                "eth0",
+            ])?;
+            ip(&["-n", &node, "link", "set", "eth0", "up"])?;
+        }
+        Ok(())
+    }
+
+    /// The nodes' namespace names (what `ip netns exec` and hydra's `-hosts` take).
+    pub fn names(&self) -> &[String] {
+        &self.nodes
+    }
+
+    /// Node `i`'s address on the bridge (its `eth0`).
+    pub fn addr(&self, i: usize) -> String {
+        format!("10.10.0.{}", i + 1)
+    }
+
+    /// The switch namespace (the bridge `br0`, address `10.10.0.254`): where a launcher
+    /// that must reach every node runs.
+    pub fn switch(&self) -> &str {
+        &self.switch
+    }
+
+    /// `ip netns exec <node i> <program>`: a command that runs in node `i`.
+    pub fn exec_in(&self, i: usize, program: &str) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.nodes[i], program]);
+        cmd
+    }
+
+    /// Takes node `i`'s link down (`up = false`) or back up: its traffic stops, as when a
+    /// cable is pulled.
+    ///
+    /// # Panics
+    /// If `ip` fails.
+    pub fn set_link(&self, i: usize, up: bool) {
+        let state = if up { "up" } else { "down" };
+        ip(&["-n", &self.nodes[i], "link", "set", "eth0", state]).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// `mpiexec.hydra` run in the switch namespace, starting `ranks[i]` ranks on node `i`
+    /// through an ssh stand-in that enters the node's namespace (hydra's
+    /// `-launcher ssh -launcher-exec`, `-hosts <node>:<ranks>,…`, `-iface br0`); add the
+    /// program and its arguments. `None` (skipped, said on stderr) without hydra.
+    pub fn hydra_cmd(&self, ranks: &[u32]) -> Option<Command> {
+        let hydra = crate::mpiexec_hydra()?;
+        assert_eq!(ranks.len(), self.nodes.len(), "one rank count per node");
+        let ssh = crate::ssh_stand_in(self.scratch.path(), "ip netns exec {host}");
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .zip(ranks)
+            .map(|(n, r)| format!("{n}:{r}"))
+            .collect();
+        let total: u32 = ranks.iter().sum();
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.switch]).arg(hydra);
+        crate::clean_env(&mut cmd);
+        cmd.env("MPIEXEC_TIMEOUT", crate::HYDRA_JOB_LIMIT_SECS.to_string())
+            .args(["-iface", "br0", "-launcher", "ssh", "-launcher-exec"])
+            .arg(&ssh)
+            .args(["-hosts", &hosts.join(","), "-n", &total.to_string()]);
+        Some(cmd)
+    }
+
+    /// A directory for the test's files, removed with the nodes.
+    pub fn scratch(&self) -> PathBuf {
+        self.scratch.path().to_path_buf()
+    }
+}
+
+impl Drop for NetNodes {
+    fn drop(&mut self) {
+        for ns in self.nodes.iter().chain(std::iter::once(&self.switch)) {
+            remove_namespace(ns);
+        }
+    }
+}
