@@ -50,6 +50,8 @@ pub struct PeerBuild {
     pub libs: &'static [&'static str],
     /// Launcher options beyond its group's.
     pub args: &'static [&'static str],
+    /// The extra programs it runs (empty: all of its layer's).
+    pub only: &'static [&'static str],
 }
 
 const PEER_OMPI: PeerBuild = PeerBuild {
@@ -58,6 +60,17 @@ const PEER_OMPI: PeerBuild = PeerBuild {
     cc: "mpicc.openmpi",
     libs: &[],
     args: &[],
+    only: &["mpi_bw.c", "mpi_coll.c"],
+};
+/// `mpi_rma.c` over Open MPI's UCX one-sided component (its default, osc/rdma over vader,
+/// crashed in the benchmark's MPI_Bcast after the fetch-and-op test).
+const PEER_OMPI_OSC_UCX: PeerBuild = PeerBuild {
+    imp: "openmpi-osc-ucx",
+    group: "openmpi",
+    cc: "mpicc.openmpi",
+    libs: &[],
+    args: &["--mca", "osc", "ucx", "-x", "UCX_TLS=sm,self"],
+    only: &["mpi_rma.c"],
 };
 const PEER_OSHMEM: PeerBuild = PeerBuild {
     imp: "oshmem",
@@ -65,6 +78,7 @@ const PEER_OSHMEM: PeerBuild = PeerBuild {
     cc: "oshcc",
     libs: &[],
     args: &[],
+    only: &[],
 };
 /// Debian's `libarmci-mpi-dev`: ARMCI-MPI built for each MPI (static libraries). On Open
 /// MPI twice: with the one-sided component Open MPI picks itself, and with its shared-memory
@@ -77,6 +91,7 @@ const PEER_ARMCI: [PeerBuild; 3] = [
         cc: "mpicc.openmpi",
         libs: &["-larmci-openmpi"],
         args: &[],
+        only: &[],
     },
     PeerBuild {
         imp: "armci-mpi-openmpi-sm",
@@ -84,6 +99,7 @@ const PEER_ARMCI: [PeerBuild; 3] = [
         cc: "mpicc.openmpi",
         libs: &["-larmci-openmpi"],
         args: &["--mca", "osc", "sm,pt2pt"],
+        only: &[],
     },
     PeerBuild {
         imp: "armci-mpi-mpich",
@@ -91,6 +107,7 @@ const PEER_ARMCI: [PeerBuild; 3] = [
         cc: "mpicc.mpich",
         libs: &["-larmci-mpich"],
         args: &[],
+        only: &[],
     },
 ];
 
@@ -187,7 +204,7 @@ impl Layer {
     /// of ARMCI.
     fn extra_sources(self) -> &'static [&'static str] {
         match self {
-            Layer::MpiLite => &["mpi_bw.c", "mpi_coll.c"],
+            Layer::MpiLite => &["mpi_bw.c", "mpi_coll.c", "mpi_rma.c"],
             Layer::Shmem => &["shmem_lat.c"],
             Layer::ShmemMsg => &[],
             Layer::Armci => &["armci_bench.c"],
@@ -196,7 +213,7 @@ impl Layer {
     /// The peer libraries that also run the extra programs.
     pub fn extra_peers(self) -> &'static [PeerBuild] {
         match self {
-            Layer::MpiLite => &[PEER_OMPI],
+            Layer::MpiLite => &[PEER_OMPI, PEER_OMPI_OSC_UCX],
             Layer::Shmem | Layer::ShmemMsg => &[PEER_OSHMEM],
             Layer::Armci => &PEER_ARMCI,
         }
@@ -391,22 +408,27 @@ impl Tools {
     }
 
     /// Builds the layer's extra programs for a peer library (`mpicc.openmpi`, `oshcc`,
-    /// ARMCI-MPI's libraries), in the order of [`Layer::extra_sources`].
-    pub fn build_peer_extra(&self, layer: Layer, peer: &PeerBuild) -> Result<Vec<PathBuf>> {
+    /// ARMCI-MPI's libraries), in the order of [`Layer::extra_sources`] (`None`: one the
+    /// peer does not run, [`PeerBuild::only`]).
+    pub fn build_peer_extra(&self, layer: Layer, peer: &PeerBuild) -> Result<Vec<Option<PathBuf>>> {
         let mut out = Vec::new();
         for src in layer.extra_sources() {
+            if !peer.only.is_empty() && !peer.only.contains(src) {
+                out.push(None);
+                continue;
+            }
             let built = self.compile(
                 &format!("{}_{}", src.trim_end_matches(".c"), peer.imp),
                 &mut Command::new(peer.cc),
                 &self.extra_dir().join(src),
                 peer.libs,
             );
-            out.push(built.map_err(|e| match (e, layer) {
+            out.push(Some(built.map_err(|e| match (e, layer) {
                 (BenchError::Setup(m), Layer::Armci) => BenchError::Setup(format!(
                     "{m}\n(ARMCI-MPI for Open MPI and MPICH: apt-get install -y libarmci-mpi-dev)"
                 )),
                 (e, _) => e,
-            })?);
+            })?));
         }
         Ok(out)
     }
@@ -625,7 +647,7 @@ impl Combined {
         }
         // Our extra programs over the peers' libraries: Open MPI's and OSHMEM's whenever
         // their group runs; ARMCI-MPI's only with `--with armci` (a package of its own).
-        let mut peer_extra: Vec<(Layer, PeerBuild, Vec<PathBuf>)> = Vec::new();
+        let mut peer_extra: Vec<(Layer, PeerBuild, Vec<Option<PathBuf>>)> = Vec::new();
         for l in [Layer::MpiLite, Layer::Shmem, Layer::Armci] {
             if l == Layer::Armci && !self.layers.contains(&l) {
                 continue;
@@ -649,7 +671,10 @@ impl Combined {
             peer_extra
                 .iter()
                 .filter(|(pl, _, _)| *pl == l)
-                .filter_map(|(_, p, exes)| exes.get(i).map(|x| Step::PeerExtra(l, *p, x.clone())))
+                .filter_map(|(_, p, exes)| {
+                    let x = exes.get(i)?.as_ref()?;
+                    Some(Step::PeerExtra(l, *p, x.clone()))
+                })
                 .collect()
         };
         seq.extend(peer("rawring"));
@@ -673,7 +698,11 @@ impl Combined {
                 .iter()
                 .any(|s| matches!(s, Step::PeerExtra(pl, pp, _) if pl == l && pp == p))
             {
-                seq.extend(exes.iter().map(|exe| Step::PeerExtra(*l, *p, exe.clone())));
+                seq.extend(
+                    exes.iter()
+                        .flatten()
+                        .map(|exe| Step::PeerExtra(*l, *p, exe.clone())),
+                );
             }
         }
         let mut out = Outcome::default();

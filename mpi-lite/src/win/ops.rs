@@ -74,6 +74,23 @@ impl AccOp {
 /// offset in the packed data, length)`, all checked inside it.
 pub(crate) type Runs = Vec<(usize, usize, usize)>;
 
+/// The runs [`Win::locate`] found: one (a contiguous target type, the common case, kept
+/// without an allocation — it was a fifth of an 8-byte put's instructions) or many.
+pub(crate) enum RunList {
+    One([(usize, usize, usize); 1]),
+    Many(Runs),
+}
+
+impl std::ops::Deref for RunList {
+    type Target = [(usize, usize, usize)];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            RunList::One(r) => r,
+            RunList::Many(v) => v,
+        }
+    }
+}
+
 /// The target of an operation: a member, a displacement (in its units), a count and a type.
 #[derive(Clone, Copy)]
 pub struct Target<'a> {
@@ -114,7 +131,7 @@ fn elem_type(t: &Datatype, o: Option<&Datatype>, call: &str) -> Result<Basic> {
 impl Win {
     /// The member reached by an operation to `t` and the runs it touches, after the rank,
     /// epoch and range checks. `None`: `MPI_PROC_NULL` (nothing to do).
-    fn locate(&self, t: &Target<'_>, call: &str) -> Result<Option<(&Member, Runs)>> {
+    fn locate(&self, t: &Target<'_>, call: &str) -> Result<Option<(&Member, RunList)>> {
         if t.rank == crate::engine::PROC_NULL {
             return Ok(None);
         }
@@ -130,17 +147,21 @@ impl Win {
                     t.disp, m.disp_unit, t.rank
                 ))
             })?;
-        let bytes = t.dt.span(t.count)?;
-        let mut runs = Runs::new();
-        if let Some((o, len)) = t.dt.contiguous_span(t.count) {
-            runs.push((origin.wrapping_add(o) as usize, 0, len));
-            if origin.checked_add(o).is_none_or(|x| x < 0) {
-                return Err(range(format!(
-                    "{call}: data before the start of rank {}'s window",
-                    t.rank
-                )));
-            }
+        let before = || {
+            range(format!(
+                "{call}: data before the start of rank {}'s window",
+                t.rank
+            ))
+        };
+        let runs = if let Some((o, len)) = t.dt.contiguous_span(t.count) {
+            let at = origin
+                .checked_add(o)
+                .filter(|&x| x >= 0)
+                .ok_or_else(before)?;
+            RunList::One([(at as usize, 0, len)])
         } else {
+            let bytes = t.dt.span(t.count)?;
+            let mut runs = Runs::new();
             let mut bad = false;
             t.dt.for_each_piece(0, bytes, |a, p, len| {
                 match origin.checked_add(a).filter(|&x| x >= 0) {
@@ -149,13 +170,11 @@ impl Win {
                 }
             });
             if bad {
-                return Err(range(format!(
-                    "{call}: data before the start of rank {}'s window",
-                    t.rank
-                )));
+                return Err(before());
             }
-        }
-        for &(off, _, len) in &runs {
+            RunList::Many(runs)
+        };
+        for &(off, _, len) in runs.iter() {
             m.reach.check(off, len).map_err(|_| {
                 range(format!(
                     "{call}: {len} bytes at byte {off} of rank {}'s window of {} bytes",
@@ -182,7 +201,7 @@ impl Win {
         if self.msg {
             return self.msg_put(mpi, &t, &runs, &data);
         }
-        for (off, p, len) in runs {
+        for &(off, p, len) in runs.iter() {
             m.reach.write(off, &data[p..p + len])?;
         }
         Ok(())
@@ -203,7 +222,7 @@ impl Win {
             if self.msg {
                 return self.msg_get(mpi, &t, &runs, b);
             }
-            for (off, p, len) in runs {
+            for &(off, p, len) in runs.iter() {
                 m.reach.read(off, &mut b[p..p + len])?;
             }
             Ok(())
@@ -336,7 +355,7 @@ impl Win {
         mpi: &Mpi<P>,
         t: &Target<'_>,
         m: &Member,
-        runs: &Runs,
+        runs: &[(usize, usize, usize)],
         b: Basic,
         op: AccOp,
         data: Option<&[u8]>,

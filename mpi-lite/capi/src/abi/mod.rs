@@ -183,6 +183,16 @@ pub(crate) fn count(n: c_int, call: &str) -> Result<usize> {
     usize::try_from(n).map_err(|_| Error::Count(format!("{call}: count {n} is negative")))
 }
 
+/// The predefined type of handle `dt`, borrowed from the process-wide table (no table
+/// lock, no reference count to bump per call); their handles are 1..FIRST_USER_TYPE.
+#[inline]
+pub(crate) fn basic_type(dt: c_int) -> Option<&'static Datatype> {
+    (dt as usize)
+        .checked_sub(1)
+        .filter(|_| dt > 0 && (dt as usize) < h::FIRST_USER_TYPE)
+        .and_then(Datatype::basic_at)
+}
+
 /// The user buffer (`buf`, `count`, `datatype`) of a communication call.
 ///
 /// # Safety
@@ -196,13 +206,7 @@ pub(crate) unsafe fn user_buf(
     call: &str,
 ) -> Result<UserBuf> {
     let n = count(n, call)?;
-    // The predefined types are borrowed from the process-wide table (no reference count
-    // to bump per call); their handles are 1..FIRST_USER_TYPE.
-    let basic = (dt as usize)
-        .checked_sub(1)
-        .filter(|_| dt > 0 && (dt as usize) < h::FIRST_USER_TYPE)
-        .and_then(Datatype::basic_at);
-    if let Some(d) = basic {
+    if let Some(d) = basic_type(dt) {
         if buf.is_null() && n > 0 && d.size() > 0 {
             return Err(null_buf(call, n, d));
         }

@@ -9,7 +9,7 @@ use mpi_lite::{Error, Result};
 
 use super::p2p::req_handle;
 use super::rma::{wcall, WinEntry};
-use super::{arr, arr_mut, count, mpi_fn, put, user_buf};
+use super::{arr, arr_mut, basic_type, count, mpi_fn, put, user_buf};
 use crate::state::CState;
 
 fn target<'a>(
@@ -22,7 +22,10 @@ fn target<'a>(
     keep: &'a mut Option<mpi_lite::datatype::Datatype>,
 ) -> Result<Target<'a>> {
     let count = count(n, call)?;
-    let d = keep.insert(st.dtype(dt)?);
+    let d = match basic_type(dt) {
+        Some(d) => d,
+        None => keep.insert(st.dtype(dt)?),
+    };
     Ok(Target {
         rank,
         disp,
