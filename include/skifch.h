@@ -132,7 +132,7 @@ int SkifCh_Rank(void);
 int SkifCh_Size(void);
 
 /**
- * Opens this process's channel on port (0..ports-1; the shm driver has 4 ports per rank
+ * Opens this process's channel on port (0..ports-1; the shm driver has 5 ports per rank
  * by default, skifrun --ports / SKIFCH_PORTS up to 64). Messages sent to a port before it
  * is opened wait for it (the sender sees back-pressure when they fill its lane).
  * Returns NULL on failure.

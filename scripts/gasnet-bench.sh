@@ -50,7 +50,7 @@ run_one() { # run_one GROUP ROUND: its CSV lines appended to the round's file
     local g=$1 r=$2 f=$out/r$2-$1.csv t0=$SECONDS
     case $g in
         gasnet-shim)
-            SKIFCH_PORTS=5 "$rel/skifrun" -n 2 -- "$out/gasnet_bench" -i gasnet-shim -t "$ts" -r "$reps" >"$f" 2>"$out/r$r-$g.log" ;;
+            "$rel/skifrun" -n 2 -- "$out/gasnet_bench" -i gasnet-shim -t "$ts" -r "$reps" >"$f" 2>"$out/r$r-$g.log" ;;
         skifch-shm)
             "$rel/skifrun" -n 2 -- "$rel/msgrate" --tests latency --sizes 8 --target-s "$ts" --reps "$reps" \
                 --csv "$f.full" --svg "$out/r$r-raw.svg" >"$out/r$r-$g.log" 2>&1 && grep -v '^impl' "$f.full" >"$f" ;;

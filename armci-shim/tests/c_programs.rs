@@ -61,7 +61,8 @@ fn compile(name: &str, shared: bool) -> PathBuf {
 }
 
 /// ARMCI inside an MPI job (mpi-lite): `tests/c/with_mpi.c` against `libskifmpi.so` and
-/// `libarmci.so`, 2 and 4 ranks over shm (over fpga-model one library per process joins).
+/// `libarmci.so`, 2 and 4 ranks over shm and 2 and 3 over fpga-model (libarmci uses the
+/// driver libskifmpi joined with: `skifch_drivers::share`).
 #[test]
 fn armci_inside_an_mpi_job() {
     if !have_cc() {
@@ -95,9 +96,14 @@ fn armci_inside_an_mpi_job() {
         c.args(["-lskifmpi", "-larmci"]);
         c
     });
-    for n in [2, 4] {
-        let o = run(&exe, n, "shm", DIRECT, &[]);
-        assert!(o.status.success(), "{n} ranks: {}\n{}", o.status, o.stderr);
+    for (n, driver) in [(2, "shm"), (4, "shm"), (2, "fpga-model"), (3, "fpga-model")] {
+        let o = run(&exe, n, driver, DIRECT, &[]);
+        assert!(
+            o.status.success(),
+            "{n} ranks over {driver}: {}\n{}",
+            o.status,
+            o.stderr
+        );
     }
 }
 

@@ -5,8 +5,8 @@
 //! the public `gex_` / `gasnet_` / `gasnett_` names (`include/gasnetex.h`, `gasnet.h`,
 //! `gasnet_tools.h`, …; library `libgasnet`; conduit name `skifch`, whose `.mak` and
 //! pkg-config fragments `scripts/fragments.sh` writes). Port 4 of every rank
-//! ([`skifch::ports::GASNET`]) is this library's channel; a job needs `SKIFCH_PORTS=5` or
-//! more until the drivers' default rises. What is built and what is not: `README.md`.
+//! ([`skifch::ports::GASNET`]) is this library's channel (the drivers' default is 5 ports,
+//! one per library). What is built and what is not: `README.md`.
 //!
 //! ## Active messages ([`am`])
 //! A GASNet AM is one [`skifch::proto`] message to this library's handler `H_AM`: the

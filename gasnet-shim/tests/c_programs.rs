@@ -43,6 +43,11 @@ fn fragments() -> &'static Path {
 
 /// Compiles `tests/c/<name>.c` through a Makefile that includes `skifch-<mode>.mak`.
 fn compile(name: &str, mode: &str) -> PathBuf {
+    compile_with(name, mode, "")
+}
+
+/// As [`compile`], with `extra` flags (other libraries) on the command line.
+fn compile_with(name: &str, mode: &str, extra: &str) -> PathBuf {
     let exe = out_dir().join(format!("{name}-{mode}"));
     let mk = out_dir().join(format!("{name}-{mode}.mk"));
     let mak = fragments().join(format!("skifch-conduit/skifch-{mode}.mak"));
@@ -50,7 +55,7 @@ fn compile(name: &str, mode: &str) -> PathBuf {
     std::fs::write(
         &mk,
         format!(
-            "include {}\nall:\n\t$(GASNET_CC) $(GASNET_CPPFLAGS) $(GASNET_CFLAGS) -Wall -Wextra -Werror -g {} -o $(OUT) $(GASNET_LDFLAGS) $(GASNET_LIBS)\n",
+            "include {}\nall:\n\t$(GASNET_CC) $(GASNET_CPPFLAGS) $(GASNET_CFLAGS) -Wall -Wextra -Werror -g {} -o $(OUT) $(GASNET_LDFLAGS) $(GASNET_LIBS) {extra}\n",
             mak.display(),
             src.display()
         ),
@@ -68,10 +73,8 @@ fn compile(name: &str, mode: &str) -> PathBuf {
 
 fn run(exe: &Path, n: u32, driver: &str, env: &[(&str, &str)], args: &[&str]) -> Outcome {
     let mut cmd = testing::skifrun_cmd(n, &["--driver", driver], exe);
-    // Port 4 is this library's: the job needs five ports per rank.
-    cmd.args(args)
-        .env("SKIFCH_PORTS", "5")
-        .envs(env.iter().copied());
+    // Port 4 is this library's: the drivers' default of five ports per rank has it.
+    cmd.args(args).envs(env.iter().copied());
     testing::run_job(cmd, JOB_TIMEOUT)
 }
 
@@ -115,6 +118,33 @@ fn rma_events_nbi_and_access_regions() {
 #[test]
 fn collectives_teams_atomics_vis_and_tools() {
     check_program("ext", "seq");
+}
+
+/// GASNet inside an MPI job (mpi-lite's `libskifmpi.so`), each library initialising first
+/// in turn, over shm and over fpga-model (one driver per process: `skifch_drivers::share`).
+#[test]
+fn gasnet_inside_an_mpi_job() {
+    if !have_cc() {
+        return;
+    }
+    let mpi = crate_dir().parent().expect("workspace").join("mpi-lite");
+    let mpi_lib = testing::c_library_dir(&mpi.join("capi/Cargo.toml"), "skifmpi");
+    let extra = format!(
+        "-I{} -L{lib} -Wl,-rpath,{lib} -lskifmpi",
+        mpi.join("include").display(),
+        lib = mpi_lib.display()
+    );
+    let exe = compile_with("with_mpi", "seq", &extra);
+    for (n, driver) in [(2, "shm"), (3, "shm"), (2, "fpga-model"), (3, "fpga-model")] {
+        for order in ["mpi-first", "gasnet-first"] {
+            let o = run(&exe, n, driver, DIRECT, &[order]);
+            assert!(
+                o.status.success(),
+                "{n} ranks over {driver}, {order}: {}",
+                o.text()
+            );
+        }
+    }
 }
 
 /// GASNET_PAR (the -par fragment): 4 threads per rank communicating at once.

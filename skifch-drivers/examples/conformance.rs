@@ -1,6 +1,9 @@
-//! The conformance suite as a job: `skifrun -n 4 -- conformance [--kill] [--messages N]`.
-//! Every rank runs every check; with `--kill` the last rank then SIGKILLs itself and the
-//! others must see `PeerLost` within a second. Survivors print `conformance: rank R ok`.
+//! The conformance suite as a job: `skifrun -n 4 -- conformance [--kill] [--messages N]
+//! [--forwarded]`. Every rank runs every check; with `--kill` the last rank then SIGKILLs
+//! itself and the others must see `PeerLost` within a second. Survivors print
+//! `conformance: rank R ok`. `--forwarded`: over the forwarding driver, through the C-ABI
+//! table this process published (what a second SkifCh library of a process uses,
+//! `skifch_drivers::share`).
 use std::time::Duration;
 
 use skifch::conformance::{self, Config, Suite};
@@ -12,7 +15,13 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--messages") {
         cfg.messages = args[i + 1].parse().expect("--messages N");
     }
-    let job = match skifch_drivers::init() {
+    let joined = if args.iter().any(|a| a == "--forwarded") {
+        skifch_drivers::share::forward_to_self()
+            .map(|j| skifch_drivers::ConcreteJob::Fwd(j).to_any())
+    } else {
+        skifch_drivers::init()
+    };
+    let job = match joined {
         Ok(j) => j,
         Err(e) => {
             eprintln!("conformance: cannot join the job: {e}");

@@ -12,6 +12,9 @@
 //! | unset, `shm` | [`crate::shm`] (also a fresh 1-rank job when started without `skifrun`) |
 //! | `fpga-model` | the FPGA adapter driver over the device model hosted by `skifrun` ([`crate::fpga::remote`]) |
 //!
+//! When another SkifCh library of the process joined first, the job is over its driver
+//! ([`AnyDriver::Fwd`], [`crate::share`]).
+//!
 //! With `SKIFCH_FAULT` or `SKIFCH_TRACE` set, that driver is wrapped in the fault injector
 //! and the tracer ([`crate::wrap`]): variant [`AnyDriver::Wrapped`], [`ConcreteJob::Wrapped`].
 //!
@@ -25,6 +28,7 @@
 //!     ConcreteJob::Shm(job) => work(job),
 //!     ConcreteJob::Fpga(job) => work(job),
 //!     ConcreteJob::Wrapped(job) => work(job),
+//!     ConcreteJob::Fwd(job) => work(job),
 //! }?;
 //! # Ok::<(), skifch::Error>(())
 //! ```
@@ -38,6 +42,7 @@ use skifch::driver::{Driver, Port, RawMessage, SendMode, Token, Waiter};
 use skifch::{Error, Job, NetAddr, Result};
 
 use crate::fpga::remote::{RemoteDriver, RemoteJob};
+use crate::fwd::{FwdDriver, FwdWaiter};
 use crate::shm::{ShmDriver, ShmJob};
 use crate::wrap::Wrapped;
 
@@ -53,6 +58,9 @@ pub enum AnyDriver {
     /// One of the above inside the fault injector and the tracer (`SKIFCH_FAULT`,
     /// `SKIFCH_TRACE`); never nested.
     Wrapped(Arc<Wrapped<AnyDriver>>),
+    /// The driver another SkifCh library of this process joined with ([`crate::share`]),
+    /// through its C-ABI table.
+    Fwd(Arc<FwdDriver>),
 }
 
 /// A port of [`AnyDriver`].
@@ -66,7 +74,8 @@ pub enum AnyPort {
     Shm(<ShmDriver as Driver>::Port),
     /// An FPGA adapter port.
     Fpga(<RemoteDriver as Driver>::Port),
-    /// A port of the wrapped driver, behind a vtable ([`DynPort`]).
+    /// A port of the wrapped driver, or a forwarded port ([`crate::fwd`]), behind a
+    /// vtable ([`DynPort`]).
     Wrapped(Box<dyn DynPort>),
 }
 
@@ -122,6 +131,8 @@ pub enum AnyWaiter {
     Shm(<<ShmDriver as Driver>::Port as Port>::Waiter),
     /// An FPGA adapter waiter.
     Fpga(<<RemoteDriver as Driver>::Port as Port>::Waiter),
+    /// The waiter of a forwarded port.
+    Fwd(FwdWaiter),
 }
 
 macro_rules! each {
@@ -129,6 +140,19 @@ macro_rules! each {
         match $v {
             Self::Shm($x) => $e,
             Self::Fpga($x) => $e,
+            Self::Fwd($x) => $e,
+        }
+    };
+}
+
+/// As `each!`, for the driver (every variant).
+macro_rules! each_driver {
+    ($v:expr, $x:ident => $e:expr) => {
+        match $v {
+            Self::Shm($x) => $e,
+            Self::Fpga($x) => $e,
+            Self::Wrapped($x) => $e,
+            Self::Fwd($x) => $e,
         }
     };
 }
@@ -156,6 +180,7 @@ impl AnyDriver {
             AnyDriver::Shm(d) => d.fabric().ctl().request_exit(status),
             AnyDriver::Fpga(d) => d.job_control().request_exit(status),
             AnyDriver::Wrapped(d) => d.inner().inner().request_exit(status),
+            AnyDriver::Fwd(d) => d.request_exit(status),
         }
     }
 
@@ -165,6 +190,7 @@ impl AnyDriver {
             AnyDriver::Shm(d) => d.fabric().ctl().exit_request(),
             AnyDriver::Fpga(d) => d.job_control().exit_request(),
             AnyDriver::Wrapped(d) => d.inner().inner().exit_request(),
+            AnyDriver::Fwd(d) => d.exit_request(),
         }
     }
 }
@@ -172,16 +198,16 @@ impl AnyDriver {
 impl Driver for AnyDriver {
     type Port = AnyPort;
     fn name(&self) -> &'static str {
-        each3!(self, d => d.name())
+        each_driver!(self, d => d.name())
     }
     fn rank(&self) -> u32 {
-        each3!(self, d => d.rank())
+        each_driver!(self, d => d.rank())
     }
     fn size(&self) -> u32 {
-        each3!(self, d => d.size())
+        each_driver!(self, d => d.size())
     }
     fn max_ports(&self) -> u32 {
-        each3!(self, d => d.max_ports())
+        each_driver!(self, d => d.max_ports())
     }
     fn open_port(self: &Arc<Self>, port: u32) -> Result<AnyPort> {
         match &**self {
@@ -190,13 +216,16 @@ impl Driver for AnyDriver {
             AnyDriver::Wrapped(d) => d
                 .open_port(port)
                 .map(|p| AnyPort::Wrapped(Box::new(p) as Box<dyn DynPort>)),
+            AnyDriver::Fwd(d) => d
+                .open_port(port)
+                .map(|p| AnyPort::Wrapped(Box::new(p) as Box<dyn DynPort>)),
         }
     }
     fn max_message(&self) -> usize {
-        each3!(self, d => d.max_message())
+        each_driver!(self, d => d.max_message())
     }
     fn rma(self: &Arc<Self>) -> Option<Arc<dyn skifch::rma::Rma>> {
-        each3!(&**self, d => d.rma())
+        each_driver!(&**self, d => d.rma())
     }
 }
 
@@ -257,6 +286,8 @@ pub enum ConcreteJob {
     Fpga(RemoteJob),
     /// Over one of the above inside the fault injector and the tracer ([`crate::wrap`]).
     Wrapped(Job<Wrapped<AnyDriver>>),
+    /// Over the driver another SkifCh library of this process joined with ([`crate::share`]).
+    Fwd(Job<FwdDriver>),
 }
 
 impl ConcreteJob {
@@ -267,6 +298,7 @@ impl ConcreteJob {
             ConcreteJob::Shm(j) => AnyDriver::Shm(j.driver().clone()),
             ConcreteJob::Fpga(j) => AnyDriver::Fpga(j.driver().clone()),
             ConcreteJob::Wrapped(j) => AnyDriver::Wrapped(j.driver().clone()),
+            ConcreteJob::Fwd(j) => AnyDriver::Fwd(j.driver().clone()),
         }))
     }
 }
@@ -288,6 +320,7 @@ macro_rules! with_driver {
             $crate::ConcreteJob::Shm($j) => $body,
             $crate::ConcreteJob::Fpga($j) => $body,
             $crate::ConcreteJob::Wrapped($j) => $body,
+            $crate::ConcreteJob::Fwd($j) => $body,
         }
     };
 }
@@ -299,6 +332,7 @@ pub fn concrete(job: &Job<AnyDriver>) -> ConcreteJob {
         AnyDriver::Shm(d) => ConcreteJob::Shm(Job::new(d.clone())),
         AnyDriver::Fpga(d) => ConcreteJob::Fpga(Job::new(d.clone())),
         AnyDriver::Wrapped(d) => ConcreteJob::Wrapped(Job::new(d.clone())),
+        AnyDriver::Fwd(d) => ConcreteJob::Fwd(Job::new(d.clone())),
     }
 }
 
@@ -308,6 +342,7 @@ enum Joined {
     Shm(Weak<ShmDriver>),
     Fpga(Weak<RemoteDriver>),
     Wrapped(Weak<Wrapped<AnyDriver>>),
+    Fwd(Weak<FwdDriver>),
 }
 
 impl Joined {
@@ -316,6 +351,7 @@ impl Joined {
             ConcreteJob::Shm(j) => Joined::Shm(Arc::downgrade(j.driver())),
             ConcreteJob::Fpga(j) => Joined::Fpga(Arc::downgrade(j.driver())),
             ConcreteJob::Wrapped(j) => Joined::Wrapped(Arc::downgrade(j.driver())),
+            ConcreteJob::Fwd(j) => Joined::Fwd(Arc::downgrade(j.driver())),
         }
     }
 
@@ -325,6 +361,7 @@ impl Joined {
             Joined::Shm(w) => ConcreteJob::Shm(Job::new(w.upgrade()?)),
             Joined::Fpga(w) => ConcreteJob::Fpga(Job::new(w.upgrade()?)),
             Joined::Wrapped(w) => ConcreteJob::Wrapped(Job::new(w.upgrade()?)),
+            Joined::Fwd(w) => ConcreteJob::Fwd(Job::new(w.upgrade()?)),
         })
     }
 }
@@ -344,7 +381,11 @@ pub fn init_concrete() -> Result<ConcreteJob> {
     if let Some(job) = joined.as_ref().and_then(Joined::upgrade) {
         return Ok(job);
     }
-    let job = join_concrete()?;
+    // Once per process, across the libraries' copies of this crate (`crate::share`).
+    let job = crate::share::join_shared(join_concrete, |job| {
+        let j = Joined::of(job);
+        Box::new(move || j.upgrade())
+    })?;
     *joined = Some(Joined::of(&job));
     Ok(job)
 }
@@ -354,7 +395,7 @@ fn join_concrete() -> Result<ConcreteJob> {
     let any = match &job {
         ConcreteJob::Shm(j) => AnyDriver::Shm(j.driver().clone()),
         ConcreteJob::Fpga(j) => AnyDriver::Fpga(j.driver().clone()),
-        ConcreteJob::Wrapped(_) => return Ok(job),
+        ConcreteJob::Wrapped(_) | ConcreteJob::Fwd(_) => return Ok(job),
     };
     Ok(match crate::wrap::from_env(&Arc::new(any))? {
         Some(w) => ConcreteJob::Wrapped(Job::new(Arc::new(w))),

@@ -25,6 +25,9 @@
 //!   client under `mpiexec.hydra` / `srun --mpi=pmi2` ([`boot::pmi1`]) or a 1-rank job.
 //! * [`init`] — joins the job over the driver the launcher chose ([`AnyDriver`]: one
 //!   `match` per call); [`init_concrete`] for code that dispatches once (see [`ConcreteJob`]).
+//!   One driver per process: the first SkifCh library of a process to join publishes its
+//!   driver, the others (each C library carries its own copy of this crate) forward to it
+//!   ([`share`], [`fwd`]).
 //!
 //! The helpers that tests use to run real multi-process jobs are the dev-only crate
 //! `skifch-testing` (they panic; they are not part of this library).
@@ -46,7 +49,7 @@
 //! | `SKIFCH_FPGA_FD` | `fpga-model`: descriptor of this rank's node window (its adapter's register queue, interrupt word and DMA memory; [`fpga::remote`]) |
 //! | | Both descriptors are checked before use (a size-sealed memfd with the segment's or window's magic): a stale variable naming another descriptor fails the join and leaves that descriptor open. Once joined, the inherited numbers are closed (the job works on close-on-exec copies) |
 //! | `SKIFCH_WAIT` | waiting policy: `spin`, `fixed`, `fixed:<us>`, `block` |
-//! | `SKIFCH_PORTS` | ports per rank (shm: read by the launcher, up to 64; `fpga-model`: read by the rank, 1..=7, default 4) |
+//! | `SKIFCH_PORTS` | ports per rank (default 5, one per library of `skifch::ports`; shm: read by the launcher, up to 64; `fpga-model`: read by the rank, 1..=7) |
 //! | `SKIFCH_LANE_KB` | shm lane size (read by the launcher) |
 //! | `SKIFCH_FAULT`, `SKIFCH_TRACE` | wrap the driver in the fault injector / the tracer ([`wrap`]) |
 //!
@@ -70,11 +73,15 @@ pub mod boot;
 #[cfg(not(loom))]
 pub mod fpga;
 #[cfg(not(loom))]
+pub mod fwd;
+#[cfg(not(loom))]
 pub mod hier;
 pub mod inproc;
 pub mod jobctl;
 #[cfg(not(loom))]
 pub mod launch;
+#[cfg(not(loom))]
+pub mod share;
 pub mod shm;
 #[cfg(not(loom))]
 pub mod shm_rma;

@@ -112,3 +112,31 @@ fn skifch_trace_logs_every_rank_to_its_file() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The forwarding driver (`skifch_drivers::share`, what a second library of a process
+/// uses) through this process's own C-ABI table: every check, then a killed peer.
+#[test]
+fn the_forwarding_driver_passes_the_suite_over_shm() {
+    let (code, out, _) = run(
+        3,
+        &["--messages", "500", "--forwarded"],
+        &[("SKIFCH_LANE_KB", "8")],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    for r in 0..3 {
+        assert!(
+            out.contains(&format!("conformance: rank {r} ok (shm)")),
+            "{out}"
+        );
+    }
+    let (code, out, _) = run(
+        3,
+        &["--messages", "200", "--forwarded", "--kill"],
+        &[("SKIFCH_LANE_KB", "8")],
+    );
+    assert_eq!(code, Some(137), "{out}");
+    assert!(
+        out.contains("conformance: rank 0 ok") && out.contains("conformance: rank 1 ok"),
+        "{out}"
+    );
+}

@@ -94,6 +94,19 @@ fn conformance_suite_on_2_processes() {
     assert_suite_passed(&r, &[0, 1]);
 }
 
+/// The forwarding driver (a second library of a process, `skifch_drivers::share`) over the
+/// adapter, through this process's own C-ABI table.
+#[test]
+fn conformance_suite_over_the_forwarding_driver() {
+    let r = job(
+        &fpga("2", &[]),
+        "conformance",
+        &["--messages", "300", "--forwarded"],
+        || {},
+    );
+    assert_suite_passed(&r, &[0, 1]);
+}
+
 #[test]
 fn conformance_suite_on_4_processes_of_a_2x2x1_torus() {
     let r = job(

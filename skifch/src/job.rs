@@ -70,7 +70,7 @@ impl<D: Driver> Job<D> {
     }
     /// Opens this rank's channel on `port`.
     ///
-    /// Ports are `0..ports()` (shm: 4 by default, `SKIFCH_PORTS` up to 64). A port is
+    /// Ports are `0..ports()` (shm: 5 by default, `SKIFCH_PORTS` up to 64). A port is
     /// open at most once at a time. Messages sent to a port that is not open yet wait in
     /// its lanes (back-pressure when full) and are delivered when it opens; sending to a
     /// port its owner closed fails with `Unreachable`.

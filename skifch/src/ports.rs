@@ -9,10 +9,10 @@
 //! | 1 | [`MPI`]: mpi-lite |
 //! | 2 | [`SHMEM`]: skifshmem |
 //! | 3 | [`ARMCI`]: armci-shim |
-//! | 4 | [`GASNET`]: gasnet-shim (a job needs `SKIFCH_PORTS` ≥ 5 until the default rises) |
+//! | 4 | [`GASNET`]: gasnet-shim |
 //!
-//! Drivers offer `0..max_ports()` ports (shm: 4 by default, `SKIFCH_PORTS` up to 64;
-//! fpga-model: 1..=7, default 4). Tools that run alone — the conformance suite, the MsgRate
+//! Drivers offer `0..max_ports()` ports (5 by default, one per row above; shm:
+//! `SKIFCH_PORTS` up to 64; fpga-model: 1..=7). Tools that run alone — the conformance suite, the MsgRate
 //! tool — use ports 0–2 as they like.
 //!
 //! ```

@@ -52,7 +52,7 @@ struct Cli {
     /// Seconds survivors get to exit after a failure or SIGTERM before SIGKILL
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_GRACE.as_secs_f64(), value_parser = parse_grace)]
     grace: f64,
-    /// Ports per rank [default: SKIFCH_PORTS or 4]
+    /// Ports per rank [default: SKIFCH_PORTS or 5]
     #[arg(long, value_name = "P")]
     ports: Option<u32>,
     /// Lane size in KiB, a power of two [default: SKIFCH_LANE_KB or chosen by job size]

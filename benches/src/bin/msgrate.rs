@@ -209,6 +209,10 @@ fn run_job(args: &Args, cfg: &Config) -> Option<Report> {
         ConcreteJob::Wrapped(job) => {
             run_rank(&job, cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))
         }
+        // Another library of this process joined first (never, for this program alone).
+        ConcreteJob::Fwd(job) => {
+            run_rank(&job, cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))
+        }
     }
 }
 

@@ -18,7 +18,7 @@
 //! | `-n N` | required | number of ranks (1..=1024, `shm::MAX_RANKS`) |
 //! | `--wait P` | `SKIFCH_WAIT`, else `fixed` | waiting policy of the ranks' blocking calls ([`WaitPolicy`]) |
 //! | `--grace S` | 3 | seconds that survivors get to exit on their own after a failure or after SIGTERM |
-//! | `--ports P` | `SKIFCH_PORTS`, else 4 | ports per rank |
+//! | `--ports P` | `SKIFCH_PORTS`, else 5 | ports per rank |
 //! | `--lane-kb K` | `SKIFCH_LANE_KB`, else by job size | bytes of each lane, in KiB (power of two) |
 //! | `--driver D` | `SKIFCH_DRIVER`, else `shm` | `shm`, or `fpga-model`: the FPGA adapter driver over the device model, which the launcher hosts ([`crate::fpga::remote`]) |
 //! | `--torus XxYxZ` | most cube-like for N | `fpga-model` only: the torus; X·Y·Z must be N (rank r is node r) |

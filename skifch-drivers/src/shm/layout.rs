@@ -69,17 +69,22 @@ pub struct Params {
 }
 
 impl Params {
-    /// Default ports per rank.
-    pub const DEFAULT_PORTS: u32 = 4;
-    /// Default lane size, shrunk for big jobs so the segment stays below ~4 GiB of
+    /// Default ports per rank: one per library of [`skifch::ports`] (0 application, 1 MPI,
+    /// 2 SHMEM, 3 ARMCI, 4 GASNet). The fifth port costs address space only: a lane's
+    /// pages are touched when it first carries a message, and only lanes between ports
+    /// that talk ever do (a formatted segment has one page touched at any port count).
+    pub const DEFAULT_PORTS: u32 = 5;
+    /// Default lane size, shrunk for big jobs so the segment stays below ~8 GiB of
     /// (sparse, touched-on-use) address space. 1 MiB: room for ~250 messages of 4 KiB; in
     /// 256 KiB lanes the 2-16 KiB message rate was half as high (4 KiB: 3.9 vs 9.6 M msg/s,
-    /// same run), with 8 B rate and latency unchanged.
+    /// same run), with 8 B rate and latency unchanged. The budget (8 GiB since the default
+    /// went from 4 to 5 ports, 4 GiB before) gives 5-port jobs the lanes 4-port jobs had
+    /// at every size (1 MiB up to 16 ranks, 256 KiB at 32, 64 KiB at 64, 16 KiB from 256).
     pub fn default_lane_bytes(nranks: u32, nports: u32) -> usize {
         let chans = (nranks as u64 * nports as u64).max(1);
         let lanes = chans * chans;
         let mut lane = 1usize << 20;
-        while lane > 16 << 10 && lanes * lane as u64 > 4 << 30 {
+        while lane > 16 << 10 && lanes * lane as u64 > 8 << 30 {
             lane /= 2;
         }
         lane
@@ -507,11 +512,21 @@ mod tests {
             assert!(lane.is_power_of_two() && (16 << 10..=1 << 20).contains(&lane));
             let l = Layout::new(p(nr, Params::DEFAULT_PORTS, lane)).unwrap();
             assert!(
-                lane == 16 << 10 || (l.lanes * lane) as u64 <= 4 << 30,
+                lane == 16 << 10 || (l.lanes * lane) as u64 <= 8 << 30,
                 "{nr} ranks: {lane}-byte lanes"
             );
+            // The fifth port left the lanes of the 4-port default (and its 4 GiB) as they were.
+            let four = |nr: u32| {
+                let chans = u64::from(nr) * 4;
+                let mut lane = 1usize << 20;
+                while lane > 16 << 10 && chans * chans * lane as u64 > 4 << 30 {
+                    lane /= 2;
+                }
+                lane
+            };
+            assert_eq!(lane, four(nr), "{nr} ranks");
         }
-        assert_eq!(Params::default_lane_bytes(2, 4), 1 << 20);
+        assert_eq!(Params::default_lane_bytes(2, 5), 1 << 20);
     }
 
     #[test]

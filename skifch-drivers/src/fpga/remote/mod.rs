@@ -83,8 +83,10 @@ pub const DEFAULT_DMA_BYTES: usize = 16 << 20;
 /// Longest a rank waits for the launcher's register server (a read's response, room in
 /// the queue) before the call fails: the launcher is gone or wedged.
 pub const MODEL_TIMEOUT: Duration = Duration::from_secs(5);
-/// Ports per rank unless `SKIFCH_PORTS` says otherwise.
-pub const DEFAULT_PORTS: u32 = 4;
+/// Ports per rank unless `SKIFCH_PORTS` says otherwise: one per library of
+/// [`skifch::ports`] (the fifth costs one more RX data and completion ring per rank, ~80 KiB
+/// of the node window's DMA memory).
+pub const DEFAULT_PORTS: u32 = 5;
 /// Most ports per rank: the model's RX queues, one kept for credit returns.
 pub const MAX_PORTS: u32 = 7;
 

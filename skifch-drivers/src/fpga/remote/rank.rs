@@ -313,10 +313,11 @@ pub fn init() -> Result<RemoteJob> {
     }
     // Checked and copied; the inherited number is closed only once the job is joined.
     let file = inherited_memfd("SKIFCH_FPGA_FD", fd, WINDOW_MAGIC).map_err(|e| match e {
-        // The adapter is brought up once per process: a second library (SHMEM inside an
-        // MPI program, …) finds the window's descriptor consumed by the first.
+        // The adapter is brought up once per process: the libraries of a process share the
+        // first one's driver (`crate::share`); a copy that cannot see the others (loaded
+        // RTLD_LOCAL, linked statically) finds the window's descriptor consumed.
         Error::Bootstrap(m) => Error::Bootstrap(
-            format!("{} (over fpga-model one library per process joins: another library of this program may already use this rank's adapter)", &*m).into(),
+            format!("{} (over fpga-model the adapter is brought up once per process: another SkifCh library of this program may have joined without sharing its driver, e.g. one loaded RTLD_LOCAL or linked statically)", &*m).into(),
         ),
         e => e,
     })?;
