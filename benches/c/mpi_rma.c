@@ -10,6 +10,8 @@
  *   cas               N x (MPI_Compare_and_swap of one long + flush)        latency [us]
  *   put_rate          N x (64 MPI_Put of 8 B + one flush)                   rate [Mmsg/s]
  *   put_bw / get_bw   1 KiB .. 4 MiB, N x (64 ops + one flush), as osu_put_bw  [GB/s]
+ *   lock_put          N x (MPI_Win_lock shared; MPI_Put of 8 B; MPI_Win_unlock): a whole
+ *                     passive epoch (osu_put_latency -s lock)                 latency [us]
  * Per test: a calibration pass (N doubles until a pass takes >= 20 ms), then REPS passes;
  * the median is printed as CSV on rank 0: impl,test,size,value,unit. The counters of fop
  * and the data of put/get are checked at the end.
@@ -30,8 +32,8 @@ static MPI_Win win;
 static char *buf, *mem;
 static int reps = 5;
 
-enum test { PUT, GET, ACC, FOP, CAS, PUT_RATE, PUT_BW, GET_BW };
-static const char *names[] = {"put", "get", "acc", "fop", "cas", "put_rate", "put_bw", "get_bw"};
+enum test { PUT, GET, ACC, FOP, CAS, PUT_RATE, PUT_BW, GET_BW, LOCK_PUT };
+static const char *names[] = {"put", "get", "acc", "fop", "cas", "put_rate", "put_bw", "get_bw", "lock_put"};
 
 /* One pass of n iterations of test t on size bytes; seconds. */
 static double pass(enum test t, int size, long n) {
@@ -54,6 +56,11 @@ static double pass(enum test t, int size, long n) {
             for (int k = 0; k < 64; k++)
                 CHECK(MPI_Get(buf, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win));
             break;
+        case LOCK_PUT:
+            CHECK(MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win));
+            CHECK(MPI_Put(buf, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win));
+            CHECK(MPI_Win_unlock(1, win));
+            continue; /* no flush: outside an epoch */
         }
         CHECK(MPI_Win_flush(1, win));
     }
@@ -130,6 +137,7 @@ int main(int argc, char **argv) {
             if (buf[i] != (char)i) die("put/get data differ");
         CHECK(MPI_Win_unlock(1, win));
     }
+    run(impl, LOCK_PUT, 8);
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(MPI_Win_free(&win));
     if (create) free(mem);

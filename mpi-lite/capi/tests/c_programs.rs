@@ -220,6 +220,9 @@ fn one_sided_on_the_message_path_forced_and_over_fpga_model() {
         cmd.env("RMA_TEST_PATH", "messages");
         testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("rma over fpga-model, {n} ranks"));
     }
+    // Without the lock aggregation (its measuring switch): every lock requested at once.
+    let env = [("SKIFMPI_RMA", "messages"), ("SKIFMPI_RMA_AGGREGATE", "0")];
+    run_ok(&exe, 3, &env);
 }
 
 /// Lock epochs: lock + operations + unlock aggregated into one message on the message path

@@ -122,6 +122,9 @@ pub struct Win {
     /// Messages this process sent for the window's operations and synchronisation (the
     /// message path; `MPI_Win_get_info` key `mpi_lite_rma_messages`).
     sent: std::sync::atomic::AtomicU64,
+    /// Message path, per member: one-way data messages sent, and how many of them a
+    /// request's reply has covered (a flush with none uncovered sends nothing; `msg.rs`).
+    oneway: Vec<[std::sync::atomic::AtomicU64; 2]>,
     /// Memory of `MPI_Win_allocate` on the message path.
     _own: Option<Owned>,
     base: usize,
@@ -325,6 +328,7 @@ impl Win {
             id,
             fences: Default::default(),
             sent: Default::default(),
+            oneway: (0..n).map(|_| Default::default()).collect(),
             _own: own,
             base,
             size,

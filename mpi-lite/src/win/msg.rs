@@ -101,9 +101,14 @@ impl Win {
     ) -> Result<Vec<u8>> {
         let dst = self.world(r);
         let id = self.id;
+        let c = &self.oneway[r as usize];
         let r = self.ep(mpi, |ep| {
+            // Under the engine's lock: the one-way messages counted so far precede the
+            // request on the channel, so its reply covers them (FIFO per pair).
+            let before = c[0].load(Ordering::Relaxed);
             let q = ep.request(dst, h, id, args, data, Landing::vec(len))?;
             let rep = ep.wait(q)?;
+            c[1].fetch_max(before, Ordering::Relaxed);
             Ok(rep.data.unwrap_or_default())
         });
         match r {
@@ -144,8 +149,26 @@ impl Win {
         if self.keep(mpi, r, op)? {
             return Ok(());
         }
+        self.send_data(mpi, r, H_PUT, &a, &payload)
+    }
+
+    /// A one-way data operation to member `r`, counted: a later flush of `r` must wait
+    /// for the target to have applied it.
+    fn send_data<P: Port>(
+        &self,
+        mpi: &Mpi<P>,
+        r: u32,
+        h: u8,
+        args: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
         let (dst, id) = (self.world(r), self.id);
-        self.ep(mpi, |ep| ep.send(dst, H_PUT, id, &a, &payload))
+        let c = &self.oneway[r as usize];
+        self.ep(mpi, |ep| {
+            ep.send(dst, h, id, args, data)?;
+            c[0].fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
     }
 
     pub(super) fn msg_get<P: Port>(
@@ -206,8 +229,7 @@ impl Win {
                 if self.keep(mpi, r, (H_ACC, args, &body))? {
                     return Ok(());
                 }
-                let (dst, id) = (self.world(r), self.id);
-                self.ep(mpi, |ep| ep.send(dst, H_ACC, id, &args, &body))
+                self.send_data(mpi, r, H_ACC, &args, &body)
             }
             Some(out) => {
                 let got = self.ask_op(mpi, r, (H_GACC, args, &body), total)?;
@@ -226,7 +248,7 @@ impl Win {
     /// `MPI_Win_lock` of member `r`: deferred (module docs), except on this process
     /// itself, whose local loads and stores the lock must cover at once.
     pub(super) fn msg_lock<P: Port>(&self, mpi: &Mpi<P>, r: u32, t: LockType) -> Result<()> {
-        if r as usize == self.comm.rank {
+        if r as usize == self.comm.rank || !aggregate() {
             return self.msg_lock_now(mpi, r, t);
         }
         self.epoch().deferred[r as usize] = Some(Vec::new());
@@ -254,6 +276,12 @@ impl Win {
     /// operations: the batch, after which the lock is held).
     pub(super) fn msg_flush<P: Port>(&self, mpi: &Mpi<P>, r: u32) -> Result<()> {
         if self.undefer(mpi, r, false)? {
+            return Ok(());
+        }
+        // Every one-way operation to `r` was followed by a request already answered:
+        // nothing left to complete (a get or fetch-and-op + flush is one round trip).
+        let c = &self.oneway[r as usize];
+        if c[1].load(Ordering::Relaxed) >= c[0].load(Ordering::Relaxed) {
             return Ok(());
         }
         self.ask(mpi, r, H_FLUSH, &[], &[], 0).map(|_| ())
@@ -345,6 +373,13 @@ impl Win {
         }
         mpi.engine().wait_until(|s| s.rma.fences(id) >= k * n)
     }
+}
+
+/// `SKIFMPI_RMA_AGGREGATE=0` turns the aggregation off (every lock is requested at once,
+/// every operation sent as it comes): a switch for measuring what it saves.
+fn aggregate() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SKIFMPI_RMA_AGGREGATE").map_or(true, |v| v.trim() != "0"))
 }
 
 /// Appends one `H_BATCH` sub-operation (wire in `served.rs`).

@@ -62,6 +62,17 @@ int main(int argc, char **argv) {
         CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     });
     CHECK(got == 1);
+    got = -1;
+    EXPECT_MSGS(4, 0, { /* lock + get; a flush covered by the get's reply sends nothing;
+                           a put; its flush; the unlock */
+        CHECK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w) == MPI_SUCCESS);
+        CHECK(MPI_Get(&got, 1, MPI_LONG, peer, 8 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
+        CHECK(MPI_Win_flush(peer, w) == MPI_SUCCESS);
+        CHECK(MPI_Put(&v, 1, MPI_LONG, peer, 40 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
+        CHECK(MPI_Win_flush(peer, w) == MPI_SUCCESS);
+        CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
+    });
+    CHECK(got == v);
     CHECK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w) == MPI_SUCCESS);
     CHECK(MPI_Get(back, 1024, MPI_LONG, peer, 1024, 1024, MPI_LONG, w) == MPI_SUCCESS);
     CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
@@ -71,7 +82,7 @@ int main(int argc, char **argv) {
     CHECK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, w) == MPI_SUCCESS);
     CHECK(mem[8 + from] == 1000 + from);
     CHECK(mem[16 + from] == 1001 + from && mem[24 + from] == 1000 + from);
-    CHECK(mem[32 + from] == 2);
+    CHECK(mem[32 + from] == 2 && mem[40 + from] == 1000 + from);
     CHECK(MPI_Win_unlock(rank, w) == MPI_SUCCESS);
     MPI_Barrier(MPI_COMM_WORLD);
 
