@@ -22,7 +22,8 @@
 //!   `SKIFCH_TRACE`.
 //! * [`boot`] — the job's bootstrap for drivers that exchange addresses before they can
 //!   send and need node locality (the fabric driver): [`boot::from_env`] gives a PMI-1
-//!   client under `mpiexec.hydra` / `srun --mpi=pmi2` ([`boot::pmi1`]) or a 1-rank job.
+//!   client under `mpiexec.hydra` / `srun --mpi=pmi2` ([`boot::pmi1`]), a PMIx client
+//!   under Open MPI's `mpirun` / `srun --mpi=pmix` ([`boot::pmix`]) or a 1-rank job.
 //! * [`init`] — joins the job over the driver the launcher chose ([`AnyDriver`]: one
 //!   `match` per call); [`init_concrete`] for code that dispatches once (see [`ConcreteJob`]).
 //!   One driver per process: the first SkifCh library of a process to join publishes its
@@ -58,8 +59,10 @@
 //! | --- | --- |
 //! | `PMI_FD`, `PMI_RANK`, `PMI_SIZE` | a PMI-1 server's socket, this rank and the job size (`mpiexec.hydra`, `srun --mpi=pmi2`); the socket is checked (open, a socket, not 0–2) and replaced by a close-on-exec copy |
 //! | `PMI_PORT`, `PMI_ID` | a PMI-1 server at `host:port` and this process's id there (`mpiexec.hydra -pmi-port`); rank and size come from the server |
+//! | `PMIX_NAMESPACE`, `PMIX_RANK` | a PMIx server (Open MPI's `mpirun`, `prterun`, `srun --mpi=pmix`): the system's `libpmix.so.2` is loaded (`dlopen`) and joins it |
+//! | `SKIFCH_PMIX_LIB` | another file to load instead of `libpmix.so.2` |
 //! | `SKIFCH_BOOT_TIMEOUT` | seconds each wait for the PMI server's answer may take (default, or `0`: no limit; a server that goes away is an error at once either way) |
-//! | (none of these) | a 1-rank job; with `SKIFCH_SIZE` > 1 (a `skifrun` job) an "unsupported" error: `skifrun` serves no bootstrap |
+//! | (none of these) | a 1-rank job; with `SKIFCH_SIZE` > 1 an "unsupported" error (a launcher that serves no bootstrap; `skifrun` serves PMI-1 on `PMI_FD`) |
 //!
 //! ## Ring designs measured
 //! See [`shm`] for the two designs measured and the numbers behind the choice.

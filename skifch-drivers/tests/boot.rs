@@ -8,11 +8,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use skifch_testing::{
-    clean_env, example_exe, hydra_cmd, run_job, ssh_stand_in, NetNodes, Outcome, ScratchDir,
+    clean_env, example_exe, hydra_cmd, run_job, skifrun_cmd, ssh_stand_in, NetNodes, Outcome,
+    ScratchDir,
 };
 
 /// Longer than hydra's own limit (`MPIEXEC_TIMEOUT`), which ends the ranks first.
-const LIMIT: Duration = Duration::from_secs(skifch_testing::HYDRA_JOB_LIMIT_SECS as u64 + 60);
+const LIMIT: Duration = Duration::from_secs(skifch_testing::LAUNCHER_JOB_LIMIT_SECS as u64 + 60);
 
 fn probe() -> String {
     example_exe("boot_probe").to_string_lossy().into_owned()
@@ -115,9 +116,31 @@ fn dead_rank_ends_the_job() {
     let t0 = Instant::now();
     if let Some(out) = hydra(&["-n", "4"], &["die", "1"]) {
         assert!(!out.status.success(), "{out:?}");
-        assert!(!out.text().contains("barrier returned"), "{out:?}");
+        assert!(!out.text().contains("barrier completed"), "{out:?}");
         assert!(t0.elapsed() < LIMIT / 2, "took {:?}", t0.elapsed());
     }
+}
+
+/// `skifrun` serves PMI-1 on `PMI_FD` (one node): the probe joins through it; an abort
+/// ends the job with its code; a rank that dies makes the others' PMI calls fail.
+#[test]
+fn skifrun_serves_pmi1() {
+    let probe = example_exe("boot_probe");
+    let mut cmd = skifrun_cmd(4, &[], &probe);
+    cmd.args(["check", "1"]);
+    expect_ranks_ok(run_job(cmd, LIMIT), 4, 1, "pmi1");
+    let mut cmd = skifrun_cmd(4, &[], &probe);
+    cmd.args(["abort", "2"]);
+    let out = run_job(cmd, LIMIT);
+    assert_eq!(out.code(), Some(7), "{out:?}");
+    let mut cmd = skifrun_cmd(4, &[], &probe);
+    cmd.args(["die", "1"]);
+    let out = run_job(cmd, LIMIT);
+    // The survivors' errors may reach skifrun before the death: any failure status.
+    assert!(!out.status.success(), "{out:?}");
+    assert!(out.stderr.contains("exited with status 9"), "{out:?}");
+    assert!(!out.text().contains("barrier completed"), "{out:?}");
+    assert!(out.stderr.contains("closed the connection"), "{out:?}");
 }
 
 fn wait_for(path: &Path, limit: Duration) -> Option<String> {
@@ -225,7 +248,7 @@ fn malformed_environment_is_a_clear_error() {
         &[("PMI_PORT", "no-port-here"), ("PMI_ID", "0")],
         &["PMI_PORT=\"no-port-here\""],
     );
-    expect_join_error(&[("SKIFCH_SIZE", "2")], &["skifrun", "unsupported"]);
+    expect_join_error(&[("SKIFCH_SIZE", "2")], &["no PMI_FD", "unsupported"]);
 }
 
 // ---- Ranks on several "nodes": network namespaces (skifch_testing::NetNodes) ----
@@ -268,14 +291,22 @@ fn stalled_job(
     nodes: &NetNodes,
     env: &[(&str, &str)],
 ) -> Option<(std::process::Child, Vec<(i32, i32)>)> {
-    let mut cmd = nodes.hydra_cmd(&[2, 2])?;
+    stalled_job_by(nodes.hydra_cmd(&[2, 2])?, nodes, env)
+}
+
+/// [`stalled_job`] started by `launcher` (hydra or `skifrun --hosts` in the switch).
+fn stalled_job_by(
+    mut cmd: Command,
+    nodes: &NetNodes,
+    env: &[(&str, &str)],
+) -> Option<(std::process::Child, Vec<(i32, i32)>)> {
     let dir = nodes.scratch();
     cmd.arg(probe())
         .args(["server-gone", dir.to_str().unwrap()])
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let job = cmd.spawn().expect("starting mpiexec.hydra");
+    let job = cmd.spawn().expect("starting the launcher");
     let pids = (0..4)
         .map(|r| {
             let text = wait_for(&dir.join(format!("pid.{r}")), LIMIT)
@@ -390,4 +421,61 @@ fn link_down_is_bounded_by_the_boot_timeout() {
         e.contains("cmd=barrier_in") && e.contains("SKIFCH_BOOT_TIMEOUT"),
         "rank 1: {e:?}"
     );
+}
+
+// ---- skifrun --hosts (through mpiexec.hydra) ----
+
+/// `skifrun --hosts` over 2 namespaces × 2 ranks: the ranks join through hydra's PMI-1
+/// and see two nodes; then a rank on the other node is killed: the job ends with a
+/// failure and leaves nothing behind.
+#[test]
+fn skifrun_hosts_over_namespaces() {
+    let Some(nodes) = NetNodes::create(2) else {
+        return;
+    };
+    let Some(mut cmd) = nodes.skifrun_cmd(&[2, 2]) else {
+        return;
+    };
+    cmd.arg(probe()).args(["check", "2"]);
+    let seen = expect_ranks_ok(run_job(cmd, LIMIT), 4, 2, "pmi1");
+    assert_eq!(seen[0].1, seen[1].1, "{seen:?}");
+    assert_ne!(seen[1].1, seen[2].1, "{seen:?}");
+    let (mut job, pids) = stalled_job_by(nodes.skifrun_cmd(&[2, 2]).unwrap(), &nodes, &[]).unwrap();
+    let _ = Command::new("kill")
+        .args(["-KILL", &pids[3].0.to_string()])
+        .status();
+    let status = wait_end(&mut job, Duration::from_secs(60));
+    let _ = job.kill();
+    assert!(status.is_some_and(|s| !s.success()), "{status:?}");
+    expect_nothing_left(&nodes);
+}
+
+/// `skifrun --hosts` with two host names on this machine (an ssh stand-in), and the
+/// options it refuses.
+#[test]
+fn skifrun_hosts_on_this_machine() {
+    if skifch_testing::mpiexec_hydra().is_none() {
+        return;
+    }
+    let dir = ScratchDir::new("skifrun-hosts");
+    let ssh = ssh_stand_in(dir.path(), "");
+    let mut cmd = Command::new(skifch_testing::skifrun_exe());
+    clean_env(&mut cmd)
+        .args(["--hosts", "nodea:3,nodeb:1", "--launcher-exec"])
+        .arg(&ssh)
+        .args(["-n", "4", "--timeout", "150", "--"])
+        .arg(probe())
+        .args(["check", "2"]);
+    expect_ranks_ok(run_job(cmd, LIMIT), 4, 2, "pmi1");
+    for bad in [
+        &["--hosts", "", "-n", "2"][..],
+        &["--hosts", "a:0", "-n", "2"],
+        &["--hosts", "a", "--driver", "fpga-model", "-n", "2"],
+        &["--iface", "eth0", "-n", "2"],
+    ] {
+        let mut cmd = Command::new(skifch_testing::skifrun_exe());
+        clean_env(&mut cmd).args(bad).args(["--", "true"]);
+        let out = run_job(cmd, LIMIT);
+        assert_eq!(out.code(), Some(2), "{bad:?}: {out:?}");
+    }
 }

@@ -19,9 +19,12 @@
 //!     .unwrap();
 //! assert!(status.success());
 //! ```
-mod hydra;
+mod launchers;
 mod netns;
-pub use hydra::{hydra_cmd, mpiexec_hydra, ssh_stand_in, which, ScratchDir, HYDRA_JOB_LIMIT_SECS};
+pub use launchers::{
+    hydra_cmd, mpiexec_hydra, mpirun_openmpi, openmpi_cmd, ssh_stand_in, which, ScratchDir,
+    LAUNCHER_JOB_LIMIT_SECS,
+};
 pub use netns::NetNodes;
 
 use std::collections::HashSet;

@@ -205,24 +205,86 @@ impl NetNodes {
     /// `-launcher ssh -launcher-exec`, `-hosts <node>:<ranks>,…`, `-iface br0`); add the
     /// program and its arguments. `None` (skipped, said on stderr) without hydra.
     pub fn hydra_cmd(&self, ranks: &[u32]) -> Option<Command> {
-        let hydra = crate::mpiexec_hydra()?;
-        assert_eq!(ranks.len(), self.nodes.len(), "one rank count per node");
+        let hosts = self.host_list(ranks);
+        let total: u32 = ranks.iter().sum();
         let ssh = crate::ssh_stand_in(self.scratch.path(), "ip netns exec {host}");
+        let mut inner = crate::hydra_cmd(&["-iface", "br0", "-launcher", "ssh", "-launcher-exec"])?;
+        inner
+            .arg(&ssh)
+            .args(["-hosts", &hosts, "-n", &total.to_string()]);
+        Some(self.in_switch(inner))
+    }
+
+    /// `skifrun --hosts <node>:<ranks>,… --launcher-exec <ssh stand-in> --iface br0 -n N`
+    /// run in the switch namespace (through `mpiexec.hydra`: [`crate::hydra_cmd`]'s
+    /// limit as `--timeout`); add the program and its arguments. `None` (skipped, said on
+    /// stderr) without hydra.
+    pub fn skifrun_cmd(&self, ranks: &[u32]) -> Option<Command> {
+        crate::mpiexec_hydra()?;
+        let hosts = self.host_list(ranks);
+        let total: u32 = ranks.iter().sum();
+        let ssh = crate::ssh_stand_in(self.scratch.path(), "ip netns exec {host}");
+        let mut inner = Command::new(crate::skifrun_exe());
+        crate::clean_env(&mut inner);
+        inner
+            .args(["--hosts", &hosts, "--launcher-exec"])
+            .arg(&ssh)
+            .args(["--iface", "br0", "--timeout"])
+            .arg(crate::LAUNCHER_JOB_LIMIT_SECS.to_string())
+            .args(["-n", &total.to_string(), "--"]);
+        Some(self.in_switch(inner))
+    }
+
+    /// Open MPI's `mpirun` (a PMIx server) run in the switch namespace, starting
+    /// `ranks[i]` ranks on node `i`: its daemons (`orted`) are started through the same
+    /// ssh stand-in (`--mca plm_rsh_agent`) and talk over the bridge
+    /// (`--mca oob_tcp_if_include 10.10.0.0/24`); add the program and its arguments.
+    /// `None` (skipped, said on stderr) without Open MPI.
+    pub fn openmpi_cmd(&self, ranks: &[u32]) -> Option<Command> {
+        crate::mpirun_openmpi()?;
+        let hosts = self.host_list(ranks);
+        let total: u32 = ranks.iter().sum();
+        let ssh = crate::ssh_stand_in(self.scratch.path(), "ip netns exec {host}");
+        let inner = crate::openmpi_cmd(&[
+            "--host",
+            &hosts,
+            "--mca",
+            "plm_rsh_agent",
+            ssh.to_str().expect("a UTF-8 scratch path"),
+            "--mca",
+            "oob_tcp_if_include",
+            "10.10.0.0/24",
+            "-n",
+            &total.to_string(),
+        ])?;
+        Some(self.in_switch(inner))
+    }
+
+    /// `<node>:<ranks>,…` for hydra's `-hosts` and Open MPI's `--host`.
+    fn host_list(&self, ranks: &[u32]) -> String {
+        assert_eq!(ranks.len(), self.nodes.len(), "one rank count per node");
         let hosts: Vec<String> = self
             .nodes
             .iter()
             .zip(ranks)
             .map(|(n, r)| format!("{n}:{r}"))
             .collect();
-        let total: u32 = ranks.iter().sum();
+        hosts.join(",")
+    }
+
+    /// `inner` (its program, arguments and environment) run in the switch namespace.
+    fn in_switch(&self, inner: Command) -> Command {
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.switch]).arg(hydra);
-        crate::clean_env(&mut cmd);
-        cmd.env("MPIEXEC_TIMEOUT", crate::HYDRA_JOB_LIMIT_SECS.to_string())
-            .args(["-iface", "br0", "-launcher", "ssh", "-launcher-exec"])
-            .arg(&ssh)
-            .args(["-hosts", &hosts.join(","), "-n", &total.to_string()]);
-        Some(cmd)
+        cmd.args(["netns", "exec", &self.switch])
+            .arg(inner.get_program())
+            .args(inner.get_args());
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd
     }
 
     /// A directory for the test's files, removed with the nodes.

@@ -1,10 +1,13 @@
 //! `skifrun` — starts an N-rank SkifCh job. A thin wrapper over
 //! [`skifch_drivers::launch`], where the behaviour is documented.
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use skifch::{Error, WaitPolicy};
+
+use skifch_drivers::launch::hosts::{self, Hosts};
 use skifch_drivers::launch::{launch, DriverKind, LaunchOptions, TagOutput, DEFAULT_GRACE};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -19,7 +22,10 @@ enum Driver {
 ///
 /// Each rank gets SKIFCH_RANK, SKIFCH_SIZE, SKIFCH_FD (the job segment) and
 /// SKIFCH_DRIVER (and SKIFCH_WAIT with --wait); for launch-aware tools also PMI_RANK,
-/// PMI_SIZE, OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK and _LOCAL_SIZE. Ranks die with the launcher.
+/// PMI_SIZE, OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK and _LOCAL_SIZE, and PMI_FD, a
+/// PMI-1 server's socket (programs that bootstrap through PMI run as under
+/// mpiexec.hydra). Ranks die with the launcher.
+/// With --hosts or --hostfile the job runs on several hosts through mpiexec.hydra.
 /// With --driver fpga-model, skifrun runs the FPGA adapter's device model (X*Y*Z torus,
 /// --torus or the most cube-like one for N) in its own threads; rank r is torus node r
 /// and gets its adapter's registers and DMA memory as SKIFCH_FPGA_FD. The same program
@@ -88,6 +94,22 @@ struct Cli {
     /// Accepted for mpirun compatibility; no effect
     #[arg(long)]
     allow_run_as_root: bool,
+    /// Runs the job on these hosts, host[:ranks],... through MPICH's mpiexec.hydra (ssh
+    /// to each host; SKIFRUN_HYDRA names another hydra); the ranks bootstrap through its
+    /// PMI-1 server. skifrun replaces itself with hydra: signals, failures and the exit
+    /// status are hydra's
+    #[arg(long, value_name = "LIST", conflicts_with = "hostfile")]
+    hosts: Option<String>,
+    /// As --hosts, the hosts read from a file of host[:ranks] lines
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<OsString>,
+    /// With --hosts: the program that reaches a host instead of ssh (called as ssh is:
+    /// [options] HOST COMMAND...)
+    #[arg(long, value_name = "PROGRAM")]
+    launcher_exec: Option<OsString>,
+    /// With --hosts: the network interface through which the hosts reach this one
+    #[arg(long, value_name = "NAME")]
+    iface: Option<String>,
     /// The program and its arguments
     #[arg(
         required = true,
@@ -129,6 +151,10 @@ const VALUED: &[&str] = &[
     "--timeout",
     "-x",
     "--bind-to",
+    "--hosts",
+    "--hostfile",
+    "--launcher-exec",
+    "--iface",
 ];
 
 /// The command line with mpirun's `-np N` / `--np N` spelled `-n N` (clap has no
@@ -203,6 +229,29 @@ fn main() {
         (false, true) => TagOutput::Rank,
         (false, false) => TagOutput::Off,
     };
+    if cli.hosts.is_some() || cli.hostfile.is_some() {
+        let hosts = Hosts {
+            list: cli.hosts,
+            file: cli.hostfile,
+            launcher_exec: cli.launcher_exec,
+            iface: cli.iface,
+        };
+        match hosts::hydra_command(&opts, &hosts) {
+            Ok(mut cmd) => {
+                let e = cmd.exec();
+                eprintln!("skifrun: cannot run {:?}: {e}", cmd.get_program());
+                std::process::exit(127);
+            }
+            Err(e) => {
+                eprintln!("skifrun: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+    if cli.launcher_exec.is_some() || cli.iface.is_some() {
+        eprintln!("skifrun: --launcher-exec and --iface need --hosts or --hostfile");
+        std::process::exit(2);
+    }
     let status = match launch(&opts) {
         Ok(status) => status,
         Err(e @ (Error::InvalidArgument(_) | Error::Bootstrap(_))) => {

@@ -12,13 +12,28 @@
 //! | --- | --- | --- |
 //! | `mpiexec.hydra` (MPICH), `srun --mpi=pmi2` (Slurm) | `PMI_FD`, `PMI_RANK`, `PMI_SIZE` | [`pmi1`] over the inherited socket |
 //! | `mpiexec.hydra -pmi-port`, a process the proxy did not fork | `PMI_PORT` (`host:port`), `PMI_ID` | [`pmi1`] over TCP |
+//! | Open MPI's `mpirun`, `prterun`, `srun --mpi=pmix` | `PMIX_NAMESPACE`, `PMIX_RANK` (and the server's URI) | [`pmix`], through the system's `libpmix.so.2` loaded at run time |
 //! | none of these | | [`Single`]: a 1-rank job |
 //!
-//! A process started by `skifrun` with more than one rank and none of the PMI variables
-//! gets an "unsupported" error: `skifrun` does not serve a bootstrap (its shm job needs
-//! none).
+//! ## Starting a job on several nodes
+//! ```text
+//! mpiexec.hydra -hosts node1:4,node2:4 -n 8 ./prog     # MPICH's hydra (ssh to each host)
+//! mpiexec.hydra -f hostfile -n 8 ./prog                # hostfile lines: node1:4
+//! srun --mpi=pmi2 -N 2 -n 8 ./prog                     # Slurm: the PMI-1 wire protocol on PMI_FD
+//! srun --mpi=pmix -N 2 -n 8 ./prog                     # Slurm's PMIx plugin
+//! mpirun.openmpi --host node1:4,node2:4 -n 8 ./prog    # Open MPI (PMIx)
+//! ```
+//! Tested here: hydra (over `PMI_FD` and `-pmi-port`, one host, two host names, and two or
+//! four network namespaces as nodes) and Open MPI 4.1's `mpirun` (one host, two
+//! namespaces): `tests/boot.rs`, `tests/boot_pmix.rs`. Slurm is not installed on this
+//! machine: its two plugins speak the same protocols but are untested.
+//!
+//! `skifrun` serves PMI-1 too (`PMI_FD`, one node: [`crate::launch`]). A process with
+//! `SKIFCH_SIZE` > 1 and none of the PMI variables (started by a launcher that serves no
+//! bootstrap) gets an "unsupported" error.
 
 pub mod pmi1;
+pub mod pmix;
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -117,11 +132,13 @@ pub fn from_env() -> Result<Arc<dyn Bootstrap>> {
     }
     let boot: Arc<dyn Bootstrap> = if let Some(p) = pmi1::Pmi1::from_env()? {
         Arc::new(p)
+    } else if let Some(p) = pmix::Pmix::from_env()? {
+        Arc::new(p)
     } else {
         if env_num("SKIFCH_SIZE")?.unwrap_or(1) > 1 {
             return Err(Error::Bootstrap(
-                "started by skifrun without a PMI server: skifrun serves no bootstrap (unsupported); \
-                 start the job with mpiexec.hydra or srun --mpi=pmi2"
+                "SKIFCH_SIZE > 1 but no PMI_FD, PMI_PORT or PMIX_NAMESPACE: the launcher serves no \
+                 bootstrap (unsupported); start the job with skifrun, mpiexec.hydra, srun or mpirun"
                     .into(),
             ));
         }

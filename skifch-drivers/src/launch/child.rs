@@ -15,7 +15,7 @@ use skifch::{Error, Result};
 /// Prepares the child side of a rank between fork and exec: its own process group, death
 /// with the launcher, the launcher's signal mask undone; `fds` (`-1`: none) are inherited
 /// by the program (they are close-on-exec in the launcher, so nothing else gets them).
-pub(super) fn child_setup(cmd: &mut Command, fds: [i32; 2], old_mask: libc::sigset_t) {
+pub(super) fn child_setup(cmd: &mut Command, fds: [i32; 3], old_mask: libc::sigset_t) {
     let parent = std::process::id() as libc::pid_t;
     const SIGKILL: libc::c_ulong = libc::SIGKILL as libc::c_ulong;
     let hook = move || -> io::Result<()> {
@@ -144,9 +144,11 @@ fn forward_stdin(mut out: std::fs::File, stop: &AtomicBool) {
             events: libc::POLLIN,
             revents: 0,
         };
-        // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&mut pfd, 1, STDIN_POLL.as_millis() as libc::c_int) };
-        if ready <= 0 {
+        let ready = super::output::poll_fds(
+            std::slice::from_mut(&mut pfd),
+            STDIN_POLL.as_millis() as libc::c_int,
+        );
+        if !matches!(ready, Ok(1..)) {
             continue;
         }
         // SAFETY: `buf` is a valid buffer of its length.

@@ -35,6 +35,9 @@
 //!   descriptor), `SKIFCH_DRIVER` (`shm` or `fpga-model`), and `SKIFCH_WAIT` when
 //!   `--wait` is given; with `fpga-model` also `SKIFCH_FPGA_FD` (this rank's node window,
 //!   a memfd no other rank gets) and `SKIFCH_PORTS` when `--ports` is given.
+//!   `PMI_FD`: a socket to the launcher's PMI-1 server (`pmi_serve`), so that programs
+//!   that bootstrap through PMI-1 ([`crate::boot::from_env`], MPICH-built ones) run under
+//!   `skifrun` as under `mpiexec.hydra`; `cmd=abort exitcode=C` ends the job with status C.
 //!   [`crate::init`] reads them; a program started without `skifrun` is a 1-rank job.
 //! * Standard input for rank 0 only (the others read `/dev/null`); stdout and stderr are
 //!   shared with the launcher. A terminal on stdin is forwarded to rank 0 through a pipe,
@@ -109,8 +112,10 @@
 //!
 //! ## Files
 //! * [`options`](LaunchOptions) — what to launch and how;
+//! * [`hosts`] — `skifrun --hosts`: a job on several hosts through `mpiexec.hydra`;
 //! * `child` — the rank's side between fork and exec, rank 0's standard input;
 //! * `output` — `--tag-output`: the ranks' output, line by line, tagged;
+//! * `pmi_serve` — the PMI-1 server of the ranks' `PMI_FD`;
 //! * `watch` — the wait loop (signals, exits, grace period);
 //! * `sweep` — ending every process of the job (process groups, subreaper);
 //! * `signals` — the launcher's signal mask and signal names.
@@ -131,8 +136,10 @@ macro_rules! say {
 }
 
 mod child;
+pub mod hosts;
 mod options;
 mod output;
+mod pmi_serve;
 mod signals;
 mod sweep;
 mod watch;
@@ -211,6 +218,14 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
     // After blocking the signals, as the model: rank 0's stdin, forwarded from a terminal.
     let mut stdin = Stdin0::new()?;
     let mut job = Watch::new(opts, &fab, model.as_ref(), limit);
+    // PMI-1 for programs that bootstrap through it (`boot::from_env`, MPICH-built ones).
+    let abort_to = fab.clone();
+    let (pmi, pmi_ends) = pmi_serve::PmiServer::start(
+        opts.nranks,
+        Box::new(move |code| {
+            abort_to.ctl().request_exit(code);
+        }),
+    )?;
     let mut pipes = Vec::new();
     for rank in 0..opts.nranks {
         let mut cmd = Command::new(&opts.program);
@@ -218,6 +233,7 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
             .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .envs(rank_env(rank, opts.nranks))
             .env("SKIFCH_FD", seg.as_raw_fd().to_string())
+            .env("PMI_FD", pmi_ends[rank as usize].as_raw_fd().to_string())
             .env("SKIFCH_DRIVER", opts.driver.name());
         if let Some(w) = opts.wait {
             cmd.env("SKIFCH_WAIT", policy_env(w));
@@ -245,7 +261,8 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
             None => None,
         };
         let win_fd = window.as_ref().map_or(-1, |f| f.as_raw_fd());
-        child_setup(&mut cmd, [seg.as_raw_fd(), win_fd], sigs.old);
+        let pmi_fd = pmi_ends[rank as usize].as_raw_fd();
+        child_setup(&mut cmd, [seg.as_raw_fd(), win_fd, pmi_fd], sigs.old);
         if opts.tag_output != TagOutput::Off {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
@@ -277,11 +294,13 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
         }
     }
     drop(seg);
+    drop(pmi_ends);
     let tagger = match pipes.is_empty() {
         true => None,
         false => Some(Tagger::start(opts.tag_output, pipes)?),
     };
     let status = job.run(&sigs);
+    drop(pmi);
     drop(tagger); // the job's processes have ended: copies the rest of their output
     drop(stdin);
     drop(model); // stops the device model (bounded)

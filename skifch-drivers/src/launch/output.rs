@@ -91,6 +91,21 @@ impl Drop for Tagger {
     }
 }
 
+/// `poll(2)` on `fds` for at most `timeout_ms` (`-1`: no limit): the number of ready
+/// descriptors (their `revents` set), 0 on timeout.
+pub(super) fn poll_fds(
+    fds: &mut [libc::pollfd],
+    timeout_ms: libc::c_int,
+) -> std::io::Result<usize> {
+    // SAFETY: `fds` is a valid, exclusively borrowed array of `fds.len()` pollfds.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// Copies until every pipe is at its end, or `stop` is set and nothing more is ready.
 fn copy_tagged(mut streams: Vec<Stream>, stop: &AtomicBool) {
     let mut buf = vec![0u8; 64 * 1024];
@@ -105,9 +120,8 @@ fn copy_tagged(mut streams: Vec<Stream>, stop: &AtomicBool) {
             })
             .collect();
         let timeout = if stopping { 0 } else { POLL_MS };
-        // SAFETY: `fds` is a valid array of `fds.len()` pollfds.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-        if n <= 0 {
+        let n = poll_fds(&mut fds, timeout).unwrap_or(0);
+        if n == 0 {
             if stopping {
                 break;
             }

@@ -1,5 +1,6 @@
-//! MPICH's `mpiexec.hydra` as a test launcher (issue 21: bootstrap from the ecosystem's
-//! launchers). Tests that need it skip, saying so once on stderr, where it is missing.
+//! The ecosystem's launchers in tests (issue 21: bootstrap from them): MPICH's
+//! `mpiexec.hydra` (a PMI-1 server) and Open MPI's `mpirun` (a PMIx server). Tests that
+//! need one skip, saying so once on stderr, where it is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,17 +31,48 @@ pub fn mpiexec_hydra() -> Option<PathBuf> {
         .clone()
 }
 
-/// How long hydra lets a test job run (`MPIEXEC_TIMEOUT`) before it ends every rank:
+/// How long hydra (`MPIEXEC_TIMEOUT`) or Open MPI (`--timeout`) lets a test job run
+/// before it ends every rank:
 /// generous, for a loaded machine; a test's own limit should be longer.
-pub const HYDRA_JOB_LIMIT_SECS: u32 = 150;
+pub const LAUNCHER_JOB_LIMIT_SECS: u32 = 150;
 
 /// `mpiexec.hydra <args>` with a clean job environment ([`crate::clean_env`]) and
-/// `MPIEXEC_TIMEOUT` set ([`HYDRA_JOB_LIMIT_SECS`]), so a job that hangs ends with every
+/// `MPIEXEC_TIMEOUT` set ([`LAUNCHER_JOB_LIMIT_SECS`]), so a job that hangs ends with every
 /// rank; `None` if hydra is missing ([`mpiexec_hydra`]).
 pub fn hydra_cmd(args: &[&str]) -> Option<Command> {
     let mut cmd = Command::new(mpiexec_hydra()?);
     crate::clean_env(&mut cmd);
-    cmd.env("MPIEXEC_TIMEOUT", HYDRA_JOB_LIMIT_SECS.to_string())
+    cmd.env("MPIEXEC_TIMEOUT", LAUNCHER_JOB_LIMIT_SECS.to_string())
+        .args(args);
+    Some(cmd)
+}
+
+/// Open MPI's launcher `mpirun.openmpi` (Debian `openmpi-bin`; its `mpirun` serves PMIx
+/// to the ranks) if installed; otherwise `None`, after saying once on stderr that the
+/// PMIx tests are skipped and why.
+pub fn mpirun_openmpi() -> Option<PathBuf> {
+    static MPIRUN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    MPIRUN
+        .get_or_init(|| {
+            let found = which("mpirun.openmpi");
+            if found.is_none() {
+                eprintln!(
+                    "SKIPPED: mpirun.openmpi is not on PATH (install Debian's `openmpi-bin`): \
+                     the PMIx bootstrap tests do not run"
+                );
+            }
+            found
+        })
+        .clone()
+}
+
+/// `mpirun.openmpi --oversubscribe --allow-run-as-root --timeout <limit> <args>` with a
+/// clean job environment; `None` if Open MPI is missing ([`mpirun_openmpi`]).
+pub fn openmpi_cmd(args: &[&str]) -> Option<Command> {
+    let mut cmd = Command::new(mpirun_openmpi()?);
+    crate::clean_env(&mut cmd);
+    cmd.args(["--oversubscribe", "--allow-run-as-root", "--timeout"])
+        .arg(LAUNCHER_JOB_LIMIT_SECS.to_string())
         .args(args);
     Some(cmd)
 }

@@ -1,0 +1,167 @@
+//! The PMIx bootstrap (`skifch_drivers::boot::pmix`) in real jobs: `examples/boot_probe.rs`
+//! under Open MPI's `mpirun` (a PMIx server), its failures, and the structure layouts it
+//! declares against the C headers (`pkg-config pmix`). Skipped with a message where
+//! `mpirun.openmpi`, or the headers, are missing.
+use std::process::Command;
+use std::time::Duration;
+
+use skifch_testing::{clean_env, example_exe, have_cc, openmpi_cmd, run_job, Outcome, ScratchDir};
+
+const LIMIT: Duration = Duration::from_secs(skifch_testing::LAUNCHER_JOB_LIMIT_SECS as u64 + 60);
+
+fn probe() -> String {
+    example_exe("boot_probe").to_string_lossy().into_owned()
+}
+
+fn openmpi(n: u32, probe_args: &[&str]) -> Option<Outcome> {
+    let mut cmd = openmpi_cmd(&["-n", &n.to_string()])?;
+    cmd.arg(probe()).args(probe_args);
+    Some(run_job(cmd, LIMIT))
+}
+
+#[test]
+fn openmpi_four_ranks_and_one() {
+    for n in [4, 1] {
+        let Some(out) = openmpi(n, &["check", "1"]) else {
+            return;
+        };
+        let text = out.expect_ok("boot_probe check under mpirun");
+        for r in 0..n {
+            let want = format!("boot_probe ok rank {r} of {n}, nodes 1, node 0, ");
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with(&want) && l.ends_with("via pmix")),
+                "no {want:?} via pmix in:\n{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn abort_ends_the_job_with_its_code() {
+    if let Some(out) = openmpi(4, &["abort", "2"]) {
+        assert_eq!(out.code(), Some(7), "{out:?}");
+    }
+}
+
+/// A rank exits without finalizing while the others wait in a fence: the job ends with a
+/// failure, and no survivor's fence completes.
+#[test]
+fn dead_rank_fails_the_fence() {
+    if let Some(out) = openmpi(4, &["die", "1"]) {
+        assert!(!out.status.success(), "{out:?}");
+        assert!(!out.text().contains("barrier completed"), "{out:?}");
+    }
+}
+
+fn expect_join_error(env: &[(&str, &str)], words: &[&str]) {
+    let mut cmd = Command::new(probe());
+    clean_env(&mut cmd)
+        .args(["check", "1"])
+        .envs(env.iter().copied());
+    let out = run_job(cmd, LIMIT);
+    assert_eq!(out.code(), Some(98), "{env:?}: {out:?}");
+    for w in words {
+        assert!(
+            out.stderr.contains(w),
+            "{env:?}: {w:?} not in {:?}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn missing_library_or_server_is_a_clear_error() {
+    let job = [("PMIX_NAMESPACE", "nowhere"), ("PMIX_RANK", "0")];
+    expect_join_error(
+        &[
+            &job[..],
+            &[("SKIFCH_PMIX_LIB", "/nonexistent/libpmix.so.2")],
+        ]
+        .concat(),
+        &[
+            "PMIX_NAMESPACE is set",
+            "/nonexistent/libpmix.so.2 cannot be loaded",
+        ],
+    );
+    if skifch_testing::mpirun_openmpi().is_some() {
+        // (Open MPI comes with the PMIx library: a real PMIx_Init that finds no server.)
+        expect_join_error(&job, &["PMIx_Init failed"]);
+    }
+}
+
+/// The `#[repr(C)]` mirrors of `pmix_proc_t`, `pmix_value_t` and `pmix_info_t` have the C
+/// compiler's sizes and offsets.
+#[test]
+fn declared_layouts_match_the_headers() {
+    let Ok(flags) = Command::new("pkg-config")
+        .args(["--cflags", "pmix"])
+        .output()
+    else {
+        eprintln!("SKIPPED: pkg-config is missing: the PMIx layout check does not run");
+        return;
+    };
+    if !flags.status.success() || !have_cc() {
+        eprintln!(
+            "SKIPPED: no PMIx headers (Debian libpmix-dev): the PMIx layout check does not run"
+        );
+        return;
+    }
+    let dir = ScratchDir::new("pmix-layout");
+    let src = dir.path().join("layout.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <stddef.h>\n#include <pmix.h>\n\
+         int main(void) { printf(\"%zu %zu %zu %zu\", sizeof(pmix_proc_t), sizeof(pmix_value_t),\n\
+         sizeof(pmix_info_t), offsetof(pmix_info_t, value)); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("layout");
+    let cflags = String::from_utf8_lossy(&flags.stdout).into_owned();
+    let cc = Command::new("cc")
+        .args(cflags.split_whitespace())
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let out = Command::new(&exe).output().unwrap();
+    let (p, v, i, off) = skifch_drivers::boot::pmix::LAYOUT;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{p} {v} {i} {off}")
+    );
+}
+
+/// 2 network namespaces × 2 ranks under Open MPI (its daemons started in the namespaces):
+/// `node_of` from PMIx names two nodes, one per namespace.
+#[test]
+fn namespaces_are_nodes_under_pmix() {
+    let Some(nodes) = skifch_testing::NetNodes::create(2) else {
+        return;
+    };
+    let Some(mut cmd) = nodes.openmpi_cmd(&[2, 2]) else {
+        return;
+    };
+    cmd.arg(probe()).args(["check", "2"]);
+    let text = run_job(cmd, LIMIT).expect_ok("boot_probe over 2 namespaces under mpirun");
+    let netns = |r: u32| {
+        let want = format!("boot_probe ok rank {r} of 4, nodes 2, node {}, ", r / 2);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&want) && l.ends_with("via pmix"))
+            .unwrap_or_else(|| panic!("no {want:?} via pmix in:\n{text}"));
+        line.split(", ")
+            .find_map(|f| f.strip_prefix("netns "))
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(netns(0), netns(1));
+    assert_eq!(netns(2), netns(3));
+    assert_ne!(netns(0), netns(2));
+}
