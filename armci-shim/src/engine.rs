@@ -16,6 +16,7 @@ use skifch::{Driver, Job, Port, Waiter};
 use crate::acc::{self, AccType, Scale};
 use crate::hint;
 use crate::msg::{self, Ctx};
+use crate::pipe::Batch;
 use crate::{Error, Result};
 
 /// The port of this library's endpoint (the port table: [`skifch::ports`]).
@@ -474,14 +475,10 @@ impl<P: Port> Armci<P> {
                 Ok(())
             }
             Path::Messages => {
+                let mut b = Batch::new(self.ep(), t.proc);
                 // SAFETY: the caller's contract.
-                let data = unsafe { std::slice::from_raw_parts(src, len) };
-                let mut ep = self.ep();
-                for (i, c) in data.chunks(self.chunk).enumerate() {
-                    let at = (t.addr + i * self.chunk) as u64;
-                    ep.call(t.proc, msg::H_PUT, 0, &[at], c, &mut [])?;
-                }
-                Ok(())
+                unsafe { b.put_span(t.addr, src, len, self.chunk)? };
+                b.finish()
             }
         }
     }
@@ -504,21 +501,10 @@ impl<P: Port> Armci<P> {
                 Ok(())
             }
             Path::Messages => {
-                // SAFETY: the caller's contract.
-                let out = unsafe { std::slice::from_raw_parts_mut(dst, len) };
-                let mut ep = self.ep();
-                for (i, c) in out.chunks_mut(self.chunk).enumerate() {
-                    let at = (t.addr + i * self.chunk) as u64;
-                    let r = ep.call(t.proc, msg::H_GET, 0, &[at, c.len() as u64], &[], c)?;
-                    if r.len as usize != c.len() {
-                        return Err(Error::Protocol(format!(
-                            "a get of {} bytes was answered with {}",
-                            c.len(),
-                            r.len
-                        )));
-                    }
-                }
-                Ok(())
+                let mut b = Batch::new(self.ep(), t.proc);
+                // SAFETY: the caller's contract; the batch ends before this returns.
+                unsafe { b.get_span(t.addr, dst, len, self.chunk)? };
+                b.finish()
             }
         }
     }
@@ -549,22 +535,10 @@ impl<P: Port> Armci<P> {
                 Ok(())
             }
             Path::Messages => {
+                let mut b = Batch::new(self.ep(), t.proc);
                 // SAFETY: the caller's contract.
-                let data = unsafe { std::slice::from_raw_parts(src, len) };
-                let step = (self.chunk / ty.size()).max(1) * ty.size();
-                let mut ep = self.ep();
-                for (i, c) in data.chunks(step).enumerate() {
-                    let at = (t.addr + i * step) as u64;
-                    ep.call(
-                        t.proc,
-                        msg::H_ACC,
-                        ty as u32,
-                        &[at, scale[0], scale[1]],
-                        c,
-                        &mut [],
-                    )?;
-                }
-                Ok(())
+                unsafe { b.acc_span(ty, scale, t.addr, src, len, self.chunk)? };
+                b.finish()
             }
         }
     }

@@ -48,6 +48,7 @@ pub mod group;
 mod hint;
 pub mod msg;
 pub mod mutex;
+mod pipe;
 pub mod strided;
 pub mod xfer;
 

@@ -7,6 +7,7 @@ use skifch::Port;
 
 use crate::engine::{Path, Target};
 use crate::msg;
+use crate::pipe::Batch;
 use crate::{Armci, Error, Result};
 
 /// Where the block at source offset `so` of `d` lies in its dense packing `packed`
@@ -66,8 +67,10 @@ impl<P: Port> Armci<P> {
             )?;
             return Ok(());
         }
+        let mut b = Batch::new(self.ep(), t.proc);
         // SAFETY: the caller's contract; each block of the destination is in `t`'s range.
-        d.for_each(|so, doff, n| unsafe { self.put_to(src.add(so), t.at(doff), n) })
+        d.for_each(|so, doff, n| unsafe { b.put_span(t.addr + doff, src.add(so), n, self.chunk) })?;
+        b.finish()
     }
 
     /// A strided get of `d` from `t` (located for the source extent) to local `dst`, as
@@ -113,8 +116,11 @@ impl<P: Port> Armci<P> {
                 Ok(())
             });
         }
-        // SAFETY: the caller's contract; each block of the source is in `t`'s range.
-        d.for_each(|so, doff, n| unsafe { self.get_from(t.at(so), dst.add(doff), n) })
+        let mut b = Batch::new(self.ep(), t.proc);
+        // SAFETY: the caller's contract; each block of the source is in `t`'s range; the
+        // batch ends before this returns.
+        d.for_each(|so, doff, n| unsafe { b.get_span(t.addr + so, dst.add(doff), n, self.chunk) })?;
+        b.finish()
     }
 
     /// Sends `data` to `to` with `tag` (`armci_msg_snd`); returns once it is on its way.

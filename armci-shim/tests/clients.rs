@@ -320,13 +320,11 @@ fn global_arrays_tests_over_shm() {
 
 /// The same programs with ARMCI on its message path (what a driver without load/store RMA,
 /// such as fpga-model, uses): every put, get, accumulate and lock a request the target
-/// serves. Left out: the two `testmult` (GA_Dgemm on GA's internal BLAS) run past the
-/// time limit on this path (README "Global Arrays").
+/// serves, the pieces of one transfer pipelined (`src/pipe.rs`).
 #[test]
 #[ignore = "downloads and builds Global Arrays (minutes): CLIENT_TESTS=1 scripts/test.sh"]
 fn global_arrays_tests_over_shm_message_path() {
-    let slow = ["global/testing/testmult.x", "ga++/testing/testmult.x"];
-    run_tests("shm", &[("ARMCI_SHIM_RMA", "off")], &slow);
+    run_tests("shm", &[("ARMCI_SHIM_RMA", "off")], &[]);
 }
 
 /// Over `--driver fpga-model` (no RMA: ARMCI's message path), where libarmci uses the

@@ -12,7 +12,8 @@ use std::ffi::{c_double, c_float, c_int, c_long, c_void};
 
 use super::{a, ok, A};
 use crate::acc::{self, AccType};
-use crate::engine::{Rmw, Target};
+use crate::engine::{Path, Rmw, Target};
+use crate::pipe::{Batch, Op};
 use crate::strided::Strided;
 use crate::{fatal, Error};
 
@@ -170,14 +171,7 @@ unsafe fn rows_direct(
     true
 }
 
-/// Which side of a strided transfer is remote, and what moves.
-#[derive(Clone, Copy)]
-enum Op {
-    Put,
-    Get,
-    Acc(AccType, acc::Scale),
-}
-
+/// A strided put, get or accumulate of `d` to or from `proc`.
 unsafe fn strided_op(
     call: &str,
     op: Op,
@@ -233,9 +227,18 @@ unsafe fn strided_op(
         }
         Op::Acc(..) => {}
     }
-    let r = d.for_each(|so, doff, n| {
+    if t.path() == Path::Messages {
+        // The pieces pipelined (crate::pipe), not one round trip each.
+        let mut b = Batch::new(w.ep(), t.proc);
         // SAFETY: the local side is the caller's strided buffer (its extent); the remote
         // side lies in `t`'s allocation (located for the whole extent above).
+        let r =
+            d.for_each(|so, doff, n| unsafe { b.piece(op, s.add(so), t.addr + doff, n, w.chunk) });
+        ok(call, r.and_then(|()| b.finish()));
+        return 0;
+    }
+    let r = d.for_each(|so, doff, n| {
+        // SAFETY: as above.
         unsafe {
             match op {
                 Op::Put => w.put_to(s.add(so), t.at(doff), n),
@@ -468,16 +471,25 @@ unsafe fn vector(call: &str, op: Op, iov: *const ArmciGiov, len: c_int, proc: c_
             ok(call, acc::check(ty, t.addr(), n));
         }
     }
+    // Message-path segments pipelined (crate::pipe), not one round trip each.
+    let mut batch: Option<Batch<'_, _>> = None;
     for (l, t, n) in segs {
         // SAFETY: the local segment is the caller's; `t` located for `n` bytes.
         let r = unsafe {
-            match op {
-                Op::Put => w.put_to(l, t, n),
-                Op::Get => w.get_from(t, l, n),
-                Op::Acc(ty, s) => w.acc_to(ty, s, l, t, n),
+            match (op, t.path()) {
+                (_, Path::Messages) => {
+                    let b = batch.get_or_insert_with(|| Batch::new(w.ep(), t.proc));
+                    b.piece(op, l, t.addr, n, w.chunk)
+                }
+                (Op::Put, _) => w.put_to(l, t, n),
+                (Op::Get, _) => w.get_from(t, l, n),
+                (Op::Acc(ty, s), _) => w.acc_to(ty, s, l, t, n),
             }
         };
         ok(call, r);
+    }
+    if let Some(b) = batch {
+        ok(call, b.finish());
     }
     0
 }
