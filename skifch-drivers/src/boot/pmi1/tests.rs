@@ -174,3 +174,52 @@ fn tcp_handshake_reads_rank_and_size() {
     let p = Pmi1::join(conn, "fake".into(), None, Err(5)).unwrap();
     assert_eq!((p.rank(), p.size(), p.node_of(5)), (5, 6, 1));
 }
+
+/// A server without `PMI_process_mapping`: the ranks' host names are exchanged instead.
+#[test]
+fn nodes_from_host_names_without_a_mapping() {
+    let mut script = HANDSHAKE[..4].to_vec();
+    script.extend([
+        (
+            "cmd=get kvsname=kvs_1 key=PMI_process_mapping",
+            "cmd=get_result rc=-1 msg=key_PMI_process_mapping_not_found",
+        ),
+        (
+            "cmd=put kvsname=kvs_1 key=skifch.ag0.1.0 value=1:",
+            "cmd=put_result rc=0",
+        ),
+        ("cmd=barrier_in", "cmd=barrier_out"),
+        // rank 0 runs on "elsewhere", rank 2 on this rank's host
+        (
+            "cmd=get kvsname=kvs_1 key=skifch.ag0.0.0",
+            "cmd=get_result rc=0 value=1:ZWxzZXdoZXJl",
+        ),
+        ("cmd=get kvsname=kvs_1 key=skifch.ag0.2.0", ""),
+    ]);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    // The last answer carries this machine's host name, which a static script cannot.
+    let answer_mine = format!(
+        "cmd=get_result rc=0 value=1:{}\n",
+        wire::b64_encode(host.trim().as_bytes())
+    );
+    let server = std::thread::spawn(move || {
+        let mut r = BufReader::new(theirs.try_clone().unwrap());
+        let mut w = theirs;
+        for (want, answer) in script {
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            assert!(line.starts_with(want), "expected {want:?}, got {line:?}");
+            let answer = if answer.is_empty() {
+                answer_mine.clone()
+            } else {
+                format!("{answer}\n")
+            };
+            w.write_all(answer.as_bytes()).unwrap();
+        }
+    });
+    let p = Pmi1::join(Conn::from_stream(ours), "fake".into(), None, Ok((1, 3))).unwrap();
+    assert_eq!((0..3).map(|r| p.node_of(r)).collect::<Vec<_>>(), [0, 1, 1]);
+    server.join().unwrap();
+    drop(p); // its finalize finds the script ended: ignored
+}
