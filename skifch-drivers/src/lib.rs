@@ -84,6 +84,8 @@ pub mod jobctl;
 #[cfg(not(loom))]
 pub mod launch;
 #[cfg(not(loom))]
+pub mod ofi;
+#[cfg(not(loom))]
 pub mod share;
 pub mod shm;
 #[cfg(not(loom))]

@@ -1,0 +1,351 @@
+//! Peer liveness and waiting (driver obligation 6).
+//!
+//! Every rank runs one background thread on its own control endpoint: it sends a
+//! heartbeat to every peer each [`Live::interval`] and declares a peer lost when nothing
+//! was heard from it for the timeout (`SKIFCH_OFI_TIMEOUT_MS`, default 5000: a hung host or
+//! a link down), or at once when the provider reports the connection to it broken (a
+//! process that died: its sockets or queue pairs close). A rank that finalizes says so
+//! (`BYE`), so its silence afterwards is not a loss. A loss wakes every waiter through an
+//! eventfd that the waiters poll beside their CQ's wait descriptor.
+#![allow(unsafe_code)]
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use skifch::driver::Waiter;
+use skifch::{Error, Result};
+
+use super::fabric::Ep;
+use super::ffi::{fi_addr_t, fi_cq_data_entry, FI_EAGAIN, FI_RECV};
+use super::wire::{Hdr, Kind, HDR};
+
+const ALIVE: u8 = 0;
+const FINALIZED: u8 = 1;
+const LOST: u8 = 2;
+
+/// What a rank knows about its peers' liveness.
+pub struct Live {
+    state: Vec<AtomicU8>,
+    first_lost: AtomicU32,
+    /// Written once on the first loss; waiters poll it.
+    event: OwnedFd,
+    heard: Vec<AtomicBool>,
+}
+
+impl Live {
+    /// All `size` ranks alive.
+    pub fn new(size: u32) -> Result<Live> {
+        // SAFETY: eventfd returns a new descriptor or -1.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(Error::os("eventfd", std::io::Error::last_os_error()));
+        }
+        Ok(Live {
+            state: (0..size).map(|_| AtomicU8::new(ALIVE)).collect(),
+            first_lost: AtomicU32::new(u32::MAX),
+            // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+            event: unsafe { OwnedFd::from_raw_fd(fd) },
+            heard: (0..size).map(|_| AtomicBool::new(false)).collect(),
+        })
+    }
+
+    /// The first rank lost, if any.
+    pub fn lost(&self) -> Option<u32> {
+        let r = self.first_lost.load(Ordering::Acquire);
+        (r != u32::MAX).then_some(r)
+    }
+
+    /// Whether `rank` is lost.
+    pub fn is_lost(&self, rank: u32) -> bool {
+        self.state[rank as usize].load(Ordering::Acquire) == LOST
+    }
+
+    /// Whether `rank` has finalized.
+    pub fn is_finalized(&self, rank: u32) -> bool {
+        self.state[rank as usize].load(Ordering::Acquire) == FINALIZED
+    }
+
+    /// Records the loss of `rank` (once; a finalized rank is not lost) and wakes waiters.
+    pub fn mark_lost(&self, rank: u32) {
+        let s = &self.state[rank as usize];
+        if s.compare_exchange(ALIVE, LOST, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            let _ = self.first_lost.compare_exchange(
+                u32::MAX,
+                rank,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: writing 8 bytes to our eventfd; failure (counter full) still leaves
+            // it readable, which is all the waiters need.
+            unsafe { libc::write(self.event.as_raw_fd(), one.as_ptr().cast(), 8) };
+        }
+    }
+
+    fn mark_finalized(&self, rank: u32) {
+        let _ = self.state[rank as usize].compare_exchange(
+            ALIVE,
+            FINALIZED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+
+    /// Whether a heartbeat of every peer but `me` arrived.
+    pub fn heard_all(&self, me: u32) -> bool {
+        self.heard
+            .iter()
+            .enumerate()
+            .all(|(r, h)| r as u32 == me || h.load(Ordering::Acquire))
+    }
+
+    /// Ranks not heard from yet.
+    pub fn silent(&self, me: u32) -> Vec<u32> {
+        (0..self.heard.len() as u32)
+            .filter(|&r| r != me && !self.heard[r as usize].load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// Time between heartbeats for a loss timeout of `timeout`.
+    pub fn interval(timeout: Duration) -> Duration {
+        (timeout / 10).clamp(Duration::from_millis(10), Duration::from_millis(200))
+    }
+}
+
+/// The heartbeat thread's state.
+pub struct Heartbeat {
+    pub(super) ep: Ep,
+    pub(super) me: u32,
+    pub(super) peers: Vec<fi_addr_t>,
+    pub(super) live: Arc<Live>,
+    pub(super) stop: Arc<AtomicBool>,
+    /// Set with `stop` when the rank dies without finalizing (no `BYE`).
+    pub(super) abort: Arc<AtomicBool>,
+    pub(super) timeout: Duration,
+}
+
+impl Heartbeat {
+    /// Runs until `stop`; then says `BYE` to every peer still alive.
+    pub fn run(self) {
+        for i in 0..self.ep.rx {
+            // Posting fails only if the queue is smaller than asked; then fewer buffers.
+            let _ = self.ep.post(i);
+        }
+        let n = self.peers.len() as u32;
+        let start = Instant::now();
+        let mut last: Vec<Instant> = vec![start; n as usize];
+        let every = Live::interval(self.timeout);
+        let mut next_beat = start;
+        let mut ents = [fi_cq_data_entry {
+            op_context: std::ptr::null_mut(),
+            flags: 0,
+            len: 0,
+            buf: std::ptr::null_mut(),
+            data: 0,
+        }; 16];
+        while !self.stop.load(Ordering::Acquire) {
+            let now = Instant::now();
+            if now >= next_beat {
+                next_beat = now + every;
+                for r in (0..n).filter(|&r| r != self.me && !self.done(r)) {
+                    self.say(r, Kind::Beat);
+                }
+            }
+            self.drain(&mut ents, &mut last);
+            // The first connection can take a while: silence counts from the first
+            // heartbeat heard, or from the start plus the timeout.
+            for r in (0..n).filter(|&r| r != self.me && !self.done(r)) {
+                let heard = self.live.heard[r as usize].load(Ordering::Acquire);
+                let limit = if heard {
+                    self.timeout
+                } else {
+                    self.timeout * 3
+                };
+                if now.duration_since(last[r as usize]) > limit {
+                    self.live.mark_lost(r);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5).min(every));
+        }
+        if self.abort.load(Ordering::Acquire) {
+            return;
+        }
+        // Finalize: tell the peers, and keep the endpoint progressing a moment so the
+        // messages leave before it closes.
+        for r in (0..n).filter(|&r| r != self.me && !self.done(r)) {
+            self.say(r, Kind::Bye);
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(50) {
+            self.drain(&mut ents, &mut last);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn done(&self, r: u32) -> bool {
+        self.live.is_lost(r) || self.live.is_finalized(r)
+    }
+
+    fn say(&self, r: u32, kind: Kind) {
+        let h = Hdr {
+            kind,
+            port: 0,
+            rank: self.me,
+            seq: 0,
+            credit: 0,
+        }
+        .emit();
+        // SAFETY: the control endpoint is live; 16 bytes is below every inject size.
+        let ret =
+            unsafe { super::sys::inject(self.ep.ep.0, h.as_ptr(), HDR, self.peers[r as usize]) };
+        if ret < 0 && ret != -(FI_EAGAIN as isize) && broken(ret) {
+            self.live.mark_lost(r);
+        }
+    }
+
+    fn drain(&self, ents: &mut [fi_cq_data_entry], last: &mut [Instant]) {
+        loop {
+            let k = self.ep.read(ents);
+            if k < 0 {
+                // An error entry: a receive or send that failed (a peer closed mid-message);
+                // silence detection catches the peer, the buffer goes back.
+                match self.ep.read_error() {
+                    Some((e, _)) => {
+                        if let Some(i) = self.ep.slot_of(e.op_context).filter(|&i| i < self.ep.rx) {
+                            let _ = self.ep.post(i);
+                        }
+                    }
+                    None => return,
+                }
+                continue;
+            }
+            for e in &ents[..k as usize] {
+                let Some(i) = self.ep.slot_of(e.op_context) else {
+                    continue;
+                };
+                if e.flags & FI_RECV as u64 == 0 || i >= self.ep.rx {
+                    continue;
+                }
+                if e.len >= HDR {
+                    let mut b = [0u8; HDR];
+                    // SAFETY: the buffer's completion was just read: the provider is done
+                    // writing it, and it holds at least HDR bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(self.ep.buf(i), b.as_mut_ptr(), HDR) };
+                    if let Ok(h) = Hdr::parse(&b) {
+                        let r = h.rank as usize;
+                        if r < last.len() {
+                            match h.kind {
+                                Kind::Beat => {
+                                    last[r] = Instant::now();
+                                    self.live.heard[r].store(true, Ordering::Release);
+                                }
+                                Kind::Bye => self.live.mark_finalized(h.rank),
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+                let _ = self.ep.post(i);
+            }
+            if (k as usize) < ents.len() {
+                return;
+            }
+        }
+    }
+}
+
+/// Whether a libfabric error code means the connection to the peer is gone.
+pub fn broken(ret: isize) -> bool {
+    use super::ffi::*;
+    [
+        FI_ECONNREFUSED,
+        FI_ECONNRESET,
+        FI_ECONNABORTED,
+        FI_ENOTCONN,
+        FI_ESHUTDOWN,
+        FI_EHOSTUNREACH,
+        FI_ENETUNREACH,
+        FI_ETIMEDOUT,
+        FI_EIO,
+    ]
+    .iter()
+    .any(|&c| ret == -(c as isize))
+}
+
+/// Sleeps on a port's CQ wait descriptor and the loss event.
+#[derive(Clone)]
+pub struct OfiWaiter {
+    pub(super) ep: Arc<Ep>,
+    pub(super) live: Arc<Live>,
+}
+
+impl Waiter for OfiWaiter {
+    fn arm(&self) -> u32 {
+        0
+    }
+
+    fn sleep(&self, _ticket: u32, timeout: Duration) {
+        if self.live.lost().is_some() {
+            return;
+        }
+        // Woken by the CQ descriptor only after fi_trywait said nothing is pending (the
+        // provider's rule for blocking on it); capped so that a provider whose descriptor
+        // misses an event costs a short delay, never a hang.
+        let cap = timeout.min(Duration::from_millis(100));
+        if self.ep.fd < 0 {
+            std::thread::sleep(cap.min(Duration::from_millis(1)));
+            return;
+        }
+        if self.ep.trywait() != 0 {
+            return;
+        }
+        let mut fds = [
+            libc::pollfd {
+                fd: self.ep.fd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.live.event.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ms = cap.as_millis().max(1) as libc::c_int;
+        // SAFETY: two valid pollfd entries on live descriptors.
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    }
+
+    fn disarm(&self) {}
+
+    fn lost_peer(&self) -> Option<u32> {
+        self.live.lost()
+    }
+}
+
+/// A clear error when peers cannot be reached at start-up (a misconfigured fabric).
+pub fn unreachable_error(
+    net: &super::fabric::Net,
+    me: u32,
+    silent: &[u32],
+    names: &[Vec<u8>],
+    waited: Duration,
+) -> Error {
+    let who: Vec<String> = silent
+        .iter()
+        .map(|&r| format!("rank {r} at {}", net.straddr(&names[r as usize])))
+        .collect();
+    Error::Bootstrap(
+        format!(
+            "ofi: rank {me} reached no endpoint of {} within {waited:?} over provider {} on domain (interface) {}: check that the interface connects the nodes (SKIFCH_OFI_DOMAIN, FI_TCP_IFACE) and that no firewall blocks it",
+            who.join(", "),
+            net.provider,
+            net.domain_name
+        )
+        .into(),
+    )
+}

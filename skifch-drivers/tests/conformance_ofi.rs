@@ -1,0 +1,88 @@
+//! The conformance suite on the libfabric driver (`tcp;ofi_rxm` over the loopback
+//! interface): ranks as threads of one process, each with its own endpoints.
+use skifch::conformance::{self, Config as Suite};
+use skifch::Driver;
+use skifch_drivers::ofi::{threads, Config};
+
+/// The loopback interface: the tests' traffic stays on this machine.
+fn cfg() -> Config {
+    Config {
+        provider: Some("tcp;ofi_rxm".into()),
+        domain: Some("lo".into()),
+        ..Config::default()
+    }
+}
+
+#[test]
+fn ofi_passes_the_suite_with_3_thread_ranks() {
+    threads::run(3, &cfg(), |job| {
+        assert_eq!(job.driver().name(), "ofi");
+        conformance::run_all(
+            &job,
+            &Suite {
+                messages: 1000,
+                max_payload: 3000,
+            },
+        )
+    })
+    .expect("every rank passes");
+}
+
+#[test]
+fn ofi_ping() {
+    use std::io::IoSlice;
+    use std::time::Duration;
+    threads::run(2, &cfg(), |job| {
+        let ch = job.open(0)?;
+        eprintln!("rank {} open", job.rank());
+        let peer = skifch::NetAddr::new((1 - job.rank()) as u16, 0);
+        for i in 0..100u32 {
+            if job.rank() == 0 {
+                ch.send_all(peer, &[IoSlice::new(&i.to_le_bytes())])?;
+                let m = ch.recv_timeout(Duration::from_secs(10))?;
+                assert_eq!(m.to_vec(), i.to_le_bytes());
+            } else {
+                let m = ch.recv_timeout(Duration::from_secs(10))?;
+                assert_eq!(m.to_vec(), i.to_le_bytes());
+                drop(m);
+                ch.send_all(peer, &[IoSlice::new(&i.to_le_bytes())])?;
+            }
+        }
+        eprintln!("rank {} done", job.rank());
+        Ok(())
+    })
+    .expect("ping");
+}
+
+#[test]
+fn ofi_self_send() {
+    use std::io::IoSlice;
+    use std::time::Duration;
+    threads::run(2, &cfg(), |job| {
+        let ch = job.open(1)?;
+        eprintln!("rank {} open", job.rank());
+        ch.send_whole_wait(ch.addr(), &[IoSlice::new(b"hello")])?;
+        eprintln!("rank {} sent", job.rank());
+        let m = ch.recv_timeout(Duration::from_secs(10))?;
+        assert_eq!(m.to_vec(), b"hello");
+        eprintln!("rank {} done", job.rank());
+        Ok(())
+    })
+    .expect("self");
+}
+
+#[test]
+fn ofi_reports_a_panicked_thread_rank_as_lost() {
+    use std::time::Duration;
+    // Silence detection bound: 1 s timeout; the checks allow it plus scheduling slack.
+    let cfg = Config {
+        timeout: Duration::from_secs(1),
+        ..cfg()
+    };
+    let r = threads::run(3, &cfg, |job| {
+        let s = &mut conformance::Suite::new(&job, Suite::small())?;
+        conformance::peer_failure(s, Duration::from_secs(4), || panic!("victim dies"))
+    });
+    let e = r.expect_err("the victim's panic is an error");
+    assert!(e.to_string().contains("rank 2 panicked"), "{e}");
+}
