@@ -11,6 +11,7 @@
 //! | --- | --- |
 //! | unset, `shm` | [`crate::shm`] (also a fresh 1-rank job when started without `skifrun`) |
 //! | `fpga-model` | the FPGA adapter driver over the device model hosted by `skifrun` ([`crate::fpga::remote`]) |
+//! | `ofi` | the libfabric driver ([`crate::ofi`]; started by `skifrun --driver ofi`, `mpiexec.hydra` or `srun`) |
 //!
 //! When another SkifCh library of the process joined first, the job is over its driver
 //! ([`AnyDriver::Fwd`], [`crate::share`]).
@@ -27,6 +28,7 @@
 //! match skifch_drivers::init_concrete()? {
 //!     ConcreteJob::Shm(job) => work(job),
 //!     ConcreteJob::Fpga(job) => work(job),
+//!     ConcreteJob::Ofi(job) => work(job),
 //!     ConcreteJob::Wrapped(job) => work(job),
 //!     ConcreteJob::Fwd(job) => work(job),
 //! }?;
@@ -43,11 +45,14 @@ use skifch::{Error, Job, NetAddr, Result};
 
 use crate::fpga::remote::{RemoteDriver, RemoteJob};
 use crate::fwd::{FwdDriver, FwdWaiter};
+use crate::ofi::{OfiDriver, OfiJob};
 use crate::shm::{ShmDriver, ShmJob};
 use crate::wrap::Wrapped;
 
 /// The value of `SKIFCH_DRIVER` for the FPGA driver over `skifrun`'s device model.
 pub const FPGA_MODEL: &str = "fpga-model";
+/// The value of `SKIFCH_DRIVER` for the libfabric driver.
+pub const OFI: &str = "ofi";
 
 /// One of the drivers a launched program can be given.
 pub enum AnyDriver {
@@ -55,6 +60,8 @@ pub enum AnyDriver {
     Shm(Arc<ShmDriver>),
     /// The FPGA adapter driver over the device model hosted by the launcher.
     Fpga(Arc<RemoteDriver>),
+    /// The libfabric driver.
+    Ofi(Arc<OfiDriver>),
     /// One of the above inside the fault injector and the tracer (`SKIFCH_FAULT`,
     /// `SKIFCH_TRACE`); never nested.
     Wrapped(Arc<Wrapped<AnyDriver>>),
@@ -74,6 +81,8 @@ pub enum AnyPort {
     Shm(<ShmDriver as Driver>::Port),
     /// An FPGA adapter port.
     Fpga(<RemoteDriver as Driver>::Port),
+    /// A libfabric port.
+    Ofi(<OfiDriver as Driver>::Port),
     /// A port of the wrapped driver, or a forwarded port ([`crate::fwd`]), behind a
     /// vtable ([`DynPort`]).
     Wrapped(Box<dyn DynPort>),
@@ -131,6 +140,8 @@ pub enum AnyWaiter {
     Shm(<<ShmDriver as Driver>::Port as Port>::Waiter),
     /// An FPGA adapter waiter.
     Fpga(<<RemoteDriver as Driver>::Port as Port>::Waiter),
+    /// A libfabric waiter.
+    Ofi(<<OfiDriver as Driver>::Port as Port>::Waiter),
     /// The waiter of a forwarded port.
     Fwd(FwdWaiter),
 }
@@ -140,6 +151,7 @@ macro_rules! each {
         match $v {
             Self::Shm($x) => $e,
             Self::Fpga($x) => $e,
+            Self::Ofi($x) => $e,
             Self::Fwd($x) => $e,
         }
     };
@@ -151,6 +163,7 @@ macro_rules! each_driver {
         match $v {
             Self::Shm($x) => $e,
             Self::Fpga($x) => $e,
+            Self::Ofi($x) => $e,
             Self::Wrapped($x) => $e,
             Self::Fwd($x) => $e,
         }
@@ -164,6 +177,7 @@ macro_rules! each3 {
         match $v {
             Self::Shm($x) => $e,
             Self::Fpga($x) => $e,
+            Self::Ofi($x) => $e,
             Self::Wrapped($x) => $e,
         }
     };
@@ -179,6 +193,7 @@ impl AnyDriver {
         match self {
             AnyDriver::Shm(d) => d.fabric().ctl().request_exit(status),
             AnyDriver::Fpga(d) => d.job_control().request_exit(status),
+            AnyDriver::Ofi(d) => d.request_exit(status),
             AnyDriver::Wrapped(d) => d.inner().inner().request_exit(status),
             AnyDriver::Fwd(d) => d.request_exit(status),
         }
@@ -189,6 +204,7 @@ impl AnyDriver {
         match self {
             AnyDriver::Shm(d) => d.fabric().ctl().exit_request(),
             AnyDriver::Fpga(d) => d.job_control().exit_request(),
+            AnyDriver::Ofi(d) => d.exit_request(),
             AnyDriver::Wrapped(d) => d.inner().inner().exit_request(),
             AnyDriver::Fwd(d) => d.exit_request(),
         }
@@ -213,6 +229,7 @@ impl Driver for AnyDriver {
         match &**self {
             AnyDriver::Shm(d) => d.open_port(port).map(AnyPort::Shm),
             AnyDriver::Fpga(d) => d.open_port(port).map(AnyPort::Fpga),
+            AnyDriver::Ofi(d) => d.open_port(port).map(AnyPort::Ofi),
             AnyDriver::Wrapped(d) => d
                 .open_port(port)
                 .map(|p| AnyPort::Wrapped(Box::new(p) as Box<dyn DynPort>)),
@@ -258,6 +275,7 @@ unsafe impl Port for AnyPort {
         match self {
             AnyPort::Shm(p) => AnyWaiter::Shm(p.waiter()),
             AnyPort::Fpga(p) => AnyWaiter::Fpga(p.waiter()),
+            AnyPort::Ofi(p) => AnyWaiter::Ofi(p.waiter()),
             AnyPort::Wrapped(p) => p.waiter(),
         }
     }
@@ -284,6 +302,8 @@ pub enum ConcreteJob {
     Shm(ShmJob),
     /// Over the FPGA adapter driver and the launcher's device model.
     Fpga(RemoteJob),
+    /// Over the libfabric driver.
+    Ofi(OfiJob),
     /// Over one of the above inside the fault injector and the tracer ([`crate::wrap`]).
     Wrapped(Job<Wrapped<AnyDriver>>),
     /// Over the driver another SkifCh library of this process joined with ([`crate::share`]).
@@ -297,6 +317,7 @@ impl ConcreteJob {
         Job::new(Arc::new(match self {
             ConcreteJob::Shm(j) => AnyDriver::Shm(j.driver().clone()),
             ConcreteJob::Fpga(j) => AnyDriver::Fpga(j.driver().clone()),
+            ConcreteJob::Ofi(j) => AnyDriver::Ofi(j.driver().clone()),
             ConcreteJob::Wrapped(j) => AnyDriver::Wrapped(j.driver().clone()),
             ConcreteJob::Fwd(j) => AnyDriver::Fwd(j.driver().clone()),
         }))
@@ -319,6 +340,7 @@ macro_rules! with_driver {
         match $job {
             $crate::ConcreteJob::Shm($j) => $body,
             $crate::ConcreteJob::Fpga($j) => $body,
+            $crate::ConcreteJob::Ofi($j) => $body,
             $crate::ConcreteJob::Wrapped($j) => $body,
             $crate::ConcreteJob::Fwd($j) => $body,
         }
@@ -331,6 +353,7 @@ pub fn concrete(job: &Job<AnyDriver>) -> ConcreteJob {
     match &**job.driver() {
         AnyDriver::Shm(d) => ConcreteJob::Shm(Job::new(d.clone())),
         AnyDriver::Fpga(d) => ConcreteJob::Fpga(Job::new(d.clone())),
+        AnyDriver::Ofi(d) => ConcreteJob::Ofi(Job::new(d.clone())),
         AnyDriver::Wrapped(d) => ConcreteJob::Wrapped(Job::new(d.clone())),
         AnyDriver::Fwd(d) => ConcreteJob::Fwd(Job::new(d.clone())),
     }
@@ -341,6 +364,7 @@ pub fn concrete(job: &Job<AnyDriver>) -> ConcreteJob {
 enum Joined {
     Shm(Weak<ShmDriver>),
     Fpga(Weak<RemoteDriver>),
+    Ofi(Weak<OfiDriver>),
     Wrapped(Weak<Wrapped<AnyDriver>>),
     Fwd(Weak<FwdDriver>),
 }
@@ -350,6 +374,7 @@ impl Joined {
         match job {
             ConcreteJob::Shm(j) => Joined::Shm(Arc::downgrade(j.driver())),
             ConcreteJob::Fpga(j) => Joined::Fpga(Arc::downgrade(j.driver())),
+            ConcreteJob::Ofi(j) => Joined::Ofi(Arc::downgrade(j.driver())),
             ConcreteJob::Wrapped(j) => Joined::Wrapped(Arc::downgrade(j.driver())),
             ConcreteJob::Fwd(j) => Joined::Fwd(Arc::downgrade(j.driver())),
         }
@@ -360,6 +385,7 @@ impl Joined {
         Some(match self {
             Joined::Shm(w) => ConcreteJob::Shm(Job::new(w.upgrade()?)),
             Joined::Fpga(w) => ConcreteJob::Fpga(Job::new(w.upgrade()?)),
+            Joined::Ofi(w) => ConcreteJob::Ofi(Job::new(w.upgrade()?)),
             Joined::Wrapped(w) => ConcreteJob::Wrapped(Job::new(w.upgrade()?)),
             Joined::Fwd(w) => ConcreteJob::Fwd(Job::new(w.upgrade()?)),
         })
@@ -395,6 +421,7 @@ fn join_concrete() -> Result<ConcreteJob> {
     let any = match &job {
         ConcreteJob::Shm(j) => AnyDriver::Shm(j.driver().clone()),
         ConcreteJob::Fpga(j) => AnyDriver::Fpga(j.driver().clone()),
+        ConcreteJob::Ofi(j) => AnyDriver::Ofi(j.driver().clone()),
         ConcreteJob::Wrapped(_) | ConcreteJob::Fwd(_) => return Ok(job),
     };
     Ok(match crate::wrap::from_env(&Arc::new(any))? {
@@ -409,11 +436,13 @@ fn init_unwrapped() -> Result<ConcreteJob> {
             crate::shm::init().map(ConcreteJob::Shm)
         }
         Ok(FPGA_MODEL) => crate::fpga::remote::init().map(ConcreteJob::Fpga),
+        Ok(OFI) => crate::ofi::env::init().map(ConcreteJob::Ofi),
         Ok(other) => Err(Error::Bootstrap(
-            format!("SKIFCH_DRIVER={other:?}: unknown driver (known: shm, {FPGA_MODEL})").into(),
+            format!("SKIFCH_DRIVER={other:?}: unknown driver (known: shm, {FPGA_MODEL}, {OFI})")
+                .into(),
         )),
         Err(std::env::VarError::NotUnicode(v)) => Err(Error::Bootstrap(
-            format!("SKIFCH_DRIVER={v:?}: unknown driver (known: shm, {FPGA_MODEL})").into(),
+            format!("SKIFCH_DRIVER={v:?}: unknown driver (known: shm, {FPGA_MODEL}, {OFI})").into(),
         )),
     }
 }

@@ -86,3 +86,44 @@ fn ofi_reports_a_panicked_thread_rank_as_lost() {
     let e = r.expect_err("the victim's panic is an error");
     assert!(e.to_string().contains("rank 2 panicked"), "{e}");
 }
+
+/// Runs the `conformance` example under `skifrun --driver ofi` (loopback interface).
+fn skifrun(n: u32, extra: &[&str]) -> (Option<i32>, String) {
+    use skifch_testing as testing;
+    let mut cmd = testing::skifrun_cmd(
+        n,
+        &["--grace", "2", "--driver", "ofi"],
+        &testing::example_exe("conformance"),
+    );
+    cmd.args(extra).envs([
+        ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
+        ("SKIFCH_OFI_DOMAIN", "lo"),
+    ]);
+    let o = testing::run_job(cmd, std::time::Duration::from_secs(120));
+    (o.code(), o.text())
+}
+
+#[test]
+fn ofi_passes_the_suite_with_4_processes_under_skifrun() {
+    let (code, out) = skifrun(4, &["--messages", "2000"]);
+    assert_eq!(code, Some(0), "{out}");
+    for r in 0..4 {
+        assert!(
+            out.contains(&format!("conformance: rank {r} ok (ofi)")),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn ofi_reports_a_killed_process_to_every_survivor_under_skifrun() {
+    let (code, out) = skifrun(3, &["--messages", "300", "--kill"]);
+    // The victim died of SIGKILL (128 + 9); the survivors saw PeerLost within 1 s.
+    assert_eq!(code, Some(137), "{out}");
+    for r in 0..2 {
+        assert!(
+            out.contains(&format!("conformance: rank {r} ok (ofi)")),
+            "{out}"
+        );
+    }
+}

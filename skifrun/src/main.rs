@@ -16,6 +16,8 @@ enum Driver {
     Shm,
     /// FPGA adapter driver over the device model hosted by skifrun (one torus node per rank)
     FpgaModel,
+    /// libfabric driver (provider from SKIFCH_OFI_PROVIDER / FI_PROVIDER, e.g. tcp;ofi_rxm)
+    Ofi,
 }
 
 /// Starts N copies of a program as one SkifCh job (ranks 0..N-1).
@@ -211,6 +213,7 @@ fn main() {
     opts.driver = match cli.driver {
         Some(Driver::Shm) => DriverKind::Shm,
         Some(Driver::FpgaModel) => DriverKind::FpgaModel,
+        Some(Driver::Ofi) => DriverKind::Ofi,
         None => DriverKind::from_env().unwrap_or_else(|e| {
             eprintln!("skifrun: {e}");
             std::process::exit(2)

@@ -205,6 +205,12 @@ fn run_job(args: &Args, cfg: &Config) -> Option<Report> {
                              // On an error `fail` exits without finalizing: skifrun marks this rank lost.
             run_rank(&job, &cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))
         }
+        ConcreteJob::Ofi(job) => {
+            let mut cfg = cfg.clone();
+            cfg.imp
+                .get_or_insert_with(|| format!("skifch-ofi-{}", job.driver().provider()));
+            run_rank(&job, &cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))
+        }
         // SKIFCH_FAULT / SKIFCH_TRACE: the same loop over the wrappers (not a measurement).
         ConcreteJob::Wrapped(job) => {
             run_rank(&job, cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))

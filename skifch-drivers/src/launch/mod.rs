@@ -20,7 +20,7 @@
 //! | `--grace S` | 3 | seconds that survivors get to exit on their own after a failure or after SIGTERM |
 //! | `--ports P` | `SKIFCH_PORTS`, else 5 | ports per rank |
 //! | `--lane-kb K` | `SKIFCH_LANE_KB`, else by job size | bytes of each lane, in KiB (power of two) |
-//! | `--driver D` | `SKIFCH_DRIVER`, else `shm` | `shm`, or `fpga-model`: the FPGA adapter driver over the device model, which the launcher hosts ([`crate::fpga::remote`]) |
+//! | `--driver D` | `SKIFCH_DRIVER`, else `shm` | `shm`; `fpga-model`: the FPGA adapter driver over the device model, which the launcher hosts ([`crate::fpga::remote`]); `ofi`: the libfabric driver ([`crate::ofi`], bootstrapped over the shm job) |
 //! | `--torus XxYxZ` | most cube-like for N | `fpga-model` only: the torus; X·Y·Z must be N (rank r is node r) |
 //! | `-x VAR=value` | — | `skifrun` (`LaunchOptions::env`): set in every rank's environment; `-x VAR` passes the launcher's own |
 //! | `--bind-to core\|none` | `SKIFMPI_BIND` | `skifrun`: sets `SKIFMPI_BIND` (mpi-lite's CPU binding) |
@@ -207,7 +207,7 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
     // After blocking the signals: the model's threads inherit the mask, so a Ctrl-C reaches
     // the wait loop below and never kills the launcher from a model thread.
     let model = match opts.driver {
-        DriverKind::Shm => None,
+        DriverKind::Shm | DriverKind::Ofi => None,
         DriverKind::FpgaModel => Some(crate::fpga::remote::ModelHost::start(
             opts.fpga_dims()?,
             crate::fpga::remote::model_config(),

@@ -18,6 +18,9 @@ pub enum DriverKind {
     /// The FPGA adapter driver over the device model, which the launcher hosts
     /// ([`crate::fpga::remote`]); one torus node per rank.
     FpgaModel,
+    /// The libfabric driver ([`crate::ofi`]): the ranks exchange endpoint addresses over
+    /// the shm job the launcher makes, then talk through the fabric provider.
+    Ofi,
 }
 
 impl DriverKind {
@@ -33,8 +36,13 @@ impl DriverKind {
         match s {
             "shm" => Ok(DriverKind::Shm),
             crate::FPGA_MODEL => Ok(DriverKind::FpgaModel),
+            crate::OFI => Ok(DriverKind::Ofi),
             _ => Err(Error::InvalidArgument(
-                format!("driver {s:?}: unknown (known: shm, {})", crate::FPGA_MODEL).into(),
+                format!(
+                    "driver {s:?}: unknown (known: shm, {}, ofi)",
+                    crate::FPGA_MODEL
+                )
+                .into(),
             )),
         }
     }
@@ -45,7 +53,7 @@ impl DriverKind {
             Ok(v) if !v.is_empty() => DriverKind::parse(&v).map_err(|_| {
                 Error::InvalidArgument(
                     format!(
-                        "SKIFCH_DRIVER={v:?}: unknown driver (known: shm, {})",
+                        "SKIFCH_DRIVER={v:?}: unknown driver (known: shm, {}, ofi)",
                         crate::FPGA_MODEL
                     )
                     .into(),
@@ -60,6 +68,7 @@ impl DriverKind {
         match self {
             DriverKind::Shm => "shm",
             DriverKind::FpgaModel => crate::FPGA_MODEL,
+            DriverKind::Ofi => crate::OFI,
         }
     }
 }

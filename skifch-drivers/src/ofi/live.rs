@@ -126,6 +126,8 @@ pub struct Heartbeat {
     /// Set with `stop` when the rank dies without finalizing (no `BYE`).
     pub(super) abort: Arc<AtomicBool>,
     pub(super) timeout: Duration,
+    /// The launcher's report of a rank that died, where it has one.
+    pub(super) oracle: Option<Box<dyn Fn() -> Option<u32> + Send>>,
 }
 
 impl Heartbeat {
@@ -156,6 +158,9 @@ impl Heartbeat {
                 }
             }
             self.drain(&mut ents, &mut last);
+            if let Some(r) = self.oracle.as_ref().and_then(|f| f()) {
+                self.live.mark_lost(r);
+            }
             // The first connection can take a while: silence counts from the first
             // heartbeat heard, or from the start plus the timeout.
             for r in (0..n).filter(|&r| r != self.me && !self.done(r)) {

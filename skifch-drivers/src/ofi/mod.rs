@@ -56,6 +56,7 @@
 //! 2.3 MiB); large jobs lower `SKIFCH_OFI_CREDITS` or the slot size. No RMA yet
 //! ([`Driver::rma`] is `None`: libraries take their message path).
 
+pub mod env;
 pub mod fabric;
 pub mod ffi;
 pub mod live;
@@ -146,6 +147,18 @@ impl Config {
 
 type Home = Arc<Mutex<Option<Box<PortState>>>>;
 
+/// What a driver keeps alive for its job besides its endpoints.
+#[derive(Default)]
+pub struct Keep {
+    /// The bootstrap (a PMI connection lives as long as the job).
+    pub boot: Option<Arc<dyn Bootstrap>>,
+    /// Reports a rank the launcher saw die (`skifrun`'s job state), polled with the
+    /// heartbeats.
+    pub lost: Option<Box<dyn Fn() -> Option<u32> + Send>>,
+    /// The shm job `skifrun` made, whose job-control block serves exit requests.
+    pub shm: Option<Arc<crate::shm::ShmDriver>>,
+}
+
 /// A rank's attachment to the fabric.
 pub struct OfiDriver {
     rank: u32,
@@ -158,6 +171,9 @@ pub struct OfiDriver {
     abort: Arc<AtomicBool>,
     beat: Mutex<Option<JoinHandle<()>>>,
     net: Arc<Net>,
+    #[allow(dead_code)] // held: the launcher's connection lives as long as the job
+    boot: Option<Arc<dyn Bootstrap>>,
+    shm: Option<Arc<crate::shm::ShmDriver>>,
 }
 
 /// A rank's handle in an ofi job.
@@ -194,6 +210,11 @@ fn take<'a>(b: &mut &'a [u8], rank: usize) -> Result<&'a [u8]> {
 /// Every rank calls it (it exchanges endpoint addresses through `boot.allgather` and
 /// waits until it has heard from every peer, at most `cfg.connect`).
 pub fn init(boot: &dyn Bootstrap, cfg: &Config) -> Result<OfiJob> {
+    init_with(boot, cfg, Keep::default())
+}
+
+/// As [`init`], keeping `keep` alive with the driver.
+pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJob> {
     let (rank, size, ports) = (boot.rank(), boot.size(), cfg.ports);
     if size == 0 || size > u16::MAX as u32 || rank >= size || ports == 0 || cfg.slot <= wire::HDR {
         return Err(Error::Bootstrap(
@@ -274,6 +295,7 @@ pub fn init(boot: &dyn Bootstrap, cfg: &Config) -> Result<OfiJob> {
         stop: stop.clone(),
         abort: abort.clone(),
         timeout: cfg.timeout,
+        oracle: keep.lost,
     };
     let beat = std::thread::Builder::new()
         .name(format!("skifch-ofi-beat-{rank}"))
@@ -306,6 +328,8 @@ pub fn init(boot: &dyn Bootstrap, cfg: &Config) -> Result<OfiJob> {
         abort,
         beat: Mutex::new(Some(beat)),
         net: net.clone(),
+        boot: keep.boot,
+        shm: keep.shm,
     };
     let t0 = Instant::now();
     while !live.heard_all(rank) {
@@ -382,5 +406,22 @@ impl OfiDriver {
     /// The first rank known lost.
     pub fn lost_peer(&self) -> Option<u32> {
         self.live.lost()
+    }
+
+    /// Records a request to end the job with `status` (OpenSHMEM `shmem_global_exit`) in
+    /// `skifrun`'s job state, where the launcher and the peers read it; the first request
+    /// wins and its status is returned. Under other launchers the status is only returned
+    /// (the caller's exit ends the job there).
+    pub fn request_exit(&self, status: i32) -> i32 {
+        self.shm
+            .as_ref()
+            .map_or(status, |d| d.fabric().ctl().request_exit(status))
+    }
+
+    /// The status a rank asked the job to end with, if any (`skifrun` jobs).
+    pub fn exit_request(&self) -> Option<i32> {
+        self.shm
+            .as_ref()
+            .and_then(|d| d.fabric().ctl().exit_request())
     }
 }
