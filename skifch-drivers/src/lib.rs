@@ -14,6 +14,13 @@
 //!   seam, over a real card (VFIO), over the device model in-process ([`fpga::model`]), or
 //!   over the device model hosted by `skifrun --driver fpga-model`, one process per torus
 //!   node ([`fpga::remote`]).
+//! * [`ofi`] — the libfabric driver (issue 21): SkifCh channels over any libfabric
+//!   provider with reliable-datagram endpoints (`tcp;ofi_rxm` on Ethernet, `verbs;ofi_rxm`,
+//!   `efa`, `cxi`), chosen by `SKIFCH_OFI_PROVIDER` / `FI_PROVIDER` and
+//!   `SKIFCH_OFI_DOMAIN`; receiver-granted credits, receive in place from pre-posted
+//!   buffers, heartbeat liveness. Started by `skifrun --driver ofi` or by `mpiexec.hydra` /
+//!   `srun` (PMI-1, [`boot`]) with `SKIFCH_DRIVER=ofi`. Its docs say which provider is used,
+//!   the credit scheme, the failure bound and what a misconfigured fabric looks like.
 //! * [`launch`] — the launcher behind the `skifrun` binary (crate `skifrun`, which adds only
 //!   the command line): `skifrun -n N [options] -- program args` (options, environment,
 //!   failure handling and exit statuses are documented there).
@@ -44,7 +51,7 @@
 //! ## Environment (set by `skifrun`; all optional for a 1-rank shm job)
 //! | variable | meaning |
 //! | --- | --- |
-//! | `SKIFCH_DRIVER` | `shm` (default) or `fpga-model`; anything else is an error. Set for each rank by `skifrun --driver`; also read by `skifrun` itself (the default of `--driver`) and by [`launch::self_launch`] |
+//! | `SKIFCH_DRIVER` | `shm` (default), `fpga-model` or `ofi` ([`ofi`]; its own variables are listed there); anything else is an error. Set for each rank by `skifrun --driver`; also read by `skifrun` itself (the default of `--driver`) and by [`launch::self_launch`] |
 //! | `SKIFCH_RANK`, `SKIFCH_SIZE` | this process's rank and the job size |
 //! | `SKIFCH_FD` | descriptor of the job's segment (a memfd) inherited from the launcher; for `fpga-model` it carries only the job state (rank states, lost ranks) |
 //! | `SKIFCH_FPGA_FD` | `fpga-model`: descriptor of this rank's node window (its adapter's register queue, interrupt word and DMA memory; [`fpga::remote`]) |

@@ -32,11 +32,18 @@ pub struct Live {
     /// Written once on the first loss; waiters poll it.
     event: OwnedFd,
     heard: Vec<AtomicBool>,
+    /// The launcher's report of a rank that died, where it has one (`skifrun`'s job
+    /// state): read on every check, so a death it saw is reported without waiting for
+    /// the heartbeat thread.
+    oracle: Option<Oracle>,
 }
+
+/// A launcher's view of the first rank lost.
+pub type Oracle = Box<dyn Fn() -> Option<u32> + Send + Sync>;
 
 impl Live {
     /// All `size` ranks alive.
-    pub fn new(size: u32) -> Result<Live> {
+    pub fn new(size: u32, oracle: Option<Oracle>) -> Result<Live> {
         // SAFETY: eventfd returns a new descriptor or -1.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
@@ -48,17 +55,33 @@ impl Live {
             // SAFETY: `fd` is a fresh descriptor that nothing else owns.
             event: unsafe { OwnedFd::from_raw_fd(fd) },
             heard: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            oracle,
         })
     }
 
     /// The first rank lost, if any.
     pub fn lost(&self) -> Option<u32> {
         let r = self.first_lost.load(Ordering::Acquire);
+        if r != u32::MAX {
+            return Some(r);
+        }
+        let r = self.oracle.as_ref().and_then(|f| f())?;
+        if (r as usize) < self.state.len() {
+            self.mark_lost(r);
+        }
+        self.lost_now()
+    }
+
+    fn lost_now(&self) -> Option<u32> {
+        let r = self.first_lost.load(Ordering::Acquire);
         (r != u32::MAX).then_some(r)
     }
 
     /// Whether `rank` is lost.
     pub fn is_lost(&self, rank: u32) -> bool {
+        if self.oracle.is_some() {
+            let _ = self.lost();
+        }
         self.state[rank as usize].load(Ordering::Acquire) == LOST
     }
 
@@ -126,8 +149,6 @@ pub struct Heartbeat {
     /// Set with `stop` when the rank dies without finalizing (no `BYE`).
     pub(super) abort: Arc<AtomicBool>,
     pub(super) timeout: Duration,
-    /// The launcher's report of a rank that died, where it has one.
-    pub(super) oracle: Option<Box<dyn Fn() -> Option<u32> + Send>>,
 }
 
 impl Heartbeat {
@@ -158,11 +179,9 @@ impl Heartbeat {
                 }
             }
             self.drain(&mut ents, &mut last);
-            if let Some(r) = self.oracle.as_ref().and_then(|f| f()) {
-                self.live.mark_lost(r);
-            }
-            // The first connection can take a while: silence counts from the first
-            // heartbeat heard, or from the start plus the timeout.
+            let _ = self.live.lost(); // polls the launcher's view
+                                      // The first connection can take a while: silence counts from the first
+                                      // heartbeat heard, or from the start plus the timeout.
             for r in (0..n).filter(|&r| r != self.me && !self.done(r)) {
                 let heard = self.live.heard[r as usize].load(Ordering::Acquire);
                 let limit = if heard {

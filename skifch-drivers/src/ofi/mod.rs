@@ -154,7 +154,7 @@ pub struct Keep {
     pub boot: Option<Arc<dyn Bootstrap>>,
     /// Reports a rank the launcher saw die (`skifrun`'s job state), polled with the
     /// heartbeats.
-    pub lost: Option<Box<dyn Fn() -> Option<u32> + Send>>,
+    pub lost: Option<live::Oracle>,
     /// The shm job `skifrun` made, whose job-control block serves exit requests.
     pub shm: Option<Arc<crate::shm::ShmDriver>>,
 }
@@ -282,7 +282,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
             ));
         }
     }
-    let live = Arc::new(Live::new(size)?);
+    let live = Arc::new(Live::new(size, keep.lost)?);
     let (stop, abort) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
@@ -295,7 +295,6 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         stop: stop.clone(),
         abort: abort.clone(),
         timeout: cfg.timeout,
-        oracle: keep.lost,
     };
     let beat = std::thread::Builder::new()
         .name(format!("skifch-ofi-beat-{rank}"))
