@@ -33,7 +33,7 @@
 //! | `SKIFCH_OFI_SLOT` | bytes per receive buffer (default 8192; the largest message is 16 less) |
 //! | `SKIFCH_OFI_TIMEOUT_MS` | silence after which a peer is lost (default 5000) |
 //! | `SKIFCH_OFI_CONNECT_MS` | how long start-up waits to hear from every peer (default 30000) |
-//! | `SKIFCH_PORTS` | ports per rank (default 4) |
+//! | `SKIFCH_PORTS` | ports per rank (default 5, as the other drivers: the libraries use 0..=4) |
 //!
 //! Without a choice, the driver takes the first provider libfabric ranks best for its
 //! needs, skipping `shm` (one node only): on this machine `tcp;ofi_rxm`, interface `eth0`.
@@ -52,8 +52,8 @@
 //! addresses of the ranks never heard from — never a hang.
 //!
 //! # Limits
-//! Receive memory per port is `size × ports × (credits + 2) × slot` (4 ranks × 4 ports:
-//! 2.3 MiB); large jobs lower `SKIFCH_OFI_CREDITS` or the slot size. No RMA yet
+//! Receive memory per port is `size × ports × (credits + 2) × slot` (4 ranks × 5 ports:
+//! 2.9 MiB); large jobs lower `SKIFCH_OFI_CREDITS` or the slot size. No RMA yet
 //! ([`Driver::rma`] is `None`: libraries take their message path).
 
 pub mod env;
@@ -101,7 +101,7 @@ impl Default for Config {
         Config {
             provider: None,
             domain: None,
-            ports: 4,
+            ports: 5,
             credits: 16,
             slot: 8192,
             timeout: Duration::from_secs(5),
