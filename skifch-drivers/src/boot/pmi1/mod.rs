@@ -66,6 +66,9 @@ pub struct Pmi1 {
     /// Where the server is, for messages: `PMI_FD=8` or `PMI_PORT=host:1234`.
     origin: String,
     state: Mutex<State>,
+    /// Held through each collective: calls from several threads of a rank go one at a
+    /// time, whole (their puts, barrier and gets never interleave).
+    collective: Mutex<()>,
 }
 
 struct State {
@@ -187,6 +190,7 @@ impl Pmi1 {
             maxes,
             origin,
             state: Mutex::new(st),
+            collective: Mutex::new(()),
         };
         pmi.nodes = match pmi.get("PMI_process_mapping")? {
             Some(text) => number_nodes(&wire::parse_mapping(&text, size).map_err(|e| pmi.fail(e))?),
@@ -252,6 +256,10 @@ impl Pmi1 {
         })
     }
 
+    fn barrier_in(&self) -> Result<()> {
+        self.with(|st, origin| st.call(origin, "barrier_in", &[], "barrier_out").map(drop))
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut State, &str) -> Result<T>) -> Result<T> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut st, &self.origin)
@@ -279,12 +287,7 @@ impl State {
             .map_err(|e| Error::Bootstrap(format!("PMI-1 ({origin}): {e}").into()))?;
         self.usable(origin, cmd)?;
         if let Err(e) = self.conn.send(&line) {
-            let why = match e.kind() {
-                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => {
-                    format!("the server closed the connection ({e})")
-                }
-                _ => format!("sending failed: {e}"),
-            };
+            let why = closed(&e).unwrap_or_else(|| format!("sending failed: {e}"));
             return Err(self.break_with(origin, cmd, why));
         }
         self.answer(origin, cmd, expect)
@@ -308,11 +311,12 @@ impl State {
                 ))
             }
             Err(e) => {
+                let why = closed(&e).unwrap_or_else(|| e.to_string());
                 return Err(self.break_with(
                     origin,
                     cmd,
-                    format!("{e} while waiting for cmd={expect}"),
-                ))
+                    format!("{why} while waiting for cmd={expect}"),
+                ));
             }
         };
         match Message::parse(&line) {
@@ -339,6 +343,17 @@ impl State {
         let msg = format!("PMI-1 server ({origin}): cmd={cmd}: {why}");
         self.broken = Some(why);
         Error::Bootstrap(msg.into())
+    }
+}
+
+/// "the server closed the connection" for the errors that mean it (end of file, a
+/// reset: the server closed with our command unread, a broken pipe).
+fn closed(e: &std::io::Error) -> Option<String> {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionReset, UnexpectedEof};
+    match e.kind() {
+        UnexpectedEof => Some("the server closed the connection".into()),
+        BrokenPipe | ConnectionReset => Some(format!("the server closed the connection ({e})")),
+        _ => None,
     }
 }
 
@@ -370,6 +385,7 @@ impl Bootstrap for Pmi1 {
     }
 
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let _whole = self.collective.lock().unwrap_or_else(|p| p.into_inner());
         let call = self.with(|st, _| {
             st.calls += 1;
             Ok(st.calls - 1)
@@ -379,7 +395,7 @@ impl Bootstrap for Pmi1 {
         for (part, v) in values.iter().enumerate() {
             self.put(&Self::key(call, self.rank, part), v)?;
         }
-        self.barrier()?;
+        self.barrier_in()?;
         let missing =
             |key: &str| self.fail(format!("all-gather: key {key} is missing or malformed"));
         let mut all = Vec::with_capacity(self.size as usize);
@@ -409,7 +425,8 @@ impl Bootstrap for Pmi1 {
     }
 
     fn barrier(&self) -> Result<()> {
-        self.with(|st, origin| st.call(origin, "barrier_in", &[], "barrier_out").map(drop))
+        let _whole = self.collective.lock().unwrap_or_else(|p| p.into_inner());
+        self.barrier_in()
     }
 
     fn abort(&self, exit_code: i32, why: &str) -> Result<()> {
