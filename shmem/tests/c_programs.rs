@@ -692,3 +692,26 @@ fn mpi_and_shmem_in_one_program() {
         }
     }
 }
+
+/// C programs over the libfabric driver (`skifrun --driver ofi`, `tcp;ofi_rxm` on the
+/// loopback interface): the driver has no RMA, so every put, get and atomic takes the
+/// message path, unchanged.
+#[test]
+fn programs_over_ofi() {
+    if !have_cc() {
+        return;
+    }
+    let ofi = [
+        ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
+        ("SKIFCH_OFI_DOMAIN", "lo"),
+    ];
+    for name in ["rma", "amo", "coll"] {
+        let o = run_with(&compile(name, true), 3, "ofi", &ofi, &[]);
+        assert!(
+            o.status.success(),
+            "{name} over ofi: {}\n{}",
+            o.status,
+            o.stderr
+        );
+    }
+}

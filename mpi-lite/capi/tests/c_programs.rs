@@ -624,3 +624,26 @@ fn header_compiles_as_c_and_cpp_with_the_wrappers() {
         }
     }
 }
+
+/// The same C programs over the libfabric driver (`skifrun --driver ofi`, `tcp;ofi_rxm` on
+/// the loopback interface): point-to-point, collectives and windows (the driver has no
+/// RMA, so windows take the message path), unchanged.
+#[test]
+fn point_to_point_collectives_and_windows_over_ofi() {
+    if !have_cc() {
+        return;
+    }
+    for (name, env) in [
+        ("p2p", &[][..]),
+        ("coll", &[][..]),
+        ("rma", &[("RMA_TEST_PATH", "messages")][..]),
+    ] {
+        let exe = compile(name, false);
+        let mut cmd = testing::skifrun_cmd(3, &["--driver", "ofi"], &exe);
+        cmd.envs(env.iter().copied()).envs([
+            ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
+            ("SKIFCH_OFI_DOMAIN", "lo"),
+        ]);
+        testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("{name} over ofi, 3 ranks"));
+    }
+}
