@@ -66,7 +66,9 @@ extern "C" {
 #define GASNET_PSHM 0
 #define GASNET_HIDDEN_AM_CONCURRENCY_LEVEL 0
 #define GASNET_NATIVE_NP_ALLOC_REQ_MEDIUM 0
-#define GASNETC_HAVE_NP_REQ_MEDIUM 0
+/* Request Medium: written in place in the target's receive memory where the driver offers
+ * it (shm), one copy at Commit elsewhere; the others always copy once. */
+#define GASNETC_HAVE_NP_REQ_MEDIUM 1
 #define GASNETC_HAVE_NP_REP_MEDIUM 0
 #define GASNETC_HAVE_NP_REQ_LONG 0
 #define GASNETC_HAVE_NP_REP_LONG 0

@@ -34,7 +34,7 @@ pub const MAX_ARGS: usize = 16;
 pub const MAX_LONG: usize = 1 << 20;
 
 const F_REPLY: u32 = 1 << 15;
-const F_PREFIX: u32 = 1 << 16;
+pub(crate) const F_PREFIX: u32 = 1 << 16;
 
 /// The three kinds of GASNet active message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -282,6 +282,20 @@ fn args_bytes(args: &[u32]) -> Vec<u8> {
     v
 }
 
+/// The proto small argument of an AM (the wire format above), without `F_PREFIX`.
+pub(crate) fn meta(index: u8, nargs: usize, cat: Category, reply: bool) -> u32 {
+    u32::from(index) | (nargs as u32) << 8 | cat.code() << 13 | if reply { F_REPLY } else { 0 }
+}
+
+/// Up to 6 GASNet arguments in the header's `u64` words, two per word (low first).
+pub(crate) fn pack_args(args: &[u32]) -> [u64; 3] {
+    let mut w = [0u64; 3];
+    for (i, a) in args.iter().take(6).enumerate() {
+        w[i / 2] |= u64::from(*a) << (32 * (i % 2));
+    }
+    w
+}
+
 /// Sends one AM; `Ok(false)`: not injected (`immediate` and the channel would block).
 /// Checks the payload limits and a Long's destination (against `segs`) first.
 pub(crate) fn emit(
@@ -303,10 +317,7 @@ pub(crate) fn emit(
         // contract for the client's buffer; the Rust API passes a slice).
         unsafe { std::slice::from_raw_parts(m.src as *const u8, m.len) }
     };
-    let mut meta = u32::from(m.index)
-        | (m.args.len() as u32) << 8
-        | m.cat.code() << 13
-        | if m.reply { F_REPLY } else { 0 };
+    let mut meta = meta(m.index, m.args.len(), m.cat, m.reply);
     let send = |out: &mut dyn Out, h: u8, meta: u32, pargs: &[u64], d: &[u8]| -> Result<bool> {
         if m.immediate {
             Ok(out.try_send(m.dst, h, meta, pargs, d)?)
@@ -324,10 +335,7 @@ pub(crate) fn emit(
                 });
             }
             if m.args.len() <= 6 {
-                let mut w = [0u64; 3];
-                for (i, a) in m.args.iter().enumerate() {
-                    w[i / 2] |= u64::from(*a) << (32 * (i % 2));
-                }
+                let w = pack_args(m.args);
                 send(out, H_AM, meta, &w[..m.args.len().div_ceil(2)], data)
             } else {
                 meta |= F_PREFIX;

@@ -33,6 +33,7 @@ mod capi;
 pub mod coll;
 pub mod engine;
 pub mod event;
+pub mod np;
 pub mod ratomic;
 pub mod rma;
 pub mod rust_api;

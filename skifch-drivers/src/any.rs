@@ -40,7 +40,7 @@ use std::io::IoSlice;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use skifch::driver::{Driver, Port, RawMessage, SendMode, Token, Waiter};
+use skifch::driver::{Driver, Port, RawMessage, Reserved, SendMode, Token, Waiter};
 use skifch::{Error, Job, NetAddr, Result};
 
 use crate::fpga::remote::{RemoteDriver, RemoteJob};
@@ -109,6 +109,13 @@ pub trait DynPort: Send {
     unsafe fn complete(&mut self, token: Token);
     /// [`Port::waiter`].
     fn waiter(&self) -> AnyWaiter;
+    /// [`Port::reserve`].
+    fn reserve(&mut self, dst: NetAddr, max: usize) -> Result<Option<Reserved>>;
+    /// [`Port::publish`].
+    ///
+    /// # Safety
+    /// As [`Port::publish`].
+    unsafe fn publish(&mut self, r: Reserved, len: usize);
 }
 
 impl<P: Port<Waiter = AnyWaiter>> DynPort for P {
@@ -130,6 +137,13 @@ impl<P: Port<Waiter = AnyWaiter>> DynPort for P {
     }
     fn waiter(&self) -> AnyWaiter {
         Port::waiter(self)
+    }
+    fn reserve(&mut self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {
+        Port::reserve(self, dst, max)
+    }
+    unsafe fn publish(&mut self, r: Reserved, len: usize) {
+        // SAFETY: the caller's contract is `Port::publish`'s.
+        unsafe { Port::publish(self, r, len) }
     }
 }
 
@@ -278,6 +292,14 @@ unsafe impl Port for AnyPort {
             AnyPort::Ofi(p) => AnyWaiter::Ofi(p.waiter()),
             AnyPort::Wrapped(p) => p.waiter(),
         }
+    }
+    fn reserve(&mut self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {
+        each3!(self, p => p.reserve(dst, max))
+    }
+    unsafe fn publish(&mut self, r: Reserved, len: usize) {
+        // SAFETY: the caller's contract (a reservation of this port, once) is the wrapped
+        // port's; a port's variant never changes.
+        each3!(self, p => unsafe { p.publish(r, len) })
     }
 }
 

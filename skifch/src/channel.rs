@@ -8,7 +8,7 @@ use std::mem::ManuallyDrop;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::driver::{iov_total, Port, RawMessage, RawSeg, SendMode, Token};
+use crate::driver::{iov_total, Port, RawMessage, RawSeg, Reserved, SendMode, Token};
 use crate::wait::{wait_until, WaitPolicy};
 use crate::{Error, NetAddr, Result};
 
@@ -93,6 +93,22 @@ impl<P: Port> Channel<P> {
     #[inline]
     pub fn send_whole(&self, dst: NetAddr, iov: &[IoSlice<'_>]) -> Result<()> {
         self.port().send(dst, iov, SendMode::Whole).map(|_| ())
+    }
+
+    /// Negotiated payload ([`Port::reserve`]): room for one message of up to `max` bytes
+    /// to `dst` in the receiver's memory, or `None` where the driver cannot offer it.
+    pub fn reserve(&self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {
+        self.port().reserve(dst, max)
+    }
+
+    /// Sends the first `len` bytes of a reservation ([`Port::publish`]).
+    ///
+    /// # Safety
+    /// As [`Port::publish`]: `r` comes from [`Channel::reserve`] on this channel, published
+    /// once, `len <= r.max`, and nothing writes through `r.ptr` afterwards.
+    pub unsafe fn publish(&self, r: Reserved, len: usize) {
+        // SAFETY: the caller's contract is the port's.
+        unsafe { self.port().publish(r, len) }
     }
 
     /// Sends all of `iov` as one message, waiting while it does not fit yet (spin, then

@@ -21,6 +21,9 @@
 //!    wakes within one second.
 //! 7. **Untrusted memory.** Every value read from memory that another process or a device
 //!    can write is validated before use; violations give [`Error::Corrupt`].
+//!
+//! Optional: [`Port::reserve`] / [`Port::publish`] (negotiated payload: the sender writes a
+//! message in place in the receiver's memory); the default says "not here" and callers copy.
 
 #![allow(unsafe_code)] // declares the unsafe `Port` contract (no unsafe blocks here)
 
@@ -98,6 +101,20 @@ pub enum SendMode {
     Whole,
 }
 
+/// Room for one message in the receiver's memory, reserved by [`Port::reserve`]: the
+/// sender writes the message straight to `ptr` (no copy at send), then
+/// [`Port::publish`]es it. Its meaning beyond `ptr` and `max` is the driver's.
+#[derive(Debug)]
+pub struct Reserved {
+    /// Where the message's first byte goes: `max` contiguous bytes, writable by the sender
+    /// only (raw pointer: memory the receiver reads once published).
+    pub ptr: *mut u8,
+    /// The most bytes the message may have.
+    pub max: usize,
+    /// The driver's own words (e.g. which lane).
+    pub tag: [u64; 2],
+}
+
 /// A job's attachment to the network: one per process (or per thread-rank in an in-process job).
 pub trait Driver: Send + Sync + 'static {
     /// An open channel of this driver.
@@ -161,6 +178,28 @@ pub unsafe trait Port: Send {
     unsafe fn complete(&mut self, token: Token);
     /// A handle for blocking until a message may be ready.
     fn waiter(&self) -> Self::Waiter;
+    /// Negotiated payload, an optional capability (the driver writes nothing at send time:
+    /// GASNet-EX's `gex_AM_Prepare*`/`Commit*`): reserves room for one whole message of up
+    /// to `max` bytes to `dst`, contiguous in the receiver's memory. The caller writes the
+    /// message through [`Reserved::ptr`] and sends it with [`Port::publish`] — every
+    /// reservation is published, and until then this port's other sends to `dst` return
+    /// `WouldBlock` (per-pair order). `Ok(None)`: not possible here (the default: drivers
+    /// whose receive memory the sender cannot write; the shm driver when the room would
+    /// wrap the ring end) — the caller builds the message elsewhere and sends it (a copy).
+    /// `WouldBlock`: no room now. Other errors as [`Port::send`] with [`SendMode::Whole`].
+    fn reserve(&mut self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {
+        let _ = (dst, max);
+        Ok(None)
+    }
+    /// Sends the first `len` bytes (at most [`Reserved::max`]) of a reservation as one
+    /// message: the receiver sees what the caller wrote there.
+    ///
+    /// # Safety
+    /// `r` comes from [`Port::reserve`] on this port and is published once; `len <= r.max`;
+    /// no write through `r.ptr` happens after this call.
+    unsafe fn publish(&mut self, r: Reserved, len: usize) {
+        let _ = (r, len);
+    }
 }
 
 /// Blocking support: the "fixed spin" policy of SEED-NOTES needs a way to sleep until a

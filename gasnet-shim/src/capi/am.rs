@@ -10,6 +10,7 @@ use skifch::wait::Backoff;
 
 use super::{fatal, g, handle, job_rank, ok, EP, OK};
 use crate::am::{Category, EntryRec, Token, MAX_ARGS, MAX_LONG};
+use crate::np::PreparedAm;
 use crate::Error;
 
 /// `GEX_FLAG_IMMEDIATE`.
@@ -307,6 +308,9 @@ struct Prep {
     dest: usize,
     nargs: u32,
     lc_opt: usize,
+    /// A Medium request written in place in the target's memory (`crate::np`), holding
+    /// the endpoint until the commit; `None`: the payload is in `own` or the client's.
+    zc: Option<PreparedAm<skifch_drivers::DefaultPort>>,
 }
 
 thread_local! {
@@ -320,8 +324,10 @@ fn sd_handle() -> *mut c_void {
 
 /// `gex_AM_PrepareRequest{Medium,Long}` (`tok` NULL) and `gex_AM_PrepareReply*`: a
 /// buffer of between `least` and `most` bytes the client fills, then commits. The
-/// client's own buffer when it gives one, else one of the library's (the channel
-/// offers no way to write into its memory before the send: a copy at commit).
+/// client's own buffer when it gives one; for a Medium request without one, room in the
+/// target's receive memory where the driver offers it (`crate::np`: no copy; with
+/// `GEX_FLAG_IMMEDIATE` NULL when there is no room now); else one of the library's (a
+/// copy at commit).
 #[no_mangle]
 pub unsafe extern "C" fn gasnetc_am_prepare(
     tm: *mut c_void,
@@ -332,7 +338,7 @@ pub unsafe extern "C" fn gasnetc_am_prepare(
     most: usize,
     dest: *mut c_void,
     lc_opt: *mut *mut c_void,
-    _flags: u32,
+    flags: u32,
     nargs: u32,
     cat: c_int,
     call: *const c_char,
@@ -364,8 +370,20 @@ pub unsafe extern "C" fn gasnetc_am_prepare(
         );
     }
     let size = most.min(max);
+    let mut zc = None;
+    if tok.is_null() && client_buf.is_null() && cat == Category::Medium {
+        let dst = job_rank(&call, tm, rank);
+        let immediate = flags & FLAG_IMMEDIATE != 0;
+        match g(&call).prepare_medium(dst, nargs as usize, size, immediate) {
+            Ok(p) => zc = p,
+            Err(Error::Comm(e)) if e.is_would_block() => return std::ptr::null_mut(),
+            Err(e) => fatal(&call, &e),
+        }
+    }
     let mut own = Vec::new();
-    let addr = if client_buf.is_null() {
+    let addr = if let Some(z) = &zc {
+        z.addr() as usize
+    } else if client_buf.is_null() {
         own = vec![0u8; size];
         own.as_mut_ptr() as usize
     } else {
@@ -390,6 +408,7 @@ pub unsafe extern "C" fn gasnetc_am_prepare(
             dest: dest as usize,
             nargs,
             lc_opt: lc_opt as usize,
+            zc,
         });
     });
     sd_handle()
@@ -447,6 +466,14 @@ pub unsafe extern "C" fn gasnetc_am_commit(
             &call,
             &Error::BadArgument(format!("{nargs} arguments, {} at Prepare", p.nargs)),
         );
+    }
+    if let Some(z) = p.zc {
+        ok(
+            &call,
+            g(&call).commit_medium(z, handler, args(&call, nargs, a), nbytes),
+        );
+        lc_done(p.lc_opt as *mut *mut c_void);
+        return;
     }
     let dest = if dest.is_null() {
         p.dest

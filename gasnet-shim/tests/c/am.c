@@ -214,6 +214,32 @@ int main(int argc, char **argv) {
     CHECK(gex_AM_SrcDescAddr(sd) == buf && gex_AM_SrcDescSize(sd) == 32);
     gex_AM_CommitRequestMedium1(sd, H_NP, 32, 32);
     wait_replies(1);
+    /* Many prepared requests written in place in the target's memory where the driver
+     * offers it (shm; a copy elsewhere): every size up to the maximum, fewer bytes
+     * committed than prepared, 16 arguments (an argument prefix in front of the payload),
+     * and GEX_FLAG_IMMEDIATE (NULL only when there is no room now). */
+    size_t npmax = gex_AM_MaxRequestMedium(tm, peer, GEX_EVENT_NOW, 0, 1);
+    for (int k = 0; k < 300; k++) {
+        size_t want = k == 0 ? npmax : 16 + (size_t)k * 211 % (npmax - 16);
+        gex_Flags_t fl = k % 3 == 0 ? GEX_FLAG_IMMEDIATE : 0;
+        sd = gex_AM_PrepareRequestMedium(tm, peer, NULL, want, want, NULL, fl, 1);
+        if (sd == GEX_AM_SRCDESC_NO_OP) { CHECK(fl); continue; }
+        CHECK(gex_AM_SrcDescSize(sd) == want);
+        p = gex_AM_SrcDescAddr(sd);
+        size_t len = want - (size_t)k % 9;
+        for (size_t i = 0; i < len; i++) p[i] = (uint8_t)(i ^ 0x5a);
+        gex_AM_CommitRequestMedium1(sd, H_NP, len, (gex_AM_Arg_t)len);
+        wait_replies(1);
+    }
+    for (int k = 0; k < 20; k++) {
+        size_t len = k == 0 ? max16 : (size_t)k * 331 % max16;
+        sd = gex_AM_PrepareRequestMedium(tm, peer, NULL, len, len, NULL, 0, 16);
+        p = gex_AM_SrcDescAddr(sd);
+        for (size_t i = 0; i < len; i++) p[i] = pat(i, len, 3);
+        gex_AM_CommitRequestMedium16(sd, H_MED16, len,
+              0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15);
+        wait_replies(1);
+    }
     BARRIER();
 
     /* HSL: every rank bumps a counter on every rank, under the lock. */

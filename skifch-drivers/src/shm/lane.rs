@@ -51,6 +51,10 @@
 //!   tail, re-read the tail (acquire) only when the cache says full; write the record
 //!   straight into the receiver's lane; then, if the receiving channel has a sleeper, bump
 //!   its futex word and wake it.
+//! * **Reserve / publish** ([`skifch::Port::reserve`]): the room of a record at the lane's
+//!   head is handed to the sender to write in place (only if its payload does not wrap the
+//!   lane end); publishing writes the header as a send does ([`Tx::publish_record`]), with
+//!   the length actually written. Meanwhile the port refuses its other sends to that lane.
 //! * **Recv**: stay on the lane that delivered last (up to [`super::port::BURST`] messages, for
 //!   fairness), else scan the lanes named in the channel's summary bitmap. Idle lanes'
 //!   header words stay shared in the receiver's cache, so scanning them costs L1 hits.
@@ -137,9 +141,6 @@ impl Tx {
     /// and publishes it; then wakes a sleeping receiver. The one place a record is written.
     #[inline(always)]
     pub(super) fn put(&mut self, cap: u64, asym: bool, iov: &[IoSlice<'_>], n: usize, end: u64) {
-        if !self.announced {
-            self.announce();
-        }
         let data = self.data.as_ptr();
         let head = self.head;
         let off = head + REC_HDR as u64;
@@ -159,6 +160,18 @@ impl Tx {
                 sync::payload_written(data, n - first);
             }
         }
+        self.publish_record(asym, cap, n, end);
+    }
+
+    /// Publishes the record of `n` payload bytes at `head` (already written), ending at
+    /// `end`; then wakes a sleeping receiver. For [`Tx::put`] and for a reservation
+    /// ([`skifch::Port::publish`]), whose payload the sender wrote in place.
+    #[inline(always)]
+    pub(super) fn publish_record(&mut self, asym: bool, cap: u64, n: usize, end: u64) {
+        if !self.announced {
+            self.announce();
+        }
+        let head = self.head;
         // Payload, then the next record's flag (zero: "not yet"), then this record's flag:
         // a consumer that sees this header (acquire) also sees the zero after the record,
         // never a stale word of an earlier lap.

@@ -10,14 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skifch::driver::{
-    iov_total, partial_prefix, Driver, Port, RawMessage, SendMode, Token, Waiter,
+    iov_total, partial_prefix, Driver, Port, RawMessage, Reserved, SendMode, Token, Waiter,
 };
 use skifch::error::Unreachable;
 use skifch::{Error, NetAddr, Result};
 
 use super::fabric::{Fabric, Region};
 use super::lane::{header_word, Rx, Shared, Tx};
-use super::layout::{fit, record_size, TERM};
+use super::layout::{fit, record_size, REC_HDR, TERM};
 use crate::jobctl::{chan_state, C_SEQ, C_SLEEPERS, C_STATE};
 use crate::sync::{self, AtomicU32, AtomicU64, Ordering};
 use crate::sys;
@@ -128,6 +128,7 @@ impl<R: Region> Driver for RingDriver<R> {
             last_dst: u64::MAX,
             last_d: 0,
             asym: sys::asymmetric(),
+            reserved: None,
         })
     }
     fn max_message(&self) -> usize {
@@ -170,6 +171,10 @@ pub struct RingPort<R: Region> {
     last_d: usize,
     /// The asymmetric barrier is on: senders need no fence ([`sys::light_barrier`]).
     asym: bool,
+    /// The lane of an unpublished reservation ([`Port::reserve`]) and its producer limit,
+    /// set aside meanwhile: the lane's limit is its head, so every other send to it takes
+    /// the cold path ([`RingPort::send_when_full`]), which refuses it.
+    reserved: Option<(usize, u64)>,
 }
 
 // SAFETY: the raw pointers point into the fabric, which is Send + Sync and kept alive by
@@ -390,6 +395,9 @@ impl<R: Region> RingPort<R> {
         want: usize,
         mode: SendMode,
     ) -> Result<usize> {
+        if self.reserved.is_some_and(|(r, _)| r == d) {
+            return Err(Error::WouldBlock); // behind the unpublished reservation
+        }
         self.reload_tail(d, dst)?;
         let (cap, asym) = (self.cap, self.asym);
         let tx = &mut self.tx[d];
@@ -421,6 +429,50 @@ impl<R: Region> RingPort<R> {
         }
         tx.limit = t + room;
         Ok(t)
+    }
+}
+
+impl<R: Region> RingPort<R> {
+    /// [`Port::reserve`]: the record's payload room at the lane's head, if the whole of it
+    /// lies before the lane end (a payload that wraps could not be written in place).
+    fn reserve_lane(&mut self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {
+        let d = self.resolve(dst)?;
+        if self.reserved.is_some() {
+            return Err(Error::InvalidArgument(
+                "reserve: this port already holds an unpublished reservation".into(),
+            ));
+        }
+        if max > self.max_msg {
+            return Err(Error::MessageTooLarge {
+                len: max as u64,
+                max: self.max_msg as u32,
+            });
+        }
+        let tx = &self.tx[d];
+        let st = tx.state.get().load(Ordering::Relaxed);
+        if st != chan_state::OPEN {
+            if let Some(e) = Self::refused(dst, st) {
+                return Err(e);
+            }
+        }
+        let cap = self.cap;
+        let at = ((tx.head + REC_HDR as u64) & (cap - 1)) as usize;
+        if at + max > cap as usize {
+            return Ok(None);
+        }
+        let end = tx.head + record_size(tx.head, max);
+        if end > tx.limit && end > self.reload_tail(d, dst)? + cap - TERM as u64 {
+            return Err(Error::WouldBlock);
+        }
+        let tx = &mut self.tx[d];
+        self.reserved = Some((d, tx.limit));
+        tx.limit = tx.head;
+        Ok(Some(Reserved {
+            // SAFETY: `at + max <= cap`: inside the lane.
+            ptr: unsafe { tx.data.as_ptr().add(at) },
+            max,
+            tag: [d as u64, 0],
+        }))
     }
 }
 
@@ -477,6 +529,23 @@ unsafe impl<R: Region> Port for RingPort<R> {
         }
         tx.put(cap, asym, iov, want, end);
         Ok(want)
+    }
+
+    fn reserve(&mut self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {
+        self.reserve_lane(dst, max)
+    }
+
+    unsafe fn publish(&mut self, r: Reserved, len: usize) {
+        let d = r.tag[0] as usize;
+        let Some((held, limit)) = self.reserved.take_if(|(h, _)| *h == d) else {
+            return; // not this port's reservation (the caller's contract excludes it)
+        };
+        let (cap, asym) = (self.cap, self.asym);
+        let tx = &mut self.tx[held];
+        tx.limit = limit;
+        let n = len.min(r.max);
+        let end = tx.head + record_size(tx.head, n);
+        tx.publish_record(asym, cap, n, end);
     }
 
     #[inline(always)]

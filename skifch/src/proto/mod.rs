@@ -14,6 +14,10 @@
 //! "long": no intermediate copy at the receiver); then the handler runs once more
 //! ([`Phase::LongDone`]).
 //!
+//! Negotiated payload ([`Endpoint::prepare`] / [`Endpoint::commit`]): where the driver can
+//! reserve room in the receiver's memory, an AM's payload is written there in place and the
+//! header added at commit (no copy at the sender).
+//!
 //! # Usage
 //! ```
 //! use skifch::{local, proto::{Am, Endpoint, Io, Landing, Phase}};
@@ -115,6 +119,7 @@ mod am;
 pub mod header;
 mod io;
 mod landing;
+mod np;
 mod progress;
 mod recv;
 mod request;
@@ -126,6 +131,7 @@ pub use am::{Am, Payload, Phase, ReplyTo, Take};
 pub use header::{FIRST_RESERVED, MAX_HDR};
 pub use io::Io;
 pub use landing::Landing;
+pub use np::Prepared;
 pub use progress::ProgressThread;
 pub use request::{Reply, ReqId};
 

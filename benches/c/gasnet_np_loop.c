@@ -1,0 +1,64 @@
+/*
+ * gasnet_np_loop.c -- per-message instruction probe of negotiated-payload Medium requests
+ * (gex_AM_PrepareRequestMedium + fill + gex_AM_CommitRequestMedium0) against plain
+ * gex_AM_RequestMedium0 from a filled buffer, for callgrind: rank 0 sends N requests of
+ * SIZE bytes to rank 1 in windows of 64 (rank 1's handler checks the bytes and acks every
+ * 64th); nothing else. (Ir of rank 0 with 2N - with N) / N = instructions per request.
+ *
+ * Usage: skifrun -n 2 -- valgrind --tool=callgrind ./gasnet_np_loop N SIZE np|copy
+ * Build: with gasnet-shim's skifch-seq.mak fragment (scripts/gasnet-bench.sh shows how).
+ * Exit status: 0, or 2 on a wrong byte or a bad argument.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gasnetex.h>
+#include <gasnet_tools.h>
+
+enum { H_REQ = 200, H_ACK, WINDOW = 64 };
+static volatile long acks, got, bad;
+
+static void req(gex_Token_t t, void *buf, size_t n) {
+    const uint8_t *b = buf;
+    if (n && (b[0] != (uint8_t)n || b[n - 1] != (uint8_t)n)) bad = 1;
+    if (++got % WINDOW == 0) gex_AM_ReplyShort0(t, H_ACK, 0);
+}
+static void ack(gex_Token_t t) { (void)t; acks++; }
+
+int main(int argc, char **argv) {
+    gex_Client_t cl; gex_EP_t ep; gex_TM_t tm;
+    gex_Client_Init(&cl, &ep, &tm, "np_loop", &argc, &argv, 0);
+    if (argc != 4 || gex_TM_QuerySize(tm) != 2) {
+        fprintf(stderr, "usage: skifrun -n 2 ./gasnet_np_loop N SIZE np|copy\n");
+        gasnet_exit(2);
+    }
+    long n = atol(argv[1]);
+    size_t size = (size_t)atol(argv[2]);
+    int np = !strcmp(argv[3], "np");
+    gex_AM_Entry_t t[] = {
+        {H_REQ, (gex_AM_Fn_t)req, GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST, 0, 0, 0},
+        {H_ACK, (gex_AM_Fn_t)ack, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 0, 0, 0},
+    };
+    gex_EP_RegisterHandlers(ep, t, 2);
+    uint8_t *src = malloc(size + 1);
+    gasnet_barrier(0, GASNET_BARRIERFLAG_ANONYMOUS);
+    if (gex_TM_QueryRank(tm) == 0) {
+        for (long w = 0; w < (n + WINDOW - 1) / WINDOW; w++) {
+            for (int i = 0; i < WINDOW; i++) {
+                if (np) {
+                    gex_AM_SrcDesc_t sd = gex_AM_PrepareRequestMedium(tm, 1, NULL, size, size, NULL, 0, 0);
+                    memset(gex_AM_SrcDescAddr(sd), (int)(uint8_t)size, size);
+                    gex_AM_CommitRequestMedium0(sd, H_REQ, size);
+                } else {
+                    memset(src, (int)(uint8_t)size, size);
+                    gex_AM_RequestMedium0(tm, 1, H_REQ, src, size, GEX_EVENT_NOW, 0);
+                }
+            }
+            GASNET_BLOCKUNTIL(acks == w + 1);
+        }
+    }
+    gasnet_barrier(0, GASNET_BARRIERFLAG_ANONYMOUS);
+    if (bad) { fprintf(stderr, "gasnet_np_loop: wrong data\n"); gasnet_exit(2); }
+    gasnet_exit(0);
+    return 0;
+}

@@ -1,0 +1,145 @@
+//! Negotiated payload without a copy (`gex_AM_PrepareRequestMedium` + `Commit`): the
+//! client writes a Medium request's payload straight into the target's receive memory
+//! ([`skifch::proto::Endpoint::prepare`], the driver's reservation), and the commit
+//! publishes it with its header — where the driver offers that (the shm driver; not over
+//! fpga-model, nor when the room would wrap the receiver's ring). Elsewhere the C ABI
+//! falls back to a buffer of its own and one copy at commit.
+//!
+//! The wire format is [`crate::am`]'s: arguments in the header's words (up to 6), else as
+//! a prefix of the payload, which the commit writes in front of the client's bytes.
+//! Between Prepare and Commit the preparing thread holds the endpoint (other threads'
+//! GASNet calls wait for the commit; other calls of that thread are erroneous, as in
+//! GASNet-EX).
+#![allow(unsafe_code)] // the prepared room is the target's memory, reached by raw pointer
+
+use std::sync::MutexGuard;
+
+use skifch::proto::{Endpoint, Prepared};
+use skifch::Port;
+
+use crate::am::{Category, Ctx, MAX_ARGS};
+use crate::engine::Gasnet;
+use crate::{Error, Result};
+
+/// A Medium request being written in place in its target's memory.
+pub struct PreparedAm<P: Port + 'static> {
+    ep: MutexGuard<'static, Endpoint<P, Ctx>>,
+    prep: Prepared,
+    nargs: usize,
+    /// Bytes of the argument prefix in front of the client's payload (0 up to 6 arguments).
+    prefix: usize,
+}
+
+impl<P: Port + 'static> PreparedAm<P> {
+    /// Where the client writes its payload: [`PreparedAm::size`] bytes.
+    pub fn addr(&self) -> *mut u8 {
+        // SAFETY: the prefix lies inside the prepared room (`prepare` asked for it).
+        unsafe { self.prep.payload().add(self.prefix) }
+    }
+    /// The most payload bytes.
+    pub fn size(&self) -> usize {
+        self.prep.max() - self.prefix
+    }
+}
+
+/// The argument prefix of an AM with `nargs` arguments (none when they fit the header).
+fn prefix_len(nargs: usize) -> usize {
+    if nargs <= 6 {
+        0
+    } else {
+        (4 * nargs + 7) & !7
+    }
+}
+
+impl<P: Port + Send + 'static> Gasnet<P> {
+    /// Room for a Medium request of up to `max` payload bytes with `nargs` arguments to
+    /// rank `dst`, in `dst`'s receive memory; `Ok(None)` where the driver cannot (the caller
+    /// copies). `immediate`: `WouldBlock` instead of waiting for room.
+    pub fn prepare_medium(
+        &'static self,
+        dst: u32,
+        nargs: usize,
+        max: usize,
+        immediate: bool,
+    ) -> Result<Option<PreparedAm<P>>> {
+        if nargs > MAX_ARGS {
+            return Err(Error::BadArgument(format!(
+                "{nargs} arguments (at most {MAX_ARGS})"
+            )));
+        }
+        let lim = self.limits().max_medium(nargs);
+        if max > lim {
+            return Err(Error::TooLarge { len: max, max: lim });
+        }
+        let mut ep = self.ep()?;
+        let prefix = prefix_len(nargs);
+        let words = if nargs <= 6 { nargs.div_ceil(2) } else { 0 };
+        let r = ep.prepare(dst, crate::am::H_AM, words, prefix + max, immediate);
+        match r {
+            Ok(Some(prep)) => Ok(Some(PreparedAm {
+                ep,
+                prep,
+                nargs,
+                prefix,
+            })),
+            Ok(None) => Ok(None),
+            Err(e) => {
+                drop(ep);
+                if !e.is_would_block() {
+                    self.alive()?;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Sends a prepared Medium request to handler `index` with its first `len` payload
+    /// bytes and `args` (as many as at prepare).
+    pub fn commit_medium(
+        &self,
+        mut p: PreparedAm<P>,
+        index: u8,
+        args: &[u32],
+        len: usize,
+    ) -> Result<()> {
+        if args.len() != p.nargs {
+            return Err(Error::BadArgument(format!(
+                "{} arguments, {} at Prepare",
+                args.len(),
+                p.nargs
+            )));
+        }
+        if len > p.size() {
+            return Err(Error::TooLarge { len, max: p.size() });
+        }
+        if p.ep.ctx().table[index as usize].is_none() {
+            return Err(Error::Unregistered {
+                index,
+                rank: self.me(),
+            });
+        }
+        let meta = crate::am::meta(index, args.len(), Category::Medium, false);
+        let mut w = [0u64; 3];
+        if p.prefix == 0 {
+            w = crate::am::pack_args(args);
+        } else {
+            let at = p.prep.payload();
+            for (i, a) in args.iter().enumerate() {
+                // SAFETY: the prefix (`4 * nargs` bytes, padded) starts the prepared room.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(a.to_le_bytes().as_ptr(), at.add(4 * i), 4)
+                };
+            }
+        }
+        let flags = if p.prefix == 0 {
+            0
+        } else {
+            crate::am::F_PREFIX
+        };
+        let PreparedAm {
+            ref mut ep, prep, ..
+        } = p;
+        ep.commit(prep, meta | flags, &w, p.prefix + len);
+        Ok(())
+    }
+}
