@@ -30,7 +30,10 @@
 //! * [`boot`] — the job's bootstrap for drivers that exchange addresses before they can
 //!   send and need node locality (the fabric driver): [`boot::from_env`] gives a PMI-1
 //!   client under `mpiexec.hydra` / `srun --mpi=pmi2` ([`boot::pmi1`]), a PMIx client
-//!   under Open MPI's `mpirun` / `srun --mpi=pmix` ([`boot::pmix`]) or a 1-rank job.
+//!   under Open MPI's `mpirun` / `srun --mpi=pmix` ([`boot::pmix`]) or a 1-rank job. The
+//!   shm driver uses it when no `skifrun` made the segment ([`shm::node`]: the node's
+//!   ranks make their own); [`hier`] combines a node's lanes with a job-wide fabric
+//!   driver, chosen per destination.
 //! * [`init`] — joins the job over the driver the launcher chose ([`AnyDriver`]: one
 //!   `match` per call); [`init_concrete`] for code that dispatches once (see [`ConcreteJob`]).
 //!   One driver per process: the first SkifCh library of a process to join publishes its

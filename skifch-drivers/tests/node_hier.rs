@@ -173,3 +173,87 @@ fn hierarchical_sources_are_global_ranks_on_both_paths() {
         Ok(())
     });
 }
+
+// ---- Across processes: the shm driver under mpiexec.hydra, no skifrun ----
+
+const HYDRA_LIMIT: std::time::Duration =
+    std::time::Duration::from_secs(skifch_testing::LAUNCHER_JOB_LIMIT_SECS as u64 + 60);
+
+fn conformance_exe() -> String {
+    skifch_testing::example_exe("conformance")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A job started by MPICH's launcher gets the shm driver on its one node: the node's
+/// segment made by its first rank, the conformance suite passes.
+#[test]
+fn hydra_job_on_one_node_runs_over_shm() {
+    let Some(mut cmd) = skifch_testing::hydra_cmd(&["-n", "3"]) else {
+        return;
+    };
+    cmd.arg(conformance_exe()).args(["--messages", "1000"]);
+    let text = skifch_testing::run_job(cmd, HYDRA_LIMIT).expect_ok("conformance under hydra");
+    for r in 0..3 {
+        assert!(
+            text.contains(&format!("conformance: rank {r} ok (shm)")),
+            "{text}"
+        );
+    }
+}
+
+/// With no launcher watching the segment, the ranks watch each other: a rank killed with
+/// SIGKILL is reported lost to the others within a second (hydra told not to end the job
+/// itself; each rank under `sh`, so that hydra sees an exit status, not a signal).
+#[test]
+fn hydra_job_peers_see_a_killed_rank_lost() {
+    let Some(mut cmd) =
+        skifch_testing::hydra_cmd(&["-disable-auto-cleanup", "-prepend-rank", "-n", "3"])
+    else {
+        return;
+    };
+    let script = format!(
+        "{} --kill --messages 300; echo \"exit $?\" >&2",
+        conformance_exe()
+    );
+    cmd.args(["sh", "-c", &script]);
+    let out = skifch_testing::run_job(cmd, HYDRA_LIMIT);
+    let text = out.text();
+    for r in 0..2 {
+        assert!(
+            text.contains(&format!("[{r}] conformance: rank {r} ok (shm)")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("[{r}] exit 0")), "{text}");
+    }
+    assert!(text.contains("[2] exit 137"), "{text}");
+}
+
+/// Ranks on two hosts: the shm driver says it reaches one node only, naming the count.
+#[test]
+fn hydra_job_on_two_nodes_is_refused_by_shm_with_a_reason() {
+    let dir = skifch_testing::ScratchDir::new("node-two-hosts");
+    let ssh = skifch_testing::ssh_stand_in(dir.path(), "");
+    let args = [
+        "-launcher",
+        "ssh",
+        "-launcher-exec",
+        ssh.to_str().unwrap(),
+        "-hosts",
+        "nodea,nodeb",
+        "-n",
+        "2",
+    ];
+    let Some(mut cmd) = skifch_testing::hydra_cmd(&args) else {
+        return;
+    };
+    cmd.arg(conformance_exe()).env("SKIFCH_DRIVER", "shm");
+    let out = skifch_testing::run_job(cmd, HYDRA_LIMIT);
+    assert!(!out.status.success());
+    assert!(
+        out.text()
+            .contains("on 2 nodes; the shm driver reaches one node only"),
+        "{}",
+        out.text()
+    );
+}

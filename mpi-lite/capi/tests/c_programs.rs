@@ -647,3 +647,29 @@ fn point_to_point_collectives_and_windows_over_ofi() {
         testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("{name} over ofi, 3 ranks"));
     }
 }
+
+/// Started by MPICH's `mpiexec.hydra` instead of skifrun (PMI-1; the shm driver's node
+/// segment made by the ranks themselves, `skifch_drivers::shm::node`): point-to-point,
+/// collectives and one-sided programs run unchanged, shared and static.
+#[test]
+fn programs_under_mpiexec_hydra() {
+    if !have_cc() {
+        return;
+    }
+    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
+    let progs = [
+        ("p2p", false, "p2p: 3 ranks ok"),
+        ("coll", false, "coll: 3 ranks ok"),
+        ("rma", false, "rma: ok"),
+        ("p2p", true, "p2p: 3 ranks ok"),
+    ];
+    for (name, stat, ok) in progs {
+        let exe = compile(name, stat);
+        let Some(mut cmd) = testing::hydra_cmd(&["-n", "3"]) else {
+            return;
+        };
+        cmd.arg(&exe);
+        let text = testing::run_job(cmd, limit).expect_ok(&format!("{name} under mpiexec.hydra"));
+        assert!(text.contains(ok), "{name}: {text}");
+    }
+}

@@ -120,9 +120,28 @@ pub fn create_fabric(params: Params) -> Result<Arc<Fabric<MemfdRegion>>> {
 }
 
 /// Joins the job this process belongs to over the shm driver: the one `skifrun` started
-/// (from `SKIFCH_RANK`, `SKIFCH_SIZE`, `SKIFCH_FD`), or else a fresh 1-rank job.
-/// [`crate::init`] chooses the driver and calls this for `SKIFCH_DRIVER=shm`.
+/// (from `SKIFCH_RANK`, `SKIFCH_SIZE`, `SKIFCH_FD`); else the one a PMI-1 or PMIx
+/// launcher started (`mpiexec.hydra`, `srun`, `mpirun`: [`crate::boot::from_env`]),
+/// whose ranks must then all be on this node ([`super::node::node_job`]); else a fresh
+/// 1-rank job. [`crate::init`] chooses the driver and calls this for `SKIFCH_DRIVER=shm`.
 pub fn init() -> Result<ShmJob> {
+    if std::env::var_os("SKIFCH_FD").is_none() {
+        let boot = crate::boot::from_env()?;
+        if boot.size() > 1 {
+            let nodes = (0..boot.size()).map(|r| boot.node_of(r)).max().unwrap_or(0) + 1;
+            if nodes > 1 {
+                return Err(Error::Bootstrap(
+                    format!(
+                        "the launcher placed the job's {} ranks on {nodes} nodes; the shm driver \
+                         reaches one node only (run the ranks on one host)",
+                        boot.size()
+                    )
+                    .into(),
+                ));
+            }
+            return super::node::node_job(&*boot);
+        }
+    }
     let (fab, rank) = join_segment()?;
     Ok(Job::new(Arc::new(RingDriver::new(fab, rank, "shm")?)))
 }
