@@ -1,6 +1,7 @@
 //! The conformance suite as a job: `skifrun -n 4 -- conformance [--kill] [--messages N]
 //! [--forwarded]`. Every rank runs every check; with `--kill` the last rank then SIGKILLs
-//! itself and the others must see `PeerLost` within a second. Survivors print
+//! itself and the others must see `PeerLost` within a second (`--within MS`: another
+//! bound, for drivers whose documented bound is longer). Survivors print
 //! `conformance: rank R ok`. `--forwarded`: over the forwarding driver, through the C-ABI
 //! table this process published (what a second SkifCh library of a process uses,
 //! `skifch_drivers::share`).
@@ -15,6 +16,10 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--messages") {
         cfg.messages = args[i + 1].parse().expect("--messages N");
     }
+    let within = match args.iter().position(|a| a == "--within") {
+        Some(i) => Duration::from_millis(args[i + 1].parse().expect("--within MS")),
+        None => Duration::from_secs(1),
+    };
     let joined = if args.iter().any(|a| a == "--forwarded") {
         skifch_drivers::share::forward_to_self()
             .map(|j| skifch_drivers::ConcreteJob::Fwd(j).to_any())
@@ -37,7 +42,7 @@ fn main() {
         conformance::back_pressure(&mut s)?;
         conformance::hold_and_out_of_order(&mut s)?;
         if kill {
-            conformance::peer_failure(&mut s, Duration::from_secs(1), || {
+            conformance::peer_failure(&mut s, within, || {
                 // SIGKILL: no destructor runs, the rank does not finalize: a real crash.
                 let _ = std::process::Command::new("kill")
                     .args(["-9", &std::process::id().to_string()])

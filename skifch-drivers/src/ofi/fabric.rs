@@ -145,23 +145,28 @@ impl Net {
                 .into(),
             ));
         }
-        // The first entry fi_getinfo ranks best, except the shm provider (one node only)
-        // unless it was asked for.
+        // The first entry fi_getinfo ranks best that matches the domain asked for (the
+        // hints' domain name is not a filter for every provider: tcp;ofi_rxm ignores it),
+        // except the shm provider (one node only) unless it was asked for.
         let mut p = list.0;
         // SAFETY: walking the returned list while it lives.
         unsafe {
-            while !p.is_null()
-                && cfg.provider.is_none()
-                && sys::cstr((*(*p).fabric_attr).prov_name).starts_with("shm")
-            {
+            while !p.is_null() {
+                let prov = sys::cstr((*(*p).fabric_attr).prov_name);
+                let dom = sys::cstr((*(*p).domain_attr).name);
+                let prov_ok = cfg.provider.is_some() || !prov.starts_with("shm");
+                if prov_ok && cfg.domain.as_ref().is_none_or(|d| *d == dom) {
+                    break;
+                }
                 p = (*p).next;
             }
         }
         if p.is_null() {
             return Err(Error::Bootstrap(
                 format!(
-                    "ofi: only the shm provider matches {}; set SKIFCH_OFI_PROVIDER",
-                    wanted()
+                    "ofi: libfabric offers no reliable-datagram endpoint for {}. Offered: {}. Choose with SKIFCH_OFI_PROVIDER / SKIFCH_OFI_DOMAIN (see `fi_info -t FI_EP_RDM`)",
+                    wanted(),
+                    offered(lib)
                 )
                 .into(),
             ));
