@@ -8,7 +8,7 @@
  *   acc               N x (MPI_Accumulate of one double, MPI_SUM + flush)   latency [us]
  *   fop               N x (MPI_Fetch_and_op of one long, MPI_SUM + flush)   latency [us]
  *   cas               N x (MPI_Compare_and_swap of one long + flush)        latency [us]
- *   put_rate          N x (64 MPI_Put of 8 B + one flush)                   rate [Mmsg/s]
+ *   put_rate          N x (64 MPI_Put of 8 B + one flush)                   rate [msg/s]
  *   put_bw / get_bw   1 KiB .. 4 MiB, N x (64 ops + one flush), as osu_put_bw  [GB/s]
  *   lock_put          N x (MPI_Win_lock shared; MPI_Put of 8 B; MPI_Win_unlock): a whole
  *                     passive epoch (osu_put_latency -s lock)                 latency [us]
@@ -80,7 +80,7 @@ static void run(const char *impl, enum test t, int size) {
         double s = tm[reps / 2] / (double)n, v;
         const char *unit;
         switch (t) {
-        case PUT_RATE: v = 64.0 / s / 1e6; unit = "Mmsg/s"; break;
+        case PUT_RATE: v = 64.0 / s; unit = "msg/s"; break;
         case PUT_BW:
         case GET_BW: v = 64.0 * size / s / 1e9; unit = "GB/s"; break;
         default: v = s * 1e6; unit = "us"; break;

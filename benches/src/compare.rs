@@ -49,6 +49,17 @@ const fn armci(test: &'static str) -> Cmp {
         peer_test: test,
     }
 }
+/// One test of `mpi_rma.c` (one-sided) against Open MPI's osc/ucx run of it.
+const fn rma(test: &'static str) -> Cmp {
+    Cmp {
+        label: "mpi-lite vs Open MPI osc ucx",
+        ours: mpilite_imp,
+        test,
+        peers: &["openmpi-osc-ucx"],
+        peer_test: test,
+    }
+}
+
 const COMPARISONS: &[Cmp] = &[
     Cmp {
         label: "raw channels vs rawring",
@@ -92,6 +103,13 @@ const COMPARISONS: &[Cmp] = &[
         peers: OMPI,
         peer_test: "bandwidth",
     },
+    rma("put"),
+    rma("get"),
+    rma("acc"),
+    rma("fop"),
+    rma("cas"),
+    rma("put_rate"),
+    rma("lock_put"),
     Cmp {
         label: "skifshmem vs OpenSHMEM",
         ours: shmem_imp,
