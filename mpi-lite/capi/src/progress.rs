@@ -1,7 +1,8 @@
 //! The asynchronous progress thread (`SKIFMPI_ASYNC_PROGRESS=1`): started by `MPI_Init`,
-//! stopped first thing in `MPI_Finalize`. It runs [`mpi_lite::win::serve_until`], so
-//! passive-target operations on the message path complete while the target computes
-//! without MPI calls. It needs the state shared between threads, so the library then runs
+//! stopped first thing in `MPI_Finalize`. It runs [`mpi_lite::win::serve_until`] (polls
+//! while messages come, sleeps up to 1 ms when idle or while a program thread is inside
+//! the library), so passive-target operations on the message path complete while the
+//! target computes without MPI calls. It needs the state shared between threads, so the library then runs
 //! with `MPI_THREAD_MULTIPLE`'s locking whatever level the program asked for (the level
 //! reported stays the one asked), and `SKIFMPI_BIND` defaults to `none` (the thread must
 //! not be tied to the computing thread's CPU).

@@ -362,6 +362,22 @@ impl<P: Port> Engine<P> {
         Ok(did)
     }
 
+    /// One round of progress if no other thread is inside the library (`None`: one is,
+    /// and progresses for itself): an asynchronous progress thread's poll, which must not
+    /// compete with the program's own calls for the lock.
+    pub fn try_progress(&self) -> Result<Option<bool>> {
+        let Some(mut c) = self.core.try_lock() else {
+            return Ok(None);
+        };
+        c.check()?;
+        let did = c.progress()?;
+        drop(c);
+        if did && self.multiple {
+            self.waits.bump();
+        }
+        Ok(Some(did))
+    }
+
     /// Pushes everything queued out, for Finalize (called by one thread, the others done).
     pub fn flush_all(&self) -> Result<()> {
         self.lock()?.flush_all()
