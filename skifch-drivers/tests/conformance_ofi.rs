@@ -212,3 +212,36 @@ fn unreachable_peers_are_a_clear_error_not_a_hang() {
         );
     }
 }
+
+/// Under MPICH's `mpiexec.hydra`: the ranks exchange their endpoint addresses over PMI-1
+/// (`skifch_drivers::boot`); skipped with a message where hydra is missing.
+#[test]
+fn ofi_passes_the_suite_with_4_processes_under_mpiexec_hydra() {
+    use skifch_testing as testing;
+    let Some(mut cmd) = testing::hydra_cmd(&[
+        "-n",
+        "4",
+        "-genv",
+        "SKIFCH_DRIVER",
+        "ofi",
+        "-genv",
+        "SKIFCH_OFI_PROVIDER",
+        "tcp;ofi_rxm",
+        "-genv",
+        "SKIFCH_OFI_DOMAIN",
+        "lo",
+    ]) else {
+        return;
+    };
+    cmd.arg(testing::example_exe("conformance"))
+        .args(["--messages", "1000"]);
+    let limit = testing::LAUNCHER_JOB_LIMIT_SECS as u64 + 60;
+    let out = testing::run_job(cmd, std::time::Duration::from_secs(limit))
+        .expect_ok("conformance over ofi under mpiexec.hydra");
+    for r in 0..4 {
+        assert!(
+            out.contains(&format!("conformance: rank {r} ok (ofi)")),
+            "{out}"
+        );
+    }
+}
