@@ -427,27 +427,34 @@ fn batch_ops(w: &Exposed, types: (&Known, u32), mut ops: &[u8]) -> Result<Vec<u8
 
 /// Answers lock requests granted now, in order: a lock is answered; a batch runs, releases
 /// the lock if it says so (which may grant more) and is answered with its data or error.
+/// A reply that cannot be sent (its origin is gone) does not stop the others: the first
+/// such failure is returned after them.
 fn grant<P: Port>(
     io: &mut Io<'_, P>,
     w: &mut Exposed,
     known: &Known,
     mut work: VecDeque<Locker>,
 ) -> skifch::Result<()> {
+    let mut first = Ok(());
     while let Some(l) = work.pop_front() {
-        let Some(b) = l.batch else {
-            io.reply(l.to, 0, &[], &[])?;
-            continue;
+        let sent = match l.batch {
+            None => io.reply(l.to, 0, &[], &[]),
+            Some(b) => {
+                let r = batch_ops(w, (known, l.src), &b.ops);
+                if b.unlock {
+                    work.extend(w.lock.release(l.excl));
+                }
+                match r {
+                    Ok(data) => io.reply(l.to, 0, &[], &data),
+                    Err(why) => io.reply_error(l.to, &why),
+                }
+            }
         };
-        let r = batch_ops(w, (known, l.src), &b.ops);
-        if b.unlock {
-            work.extend(w.lock.release(l.excl));
-        }
-        match r {
-            Ok(data) => io.reply(l.to, 0, &[], &data)?,
-            Err(why) => io.reply_error(l.to, &why)?,
+        if first.is_ok() {
+            first = sent;
         }
     }
-    Ok(())
+    first
 }
 
 /// The handler of every one-sided message (module docs).
