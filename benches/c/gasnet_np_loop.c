@@ -5,7 +5,10 @@
  * SIZE bytes to rank 1 in windows of 64 (rank 1's handler checks the bytes and acks every
  * 64th); nothing else. (Ir of rank 0 with 2N - with N) / N = instructions per request.
  *
- * Usage: skifrun -n 2 -- valgrind --tool=callgrind ./gasnet_np_loop N SIZE np|copy
+ * Mode short: N round trips of RequestShort0 -> handler ReplyShort0 instead (SIZE unused):
+ * the AM Short latency path, for the inclusive counts of its calls.
+ *
+ * Usage: skifrun -n 2 -- valgrind --tool=callgrind ./gasnet_np_loop N SIZE np|copy|short
  * Build: with gasnet-shim's skifch-seq.mak fragment (scripts/gasnet-bench.sh shows how).
  * Exit status: 0, or 2 on a wrong byte or a bad argument.
  */
@@ -15,7 +18,7 @@
 #include <gasnetex.h>
 #include <gasnet_tools.h>
 
-enum { H_REQ = 200, H_ACK, WINDOW = 64 };
+enum { H_REQ = 200, H_ACK, H_PING, WINDOW = 64 };
 static volatile long acks, got, bad;
 
 static void req(gex_Token_t t, void *buf, size_t n) {
@@ -24,12 +27,13 @@ static void req(gex_Token_t t, void *buf, size_t n) {
     if (++got % WINDOW == 0) gex_AM_ReplyShort0(t, H_ACK, 0);
 }
 static void ack(gex_Token_t t) { (void)t; acks++; }
+static void ping(gex_Token_t t) { gex_AM_ReplyShort0(t, H_ACK, 0); }
 
 int main(int argc, char **argv) {
     gex_Client_t cl; gex_EP_t ep; gex_TM_t tm;
     gex_Client_Init(&cl, &ep, &tm, "np_loop", &argc, &argv, 0);
     if (argc != 4 || gex_TM_QuerySize(tm) != 2) {
-        fprintf(stderr, "usage: skifrun -n 2 ./gasnet_np_loop N SIZE np|copy\n");
+        fprintf(stderr, "usage: skifrun -n 2 ./gasnet_np_loop N SIZE np|copy|short\n");
         gasnet_exit(2);
     }
     long n = atol(argv[1]);
@@ -38,11 +42,17 @@ int main(int argc, char **argv) {
     gex_AM_Entry_t t[] = {
         {H_REQ, (gex_AM_Fn_t)req, GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST, 0, 0, 0},
         {H_ACK, (gex_AM_Fn_t)ack, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 0, 0, 0},
+        {H_PING, (gex_AM_Fn_t)ping, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 0, 0, 0},
     };
-    gex_EP_RegisterHandlers(ep, t, 2);
+    gex_EP_RegisterHandlers(ep, t, 3);
     uint8_t *src = malloc(size + 1);
     gasnet_barrier(0, GASNET_BARRIERFLAG_ANONYMOUS);
-    if (gex_TM_QueryRank(tm) == 0) {
+    if (gex_TM_QueryRank(tm) == 0 && !strcmp(argv[3], "short")) {
+        for (long i = 0; i < n; i++) {
+            gex_AM_RequestShort0(tm, 1, H_PING, 0);
+            GASNET_BLOCKUNTIL(acks == i + 1);
+        }
+    } else if (gex_TM_QueryRank(tm) == 0) {
         for (long w = 0; w < (n + WINDOW - 1) / WINDOW; w++) {
             for (int i = 0; i < WINDOW; i++) {
                 if (np) {

@@ -117,22 +117,23 @@ impl IoState {
         }
     }
 
-    /// One whole message `hdr ++ data` to `dst` behind its queue, or into the queue.
+    /// One whole message (the concatenation of `iov`) to `dst` behind its queue, or into
+    /// the queue.
     pub(super) fn push_or_queue<P: Port>(
         &mut self,
         ch: &Channel<P>,
         dst: u32,
-        hdr: &[u8],
-        data: &[u8],
+        iov: &[IoSlice<'_>],
     ) -> Result<()> {
         if self.out[dst as usize].is_empty() {
             let addr = NetAddr::new(dst as u16, self.port);
-            match ch.send_whole(addr, &[IoSlice::new(hdr), IoSlice::new(data)]) {
+            match ch.send_whole(addr, iov) {
                 Err(Error::WouldBlock) => {}
                 r => return r,
             }
         }
-        self.out[dst as usize].push_back([hdr, data].concat());
+        let msg: Vec<u8> = iov.iter().flat_map(|s| s.iter().copied()).collect();
+        self.out[dst as usize].push_back(msg);
         self.queued += 1;
         Ok(())
     }
@@ -146,6 +147,11 @@ pub(super) trait Out {
     fn st_mut(&mut self) -> &mut IoState;
     /// One whole channel message `hdr ++ data` to `dst`, behind anything queued for it.
     fn push(&mut self, dst: u32, hdr: &[u8], data: &[u8]) -> Result<()>;
+    /// As [`Out::push`] for a message without payload (`msg` alone): sent as one buffer,
+    /// which the driver copies without walking an iovec (an AM Short's shm send: 179 -> 110
+    /// instructions, callgrind). Separate so that sends with a payload (MPI eager) pay no
+    /// test for it.
+    fn push_alone(&mut self, dst: u32, msg: &[u8]) -> Result<()>;
 
     /// Sends one active message: inline with the header built in place (the fast path),
     /// else through [`Out::emit`].
@@ -169,6 +175,9 @@ pub(super) trait Out {
             hb[..8].copy_from_slice(&w.to_le_bytes());
             for (i, a) in args.iter().enumerate() {
                 hb[8 + 8 * i..16 + 8 * i].copy_from_slice(&a.to_le_bytes());
+            }
+            if data.is_empty() {
+                return self.push_alone(dst, &hb[..n]);
             }
             return self.push(dst, &hb[..n], data);
         }
@@ -254,6 +263,19 @@ pub(super) trait Out {
     }
 }
 
+/// Sends the channel message `hdr ++ data` whole: one iovec part when there is no payload
+/// (see [`Out::push_alone`]).
+#[inline(always)]
+pub(super) fn send_msg<P: Port>(
+    ch: &Channel<P>,
+    addr: NetAddr,
+    hdr: &[u8],
+    data: &[u8],
+) -> Result<()> {
+    let iov = [IoSlice::new(hdr), IoSlice::new(data)];
+    ch.send_whole(addr, if data.is_empty() { &iov[..1] } else { &iov })
+}
+
 pub(super) fn check_user(h: u8, args: &[u64]) -> Result<()> {
     if h >= FIRST_RESERVED {
         return Err(Error::InvalidArgument(
@@ -289,7 +311,12 @@ impl<P: Port> Out for Io<'_, P> {
     }
     #[inline]
     fn push(&mut self, dst: u32, hdr: &[u8], data: &[u8]) -> Result<()> {
-        self.st.push_or_queue(self.ch, dst, hdr, data)
+        let iov = [IoSlice::new(hdr), IoSlice::new(data)];
+        self.st.push_or_queue(self.ch, dst, &iov)
+    }
+    #[inline]
+    fn push_alone(&mut self, dst: u32, msg: &[u8]) -> Result<()> {
+        self.st.push_or_queue(self.ch, dst, &[IoSlice::new(msg)])
     }
 }
 
@@ -336,10 +363,7 @@ impl<P: Port> Io<'_, P> {
             hb[8 + 8 * i..16 + 8 * i].copy_from_slice(&a.to_le_bytes());
         }
         let addr = NetAddr::new(dst as u16, self.st.port);
-        match self
-            .ch
-            .send_whole(addr, &[IoSlice::new(&hb[..n]), IoSlice::new(data)])
-        {
+        match send_msg(self.ch, addr, &hb[..n], data) {
             Ok(()) => Ok(true),
             Err(Error::WouldBlock) => Ok(false),
             Err(e) => Err(e),

@@ -142,7 +142,7 @@ use crate::coll::CollState;
 use crate::driver::Driver;
 use crate::wait::Backoff;
 use crate::{Channel, Error, Job, NetAddr, Port, Result, WaitPolicy};
-use io::{check_user, IoState, Out};
+use io::{check_user, send_msg, IoState, Out};
 
 /// A message handler: called with the library's context, the send half of the endpoint
 /// and the message. A plain function (a closure that captures nothing coerces to one):
@@ -368,14 +368,13 @@ impl<P: Port, C> Endpoint<P, C> {
     #[cold]
     fn push_slow(&mut self, dst: u32, hdr: &[u8], data: &[u8]) -> Result<()> {
         let addr = NetAddr::new(dst as u16, self.io.port);
-        let iov = [IoSlice::new(hdr), IoSlice::new(data)];
         let mut idle = Backoff::with(256, 768, Duration::from_micros(50));
         loop {
             if !self.io.out[dst as usize].is_empty() {
                 self.io.flush_dst(&self.ch, dst)?;
             }
             if self.io.out[dst as usize].is_empty() {
-                match self.ch.send_whole(addr, &iov) {
+                match send_msg(&self.ch, addr, hdr, data) {
                     Err(Error::WouldBlock) => {}
                     r => return r,
                 }
@@ -411,6 +410,17 @@ impl<P: Port, C> Out for Endpoint<P, C> {
             }
         }
         self.push_slow(dst, hdr, data)
+    }
+    #[inline]
+    fn push_alone(&mut self, dst: u32, msg: &[u8]) -> Result<()> {
+        if self.io.queued == 0 {
+            let addr = NetAddr::new(dst as u16, self.io.port);
+            match self.ch.send_whole(addr, &[IoSlice::new(msg)]) {
+                Err(Error::WouldBlock) => {}
+                r => return r,
+            }
+        }
+        self.push_slow(dst, msg, &[])
     }
 }
 
