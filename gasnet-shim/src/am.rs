@@ -362,9 +362,15 @@ pub(crate) fn emit(
             if let Some(w) = &segs.win {
                 // Direct path: the payload goes straight into the peer's mapped segment;
                 // the message that follows it (a release by the channel) carries the
-                // arguments only.
-                // SAFETY: `data` is readable (above); `put_raw` checks the range.
-                if unsafe { w.put_raw(m.dst, off, data.as_ptr(), data.len()) } {
+                // arguments only. A negotiated payload prepared there (`crate::np`) is in
+                // place already.
+                if let Some(at) = w.reach(m.dst, off, data.len()) {
+                    if !std::ptr::eq(at, data.as_ptr()) {
+                        // SAFETY: `data` is readable (above); `reach` bounded the target
+                        // range by a live mapping; the two may overlap (a prepared
+                        // payload committed to another address): a move.
+                        unsafe { skifch::mem::copy_move(data.as_ptr(), at, data.len()) };
+                    }
                     return send(out, H_AM, meta, &pargs, &b);
                 }
             }

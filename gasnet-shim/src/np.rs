@@ -52,6 +52,16 @@ fn prefix_len(nargs: usize) -> usize {
 }
 
 impl<P: Port + Send + 'static> Gasnet<P> {
+    /// A Long request's payload prepared in place: on the direct path, the address of
+    /// `len` bytes at `dest` in rank `dst`'s segment as mapped here (the client writes the
+    /// payload there; the commit then sends the arguments only). `None` elsewhere (the
+    /// message path, a destination outside the segment: the caller copies).
+    pub fn prepare_long(&self, dst: u32, dest: usize, len: usize) -> Option<*mut u8> {
+        let segs = self.segs()?;
+        let off = segs.offset(dst, dest, len).ok()?;
+        segs.win.as_ref()?.reach(dst, off, len)
+    }
+
     /// Room for a Medium request of up to `max` payload bytes with `nargs` arguments to
     /// rank `dst`, in `dst`'s receive memory; `Ok(None)` where the driver cannot (the caller
     /// copies). `immediate`: `WouldBlock` instead of waiting for room.

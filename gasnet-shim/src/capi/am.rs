@@ -326,8 +326,9 @@ fn sd_handle() -> *mut c_void {
 /// buffer of between `least` and `most` bytes the client fills, then commits. The
 /// client's own buffer when it gives one; for a Medium request without one, room in the
 /// target's receive memory where the driver offers it (`crate::np`: no copy; with
-/// `GEX_FLAG_IMMEDIATE` NULL when there is no room now); else one of the library's (a
-/// copy at commit).
+/// `GEX_FLAG_IMMEDIATE` NULL when there is no room now); for a Long request with its
+/// destination, on the direct path, that destination in the target's mapped segment (no
+/// copy when committed to the same address); else one of the library's (a copy at commit).
 #[no_mangle]
 pub unsafe extern "C" fn gasnetc_am_prepare(
     tm: *mut c_void,
@@ -380,9 +381,19 @@ pub unsafe extern "C" fn gasnetc_am_prepare(
             Err(e) => fatal(&call, &e),
         }
     }
+    // A Long request to a destination given now, on the direct path: the payload is
+    // written straight into the target's segment (the commit sends the arguments only).
+    let in_seg =
+        if tok.is_null() && client_buf.is_null() && cat == Category::Long && !dest.is_null() {
+            g(&call).prepare_long(job_rank(&call, tm, rank), dest as usize, size)
+        } else {
+            None
+        };
     let mut own = Vec::new();
     let addr = if let Some(z) = &zc {
         z.addr() as usize
+    } else if let Some(at) = in_seg {
+        at as usize
     } else if client_buf.is_null() {
         own = vec![0u8; size];
         own.as_mut_ptr() as usize

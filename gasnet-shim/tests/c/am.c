@@ -188,6 +188,21 @@ int main(int argc, char **argv) {
         off += 8 * (k + 1);
     }
     CHECK(gex_AM_MaxRequestLong(tm, peer, GEX_EVENT_NOW, 0, 0) >= 70000);
+    /* Negotiated Long requests with the library's buffer (on the direct path: the
+     * destination in the peer's segment itself), committed to the address given at Prepare
+     * (NULL) or to another one overlapping it (the bytes move there). */
+    for (int k = 0; k < 6; k++) {
+        size_t len = (size_t)k * 4099 % 70000 + 1, poff = 4096 + (size_t)k * 96;
+        size_t coff = k % 2 ? poff + 40 : poff;
+        gex_AM_SrcDesc_t lsd = gex_AM_PrepareRequestLong(tm, peer, NULL, len, len,
+                                                         (uint8_t *)peer_seg + poff, NULL, 0, 2);
+        CHECK(gex_AM_SrcDescSize(lsd) == len);
+        uint8_t *lp = gex_AM_SrcDescAddr(lsd);
+        for (size_t i = 0; i < len; i++) lp[i] = pat(i, len, 40 + k);
+        gex_AM_CommitRequestLong2(lsd, H_LONG, len, k % 2 ? (uint8_t *)peer_seg + coff : NULL,
+                                  (gex_AM_Arg_t)coff, 40 + k);
+        wait_replies(1);
+    }
     /* Long replies into this rank's segment, 8 B and 70000 B. */
     uintptr_t mydest = (uintptr_t)(seg + (512 << 10));
     int lens[] = {8, 70000};
