@@ -337,6 +337,7 @@ impl<P: Port> Mpi<P> {
     }
 
     /// Posts a receive (`MPI_Irecv`).
+    #[inline(always)]
     pub fn irecv(&self, c: &CommData, buf: UserBuf, src: i32, tag: i32) -> Result<ReqId> {
         let env = Self::want(c, src, tag)?;
         self.eng.irecv(env, buf)

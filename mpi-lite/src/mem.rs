@@ -264,8 +264,22 @@ impl UserBuf {
 
     /// Writes the message segments `[a, b]` (as a received message gives them) as packed
     /// bytes from 0; what does not fit is dropped (the caller reports truncation).
-    #[inline]
+    #[inline(always)]
     pub fn write_segments(&mut self, [a, b]: [&[u8]; 2]) {
+        if b.is_empty() && self.dt.is_none() {
+            // Plain bytes (the C ABI's contiguous receives), one segment: a copy in the
+            // caller (the handler of an eager message), no call.
+            let dst = self.plain_mut();
+            let n = a.len().min(dst.len());
+            copy_slice(dst, &a[..n]);
+            return;
+        }
+        self.write_segments_typed([a, b]);
+    }
+
+    /// [`UserBuf::write_segments`] through the type map, or of a message in two segments.
+    #[inline(never)]
+    fn write_segments_typed(&mut self, [a, b]: [&[u8]; 2]) {
         if b.is_empty() {
             if let Some(dst) = self.as_contiguous_mut() {
                 // The common small message: one run into one run.

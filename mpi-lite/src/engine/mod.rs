@@ -74,7 +74,7 @@ use protocol::{
 pub use sched::{Local, Range, Sched, Step};
 pub use state::State;
 use state::{FxMap, Req, ReqKind};
-pub use threads::Engine;
+pub use threads::{Engine, Reaper};
 
 /// `MPI_ANY_SOURCE`.
 pub const ANY_SOURCE: i32 = -2;
@@ -287,7 +287,7 @@ impl<P: Port> Core<P> {
             eager,
             reqs: Vec::new(),
             free: Vec::new(),
-            posted_exact: FxMap::default(),
+            posted_exact: Default::default(),
             posted_wild: Vec::new(),
             posted_n: 0,
             unex: FxMap::default(),
@@ -451,7 +451,7 @@ impl<P: Port> Core<P> {
                 None => {
                     s.posted_n += 1;
                     if env.is_exact() {
-                        s.posted_exact.entry(env).or_default().push_back(id);
+                        s.posted_exact.push(env, id);
                     } else {
                         s.posted_wild.push(id);
                     }
@@ -501,7 +501,7 @@ impl<P: Port> Core<P> {
         self.wait_until(|s| s.is_done(id))?;
         let r = self.st_mut().release(id);
         if let Some(e) = r.err {
-            return Err(e);
+            return Err(*e);
         }
         match r.kind {
             ReqKind::Recv { buf, .. } => Ok(buf.into_owned().unwrap_or_default()),

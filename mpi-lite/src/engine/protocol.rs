@@ -140,7 +140,7 @@ pub(super) fn on_message<P: Port>(
         H_DATA => {
             let id = am.arg();
             let Some(Req {
-                kind: ReqKind::Recv { buf, got, .. },
+                kind: ReqKind::Recv { buf, .. },
                 ..
             }) = s.get_mut(id)
             else {
@@ -153,7 +153,6 @@ pub(super) fn on_message<P: Port>(
                     let [a, b] = am.payload().segments();
                     buf.write_packed(0, a);
                     buf.write_packed(a.len(), b);
-                    *got = a.len() + b.len();
                     s.complete(id);
                 }
                 Phase::LongStart { total } => {
@@ -163,11 +162,10 @@ pub(super) fn on_message<P: Port>(
                         .unwrap_or_else(|| Landing::vec(total as usize));
                     am.place(l);
                 }
-                Phase::LongDone { total } => {
+                Phase::LongDone { .. } => {
                     if let Some(v) = am.take_landing().and_then(Landing::into_vec) {
                         buf.write_packed(0, &v);
                     }
-                    *got = total as usize;
                     s.complete(id);
                 }
             }

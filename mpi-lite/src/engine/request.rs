@@ -41,7 +41,7 @@ impl<P: Port> Core<P> {
         match s.get_mut(id) {
             Some(r) if matches!(r.kind, ReqKind::Nothing) && !r.done => {
                 r.status = status;
-                r.err = err;
+                r.err = err.map(Box::new);
                 r.done = true;
                 let freed = r.freed;
                 if freed {
@@ -94,7 +94,7 @@ impl<P: Port> Core<P> {
             None => Err(Error::Request(format!("request {id} does not exist"))),
             Some(r) if !r.done => Ok(None),
             Some(r) => match &r.err {
-                Some(e) => Err(e.clone()),
+                Some(e) => Err((**e).clone()),
                 None => Ok(Some(r.status)),
             },
         }

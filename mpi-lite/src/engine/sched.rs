@@ -356,7 +356,7 @@ impl<P: Port> Core<P> {
         }
         let s = self.st_mut();
         if let Some(r) = s.get_mut(run.req) {
-            r.err = err;
+            r.err = err.map(Box::new);
             r.status = Status::proc_null();
         }
         s.complete(run.req);

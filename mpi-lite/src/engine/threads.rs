@@ -105,6 +105,18 @@ impl<W: Waiter> Waits<W> {
     }
 }
 
+/// The engine locked for [`Engine::test_each`]: tests requests one by one (a plain call per
+/// request, not one through a `dyn` closure).
+pub struct Reaper<'a, P: Port>(FlagGuard<'a, Core<P>>);
+
+impl<P: Port> Reaper<'_, P> {
+    /// As [`Engine::test`].
+    #[inline]
+    pub fn test(&mut self, id: ReqId) -> Result<Option<Status>> {
+        self.0.test(id)
+    }
+}
+
 /// The poll token of one wait, given back when the wait ends (also by an error).
 struct Token<'a, W: Waiter> {
     waits: &'a Waits<W>,
@@ -397,7 +409,7 @@ impl<P: Port> Engine<P> {
             }
             let r = s.release(id);
             Some(match (r.err, r.kind) {
-                (Some(e), _) => Err(e),
+                (Some(e), _) => Err(*e),
                 (None, ReqKind::Recv { buf, .. }) => Ok(buf.into_owned().unwrap_or_default()),
                 _ => Err(Error::Intern("collective receive lost its buffer".into())),
             })
@@ -500,12 +512,9 @@ impl<P: Port> Engine<P> {
     /// [`Engine::test`] does (no progress; a complete request is released): for the
     /// multiple-completion calls, which reap a whole set after one wait. `f` must not call
     /// the engine (its lock is held).
-    pub fn test_each<T>(
-        &self,
-        f: impl FnOnce(&mut dyn FnMut(ReqId) -> Result<Option<Status>>) -> T,
-    ) -> Result<T> {
-        let mut c = self.lock()?;
-        Ok(f(&mut |id| c.test(id)))
+    pub fn test_each<T>(&self, f: impl FnOnce(&mut Reaper<'_, P>) -> T) -> Result<T> {
+        let c = self.lock()?;
+        Ok(f(&mut Reaper(c)))
     }
 
     /// Progresses until `done(state)`.

@@ -4,10 +4,11 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mpi_lite::engine::{Mode, ReqId, Status, ANY_SOURCE, ANY_TAG, SENT};
+use mpi_lite::engine::{Mode, Reaper, ReqId, Status, ANY_SOURCE, ANY_TAG, SENT};
 use mpi_lite::error::class;
 use mpi_lite::mem::UserBuf;
 use mpi_lite::{Error, Result};
+use skifch_drivers::DefaultPort;
 
 use super::greq::{self, Slot};
 use super::persist::{self, view};
@@ -404,10 +405,8 @@ fn complete_all(
 
 /// The outcome of request handle `*r` if it is complete, as [`finish`] without waiting,
 /// through `test` (the engine locked once for a whole set); `None` while pending.
-fn reap(
-    r: &mut c_int,
-    test: &mut dyn FnMut(ReqId) -> Result<Option<Status>>,
-) -> Option<Result<Status>> {
+#[inline]
+fn reap(r: &mut c_int, test: &mut Reaper<'_, DefaultPort>) -> Option<Result<Status>> {
     if *r == h::REQUEST_NULL {
         return Some(Ok(empty_status()));
     }
@@ -418,7 +417,7 @@ fn reap(
     let res = if id == SENT {
         Ok(Status::default())
     } else {
-        match test(id) {
+        match test.test(id) {
             Ok(None) => return None,
             Ok(Some(s)) => Ok(s),
             // An error is the request's own (it is released) or "no such request".
@@ -440,25 +439,32 @@ struct Outcomes {
 }
 
 impl Outcomes {
+    #[inline(always)]
     fn record(&mut self, i: usize, res: Result<Status>, sts: Option<&mut [MPI_Status]>) {
-        let (s, err) = match res {
-            Ok(s) => (s, None),
-            Err(e) => {
-                self.failed = true;
-                let mut s = empty_status();
-                s.error = e.class();
-                (s, Some(e))
+        match res {
+            // The common case, kept apart: no error to carry, the status written in place.
+            Ok(s) => {
+                if let Some(sts) = sts {
+                    let mut c = super::to_c_status(&s);
+                    c.MPI_ERROR = class::SUCCESS;
+                    sts[i] = c;
+                }
             }
-        };
+            Err(e) => self.record_err(i, e, sts),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_err(&mut self, i: usize, e: Error, sts: Option<&mut [MPI_Status]>) {
+        self.failed = true;
         if let Some(sts) = sts {
-            let mut c = super::to_c_status(&s);
-            if err.is_none() {
-                c.MPI_ERROR = class::SUCCESS;
-            }
-            sts[i] = c;
+            let mut s = empty_status();
+            s.error = e.class();
+            sts[i] = super::to_c_status(&s);
         }
         if self.first_err.is_none() {
-            self.first_err = err;
+            self.first_err = Some(e);
         }
     }
 }
