@@ -64,13 +64,13 @@ impl Plan<'_> {
     fn local_fold(&mut self, x: &Inter, input: &[u8], extra: usize) -> usize {
         let (r, n, len) = (self.c.rank, x.local.size(), input.len());
         if r == 0 {
-            self.s.buf = vec![0; n * len + extra];
+            self.s.set_scratch(n * len + extra);
             self.s.buf[..len].copy_from_slice(input);
             let recvs = (1..n).map(|j| self.lrx(x, j, (j * len, len))).collect();
             self.round(vec![], recvs, fold_ops(n, len));
             (n - 1) * len
         } else {
-            self.s.buf = vec![0; len + extra];
+            self.s.set_scratch(len + extra);
             self.s.buf[..len].copy_from_slice(input);
             let s = self.ltx(x, 0, (0, len));
             self.round(vec![s], vec![], vec![]);
@@ -97,14 +97,14 @@ impl<P: Port> Mpi<P> {
     /// A process with no part takes the call's tag (so the members' tags stay in step)
     /// and gets a complete request.
     fn no_part(&self, c: &CommData) -> Result<ReqId> {
-        let _ = Plan::new(c, 0);
+        let _ = self.plan(c, 0);
         self.engine().done_request()
     }
 
     /// `MPI_Ibarrier` on an intercommunicator: completes once every member of both groups
     /// has entered.
     pub(crate) fn inter_ibarrier(&self, c: &CommData, x: &Inter) -> Result<ReqId> {
-        let mut p = Plan::new(c, 0);
+        let mut p = self.plan(c, 0);
         let n = x.local.size();
         let none = vec![(0, 0); n];
         if c.rank == 0 {
@@ -132,14 +132,14 @@ impl<P: Port> Mpi<P> {
         match role(x, root)? {
             Role::Idle => self.no_part(c),
             Role::Root => {
-                let mut p = Plan::new(c, len);
+                let mut p = self.plan(c, len);
                 p.load(0, &buf)?;
                 let s = p.xtx(x, 0, (0, len));
                 p.round(vec![s], vec![], vec![]);
                 self.start(p)
             }
             Role::Leaf(r) => {
-                let mut p = Plan::new(c, len);
+                let mut p = self.plan(c, len);
                 if c.rank == 0 {
                     let v = p.xrx(r, (0, len));
                     p.round(vec![], vec![v], vec![]);
@@ -168,7 +168,7 @@ impl<P: Port> Mpi<P> {
                     recv.ok_or_else(|| Error::Buffer("the root needs a receive buffer".into()))?;
                 let recv = recv.laid_out();
                 let len = recv.packed_len();
-                let mut p = Plan::new(c, len);
+                let mut p = self.plan(c, len);
                 let v = p.xrx(0, (0, len));
                 p.round(vec![], vec![v], vec![]);
                 p.s.out.push((recv, 0));
@@ -176,7 +176,7 @@ impl<P: Port> Mpi<P> {
             }
             Role::Leaf(r) => {
                 let send = send.ok_or_else(no_in_place)?;
-                let mut p = Plan::new(c, 0);
+                let mut p = self.plan(c, 0);
                 let len = p.reduce_with(&send, op)?;
                 let at = p.local_fold(x, &send.laid_out().to_packed()?, 0);
                 if c.rank == 0 {
@@ -198,7 +198,7 @@ impl<P: Port> Mpi<P> {
         recv: UserBuf,
         op: &ReduceOp,
     ) -> Result<ReqId> {
-        let mut p = Plan::new(c, 0);
+        let mut p = self.plan(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
         let (send, recv) = (send.map(UserBuf::laid_out), recv.laid_out());
         if recv.packed_len() != len {
@@ -228,7 +228,7 @@ impl<P: Port> Mpi<P> {
         }
         let lens = &laid_out_lens(input.datatype(), lens);
         let (off, total) = offsets(lens);
-        let mut p = Plan::new(c, 0);
+        let mut p = self.plan(c, 0);
         if p.reduce_with(&input, op)? != total {
             return Err(mismatch());
         }
@@ -280,7 +280,7 @@ impl<P: Port> Mpi<P> {
                 check_len(x, recv.len(), "MPI_Igather")?;
                 let lens: Vec<usize> = recv.iter().map(UserBuf::packed_len).collect();
                 let (off, total) = offsets(&lens);
-                let mut p = Plan::new(c, total);
+                let mut p = self.plan(c, total);
                 let recvs = (0..lens.len())
                     .map(|j| p.xrx(j, (off[j], lens[j])))
                     .collect();
@@ -290,7 +290,7 @@ impl<P: Port> Mpi<P> {
             }
             Role::Leaf(r) => {
                 let send = send.ok_or_else(no_in_place)?;
-                let mut p = Plan::new(c, send.packed_len());
+                let mut p = self.plan(c, send.packed_len());
                 p.load(0, &send)?;
                 let s = p.xtx(x, r, (0, send.packed_len()));
                 p.round(vec![s], vec![], vec![]);
@@ -315,7 +315,7 @@ impl<P: Port> Mpi<P> {
                 check_len(x, send.len(), "MPI_Iscatter")?;
                 let lens: Vec<usize> = send.iter().map(UserBuf::packed_len).collect();
                 let (off, total) = offsets(&lens);
-                let mut p = Plan::new(c, total);
+                let mut p = self.plan(c, total);
                 for (j, b) in send.iter().enumerate() {
                     p.load(off[j], b)?;
                 }
@@ -327,7 +327,7 @@ impl<P: Port> Mpi<P> {
             }
             Role::Leaf(r) => {
                 let recv = recv.ok_or_else(no_in_place)?;
-                let mut p = Plan::new(c, recv.packed_len());
+                let mut p = self.plan(c, recv.packed_len());
                 let v = p.xrx(r, (0, recv.packed_len()));
                 p.round(vec![], vec![v], vec![]);
                 p.s.out.push((recv, 0));
@@ -350,7 +350,7 @@ impl<P: Port> Mpi<P> {
         let lens: Vec<usize> = recv.iter().map(UserBuf::packed_len).collect();
         let (off, total) = offsets(&lens);
         let sl = send.packed_len();
-        let mut p = Plan::new(c, sl + total);
+        let mut p = self.plan(c, sl + total);
         p.load(0, &send)?;
         let sends = (0..lens.len()).map(|j| p.xtx(x, j, (0, sl))).collect();
         let recvs = (0..lens.len())
@@ -381,7 +381,7 @@ impl<P: Port> Mpi<P> {
         let rlens: Vec<usize> = recv.iter().map(UserBuf::packed_len).collect();
         let (soff, stotal) = offsets(&slens);
         let (roff, rtotal) = offsets(&rlens);
-        let mut p = Plan::new(c, stotal + rtotal);
+        let mut p = self.plan(c, stotal + rtotal);
         for (j, b) in send.iter().enumerate() {
             p.load(soff[j], b)?;
         }

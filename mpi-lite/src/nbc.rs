@@ -43,22 +43,18 @@ const NBC_TAGS: u32 = 1024;
 pub(crate) struct Plan<'a> {
     pub(crate) c: &'a CommData,
     pub(crate) tag: i32,
-    pub(crate) s: Sched,
+    pub(crate) s: Box<Sched>,
 }
 
 impl<'a> Plan<'a> {
-    pub(crate) fn new(c: &'a CommData, scratch: usize) -> Self {
+    pub(crate) fn new(c: &'a CommData, s: Box<Sched>) -> Self {
         // The communicator's collective counter (every member makes the same calls in the
         // same order), folded into 1024 negative tags of their own: a tag tells apart the
         // collectives running at once, and a bounded set keeps the matching tables' keys
         // (and their queues' allocations) reused instead of one new key per call.
         let seq = c.coll_seq.fetch_add(1, Ordering::Relaxed);
         let tag = NBC_TAG_BASE - (seq & (NBC_TAGS - 1)) as i32;
-        Plan {
-            c,
-            tag,
-            s: Sched::new(scratch),
-        }
+        Plan { c, tag, s }
     }
     fn rank(&self) -> usize {
         self.c.rank
@@ -176,6 +172,12 @@ pub(crate) fn fold_ops(n: usize, len: usize) -> Vec<Local> {
 }
 
 impl<P: Port> Mpi<P> {
+    /// The plan of a collective on `c` over `scratch` zeroed bytes (a spare schedule's
+    /// storage when there is one).
+    pub(crate) fn plan<'a>(&self, c: &'a CommData, scratch: usize) -> Plan<'a> {
+        Plan::new(c, self.engine().new_sched(scratch))
+    }
+
     pub(crate) fn start(&self, p: Plan<'_>) -> Result<ReqId> {
         self.engine().start_sched(p.s)
     }
@@ -185,7 +187,7 @@ impl<P: Port> Mpi<P> {
         if let Some(x) = &c.inter {
             return self.inter_ibarrier(c, x);
         }
-        let mut p = Plan::new(c, 0);
+        let mut p = self.plan(c, 0);
         let (r, n) = (p.rank(), p.size());
         let mut d = 1;
         while d < n {
@@ -202,7 +204,7 @@ impl<P: Port> Mpi<P> {
         }
         let root = root_of(c, root)?;
         let len = buf.packed_len();
-        let mut p = Plan::new(c, len);
+        let mut p = self.plan(c, len);
         let (r, n) = (p.rank(), p.size());
         let vr = (r + n - root) % n;
         let real = |v: usize| (v + root) % n;
@@ -250,7 +252,7 @@ impl<P: Port> Mpi<P> {
         if r != root {
             let send =
                 send.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
-            let mut p = Plan::new(c, send.packed_len());
+            let mut p = self.plan(c, send.packed_len());
             p.load(0, &send)?;
             let s = p.tx(root, (0, send.packed_len()));
             p.round(vec![s], vec![], vec![]);
@@ -259,7 +261,7 @@ impl<P: Port> Mpi<P> {
         check_blocks(&recv, n)?;
         let lens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();
         let (off, total) = offsets(&lens);
-        let mut p = Plan::new(c, total);
+        let mut p = self.plan(c, total);
         match &send {
             Some(s) if s.packed_len() == lens[r] => p.load(off[r], s)?,
             Some(_) => return Err(mismatch()),
@@ -291,7 +293,7 @@ impl<P: Port> Mpi<P> {
         if r != root {
             let recv =
                 recv.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
-            let mut p = Plan::new(c, recv.packed_len());
+            let mut p = self.plan(c, recv.packed_len());
             let v = p.rx(root, (0, recv.packed_len()));
             p.round(vec![], vec![v], vec![]);
             p.s.out.push((recv, 0));
@@ -300,7 +302,7 @@ impl<P: Port> Mpi<P> {
         check_blocks(&send, n)?;
         let lens: Vec<usize> = send.iter().map(|b| b.packed_len()).collect();
         let (off, total) = offsets(&lens);
-        let mut p = Plan::new(c, total);
+        let mut p = self.plan(c, total);
         for (j, b) in send.iter().enumerate() {
             p.load(off[j], b)?;
         }
@@ -332,7 +334,7 @@ impl<P: Port> Mpi<P> {
         check_blocks(&recv, n)?;
         let lens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();
         let (off, total) = offsets(&lens);
-        let mut p = Plan::new(c, total);
+        let mut p = self.plan(c, total);
         match &send {
             Some(s) if s.packed_len() == lens[r] => p.load(off[r], s)?,
             Some(_) => return Err(mismatch()),
@@ -372,7 +374,7 @@ impl<P: Port> Mpi<P> {
         }
         let (soff, stotal) = offsets(&slens);
         let (roff, rtotal) = offsets(&rlens);
-        let mut p = Plan::new(c, stotal + rtotal);
+        let mut p = self.plan(c, stotal + rtotal);
         for j in 0..n {
             match &send {
                 Some(s) => p.load(soff[j], &s[j])?,
@@ -417,7 +419,7 @@ impl<P: Port> Mpi<P> {
         if r != root {
             let send =
                 send.ok_or_else(|| Error::Buffer("MPI_IN_PLACE is for the root only".into()))?;
-            let mut p = Plan::new(c, laid_out_len(&send));
+            let mut p = self.plan(c, laid_out_len(&send));
             p.reduce_with(&send, op)?;
             let send = send.laid_out();
             p.load(0, &send)?;
@@ -426,13 +428,13 @@ impl<P: Port> Mpi<P> {
             return self.start(p);
         }
         let recv = recv.ok_or_else(|| Error::Buffer("the root needs a receive buffer".into()))?;
-        let mut p = Plan::new(c, 0);
+        let mut p = self.plan(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
         let (send, recv) = (send.map(UserBuf::laid_out), recv.laid_out());
         if recv.packed_len() != len {
             return Err(mismatch());
         }
-        p.s.buf = vec![0; n * len];
+        p.s.set_scratch(n * len);
         p.load(r * len, send.as_ref().unwrap_or(&recv))?;
         let recvs = (0..n)
             .filter(|&j| j != r)
@@ -455,7 +457,7 @@ impl<P: Port> Mpi<P> {
             return self.inter_iallreduce(c, x, send, recv, op);
         }
         let (r, n) = (c.rank, c.size());
-        let mut p = Plan::new(c, 0);
+        let mut p = self.plan(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
         let (send, recv) = (send.map(UserBuf::laid_out), recv.laid_out());
         if recv.packed_len() != len {
@@ -464,7 +466,7 @@ impl<P: Port> Mpi<P> {
         if n.is_power_of_two() {
             // Recursive doubling: after round k the accumulator holds the ordered
             // reduction of a block of 2^(k+1) consecutive ranks.
-            p.s.buf = vec![0; 2 * len];
+            p.s.set_scratch(2 * len);
             p.load(0, send.as_ref().unwrap_or(&recv))?;
             let mut d = 1;
             while d < n {
@@ -505,7 +507,7 @@ impl<P: Port> Mpi<P> {
         }
         let lens = &laid_out_lens(input.datatype(), lens);
         let (off, total) = offsets(lens);
-        let mut p = Plan::new(c, 0);
+        let mut p = self.plan(c, 0);
         let len = p.reduce_with(&input, op)?;
         let (input, out) = (input.laid_out(), out.laid_out());
         if len != total {
@@ -533,7 +535,7 @@ impl<P: Port> Mpi<P> {
             "MPI_Iscan"
         })?;
         let (r, n) = (c.rank, c.size());
-        let mut p = Plan::new(c, 0);
+        let mut p = self.plan(c, 0);
         let len = p.reduce_with(send.as_ref().unwrap_or(&recv), op)?;
         let (send, recv) = (send.map(UserBuf::laid_out), recv.laid_out());
         if recv.packed_len() != len {
@@ -541,7 +543,7 @@ impl<P: Port> Mpi<P> {
         }
         // Slots: this member's value (becomes the running prefix), the prefix that came,
         // the exclusive result.
-        p.s.buf = vec![0; 3 * len];
+        p.s.set_scratch(3 * len);
         p.load(0, send.as_ref().unwrap_or(&recv))?;
         if r > 0 {
             let v = p.rx(r - 1, (len, len));
@@ -577,7 +579,7 @@ impl<P: Port> Mpi<P> {
 fn reduce_then_spread(p: &mut Plan<'_>, input: &[u8], out: UserBuf, blocks: &[Range]) {
     let (r, n, len) = (p.rank(), p.size(), input.len());
     if r == 0 {
-        p.s.buf = vec![0; n * len];
+        p.s.set_scratch(n * len);
         p.s.buf[..len].copy_from_slice(input);
         let recvs = (1..n).map(|j| p.rx(j, (j * len, len))).collect();
         p.round(vec![], recvs, fold_ops(n, len));
@@ -588,7 +590,7 @@ fn reduce_then_spread(p: &mut Plan<'_>, input: &[u8], out: UserBuf, blocks: &[Ra
         p.round(sends, vec![], vec![]);
         p.s.out.push((out, last + blocks[0].0));
     } else {
-        p.s.buf = vec![0; len.max(blocks[r].1)];
+        p.s.set_scratch(len.max(blocks[r].1));
         p.s.buf[..len].copy_from_slice(input);
         let s = p.tx(0, (0, len));
         p.round(vec![s], vec![], vec![]);
@@ -666,7 +668,7 @@ impl<P: Port> Mpi<P> {
         let rlens: Vec<usize> = recv.iter().map(|b| b.packed_len()).collect();
         let (soff, stotal) = offsets(&slens);
         let (roff, rtotal) = offsets(&rlens);
-        let mut p = Plan::new(c, stotal + rtotal);
+        let mut p = self.plan(c, stotal + rtotal);
         for (j, b) in send.iter().enumerate() {
             p.load(soff[j], b)?;
         }

@@ -297,6 +297,8 @@ impl<P: Port> Core<P> {
             bsend_used: 0,
             held: Vec::new(),
             colls: Vec::new(),
+            spare: Vec::new(),
+            spare_pending: Vec::new(),
             completed: 0,
             rma: Default::default(),
         };

@@ -230,6 +230,10 @@ pub struct State {
     pub(super) held: Vec<Option<Unex>>,
     /// Nonblocking collectives being run (`sched`).
     pub(super) colls: Vec<super::sched::Running>,
+    /// Finished schedules kept for reuse (`sched`), and request lists of reused ones not
+    /// yet running.
+    pub(super) spare: Vec<super::sched::Spare>,
+    pub(super) spare_pending: Vec<Vec<(ReqId, Option<super::sched::Range>)>>,
     /// Requests completed so far (under `MPI_THREAD_MULTIPLE`, a call that served incoming
     /// messages while sending tells the waiting threads when it moved).
     pub(super) completed: u64,

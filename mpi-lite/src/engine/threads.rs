@@ -569,8 +569,17 @@ impl<P: Port> Engine<P> {
         f(&mut c.ep)
     }
 
+    /// An empty schedule over `len` zeroed bytes for [`Engine::start_sched`], reusing a
+    /// finished one's storage when the core is free (else a new one).
+    pub fn new_sched(&self, len: usize) -> Box<Sched> {
+        match self.lock() {
+            Ok(mut c) => c.st_mut().new_sched(len),
+            Err(_) => Sched::new(len),
+        }
+    }
+
     /// Starts a schedule (see [`Core::start_sched`]).
-    pub fn start_sched(&self, sched: Sched) -> Result<ReqId> {
+    pub fn start_sched(&self, sched: Box<Sched>) -> Result<ReqId> {
         self.lock()?.start_sched(sched)
     }
 

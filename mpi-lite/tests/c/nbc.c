@@ -168,6 +168,19 @@ int main(int argc, char **argv) {
         CHECK(rs_nb.v == rs_bl.v && rs_nb.i == rs_bl.i && rs_bl.v == n - 1);
     }
 
+    /* Finished schedules are reused by the next calls (their storage kept, issue 17):
+     * back-to-back calls whose scratch sizes change, two in flight, each result checked. */
+    for (int it = 0; it < 40; it++) {
+        int m = 1 + (it * 7) % (4 * N), big[4 * N], out[4 * N];
+        for (int i = 0; i < m; i++) big[i] = r + it + i;
+        MPI_Request p2[2];
+        CHECK(MPI_Iallreduce(big, out, m, MPI_INT, MPI_SUM, comm, &p2[0]) == MPI_SUCCESS);
+        CHECK(MPI_Ibarrier(comm, &p2[1]) == MPI_SUCCESS);
+        CHECK(MPI_Wait(&p2[it % 2], MPI_STATUS_IGNORE) == MPI_SUCCESS);
+        CHECK(MPI_Wait(&p2[1 - it % 2], MPI_STATUS_IGNORE) == MPI_SUCCESS);
+        for (int i = 0; i < m; i++) CHECK(out[i] == n * (n - 1) / 2 + n * (it + i));
+    }
+
     free(all); free(all2); free(cnt); free(dsp); free(wd); free(wt); free(sc); free(sd);
     free(rc); free(rd); free(vec);
     MPI_Comm_free(&comm);
