@@ -9,12 +9,22 @@ use skifch_testing::{clean_env, example_exe, have_cc, openmpi_cmd, run_job, Outc
 
 const LIMIT: Duration = Duration::from_secs(skifch_testing::LAUNCHER_JOB_LIMIT_SECS as u64 + 60);
 
+/// One Open MPI job at a time: Open MPI 4 jobs started at once by one test process
+/// interfered (a job in the namespaces hung until its time limit while others ran).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn probe() -> String {
     example_exe("boot_probe").to_string_lossy().into_owned()
 }
 
 fn openmpi(n: u32, probe_args: &[&str]) -> Option<Outcome> {
-    let mut cmd = openmpi_cmd(&["-n", &n.to_string()])?;
+    let _alone = one_at_a_time();
+    let session = ScratchDir::new(&format!("ompi-{}", probe_args.join("-")));
+    let mut cmd = openmpi_cmd(&["-n", &n.to_string()], session.path())?;
     cmd.arg(probe()).args(probe_args);
     Some(run_job(cmd, LIMIT))
 }
@@ -39,18 +49,21 @@ fn openmpi_four_ranks_and_one() {
 
 #[test]
 fn abort_ends_the_job_with_its_code() {
+    // Open MPI 4 (ORTE) gets no PMIx_Abort (see `Pmix::abort`): the aborting rank's exit
+    // (7) ends the job, unless a survivor, whose fence fails (exit 42), is seen first.
     if let Some(out) = openmpi(4, &["abort", "2"]) {
-        assert_eq!(out.code(), Some(7), "{out:?}");
+        assert!(matches!(out.code(), Some(7 | 42)), "{out:?}");
     }
 }
 
 /// A rank exits without finalizing while the others wait in a fence: the job ends with a
-/// failure, and no survivor's fence completes.
+/// failure, within the test's limit. (What the survivors' fence returns is the server's
+/// choice: Open MPI 4 fails it with "PARTIAL SUCCESS" when the death comes first, or
+/// completes it over the survivors; then the launcher ends the job.)
 #[test]
-fn dead_rank_fails_the_fence() {
+fn dead_rank_ends_the_job() {
     if let Some(out) = openmpi(4, &["die", "1"]) {
         assert!(!out.status.success(), "{out:?}");
-        assert!(!out.text().contains("barrier completed"), "{out:?}");
     }
 }
 
@@ -142,6 +155,7 @@ fn declared_layouts_match_the_headers() {
 /// `node_of` from PMIx names two nodes, one per namespace.
 #[test]
 fn namespaces_are_nodes_under_pmix() {
+    let _alone = one_at_a_time();
     let Some(nodes) = skifch_testing::NetNodes::create(2) else {
         return;
     };

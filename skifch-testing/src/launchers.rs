@@ -66,13 +66,19 @@ pub fn mpirun_openmpi() -> Option<PathBuf> {
         .clone()
 }
 
-/// `mpirun.openmpi --oversubscribe --allow-run-as-root --timeout <limit> <args>` with a
-/// clean job environment; `None` if Open MPI is missing ([`mpirun_openmpi`]).
-pub fn openmpi_cmd(args: &[&str]) -> Option<Command> {
+/// `mpirun.openmpi --oversubscribe --allow-run-as-root --timeout <limit> --mca
+/// orte_tmpdir_base <session> <args>` with a clean job environment; `None` if Open MPI is
+/// missing ([`mpirun_openmpi`]). `session` is a directory of the caller's own (e.g. a
+/// [`ScratchDir`]): Open MPI 4 jobs that share the default session directory
+/// (`/tmp/ompi.<host>.<uid>`) race when they run at once (one removes it while another
+/// creates its job directory in it: "A call to mkdir was unable to create …").
+pub fn openmpi_cmd(args: &[&str], session: &Path) -> Option<Command> {
     let mut cmd = Command::new(mpirun_openmpi()?);
     crate::clean_env(&mut cmd);
     cmd.args(["--oversubscribe", "--allow-run-as-root", "--timeout"])
         .arg(LAUNCHER_JOB_LIMIT_SECS.to_string())
+        .args(["--mca", "orte_tmpdir_base"])
+        .arg(session)
         .args(args);
     Some(cmd)
 }

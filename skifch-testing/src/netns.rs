@@ -238,25 +238,39 @@ impl NetNodes {
     /// Open MPI's `mpirun` (a PMIx server) run in the switch namespace, starting
     /// `ranks[i]` ranks on node `i`: its daemons (`orted`) are started through the same
     /// ssh stand-in (`--mca plm_rsh_agent`) and talk over the bridge
-    /// (`--mca oob_tcp_if_include 10.10.0.0/24`); add the program and its arguments.
+    /// (`--mca oob_tcp_if_include 10.10.0.0/24`), each to `mpirun` directly (no tree
+    /// spawn, `routed direct`); add the program and its arguments.
     /// `None` (skipped, said on stderr) without Open MPI.
     pub fn openmpi_cmd(&self, ranks: &[u32]) -> Option<Command> {
         crate::mpirun_openmpi()?;
         let hosts = self.host_list(ranks);
         let total: u32 = ranks.iter().sum();
         let ssh = crate::ssh_stand_in(self.scratch.path(), "ip netns exec {host}");
-        let inner = crate::openmpi_cmd(&[
-            "--host",
-            &hosts,
-            "--mca",
-            "plm_rsh_agent",
-            ssh.to_str().expect("a UTF-8 scratch path"),
-            "--mca",
-            "oob_tcp_if_include",
-            "10.10.0.0/24",
-            "-n",
-            &total.to_string(),
-        ])?;
+        let session = self.scratch.path().join("ompi");
+        std::fs::create_dir_all(&session).expect("the Open MPI session directory");
+        let inner = crate::openmpi_cmd(
+            &[
+                "--host",
+                &hosts,
+                "--mca",
+                "plm_rsh_agent",
+                ssh.to_str().expect("a UTF-8 scratch path"),
+                "--mca",
+                "oob_tcp_if_include",
+                "10.10.0.0/24",
+                // Every daemon talks to mpirun only: daemons of "hosts" that share one
+                // host name failed now and then to reach each other (tree spawn, radix).
+                "--mca",
+                "plm_rsh_no_tree_spawn",
+                "1",
+                "--mca",
+                "routed",
+                "direct",
+                "-n",
+                &total.to_string(),
+            ],
+            &session,
+        )?;
         Some(self.in_switch(inner))
     }
 
