@@ -11,6 +11,8 @@
 //! boot_probe abort <rank>     <rank> aborts the job with exit code 7 and exits 7; the others
 //!                             wait in a barrier: exit 42 if it fails, 98 if it completes
 //! boot_probe die <rank>       the same, but <rank> exits 9 without finalizing
+//! boot_probe rejoin          drops its bootstrap (finalize) and asks again: refused with
+//!                             a reason (a 1-rank job: a new one); exit 0
 //! boot_probe server-gone <dir> every rank joins, writes <dir>/pid.R (its pid and its parent's),
 //!                             then waits in a barrier that never completes (nobody
 //!                             answers once the test killed the servers); a rank whose barrier
@@ -120,6 +122,25 @@ fn main() {
     }
     drop(again);
     let rank = boot.rank();
+    if mode == "rejoin" {
+        // Dropping the last Arc finalizes; joining again is refused with a reason.
+        let name = boot.name();
+        drop(boot);
+        match boot::from_env() {
+            Err(e) if name != "single" && e.to_string().contains("was finalized") => {
+                println!("boot_probe rejoin refused: {e}");
+                return;
+            }
+            Ok(b) if name == "single" && b.size() == 1 => {
+                println!("boot_probe rejoin: a new 1-rank bootstrap");
+                return;
+            }
+            r => fail(format!(
+                "rejoin after finalize ({name}) gave {:?}",
+                r.map(|b| b.name())
+            )),
+        }
+    }
     match mode {
         "check" => check(&boot, arg(&args, 2)),
         "abort" | "die" => {

@@ -63,6 +63,21 @@ fn hydra_four_ranks_over_pmi_fd() {
     }
 }
 
+/// After its last user dropped it (finalize), the bootstrap is not joined twice: a clear
+/// refusal under hydra, a fresh 1-rank job without a launcher.
+#[test]
+fn rejoin_after_finalize_is_refused() {
+    let mut cmd = Command::new(probe());
+    clean_env(&mut cmd).arg("rejoin");
+    let text = run_job(cmd, LIMIT).expect_ok("rejoin without launcher");
+    assert!(text.contains("a new 1-rank bootstrap"), "{text}");
+    if let Some(out) = hydra(&["-n", "2"], &["rejoin"]) {
+        let text = out.expect_ok("rejoin under hydra");
+        assert_eq!(text.matches("rejoin refused: ").count(), 2, "{text}");
+        assert!(text.contains("pmi1 bootstrap was finalized"), "{text}");
+    }
+}
+
 #[test]
 fn hydra_one_rank() {
     if let Some(out) = hydra(&["-n", "1"], &["check", "1"]) {

@@ -105,12 +105,14 @@ impl Bootstrap for Single {
 
 /// The live bootstrap of this process, shared by every library that asks for it: a PMI
 /// connection can be initialized only once per process.
-static CURRENT: Mutex<Option<Weak<dyn Bootstrap>>> = Mutex::new(None);
+static CURRENT: Mutex<Option<(Weak<dyn Bootstrap>, &'static str)>> = Mutex::new(None);
 
 /// The bootstrap of the job this process belongs to, chosen from the environment (table
 /// in the [module docs](self)). The first call connects; later calls, while any returned
 /// `Arc` is alive, return the same one (several drivers or libraries of one process share
-/// it). The connection is finalized when the last `Arc` is dropped.
+/// it). The connection is finalized when the last `Arc` is dropped; a launcher's
+/// connection cannot be joined twice, so a later call then fails saying so: keep an `Arc`
+/// for as long as collectives may follow.
 ///
 /// # Errors
 /// [`Error::Bootstrap`] naming the variable or command that failed: a malformed variable,
@@ -127,8 +129,20 @@ static CURRENT: Mutex<Option<Weak<dyn Bootstrap>>> = Mutex::new(None);
 /// ```
 pub fn from_env() -> Result<Arc<dyn Bootstrap>> {
     let mut cur = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(live) = cur.as_ref().and_then(Weak::upgrade) {
-        return Ok(live);
+    if let Some((weak, name)) = cur.as_ref() {
+        if let Some(live) = weak.upgrade() {
+            return Ok(live);
+        }
+        if *name != Single.name() {
+            return Err(Error::Bootstrap(
+                format!(
+                    "this process's {name} bootstrap was finalized when the last Arc that \
+                     boot::from_env returned was dropped, and a launcher's connection cannot \
+                     be joined twice (keep that Arc while collectives may follow)"
+                )
+                .into(),
+            ));
+        }
     }
     let boot: Arc<dyn Bootstrap> = if let Some(p) = pmi1::Pmi1::from_env()? {
         Arc::new(p)
@@ -144,7 +158,7 @@ pub fn from_env() -> Result<Arc<dyn Bootstrap>> {
         }
         Arc::new(Single)
     };
-    *cur = Some(Arc::downgrade(&boot));
+    *cur = Some((Arc::downgrade(&boot), boot.name()));
     Ok(boot)
 }
 
