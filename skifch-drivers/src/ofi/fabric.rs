@@ -87,7 +87,9 @@ fn offered(lib: &sys::Lib) -> String {
 impl Net {
     /// Finds a provider for the driver's needs (reliable datagrams, send-after-send order,
     /// thread-safe domain) as `cfg` restricts it, and opens fabric, domain and AV.
-    pub fn open(cfg: &Config, av_count: usize) -> Result<Net> {
+    /// `rx_size`: receives each endpoint keeps posted (asked of the provider as its
+    /// receive queue size).
+    pub fn open(cfg: &Config, av_count: usize, rx_size: usize) -> Result<Net> {
         let lib = sys::lib()?;
         // SAFETY: fi_dupinfo(NULL) is fi_allocinfo: a zeroed fi_info with its attribute
         // structs allocated; filled below and freed by `Info`.
@@ -107,6 +109,7 @@ impl Net {
             d.mr_mode = (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY) as i32;
             (*h.tx_attr).msg_order = FI_ORDER_SAS as u64;
             (*h.rx_attr).msg_order = FI_ORDER_SAS as u64;
+            (*h.rx_attr).size = rx_size;
             if let Some(p) = &cfg.provider {
                 set_str(&mut (*h.fabric_attr).prov_name, p)?;
             }

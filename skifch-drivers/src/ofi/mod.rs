@@ -225,9 +225,9 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
             .into(),
         ));
     }
-    let net = Arc::new(Net::open(cfg, (size * (ports + 1)) as usize)?);
     let senders = (size * ports) as usize;
     let rx = senders * (cfg.credits as usize + 2);
+    let net = Arc::new(Net::open(cfg, (size * (ports + 1)) as usize, rx)?);
     let ctl = Ep::open(&net, 4 * size as usize + 16, 0, 64)?;
     let mut eps = Vec::new();
     for _ in 0..ports {
