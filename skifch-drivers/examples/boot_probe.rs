@@ -180,7 +180,10 @@ fn main() {
             };
             match r {
                 Err(e) => {
-                    let _ = std::fs::write(dir.join(format!("err.{rank}")), e.to_string());
+                    // Whole or not at all: the test reads it as soon as it exists.
+                    let tmp = dir.join(format!("tmp-err.{rank}"));
+                    let _ = std::fs::write(&tmp, e.to_string());
+                    let _ = std::fs::rename(&tmp, dir.join(format!("err.{rank}")));
                     std::process::exit(SAW_ERROR)
                 }
                 Ok(()) => fail("the barrier completed although rank 0 never entered it".into()),

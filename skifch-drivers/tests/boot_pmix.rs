@@ -9,8 +9,9 @@ use skifch_testing::{clean_env, example_exe, have_cc, openmpi_cmd, run_job, Outc
 
 const LIMIT: Duration = Duration::from_secs(skifch_testing::LAUNCHER_JOB_LIMIT_SECS as u64 + 60);
 
-/// One Open MPI job at a time: Open MPI 4 jobs started at once by one test process
-/// interfered (a job in the namespaces hung until its time limit while others ran).
+/// One PMIx job at a time: Open MPI 4 jobs started at once by one test process
+/// interfered (a job in the namespaces hung until its time limit while others ran), and
+/// so may a PMIx_Init that finds no server of its own.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
@@ -85,6 +86,9 @@ fn expect_join_error(env: &[(&str, &str)], words: &[&str]) {
 
 #[test]
 fn missing_library_or_server_is_a_clear_error() {
+    // Its PMIx_Init looks for a server (rendezvous files, reachable from every network
+    // namespace): not while an Open MPI job of another test runs.
+    let _alone = one_at_a_time();
     let job = [("PMIX_NAMESPACE", "nowhere"), ("PMIX_RANK", "0")];
     expect_join_error(
         &[
