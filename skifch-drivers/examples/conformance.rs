@@ -1,7 +1,9 @@
 //! The conformance suite as a job: `skifrun -n 4 -- conformance [--kill] [--messages N]
-//! [--forwarded]`. Every rank runs every check; with `--kill` the last rank then SIGKILLs
-//! itself and the others must see `PeerLost` within a second (`--within MS`: another
-//! bound, for drivers whose documented bound is longer). Survivors print
+//! [--within MS] [--pair-kb K] [--forwarded]`. Every rank runs every check; with `--kill`
+//! the last rank then SIGKILLs itself and the others must see `PeerLost` within a second
+//! (`--within MS`: another bound, for drivers whose documented bound is longer).
+//! `--pair-kb`: `Config::pair_memory` (the hierarchy, whose node lanes hold more than its
+//! largest message). Survivors print
 //! `conformance: rank R ok`. `--forwarded`: over the forwarding driver, through the C-ABI
 //! table this process published (what a second SkifCh library of a process uses,
 //! `skifch_drivers::share`).
@@ -20,6 +22,9 @@ fn main() {
         Some(i) => Duration::from_millis(args[i + 1].parse().expect("--within MS")),
         None => Duration::from_secs(1),
     };
+    if let Some(i) = args.iter().position(|a| a == "--pair-kb") {
+        cfg.pair_memory = args[i + 1].parse::<usize>().expect("--pair-kb K") << 10;
+    }
     let joined = if args.iter().any(|a| a == "--forwarded") {
         skifch_drivers::share::forward_to_self()
             .map(|j| skifch_drivers::ConcreteJob::Fwd(j).to_any())

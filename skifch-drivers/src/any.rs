@@ -9,7 +9,9 @@
 //!
 //! | `SKIFCH_DRIVER` | driver |
 //! | --- | --- |
-//! | unset, `shm` | [`crate::shm`] (also a fresh 1-rank job when started without `skifrun`) |
+//! | unset | [`crate::shm`] (under `skifrun`, or a PMI/PMIx launcher's ranks on one host, or a fresh 1-rank job); the hierarchy ([`crate::hier`]: the node's shm lanes, libfabric between nodes) when a PMI/PMIx launcher placed the ranks on several hosts |
+//! | `shm` | [`crate::shm`] only (a job on several hosts is refused) |
+//! | `hier` | the hierarchy, also on one host (`SKIFCH_ROUTE=fabric` then sends every message through libfabric) |
 //! | `fpga-model` | the FPGA adapter driver over the device model hosted by `skifrun` ([`crate::fpga::remote`]) |
 //! | `ofi` | the libfabric driver ([`crate::ofi`]; started by `skifrun --driver ofi`, `mpiexec.hydra` or `srun`) |
 //!
@@ -29,6 +31,7 @@
 //!     ConcreteJob::Shm(job) => work(job),
 //!     ConcreteJob::Fpga(job) => work(job),
 //!     ConcreteJob::Ofi(job) => work(job),
+//!     ConcreteJob::Hier(job) => work(job),
 //!     ConcreteJob::Wrapped(job) => work(job),
 //!     ConcreteJob::Fwd(job) => work(job),
 //! }?;
@@ -45,6 +48,7 @@ use skifch::{Error, Job, NetAddr, Result};
 
 use crate::fpga::remote::{RemoteDriver, RemoteJob};
 use crate::fwd::{FwdDriver, FwdWaiter};
+use crate::hier::ShmOfi;
 use crate::ofi::{OfiDriver, OfiJob};
 use crate::shm::{ShmDriver, ShmJob};
 use crate::wrap::Wrapped;
@@ -53,6 +57,9 @@ use crate::wrap::Wrapped;
 pub const FPGA_MODEL: &str = "fpga-model";
 /// The value of `SKIFCH_DRIVER` for the libfabric driver.
 pub const OFI: &str = "ofi";
+/// The value of `SKIFCH_DRIVER` for the hierarchy of shm lanes and libfabric, also on one
+/// node (the default, unset, picks it for a job on several nodes).
+pub const HIER: &str = "hier";
 
 /// One of the drivers a launched program can be given.
 pub enum AnyDriver {
@@ -62,6 +69,8 @@ pub enum AnyDriver {
     Fpga(Arc<RemoteDriver>),
     /// The libfabric driver.
     Ofi(Arc<OfiDriver>),
+    /// The node's shm lanes and the libfabric driver between nodes ([`crate::hier`]).
+    Hier(Arc<ShmOfi>),
     /// One of the above inside the fault injector and the tracer (`SKIFCH_FAULT`,
     /// `SKIFCH_TRACE`); never nested.
     Wrapped(Arc<Wrapped<AnyDriver>>),
@@ -83,6 +92,8 @@ pub enum AnyPort {
     Fpga(<RemoteDriver as Driver>::Port),
     /// A libfabric port.
     Ofi(<OfiDriver as Driver>::Port),
+    /// A port of the hierarchy.
+    Hier(<ShmOfi as Driver>::Port),
     /// A port of the wrapped driver, or a forwarded port ([`crate::fwd`]), behind a
     /// vtable ([`DynPort`]).
     Wrapped(Box<dyn DynPort>),
@@ -156,6 +167,8 @@ pub enum AnyWaiter {
     Fpga(<<RemoteDriver as Driver>::Port as Port>::Waiter),
     /// A libfabric waiter.
     Ofi(<<OfiDriver as Driver>::Port as Port>::Waiter),
+    /// The hierarchy's waiter.
+    Hier(<<ShmOfi as Driver>::Port as Port>::Waiter),
     /// The waiter of a forwarded port.
     Fwd(FwdWaiter),
 }
@@ -166,6 +179,7 @@ macro_rules! each {
             Self::Shm($x) => $e,
             Self::Fpga($x) => $e,
             Self::Ofi($x) => $e,
+            Self::Hier($x) => $e,
             Self::Fwd($x) => $e,
         }
     };
@@ -178,6 +192,7 @@ macro_rules! each_driver {
             Self::Shm($x) => $e,
             Self::Fpga($x) => $e,
             Self::Ofi($x) => $e,
+            Self::Hier($x) => $e,
             Self::Wrapped($x) => $e,
             Self::Fwd($x) => $e,
         }
@@ -192,6 +207,7 @@ macro_rules! each3 {
             Self::Shm($x) => $e,
             Self::Fpga($x) => $e,
             Self::Ofi($x) => $e,
+            Self::Hier($x) => $e,
             Self::Wrapped($x) => $e,
         }
     };
@@ -208,6 +224,7 @@ impl AnyDriver {
             AnyDriver::Shm(d) => d.fabric().ctl().request_exit(status),
             AnyDriver::Fpga(d) => d.job_control().request_exit(status),
             AnyDriver::Ofi(d) => d.request_exit(status),
+            AnyDriver::Hier(d) => d.local().fabric().ctl().request_exit(status),
             AnyDriver::Wrapped(d) => d.inner().inner().request_exit(status),
             AnyDriver::Fwd(d) => d.request_exit(status),
         }
@@ -219,6 +236,7 @@ impl AnyDriver {
             AnyDriver::Shm(d) => d.fabric().ctl().exit_request(),
             AnyDriver::Fpga(d) => d.job_control().exit_request(),
             AnyDriver::Ofi(d) => d.exit_request(),
+            AnyDriver::Hier(d) => d.local().fabric().ctl().exit_request(),
             AnyDriver::Wrapped(d) => d.inner().inner().exit_request(),
             AnyDriver::Fwd(d) => d.exit_request(),
         }
@@ -244,6 +262,7 @@ impl Driver for AnyDriver {
             AnyDriver::Shm(d) => d.open_port(port).map(AnyPort::Shm),
             AnyDriver::Fpga(d) => d.open_port(port).map(AnyPort::Fpga),
             AnyDriver::Ofi(d) => d.open_port(port).map(AnyPort::Ofi),
+            AnyDriver::Hier(d) => d.open_port(port).map(AnyPort::Hier),
             AnyDriver::Wrapped(d) => d
                 .open_port(port)
                 .map(|p| AnyPort::Wrapped(Box::new(p) as Box<dyn DynPort>)),
@@ -290,6 +309,7 @@ unsafe impl Port for AnyPort {
             AnyPort::Shm(p) => AnyWaiter::Shm(p.waiter()),
             AnyPort::Fpga(p) => AnyWaiter::Fpga(p.waiter()),
             AnyPort::Ofi(p) => AnyWaiter::Ofi(p.waiter()),
+            AnyPort::Hier(p) => AnyWaiter::Hier(p.waiter()),
             AnyPort::Wrapped(p) => p.waiter(),
         }
     }
@@ -326,6 +346,8 @@ pub enum ConcreteJob {
     Fpga(RemoteJob),
     /// Over the libfabric driver.
     Ofi(OfiJob),
+    /// Over the node's shm lanes and the libfabric driver ([`crate::hier`]).
+    Hier(Job<ShmOfi>),
     /// Over one of the above inside the fault injector and the tracer ([`crate::wrap`]).
     Wrapped(Job<Wrapped<AnyDriver>>),
     /// Over the driver another SkifCh library of this process joined with ([`crate::share`]).
@@ -340,6 +362,7 @@ impl ConcreteJob {
             ConcreteJob::Shm(j) => AnyDriver::Shm(j.driver().clone()),
             ConcreteJob::Fpga(j) => AnyDriver::Fpga(j.driver().clone()),
             ConcreteJob::Ofi(j) => AnyDriver::Ofi(j.driver().clone()),
+            ConcreteJob::Hier(j) => AnyDriver::Hier(j.driver().clone()),
             ConcreteJob::Wrapped(j) => AnyDriver::Wrapped(j.driver().clone()),
             ConcreteJob::Fwd(j) => AnyDriver::Fwd(j.driver().clone()),
         }))
@@ -363,6 +386,7 @@ macro_rules! with_driver {
             $crate::ConcreteJob::Shm($j) => $body,
             $crate::ConcreteJob::Fpga($j) => $body,
             $crate::ConcreteJob::Ofi($j) => $body,
+            $crate::ConcreteJob::Hier($j) => $body,
             $crate::ConcreteJob::Wrapped($j) => $body,
             $crate::ConcreteJob::Fwd($j) => $body,
         }
@@ -376,6 +400,7 @@ pub fn concrete(job: &Job<AnyDriver>) -> ConcreteJob {
         AnyDriver::Shm(d) => ConcreteJob::Shm(Job::new(d.clone())),
         AnyDriver::Fpga(d) => ConcreteJob::Fpga(Job::new(d.clone())),
         AnyDriver::Ofi(d) => ConcreteJob::Ofi(Job::new(d.clone())),
+        AnyDriver::Hier(d) => ConcreteJob::Hier(Job::new(d.clone())),
         AnyDriver::Wrapped(d) => ConcreteJob::Wrapped(Job::new(d.clone())),
         AnyDriver::Fwd(d) => ConcreteJob::Fwd(Job::new(d.clone())),
     }
@@ -387,6 +412,7 @@ enum Joined {
     Shm(Weak<ShmDriver>),
     Fpga(Weak<RemoteDriver>),
     Ofi(Weak<OfiDriver>),
+    Hier(Weak<ShmOfi>),
     Wrapped(Weak<Wrapped<AnyDriver>>),
     Fwd(Weak<FwdDriver>),
 }
@@ -397,6 +423,7 @@ impl Joined {
             ConcreteJob::Shm(j) => Joined::Shm(Arc::downgrade(j.driver())),
             ConcreteJob::Fpga(j) => Joined::Fpga(Arc::downgrade(j.driver())),
             ConcreteJob::Ofi(j) => Joined::Ofi(Arc::downgrade(j.driver())),
+            ConcreteJob::Hier(j) => Joined::Hier(Arc::downgrade(j.driver())),
             ConcreteJob::Wrapped(j) => Joined::Wrapped(Arc::downgrade(j.driver())),
             ConcreteJob::Fwd(j) => Joined::Fwd(Arc::downgrade(j.driver())),
         }
@@ -408,6 +435,7 @@ impl Joined {
             Joined::Shm(w) => ConcreteJob::Shm(Job::new(w.upgrade()?)),
             Joined::Fpga(w) => ConcreteJob::Fpga(Job::new(w.upgrade()?)),
             Joined::Ofi(w) => ConcreteJob::Ofi(Job::new(w.upgrade()?)),
+            Joined::Hier(w) => ConcreteJob::Hier(Job::new(w.upgrade()?)),
             Joined::Wrapped(w) => ConcreteJob::Wrapped(Job::new(w.upgrade()?)),
             Joined::Fwd(w) => ConcreteJob::Fwd(Job::new(w.upgrade()?)),
         })
@@ -444,6 +472,7 @@ fn join_concrete() -> Result<ConcreteJob> {
         ConcreteJob::Shm(j) => AnyDriver::Shm(j.driver().clone()),
         ConcreteJob::Fpga(j) => AnyDriver::Fpga(j.driver().clone()),
         ConcreteJob::Ofi(j) => AnyDriver::Ofi(j.driver().clone()),
+        ConcreteJob::Hier(j) => AnyDriver::Hier(j.driver().clone()),
         ConcreteJob::Wrapped(_) | ConcreteJob::Fwd(_) => return Ok(job),
     };
     Ok(match crate::wrap::from_env(&Arc::new(any))? {
@@ -454,17 +483,35 @@ fn join_concrete() -> Result<ConcreteJob> {
 
 fn init_unwrapped() -> Result<ConcreteJob> {
     match std::env::var("SKIFCH_DRIVER").as_deref() {
-        Err(std::env::VarError::NotPresent) | Ok("") | Ok("shm") => {
+        // Unset: the node's shm lanes; across nodes (a PMI/PMIx launcher's job on several
+        // hosts) the hierarchy of shm lanes and the fabric.
+        Err(std::env::VarError::NotPresent) | Ok("") => {
+            if std::env::var_os("SKIFCH_FD").is_none() {
+                let boot = crate::boot::from_env()?;
+                if (0..boot.size()).any(|r| boot.node_of(r) != 0) {
+                    return crate::hier::join(boot).map(ConcreteJob::Hier);
+                }
+                if boot.size() > 1 {
+                    return crate::shm::init_from(&*boot).map(ConcreteJob::Shm);
+                }
+            }
             crate::shm::init().map(ConcreteJob::Shm)
         }
+        Ok("shm") => crate::shm::init().map(ConcreteJob::Shm),
+        Ok(HIER) => crate::hier::join(crate::boot::from_env()?).map(ConcreteJob::Hier),
         Ok(FPGA_MODEL) => crate::fpga::remote::init().map(ConcreteJob::Fpga),
         Ok(OFI) => crate::ofi::env::init().map(ConcreteJob::Ofi),
         Ok(other) => Err(Error::Bootstrap(
-            format!("SKIFCH_DRIVER={other:?}: unknown driver (known: shm, {FPGA_MODEL}, {OFI})")
-                .into(),
+            format!(
+                "SKIFCH_DRIVER={other:?}: unknown driver (known: shm, {FPGA_MODEL}, {OFI}, {HIER})"
+            )
+            .into(),
         )),
         Err(std::env::VarError::NotUnicode(v)) => Err(Error::Bootstrap(
-            format!("SKIFCH_DRIVER={v:?}: unknown driver (known: shm, {FPGA_MODEL}, {OFI})").into(),
+            format!(
+                "SKIFCH_DRIVER={v:?}: unknown driver (known: shm, {FPGA_MODEL}, {OFI}, {HIER})"
+            )
+            .into(),
         )),
     }
 }

@@ -10,6 +10,7 @@ fn cfg() -> conformance::Config {
         conformance::Config {
             messages: 20,
             max_payload: 64,
+            pair_memory: 0,
         }
     } else {
         conformance::Config::standard()

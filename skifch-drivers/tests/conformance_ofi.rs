@@ -22,6 +22,7 @@ fn ofi_passes_the_suite_with_3_thread_ranks() {
             &Suite {
                 messages: 1000,
                 max_payload: 3000,
+                pair_memory: 0,
             },
         )
     })

@@ -678,6 +678,7 @@ mod over_the_model {
         conformance::Config {
             messages: 300,
             max_payload: 1000,
+            pair_memory: 0,
         }
     }
 

@@ -202,9 +202,19 @@ fn hydra_job_on_one_node_runs_over_shm() {
     }
 }
 
+/// `sh -c` running the conformance example with `args`, then saying its exit status: hydra
+/// (told not to end the job itself) sees the shell's status, not the victim's signal, and
+/// the SIGUSR1 it sends survivors when a rank fails is ignored.
+fn survivor_script(args: &str) -> [String; 3] {
+    let script = format!(
+        "trap '' USR1; {} {args}; echo \"exit $?\" >&2",
+        conformance_exe()
+    );
+    ["sh".into(), "-c".into(), script]
+}
+
 /// With no launcher watching the segment, the ranks watch each other: a rank killed with
-/// SIGKILL is reported lost to the others within a second (hydra told not to end the job
-/// itself; each rank under `sh`, so that hydra sees an exit status, not a signal).
+/// SIGKILL is reported lost to the others within a second.
 #[test]
 fn hydra_job_peers_see_a_killed_rank_lost() {
     let Some(mut cmd) =
@@ -212,11 +222,7 @@ fn hydra_job_peers_see_a_killed_rank_lost() {
     else {
         return;
     };
-    let script = format!(
-        "{} --kill --messages 300; echo \"exit $?\" >&2",
-        conformance_exe()
-    );
-    cmd.args(["sh", "-c", &script]);
+    cmd.args(survivor_script("--kill --messages 300"));
     let out = skifch_testing::run_job(cmd, HYDRA_LIMIT);
     let text = out.text();
     for r in 0..2 {
@@ -256,4 +262,98 @@ fn hydra_job_on_two_nodes_is_refused_by_shm_with_a_reason() {
         "{}",
         out.text()
     );
+}
+
+// ---- The hierarchy across processes: shm lanes within a "node", libfabric between ----
+
+/// The fabric on the loopback interface (the ssh stand-in's "hosts" are this machine).
+const LOOPBACK: [(&str, &str); 2] = [
+    ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
+    ("SKIFCH_OFI_DOMAIN", "lo"),
+];
+/// Above the node lanes' 1 MiB per pair (the fabric's largest message is far smaller).
+const PAIR_KB: &str = "2048";
+
+/// `mpiexec.hydra` starting 2 ranks on each of two host names, both this machine.
+fn two_hosts(dir: &skifch_testing::ScratchDir, extra: &[&str]) -> Option<std::process::Command> {
+    let ssh = skifch_testing::ssh_stand_in(dir.path(), "");
+    let ssh = ssh.to_str().unwrap();
+    let mut args = vec![
+        "-launcher",
+        "ssh",
+        "-launcher-exec",
+        ssh,
+        "-hosts",
+        "nodea:2,nodeb:2",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-n", "4"]);
+    let mut cmd = skifch_testing::hydra_cmd(&args)?;
+    cmd.envs(LOOPBACK);
+    Some(cmd)
+}
+
+/// Ranks on two hosts: the default driver is the hierarchy, and it passes the suite.
+#[test]
+fn hierarchy_on_two_hosts_passes_the_suite() {
+    let dir = skifch_testing::ScratchDir::new("hier-two-hosts");
+    let Some(mut cmd) = two_hosts(&dir, &[]) else {
+        return;
+    };
+    cmd.arg(conformance_exe())
+        .args(["--messages", "1000", "--pair-kb", PAIR_KB]);
+    let text =
+        skifch_testing::run_job(cmd, HYDRA_LIMIT).expect_ok("conformance over the hierarchy");
+    for r in 0..4 {
+        assert!(
+            text.contains(&format!("conformance: rank {r} ok (hier)")),
+            "{text}"
+        );
+    }
+}
+
+/// A rank killed on the other host: its node peer sees it through the node's watcher, the
+/// other host's ranks through the fabric (heartbeat silence of 2 s here): every survivor
+/// gets an error within a few seconds, none hangs.
+#[test]
+fn hierarchy_survivors_see_a_killed_rank_on_the_other_host() {
+    let dir = skifch_testing::ScratchDir::new("hier-kill");
+    let Some(mut cmd) = two_hosts(&dir, &["-disable-auto-cleanup", "-prepend-rank"]) else {
+        return;
+    };
+    cmd.env("SKIFCH_OFI_TIMEOUT_MS", "2000");
+    cmd.args(survivor_script(&format!(
+        "--kill --messages 300 --pair-kb {PAIR_KB} --within 5000"
+    )));
+    let text = skifch_testing::run_job(cmd, HYDRA_LIMIT).text();
+    for r in 0..3 {
+        assert!(
+            text.contains(&format!("[{r}] conformance: rank {r} ok (hier)")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("[{r}] exit 0")), "{text}");
+    }
+}
+
+/// Two "nodes" as network namespaces joined by a bridge (veth links, the kernel's TCP
+/// between them), 2 ranks each: the hierarchy passes the suite.
+#[test]
+fn hierarchy_across_network_namespaces_passes_the_suite() {
+    let Some(nodes) = skifch_testing::NetNodes::create(2) else {
+        return;
+    };
+    let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
+        return;
+    };
+    cmd.env("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm")
+        .env("SKIFCH_OFI_DOMAIN", "eth0");
+    cmd.arg(conformance_exe())
+        .args(["--messages", "1000", "--pair-kb", PAIR_KB]);
+    let text = skifch_testing::run_job(cmd, HYDRA_LIMIT).expect_ok("conformance across namespaces");
+    for r in 0..4 {
+        assert!(
+            text.contains(&format!("conformance: rank {r} ok (hier)")),
+            "{text}"
+        );
+    }
 }

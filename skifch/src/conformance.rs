@@ -34,6 +34,12 @@ pub struct Config {
     pub messages: u32,
     /// Largest payload in the mixed-size checks.
     pub max_payload: usize,
+    /// Bytes a receiving port may hold for one sender before the sender is pushed back,
+    /// where a driver's receive memory per pair is more than three of its largest
+    /// messages (the hierarchy's node lanes under a fabric's smaller limit); 0: three
+    /// largest messages. The "completion" check sends that much plus `messages` while
+    /// holding the first message, and requires the sender to stall.
+    pub pair_memory: usize,
 }
 
 impl Config {
@@ -42,6 +48,7 @@ impl Config {
         Config {
             messages: 300,
             max_payload: 300,
+            pair_memory: 0,
         }
     }
     /// The default counts.
@@ -49,6 +56,7 @@ impl Config {
         Config {
             messages: 5000,
             max_payload: 3000,
+            pair_memory: 0,
         }
     }
 }
@@ -391,7 +399,8 @@ pub fn hold_and_out_of_order<D: Driver>(s: &mut Suite<D>) -> Result<()> {
     let me = job.rank();
     bar.wait(sync)?;
     let len = 200usize;
-    let count = (job.max_message() / len * 3) as u32 + cfg.messages;
+    let pair = cfg.pair_memory.max(job.max_message() * 3);
+    let count = (pair / len) as u32 + cfg.messages;
     let mut buf = Vec::new();
     if me == 1 {
         for seq in 0..count {

@@ -555,6 +555,7 @@ mod tests {
             let c = conformance::Config {
                 messages: 20,
                 max_payload: 64,
+                pair_memory: 0,
             };
             (2, c)
         } else {

@@ -211,6 +211,12 @@ fn run_job(args: &Args, cfg: &Config) -> Option<Report> {
                 .get_or_insert_with(|| format!("skifch-ofi-{}", job.driver().provider()));
             run_rank(&job, &cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))
         }
+        ConcreteJob::Hier(job) => {
+            let mut cfg = cfg.clone();
+            let fabric = job.driver().remote().provider().to_owned();
+            cfg.imp.get_or_insert_with(|| format!("skifch-hier-shm-{fabric}"));
+            run_rank(&job, &cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))
+        }
         // SKIFCH_FAULT / SKIFCH_TRACE: the same loop over the wrappers (not a measurement).
         ConcreteJob::Wrapped(job) => {
             run_rank(&job, cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))

@@ -673,3 +673,37 @@ fn programs_under_mpiexec_hydra() {
         assert!(text.contains(ok), "{name}: {text}");
     }
 }
+
+/// Ranks on two "nodes" (network namespaces joined by a bridge, 2 ranks each) started by
+/// `mpiexec.hydra`: the default driver is the hierarchy (the node's shm lanes, libfabric's
+/// tcp provider between the namespaces), and the programs run unchanged (windows take the
+/// message path: the hierarchy offers no RMA). Skipped where namespaces cannot be made.
+#[test]
+fn programs_across_two_network_namespaces() {
+    if !have_cc() {
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
+    let progs = [
+        ("p2p", "p2p: 4 ranks ok"),
+        ("coll", "coll: 4 ranks ok"),
+        ("rma", "rma: ok"),
+    ];
+    for (name, ok) in progs {
+        let exe = compile(name, false);
+        let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
+            return;
+        };
+        cmd.envs([
+            ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
+            ("SKIFCH_OFI_DOMAIN", "eth0"),
+            ("RMA_TEST_PATH", "messages"),
+        ])
+        .arg(&exe);
+        let text = testing::run_job(cmd, limit).expect_ok(&format!("{name} on 2 × 2 ranks"));
+        assert!(text.contains(ok), "{name}: {text}");
+    }
+}

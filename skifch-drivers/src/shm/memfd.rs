@@ -128,22 +128,29 @@ pub fn init() -> Result<ShmJob> {
     if std::env::var_os("SKIFCH_FD").is_none() {
         let boot = crate::boot::from_env()?;
         if boot.size() > 1 {
-            let nodes = (0..boot.size()).map(|r| boot.node_of(r)).max().unwrap_or(0) + 1;
-            if nodes > 1 {
-                return Err(Error::Bootstrap(
-                    format!(
-                        "the launcher placed the job's {} ranks on {nodes} nodes; the shm driver \
-                         reaches one node only (run the ranks on one host)",
-                        boot.size()
-                    )
-                    .into(),
-                ));
-            }
-            return super::node::node_job(&*boot);
+            return init_from(&*boot);
         }
     }
     let (fab, rank) = join_segment()?;
     Ok(Job::new(Arc::new(RingDriver::new(fab, rank, "shm")?)))
+}
+
+/// The shm job of the ranks `boot` describes, which must all be on this node
+/// ([`super::node::node_job`]); a job on several nodes is refused, naming the count.
+pub fn init_from(boot: &dyn crate::boot::Bootstrap) -> Result<ShmJob> {
+    let nodes = (0..boot.size()).map(|r| boot.node_of(r)).max().unwrap_or(0) + 1;
+    if nodes > 1 {
+        return Err(Error::Bootstrap(
+            format!(
+                "the launcher placed the job's {} ranks on {nodes} nodes; the shm driver \
+                 reaches one node only (run the ranks on one host, or leave SKIFCH_DRIVER \
+                 unset for the hierarchy of shm and libfabric)",
+                boot.size()
+            )
+            .into(),
+        ));
+    }
+    super::node::node_job(boot)
 }
 
 /// The job segment this process was given by `skifrun` (`SKIFCH_RANK`, `SKIFCH_SIZE`,

@@ -37,5 +37,5 @@ pub use layout::{Layout, Params, MAX_PORTS, MAX_RANKS};
 #[cfg(not(loom))]
 pub(crate) use memfd::{close_inherited, env_u32, inherited_memfd, sealed_memfd};
 #[cfg(not(loom))]
-pub use memfd::{create_fabric, init, join_segment, MemfdRegion, ShmDriver, ShmJob};
+pub use memfd::{create_fabric, init, init_from, join_segment, MemfdRegion, ShmDriver, ShmJob};
 pub use port::{RingDriver, RingPort, RingWaiter, BURST, MAX_SLEEP};
