@@ -214,7 +214,8 @@ fn run_job(args: &Args, cfg: &Config) -> Option<Report> {
         ConcreteJob::Hier(job) => {
             let mut cfg = cfg.clone();
             let fabric = job.driver().remote().provider().to_owned();
-            cfg.imp.get_or_insert_with(|| format!("skifch-hier-shm-{fabric}"));
+            cfg.imp
+                .get_or_insert_with(|| format!("skifch-hier-shm-{fabric}"));
             run_rank(&job, &cfg).unwrap_or_else(|e| fail(&format!("rank {}", job.rank()), e))
         }
         // SKIFCH_FAULT / SKIFCH_TRACE: the same loop over the wrappers (not a measurement).
