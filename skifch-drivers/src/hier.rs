@@ -24,6 +24,12 @@
 //!
 //! Remote memory access is not offered through the hierarchy yet ([`Driver::rma`] is
 //! `None`): libraries take their message path for every peer.
+//!
+//! Cost (callgrind, 8 B `mpi_loop rate`, 2 ranks of one node, `SKIFCH_DRIVER=hier`):
+//! sender 559 / receiver 757 instructions per message, against 421 / 604 over the shm
+//! driver alone. The hierarchy rides `AnyPort`'s vtable arm, so jobs on one node pay
+//! nothing for it; ranks of a node inside a hierarchy pay the vtable, the routing, and on
+//! the receiving side the fabric's poll whenever the node is empty. Cutting that is open.
 #![allow(unsafe_code)] // `unsafe impl Port` and the forwarding of `unsafe fn complete`
 
 use std::io::IoSlice;
