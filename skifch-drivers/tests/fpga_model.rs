@@ -246,7 +246,10 @@ fn fpga_model_without_the_launcher_is_a_clear_error() {
             "fpga-model",
             "start the program with skifrun --driver fpga-model",
         ),
-        ("infiniband", "unknown driver (known: shm, fpga-model, ofi, hier)"),
+        (
+            "infiniband",
+            "unknown driver (known: shm, fpga-model, ofi, hier)",
+        ),
     ] {
         let out = Command::new(example_exe("conformance"))
             .env("SKIFCH_DRIVER", driver)
