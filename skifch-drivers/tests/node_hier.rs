@@ -3,63 +3,24 @@
 //! suite runs over it; and the hierarchical job (node lanes + a job-wide "fabric", here
 //! the in-process lanes standing in for it). Ranks are threads here (one process; an
 //! in-memory bootstrap); the launcher tests run them across processes.
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 
 use skifch::{conformance, Channel, Result};
+use skifch_drivers::boot::threads::ThreadBoot;
 use skifch_drivers::boot::Bootstrap;
 use skifch_drivers::hier::{HierDriver, Route};
 use skifch_drivers::shm::node::{node_job, node_ranks};
 use skifch_drivers::shm::Params;
 
-/// Ranks as threads; rank r is on node `r % nodes`.
-struct Threads {
-    rank: u32,
-    size: u32,
-    nodes: u32,
-    shared: Arc<(Barrier, Mutex<Vec<Vec<u8>>>)>,
-}
-
-impl Bootstrap for Threads {
-    fn rank(&self) -> u32 {
-        self.rank
-    }
-    fn size(&self) -> u32 {
-        self.size
-    }
-    fn node_of(&self, rank: u32) -> u32 {
-        rank % self.nodes
-    }
-    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let (b, v) = &*self.shared;
-        v.lock().unwrap()[self.rank as usize] = mine.to_vec();
-        b.wait();
-        let all = v.lock().unwrap().clone();
-        b.wait();
-        Ok(all)
-    }
-    fn barrier(&self) -> Result<()> {
-        self.shared.0.wait();
-        Ok(())
-    }
-}
-
-fn run(size: u32, nodes: u32, f: impl Fn(Threads) -> Result<()> + Send + Sync + 'static) {
-    let shared = Arc::new((
-        Barrier::new(size as usize),
-        Mutex::new(vec![Vec::new(); size as usize]),
-    ));
+/// Runs `f` on `size` thread ranks, rank r on node `r % nodes` (the in-process bootstrap
+/// `boot::threads::ThreadBoot`); panics naming a rank that failed.
+fn run(size: u32, nodes: u32, f: impl Fn(ThreadBoot) -> Result<()> + Send + Sync + 'static) {
     let f = Arc::new(f);
-    let hs: Vec<_> = (0..size)
-        .map(|rank| {
-            let (shared, f) = (shared.clone(), f.clone());
-            std::thread::spawn(move || {
-                f(Threads {
-                    rank,
-                    size,
-                    nodes,
-                    shared,
-                })
-            })
+    let hs: Vec<_> = ThreadBoot::job_on(size, nodes)
+        .into_iter()
+        .map(|b| {
+            let f = f.clone();
+            std::thread::spawn(move || f(b))
         })
         .collect();
     for (r, h) in hs.into_iter().enumerate() {

@@ -34,6 +34,7 @@
 
 pub mod pmi1;
 pub mod pmix;
+pub mod threads;
 
 use std::sync::{Arc, Mutex, Weak};
 
