@@ -174,12 +174,26 @@ fn enter() -> Option<Guard> {
 }
 
 /// Chooses the thread level's locking (`MPI_Init`, holding the state's lock, `g` just
-/// initialized): under `MPI_THREAD_MULTIPLE` calls reach the state through [`LIVE`].
-pub fn set_multiple(g: &Option<CState>, on: bool) {
-    if let (true, Some(st)) = (on, g) {
+/// initialized): under `MPI_THREAD_MULTIPLE` calls reach the state through [`LIVE`]; under
+/// `MPI_THREAD_SINGLE` and `FUNNELED` the state and the engine are bound to this thread
+/// (no atomic read-modify-write per call, `mpi_lite::engine::lock`; other threads are
+/// refused); `SERIALIZED` keeps the try-lock of any thread.
+pub fn set_level(
+    g: &mut FlagGuard<'static, Option<CState>>,
+    multiple: bool,
+    one_thread: bool,
+) -> Result<()> {
+    if let (true, Some(st)) = (multiple, g.as_ref()) {
         LIVE.store(st as *const CState as *mut CState, Ordering::SeqCst);
     }
-    MULTIPLE.store(on, Ordering::SeqCst);
+    MULTIPLE.store(multiple, Ordering::SeqCst);
+    if one_thread && !multiple {
+        if let Some(st) = g.as_ref() {
+            st.mpi.engine().bind_to_current_thread()?;
+        }
+        FlagLock::bind_to_current_thread(g);
+    }
+    Ok(())
 }
 
 /// `MPI_Finalize`'s first step under `MPI_THREAD_MULTIPLE`: no new call reaches the state,
@@ -220,6 +234,9 @@ fn concurrent_entry(name: &str) -> c_int {
 
 #[cold]
 fn concurrent_error() -> Error {
+    if STATE.bound_elsewhere() {
+        return mpi_lite::engine::wrong_thread();
+    }
     // The running call's name is not recorded: storing it cost 13 instructions per call
     // on the MPI_Send/MPI_Recv path (callgrind).
     Error::Other(
@@ -263,18 +280,19 @@ pub fn call_steps(name: &'static str, comm: i32, f: impl FnOnce() -> Result<()>)
 
 /// The state locked exclusively, for `MPI_Init` and `MPI_Finalize` (no poisoning: a panic
 /// inside a call becomes MPI_ERR_INTERN and leaves tables consistent, each update being a
-/// single assignment).
-pub fn lock() -> FlagGuard<'static, Option<CState>> {
-    STATE.lock()
+/// single assignment). An error when this thread may not have it (the state is bound to
+/// another thread, or this one holds it).
+pub fn lock() -> Result<FlagGuard<'static, Option<CState>>> {
+    STATE.lock().ok_or_else(concurrent_error)
 }
 
 /// The state for a short look (deciding an error's handler), shared or exclusive as the
-/// level wants, waiting for it.
-fn look() -> Guard {
+/// level wants, waiting for it; `None` when this thread may not have it.
+fn look() -> Option<Guard> {
     if MULTIPLE.load(Ordering::Relaxed) {
-        return shared();
+        return Some(shared());
     }
-    Guard::Excl(lock())
+    lock().ok().map(Guard::Excl)
 }
 
 fn alloc<T>(v: &mut Vec<Option<T>>, first: usize, x: T) -> i32 {
@@ -478,7 +496,9 @@ pub fn raise_later(st: Option<&CState>, comm: i32, name: &str, e: &Error) -> Rai
 
 /// Raises `e` on `comm`'s handler, taking the state lock only to decide.
 pub fn raise_now(comm: i32, name: &str, e: &Error) -> c_int {
-    let r = raise_later(look().as_ref(), comm, name, e);
+    let g = look();
+    let r = raise_later(g.as_ref().and_then(Guard::as_ref), comm, name, e);
+    drop(g);
     r.now()
 }
 
@@ -526,14 +546,10 @@ pub fn call(name: &'static str, comm: i32, f: impl FnOnce(&CState) -> Result<()>
 pub fn call_pure(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => class::SUCCESS,
-        Ok(Err(e)) => {
-            let r = raise_later(look().as_ref(), h::COMM_WORLD, name, &e);
-            r.now()
-        }
+        Ok(Err(e)) => raise_now(h::COMM_WORLD, name, &e),
         Err(_) => {
             let e = Error::Intern(format!("{name}: internal panic (a bug)"));
-            let r = raise_later(look().as_ref(), h::COMM_WORLD, name, &e);
-            r.now()
+            raise_now(h::COMM_WORLD, name, &e)
         }
     }
 }

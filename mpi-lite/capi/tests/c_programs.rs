@@ -512,6 +512,30 @@ fn threads_take_turns_and_an_overlapping_call_fails_instead_of_deadlocking() {
     // Each rank leaves without MPI_Finalize (its receiver can never finish): skifrun
     // counts that as a failure; what matters is that the send returned MPI_ERR_OTHER.
     assert_eq!(o.stdout.matches("MPI_Send returned 15").count(), 2, "{ctx}");
+    // MPI_THREAD_FUNNELED binds the library to the main thread: another thread is refused
+    // (returned, then fatal), the main thread goes on.
+    for n in [1, 2] {
+        let mut cmd = testing::skifrun_cmd(n, &[], &exe);
+        cmd.arg("funneled");
+        let o = testing::run_job(cmd, JOB_TIMEOUT);
+        let ctx = format!(
+            "funneled: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status, o.stdout, o.stderr
+        );
+        assert!(o.status.success(), "{ctx}");
+        assert_eq!(o.stdout.matches("funneled ok").count(), n as usize, "{ctx}");
+    }
+    let mut cmd = testing::skifrun_cmd(1, &[], &exe);
+    cmd.args(["funneled", "fatal"]);
+    let o = testing::run_job(cmd, JOB_TIMEOUT);
+    let ctx = format!(
+        "funneled fatal: {}\nstdout:\n{}\nstderr:\n{}",
+        o.status, o.stdout, o.stderr
+    );
+    assert_eq!(o.status.code(), Some(15), "{ctx}");
+    assert!(o.stderr.contains("MPI_Send: "), "{ctx}");
+    assert!(o.stderr.contains("MPI_THREAD_FUNNELED"), "{ctx}");
+    assert!(!o.stdout.contains("funneled ok"), "{ctx}");
 }
 
 #[test]

@@ -154,6 +154,18 @@ fn concurrent() -> Error {
     )
 }
 
+/// A call from a thread other than the one the engine is bound to.
+#[cold]
+pub fn wrong_thread() -> Error {
+    Error::Other(
+        "called from a thread other than the one that called MPI_Init: the library was \
+         initialized for MPI_THREAD_SINGLE or MPI_THREAD_FUNNELED, where only that thread makes \
+         MPI calls (MPI-3.1 §12.4.3; MPI_Init_thread with MPI_THREAD_SERIALIZED or \
+         MPI_THREAD_MULTIPLE lets other threads call)"
+            .into(),
+    )
+}
+
 impl<P: Port> Engine<P> {
     /// An engine on `port` of `job`; `multiple`: threads may call it concurrently
     /// (`MPI_THREAD_MULTIPLE`).
@@ -201,9 +213,29 @@ impl<P: Port> Engine<P> {
     #[inline(never)]
     fn contended(&self) -> Result<FlagGuard<'_, Core<P>>> {
         if self.multiple {
-            return Ok(self.core.lock());
+            if let Some(g) = self.core.lock() {
+                return Ok(g);
+            }
+        }
+        if self.core.bound_elsewhere() {
+            return Err(wrong_thread());
         }
         Err(concurrent())
+    }
+
+    /// Binds the engine to the calling thread (the C ABI below `MPI_THREAD_SERIALIZED`):
+    /// its calls take the core without an atomic read-modify-write, and calls from any
+    /// other thread fail ([`FlagLock::bind_to_current_thread`]). Not under
+    /// `MPI_THREAD_MULTIPLE`.
+    pub fn bind_to_current_thread(&self) -> Result<()> {
+        if self.multiple {
+            return Err(Error::Intern(
+                "bind_to_current_thread under MPI_THREAD_MULTIPLE".into(),
+            ));
+        }
+        let mut g = self.lock()?;
+        FlagLock::bind_to_current_thread(&mut g);
+        Ok(())
     }
 
     /// A question about the state that cannot fail: `busy` when another thread holds the

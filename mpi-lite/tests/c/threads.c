@@ -7,7 +7,13 @@
  *                  thread calls the MPI_Send that would match it. This used to deadlock
  *                  silently (the receive holds the lock, the send waits for it); now the send
  *                  fails at once naming both calls (MPI_ERRORS_ARE_FATAL: the job aborts).
- *   "return"       the same under MPI_ERRORS_RETURN: the send returns MPI_ERR_OTHER. */
+ *   "return"       the same under MPI_ERRORS_RETURN: the send returns MPI_ERR_OTHER.
+ *   "funneled"     MPI_THREAD_FUNNELED (the library binds to the main thread: no atomic
+ *                  read-modify-write per call): another thread's calls are refused with
+ *                  MPI_ERR_OTHER (MPI_ERRORS_RETURN), even when the main thread is outside
+ *                  MPI, and the main thread's calls go on working.
+ *   "funneled fatal"  the same under MPI_ERRORS_ARE_FATAL: the job ends with a message
+ *                  naming the rule. */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include <pthread.h>
@@ -21,6 +27,19 @@ static int got = -1;
 static void *receiver(void *arg) {
     (void)arg;
     MPI_Recv(&got, 1, MPI_INT, rank, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return NULL;
+}
+
+static int refused[3];
+
+/* Under FUNNELED, from a thread that is not the main one: every call is refused. */
+static void *outsider(void *arg) {
+    (void)arg;
+    int x = 1;
+    refused[0] = MPI_Send(&x, 1, MPI_INT, rank, 9, MPI_COMM_WORLD);
+    refused[1] = MPI_Barrier(MPI_COMM_WORLD);
+    int r = -1;
+    refused[2] = MPI_Comm_rank(MPI_COMM_WORLD, &r);
     return NULL;
 }
 
@@ -42,11 +61,37 @@ static void *taker(void *arg) {
 
 int main(int argc, char **argv) {
     int provided = -1;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    const char *mode = argc > 1 ? argv[1] : "";
+    int level = strcmp(mode, "funneled") == 0 ? MPI_THREAD_FUNNELED : MPI_THREAD_SERIALIZED;
+    MPI_Init_thread(&argc, &argv, level, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(provided == MPI_THREAD_SERIALIZED);
-    const char *mode = argc > 1 ? argv[1] : "";
+    CHECK(provided == level);
+    if (level == MPI_THREAD_FUNNELED) {
+        if (argc < 3) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, outsider, NULL) == 0);
+        pthread_join(t, NULL);
+        for (int i = 0; i < 3; i++) {
+            int cls = -1;
+            MPI_Error_class(refused[i], &cls);
+            CHECK(cls == MPI_ERR_OTHER);
+        }
+        /* The main thread's calls work, and nothing was sent by the refused MPI_Send. */
+        int x = rank + 10, y = -1, flag = 1;
+        MPI_Iprobe(MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        CHECK(flag == 0);
+        CHECK(MPI_Sendrecv(&x, 1, MPI_INT, rank, 3, &y, 1, MPI_INT, rank, 3, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE) == MPI_SUCCESS);
+        CHECK(y == x);
+        int main_flag = 0;
+        MPI_Is_thread_main(&main_flag);
+        CHECK(main_flag);
+        MPI_Barrier(MPI_COMM_WORLD);
+        printf("threads: rank %d funneled ok\n", rank);
+        MPI_Finalize();
+        return 0;
+    }
     if (mode[0] == '\0') {
         pthread_t t[2];
         int ids[2] = {1, 2};

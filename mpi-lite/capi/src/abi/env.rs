@@ -18,7 +18,10 @@ static MAIN_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
 
 fn init(required: c_int) -> c_int {
     let name = "MPI_Init";
-    let mut g = lock();
+    let mut g = match lock() {
+        Ok(g) => g,
+        Err(e) => return raise(None, h::COMM_WORLD, name, &e),
+    };
     let r = (|| {
         match PHASE.load(Ordering::Acquire) {
             0 => {}
@@ -50,7 +53,9 @@ fn init(required: c_int) -> c_int {
         EPOCH.get_or_init(Instant::now);
         MAIN_THREAD.get_or_init(|| std::thread::current().id());
         *g = Some(CState::new(job, mpi, required));
-        state::set_multiple(&g, multiple);
+        // MPI_THREAD_SINGLE and FUNNELED: only this thread calls (bound, no atomic
+        // read-modify-write per call); a progress thread shares the state.
+        state::set_level(&mut g, multiple, required <= 1 && !progress)?;
         PHASE.store(1, Ordering::Release);
         if progress {
             crate::progress::start()?;
@@ -145,7 +150,10 @@ mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
     if let Err(e) = state::retire(std::time::Duration::from_secs(10)) {
         return state::raise_now(h::COMM_WORLD, "MPI_Finalize", &e);
     }
-    let mut g = lock();
+    let mut g = match lock() {
+        Ok(g) => g,
+        Err(e) => return raise(None, h::COMM_WORLD, "MPI_Finalize", &e),
+    };
     let Some(st) = g.take() else {
         let e = Error::Other(if PHASE.load(Ordering::Acquire) == 2 {
             "MPI_Finalize called twice".into()

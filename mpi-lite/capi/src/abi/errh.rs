@@ -59,7 +59,9 @@ mpi_fn!(MPI_Add_error_string, PMPI_Add_error_string, (errorcode: c_int, string: 
 
 mpi_fn!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler, (comm: c_int, errhandler: c_int) -> c_int {
     if let Err(e) = errors::check_handler(errhandler, Kind::Comm) {
-        let r = state::raise_later(lock().as_ref(), comm, "MPI_Comm_set_errhandler", &e);
+        let g = lock().ok();
+        let r = state::raise_later(g.as_deref().and_then(Option::as_ref), comm, "MPI_Comm_set_errhandler", &e);
+        drop(g);
         return r.now();
     }
     // Allowed on MPI_COMM_WORLD before Init and after Finalize too, so that errors of
@@ -140,10 +142,11 @@ fn user_error(name: &str, code: c_int) -> Error {
 
 mpi_fn!(MPI_Comm_call_errhandler, PMPI_Comm_call_errhandler, (comm: c_int, errorcode: c_int) -> c_int {
     let name = "MPI_Comm_call_errhandler";
-    let g = lock();
-    let r = match g.as_ref().map(|st| st.t().comm_entry(comm).map(|c| c.errh)) {
+    let g = lock().ok();
+    let st = g.as_deref().and_then(Option::as_ref);
+    let r = match st.map(|st| st.t().comm_entry(comm).map(|c| c.errh)) {
         Some(Ok(errh)) => Raised::decide(errh, Kind::Comm, comm, name, &user_error(name, errorcode)),
-        Some(Err(e)) => state::raise_later(g.as_ref(), comm, name, &e),
+        Some(Err(e)) => state::raise_later(st, comm, name, &e),
         None if comm == h::COMM_WORLD => {
             let errh = WORLD_ERRH.load(Ordering::Relaxed);
             Raised::decide(errh, Kind::Comm, comm, name, &user_error(name, errorcode))
