@@ -4,7 +4,7 @@
 #![allow(unsafe_code)] // user buffers from C and peers' memory mapped here, as raw pointers
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use memmap2::{MmapOptions, MmapRaw};
@@ -14,7 +14,7 @@ use skifch::rma::{self, amo_at, Amo, MappedWindow, Rma};
 use skifch::{Driver, Job, Port, Waiter};
 
 use crate::acc::{self, AccType, Scale};
-use crate::hint;
+use crate::hint::{Hints, Hit};
 use crate::msg::{self, Ctx};
 use crate::pipe::Batch;
 use crate::{Error, Result};
@@ -166,10 +166,13 @@ pub struct Armci<P: Port> {
     /// The channel's waiter, for the job-wide lost-rank check ([`Armci::alive`]).
     lost: P::Waiter,
     /// Allocations by sequence number (the same on every rank: allocation is collective).
-    /// Every change tells [`hint::table_changed`].
+    /// Every change clears `hints`.
     allocs: RwLock<BTreeMap<u64, Alloc>>,
-    /// This instance's number in the located-range hints ([`crate::hint`]).
-    hint_owner: u64,
+    /// The block located last in each rank's memory ([`crate::hint`]).
+    hints: Hints,
+    /// Calls of the fast paths, for the lost-rank check ([`Armci::tick`]);
+    /// a cache line of its own, the only word those calls write.
+    ticks: Ticks,
     /// Allocations made: (world, group).
     next_id: Mutex<(u64, u64)>,
     /// Largest payload of one request on the message path.
@@ -179,6 +182,15 @@ pub struct Armci<P: Port> {
     /// group).
     pub(crate) groups: Mutex<std::collections::HashMap<u32, u32>>,
 }
+
+/// The fast paths leave the lost-rank check to the general path once in this many calls
+/// ([`Armci::tick`]).
+pub const CHECK_EVERY: u32 = 64;
+
+/// A counter on a cache line of its own.
+#[repr(align(64))]
+#[derive(Default)]
+struct Ticks(AtomicU32);
 
 /// Largest payload of one message-path request (as skifshmem's aggregated puts: fewer
 /// round trips than smaller requests, and several still fit in a receive ring).
@@ -229,7 +241,8 @@ where
             progress: Mutex::new(progress),
             lost,
             allocs: RwLock::new(BTreeMap::new()),
-            hint_owner: hint::owner_id(),
+            hints: Hints::new(n),
+            ticks: Ticks::default(),
             next_id: Mutex::new((0, 0)),
             chunk,
             mutexes: Mutex::new(None),
@@ -340,7 +353,7 @@ impl<P: Port> Armci<P> {
             *c | if group { 1 << 63 } else { 0 }
         };
         let mut a = self.allocs.write().unwrap_or_else(|p| p.into_inner());
-        hint::table_changed();
+        self.hints.clear();
         a.insert(
             id,
             Alloc {
@@ -405,7 +418,7 @@ impl<P: Port> Armci<P> {
     pub(crate) fn remove_alloc(&self, ep: &mut Endpoint<P, Ctx>, id: u64) {
         let gone = {
             let mut a = self.allocs.write().unwrap_or_else(|p| p.into_inner());
-            hint::table_changed();
+            self.hints.clear();
             a.remove(&id)
         };
         // (unmapped here, after every hint to it went stale)
@@ -416,12 +429,19 @@ impl<P: Port> Armci<P> {
     }
 
     /// Where `len` bytes at `addr` of rank `proc` are: in which allocation, at which
-    /// offset; [`Error::NotAllocated`] if not wholly inside one. The block found last by
-    /// this thread is looked at first, without the table's lock ([`crate::hint`]).
+    /// offset; [`Error::NotAllocated`] if not wholly inside one. The block of `proc`
+    /// located last is looked at first, without the table's lock ([`crate::hint`]).
     #[inline]
     pub fn locate(&self, proc: u32, addr: usize, len: usize) -> Result<Target> {
-        match hint::lookup(self.hint_owner, proc, addr, len) {
-            Some(h) => Ok(Target::in_block(h.direct, proc, addr, h.base, h.len, h.ptr)),
+        match self.hints.lookup(proc, addr, len) {
+            Some(h) => Ok(Target::in_block(
+                h.direct(),
+                proc,
+                addr,
+                h.base,
+                h.len,
+                h.ptr,
+            )),
             None => self.locate_in_table(proc, addr, len),
         }
     }
@@ -436,8 +456,16 @@ impl<P: Port> Armci<P> {
                     true => x.win.reach(proc, 0, l).map_or(0, |p| p as usize),
                     false => 0,
                 };
-                let gen = hint::generation();
-                hint::remember(gen, self.hint_owner, proc, b, l, ptr, x.direct);
+                // (a direct block that could not be reached is not remembered: in a hint,
+                // direct means mapped)
+                if ptr != 0 || !x.direct {
+                    let h = Hit {
+                        base: b,
+                        len: l,
+                        ptr,
+                    };
+                    self.hints.remember(proc, h);
+                }
                 return Ok(Target::in_block(x.direct, proc, addr, b, l, ptr));
             }
         }
@@ -582,17 +610,34 @@ impl<P: Port> Armci<P> {
         Ok(op.widen(self.amo(t, width, amo)?))
     }
 
+    /// Counts a call of a fast path that reads a peer's memory (get, `Rmw`): false on
+    /// every [`CHECK_EVERY`]th call (of any thread), when the caller takes the general
+    /// path, which asks the driver whether a rank was lost ([`Armci::alive`]). Asking is
+    /// ~20 instructions, as much as the rest of an 8-byte get, and a lost rank is known
+    /// to the others only within about a second anyway; a program spinning on a lost
+    /// rank's memory still gets the error after a few calls.
+    #[inline]
+    pub fn tick(&self) -> bool {
+        // (a load and a store, not a read-modify-write: a tick lost to a race between
+        // threads only delays the check by one call)
+        let t = self.ticks.0.load(Ordering::Relaxed).wrapping_add(1);
+        self.ticks.0.store(t, Ordering::Relaxed);
+        !t.is_multiple_of(CHECK_EVERY)
+    }
+
     /// The fast path of the contiguous calls: where `len` bytes at `addr` of `proc` are
-    /// mapped here, if this thread's hint covers them on the direct path. `None`: take the
+    /// mapped here, if the hint covers them on the direct path. `None`: take the
     /// general path ([`Armci::locate`] and the operation), which checks everything and
     /// names what is wrong.
     #[inline]
     pub fn direct(&self, proc: i64, addr: usize, len: usize) -> Option<*mut u8> {
-        if proc < 0 || proc >= i64::from(self.n) || len == 0 {
+        // (a rank out of range has no slot)
+        let proc = u32::try_from(proc).ok()?;
+        if len == 0 {
             return None;
         }
-        let h = hint::lookup(self.hint_owner, proc as u32, addr, len)?;
-        (h.direct && h.ptr != 0).then(|| (h.ptr + (addr - h.base)) as *mut u8)
+        let h = self.hints.lookup(proc, addr, len)?;
+        h.direct().then(|| (h.ptr + (addr - h.base)) as *mut u8)
     }
 
     /// Orders and completes this rank's operations to `proc` (all operations complete at
@@ -675,7 +720,7 @@ impl<P: Port> Armci<P> {
             t.stop()?;
         }
         let mut a = self.allocs.write().unwrap_or_else(|p| p.into_inner());
-        hint::table_changed();
+        self.hints.clear();
         a.clear();
         Ok(())
     }

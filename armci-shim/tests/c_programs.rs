@@ -234,23 +234,30 @@ fn a_dead_rank_is_an_error_not_a_hang() {
         return;
     }
     let exe = compile("dead_peer", true);
-    for (n, driver, env) in [
-        (2, "shm", DIRECT),
-        (3, "shm", MESSAGES),
-        (2, "fpga-model", DIRECT),
+    // The transfer loop, and (`spin`) a loop of the fast ways only: 8-byte Rmw and Get on
+    // the lost rank's word, no put, no fence.
+    let transfers: &[&str] = &["ARMCI_Get: ", "ARMCI_Put: ", "ARMCI_Fence: "];
+    let spin: &[&str] = &["ARMCI_Rmw: peer lost", "ARMCI_Get: peer lost"];
+    for (n, driver, env, args, calls) in [
+        (2, "shm", DIRECT, &[][..], transfers),
+        (3, "shm", MESSAGES, &[], transfers),
+        (2, "fpga-model", DIRECT, &[], transfers),
+        (2, "shm", DIRECT, &["spin"], spin),
+        (3, "shm", DIRECT, &["spin"], spin),
+        (2, "shm", MESSAGES, &["spin"], spin),
     ] {
-        let o = run(&exe, n, driver, env, &[]);
+        let o = run(&exe, n, driver, env, args);
         let what = format!(
-            "{n} ranks over {driver} {env:?}: {}\n{}",
+            "{n} ranks over {driver} {env:?} {args:?}: {}\n{}",
             o.status,
             o.text()
         );
         assert!(!o.status.success(), "{what}");
         assert!(!o.stdout.contains("without an error"), "{what}");
         assert!(
-            o.stderr.contains("armci: ARMCI_Get: ")
-                || o.stderr.contains("armci: ARMCI_Put: ")
-                || o.stderr.contains("armci: ARMCI_Fence: "),
+            calls
+                .iter()
+                .any(|c| o.stderr.contains(&format!("armci: {c}"))),
             "{what}"
         );
     }

@@ -16,6 +16,7 @@ use crate::engine::{Path, Rmw, Target};
 use crate::pipe::{Batch, Op};
 use crate::strided::Strided;
 use crate::{fatal, Error};
+use skifch::rma::{amo_at, Amo};
 
 fn locate(call: &str, w: &A, proc: c_int, addr: *const c_void, len: usize) -> Target {
     let p = ok(call, w.proc(proc.into()));
@@ -44,8 +45,11 @@ unsafe fn put(call: &str, src: *const c_void, dst: *mut c_void, n: c_int, proc: 
 
 unsafe fn get(call: &str, src: *const c_void, dst: *mut c_void, n: c_int, proc: c_int) -> c_int {
     let w = a(call);
-    if let Some(s) = w.direct(proc.into(), src as usize, n as usize) {
-        ok(call, w.alive());
+    // (the general path asks whether a rank was lost, every call or when the tick says)
+    if let Some(s) = w
+        .direct(proc.into(), src as usize, n as usize)
+        .filter(|_| w.tick())
+    {
         // SAFETY: `s..s+n` is mapped (the hint); the caller's destination of `n` bytes.
         unsafe { skifch::mem::copy_move(s, dst.cast(), n as usize) };
         return 0;
@@ -122,7 +126,7 @@ pub(super) unsafe fn strided(
 }
 
 /// The direct path's fast way for the commonest strided call, a 2-D patch (one stride
-/// level) in memory this thread's hint covers: the rows are copied at once, no descriptor
+/// level) in memory the hint covers: the rows are copied at once, no descriptor
 /// built. Anything else (more levels, counts or strides the general path must check and
 /// name, memory not in the hint, a lost peer) returns false: the caller takes the general
 /// path, which checks everything again.
@@ -155,7 +159,7 @@ unsafe fn rows_direct(
     let Some(base) = w.direct(proc.into(), remote as usize, r_st * (rows - 1) + len) else {
         return false;
     };
-    if !put && w.alive().is_err() {
+    if !put && !w.tick() {
         return false;
     }
     let (from, to) = if put {
@@ -190,7 +194,7 @@ unsafe fn strided_op(
         _ => (dst, d.dst_extent()),
     };
     let (s, dd) = (src.cast::<u8>(), dst.cast::<u8>());
-    // The direct path's fast way, as for the contiguous calls (this thread's hint).
+    // The direct path's fast way, as for the contiguous calls (the hint).
     match (op, w.direct(proc.into(), remote as usize, extent)) {
         (Op::Put, Some(base)) => {
             // SAFETY: the caller's strided source; the destination extent is mapped.
@@ -646,7 +650,9 @@ values! {
 // ---- read-modify-write and mutexes ----
 
 /// `ARMCI_Rmw`: fetch-and-add `value` to, or swap `*ploc` with, the `int`/`long` at `prem`
-/// of `proc`; the old remote value lands in `*ploc`.
+/// of `proc`; the old remote value lands in `*ploc`. On memory the hint covers (the
+/// direct path) it is one CPU atomic on the mapped word; anything else takes
+/// [`rmw_general`], which checks everything and names what is wrong.
 #[no_mangle]
 pub unsafe extern "C" fn PARMCI_Rmw(
     op: c_int,
@@ -657,6 +663,50 @@ pub unsafe extern "C" fn PARMCI_Rmw(
 ) -> c_int {
     let call = "ARMCI_Rmw";
     let w = a(call);
+    let width = match op {
+        0 | 2 => 4,
+        1 | 3 => size_of::<c_long>(),
+        // SAFETY: forwards the caller's arguments.
+        _ => return unsafe { rmw_general(w, op, ploc, prem, value, proc) },
+    };
+    let fast = w
+        .direct(proc.into(), prem as usize, width)
+        .filter(|_| !ploc.is_null() && (prem as usize).is_multiple_of(width));
+    // (the general path asks whether a rank was lost, every call or when the tick says)
+    let Some(p) = fast.filter(|_| w.tick()) else {
+        // SAFETY: forwards the caller's arguments.
+        return unsafe { rmw_general(w, op, ploc, prem, value, proc) };
+    };
+    // SAFETY: `p` is mapped (the hint) and aligned to its width (the mapping keeps the
+    // owner's alignment, both page-aligned); peers reach it only atomically. `ploc` is
+    // the caller's local int or long (not NULL).
+    unsafe {
+        let (int, long) = (ploc.cast::<c_int>(), ploc.cast::<c_long>());
+        let add = |v: u64| amo_at(p, width, Amo::Add(v));
+        let swap = |v: u64| amo_at(p, width, Amo::Swap(v));
+        match op {
+            0 => *int = add(value as u32 as u64) as c_int,
+            1 => *long = add(i64::from(value) as u64) as c_long,
+            2 => *int = swap(*int as u32 as u64) as c_int,
+            _ => *long = swap(*long as u64) as c_long,
+        }
+    }
+    0
+}
+
+/// `ARMCI_Rmw` the general way: every argument checked, the target located in the table,
+/// the atomic done by [`crate::Armci::rmw`] on either path.
+#[cold]
+#[inline(never)]
+unsafe fn rmw_general(
+    w: &A,
+    op: c_int,
+    ploc: *mut c_void,
+    prem: *mut c_void,
+    value: c_int,
+    proc: c_int,
+) -> c_int {
+    let call = "ARMCI_Rmw";
     let op = match op {
         0 => Rmw::FetchAdd,
         1 => Rmw::FetchAddLong,
@@ -681,19 +731,7 @@ pub unsafe extern "C" fn PARMCI_Rmw(
         // SAFETY: the caller's local long.
         Rmw::SwapLong => unsafe { *ploc.cast::<c_long>() },
     };
-    let fast = w
-        .direct(proc.into(), prem as usize, width)
-        .filter(|_| (prem as usize).is_multiple_of(width));
-    let old = match fast {
-        Some(p) => {
-            ok(call, w.alive());
-            let (width, amo) = op.amo(operand);
-            // SAFETY: mapped (the hint) and aligned to its width (the mapping keeps the
-            // owner's alignment, both page-aligned); peers reach it only atomically.
-            op.widen(unsafe { skifch::rma::amo_at(p, width, amo) })
-        }
-        None => ok(call, w.rmw(op, locate(call, w, proc, prem, width), operand)),
-    };
+    let old = ok(call, w.rmw(op, locate(call, w, proc, prem, width), operand));
     // SAFETY: the caller's local int or long.
     unsafe {
         if long {

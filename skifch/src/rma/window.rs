@@ -280,6 +280,7 @@ impl Window for MappedWindow {
 /// # Safety
 /// `p` must be valid for `width` bytes, aligned to `width`, and accessed by other threads
 /// or processes only atomically or by raw copies.
+#[inline]
 pub unsafe fn amo_at(p: *mut u8, width: usize, op: Amo) -> u64 {
     const O: Ordering = Ordering::SeqCst;
     if width == 8 {
