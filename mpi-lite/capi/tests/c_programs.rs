@@ -259,6 +259,14 @@ fn on_every_path(name: &str) {
     }
 }
 
+/// The direct path's short cuts (every single-instruction accumulate and compare-and-swap
+/// checked, atomic against the general path on one element; errors, epochs and a reused
+/// window handle still caught), and the same program on the message path.
+#[test]
+fn one_sided_direct_short_cuts_atomic_and_checked_on_both_paths() {
+    on_every_path("rmadirect");
+}
+
 /// Derived target types: described to each target once on the message path (counted),
 /// forgotten at MPI_Type_free, never stale across types made and freed in a loop.
 #[test]

@@ -250,3 +250,44 @@ impl Drop for Owned {
         unsafe { std::alloc::dealloc(self.ptr, self.layout) };
     }
 }
+
+/// The direct path's raw accesses ([`super::direct`]): each returns `None` (nothing done)
+/// unless `off..off+n` is mapped here, so the caller falls back to the checked path.
+impl Reach {
+    /// Copies `src` to byte `off` of a mapped segment.
+    #[inline(always)]
+    pub(crate) fn put_mapped(&self, off: usize, src: &[u8]) -> Option<()> {
+        let p = self.mapped(off, src.len())?;
+        // SAFETY: `mapped` checked `off..off+len` inside the mapping the window keeps
+        // alive; a raw copy (the memory is shared with other processes).
+        unsafe { copy_move(src.as_ptr(), p, src.len()) };
+        Some(())
+    }
+
+    /// Copies `dst.len()` bytes from byte `off` of a mapped segment into `dst`.
+    #[inline(always)]
+    pub(crate) fn get_mapped(&self, off: usize, dst: &mut [u8]) -> Option<()> {
+        let p = self.mapped(off, dst.len())?;
+        // SAFETY: as in `put_mapped`, the other way.
+        unsafe { copy_move(p, dst.as_mut_ptr(), dst.len()) };
+        Some(())
+    }
+
+    /// The `n` words of `W` bytes (4 or 8) from byte `off` as atomics: mapped and aligned.
+    #[inline(always)]
+    pub(crate) fn words<W: Word>(&self, off: usize, n: usize) -> Option<&[W]> {
+        let p = self.mapped(off, n.checked_mul(std::mem::size_of::<W>())?)?;
+        if !(p as usize).is_multiple_of(std::mem::align_of::<W>()) {
+            return None;
+        }
+        // SAFETY: `n` aligned words inside the mapping the window keeps alive (so for as
+        // long as `self` is borrowed); every word there that an accumulate reaches is only
+        // accessed atomically or by raw copies, never through a plain reference.
+        Some(unsafe { std::slice::from_raw_parts(p.cast::<W>().cast_const(), n) })
+    }
+}
+
+/// The atomic words [`Reach::words`] hands out.
+pub(crate) trait Word: Sized {}
+impl Word for AtomicU32 {}
+impl Word for AtomicU64 {}

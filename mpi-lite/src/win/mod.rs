@@ -36,6 +36,7 @@
 //! accumulate family), `sync.rs` (fence, locks, flushes), `mem.rs` (the raw tier),
 //! `msg.rs` and `served.rs` (the message path), `pscw.rs` (post/start/complete/wait).
 
+mod direct;
 mod mem;
 mod msg;
 mod ops;
@@ -44,7 +45,8 @@ mod served;
 mod sync;
 mod types;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::AtomicU8;
+use std::sync::{Arc, Mutex};
 
 use skifch::rma::{self, MappedWindow, Rma};
 use skifch::Port;
@@ -79,6 +81,9 @@ pub const MODEL_UNIFIED: i32 = 2;
 struct Member {
     reach: Reach,
     disp_unit: usize,
+    /// The epochs open to this member ([`direct::ACCESS`], [`direct::PASSIVE`]), mirrored
+    /// from [`Epoch`] for the operations' checks without the epoch's mutex.
+    open: AtomicU8,
 }
 
 /// The epochs this process has open on a window (MPI-3.1 §11.5).
@@ -131,6 +136,9 @@ pub struct Win {
     size: usize,
     disp_unit: usize,
     epoch: Mutex<Epoch>,
+    /// The epochs open to every member (fence, lock_all; [`direct`]'s bits), mirrored
+    /// from `epoch` as [`Member::open`] is.
+    open: AtomicU8,
     /// Keeps every member's segment mapped.
     _map: MappedWindow,
 }
@@ -302,6 +310,7 @@ impl Win {
             members.push(Member {
                 reach,
                 disp_unit: unit as usize,
+                open: AtomicU8::new(0),
             });
         }
         let base = match (flavor, members[me].reach) {
@@ -339,6 +348,7 @@ impl Win {
                 deferred: vec![None; n],
                 ..Epoch::default()
             }),
+            open: AtomicU8::new(0),
             _map: map,
         })
     }
@@ -423,10 +433,6 @@ impl Win {
     /// (0 on the direct path, apart from post/start/complete/wait notices).
     pub fn messages_sent(&self) -> u64 {
         self.sent.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    fn epoch(&self) -> MutexGuard<'_, Epoch> {
-        self.epoch.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// `MPI_Win_shared_query`: member `rank`'s size, displacement unit and address in this
@@ -525,12 +531,7 @@ impl Win {
 
     /// Checks that an operation to `rank` is inside an access epoch (`MPI_ERR_RMA_SYNC`).
     fn check_access(&self, rank: usize, call: &str) -> Result<()> {
-        let e = self.epoch();
-        if e.fence
-            || e.lock_all
-            || e.locks.get(rank).is_some_and(Option::is_some)
-            || e.started.as_ref().is_some_and(|g| g.contains(&rank))
-        {
+        if self.open_to(rank) & direct::ACCESS != 0 {
             Ok(())
         } else {
             Err(sync_err(format!(

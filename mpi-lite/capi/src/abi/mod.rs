@@ -239,6 +239,18 @@ const DENSE: [u8; Basic::ALL.len()] = {
     t
 };
 
+/// The bytes of `n` elements of predefined type `dt` when they are one dense run; `None`
+/// for derived and padded types and a negative count.
+#[inline(always)]
+pub(crate) fn dense_len(n: c_int, dt: c_int) -> Option<usize> {
+    // Handle h of a predefined type is DENSE[h - 1]; 0 and negative handles wrap past it.
+    let size = *DENSE.get((dt as usize).wrapping_sub(1))? as usize;
+    if size == 0 || n < 0 {
+        return None;
+    }
+    size.checked_mul(n as usize)
+}
+
 /// The bytes of `n` elements of predefined type `dt` at `buf` when they are one run (the
 /// common case of every point-to-point call): (address, length). `None` for derived
 /// types, padded pair types, a negative count or a NULL buffer with data (the general
@@ -249,12 +261,7 @@ pub(crate) fn contiguous_bytes(
     n: c_int,
     dt: c_int,
 ) -> Option<(*mut u8, usize)> {
-    // Handle h of a predefined type is DENSE[h - 1]; 0 and negative handles wrap past it.
-    let size = *DENSE.get((dt as usize).wrapping_sub(1))? as usize;
-    if size == 0 || n < 0 {
-        return None;
-    }
-    let len = size.checked_mul(n as usize)?;
+    let len = dense_len(n, dt)?;
     if len == 0 {
         return Some((std::ptr::NonNull::<u8>::dangling().as_ptr(), 0));
     }

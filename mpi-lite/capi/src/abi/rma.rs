@@ -5,9 +5,10 @@
 //! Calls not built yet return `MPI_ERR_UNSUPPORTED_OPERATION` naming the call (see
 //! `mpi-lite/README.md`).
 
+use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use mpi_lite::error::class;
 use mpi_lite::win::{Flavor, Win};
@@ -32,10 +33,17 @@ pub(crate) struct WinEntry {
     model: c_int,
 }
 
-static WINS: Mutex<Vec<Option<Arc<WinEntry>>>> = Mutex::new(Vec::new());
+/// Read by lookups; written by creating and freeing a window.
+static WINS: RwLock<Vec<Option<Arc<WinEntry>>>> = RwLock::new(Vec::new());
 
-fn wins() -> MutexGuard<'static, Vec<Option<Arc<WinEntry>>>> {
-    WINS.lock().unwrap_or_else(|p| p.into_inner())
+type Table = Vec<Option<Arc<WinEntry>>>;
+
+fn wins() -> RwLockReadGuard<'static, Table> {
+    WINS.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn wins_mut() -> RwLockWriteGuard<'static, Table> {
+    WINS.write().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The window of handle `w` (`MPI_ERR_WIN` if none).
@@ -47,13 +55,54 @@ pub(crate) fn entry(w: c_int, call: &str) -> Result<Arc<WinEntry>> {
         .ok_or_else(|| Error::Win(format!("{call}: {w} is not a window")))
 }
 
+/// Bumped (under the table's write lock) whenever a handle is added or removed: a
+/// thread's cached entry ([`with_entry`]) is current while the count is unchanged.
+static GEN: AtomicU64 = AtomicU64::new(0);
+
+/// A thread's last window (handle, [`GEN`] when it was looked up, its entry).
+type Cached = (c_int, u64, Option<Arc<WinEntry>>);
+
+thread_local! {
+    static LAST: RefCell<Cached> = const { RefCell::new((0, u64::MAX, None)) };
+}
+
+/// `f` on the window of handle `w` for the direct path's operations, without a lock or an
+/// atomic read-modify-write: the thread's last window is kept, with a reference, and used
+/// while no window was created or freed since ([`GEN`]); else it is looked up again. The
+/// reference keeps the window alive even against an (erroneous) free by another thread
+/// during the operation. `f` must not call into the library. `None`: `w` is not a window.
+#[inline(always)]
+pub(crate) fn with_entry<T>(w: c_int, f: impl FnOnce(&WinEntry) -> T) -> Option<T> {
+    LAST.with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        if c.0 != w || c.1 != GEN.load(Ordering::Acquire) {
+            let t = wins();
+            let e = t.get((w as usize).wrapping_sub(1))?.clone()?;
+            *c = (w, GEN.load(Ordering::Relaxed), Some(e));
+        }
+        c.2.as_deref().map(f)
+    })
+}
+
+/// Forgets this thread's cached window (`MPI_Win_free`: its memory is released now, not
+/// at this thread's next one-sided call).
+fn forget_cached() {
+    let old = LAST.with(|c| {
+        c.try_borrow_mut()
+            .ok()
+            .map(|mut c| std::mem::take(&mut c.2))
+    });
+    drop(old);
+}
+
 /// Whether `w` is a window (for the attribute calls).
 pub(crate) fn exists(w: c_int) -> bool {
     entry(w, "").is_ok()
 }
 
 fn add(e: WinEntry) -> c_int {
-    let mut t = wins();
+    let mut t = wins_mut();
+    GEN.fetch_add(1, Ordering::Release);
     let e = Some(Arc::new(e));
     match t.iter().position(Option::is_none) {
         Some(i) => {
@@ -176,9 +225,11 @@ mpi_fn!(MPI_Win_free, PMPI_Win_free, (win: *mut c_int) -> c_int {
     if let Err(err) = attrs::delete_all(name, attrs::Kind::Win, w) {
         return raise(&e, w, name, &err);
     }
-    if let Some(slot) = wins().get_mut(w as usize - 1) {
+    if let Some(slot) = wins_mut().get_mut(w as usize - 1) {
+        GEN.fetch_add(1, Ordering::Release);
         *slot = None;
     }
+    forget_cached();
     // SAFETY: as above.
     unsafe { *win = 0 };
     class::SUCCESS

@@ -3,14 +3,87 @@
 //! buffers to `mpi_lite::win`.
 
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::Ordering;
 
-use mpi_lite::win::{AccOp, LockType, Target};
+use mpi_lite::datatype::Basic;
+use mpi_lite::error::class;
+use mpi_lite::win::{AccOp, LockType, Target, Win};
 use mpi_lite::{Error, Result};
 
 use super::p2p::req_handle;
-use super::rma::{wcall, WinEntry};
-use super::{arr, arr_mut, basic_type, count, mpi_fn, put, user_buf};
-use crate::state::CState;
+use super::rma::{wcall, with_entry, WinEntry};
+use super::{arr, arr_mut, basic_type, contiguous_bytes, count, dense_len, mpi_fn, put, user_buf};
+use crate::state::{CState, PHASE};
+
+/// The direct path (`Win::direct_*`, `mpi_lite::win` module `direct`): `f` on window `w`
+/// and nothing else — no state lock (`f` touches only the window's own atomics and
+/// mapped memory, so calls of other threads cannot disturb it), no handle table lock (the
+/// thread's cached window, [`with_entry`]), no buffer or type objects, no `Result` per
+/// layer. `false`: not done (MPI not running, not a window, or `f` declined): the call
+/// takes its general path, which checks everything and reports the error.
+#[inline(always)]
+fn direct(w: c_int, f: impl FnOnce(&Win) -> bool) -> bool {
+    PHASE.load(Ordering::Relaxed) == 1 && with_entry(w, |e| f(&e.win)) == Some(true)
+}
+
+/// The predefined type of handle `dt` (for the direct path's accumulates).
+#[inline(always)]
+fn basic(dt: c_int) -> Option<Basic> {
+    Basic::ALL.get((dt as usize).wrapping_sub(1)).copied()
+}
+
+/// The origin of a put or accumulate as one run of bytes when origin and target are
+/// contiguous predefined data of the same length (the direct path's case).
+///
+/// # Safety
+/// MPI's buffer contract: `oc` elements of `ot` at `oa` stay readable for the call.
+#[inline(always)]
+unsafe fn run<'a>(
+    oa: *const c_void,
+    oc: c_int,
+    ot: c_int,
+    tc: c_int,
+    tt: c_int,
+) -> Option<&'a [u8]> {
+    let (p, n) = contiguous_bytes(oa, oc, ot)?;
+    // SAFETY: the caller's contract, for the one run `contiguous_bytes` found.
+    (dense_len(tc, tt)? == n).then(|| unsafe { std::slice::from_raw_parts(p.cast_const(), n) })
+}
+
+/// As [`run`] for a buffer the call writes (a get's origin, a result buffer).
+///
+/// # Safety
+/// MPI's buffer contract: the elements are writable and the program's own for the call.
+#[inline(always)]
+unsafe fn run_mut<'a>(
+    a: *mut c_void,
+    c: c_int,
+    t: c_int,
+    tc: c_int,
+    tt: c_int,
+) -> Option<&'a mut [u8]> {
+    let (p, n) = contiguous_bytes(a, c, t)?;
+    // SAFETY: the caller's contract, for the one run `contiguous_bytes` found.
+    (dense_len(tc, tt)? == n).then(|| unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// The accumulate family's direct path: origin (`None` for `MPI_NO_OP`), compare and
+/// result runs already checked to be `tt`'s bytes.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn direct_update(
+    win: c_int,
+    tr: c_int,
+    td: isize,
+    tt: c_int,
+    op: AccOp,
+    src: Option<&[u8]>,
+    cmp: Option<&[u8]>,
+    old: Option<&mut [u8]>,
+) -> bool {
+    let Some(b) = basic(tt) else { return false };
+    direct(win, |w| w.direct_update(tr, td, b, op, src, cmp, old))
+}
 
 fn target<'a>(
     st: &CState,
@@ -125,32 +198,78 @@ unsafe fn gacc_op(
 }
 
 mpi_fn!(MPI_Put, PMPI_Put, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, win: c_int) -> c_int {
+    // SAFETY: the caller's buffer (MPI buffer contract).
+    if let Some(src) = unsafe { run(oa, oc, ot, tc, tt) } {
+        if direct(win, |w| w.direct_put(tr, td, src)) {
+            return class::SUCCESS;
+        }
+    }
     let a = Args { oa, oc, ot, tr, td, tc, tt };
     // SAFETY: the caller's buffers (MPI buffer contract).
     wcall("MPI_Put", win, |st, e| unsafe { put_op(st, e, &a, "MPI_Put") })
 });
 
 mpi_fn!(MPI_Get, PMPI_Get, (oa: *mut c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, win: c_int) -> c_int {
+    // SAFETY: the caller's buffer (MPI buffer contract), written by the call only.
+    if let Some(dst) = unsafe { run_mut(oa, oc, ot, tc, tt) } {
+        if direct(win, |w| w.direct_get(tr, td, dst)) {
+            return class::SUCCESS;
+        }
+    }
     let a = Args { oa, oc, ot, tr, td, tc, tt };
     // SAFETY: the caller's buffers (MPI buffer contract).
     wcall("MPI_Get", win, |st, e| unsafe { get_op(st, e, &a, "MPI_Get") })
 });
 
 mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
+    let name = "MPI_Accumulate";
+    if let (true, Ok(o)) = (ot == tt, AccOp::from_handle(op, name)) {
+        // SAFETY: the caller's buffer (MPI buffer contract).
+        if let Some(src) = unsafe { run(oa, oc, ot, tc, tt) } {
+            if direct_update(win, tr, td, tt, o, Some(src), None, None) {
+                return class::SUCCESS;
+            }
+        }
+    }
     let a = Args { oa, oc, ot, tr, td, tc, tt };
     // SAFETY: the caller's buffers (MPI buffer contract).
     wcall("MPI_Accumulate", win, |st, e| unsafe { acc_op(st, e, &a, op, "MPI_Accumulate") })
 });
 
 mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (oa: *const c_void, oc: c_int, ot: c_int, ra: *mut c_void, rc: c_int, rt: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
-    let a = Args { oa, oc, ot, tr, td, tc, tt };
     let name = "MPI_Get_accumulate";
+    if let (true, Ok(o)) = (rt == tt, AccOp::from_handle(op, name)) {
+        // SAFETY: the caller's buffers (MPI buffer contract); the origin is not read for
+        // MPI_NO_OP (§11.3.4).
+        let src = unsafe { run(oa, oc, ot, tc, tt) }.filter(|_| ot == tt);
+        if src.is_some() || o == AccOp::NoOp {
+            // SAFETY: as above, the result buffer (written).
+            if let Some(old) = unsafe { run_mut(ra, rc, rt, tc, tt) } {
+                let src = src.filter(|_| o != AccOp::NoOp);
+                if direct_update(win, tr, td, tt, o, src, None, Some(old)) {
+                    return class::SUCCESS;
+                }
+            }
+        }
+    }
+    let a = Args { oa, oc, ot, tr, td, tc, tt };
     // SAFETY: the caller's buffers (MPI buffer contract).
     wcall(name, win, |st, e| unsafe { gacc_op(st, e, &a, (ra, rc, rt), op, name) })
 });
 
 mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void, dt: c_int, tr: c_int, td: isize, op: c_int, win: c_int) -> c_int {
     let name = "MPI_Fetch_and_op";
+    if let Ok(o) = AccOp::from_handle(op, name) {
+        // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.4); the origin is
+        // not read for MPI_NO_OP.
+        let (src, old) = unsafe { (run(oa, 1, dt, 1, dt), run_mut(ra, 1, dt, 1, dt)) };
+        if src.is_some() || o == AccOp::NoOp {
+            let src = src.filter(|_| o != AccOp::NoOp);
+            if old.is_some() && direct_update(win, tr, td, dt, o, src, None, old) {
+                return class::SUCCESS;
+            }
+        }
+    }
     wcall(name, win, |st, e| {
         let op = AccOp::from_handle(op, name)?;
         let o = if op == AccOp::NoOp {
@@ -168,6 +287,12 @@ mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void
 
 mpi_fn!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (oa: *const c_void, ca: *const c_void, ra: *mut c_void, dt: c_int, tr: c_int, td: isize, win: c_int) -> c_int {
     let name = "MPI_Compare_and_swap";
+    // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.6).
+    if let (Some(src), Some(cmp), Some(old)) = unsafe { (run(oa, 1, dt, 1, dt), run(ca, 1, dt, 1, dt), run_mut(ra, 1, dt, 1, dt)) } {
+        if direct_update(win, tr, td, dt, AccOp::Replace, Some(src), Some(cmp), Some(old)) {
+            return class::SUCCESS;
+        }
+    }
     wcall(name, win, |st, e| {
         let d = st.dtype(dt)?;
         let n = c_int::try_from(d.size()).map_err(|_| Error::Type(format!("{name}: type too large")))?;
@@ -214,18 +339,30 @@ mpi_fn!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: c_int) -> c_int {
 });
 
 mpi_fn!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: c_int) -> c_int {
+    if direct(win, |w| w.direct_flush(Some(rank))) {
+        return class::SUCCESS;
+    }
     wcall("MPI_Win_flush", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush"))
 });
 
 mpi_fn!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: c_int) -> c_int {
+    if direct(win, |w| w.direct_flush(None)) {
+        return class::SUCCESS;
+    }
     wcall("MPI_Win_flush_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_all"))
 });
 
 mpi_fn!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: c_int) -> c_int {
+    if direct(win, |w| w.direct_flush(Some(rank))) {
+        return class::SUCCESS;
+    }
     wcall("MPI_Win_flush_local", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush_local"))
 });
 
 mpi_fn!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: c_int) -> c_int {
+    if direct(win, |w| w.direct_flush(None)) {
+        return class::SUCCESS;
+    }
     wcall("MPI_Win_flush_local_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_local_all"))
 });
 

@@ -1,0 +1,326 @@
+//! The direct path's operations without the general path's layers (MPI-3.1 §11.3, §11.5.4):
+//! on a window whose target memory is mapped here, inside an access epoch, a put or get of
+//! one contiguous run is a range check and a copy, an accumulate-family operation on 4- or
+//! 8-byte integers (and a floating-point sum) one CPU atomic per element, and a flush a
+//! memory fence. Each returns `false` having done nothing when anything does not fit (a
+//! rank, a range, an epoch, a type, the message path): the caller then takes the general
+//! path (`ops.rs`, `sync.rs`), which checks everything again and reports the error.
+//!
+//! The epoch checks read [`Member::open`] and [`Win::open`] (relaxed atomics: the epoch is
+//! changed by this process's own synchronisation calls, which the program orders before
+//! its operations), kept equal to [`Epoch`] by [`EpochGuard`] whenever it is changed.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::MutexGuard;
+
+use skifch::coll::{DType, Op};
+
+use super::{AccOp, Epoch, Win};
+use crate::datatype::Basic;
+
+/// In [`Member::open`](super::Member): an access epoch to the member (lock, start); in
+/// [`Win::open`]: to every member (fence, lock_all).
+pub(super) const ACCESS: u8 = 1;
+/// A passive-target epoch: the member is locked (in `Win::open`: lock_all).
+pub(super) const PASSIVE: u8 = 2;
+/// In `Win::open` only: some member is locked or lock_all is in force (`flush_all`).
+const ANY_PASSIVE: u8 = 4;
+
+/// The epoch state, locked; dropping it after a change publishes the change to the
+/// members' `open` bits.
+pub(super) struct EpochGuard<'a> {
+    g: MutexGuard<'a, Epoch>,
+    win: &'a Win,
+    changed: bool,
+}
+
+impl Deref for EpochGuard<'_> {
+    type Target = Epoch;
+    fn deref(&self) -> &Epoch {
+        &self.g
+    }
+}
+
+impl DerefMut for EpochGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Epoch {
+        self.changed = true;
+        &mut self.g
+    }
+}
+
+impl Drop for EpochGuard<'_> {
+    fn drop(&mut self) {
+        if !self.changed {
+            return;
+        }
+        let e = &*self.g;
+        let mut all = 0;
+        if e.fence || e.lock_all {
+            all |= ACCESS;
+        }
+        if e.lock_all {
+            all |= PASSIVE | ANY_PASSIVE;
+        }
+        for (r, m) in self.win.members.iter().enumerate() {
+            let mut bits = 0;
+            if e.locks.get(r).is_some_and(Option::is_some) {
+                bits |= ACCESS | PASSIVE;
+                all |= ANY_PASSIVE;
+            }
+            if e.started.as_ref().is_some_and(|g| g.contains(&r)) {
+                bits |= ACCESS;
+            }
+            m.open.store(bits, Ordering::Relaxed);
+        }
+        self.win.open.store(all, Ordering::Relaxed);
+    }
+}
+
+/// The atomic read-modify-write an accumulate-family operation is on the direct path.
+#[derive(Clone, Copy)]
+enum Rmw {
+    Add,
+    FAdd,
+    And,
+    Or,
+    Xor,
+    MaxS,
+    MinS,
+    MaxU,
+    MinU,
+    Swap,
+    Load,
+    Cas,
+}
+
+impl Rmw {
+    /// The instruction for `op` on elements of `d` (compare-and-swap when `cas`); `None`
+    /// for the rest (the general path's compare-and-swap loop with the reducer).
+    fn of(d: DType, op: AccOp, cas: bool) -> Option<Rmw> {
+        use DType::*;
+        let int = matches!(d, I32 | U32 | I64 | U64);
+        let signed = matches!(d, I32 | I64);
+        if !int && !matches!(d, F32 | F64) {
+            return None;
+        }
+        Some(match (op, cas) {
+            (_, true) => Rmw::Cas,
+            (AccOp::NoOp, _) => Rmw::Load,
+            (AccOp::Replace, _) => Rmw::Swap,
+            (AccOp::Op(Op::Sum), _) if int => Rmw::Add,
+            (AccOp::Op(Op::Sum), _) => Rmw::FAdd,
+            (AccOp::Op(Op::Band), _) if int => Rmw::And,
+            (AccOp::Op(Op::Bor), _) if int => Rmw::Or,
+            (AccOp::Op(Op::Bxor), _) if int => Rmw::Xor,
+            (AccOp::Op(Op::Max), _) if int && signed => Rmw::MaxS,
+            (AccOp::Op(Op::Min), _) if int && signed => Rmw::MinS,
+            (AccOp::Op(Op::Max), _) if int => Rmw::MaxU,
+            (AccOp::Op(Op::Min), _) if int => Rmw::MinU,
+            _ => return None,
+        })
+    }
+}
+
+/// `rmw32` / `rmw64`: the atomic update of each word of `words` (element `i` of the packed
+/// native-endian `src` the origin's value, of `cmp` the compare value of `Rmw::Cas`), the
+/// old values going to `old`. Sequentially consistent, as the general path's
+/// compare-and-swap loop, with which it is atomic per element.
+macro_rules! rmw_fn {
+    ($name:ident, $a:ty, $u:ty, $i:ty, $f:ty) => {
+        #[inline(always)]
+        fn $name(
+            words: &[$a],
+            k: Rmw,
+            src: Option<&[u8]>,
+            cmp: Option<&[u8]>,
+            mut old: Option<&mut [u8]>,
+        ) {
+            const O: Ordering = Ordering::SeqCst;
+            const W: usize = std::mem::size_of::<$u>();
+            for (i, a) in words.iter().enumerate() {
+                let x = <$u>::from_ne_bytes(elem::<W>(src, i));
+                let c = <$u>::from_ne_bytes(elem::<W>(cmp, i));
+                let upd = |f: &dyn Fn($u) -> $u| match a.fetch_update(O, O, |v| Some(f(v))) {
+                    Ok(v) | Err(v) => v,
+                };
+                let v = match k {
+                    Rmw::Add => a.fetch_add(x, O),
+                    Rmw::And => a.fetch_and(x, O),
+                    Rmw::Or => a.fetch_or(x, O),
+                    Rmw::Xor => a.fetch_xor(x, O),
+                    Rmw::MaxU => a.fetch_max(x, O),
+                    Rmw::MinU => a.fetch_min(x, O),
+                    Rmw::Swap => a.swap(x, O),
+                    Rmw::Load => a.load(O),
+                    Rmw::Cas => match a.compare_exchange(c, x, O, O) {
+                        Ok(v) | Err(v) => v,
+                    },
+                    Rmw::MaxS => upd(&|v| (v as $i).max(x as $i) as $u),
+                    Rmw::MinS => upd(&|v| (v as $i).min(x as $i) as $u),
+                    Rmw::FAdd => upd(&|v| (<$f>::from_bits(v) + <$f>::from_bits(x)).to_bits()),
+                };
+                if let Some(o) = old.as_deref_mut() {
+                    o[i * W..i * W + W].copy_from_slice(&v.to_ne_bytes());
+                }
+            }
+        }
+    };
+}
+rmw_fn!(rmw32, AtomicU32, u32, i32, f32);
+rmw_fn!(rmw64, AtomicU64, u64, i64, f64);
+
+/// Element `i` of packed native-endian words of `W` bytes (0 when absent).
+#[inline(always)]
+fn elem<const W: usize>(b: Option<&[u8]>, i: usize) -> [u8; W] {
+    let mut v = [0u8; W];
+    if let Some(s) = b.and_then(|b| b.get(i * W..i * W + W)) {
+        v.copy_from_slice(s);
+    }
+    v
+}
+
+impl Win {
+    /// The epoch state, locked (see [`EpochGuard`]).
+    pub(super) fn epoch(&self) -> EpochGuard<'_> {
+        EpochGuard {
+            g: self.epoch.lock().unwrap_or_else(|p| p.into_inner()),
+            win: self,
+            changed: false,
+        }
+    }
+
+    /// The epoch bits open to member `r` (its own and every member's).
+    #[inline(always)]
+    pub(super) fn open_to(&self, r: usize) -> u8 {
+        let own = self
+            .members
+            .get(r)
+            .map_or(0, |m| m.open.load(Ordering::Relaxed));
+        own | self.open.load(Ordering::Relaxed)
+    }
+
+    /// The member and byte offset an operation to `rank` at `disp` reaches on the direct
+    /// path, inside an access epoch.
+    #[inline(always)]
+    fn direct_at(&self, rank: i32, disp: isize) -> Option<(&super::Member, usize)> {
+        if self.msg {
+            return None;
+        }
+        let r = usize::try_from(rank).ok()?;
+        let m = self.members.get(r)?;
+        if (m.open.load(Ordering::Relaxed) | self.open.load(Ordering::Relaxed)) & ACCESS == 0 {
+            return None;
+        }
+        let off = disp.checked_mul(m.disp_unit as isize)?;
+        Some((m, usize::try_from(off).ok()?))
+    }
+
+    /// `MPI_Put` of the bytes `src` (one contiguous run of predefined elements) to `rank`
+    /// at `disp` on the direct path; `false`: not done, take [`Win::put`].
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it, inside an access epoch; complete when it returns.
+    #[inline]
+    pub fn direct_put(&self, rank: i32, disp: isize, src: &[u8]) -> bool {
+        self.direct_at(rank, disp)
+            .and_then(|(m, off)| m.reach.put_mapped(off, src))
+            .is_some()
+    }
+
+    /// `MPI_Get` into `dst` (one contiguous run) on the direct path; `false`: not done,
+    /// take [`Win::get`].
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it, inside an access epoch; the data is in `dst` when it
+    /// returns.
+    #[inline]
+    pub fn direct_get(&self, rank: i32, disp: isize, dst: &mut [u8]) -> bool {
+        self.direct_at(rank, disp)
+            .and_then(|(m, off)| m.reach.get_mapped(off, dst))
+            .is_some()
+    }
+
+    /// The accumulate family on the direct path, one CPU atomic per element: elements of
+    /// predefined type `b` at `rank`/`disp` become `src op old` (`MPI_Accumulate`,
+    /// `MPI_Get_accumulate`, `MPI_Fetch_and_op`), or `src` where `old == cmp`
+    /// (`MPI_Compare_and_swap`), the old values going to `old` (packed, as many bytes as
+    /// the operation has; `src` may be `None` for `MPI_NO_OP`). `false`: not done (an
+    /// operation or type without a single instruction here, a window without atomics, a
+    /// misaligned or out-of-range target), take the general path.
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it, inside an access epoch; atomic per element against every
+    /// accumulate-family operation; complete when it returns.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn direct_update(
+        &self,
+        rank: i32,
+        disp: isize,
+        b: Basic,
+        op: AccOp,
+        src: Option<&[u8]>,
+        cmp: Option<&[u8]>,
+        old: Option<&mut [u8]>,
+    ) -> bool {
+        let (Some(w), Some(d)) = (b.dense_size(), b.dtype()) else {
+            return false;
+        };
+        let Some(k) = Rmw::of(d, op, cmp.is_some()) else {
+            return false;
+        };
+        let len = match (src, old.as_deref()) {
+            (Some(s), o) if o.is_none_or(|o| o.len() == s.len()) => s.len(),
+            (None, Some(o)) if matches!(k, Rmw::Load) => o.len(),
+            _ => return false,
+        };
+        if !self.atomics || len % w != 0 || cmp.is_some_and(|c| c.len() != len) {
+            return false;
+        }
+        let Some((m, off)) = self.direct_at(rank, disp) else {
+            return false;
+        };
+        let n = len / w;
+        let done = match w {
+            8 => m
+                .reach
+                .words::<AtomicU64>(off, n)
+                .map(|a| rmw64(a, k, src, cmp, old)),
+            4 => m
+                .reach
+                .words::<AtomicU32>(off, n)
+                .map(|a| rmw32(a, k, src, cmp, old)),
+            _ => None,
+        };
+        done.is_some()
+    }
+
+    /// `MPI_Win_flush` / `flush_local` (`Some(rank)`) and their `_all` forms on the direct
+    /// path: inside a passive-target epoch every operation is already complete, so a
+    /// memory fence. `false`: not done (the message path, no such epoch, a bad rank), take
+    /// [`Win::flush`].
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it, inside a passive-target epoch.
+    #[inline]
+    pub fn direct_flush(&self, rank: Option<i32>) -> bool {
+        if self.msg {
+            return false;
+        }
+        let open = match rank {
+            Some(r) => match usize::try_from(r).ok().and_then(|r| self.members.get(r)) {
+                Some(m) => {
+                    (m.open.load(Ordering::Relaxed) | self.open.load(Ordering::Relaxed)) & PASSIVE
+                }
+                None => 0,
+            },
+            None => self.open.load(Ordering::Relaxed) & ANY_PASSIVE,
+        };
+        if open == 0 {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        true
+    }
+}
