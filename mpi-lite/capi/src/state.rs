@@ -541,6 +541,50 @@ pub fn call(name: &'static str, comm: i32, f: impl FnOnce(&CState) -> Result<()>
     }
 }
 
+/// As [`call`] for the per-message point-to-point calls (`MPI_Send`, `MPI_Recv`, the
+/// nonblocking sends, `MPI_Irecv`, `MPI_Wait`, `MPI_Test`, `MPI_Waitall`, `MPI_Testall`),
+/// without catching a panic: `catch_unwind` calls the body through a function pointer,
+/// ≈ 25 instructions per call (callgrind, `mpi_loop wself`: 1435 → 1389 per message pair).
+/// A panic there is a bug all the same: the message names the call, then the process ends
+/// (Rust aborts a panic that reaches an `extern "C"` function) and the launcher ends the
+/// job, instead of `MPI_ERR_INTERN` being returned.
+#[inline]
+pub fn call_hot(name: &'static str, comm: i32, f: impl FnOnce(&CState) -> Result<()>) -> c_int {
+    let Some(g) = enter() else {
+        return concurrent_entry(name);
+    };
+    let r = match g.as_ref() {
+        None => Err(not_running(name)),
+        Some(st) => {
+            let note = PanicNote(name);
+            let r = f(st);
+            std::mem::forget(note);
+            r
+        }
+    };
+    match r {
+        Ok(()) => class::SUCCESS,
+        Err(e) => {
+            let r = raise_later(g.as_ref(), comm, name, &e);
+            drop(g);
+            r.now()
+        }
+    }
+}
+
+/// Dropped only while a panic unwinds out of a [`call_hot`] body (forgotten otherwise).
+struct PanicNote(&'static str);
+
+impl Drop for PanicNote {
+    #[cold]
+    fn drop(&mut self) {
+        crate::errors::say(&format!(
+            "{}: internal panic (a bug): the process ends",
+            self.0
+        ));
+    }
+}
+
 /// As [`call`] for calls that need no state (pure functions of their arguments) but must
 /// still report errors through the world's handler.
 pub fn call_pure(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {

@@ -16,7 +16,7 @@ use super::{
     arr_mut, contiguous_bytes, from_c_status, get, mpi_fn, put, put_status, user_buf, MPI_Status,
     STATUS_IGNORE,
 };
-use crate::state::{call, h, CState};
+use crate::state::{call, call_hot, h, CState};
 
 const UNDEFINED: c_int = -32766;
 
@@ -77,7 +77,7 @@ macro_rules! blocking_send {
 }
 mpi_fn!(MPI_Send, PMPI_Send, (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int,
         tag: c_int, comm: c_int) -> c_int {
-    call("MPI_Send", comm, |st| {
+    call_hot("MPI_Send", comm, |st| {
         if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
             // SAFETY: MPI's contract for a blocking send: `count` elements of `datatype`
             // (here one run of `n` bytes at `p`) are readable for the whole call.
@@ -101,7 +101,7 @@ macro_rules! nonblocking_send {
     ($mpi:ident, $pmpi:ident, $mode:expr, $name:literal) => {
         mpi_fn!($mpi, $pmpi, (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int,
                 tag: c_int, comm: c_int, request: *mut c_int) -> c_int {
-            call($name, comm, |st| {
+            call_hot($name, comm, |st| {
                 if request.is_null() {
                     return Err(Error::Arg(concat!($name, ": request is NULL").into()));
                 }
@@ -133,7 +133,7 @@ nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, None, "MPI_Ibsend");
 
 mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int,
         tag: c_int, comm: c_int, status: *mut MPI_Status) -> c_int {
-    call("MPI_Recv", comm, |st| {
+    call_hot("MPI_Recv", comm, |st| {
         if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
             // SAFETY: MPI's contract for a blocking receive: the `n` bytes at `p` (one run
             // of `count` elements of `datatype`) are writable and not touched by the program
@@ -158,7 +158,7 @@ mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, s
 
 mpi_fn!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int,
         tag: c_int, comm: c_int, request: *mut c_int) -> c_int {
-    call("MPI_Irecv", comm, |st| {
+    call_hot("MPI_Irecv", comm, |st| {
         if request.is_null() {
             return Err(Error::Arg("MPI_Irecv: request is NULL".into()));
         }
@@ -276,7 +276,7 @@ fn finish(st: &CState, r: &mut c_int, wait: bool) -> Result<Option<Status>> {
 }
 
 mpi_fn!(MPI_Wait, PMPI_Wait, (request: *mut c_int, status: *mut MPI_Status) -> c_int {
-    let rc = call("MPI_Wait", h::COMM_WORLD, |st| {
+    let rc = call_hot("MPI_Wait", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request (checked non-null by arr_mut).
         let r = unsafe { arr_mut(request, 1, "request")? };
         let s = view(r, |r| finish(st, &mut r[0], true))?.unwrap_or_else(empty_status);
@@ -288,7 +288,7 @@ mpi_fn!(MPI_Wait, PMPI_Wait, (request: *mut c_int, status: *mut MPI_Status) -> c
 });
 
 mpi_fn!(MPI_Test, PMPI_Test, (request: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-    let rc = call("MPI_Test", h::COMM_WORLD, |st| {
+    let rc = call_hot("MPI_Test", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request and flag.
         let r = unsafe { arr_mut(request, 1, "request")? };
         match view(r, |r| finish(st, &mut r[0], false))? {
@@ -472,7 +472,7 @@ impl Outcomes {
 mpi_fn!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut c_int,
         array_of_statuses: *mut MPI_Status) -> c_int {
     let g = greq::in_array(array_of_requests, count);
-    let rc = call("MPI_Waitall", h::COMM_WORLD, |st| {
+    let rc = call_hot("MPI_Waitall", h::COMM_WORLD, |st| {
         let n = super::count(count, "MPI_Waitall")?;
         // SAFETY: `count` requests and statuses of the caller.
         let (reqs, sts) = unsafe { (arr_mut(array_of_requests, n, "array_of_requests")?, statuses(array_of_statuses, n)) };
@@ -484,7 +484,7 @@ mpi_fn!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut c_int,
 mpi_fn!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut c_int, flag: *mut c_int,
         array_of_statuses: *mut MPI_Status) -> c_int {
     let g = greq::in_array(array_of_requests, count);
-    let rc = call("MPI_Testall", h::COMM_WORLD, |st| {
+    let rc = call_hot("MPI_Testall", h::COMM_WORLD, |st| {
         let n = super::count(count, "MPI_Testall")?;
         // SAFETY: `count` requests and statuses of the caller.
         let (reqs, sts) = unsafe { (arr_mut(array_of_requests, n, "array_of_requests")?, statuses(array_of_statuses, n)) };
