@@ -452,13 +452,17 @@ impl<P: Port> Armci<P> {
             let (b, l) = x.bases[proc as usize];
             let off = addr.wrapping_sub(b);
             if l > 0 && off < l && len <= l - off {
-                let ptr = match x.direct {
-                    true => x.win.reach(proc, 0, l).map_or(0, |p| p as usize),
-                    false => 0,
+                // This rank's own block is in this address space on either path: reached
+                // directly, never by a message to itself (which over a device would cross
+                // the device twice).
+                let (direct, ptr) = match x.direct {
+                    _ if proc == self.me => (true, b),
+                    true => (true, x.win.reach(proc, 0, l).map_or(0, |p| p as usize)),
+                    false => (false, 0),
                 };
                 // (a direct block that could not be reached is not remembered: in a hint,
                 // direct means mapped)
-                if ptr != 0 || !x.direct {
+                if ptr != 0 || !direct {
                     let h = Hit {
                         base: b,
                         len: l,
@@ -466,7 +470,7 @@ impl<P: Port> Armci<P> {
                     };
                     self.hints.remember(proc, h);
                 }
-                return Ok(Target::in_block(x.direct, proc, addr, b, l, ptr));
+                return Ok(Target::in_block(direct, proc, addr, b, l, ptr));
             }
         }
         Err(Error::NotAllocated { proc, addr, len })
