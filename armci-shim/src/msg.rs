@@ -14,6 +14,15 @@
 //! | [`H_PUTS`] | levels | addr | counts, strides ([`Strided::encode_dst`]), packed data | – |
 //! | [`H_GETS`] | levels | addr | counts, strides of the remote side | packed data |
 //! | [`H_MSG`] | tag | – | the message (one-way; long ones land in a vector) | – |
+//! | [`H_PUTV`] | – | pieces | the pieces' list, then their data | – |
+//! | [`H_GETV`] | – | pieces | the pieces' list | their data |
+//! | [`H_ACCV`] | type | scale₀, scale₁, pieces | the pieces' list, then their source elements | – |
+//!
+//! The `V` requests gather many small pieces of one transfer (a strided patch larger than
+//! one request, a vector transfer) into one message: a list of [`PIECE`]-byte entries
+//! (remote address, 8 bytes; length, 4 bytes; little-endian), then the pieces' data in
+//! list order. The target checks every piece before it touches any, then applies them in
+//! order.
 #![allow(unsafe_code)] // the target's own allocations, reached by address
 
 use skifch::proto::{Am, Io, Phase};
@@ -39,6 +48,71 @@ pub const H_GETS: u8 = 7;
 
 /// Point-to-point message (`armci_msg_snd`).
 pub const H_MSG: u8 = 5;
+
+/// Gathered put: many pieces in one request (module docs).
+pub const H_PUTV: u8 = 8;
+/// Gathered get, answered with the pieces' data in list order.
+pub const H_GETV: u8 = 9;
+/// Gathered accumulate.
+pub const H_ACCV: u8 = 10;
+/// Bytes of one entry of a gathered request's list.
+pub const PIECE: usize = 12;
+
+/// Appends the entry of a piece of `len` bytes at remote `addr` to a gathered list.
+pub fn push_piece(list: &mut Vec<u8>, addr: usize, len: usize) {
+    list.extend_from_slice(&(addr as u64).to_le_bytes());
+    list.extend_from_slice(&(len as u32).to_le_bytes());
+}
+
+/// The first `n` pieces listed at the start of `data`, each checked inside an
+/// allocation (and, for an accumulate of `ty`, whole aligned elements): their local
+/// addresses and lengths, and the list's length in bytes.
+fn gathered(
+    ctx: &Ctx,
+    n: u64,
+    data: &[u8],
+    ty: Option<AccType>,
+) -> CommResult<(Vec<(*mut u8, usize)>, usize)> {
+    let list = usize::try_from(n)
+        .ok()
+        .and_then(|n| n.checked_mul(PIECE))
+        .filter(|&l| l <= data.len())
+        .ok_or_else(|| bad(format!("a list of {n} pieces in {} bytes", data.len())))?;
+    let pieces = data[..list]
+        .chunks_exact(PIECE)
+        .map(|e| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&e[..8]);
+            let mut l = [0u8; 4];
+            l.copy_from_slice(&e[8..]);
+            let (addr, len) = (u64::from_le_bytes(a), u32::from_le_bytes(l) as usize);
+            if let Some(t) = ty {
+                acc::check(t, addr as usize, len).map_err(|e| bad(e.to_string()))?;
+            }
+            inside(ctx, addr, len).map(|p| (p, len))
+        })
+        .collect::<CommResult<Vec<_>>>()?;
+    Ok((pieces, list))
+}
+
+/// The pieces of a gathered put or accumulate, with their data checked to fill the rest
+/// of the payload exactly.
+fn gathered_with_data(
+    ctx: &Ctx,
+    n: u64,
+    data: &[u8],
+    ty: Option<AccType>,
+) -> CommResult<(Vec<(*mut u8, usize)>, usize)> {
+    let (pieces, list) = gathered(ctx, n, data, ty)?;
+    let total: usize = pieces.iter().map(|p| p.1).sum();
+    if total != data.len() - list {
+        return Err(bad(format!(
+            "{} bytes of data for pieces of {total}",
+            data.len() - list
+        )));
+    }
+    Ok((pieces, list))
+}
 
 /// The handlers' context.
 #[derive(Debug, Default)]
@@ -97,6 +171,9 @@ pub fn install<P: Port>(ep: &mut skifch::proto::Endpoint<P, Ctx>) -> CommResult<
     ep.register(H_MSG, letter)?;
     ep.register(H_PUTS, put_strided)?;
     ep.register(H_GETS, get_strided)?;
+    ep.register(H_PUTV, put_gathered)?;
+    ep.register(H_GETV, get_gathered)?;
+    ep.register(H_ACCV, acc_gathered)?;
     Ok(())
 }
 
@@ -276,6 +353,68 @@ fn get_strided<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> CommR
                 Ok::<(), ()>(())
             });
             io.reply(to, 0, &[], &out)
+        }
+        Err(e) => io.reply_error(to, &e.to_string()),
+    }
+}
+
+fn put_gathered<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> CommResult<()> {
+    let to = reply_to(am)?;
+    let data = joined(am)?;
+    let n = am.args().first().copied().unwrap_or(0);
+    match gathered_with_data(ctx, n, &data, None) {
+        Ok((pieces, mut at)) => {
+            for (p, len) in pieces {
+                // SAFETY: `p..p+len` lies in a live allocation of this rank (checked);
+                // `at + len` is within the data (the lengths sum to it, checked).
+                unsafe { skifch::mem::copy_move(data.as_ptr().add(at), p, len) };
+                at += len;
+            }
+            io.reply(to, 0, &[], &[])
+        }
+        Err(e) => io.reply_error(to, &e.to_string()),
+    }
+}
+
+fn get_gathered<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> CommResult<()> {
+    let to = reply_to(am)?;
+    let data = joined(am)?;
+    let n = am.args().first().copied().unwrap_or(0);
+    match gathered(ctx, n, &data, None) {
+        Ok((pieces, _)) => {
+            let mut out = Vec::with_capacity(pieces.iter().map(|p| p.1).sum());
+            for (p, len) in pieces {
+                let at = out.len();
+                out.resize(at + len, 0);
+                // SAFETY: `p..p+len` lies in a live allocation of this rank (checked);
+                // copied out, never borrowed (as in `get`).
+                unsafe { skifch::mem::copy_move(p, out.as_mut_ptr().add(at), len) };
+            }
+            io.reply(to, 0, &[], &out)
+        }
+        Err(e) => io.reply_error(to, &e.to_string()),
+    }
+}
+
+fn acc_gathered<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> CommResult<()> {
+    let to = reply_to(am)?;
+    let data = joined(am)?;
+    let (scale, n) = match am.args() {
+        [s0, s1, n, ..] => ([*s0, *s1], *n),
+        _ => return io.reply_error(to, "a gathered accumulate without scale and count"),
+    };
+    let r = AccType::from_code(i64::from(am.arg()))
+        .map_err(|e| bad(e.to_string()))
+        .and_then(|t| gathered_with_data(ctx, n, &data, Some(t)).map(|g| (t, g)));
+    match r {
+        Ok((t, (pieces, mut at))) => {
+            for (p, len) in pieces {
+                // SAFETY: checked: inside an allocation, aligned, whole elements; the
+                // source elements are within the data.
+                unsafe { acc::apply(t, scale, data.as_ptr().add(at), p, len) };
+                at += len;
+            }
+            io.reply(to, 0, &[], &[])
         }
         Err(e) => io.reply_error(to, &e.to_string()),
     }

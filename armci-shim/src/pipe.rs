@@ -1,10 +1,14 @@
 //! Message-path transfers of many pieces to one process, pipelined: a strided patch
-//! larger than one request, or a contiguous transfer larger than one chunk, goes as one
-//! request per piece; up to [`WINDOW`] of them are in flight at once instead of one round
-//! trip each (Global Arrays' matrix multiply fetches patches of hundreds of columns; one
-//! blocking round trip per column made it minutes slower than the direct path). Pieces are
-//! issued in order and each is answered by its target in order, so a put's pieces land as
-//! they did one by one; the batch returns when every piece is answered.
+//! larger than one request, a vector transfer, or a contiguous transfer larger than one
+//! chunk. Up to [`WINDOW`] requests are in flight at once instead of one round trip each
+//! (Global Arrays' matrix multiply fetches patches of hundreds of columns; one blocking
+//! round trip per column made it minutes slower than the direct path). Small pieces
+//! ([`Batch::piece`]) are gathered, as many as fit, into one request
+//! ([`msg::H_PUTV`]…): over a device whose round trip is ~0.2 ms (fpga-model) a patch of
+//! thousands of short rows is then a few requests, not thousands. Requests are issued in
+//! order, each is answered by its target in order, and a gathered request's pieces are
+//! applied in list order, so a put's pieces land as they did one by one; the batch
+//! returns when every request is answered.
 #![allow(unsafe_code)] // caller memory as the landing of a get's reply
 
 use std::collections::VecDeque;
@@ -31,13 +35,45 @@ pub(crate) enum Op {
 /// Requests of one batch in flight at once.
 pub const WINDOW: usize = 16;
 
+impl Op {
+    /// Whether pieces of `self` and `o` may share a gathered request.
+    fn same(self, o: Op) -> bool {
+        match (self, o) {
+            (Op::Put, Op::Put) | (Op::Get, Op::Get) => true,
+            (Op::Acc(t, s), Op::Acc(u, r)) => t == u && s == r,
+            _ => false,
+        }
+    }
+}
+
+/// Small pieces waiting to go as one gathered request.
+struct Gather {
+    op: Op,
+    /// Pieces listed.
+    n: u64,
+    /// The list ([`msg::push_piece`]), then (put, accumulate) the pieces' data.
+    list: Vec<u8>,
+    data: Vec<u8>,
+    /// Get: where each piece's data lands (address, length), in list order.
+    dsts: Vec<(usize, usize)>,
+}
+
+/// A request in flight: its id, the reply length a get expects (0: an acknowledgement)
+/// and, for a gathered get, where the reply's pieces land.
+struct Flight {
+    id: ReqId,
+    want: usize,
+    scatter: Vec<(usize, usize)>,
+}
+
 /// One transfer's requests to `proc` (see the module docs). Dropping a batch that did not
 /// [`Batch::finish`] cancels what is still in flight, so no reply lands afterwards.
 pub struct Batch<'a, P: Port> {
     ep: MutexGuard<'a, Endpoint<P, Ctx>>,
     proc: u32,
-    /// In flight: the request and the reply length expected (gets).
-    inflight: VecDeque<(ReqId, usize)>,
+    inflight: VecDeque<Flight>,
+    /// Pieces gathered and not yet sent.
+    gather: Option<Gather>,
 }
 
 impl<'a, P: Port> Batch<'a, P> {
@@ -47,6 +83,7 @@ impl<'a, P: Port> Batch<'a, P> {
             ep,
             proc,
             inflight: VecDeque::new(),
+            gather: None,
         }
     }
 
@@ -65,7 +102,11 @@ impl<'a, P: Port> Batch<'a, P> {
             self.wait_oldest()?;
         }
         let id = self.ep.request(self.proc, h, arg, args, data, landing)?;
-        self.inflight.push_back((id, want));
+        self.inflight.push_back(Flight {
+            id,
+            want,
+            scatter: Vec::new(),
+        });
         Ok(())
     }
 
@@ -81,6 +122,7 @@ impl<'a, P: Port> Batch<'a, P> {
         step: usize,
         mut send: impl FnMut(&mut Self, u64, &[u8]) -> Result<()>,
     ) -> Result<()> {
+        self.flush()?;
         // SAFETY: the caller's contract.
         let data = unsafe { std::slice::from_raw_parts(src, len) };
         let step = step.max(1);
@@ -153,6 +195,7 @@ impl<'a, P: Port> Batch<'a, P> {
         len: usize,
         chunk: usize,
     ) -> Result<()> {
+        self.flush()?;
         let chunk = chunk.max(1);
         let mut off = 0;
         while off < len {
@@ -173,10 +216,13 @@ impl<'a, P: Port> Batch<'a, P> {
         Ok(())
     }
 
-    /// `op` on one piece: `len` bytes at local `local` and remote `at`.
+    /// `op` on one piece: `len` bytes at local `local` and remote `at`. A piece that fits
+    /// a request joins the gathered one (sent when the next does not fit, or at
+    /// [`Batch::finish`]); a larger one goes as requests of its own, after the gathered.
     ///
     /// # Safety
-    /// `local..local+len` is readable (put, accumulate) or as [`Batch::get_span`] (get).
+    /// `local..local+len` is readable (put, accumulate: copied before this returns) or
+    /// as [`Batch::get_span`] (get).
     pub unsafe fn piece(
         &mut self,
         op: Op,
@@ -185,33 +231,125 @@ impl<'a, P: Port> Batch<'a, P> {
         len: usize,
         chunk: usize,
     ) -> Result<()> {
-        // SAFETY: the caller's contract, per operation.
-        unsafe {
-            match op {
-                Op::Put => self.put_span(at, local, len, chunk),
-                Op::Get => self.get_span(at, local, len, chunk),
-                Op::Acc(ty, sc) => self.acc_span(ty, sc, at, local, len, chunk),
+        if len == 0 {
+            return Ok(());
+        }
+        let fits =
+            |g: &Gather| g.op.same(op) && g.list.len() + g.data.len() + msg::PIECE + len <= chunk;
+        if self.gather.as_ref().is_some_and(|g| !fits(g)) {
+            self.flush()?;
+        }
+        if msg::PIECE + len > chunk {
+            // SAFETY: the caller's contract, per operation.
+            return unsafe {
+                match op {
+                    Op::Put => self.put_span(at, local, len, chunk),
+                    Op::Get => self.get_span(at, local, len, chunk),
+                    Op::Acc(ty, sc) => self.acc_span(ty, sc, at, local, len, chunk),
+                }
+            };
+        }
+        let g = self.gather.get_or_insert_with(|| Gather {
+            op,
+            n: 0,
+            list: Vec::new(),
+            data: Vec::new(),
+            dsts: Vec::new(),
+        });
+        g.n += 1;
+        msg::push_piece(&mut g.list, at, len);
+        match op {
+            Op::Get => g.dsts.push((local as usize, len)),
+            // SAFETY: the caller's readable source of `len` bytes.
+            _ => g
+                .data
+                .extend_from_slice(unsafe { std::slice::from_raw_parts(local, len) }),
+        }
+        Ok(())
+    }
+
+    /// Sends the gathered pieces, if any: a single one as the plain request.
+    fn flush(&mut self) -> Result<()> {
+        let Some(mut g) = self.gather.take() else {
+            return Ok(());
+        };
+        if g.n == 1 {
+            let at = u64::from_le_bytes(g.list[..8].try_into().unwrap_or_default());
+            return match g.op {
+                Op::Put => self.issue(msg::H_PUT, 0, &[at], &g.data, Landing::discard(), 0),
+                Op::Acc(ty, sc) => self.issue(
+                    msg::H_ACC,
+                    ty as u32,
+                    &[at, sc[0], sc[1]],
+                    &g.data,
+                    Landing::discard(),
+                    0,
+                ),
+                Op::Get => {
+                    let (dst, n) = g.dsts[0];
+                    // SAFETY: the piece's destination, the caller's (`Batch::piece`).
+                    let landing = unsafe { Landing::raw(dst as *mut u8, n) };
+                    self.issue(msg::H_GET, 0, &[at, n as u64], &[], landing, n)
+                }
+            };
+        }
+        g.list.extend_from_slice(&g.data);
+        match g.op {
+            Op::Put => self.issue(msg::H_PUTV, 0, &[g.n], &g.list, Landing::discard(), 0),
+            Op::Acc(ty, sc) => self.issue(
+                msg::H_ACCV,
+                ty as u32,
+                &[sc[0], sc[1], g.n],
+                &g.list,
+                Landing::discard(),
+                0,
+            ),
+            Op::Get => {
+                let want = g.dsts.iter().map(|d| d.1).sum();
+                let landing = Landing::vec(want);
+                self.issue(msg::H_GETV, 0, &[g.n], &g.list, landing, want)?;
+                // (the request just issued: its reply goes to the pieces' destinations)
+                if let Some(f) = self.inflight.back_mut() {
+                    f.scatter = g.dsts;
+                }
+                Ok(())
             }
         }
     }
 
     fn wait_oldest(&mut self) -> Result<()> {
-        let Some(&(id, want)) = self.inflight.front() else {
+        let Some(f) = self.inflight.front() else {
             return Ok(());
         };
-        let r = self.ep.wait(id)?;
-        self.inflight.pop_front();
-        if want != 0 && r.len as usize != want {
+        let r = self.ep.wait(f.id)?;
+        let Some(f) = self.inflight.pop_front() else {
+            return Ok(());
+        };
+        if f.want != 0 && r.len as usize != f.want {
             return Err(Error::Protocol(format!(
-                "a get of {want} bytes was answered with {}",
-                r.len
+                "a get of {} bytes was answered with {}",
+                f.want, r.len
             )));
+        }
+        if !f.scatter.is_empty() {
+            let data = r.data.unwrap_or_default();
+            let mut at = 0;
+            for (dst, n) in f.scatter {
+                let Some(piece) = data.get(at..at + n) else {
+                    return Err(Error::Protocol("a gathered get's reply is short".into()));
+                };
+                // SAFETY: the piece's destination, writable until the batch ends
+                // (`Batch::piece`'s contract); `piece` is `n` bytes of the reply.
+                unsafe { skifch::mem::copy_move(piece.as_ptr(), dst as *mut u8, n) };
+                at += n;
+            }
         }
         Ok(())
     }
 
-    /// Waits for every request of the batch.
+    /// Waits for every request of the batch (sending the gathered pieces first).
     pub fn finish(mut self) -> Result<()> {
+        self.flush()?;
         while !self.inflight.is_empty() {
             self.wait_oldest()?;
         }
@@ -221,8 +359,8 @@ impl<'a, P: Port> Batch<'a, P> {
 
 impl<P: Port> Drop for Batch<'_, P> {
     fn drop(&mut self) {
-        for (id, _) in self.inflight.drain(..) {
-            self.ep.cancel(id);
+        for f in self.inflight.drain(..) {
+            self.ep.cancel(f.id);
         }
     }
 }

@@ -7,7 +7,7 @@ use skifch::Port;
 
 use crate::engine::{Path, Target};
 use crate::msg;
-use crate::pipe::Batch;
+use crate::pipe::{Batch, Op};
 use crate::{Armci, Error, Result};
 
 /// Where the block at source offset `so` of `d` lies in its dense packing `packed`
@@ -28,7 +28,8 @@ fn packed_offset(packed: &crate::Strided, so: usize, d: &crate::Strided) -> usiz
 impl<P: Port> Armci<P> {
     /// A strided put of `d` from local `src` to `t` (located for the destination extent):
     /// on the direct path a copy per block into the extent mapped once; on the message
-    /// path one packed request when it fits one, else a request per contiguous block.
+    /// path one packed request when it fits one, else the blocks gathered into requests
+    /// ([`crate::pipe`]).
     ///
     /// # Safety
     /// `src` is readable over `d`'s source extent.
@@ -69,7 +70,15 @@ impl<P: Port> Armci<P> {
         }
         let mut b = Batch::new(self.ep(), t.proc);
         // SAFETY: the caller's contract; each block of the destination is in `t`'s range.
-        d.for_each(|so, doff, n| unsafe { b.put_span(t.addr + doff, src.add(so), n, self.chunk) })?;
+        d.for_each(|so, doff, n| unsafe {
+            b.piece(
+                Op::Put,
+                src.add(so).cast_mut(),
+                t.addr + doff,
+                n,
+                self.chunk,
+            )
+        })?;
         b.finish()
     }
 
@@ -119,7 +128,9 @@ impl<P: Port> Armci<P> {
         let mut b = Batch::new(self.ep(), t.proc);
         // SAFETY: the caller's contract; each block of the source is in `t`'s range; the
         // batch ends before this returns.
-        d.for_each(|so, doff, n| unsafe { b.get_span(t.addr + so, dst.add(doff), n, self.chunk) })?;
+        d.for_each(|so, doff, n| unsafe {
+            b.piece(Op::Get, dst.add(doff), t.addr + so, n, self.chunk)
+        })?;
         b.finish()
     }
 

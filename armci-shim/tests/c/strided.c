@@ -129,6 +129,93 @@ static void test_vector(void) {
     ARMCI_Barrier();
 }
 
+/* Transfers larger than one message-path request made of many short pieces (gathered
+ * several to a request there) and of pieces longer than a request (sent on their own, in
+ * order with the gathered): a 2-level PutS/GetS/AccS of 40-byte rows, 60 KB in all, and
+ * a GetV/PutV mixing 24-byte and 40000-byte segments. Holes untouched, sums exact. */
+static void test_many_pieces(void) {
+    int count[3] = {40, 300, 5}, ss[2] = {40 + 3, 43 * 300 + 7}, ds[2] = {40 + 9, 49 * 300 + 1};
+    long extent_s = (long)ss[1] * 4 + ss[0] * 299 + 40, extent_d = (long)ds[1] * 4 + ds[0] * 299 + 40;
+    CHECK(extent_s <= HEAP && extent_d <= HEAP);
+    int peer = (me + 1) % n, from = (me + n - 1) % n;
+    unsigned char *src = malloc(HEAP), *back = malloc(HEAP), *mine = buf[me];
+    for (long i = 0; i < HEAP; i++) src[i] = pat(me, i);
+    memset(mine, FILL, HEAP);
+    ARMCI_Barrier();
+    CHECK(ARMCI_PutS(src, ss, buf[peer], ds, count, 2, peer) == 0);
+    ARMCI_Barrier();
+    for (long k = 0; k < 5; k++)
+        for (long r = 0; r < 300; r++) {
+            long d = k * ds[1] + r * ds[0], sidx = k * ss[1] + r * ss[0];
+            for (long b = 0; b < 40; b++) CHECKF(mine[d + b] == pat(from, sidx + b), "PutS %ld %ld", k, r);
+            long gap = r < 299 ? ds[0] - 40 : 0;
+            for (long b = 40; b < 40 + gap; b++) CHECKF(mine[d + b] == FILL, "PutS hole %ld %ld", k, r);
+        }
+    memset(back, FILL, HEAP);
+    CHECK(ARMCI_GetS(buf[peer], ds, back, ss, count, 2, peer) == 0);
+    for (long k = 0; k < 5; k++)
+        for (long r = 0; r < 300; r++) {
+            long sidx = k * ss[1] + r * ss[0];
+            for (long b = 0; b < 40; b++) CHECKF(back[sidx + b] == src[sidx + b], "GetS %ld %ld", k, r);
+            if (r < 299) CHECKF(back[sidx + 40] == FILL, "GetS hole %ld %ld", k, r);
+        }
+    ARMCI_Barrier();
+    /* AccS of 5 doubles per row from every rank into rank 0: sums exact */
+    int as[2] = {56, 56 * 300 + 16}, sa[2] = {64, 64 * 300 + 8};
+    double *dsrc = malloc(HEAP), one = 1;
+    memset(mine, 0, HEAP);
+    for (long i = 0; i < HEAP / 8; i++) dsrc[i] = me + 1;
+    ARMCI_Barrier();
+    CHECK(ARMCI_AccS(ARMCI_ACC_DBL, &one, dsrc, sa, buf[0], as, count, 2, 0) == 0);
+    ARMCI_Barrier();
+    if (me == 0) {
+        double want = n * (n + 1) / 2.0;
+        for (long k = 0; k < 5; k++)
+            for (long r = 0; r < 300; r++) {
+                long at = k * as[1] + r * as[0];
+                for (long b = 0; b < 40; b += 8) {
+                    double x;
+                    memcpy(&x, mine + at + b, 8);
+                    CHECKF(x == want, "AccS %ld %ld", k, r);
+                }
+                if (r < 299) CHECKF(mine[at + 40] == 0, "AccS hole %ld %ld", k, r);
+            }
+    }
+    ARMCI_Barrier();
+    /* vector: 24-byte segments around two of 40000 bytes, put then got back */
+    enum { SMALL = 24, LARGE = 40000, NS = 60 };
+    void *ls[NS + 2], *rd[NS + 2];
+    memset(mine, FILL, HEAP);
+    ARMCI_Barrier();
+    for (int i = 0; i < NS; i++) {
+        ls[i] = src + 64 * i;
+        rd[i] = (char *)buf[peer] + 50 * i + 1;
+    }
+    ls[NS] = src + 10000; rd[NS] = (char *)buf[peer] + 4000;
+    ls[NS + 1] = src + 60000; rd[NS + 1] = (char *)buf[peer] + 50000;
+    armci_giov_t v[3] = {{ls, rd, SMALL, NS / 2}, {ls + NS, rd + NS, LARGE, 2}, {ls + NS / 2, rd + NS / 2, SMALL, NS / 2}};
+    CHECK(ARMCI_PutV(v, 3, peer) == 0);
+    ARMCI_Barrier();
+    for (int i = 0; i < NS; i++)
+        for (int b = 0; b < SMALL; b++) CHECKF(mine[50 * i + 1 + b] == pat(from, 64 * i + b), "PutV small %d", i);
+    for (int b = 0; b < LARGE; b++) CHECK(mine[4000 + b] == pat(from, 10000 + b) && mine[50000 + b] == pat(from, 60000 + b));
+    CHECK(mine[0] == FILL && mine[3999] == FILL && mine[44000] == FILL && mine[90000] == FILL);
+    ARMCI_Barrier();
+    unsigned char *got = calloc(HEAP, 1);
+    void *gl[NS + 2], *gr[NS + 2];
+    for (int i = 0; i < NS + 2; i++) {
+        gr[i] = rd[i];
+        gl[i] = got + ((char *)ls[i] - (char *)src);
+    }
+    armci_giov_t g[3] = {{gr, gl, SMALL, NS / 2}, {gr + NS, gl + NS, LARGE, 2}, {gr + NS / 2, gl + NS / 2, SMALL, NS / 2}};
+    CHECK(ARMCI_GetV(g, 3, peer) == 0);
+    for (int i = 0; i < NS; i++) CHECKF(memcmp(got + 64 * i, src + 64 * i, SMALL) == 0, "GetV small %d", i);
+    CHECK(memcmp(got + 10000, src + 10000, LARGE) == 0);
+    CHECK(memcmp(got + 60000, src + 60000, LARGE) == 0);
+    ARMCI_Barrier();
+    free(src); free(back); free(dsrc); free(got);
+}
+
 static void test_contig_values_flag(void) {
     int peer = (me + 1) % n, from = (me + n - 1) % n;
     char *mine = buf[me];
@@ -197,6 +284,7 @@ int main(int argc, char **argv) {
     test_contig_values_flag();
     for (int L = 0; L <= 7; L++) test_strided(L);
     test_vector();
+    test_many_pieces();
     test_one_block_levels();
     ARMCI_Free(buf[me]);
     ARMCI_Finalize();
