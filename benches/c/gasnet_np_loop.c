@@ -9,8 +9,10 @@
  * buffer: on the direct path, the destination itself), one at a time, each acknowledged.
  * Mode short: N round trips of RequestShort0 -> handler ReplyShort0 instead (SIZE unused):
  * the AM Short latency path, for the inclusive counts of its calls.
+ * Modes put / get: N gex_RMA_PutBlocking / GetBlocking of SIZE bytes to rank 1's segment;
+ * mode poll: N gasnet_AMPoll with nothing arriving (rank 1 waits in the barrier).
  *
- * Usage: skifrun -n 2 -- valgrind --tool=callgrind ./gasnet_np_loop N SIZE np|copy|nplong|short
+ * Usage: skifrun -n 2 -- valgrind --tool=callgrind ./gasnet_np_loop N SIZE np|copy|nplong|short|put|get|poll
  * Build: with gasnet-shim's skifch-seq.mak fragment (scripts/gasnet-bench.sh shows how).
  * Exit status: 0, or 2 on a wrong byte or a bad argument.
  */
@@ -40,7 +42,7 @@ int main(int argc, char **argv) {
     gex_Client_t cl; gex_EP_t ep; gex_TM_t tm;
     gex_Client_Init(&cl, &ep, &tm, "np_loop", &argc, &argv, 0);
     if (argc != 4 || gex_TM_QuerySize(tm) != 2) {
-        fprintf(stderr, "usage: skifrun -n 2 ./gasnet_np_loop N SIZE np|copy|nplong|short\n");
+        fprintf(stderr, "usage: skifrun -n 2 ./gasnet_np_loop N SIZE np|copy|nplong|short|put|get|poll\n");
         gasnet_exit(2);
     }
     long n = atol(argv[1]);
@@ -71,6 +73,13 @@ int main(int argc, char **argv) {
             gex_AM_RequestShort0(tm, 1, H_PING, 0);
             GASNET_BLOCKUNTIL(acks == i + 1);
         }
+    } else if (gex_TM_QueryRank(tm) == 0 && !strcmp(argv[3], "put")) {
+        memset(src, (int)(uint8_t)size, size);
+        for (long i = 0; i < n; i++) gex_RMA_PutBlocking(tm, 1, peer_seg, src, size, 0);
+    } else if (gex_TM_QueryRank(tm) == 0 && !strcmp(argv[3], "get")) {
+        for (long i = 0; i < n; i++) gex_RMA_GetBlocking(tm, src, 1, peer_seg, size, 0);
+    } else if (gex_TM_QueryRank(tm) == 0 && !strcmp(argv[3], "poll")) {
+        for (long i = 0; i < n; i++) gasnet_AMPoll();
     } else if (gex_TM_QueryRank(tm) == 0) {
         for (long w = 0; w < (n + WINDOW - 1) / WINDOW; w++) {
             for (int i = 0; i < WINDOW; i++) {
