@@ -105,7 +105,7 @@ pub struct Gasnet<P: Port> {
     progress: Mutex<Option<ProgressThread>>,
     lost: P::Waiter,
     /// Every rank's segment, set once by `attach` (read without a lock on every call).
-    segs: std::sync::OnceLock<Arc<Segs>>,
+    pub(crate) segs: std::sync::OnceLock<Arc<Segs>>,
     limits: Limits,
     bar: Mutex<Option<Bar>>,
     bar_seq: AtomicU32,

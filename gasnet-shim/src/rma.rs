@@ -105,6 +105,49 @@ fn on_get<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
 }
 
 impl<P: Port> Gasnet<P> {
+    /// The direct path's whole put (`put`) or get of `len` bytes between local `local` and
+    /// `remote` in `rank`'s segment: a bounds check and a copy, nothing built. False when it
+    /// does not apply (the message path, no segment, a range outside the target's segment;
+    /// for a get a lost rank, checked after the copy, as the bytes of a lost rank's
+    /// still-mapped memory must not be returned as data): the caller then takes
+    /// [`Gasnet::put`] / [`Gasnet::get`], which repeat the checks and report what failed.
+    /// A put into a lost rank's mapped memory harms nothing; the next get, AM, wait or
+    /// barrier reports the loss (as skifshmem's direct put).
+    ///
+    /// # Safety
+    /// As [`Gasnet::put`] (`local` readable) or [`Gasnet::get`] (`local` writable), for
+    /// `len` bytes.
+    #[inline(always)]
+    pub unsafe fn rma_direct(
+        &self,
+        put: bool,
+        rank: u32,
+        remote: usize,
+        local: *mut u8,
+        len: usize,
+    ) -> bool {
+        let Some(segs) = self.segs.get() else {
+            return false;
+        };
+        let (Some(w), Some(&(base, size))) = (&segs.win, segs.bases.get(rank as usize)) else {
+            return false;
+        };
+        let off = remote.wrapping_sub(base);
+        if off > size || len > size - off {
+            return false;
+        }
+        // SAFETY: the caller's contract for `local`; `put_raw`/`get_raw` bound the remote
+        // range by a live mapping.
+        let copied = unsafe {
+            if put {
+                w.put_raw(rank, off, local, len)
+            } else {
+                w.get_raw(rank, off, local, len)
+            }
+        };
+        copied && (put || self.lost_peer().is_none())
+    }
+
     /// Puts `len` bytes from local `src` to `dest` in `rank`'s segment; returns what is
     /// left to wait for (nothing on the direct path).
     ///

@@ -100,6 +100,20 @@ fn g<C: std::fmt::Display + ?Sized>(call: &C) -> &'static G {
     unsafe { &(*p).g }
 }
 
+/// The engine when `tm` is the primordial team (whose ranks are job ranks) and `rank` one
+/// of its ranks: the hot paths' entry check, nothing built. `None` sends the caller to the
+/// general path, which reports what is wrong (not initialized, a bad team or rank).
+#[inline(always)]
+fn world_fast(tm: *mut c_void, rank: u32) -> Option<&'static G> {
+    let p = STATE.load(Ordering::Acquire);
+    if p.is_null() || tm != handle(&TM) {
+        return None;
+    }
+    // SAFETY: set once from a leaked Box, never freed.
+    let gn = unsafe { &(*p).g };
+    (rank < gn.size()).then_some(gn)
+}
+
 fn ok<T, C: std::fmt::Display + ?Sized>(call: &C, r: Result<T, Error>) -> T {
     r.unwrap_or_else(|e| fatal(call, &e))
 }

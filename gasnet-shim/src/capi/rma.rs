@@ -6,7 +6,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{fatal, g, job_rank, ok, team, ERR_NOT_READY, OK};
+use super::{fatal, g, job_rank, ok, team, world_fast, ERR_NOT_READY, OK};
 use crate::event::Kind;
 use crate::rma::Pending;
 use crate::Error;
@@ -23,6 +23,23 @@ fn lc_done(lc_opt: *mut Ev) {
 fn check_buf(call: &str, p: *const c_void, n: usize) {
     if n > 0 && p.is_null() {
         fatal(call, &Error::BadArgument("a NULL local buffer".into()));
+    }
+}
+
+/// The direct path's whole put or get for the primordial team ([`crate::Gasnet::rma_direct`]);
+/// false: take the general path.
+///
+/// # Safety
+/// `local` is readable (put) or writable (get) for `n` bytes.
+#[inline(always)]
+unsafe fn direct(put: bool, tm: Ev, r: u32, remote: Ev, local: *mut c_void, n: usize) -> bool {
+    if local.is_null() {
+        return false; // the general path reports it
+    }
+    match world_fast(tm, r) {
+        // SAFETY: the caller's contract.
+        Some(gn) => unsafe { gn.rma_direct(put, r, remote as usize, local.cast(), n) },
+        None => false,
     }
 }
 
@@ -54,6 +71,10 @@ pub unsafe extern "C" fn gex_RMA_PutBlocking(
     n: usize,
     _f: u32,
 ) -> c_int {
+    // SAFETY: the caller's source buffer of `n` bytes.
+    if unsafe { direct(true, tm, r, dest, src.cast_mut(), n) } {
+        return OK;
+    }
     let call = "gex_RMA_PutBlocking";
     // SAFETY: forwards the caller's buffer.
     let p = unsafe { put(call, tm, r, dest, src, n) };
@@ -70,6 +91,11 @@ pub unsafe extern "C" fn gex_RMA_PutNB(
     lc: *mut Ev,
     _f: u32,
 ) -> Ev {
+    // SAFETY: as in `gex_RMA_PutBlocking`.
+    if unsafe { direct(true, tm, r, dest, src.cast_mut(), n) } {
+        lc_done(lc);
+        return std::ptr::null_mut(); // GEX_EVENT_INVALID: complete
+    }
     let call = "gex_RMA_PutNB";
     // SAFETY: forwards the caller's buffer.
     let p = unsafe { put(call, tm, r, dest, src, n) };
@@ -86,6 +112,11 @@ pub unsafe extern "C" fn gex_RMA_PutNBI(
     lc: *mut Ev,
     _f: u32,
 ) -> c_int {
+    // SAFETY: as in `gex_RMA_PutBlocking`.
+    if unsafe { direct(true, tm, r, dest, src.cast_mut(), n) } {
+        lc_done(lc);
+        return OK;
+    }
     let call = "gex_RMA_PutNBI";
     // SAFETY: forwards the caller's buffer.
     let p = unsafe { put(call, tm, r, dest, src, n) };
@@ -102,6 +133,10 @@ pub unsafe extern "C" fn gex_RMA_GetBlocking(
     n: usize,
     _f: u32,
 ) -> c_int {
+    // SAFETY: the caller's destination buffer of `n` bytes.
+    if unsafe { direct(false, tm, r, src, dest, n) } {
+        return OK;
+    }
     let call = "gex_RMA_GetBlocking";
     // SAFETY: forwards the caller's buffer.
     let p = unsafe { get(call, tm, dest, r, src, n) };
@@ -110,6 +145,10 @@ pub unsafe extern "C" fn gex_RMA_GetBlocking(
 }
 #[no_mangle]
 pub unsafe extern "C" fn gex_RMA_GetNB(tm: Ev, dest: Ev, r: u32, src: Ev, n: usize, _f: u32) -> Ev {
+    // SAFETY: as in `gex_RMA_GetBlocking`.
+    if unsafe { direct(false, tm, r, src, dest, n) } {
+        return std::ptr::null_mut();
+    }
     let call = "gex_RMA_GetNB";
     // SAFETY: forwards the caller's buffer.
     let p = unsafe { get(call, tm, dest, r, src, n) };
@@ -124,6 +163,10 @@ pub unsafe extern "C" fn gex_RMA_GetNBI(
     n: usize,
     _f: u32,
 ) -> c_int {
+    // SAFETY: as in `gex_RMA_GetBlocking`.
+    if unsafe { direct(false, tm, r, src, dest, n) } {
+        return OK;
+    }
     let call = "gex_RMA_GetNBI";
     // SAFETY: forwards the caller's buffer.
     let p = unsafe { get(call, tm, dest, r, src, n) };
