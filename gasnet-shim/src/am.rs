@@ -430,6 +430,43 @@ impl Token<'_> {
         self.rec
     }
 
+    /// [`Token::reply`] of a Short or Medium with at most 6 arguments, without
+    /// `immediate`: the common reply, sent with the arguments in the header, no [`Msg`].
+    pub fn reply_inline(
+        &mut self,
+        index: u8,
+        cat: Category,
+        args: &[u32],
+        data: &[u8],
+    ) -> Result<()> {
+        debug_assert!(cat != Category::Long && args.len() <= 6);
+        self.may_reply()?;
+        if cat == Category::Medium && data.len() > self.lim.max_medium(args.len()) {
+            return Err(Error::TooLarge {
+                len: data.len(),
+                max: self.lim.max_medium(args.len()),
+            });
+        }
+        let w = pack_args(args);
+        let meta = meta(index, args.len(), cat, true);
+        let n = args.len().div_ceil(2);
+        self.out.send(self.src, H_AM, meta, &w[..n], data)?;
+        self.replied = true;
+        Ok(())
+    }
+
+    fn may_reply(&self) -> Result<()> {
+        if !self.is_req {
+            return Err(Error::BadArgument("a reply handler cannot reply".into()));
+        }
+        if self.replied {
+            return Err(Error::BadArgument(
+                "a request handler replies at most once".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Replies to the requester (at most once, from a request handler). `data` is a
     /// Medium payload or, for a Long, what lands at `dest` in the requester's segment.
     /// Never waits: what the channel cannot take now is queued, unless `immediate`
@@ -443,14 +480,7 @@ impl Token<'_> {
         dest: usize,
         immediate: bool,
     ) -> Result<bool> {
-        if !self.is_req {
-            return Err(Error::BadArgument("a reply handler cannot reply".into()));
-        }
-        if self.replied {
-            return Err(Error::BadArgument(
-                "a request handler replies at most once".into(),
-            ));
-        }
+        self.may_reply()?;
         let m = Msg {
             dst: self.src,
             index,

@@ -213,10 +213,23 @@ impl<P: Port> Gasnet<P> {
     /// The endpoint, locked; [`Error::InHandler`] from inside a handler (the handler's
     /// thread already holds it).
     pub(crate) fn ep(&self) -> Result<MutexGuard<'_, Endpoint<P, Ctx>>> {
-        if am::in_handler() {
-            return Err(Error::InHandler);
+        self.ep_or_handler()?.ok_or(Error::InHandler)
+    }
+
+    /// The endpoint, locked, or `None` inside a handler. The lock is tried first: a free
+    /// lock means this thread runs no handler (a handler's thread holds it), so the
+    /// thread-local flag (a `__tls_get_addr` call in the shared library) is read only when
+    /// the lock is busy.
+    #[inline]
+    fn ep_or_handler(&self) -> Result<Option<MutexGuard<'_, Endpoint<P, Ctx>>>> {
+        match self.ep.try_lock() {
+            Ok(g) => Ok(Some(g)),
+            Err(std::sync::TryLockError::Poisoned(p)) => Ok(Some(p.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) if am::in_handler() => Ok(None),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                Ok(Some(self.ep.lock().unwrap_or_else(|p| p.into_inner())))
+            }
         }
-        Ok(self.ep.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// `Err(PeerLost)` once the job has lost a rank.
@@ -428,6 +441,43 @@ impl<P: Port> Gasnet<P> {
         r
     }
 
+    /// [`Gasnet::request`] of a Short or Medium with at most 6 arguments, without
+    /// `GEX_FLAG_IMMEDIATE`: the common request, sent with the arguments in the header
+    /// (the wire format of [`crate::am`]) and no [`Msg`] built.
+    pub(crate) fn request_inline(
+        &self,
+        dst: u32,
+        index: u8,
+        cat: Category,
+        args: &[u32],
+        data: &[u8],
+    ) -> Result<()> {
+        debug_assert!(cat != Category::Long && args.len() <= 6);
+        let mut ep = self.ep()?;
+        self.check_failed(&mut ep)?;
+        if ep.ctx().table[index as usize].is_none() {
+            return Err(Error::Unregistered {
+                index,
+                rank: self.me,
+            });
+        }
+        if cat == Category::Medium && data.len() > self.limits.max_medium(args.len()) {
+            return Err(Error::TooLarge {
+                len: data.len(),
+                max: self.limits.max_medium(args.len()),
+            });
+        }
+        let w = am::pack_args(args);
+        let meta = am::meta(index, args.len(), cat, false);
+        let r = ep.send(dst, am::H_AM, meta, &w[..args.len().div_ceil(2)], data);
+        if let Err(e) = r {
+            self.alive()?;
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    #[inline]
     fn check_failed(&self, ep: &mut Endpoint<P, Ctx>) -> Result<()> {
         match ep.ctx_mut().failed.take() {
             Some(e) => Err(e),
@@ -438,10 +488,9 @@ impl<P: Port> Gasnet<P> {
     /// Runs handlers of arrived AMs once, without waiting (`gasnet_AMPoll`); returns how
     /// many messages were dispatched. A no-op inside a handler.
     pub fn poll(&self) -> Result<usize> {
-        if am::in_handler() {
+        let Some(mut ep) = self.ep_or_handler()? else {
             return Ok(0);
-        }
-        let mut ep = self.ep()?;
+        };
         let r = ep.poll();
         self.check_failed(&mut ep)?;
         match r {

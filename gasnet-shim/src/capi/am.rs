@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use skifch::wait::Backoff;
 
-use super::{fatal, g, handle, job_rank, ok, EP, OK};
+use super::{fatal, g, handle, job_rank, ok, world_fast, EP, OK};
 use crate::am::{Category, EntryRec, Token, MAX_ARGS, MAX_LONG};
 use crate::np::PreparedAm;
 use crate::Error;
@@ -70,6 +70,17 @@ pub unsafe extern "C" fn gasnetc_am_request(
     call: *const c_char,
 ) -> c_int {
     let call = name(call);
+    if let Some(gn) = world_fast(tm, rank) {
+        if let Some(cat) = inline_cat(cat, nargs, flags) {
+            let data = payload(&call, cat, buf, nbytes);
+            ok(
+                &call,
+                gn.request_inline(rank, handler, cat, args(&call, nargs, a), data),
+            );
+            lc_done(lc_opt);
+            return 0;
+        }
+    }
     let gn = g(&call);
     let cat = category(&call, cat);
     let r = job_rank(&call, tm, rank);
@@ -91,6 +102,38 @@ pub unsafe extern "C" fn gasnetc_am_request(
     );
     lc_done(lc_opt);
     c_int::from(!sent)
+}
+
+/// The category of an AM sent with its arguments in the header (Short or Medium, at
+/// most 6 arguments, no `GEX_FLAG_IMMEDIATE`: `request_inline` / `reply_inline`), else
+/// `None` (the general path).
+#[inline(always)]
+fn inline_cat(cat: c_int, nargs: c_int, flags: u32) -> Option<Category> {
+    if !(0..=6).contains(&nargs) || flags & FLAG_IMMEDIATE != 0 {
+        return None;
+    }
+    match cat {
+        0 => Some(Category::Short),
+        1 => Some(Category::Medium),
+        _ => None,
+    }
+}
+
+/// A Medium's payload as a slice (empty for a Short), or a fatal error for a NULL one.
+fn payload<'a, C: std::fmt::Display + ?Sized>(
+    call: &C,
+    cat: Category,
+    buf: *const c_void,
+    nbytes: usize,
+) -> &'a [u8] {
+    if cat == Category::Short || nbytes == 0 {
+        return &[];
+    }
+    if buf.is_null() {
+        fatal(call, &Error::BadArgument("a NULL payload".into()));
+    }
+    // SAFETY: the client's payload of `nbytes` bytes (the AM calls' contract).
+    unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), nbytes) }
 }
 
 /// The token of the running handler, or a fatal error.
@@ -120,6 +163,12 @@ pub unsafe extern "C" fn gasnetc_am_reply(
 ) -> c_int {
     let call = name(call);
     let t = token(&call, tok);
+    if let Some(cat) = inline_cat(cat, nargs, flags) {
+        let data = payload(&call, cat, buf, nbytes);
+        ok(&call, t.reply_inline(handler, cat, args(&call, nargs, a), data));
+        lc_done(lc_opt);
+        return 0;
+    }
     let cat = category(&call, cat);
     if nbytes > 0 && buf.is_null() {
         fatal(&call, &Error::BadArgument("a NULL payload".into()));

@@ -22,6 +22,18 @@ pub(super) fn invoke(
 ) {
     let t: T = (tok as *mut Token<'_>).cast();
     let b = buf as *mut c_void;
+    if a.is_empty() {
+        // The common handler without arguments: no argument array to fill.
+        // SAFETY: as below.
+        unsafe {
+            if cat == Category::Short {
+                transmute::<usize, extern "C" fn(T)>(fp)(t);
+            } else {
+                transmute::<usize, extern "C" fn(T, *mut c_void, usize)>(fp)(t, b, len);
+            }
+        }
+        return;
+    }
     let mut x = [0i32; 16];
     for (d, s) in x.iter_mut().zip(a) {
         *d = *s as i32;

@@ -118,20 +118,28 @@ impl IoState {
     }
 
     /// One whole message (the concatenation of `iov`) to `dst` behind its queue, or into
-    /// the queue.
+    /// the queue. Inline, with the queuing out of line: a handler's reply is this send
+    /// (an AM Short reply: 158 -> 125 instructions above the driver, callgrind).
+    #[inline]
     pub(super) fn push_or_queue<P: Port>(
         &mut self,
         ch: &Channel<P>,
         dst: u32,
         iov: &[IoSlice<'_>],
     ) -> Result<()> {
-        if self.out[dst as usize].is_empty() {
+        if self.queued == 0 || self.out[dst as usize].is_empty() {
             let addr = NetAddr::new(dst as u16, self.port);
             match ch.send_whole(addr, iov) {
                 Err(Error::WouldBlock) => {}
                 r => return r,
             }
         }
+        self.queue(dst, iov)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn queue(&mut self, dst: u32, iov: &[IoSlice<'_>]) -> Result<()> {
         let msg: Vec<u8> = iov.iter().flat_map(|s| s.iter().copied()).collect();
         self.out[dst as usize].push_back(msg);
         self.queued += 1;
