@@ -17,7 +17,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use skifch::proto::{Am, Endpoint, Io};
+use skifch::proto::{Am, Endpoint, Io, Prepared};
 use skifch::rma::MappedWindow;
 use skifch::Port;
 
@@ -215,6 +215,17 @@ pub fn in_handler() -> bool {
 
 /// Sends of the application (blocking, with progress) and of handlers (queued).
 pub(crate) trait Out {
+    /// Room for one message written in place in `dst`'s memory (`proto`'s negotiated
+    /// payload), without waiting: `None` when the driver cannot or there is no room now.
+    fn prepare(
+        &mut self,
+        dst: u32,
+        h: u8,
+        nargs: usize,
+        max: usize,
+    ) -> skifch::Result<Option<Prepared>>;
+    /// Sends a message of [`Out::prepare`] with its first `len` payload bytes.
+    fn commit(&mut self, p: Prepared, arg: u32, args: &[u64; 3], len: usize);
     fn send(&mut self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> skifch::Result<()>;
     fn try_send(
         &mut self,
@@ -227,6 +238,21 @@ pub(crate) trait Out {
 }
 
 impl<P: Port, C> Out for Endpoint<P, C> {
+    fn prepare(
+        &mut self,
+        dst: u32,
+        h: u8,
+        nargs: usize,
+        max: usize,
+    ) -> skifch::Result<Option<Prepared>> {
+        match Endpoint::prepare(self, dst, h, nargs, max, true) {
+            Err(e) if e.is_would_block() => Ok(None),
+            r => r,
+        }
+    }
+    fn commit(&mut self, p: Prepared, arg: u32, args: &[u64; 3], len: usize) {
+        Endpoint::commit(self, p, arg, args, len)
+    }
     fn send(&mut self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> skifch::Result<()> {
         Endpoint::send(self, dst, h, arg, args, data)
     }
@@ -243,6 +269,18 @@ impl<P: Port, C> Out for Endpoint<P, C> {
 }
 
 impl<P: Port> Out for Io<'_, P> {
+    fn prepare(
+        &mut self,
+        dst: u32,
+        h: u8,
+        nargs: usize,
+        max: usize,
+    ) -> skifch::Result<Option<Prepared>> {
+        Io::prepare(self, dst, h, nargs, max)
+    }
+    fn commit(&mut self, p: Prepared, arg: u32, args: &[u64; 3], len: usize) {
+        Io::commit(self, p, arg, args, len)
+    }
     fn send(&mut self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> skifch::Result<()> {
         Io::send(self, dst, h, arg, args, data)
     }
@@ -455,7 +493,7 @@ impl Token<'_> {
         Ok(())
     }
 
-    fn may_reply(&self) -> Result<()> {
+    pub(crate) fn may_reply(&self) -> Result<()> {
         if !self.is_req {
             return Err(Error::BadArgument("a reply handler cannot reply".into()));
         }

@@ -10,7 +10,7 @@ use skifch::wait::Backoff;
 
 use super::{fatal, g, handle, job_rank, ok, world_fast, EP, OK};
 use crate::am::{Category, EntryRec, Token, MAX_ARGS, MAX_LONG};
-use crate::np::PreparedAm;
+use crate::np::{PreparedAm, PreparedReply};
 use crate::Error;
 
 /// `GEX_FLAG_IMMEDIATE`.
@@ -165,7 +165,10 @@ pub unsafe extern "C" fn gasnetc_am_reply(
     let t = token(&call, tok);
     if let Some(cat) = inline_cat(cat, nargs, flags) {
         let data = payload(&call, cat, buf, nbytes);
-        ok(&call, t.reply_inline(handler, cat, args(&call, nargs, a), data));
+        ok(
+            &call,
+            t.reply_inline(handler, cat, args(&call, nargs, a), data),
+        );
         lc_done(lc_opt);
         return 0;
     }
@@ -360,6 +363,8 @@ struct Prep {
     /// A Medium request written in place in the target's memory (`crate::np`), holding
     /// the endpoint until the commit; `None`: the payload is in `own` or the client's.
     zc: Option<PreparedAm<skifch_drivers::DefaultPort>>,
+    /// A Medium reply written in place in the requester's memory.
+    zr: Option<PreparedReply>,
 }
 
 thread_local! {
@@ -421,6 +426,13 @@ pub unsafe extern "C" fn gasnetc_am_prepare(
     }
     let size = most.min(max);
     let mut zc = None;
+    let mut zr = None;
+    if !tok.is_null() && client_buf.is_null() && cat == Category::Medium {
+        zr = ok(
+            &call,
+            token(&call, tok).prepare_reply_medium(nargs as usize, size),
+        );
+    }
     if tok.is_null() && client_buf.is_null() && cat == Category::Medium {
         let dst = job_rank(&call, tm, rank);
         let immediate = flags & FLAG_IMMEDIATE != 0;
@@ -432,14 +444,18 @@ pub unsafe extern "C" fn gasnetc_am_prepare(
     }
     // A Long request to a destination given now, on the direct path: the payload is
     // written straight into the target's segment (the commit sends the arguments only).
-    let in_seg =
-        if tok.is_null() && client_buf.is_null() && cat == Category::Long && !dest.is_null() {
-            g(&call).prepare_long(job_rank(&call, tm, rank), dest as usize, size)
-        } else {
-            None
-        };
+    let in_seg = match (
+        client_buf.is_null() && cat == Category::Long && !dest.is_null(),
+        tok.is_null(),
+    ) {
+        (false, _) => None,
+        (true, true) => g(&call).prepare_long(job_rank(&call, tm, rank), dest as usize, size),
+        (true, false) => token(&call, tok).prepare_reply_long(dest as usize, size),
+    };
     let mut own = Vec::new();
     let addr = if let Some(z) = &zc {
+        z.addr() as usize
+    } else if let Some(z) = &zr {
         z.addr() as usize
     } else if let Some(at) = in_seg {
         at as usize
@@ -469,6 +485,7 @@ pub unsafe extern "C" fn gasnetc_am_prepare(
             nargs,
             lc_opt: lc_opt as usize,
             zc,
+            zr,
         });
     });
     sd_handle()
@@ -526,6 +543,19 @@ pub unsafe extern "C" fn gasnetc_am_commit(
             &call,
             &Error::BadArgument(format!("{nargs} arguments, {} at Prepare", p.nargs)),
         );
+    }
+    if let (Some(z), Some(t)) = (p.zr, p.reply) {
+        ok(
+            &call,
+            token(&call, t as *mut c_void).commit_reply_medium(
+                z,
+                handler,
+                args(&call, nargs, a),
+                nbytes,
+            ),
+        );
+        lc_done(p.lc_opt as *mut *mut c_void);
+        return;
     }
     if let Some(z) = p.zc {
         ok(

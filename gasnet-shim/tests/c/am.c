@@ -83,15 +83,19 @@ static void long_rep(gex_Token_t t, void *buf, size_t len, gex_AM_Arg_t a0) {
 static void np_req(gex_Token_t t, void *buf, size_t len, gex_AM_Arg_t a0) {
     CHECK((size_t)a0 == len);
     for (size_t i = 0; i < len; i++) CHECK(((uint8_t *)buf)[i] == (uint8_t)(i ^ 0x5a));
-    /* A negotiated reply too. */
-    gex_AM_SrcDesc_t sd = gex_AM_PrepareReplyMedium(t, NULL, 8, 64, NULL, 0, 1);
-    CHECK(gex_AM_SrcDescSize(sd) >= 8);
-    memset(gex_AM_SrcDescAddr(sd), 0x77, 8);
-    gex_AM_CommitReplyMedium1(sd, H_NP_REP, 8, 8);
+    /* A negotiated reply too (written in place in the requester's memory where the
+     * driver allows), of 1-64 bytes, fewer committed than prepared. */
+    size_t rl = len % 64 + 1;
+    gex_AM_SrcDesc_t sd = gex_AM_PrepareReplyMedium(t, NULL, rl, 64, NULL, 0, 1);
+    CHECK(gex_AM_SrcDescSize(sd) >= rl);
+    uint8_t *r = gex_AM_SrcDescAddr(sd);
+    for (size_t i = 0; i < rl; i++) r[i] = (uint8_t)(i * 7 + rl);
+    gex_AM_CommitReplyMedium1(sd, H_NP_REP, rl, (gex_AM_Arg_t)rl);
 }
 static void np_rep(gex_Token_t t, void *buf, size_t len, gex_AM_Arg_t a0) {
     (void)t;
-    CHECK(len == 8 && a0 == 8 && ((uint8_t *)buf)[7] == 0x77);
+    CHECK(len == (size_t)a0 && len >= 1 && len <= 64);
+    for (size_t i = 0; i < len; i++) CHECK(((uint8_t *)buf)[i] == (uint8_t)(i * 7 + len));
     gasnett_atomic_increment(&replies, 0);
 }
 static void imm_req(gex_Token_t t, void *buf, size_t len, gex_AM_Arg_t seq) {
