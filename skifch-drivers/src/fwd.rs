@@ -11,11 +11,11 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::time::Duration;
 
-use skifch::driver::{Driver, Port, RawMessage, RawSeg, SendMode, Token, Waiter};
+use skifch::driver::{Driver, Port, RawMessage, RawSeg, Reserved, SendMode, Token, Waiter};
 use skifch::{NetAddr, Result};
 
 use crate::any::AnyWaiter;
-use crate::share::{CErr, CMsg, Info, Table, ABI, RMA_SHM};
+use crate::share::{CErr, CMsg, CRes, Info, Table, ABI, RMA_SHM};
 
 /// A driver published by another library of this process, used through its [`Table`].
 pub struct FwdDriver {
@@ -187,6 +187,19 @@ unsafe impl Port for FwdPort {
     fn ready(&mut self) -> Result<bool> {
         // SAFETY: a live handle.
         call(|e| unsafe { (self.t.ready)(self.h, e) }).map(|r| r > 0)
+    }
+    fn reserve(&mut self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {
+        let mut r = MaybeUninit::<CRes>::uninit();
+        // SAFETY: a live handle; `r` is valid for writes.
+        let got = call(|e| unsafe { (self.t.reserve)(self.h, dst.raw(), max, r.as_mut_ptr(), e) })?;
+        // SAFETY: `reserve` returned 1, so it wrote `r`.
+        Ok((got > 0).then(|| unsafe { r.assume_init() }.into_reserved()))
+    }
+    unsafe fn publish(&mut self, r: Reserved, len: usize) {
+        let c = CRes::new(r);
+        // SAFETY: a live handle; the caller's contract (a reservation of this port, once)
+        // is the publisher port's, whose `reserve` made it.
+        unsafe { (self.t.publish)(self.h, &c, len) }
     }
     unsafe fn complete(&mut self, token: Token) {
         // SAFETY: a live handle; the caller's contract (a token of this port's `recv`,

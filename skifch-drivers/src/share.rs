@@ -40,14 +40,15 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use skifch::driver::{Driver, Port, RawMessage, SendMode, Token, Waiter};
+use skifch::driver::{Driver, Port, RawMessage, Reserved, SendMode, Token, Waiter};
 use skifch::error::Unreachable;
 use skifch::{Error, NetAddr, Result};
 
 use crate::any::{AnyDriver, AnyPort, AnyWaiter, ConcreteJob};
 
 /// Version of [`Registry`] and [`Table`]; a copy finding another version joins alone.
-pub const ABI: u32 = 1;
+/// 2: [`Table::reserve`] and [`Table::publish`] (negotiated payload through the table).
+pub const ABI: u32 = 2;
 const MAGIC: u64 = u64::from_le_bytes(*b"SKIFREG\x01");
 /// The exported symbol every copy looks up.
 const SYMBOL: &std::ffi::CStr = c"skifch_driver_registry_v1";
@@ -341,6 +342,36 @@ pub struct CMsg {
     pub token: [u64; 2],
 }
 
+/// A reservation ([`Reserved`] in C layout).
+#[repr(C)]
+pub struct CRes {
+    /// [`Reserved::ptr`].
+    pub ptr: *mut u8,
+    /// [`Reserved::max`].
+    pub max: usize,
+    /// [`Reserved::tag`].
+    pub tag: [u64; 2],
+}
+
+impl CRes {
+    /// A reservation in C layout.
+    pub fn new(r: Reserved) -> CRes {
+        CRes {
+            ptr: r.ptr,
+            max: r.max,
+            tag: r.tag,
+        }
+    }
+    /// The reservation it carries.
+    pub fn into_reserved(self) -> Reserved {
+        Reserved {
+            ptr: self.ptr,
+            max: self.max,
+            tag: self.tag,
+        }
+    }
+}
+
 /// The published driver: C functions of the copy that joined. Port and waiter handles are
 /// opaque pointers owned by that copy. Functions returning `i32`/`isize` return a negative
 /// value on failure and then (only then) write `*err`.
@@ -394,6 +425,16 @@ pub struct Table {
     pub disarm: unsafe extern "C" fn(w: *mut c_void),
     /// [`Waiter::lost_peer`]: -1 for none.
     pub lost_peer: unsafe extern "C" fn(w: *mut c_void) -> i64,
+    /// [`Port::reserve`]: 1 with `*out` written, 0 for `None`, negative on failure.
+    pub reserve: unsafe extern "C" fn(
+        p: *mut c_void,
+        dst: u32,
+        max: usize,
+        out: *mut CRes,
+        err: *mut CErr,
+    ) -> i32,
+    /// [`Port::publish`] of a reservation of this port.
+    pub publish: unsafe extern "C" fn(p: *mut c_void, r: *const CRes, len: usize),
 }
 
 static TABLE: Table = Table {
@@ -415,6 +456,8 @@ static TABLE: Table = Table {
     sleep: t_sleep,
     disarm: t_disarm,
     lost_peer: t_lost_peer,
+    reserve: t_reserve,
+    publish: t_publish,
 };
 
 /// The driver held for the forwarders (`None` before the first acquire or when gone).
@@ -549,6 +592,36 @@ unsafe extern "C" fn t_send(
             -1
         }
     }
+}
+
+unsafe extern "C" fn t_reserve(
+    p: *mut c_void,
+    dst: u32,
+    max: usize,
+    out: *mut CRes,
+    err: *mut CErr,
+) -> i32 {
+    let dst = NetAddr::new((dst >> 16) as u16, dst as u16);
+    // SAFETY: a live handle, used by the forwarding port's one `&mut` at a time.
+    match unsafe { port(p) }.reserve(dst, max) {
+        Ok(Some(r)) => {
+            // SAFETY: the caller's `out` is valid for writes.
+            unsafe { out.write(CRes::new(r)) };
+            1
+        }
+        Ok(None) => 0,
+        Err(e) => {
+            CErr::write(err, &e);
+            -1
+        }
+    }
+}
+
+unsafe extern "C" fn t_publish(p: *mut c_void, r: *const CRes, len: usize) {
+    // SAFETY: the caller passes a reservation of this port's `reserve`, once.
+    let r = unsafe { r.read() }.into_reserved();
+    // SAFETY: a live handle; the reservation's contract is the caller's (`Port::publish`).
+    unsafe { port(p).publish(r, len) }
 }
 
 unsafe extern "C" fn t_recv(p: *mut c_void, out: *mut CMsg, err: *mut CErr) -> i32 {

@@ -1,6 +1,6 @@
 /* GASNet-EX inside an MPI job (mpi-lite), in either order of initialisation (argv[1] =
  * "gasnet-first": GASNet joins the job and MPI uses its driver; else MPI first). Medium
- * round trips to the next rank and a put into the previous rank's segment, each checked,
+ * round trips (every other request prepared: gex_AM_PrepareRequestMedium) to the next rank and a put into the previous rank's segment, each checked,
  * with MPI collectives in between; then MPI_Finalize while GASNet still runs (a barrier
  * and a last round trip), and gasnet_exit(0). */
 #include <mpi.h>
@@ -31,7 +31,13 @@ static void round_trips(gex_TM_t tm, gex_Rank_t peer, int count) {
     for (size_t i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)(i + me);
     for (int k = 0; k < count; k++) {
         size_t len = (size_t)(k * 37) % sizeof buf;
-        CHECK(gex_AM_RequestMedium1(tm, peer, H_REQ, buf, len, GEX_EVENT_NOW, 0, (gex_AM_Arg_t)len) == GASNET_OK);
+        if (k % 2) { /* negotiated payload: in place where the (possibly forwarded) driver reserves */
+            gex_AM_SrcDesc_t sd = gex_AM_PrepareRequestMedium(tm, peer, NULL, len, len, NULL, 0, 1);
+            memcpy(gex_AM_SrcDescAddr(sd), buf, len);
+            gex_AM_CommitRequestMedium1(sd, H_REQ, len, (gex_AM_Arg_t)len);
+        } else {
+            CHECK(gex_AM_RequestMedium1(tm, peer, H_REQ, buf, len, GEX_EVENT_NOW, 0, (gex_AM_Arg_t)len) == GASNET_OK);
+        }
         GASNET_BLOCKUNTIL(gasnett_atomic_read(&replies, 0) == (gasnett_atomic_val_t)(k + 1));
     }
     gasnett_atomic_set(&replies, 0, 0);
