@@ -14,7 +14,7 @@
 //! ```
 #![allow(unsafe_code)] // Long payloads land in this rank's segment through raw pointers
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use skifch::proto::{Am, Endpoint, Io, Prepared};
@@ -200,17 +200,18 @@ pub struct Ctx {
     pub(crate) failed: Option<Error>,
     pub(crate) invoke_c: Option<CInvoke>,
     pub(crate) rank: u32,
+    /// The thread running a handler now ([`this_thread`]), 0 for none: a call of that
+    /// thread finding the endpoint locked is a call from inside the handler.
+    pub(crate) running: Arc<AtomicUsize>,
     /// Per-feature state of the extended API.
     pub(crate) ext: crate::engine::ExtState,
 }
 
-thread_local! {
-    static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether this thread is running an AM handler now.
-pub fn in_handler() -> bool {
-    IN_HANDLER.with(|c| c.get())
+/// This thread's identity (`pthread_self`: a load from the thread pointer, where a
+/// thread-local variable of the shared library costs a `__tls_get_addr` call).
+pub(crate) fn this_thread() -> usize {
+    // SAFETY: `pthread_self` has no preconditions.
+    unsafe { libc::pthread_self() as usize }
 }
 
 /// Sends of the application (blocking, with progress) and of handlers (queued).
@@ -648,7 +649,7 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
         segs: ctx.segs.as_deref(),
         lim,
     };
-    IN_HANDLER.with(|c| c.set(true));
+    ctx.running.store(this_thread(), Ordering::Relaxed);
     match entry.f {
         HandlerFn::Rust(f) => {
             let d = match cat {
@@ -664,6 +665,6 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
             }
         }
     }
-    IN_HANDLER.with(|c| c.set(false));
+    ctx.running.store(0, Ordering::Relaxed);
     Ok(())
 }

@@ -111,6 +111,8 @@ pub struct Gasnet<P: Port> {
     bar_seq: AtomicU32,
     want_progress: bool,
     pub(crate) events: Mutex<crate::event::Events>,
+    /// The endpoint context's `running` (read without the lock).
+    running: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// All-gather of one descriptor per rank over the world group (set-up exchanges).
@@ -143,6 +145,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
             rank: me,
             ..Ctx::default()
         };
+        let running = ctx.running.clone();
         let mut ep = Endpoint::open_with(job, PORT, ctx)?;
         am::install(&mut ep)?;
         ep.register(H_BAR, on_bar::<P>)?;
@@ -178,6 +181,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
             bar_seq: AtomicU32::new(0),
             want_progress: opts.progress_thread,
             events: Mutex::new(Default::default()),
+            running,
         }))
     }
 
@@ -217,15 +221,18 @@ impl<P: Port> Gasnet<P> {
     }
 
     /// The endpoint, locked, or `None` inside a handler. The lock is tried first: a free
-    /// lock means this thread runs no handler (a handler's thread holds it), so the
-    /// thread-local flag (a `__tls_get_addr` call in the shared library) is read only when
-    /// the lock is busy.
+    /// lock means this thread runs no handler (a handler's thread holds it); a busy one is
+    /// this thread's own when the handler running is this thread's (`Ctx::running`).
     #[inline]
     fn ep_or_handler(&self) -> Result<Option<MutexGuard<'_, Endpoint<P, Ctx>>>> {
         match self.ep.try_lock() {
             Ok(g) => Ok(Some(g)),
             Err(std::sync::TryLockError::Poisoned(p)) => Ok(Some(p.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock) if am::in_handler() => Ok(None),
+            Err(std::sync::TryLockError::WouldBlock)
+                if self.running.load(Ordering::Relaxed) == am::this_thread() =>
+            {
+                Ok(None)
+            }
             Err(std::sync::TryLockError::WouldBlock) => {
                 Ok(Some(self.ep.lock().unwrap_or_else(|p| p.into_inner())))
             }
