@@ -326,6 +326,27 @@ pub(crate) fn meta(index: u8, nargs: usize, cat: Category, reply: bool) -> u32 {
     u32::from(index) | (nargs as u32) << 8 | cat.code() << 13 | if reply { F_REPLY } else { 0 }
 }
 
+/// The proto argument and header words of a Short or Medium with at most 6 arguments
+/// (`inline`: in the words) and how many words, after checking a Medium's length.
+pub(crate) fn inline_header(
+    index: u8,
+    cat: Category,
+    args: &[u32],
+    len: usize,
+    lim: Limits,
+    reply: bool,
+) -> Result<(u32, [u64; 3], usize)> {
+    debug_assert!(cat != Category::Long && args.len() <= 6);
+    if cat == Category::Medium && len > lim.max_medium(args.len()) {
+        return Err(Error::TooLarge {
+            len,
+            max: lim.max_medium(args.len()),
+        });
+    }
+    let meta = meta(index, args.len(), cat, reply);
+    Ok((meta, pack_args(args), args.len().div_ceil(2)))
+}
+
 /// Up to 6 GASNet arguments in the header's `u64` words, two per word (low first).
 pub(crate) fn pack_args(args: &[u32]) -> [u64; 3] {
     let mut w = [0u64; 3];
@@ -478,17 +499,8 @@ impl Token<'_> {
         args: &[u32],
         data: &[u8],
     ) -> Result<()> {
-        debug_assert!(cat != Category::Long && args.len() <= 6);
         self.may_reply()?;
-        if cat == Category::Medium && data.len() > self.lim.max_medium(args.len()) {
-            return Err(Error::TooLarge {
-                len: data.len(),
-                max: self.lim.max_medium(args.len()),
-            });
-        }
-        let w = pack_args(args);
-        let meta = meta(index, args.len(), cat, true);
-        let n = args.len().div_ceil(2);
+        let (meta, w, n) = inline_header(index, cat, args, data.len(), self.lim, true)?;
         self.out.send(self.src, H_AM, meta, &w[..n], data)?;
         self.replied = true;
         Ok(())

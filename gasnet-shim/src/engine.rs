@@ -419,16 +419,7 @@ impl<P: Port> Gasnet<P> {
         dest: usize,
         immediate: bool,
     ) -> Result<bool> {
-        let mut ep = self.ep()?;
-        self.check_failed(&mut ep)?;
-        if ep.ctx().table[index as usize].is_none() {
-            // Handler tables are the same on every rank (SPMD): an index unknown here is
-            // a client error, reported before anything is sent.
-            return Err(Error::Unregistered {
-                index,
-                rank: self.me,
-            });
-        }
+        let mut ep = self.ep_to(index)?;
         let segs = self.segs();
         let m = Msg {
             dst,
@@ -459,7 +450,19 @@ impl<P: Port> Gasnet<P> {
         args: &[u32],
         data: &[u8],
     ) -> Result<()> {
-        debug_assert!(cat != Category::Long && args.len() <= 6);
+        let mut ep = self.ep_to(index)?;
+        let (meta, w, n) = am::inline_header(index, cat, args, data.len(), self.limits, false)?;
+        if let Err(e) = ep.send(dst, am::H_AM, meta, &w[..n], data) {
+            self.alive()?;
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// The endpoint, locked, for a request to handler `index`: a handler's earlier fatal
+    /// error first, then an unregistered index (handler tables are the same on every rank,
+    /// SPMD: an index unknown here is a client error, reported before anything is sent).
+    fn ep_to(&self, index: u8) -> Result<MutexGuard<'_, Endpoint<P, Ctx>>> {
         let mut ep = self.ep()?;
         self.check_failed(&mut ep)?;
         if ep.ctx().table[index as usize].is_none() {
@@ -468,20 +471,7 @@ impl<P: Port> Gasnet<P> {
                 rank: self.me,
             });
         }
-        if cat == Category::Medium && data.len() > self.limits.max_medium(args.len()) {
-            return Err(Error::TooLarge {
-                len: data.len(),
-                max: self.limits.max_medium(args.len()),
-            });
-        }
-        let w = am::pack_args(args);
-        let meta = am::meta(index, args.len(), cat, false);
-        let r = ep.send(dst, am::H_AM, meta, &w[..args.len().div_ceil(2)], data);
-        if let Err(e) = r {
-            self.alive()?;
-            return Err(e.into());
-        }
-        Ok(())
+        Ok(ep)
     }
 
     #[inline]
