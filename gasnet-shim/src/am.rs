@@ -326,25 +326,17 @@ pub(crate) fn meta(index: u8, nargs: usize, cat: Category, reply: bool) -> u32 {
     u32::from(index) | (nargs as u32) << 8 | cat.code() << 13 | if reply { F_REPLY } else { 0 }
 }
 
-/// The proto argument and header words of a Short or Medium with at most 6 arguments
-/// (`inline`: in the words) and how many words, after checking a Medium's length.
-pub(crate) fn inline_header(
-    index: u8,
-    cat: Category,
-    args: &[u32],
-    len: usize,
-    lim: Limits,
-    reply: bool,
-) -> Result<(u32, [u64; 3], usize)> {
-    debug_assert!(cat != Category::Long && args.len() <= 6);
-    if cat == Category::Medium && len > lim.max_medium(args.len()) {
+/// A Medium's length checked against the largest for its argument count (the inline
+/// paths: [`Token::reply_inline`], `Gasnet::request_inline`).
+#[inline(always)]
+pub(crate) fn medium_fits(cat: Category, nargs: usize, len: usize, lim: Limits) -> Result<()> {
+    if cat == Category::Medium && len > lim.max_medium(nargs) {
         return Err(Error::TooLarge {
             len,
-            max: lim.max_medium(args.len()),
+            max: lim.max_medium(nargs),
         });
     }
-    let meta = meta(index, args.len(), cat, reply);
-    Ok((meta, pack_args(args), args.len().div_ceil(2)))
+    Ok(())
 }
 
 /// Up to 6 GASNet arguments in the header's `u64` words, two per word (low first).
@@ -500,7 +492,9 @@ impl Token<'_> {
         data: &[u8],
     ) -> Result<()> {
         self.may_reply()?;
-        let (meta, w, n) = inline_header(index, cat, args, data.len(), self.lim, true)?;
+        medium_fits(cat, args.len(), data.len(), self.lim)?;
+        let (meta, w) = (meta(index, args.len(), cat, true), pack_args(args));
+        let n = args.len().div_ceil(2);
         self.out.send(self.src, H_AM, meta, &w[..n], data)?;
         self.replied = true;
         Ok(())

@@ -451,7 +451,9 @@ impl<P: Port> Gasnet<P> {
         data: &[u8],
     ) -> Result<()> {
         let mut ep = self.ep_to(index)?;
-        let (meta, w, n) = am::inline_header(index, cat, args, data.len(), self.limits, false)?;
+        am::medium_fits(cat, args.len(), data.len(), self.limits)?;
+        let (meta, w) = (am::meta(index, args.len(), cat, false), am::pack_args(args));
+        let n = args.len().div_ceil(2);
         if let Err(e) = ep.send(dst, am::H_AM, meta, &w[..n], data) {
             self.alive()?;
             return Err(e.into());
@@ -462,6 +464,7 @@ impl<P: Port> Gasnet<P> {
     /// The endpoint, locked, for a request to handler `index`: a handler's earlier fatal
     /// error first, then an unregistered index (handler tables are the same on every rank,
     /// SPMD: an index unknown here is a client error, reported before anything is sent).
+    #[inline(always)]
     fn ep_to(&self, index: u8) -> Result<MutexGuard<'_, Endpoint<P, Ctx>>> {
         let mut ep = self.ep()?;
         self.check_failed(&mut ep)?;
