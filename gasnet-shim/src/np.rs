@@ -3,7 +3,9 @@
 //! ([`skifch::proto::Endpoint::prepare`], the driver's reservation), and the commit
 //! publishes it with its header — where the driver offers that (the shm driver; not over
 //! fpga-model, nor when the room would wrap the receiver's ring). Elsewhere the C ABI
-//! falls back to a buffer of its own and one copy at commit.
+//! falls back to a buffer of its own and one copy at commit. A request handler's prepared
+//! Medium reply ([`PreparedReply`], `gex_AM_PrepareReplyMedium`) is the same through the
+//! handler's send half ([`skifch::proto::Io::prepare`], which never waits).
 //!
 //! The wire format is [`crate::am`]'s: arguments in the header's words (up to 6), else as
 //! a prefix of the payload, which the commit writes in front of the client's bytes.

@@ -378,11 +378,12 @@ fn sd_handle() -> *mut c_void {
 
 /// `gex_AM_PrepareRequest{Medium,Long}` (`tok` NULL) and `gex_AM_PrepareReply*`: a
 /// buffer of between `least` and `most` bytes the client fills, then commits. The
-/// client's own buffer when it gives one; for a Medium request without one, room in the
-/// target's receive memory where the driver offers it (`crate::np`: no copy; with
-/// `GEX_FLAG_IMMEDIATE` NULL when there is no room now); for a Long request with its
-/// destination, on the direct path, that destination in the target's mapped segment (no
-/// copy when committed to the same address); else one of the library's (a copy at commit).
+/// client's own buffer when it gives one; for a Medium request or reply without one, room
+/// in the receiver's memory where the driver offers it (`crate::np`: no copy; a request
+/// with `GEX_FLAG_IMMEDIATE` gets NULL when there is no room now, a reply without room
+/// takes the copy); for a Long request or reply with its destination, on the direct path,
+/// that destination in the receiver's mapped segment (no copy when committed to the same
+/// address); else one of the library's (a copy at commit).
 #[no_mangle]
 pub unsafe extern "C" fn gasnetc_am_prepare(
     tm: *mut c_void,
