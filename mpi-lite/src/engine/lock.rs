@@ -22,17 +22,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 /// A value used by one thread at a time.
 pub struct FlagLock<T> {
     busy: AtomicBool,
-    /// The thread the lock is bound to (`pthread_self`), 0 while unbound. Set once, by a
-    /// holder of `busy`, never cleared.
+    /// The thread the lock is bound to (`pthread_self`, even), 0 while unbound; bit 0 set
+    /// while the owner holds the value. Set by a holder of `busy`, never cleared; only the
+    /// owner thread changes bit 0 (one load, compare and store per call).
     owner: AtomicUsize,
-    /// Bound: the owner holds the value. Written by the owner thread only.
-    inside: AtomicBool,
     v: UnsafeCell<T>,
 }
 
 // SAFETY: the value is reached only through a `FlagGuard`, and at most one guard exists at a
 // time: unbound, `busy` is set by the exchange that made it and cleared when it drops; bound,
-// only the owner thread makes guards (`inside` excludes a second one of its own), and a
+// only the owner thread makes guards (bit 0 of `owner` excludes a second one of its own), and a
 // thread that won the exchange finds the owner set (its `Acquire` reads the `Release` that
 // ended the binding call, or a later one) and gives the flag back untouched. So sharing the
 // lock between threads hands the value from one to the other, which needs `T: Send`.
@@ -41,7 +40,7 @@ unsafe impl<T: Send> Sync for FlagLock<T> {}
 /// Access to the value while the lock is held.
 pub struct FlagGuard<'a, T> {
     l: &'a FlagLock<T>,
-    /// Made on the bound path: `inside`, not `busy`, is given back.
+    /// Made on the bound path: bit 0 of `owner`, not `busy`, is given back.
     bound: bool,
 }
 
@@ -74,7 +73,6 @@ impl<T> FlagLock<T> {
         FlagLock {
             busy: AtomicBool::new(false),
             owner: AtomicUsize::new(0),
-            inside: AtomicBool::new(false),
             v: UnsafeCell::new(v),
         }
     }
@@ -84,10 +82,10 @@ impl<T> FlagLock<T> {
     pub fn try_lock(&self) -> Option<FlagGuard<'_, T>> {
         let o = self.owner.load(Ordering::Relaxed);
         if o != 0 {
-            if o != this_thread() || self.inside.load(Ordering::Relaxed) {
-                return None;
+            if o != this_thread() {
+                return None; // another thread's, or held (bit 0) by this one
             }
-            self.inside.store(true, Ordering::Relaxed);
+            self.owner.store(o | 1, Ordering::Relaxed);
             return Some(FlagGuard {
                 l: self,
                 bound: true,
@@ -110,7 +108,7 @@ impl<T> FlagLock<T> {
     /// `true` if the lock is bound to a thread other than this one (which never gets it).
     pub fn bound_elsewhere(&self) -> bool {
         let o = self.owner.load(Ordering::Relaxed);
-        o != 0 && o != this_thread()
+        o != 0 && o & !1 != this_thread()
     }
 
     /// Binds the lock held by `g` to the calling thread (see the module docs); `g` stays
@@ -120,8 +118,7 @@ impl<T> FlagLock<T> {
             return;
         }
         let l = g.l;
-        l.owner.store(this_thread(), Ordering::Relaxed);
-        l.inside.store(true, Ordering::Relaxed);
+        l.owner.store(this_thread() | 1, Ordering::Relaxed);
         g.bound = true;
         // Ordered after the owner: a thread whose exchange reads this sees the binding.
         l.busy.store(false, Ordering::Release);
@@ -174,7 +171,8 @@ impl<T> Drop for FlagGuard<'_, T> {
         // Also when a panic unwinds through a call: the tables stay consistent (each update
         // is one assignment) and the C ABI reports the panic as MPI_ERR_INTERN.
         if self.bound {
-            self.l.inside.store(false, Ordering::Relaxed);
+            let o = self.l.owner.load(Ordering::Relaxed);
+            self.l.owner.store(o & !1, Ordering::Relaxed);
         } else {
             self.l.busy.store(false, Ordering::Release);
         }

@@ -325,7 +325,7 @@ impl<P: Port> Core<P> {
 
     /// The matching state, to change.
     #[inline]
-    fn st_mut(&mut self) -> &mut State {
+    pub(super) fn st_mut(&mut self) -> &mut State {
         self.ep.ctx_mut()
     }
 

@@ -312,15 +312,24 @@ impl State {
     #[inline(always)] // the caller builds the request straight into its slot (no 160-byte memcpy)
     pub(super) fn alloc(&mut self, r: Req) -> ReqId {
         match self.free.pop() {
-            Some(i) => {
-                self.reqs[i as usize] = Some(r);
-                i
-            }
-            None => {
-                self.reqs.push(Some(r));
-                (self.reqs.len() - 1) as u32
-            }
+            // A free slot is empty: written without dropping an old value (no drop glue
+            // on the way, ≈ 10 instructions).
+            Some(i) => match self.reqs.get_mut(i as usize) {
+                Some(slot @ None) => {
+                    *slot = Some(r);
+                    i
+                }
+                _ => self.alloc_past(r),
+            },
+            None => self.alloc_past(r),
         }
+    }
+
+    /// A new slot at the end of the table.
+    #[inline(never)]
+    fn alloc_past(&mut self, r: Req) -> ReqId {
+        self.reqs.push(Some(r));
+        (self.reqs.len() - 1) as u32
     }
 
     pub(super) fn get(&self, id: ReqId) -> Option<&Req> {

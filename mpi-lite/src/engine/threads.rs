@@ -110,11 +110,25 @@ impl<W: Waiter> Waits<W> {
 pub struct Reaper<'a, P: Port>(FlagGuard<'a, Core<P>>);
 
 impl<P: Port> Reaper<'_, P> {
-    /// As [`Engine::test`].
-    #[inline]
+    /// As [`Engine::test`], inline: a multiple-completion call reaps each request of its
+    /// set through here (`Core::test` called per request cost ≈ 20 instructions more).
+    #[inline(always)]
     pub fn test(&mut self, id: ReqId) -> Result<Option<Status>> {
-        self.0.test(id)
+        if id == SENT {
+            return Ok(Some(Status::default()));
+        }
+        let s = self.0.st_mut();
+        match s.reqs.get(id as usize) {
+            Some(Some(r)) if r.done => s.finish(id).map(Some),
+            Some(Some(_)) => Ok(None),
+            _ => Err(no_request(id)),
+        }
     }
+}
+
+#[cold]
+fn no_request(id: ReqId) -> Error {
+    Error::Request(format!("request {id} does not exist"))
 }
 
 /// The poll token of one wait, given back when the wait ends (also by an error).
