@@ -22,6 +22,8 @@
  *   (summary of cg.b - summary of cg.a) / 20000 = instructions per Send + Recv;
  *   two ranks: target/release/skifrun -n 2 -- valgrind --tool=callgrind
  *   --callgrind-out-file=/tmp/cg.%p /tmp/mpi_loop 20000 rate (each rank's file)
+ * Environment: MPI_LOOP_THREAD_LEVEL=0..3 initializes with MPI_Init_thread at that level
+ * (MPI_THREAD_MULTIPLE = 3, what mpi4py asks by default) instead of MPI_Init.
  * Exit status: 0, or non-zero on an MPI error or a bad argument.
  */
 #include <mpi.h>
@@ -43,7 +45,13 @@ int main(int argc, char **argv)
     static char wb[W][8];
     MPI_Request req[2 * W];
     double x = 1, y = 0;
-    MPI_Init(&argc, &argv);
+    const char *lv = getenv("MPI_LOOP_THREAD_LEVEL");
+    if (lv) {
+        int provided = -1;
+        MPI_Init_thread(&argc, &argv, atoi(lv), &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int peer = 1 - rank;

@@ -360,6 +360,21 @@ fn complete_all(
     mut sts: Option<&mut [MPI_Status]>,
     wait: bool,
 ) -> Result<bool> {
+    // A window of eager sends (every request `SENT` or null) completed as it started: no
+    // engine call, no lock (≈ 30 instructions per request otherwise).
+    let sent = req_handle(SENT);
+    if reqs.iter().all(|&r| r == sent || r == h::REQUEST_NULL) {
+        for (i, r) in reqs.iter_mut().enumerate() {
+            let s = if *r == sent {
+                Status::default()
+            } else {
+                empty_status()
+            };
+            *r = h::REQUEST_NULL;
+            Outcomes::default().record(i, Ok(s), sts.as_deref_mut());
+        }
+        return Ok(true);
+    }
     let e = st.mpi.engine();
     if wait {
         // One wait for the set (handles that name no engine request, NULL and the
