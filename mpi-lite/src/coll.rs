@@ -164,6 +164,7 @@ impl<P: Port> Transport for CommTransport<'_, P> {
 }
 
 /// The predefined reduction operations, as `mpi.h` numbers them (`MPI_MAX` = 1 …).
+#[inline]
 pub fn op_from_handle(h: i32) -> Result<Op> {
     Ok(match h {
         1 => Op::Max,

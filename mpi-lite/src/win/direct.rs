@@ -2,7 +2,7 @@
 //! on a window whose target memory is mapped here, inside an access epoch, a put or get of
 //! one contiguous run is a range check and a copy, an accumulate-family operation on 4- or
 //! 8-byte integers (and a floating-point sum) one CPU atomic per element, and a flush a
-//! memory fence. Each returns `false` having done nothing when anything does not fit (a
+//! memory barrier. Each returns `false` having done nothing when anything does not fit (a
 //! rank, a range, an epoch, a type, the message path): the caller then takes the general
 //! path (`ops.rs`, `sync.rs`), which checks everything again and reports the error.
 //!
@@ -11,7 +11,7 @@
 //! its operations), kept equal to [`Epoch`] by [`EpochGuard`] whenever it is changed.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::MutexGuard;
 
 use skifch::coll::{DType, Op};
@@ -95,16 +95,23 @@ enum Rmw {
 }
 
 impl Rmw {
-    /// The instruction for `op` on elements of `d` (compare-and-swap when `cas`); `None`
-    /// for the rest (the general path's compare-and-swap loop with the reducer).
-    fn of(d: DType, op: AccOp, cas: bool) -> Option<Rmw> {
+    /// The element width and the instruction for `op` on elements of `d` (compare-and-swap
+    /// when `cas`); `None` for the rest (the general path's compare-and-swap loop with the
+    /// reducer).
+    #[inline(always)]
+    fn of(d: Option<DType>, op: AccOp, cas: bool) -> Option<(usize, Rmw)> {
         use DType::*;
-        let int = matches!(d, I32 | U32 | I64 | U64);
-        let signed = matches!(d, I32 | I64);
-        if !int && !matches!(d, F32 | F64) {
-            return None;
-        }
-        Some(match (op, cas) {
+        // (bytes, integer, signed)
+        let (w, int, signed) = match d? {
+            I32 => (4, true, true),
+            U32 => (4, true, false),
+            I64 => (8, true, true),
+            U64 => (8, true, false),
+            F32 => (4, false, false),
+            F64 => (8, false, false),
+            _ => return None,
+        };
+        let k = match (op, cas) {
             (_, true) => Rmw::Cas,
             (AccOp::NoOp, _) => Rmw::Load,
             (AccOp::Replace, _) => Rmw::Swap,
@@ -118,7 +125,8 @@ impl Rmw {
             (AccOp::Op(Op::Max), _) if int => Rmw::MaxU,
             (AccOp::Op(Op::Min), _) if int => Rmw::MinU,
             _ => return None,
-        })
+        };
+        Some((w, k))
     }
 }
 
@@ -264,10 +272,7 @@ impl Win {
         cmp: Option<&[u8]>,
         old: Option<&mut [u8]>,
     ) -> bool {
-        let (Some(w), Some(d)) = (b.dense_size(), b.dtype()) else {
-            return false;
-        };
-        let Some(k) = Rmw::of(d, op, cmp.is_some()) else {
+        let Some((w, k)) = Rmw::of(b.dtype(), op, cmp.is_some()) else {
             return false;
         };
         let len = match (src, old.as_deref()) {
@@ -275,7 +280,7 @@ impl Win {
             (None, Some(o)) if matches!(k, Rmw::Load) => o.len(),
             _ => return false,
         };
-        if !self.atomics || len % w != 0 || cmp.is_some_and(|c| c.len() != len) {
+        if !self.atomics || len & (w - 1) != 0 || cmp.is_some_and(|c| c.len() != len) {
             return false;
         }
         let Some((m, off)) = self.direct_at(rank, disp) else {
@@ -298,7 +303,7 @@ impl Win {
 
     /// `MPI_Win_flush` / `flush_local` (`Some(rank)`) and their `_all` forms on the direct
     /// path: inside a passive-target epoch every operation is already complete, so a
-    /// memory fence. `false`: not done (the message path, no such epoch, a bad rank), take
+    /// memory barrier. `false`: not done (the message path, no such epoch, a bad rank), take
     /// [`Win::flush`].
     ///
     /// # One-sided Operation
@@ -320,7 +325,7 @@ impl Win {
         if open == 0 {
             return false;
         }
-        fence(Ordering::SeqCst);
+        super::mem::full_barrier();
         true
     }
 }

@@ -291,3 +291,22 @@ impl Reach {
 pub(crate) trait Word: Sized {}
 impl Word for AtomicU32 {}
 impl Word for AtomicU64 {}
+
+/// A full memory barrier for the direct path's flush (every earlier load and store of this
+/// thread, the copies into mapped segments included, is globally visible before any later
+/// one). On x86-64 a locked read-modify-write is one (Intel SDM vol. 3A §9.2.2: loads and
+/// stores are not reordered with locked instructions; glibc's non-temporal copies end in
+/// their own `sfence`), and one on a word of this thread's stack costs a quarter of
+/// `mfence` on the machine measured (5 vs 20 ns, AMD EPYC); elsewhere `fence(SeqCst)`.
+#[inline(always)]
+pub(crate) fn full_barrier() {
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: adds 0 to the word at the stack pointer (this thread's own stack, always
+    // mapped and writable; its value is unchanged); no memory is otherwise touched.
+    unsafe {
+        std::arch::asm!("lock or dword ptr [rsp], 0", options(nostack));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    std::sync::atomic::fence(Ordering::SeqCst);
+}

@@ -58,6 +58,7 @@ impl AccOp {
 
     /// The operation of `mpi.h`'s handle (`MPI_MAX` = 1 … `MPI_REPLACE` = 13,
     /// `MPI_NO_OP` = 14); user operations are `MPI_ERR_OP` (§11.3.4).
+    #[inline]
     pub fn from_handle(h: i32, call: &str) -> Result<AccOp> {
         match h {
             13 => Ok(AccOp::Replace),

@@ -26,10 +26,27 @@ fn direct(w: c_int, f: impl FnOnce(&Win) -> bool) -> bool {
     PHASE.load(Ordering::Relaxed) == 1 && with_entry(w, |e| f(&e.win)) == Some(true)
 }
 
+/// A call's general path, out of line: the direct path's entry points keep a small frame.
+#[inline(never)]
+fn general(
+    name: &'static str,
+    win: c_int,
+    f: impl FnOnce(&CState, &WinEntry) -> Result<()>,
+) -> c_int {
+    wcall(name, win, f)
+}
+
 /// The predefined type of handle `dt` (for the direct path's accumulates).
 #[inline(always)]
 fn basic(dt: c_int) -> Option<Basic> {
     Basic::ALL.get((dt as usize).wrapping_sub(1)).copied()
+}
+
+/// Whether the target's `(count, type)` describes the `n` bytes of the origin's: at once
+/// when both are the same (the common case), else by the target type's dense length.
+#[inline(always)]
+fn same_len(n: usize, origin: (c_int, c_int), target: (c_int, c_int)) -> bool {
+    origin == target || dense_len(target.0, target.1) == Some(n)
 }
 
 /// The origin of a put or accumulate as one run of bytes when origin and target are
@@ -47,7 +64,8 @@ unsafe fn run<'a>(
 ) -> Option<&'a [u8]> {
     let (p, n) = contiguous_bytes(oa, oc, ot)?;
     // SAFETY: the caller's contract, for the one run `contiguous_bytes` found.
-    (dense_len(tc, tt)? == n).then(|| unsafe { std::slice::from_raw_parts(p.cast_const(), n) })
+    same_len(n, (oc, ot), (tc, tt))
+        .then(|| unsafe { std::slice::from_raw_parts(p.cast_const(), n) })
 }
 
 /// As [`run`] for a buffer the call writes (a get's origin, a result buffer).
@@ -64,7 +82,7 @@ unsafe fn run_mut<'a>(
 ) -> Option<&'a mut [u8]> {
     let (p, n) = contiguous_bytes(a, c, t)?;
     // SAFETY: the caller's contract, for the one run `contiguous_bytes` found.
-    (dense_len(tc, tt)? == n).then(|| unsafe { std::slice::from_raw_parts_mut(p, n) })
+    same_len(n, (c, t), (tc, tt)).then(|| unsafe { std::slice::from_raw_parts_mut(p, n) })
 }
 
 /// The accumulate family's direct path: origin (`None` for `MPI_NO_OP`), compare and
@@ -206,7 +224,7 @@ mpi_fn!(MPI_Put, PMPI_Put, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, 
     }
     let a = Args { oa, oc, ot, tr, td, tc, tt };
     // SAFETY: the caller's buffers (MPI buffer contract).
-    wcall("MPI_Put", win, |st, e| unsafe { put_op(st, e, &a, "MPI_Put") })
+    general("MPI_Put", win, |st, e| unsafe { put_op(st, e, &a, "MPI_Put") })
 });
 
 mpi_fn!(MPI_Get, PMPI_Get, (oa: *mut c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, win: c_int) -> c_int {
@@ -218,7 +236,7 @@ mpi_fn!(MPI_Get, PMPI_Get, (oa: *mut c_void, oc: c_int, ot: c_int, tr: c_int, td
     }
     let a = Args { oa, oc, ot, tr, td, tc, tt };
     // SAFETY: the caller's buffers (MPI buffer contract).
-    wcall("MPI_Get", win, |st, e| unsafe { get_op(st, e, &a, "MPI_Get") })
+    general("MPI_Get", win, |st, e| unsafe { get_op(st, e, &a, "MPI_Get") })
 });
 
 mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
@@ -233,7 +251,7 @@ mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (oa: *const c_void, oc: c_int, ot: c_in
     }
     let a = Args { oa, oc, ot, tr, td, tc, tt };
     // SAFETY: the caller's buffers (MPI buffer contract).
-    wcall("MPI_Accumulate", win, |st, e| unsafe { acc_op(st, e, &a, op, "MPI_Accumulate") })
+    general("MPI_Accumulate", win, |st, e| unsafe { acc_op(st, e, &a, op, "MPI_Accumulate") })
 });
 
 mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (oa: *const c_void, oc: c_int, ot: c_int, ra: *mut c_void, rc: c_int, rt: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
@@ -254,7 +272,7 @@ mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (oa: *const c_void, oc: c_int, 
     }
     let a = Args { oa, oc, ot, tr, td, tc, tt };
     // SAFETY: the caller's buffers (MPI buffer contract).
-    wcall(name, win, |st, e| unsafe { gacc_op(st, e, &a, (ra, rc, rt), op, name) })
+    general(name, win, |st, e| unsafe { gacc_op(st, e, &a, (ra, rc, rt), op, name) })
 });
 
 mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void, dt: c_int, tr: c_int, td: isize, op: c_int, win: c_int) -> c_int {
@@ -270,7 +288,7 @@ mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void
             }
         }
     }
-    wcall(name, win, |st, e| {
+    general(name, win, |st, e| {
         let op = AccOp::from_handle(op, name)?;
         let o = if op == AccOp::NoOp {
             None
@@ -293,7 +311,7 @@ mpi_fn!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (oa: *const c_void, ca: *co
             return class::SUCCESS;
         }
     }
-    wcall(name, win, |st, e| {
+    general(name, win, |st, e| {
         let d = st.dtype(dt)?;
         let n = c_int::try_from(d.size()).map_err(|_| Error::Type(format!("{name}: type too large")))?;
         // SAFETY: one element of `d` at each address (MPI-3.1 §11.3.6).
@@ -342,28 +360,28 @@ mpi_fn!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: c_int) -> c_int {
     if direct(win, |w| w.direct_flush(Some(rank))) {
         return class::SUCCESS;
     }
-    wcall("MPI_Win_flush", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush"))
+    general("MPI_Win_flush", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush"))
 });
 
 mpi_fn!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: c_int) -> c_int {
     if direct(win, |w| w.direct_flush(None)) {
         return class::SUCCESS;
     }
-    wcall("MPI_Win_flush_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_all"))
+    general("MPI_Win_flush_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_all"))
 });
 
 mpi_fn!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: c_int) -> c_int {
     if direct(win, |w| w.direct_flush(Some(rank))) {
         return class::SUCCESS;
     }
-    wcall("MPI_Win_flush_local", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush_local"))
+    general("MPI_Win_flush_local", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush_local"))
 });
 
 mpi_fn!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: c_int) -> c_int {
     if direct(win, |w| w.direct_flush(None)) {
         return class::SUCCESS;
     }
-    wcall("MPI_Win_flush_local_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_local_all"))
+    general("MPI_Win_flush_local_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_local_all"))
 });
 
 mpi_fn!(MPI_Win_sync, PMPI_Win_sync, (win: c_int) -> c_int {
