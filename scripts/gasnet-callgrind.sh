@@ -11,7 +11,7 @@
 #   * an 8-byte gex_RMA_PutBlocking / GetBlocking: inclusive, and rank 0's whole program
 #     (rank 1 waits in the final barrier; the figure skifshmem's callgrind.sh gives for
 #     shmem_putmem, but it moves by ~20 between runs with the barrier's polls);
-#   * an empty gasnet_AMPoll: rank 0's whole program.
+#   * an empty gasnet_AMPoll: inclusive, and rank 0's whole program.
 #
 #   scripts/gasnet-callgrind.sh        # build (release, $CARGO_TARGET_DIR or target/), run, print
 #
@@ -92,4 +92,4 @@ echo "| AM Medium 8 B: sender \`gasnetc_am_request\` | $(fn med 0 ':gasnetc_am_r
 echo "| AM Medium 8 B: target's dispatch (\`on_am\` with the handler) | $(fn med 1 "$on_am") |"
 echo "| 8 B \`gex_RMA_PutBlocking\` (inclusive; rank 0 whole program) | $(fn put 0 ':gex_RMA_PutBlocking$') ($(whole put)) |"
 echo "| 8 B \`gex_RMA_GetBlocking\` (inclusive; rank 0 whole program) | $(fn get 0 ':gex_RMA_GetBlocking$') ($(whole get)) |"
-echo "| empty \`gasnet_AMPoll\`, rank 0 whole program | $(whole poll) |"
+echo "| empty \`gasnet_AMPoll\` (inclusive; rank 0 whole program) | $(fn poll 0 ':gasnet_AMPoll$') ($(whole poll)) |"

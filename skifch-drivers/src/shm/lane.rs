@@ -151,6 +151,12 @@ impl Tx {
             let at = (off & (cap - 1)) as usize;
             match iov {
                 [one] if at + n <= cap as usize => copy_small(one.as_ptr(), data.add(at), n),
+                // A header and a payload, whole, before the lane end: two copies, no loop
+                // (an 8-byte GASNet Medium or MPI eager send: 206 -> ~150 instructions).
+                [a, b] if at + n <= cap as usize && n == a.len() + b.len() => {
+                    copy_small(a.as_ptr(), data.add(at), a.len());
+                    copy_small(b.as_ptr(), data.add(at + a.len()), b.len());
+                }
                 _ => copy_in(data, cap, off, iov, n),
             }
             #[cfg(loom)]

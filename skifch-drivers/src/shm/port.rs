@@ -509,6 +509,9 @@ unsafe impl<R: Region> Port for RingPort<R> {
         }
         let total = match iov {
             [one] => one.len(),
+            // A header and a payload (every library's message with data): two slices of
+            // memory cannot add up past `usize::MAX`.
+            [a, b] => a.len() + b.len(),
             _ => iov_total(iov)?,
         };
         let cap = self.cap;
