@@ -255,9 +255,10 @@ extern size_t gex_AM_SrcDescSize(gex_AM_SrcDesc_t sd);
 /* ---- polling, blocking --------------------------------------------------------------- */
 extern int gasnet_AMPoll(void);
 extern void gasnetc_wait_step(int reset);
+extern void gasnetc_wait_poll(unsigned int *polls);
 #define GASNET_BLOCKUNTIL(cond) do { \
-    while (!(cond)) gasnetc_wait_step(0); \
-    gasnetc_wait_step(1); } while (0)
+    unsigned int _gasnetc_polls = 0; \
+    while (!(cond)) gasnetc_wait_poll(&_gasnetc_polls); } while (0)
 
 /* ---- handler-safe locks: pthread mutexes (handlers run on the thread that polls) ---- */
 typedef struct { pthread_mutex_t lock; } gex_HSL_t;

@@ -216,6 +216,12 @@ impl Backoff {
         self.n
     }
 
+    /// Resumes at `n` empty polls: for a back-off whose count the caller keeps between
+    /// calls (a C macro's local variable) instead of keeping the `Backoff`.
+    pub fn set_polls(&mut self, n: u32) {
+        self.n = n;
+    }
+
     /// Whether the next [`Self::snooze`] sleeps (spinning and yielding are over).
     pub fn is_sleeping(&self) -> bool {
         self.n >= self.spins.saturating_add(self.yields)

@@ -323,17 +323,38 @@ pub extern "C" fn gasnet_AMPoll() -> c_int {
     OK
 }
 
-thread_local! {
-    // GASNET_BLOCKUNTIL spins about 20 µs (as the channel's fixed wait policy) before it
-    // yields: a yield on a busy machine gives the CPU away for a time slice, far longer
-    // than an AM round trip.
-    static IDLE: RefCell<Backoff> = const {
-        RefCell::new(Backoff::with(2048, 1024, std::time::Duration::from_micros(50)))
-    };
+/// The back-off of `GASNET_BLOCKUNTIL`: it spins about 20 µs (as the channel's fixed wait
+/// policy) before it yields: a yield on a busy machine gives the CPU away for a time slice,
+/// far longer than an AM round trip.
+const fn blockuntil_backoff() -> Backoff {
+    Backoff::with(2048, 1024, std::time::Duration::from_micros(50))
 }
 
-/// One step of `GASNET_BLOCKUNTIL`: polls; when nothing arrived, backs off (and checks
-/// that no rank is lost). `reset` after the condition came true.
+thread_local! {
+    static IDLE: RefCell<Backoff> = const { RefCell::new(blockuntil_backoff()) };
+}
+
+/// One step of `GASNET_BLOCKUNTIL` (the header's macro keeps `*polls`, its count of empty
+/// polls, on the caller's stack: no thread-local state, no reset call): polls; when
+/// nothing arrived, backs off (and checks that no rank is lost).
+#[no_mangle]
+pub unsafe extern "C" fn gasnetc_wait_poll(polls: *mut u32) {
+    let call = "GASNET_BLOCKUNTIL";
+    let mut b = blockuntil_backoff();
+    if !polls.is_null() {
+        // SAFETY: the macro's counter variable.
+        b.set_polls(unsafe { *polls });
+    }
+    ok(call, g(call).wait_step(&mut b));
+    if !polls.is_null() {
+        // SAFETY: as above.
+        unsafe { *polls = b.polls() };
+    }
+}
+
+/// One step of `GASNET_BLOCKUNTIL` as programs built against the first headers call it
+/// (a thread-local back-off): polls; when nothing arrived, backs off (and checks that no
+/// rank is lost). `reset` after the condition came true.
 #[no_mangle]
 pub extern "C" fn gasnetc_wait_step(reset: c_int) {
     let call = "GASNET_BLOCKUNTIL";
