@@ -13,6 +13,10 @@ fn cfg() -> Config {
     }
 }
 
+/// What a sending port can have in flight to one receiving port: 16 credits of one 8 KiB
+/// batch each (the driver's defaults).
+const PAIR_MEMORY: usize = 16 * 8192;
+
 #[test]
 fn ofi_passes_the_suite_with_3_thread_ranks() {
     threads::run(3, &cfg(), |job| {
@@ -22,7 +26,7 @@ fn ofi_passes_the_suite_with_3_thread_ranks() {
             &Suite {
                 messages: 1000,
                 max_payload: 3000,
-                pair_memory: 0,
+                pair_memory: PAIR_MEMORY,
             },
         )
     })
@@ -96,7 +100,7 @@ fn skifrun(n: u32, extra: &[&str]) -> (Option<i32>, String) {
         &["--grace", "2", "--driver", "ofi"],
         &testing::example_exe("conformance"),
     );
-    cmd.args(extra).envs([
+    cmd.args(extra).args(["--pair-kb", "128"]).envs([
         ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
         ("SKIFCH_OFI_DOMAIN", "lo"),
     ]);

@@ -149,6 +149,8 @@ pub struct Heartbeat {
     /// Set with `stop` when the rank dies without finalizing (no `BYE`).
     pub(super) abort: Arc<AtomicBool>,
     pub(super) timeout: Duration,
+    /// The rank's ports, whose batches left open too long the thread flushes.
+    pub(super) ports: Arc<super::batch::Ports>,
 }
 
 impl Heartbeat {
@@ -193,16 +195,21 @@ impl Heartbeat {
                     self.live.mark_lost(r);
                 }
             }
-            // A quarter interval: beats go out on time; finalizing waits at most this.
-            std::thread::sleep(
-                (every / 4).clamp(Duration::from_millis(2), Duration::from_millis(50)),
-            );
+            // A quarter interval: beats go out on time; finalizing waits at most this. A
+            // millisecond while a batch is open: batches leave within two ticks.
+            let nap = if self.ports.tick() {
+                Duration::from_millis(1)
+            } else {
+                (every / 4).clamp(Duration::from_millis(2), Duration::from_millis(10))
+            };
+            std::thread::sleep(nap);
         }
         if self.abort.load(Ordering::Acquire) {
             return;
         }
-        // Finalize: tell the peers, and keep the endpoint progressing a moment so the
+        // Finalize: send what is batched, tell the peers, and keep the endpoint progressing a moment so the
         // messages leave before it closes.
+        self.ports.flush_everything();
         for r in (0..n).filter(|&r| r != self.me && !self.done(r)) {
             self.say(r, Kind::Bye);
         }
@@ -308,6 +315,8 @@ pub fn broken(ret: isize) -> bool {
 pub struct OfiWaiter {
     pub(super) ep: Arc<Ep>,
     pub(super) live: Arc<Live>,
+    /// The rank's ports: their open batches leave before the thread sleeps.
+    pub(super) ports: Arc<super::batch::Ports>,
 }
 
 impl Waiter for OfiWaiter {
@@ -319,6 +328,7 @@ impl Waiter for OfiWaiter {
         if self.live.lost().is_some() {
             return;
         }
+        self.ports.flush_everything();
         // Woken by the CQ descriptor only after fi_trywait said nothing is pending (the
         // provider's rule for blocking on it); capped so that a provider whose descriptor
         // misses an event costs a short delay, never a hang.

@@ -62,6 +62,7 @@
 //! (`Unreachable::Closed` comes only from a rank that finalized): their messages wait in
 //! its buffers, within the credits, for the next open.
 
+pub mod batch;
 pub mod env;
 pub mod fabric;
 pub mod ffi;
@@ -81,6 +82,7 @@ use skifch::{Driver, Error, Job, NetAddr, Result};
 use crate::boot::Bootstrap;
 use fabric::{Ep, Net};
 use live::{Heartbeat, Live};
+use batch::{Flags, Ports};
 use port::{OfiPort, PortState, TX_SLOTS};
 
 /// The driver's settings (see the [module docs](self) for the variables).
@@ -151,8 +153,6 @@ impl Config {
     }
 }
 
-type Home = Arc<Mutex<Option<Box<PortState>>>>;
-
 /// What a driver keeps alive for its job besides its endpoints.
 #[derive(Default)]
 pub struct Keep {
@@ -171,7 +171,7 @@ pub struct OfiDriver {
     size: u32,
     ports: u32,
     max_message: usize,
-    homes: Vec<Home>,
+    homes: Arc<Ports>,
     live: Arc<Live>,
     stop: Arc<AtomicBool>,
     abort: Arc<AtomicBool>,
@@ -222,7 +222,7 @@ pub fn init(boot: &dyn Bootstrap, cfg: &Config) -> Result<OfiJob> {
 /// As [`init`], keeping `keep` alive with the driver.
 pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJob> {
     let (rank, size, ports) = (boot.rank(), boot.size(), cfg.ports);
-    if size == 0 || size > u16::MAX as u32 || rank >= size || ports == 0 || cfg.slot <= wire::HDR {
+    if size == 0 || size > u16::MAX as u32 || rank >= size || ports == 0 || cfg.slot < wire::HDR + wire::REC + 8 {
         return Err(Error::Bootstrap(
             format!(
                 "ofi: rank {rank} of {size} with {ports} ports, slot {}",
@@ -293,6 +293,25 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
     );
+    let flags = Arc::new(Flags::default());
+    let states = eps
+        .into_iter()
+        .enumerate()
+        .map(|(p, ep)| {
+            let me = NetAddr::new(rank as u16, p as u16);
+            PortState::new(
+                ep,
+                me,
+                size,
+                ports,
+                cfg.credits,
+                &to,
+                live.clone(),
+                flags.clone(),
+            )
+        })
+        .collect();
+    let homes = Arc::new(Ports::new(states, flags));
     let hb = Heartbeat {
         ep: ctl,
         me: rank,
@@ -301,32 +320,17 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         stop: stop.clone(),
         abort: abort.clone(),
         timeout: cfg.timeout,
+        ports: homes.clone(),
     };
     let beat = std::thread::Builder::new()
         .name(format!("skifch-ofi-beat-{rank}"))
         .spawn(move || hb.run())
         .map_err(|e| Error::os("spawning the ofi heartbeat thread", e))?;
-    let homes = eps
-        .into_iter()
-        .enumerate()
-        .map(|(p, ep)| {
-            let me = NetAddr::new(rank as u16, p as u16);
-            Arc::new(Mutex::new(Some(Box::new(PortState::new(
-                ep,
-                me,
-                size,
-                ports,
-                cfg.credits,
-                &to,
-                live.clone(),
-            )))))
-        })
-        .collect();
     let drv = OfiDriver {
         rank,
         size,
         ports,
-        max_message: cfg.slot - wire::HDR,
+        max_message: cfg.slot - wire::HDR - wire::REC,
         homes,
         live: live.clone(),
         stop,
@@ -386,21 +390,18 @@ impl Driver for OfiDriver {
         self.ports
     }
     fn open_port(self: &Arc<Self>, port: u32) -> Result<OfiPort> {
-        let home = self.homes.get(port as usize).ok_or_else(|| {
-            Error::InvalidArgument(
+        if port >= self.ports {
+            return Err(Error::InvalidArgument(
                 format!("port {port} out of range: ports are 0..{}", self.ports).into(),
-            )
-        })?;
-        let st = home
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .ok_or_else(|| {
-                Error::InvalidArgument(
-                    format!("port {port} of rank {} is already open", self.rank).into(),
-                )
-            })?;
-        Ok(OfiPort::new(st, home.clone()))
+            ));
+        }
+        if !self.homes.take(port as usize) {
+            return Err(Error::InvalidArgument(
+                format!("port {port} of rank {} is already open", self.rank).into(),
+            ));
+        }
+        let me = NetAddr::new(self.rank as u16, port as u16);
+        Ok(OfiPort::new(self.homes.clone(), port as usize, me))
     }
     fn max_message(&self) -> usize {
         self.max_message

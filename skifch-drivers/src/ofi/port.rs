@@ -1,89 +1,114 @@
 //! One port of the ofi driver: an `FI_EP_RDM` endpoint, its CQ and its buffers.
 //!
+//! # Batches (message rate)
+//! A fabric message costs a system call or more on each side over `tcp;ofi_rxm`, so small
+//! SkifCh messages to one peer port travel together: a send appends its message as a
+//! record to the pair's open batch, one send buffer ([`super::batch`]), and returns — the
+//! caller's buffers are free again, as the contract wants. The batch leaves as one fabric
+//! message when the next message does not fit, when a send would block, when the port is
+//! polled twice with no send in between (the sender waits for something), when any port
+//! of the rank polls empty twice, before a [`OfiWaiter`] sleeps, when the port closes, and
+//! otherwise after one or two ticks of the heartbeat thread (1 ms) — a message is never
+//! held waiting for the sender's next call. The receiver walks the records in place: each
+//! is one message that `recv` hands out from the posted buffer, which is reposted when its
+//! last message is completed.
+//!
 //! # Credits (what makes a send non-buffering and every queue bounded)
 //! Each receiving port grants every sending port (`rank × port` pairs, itself included)
-//! `C` messages (`SKIFCH_OFI_CREDITS`, default 16) and keeps `senders × (C + 2)`
-//! receive buffers of one slot each posted: `C` for the pair's messages and 2 for credit
-//! returns, of which at most two are ever in flight per pair (one is sent only when at
-//! least `C/2` messages were freed since the last, and the sender can have at most `C`
-//! outstanding). So every message finds a posted buffer: the provider never buffers an
-//! unexpected message, and no queue on either side grows past its fixed size.
+//! `C` batches (`SKIFCH_OFI_CREDITS`, default 16) and keeps `senders × (C + 2)` receive
+//! buffers of one slot each posted: `C` for the pair's batches and 2 for credit returns, of
+//! which at most two are ever in flight per pair (one is sent only when at least `C/2`
+//! batches were freed since the last, and the sender can have at most `C` outstanding).
+//! So every fabric message finds a posted buffer: the provider never buffers an unexpected
+//! message, and no queue on either side grows past its fixed size (a pair has at most
+//! `C × slot` bytes in flight, its open batch included).
 //!
-//! A sender counts its messages to each pair and the receiver's cumulative "freed" count,
-//! which comes back in the header of every message from that port (piggybacked) or in a
-//! `Credit` message. With `C` messages outstanding, `send` returns `WouldBlock`. The
-//! receiver frees in the spec's any-order sense (SKIFCH-SPEC "Where this project goes
-//! beyond the paper"): buffers are reposted as soon as a message is completed, but credit
-//! is returned only up to the oldest message of that sender still held
-//! ([`skifch::driver::Reclaim`] over the pair's sequence numbers).
+//! A sender counts its batches to each pair and the receiver's cumulative "freed" count,
+//! which comes back in the header of every batch from that port (piggybacked) or in a
+//! `Credit` message. A batch is opened only with a credit left; without one, `send`
+//! returns `WouldBlock`. The receiver frees in the spec's any-order sense (SKIFCH-SPEC
+//! "Where this project goes beyond the paper"): a buffer is reposted as soon as all its
+//! messages are completed, but credit is returned only up to the oldest batch of that
+//! sender still held ([`skifch::driver::Reclaim`] over the pair's batch numbers).
 //!
 //! # Order and validation
-//! Endpoints are opened with `FI_ORDER_SAS` (send-after-send order), so a pair's messages
-//! complete in order; every `Data` header carries the pair's sequence number and a gap is
-//! [`Error::Corrupt`], as are out-of-range ranks or ports, impossible credit and lengths.
+//! Endpoints are opened with `FI_ORDER_SAS` (send-after-send order), so a pair's batches
+//! complete in order; every `Data` header carries the pair's batch number and a gap is
+//! [`Error::Corrupt`], as are out-of-range ranks or ports, impossible credit, records
+//! that overrun their message, and a batch without records.
 #![allow(unsafe_code)]
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::mem::ManuallyDrop;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, MutexGuard};
 
 use skifch::driver::{
     iov_total, partial_prefix, Port, RawMessage, RawSeg, Reclaim, SendMode, Token,
 };
 use skifch::{Error, NetAddr, Result, Unreachable};
 
+use super::batch::{Flags, Open, Ports};
 use super::fabric::Ep;
 use super::ffi::{fi_addr_t, fi_cq_data_entry, FI_EAGAIN, FI_EAVAIL, FI_ECANCELED};
 use super::live::{broken, Live, OfiWaiter};
 use super::sys;
-use super::wire::{Hdr, Kind, HDR};
+use super::wire::{rec_len, Hdr, Kind, HDR, REC};
 
-/// Send buffers per port (messages between a send and its completion).
+/// Send buffers per port (open batches and batches between a send and its completion).
 pub const TX_SLOTS: usize = 64;
 
 /// One (sender port, receiver port) pair as one side sees it.
-struct Pair {
+pub(super) struct Pair {
     /// The peer port's address in the AV.
-    to: fi_addr_t,
-    /// Messages sent to the peer.
-    sent: u64,
+    pub(super) to: fi_addr_t,
+    /// Batches sent to the peer (the open one not counted).
+    pub(super) sent: u64,
     /// Of those, freed by the peer (its credit to us is `C - (sent - acked)`).
-    acked: u64,
-    /// Sequence number of the peer's next message to us.
+    pub(super) acked: u64,
+    /// Number of the peer's next batch to us.
     next_in: u64,
-    /// The peer's messages to us that our user completed.
-    freed: Reclaim,
+    /// The peer's batches to us whose messages our user all completed.
+    pub(super) freed: Reclaim,
     /// The freed count last told to the peer.
-    told: u64,
+    pub(super) told: u64,
     /// Waiting in `dirty` for a credit message.
     dirty: bool,
 }
 
+/// A received message: `len` bytes at `off` in receive buffer `slot`, of batch `seq`.
 struct Ready {
     slot: u32,
     sid: u32,
-    len: usize,
+    off: u32,
+    len: u32,
     seq: u64,
 }
 
-/// A port's state; it returns to the driver when the port is closed, so credits and
+/// A port's state; it stays with the driver when the port is closed, so credits and
 /// sequence numbers stay consistent across close and reopen.
 pub struct PortState {
     pub(super) ep: Arc<Ep>,
-    me: NetAddr,
+    pub(super) me: NetAddr,
     size: u32,
-    ports: u32,
-    credits: u64,
+    pub(super) ports: u32,
+    pub(super) credits: u64,
     max: usize,
-    pairs: Vec<Pair>,
+    pub(super) pairs: Vec<Pair>,
     ready: VecDeque<Ready>,
+    /// Per receive buffer: its messages not completed yet.
+    refs: Vec<u32>,
     repost: Vec<usize>,
-    tx_free: Vec<usize>,
-    tx_dst: Vec<u32>,
+    pub(super) tx_free: Vec<usize>,
+    pub(super) tx_dst: Vec<u32>,
     dirty: Vec<u32>,
     broken: Option<String>,
-    live: Arc<Live>,
+    pub(super) live: Arc<Live>,
+    /// Open batches (at most one per pair).
+    pub(super) open: Vec<Open>,
+    /// Messages appended so far, and that count at the last poll ([`PortState::idle_flush`]).
+    pub(super) sends: u64,
+    pub(super) seen: u64,
+    pub(super) flags: Arc<Flags>,
 }
 
 const NONE: fi_cq_data_entry = fi_cq_data_entry {
@@ -97,6 +122,7 @@ const NONE: fi_cq_data_entry = fi_cq_data_entry {
 impl PortState {
     /// The state of port `me` over `ep`, whose receive buffers are all posted already;
     /// `to[sid]` is the address of peer port `sid = rank * ports + port`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ep: Arc<Ep>,
         me: NetAddr,
@@ -105,11 +131,12 @@ impl PortState {
         credits: u32,
         to: &[fi_addr_t],
         live: Arc<Live>,
+        flags: Arc<Flags>,
     ) -> Self {
         let rx = ep.rx;
         let slots = ep.rx..ep.rx + TX_SLOTS;
         PortState {
-            max: ep.slot - HDR,
+            max: ep.slot - HDR - REC,
             ep,
             me,
             size,
@@ -128,12 +155,17 @@ impl PortState {
                 })
                 .collect(),
             ready: VecDeque::with_capacity(rx),
+            refs: vec![0; rx],
             repost: Vec::with_capacity(rx),
             tx_free: slots.rev().collect(),
             tx_dst: vec![0; TX_SLOTS],
             dirty: Vec::with_capacity(to.len()),
             broken: None,
             live,
+            open: Vec::new(),
+            sends: 0,
+            seen: 0,
+            flags,
         }
     }
 
@@ -144,7 +176,7 @@ impl PortState {
     }
 
     /// Reads the CQ: messages into `ready`, send buffers back, credits in and out.
-    fn progress(&mut self) -> Result<()> {
+    pub(super) fn progress(&mut self) -> Result<()> {
         if let Some(b) = &self.broken {
             return Err(Error::Corrupt(b.clone().into()));
         }
@@ -211,31 +243,62 @@ impl PortState {
         let adv = h.credit.wrapping_sub(p.acked as u32) as u64;
         if adv > p.sent - p.acked {
             return Err(self.corrupt(format!(
-                "credit for messages never sent to {}:{}",
+                "credit for batches never sent to {}:{}",
                 h.rank, h.port
             )));
         }
         p.acked += adv;
         match h.kind {
-            Kind::Data if h.seq == p.next_in as u32 && self.ready.len() < self.ep.rx => {
+            Kind::Data if h.seq == p.next_in as u32 => {
                 let seq = p.next_in;
                 p.next_in += 1;
-                self.ready.push_back(Ready {
-                    slot: i as u32,
-                    sid,
-                    len: e.len - HDR,
-                    seq,
-                });
+                self.records(i, sid, seq, e.len)
             }
-            Kind::Credit if e.len == HDR => self.post(i),
+            Kind::Credit if e.len == HDR => {
+                self.post(i);
+                Ok(())
+            }
             _ => {
                 let exp = p.next_in;
-                return Err(self.corrupt(format!(
-                    "from {}:{}: {:?} message, seq {} (expected {exp}), {} bytes",
+                Err(self.corrupt(format!(
+                    "from {}:{}: {:?} message, batch {} (expected {exp}), {} bytes",
                     h.rank, h.port, h.kind, h.seq, e.len
-                )));
+                )))
             }
         }
+    }
+
+    /// Walks the records of batch `seq` in receive buffer `i` (`len` bytes) into `ready`.
+    fn records(&mut self, i: usize, sid: u32, seq: u64, len: usize) -> Result<()> {
+        let (mut at, mut count) = (HDR, 0u32);
+        while at < len {
+            let mut w = [0u8; 4];
+            if len - at < REC {
+                return Err(self.corrupt(format!("a record header cut at byte {at} of {len}")));
+            }
+            // SAFETY: `at + REC <= len <= slot`: inside buffer `i`, which the provider is
+            // done writing; copied out before use.
+            unsafe { std::ptr::copy_nonoverlapping(self.ep.buf(i).add(at), w.as_mut_ptr(), 4) };
+            let n = u32::from_le_bytes(w) as usize;
+            if n > len - at - REC {
+                return Err(self.corrupt(format!(
+                    "a {n}-byte record at byte {at} of a {len}-byte batch"
+                )));
+            }
+            self.ready.push_back(Ready {
+                slot: i as u32,
+                sid,
+                off: (at + REC) as u32,
+                len: n as u32,
+                seq,
+            });
+            count += 1;
+            at += rec_len(n);
+        }
+        if count == 0 {
+            return Err(self.corrupt(format!("an empty batch from sender {sid}")));
+        }
+        self.refs[i] = count;
         Ok(())
     }
 
@@ -308,45 +371,59 @@ impl PortState {
             self.dirty.swap_remove(k);
         }
     }
+
+    /// A poll: completions in, then batches out if the port is idle.
+    fn poll(&mut self) -> Result<()> {
+        if self.ready.is_empty() {
+            self.progress()?;
+        }
+        if !self.open.is_empty() {
+            self.idle_flush();
+        }
+        Ok(())
+    }
 }
 
-/// An open port of the ofi driver.
+/// An open port of the ofi driver: its state stays in the rank's [`Ports`], locked for
+/// each call (the heartbeat thread and other ports' polls flush batches the owner left).
 pub struct OfiPort {
-    st: ManuallyDrop<Box<PortState>>,
-    home: Arc<Mutex<Option<Box<PortState>>>>,
+    ports: Arc<Ports>,
+    idx: usize,
+    me: NetAddr,
 }
 
 impl OfiPort {
-    /// Takes the state out of `home` (where it returns on drop).
-    pub fn new(st: Box<PortState>, home: Arc<Mutex<Option<Box<PortState>>>>) -> Self {
-        OfiPort {
-            st: ManuallyDrop::new(st),
-            home,
-        }
+    /// Port `idx` of `ports`, which the caller marked taken.
+    pub(super) fn new(ports: Arc<Ports>, idx: usize, me: NetAddr) -> Self {
+        OfiPort { ports, idx, me }
+    }
+
+    fn st(&self) -> MutexGuard<'_, PortState> {
+        self.ports.lock(self.idx)
     }
 }
 
 impl Drop for OfiPort {
     fn drop(&mut self) {
-        // SAFETY: `st` is taken exactly once, here, and not used afterwards.
-        let st = unsafe { ManuallyDrop::take(&mut self.st) };
-        *self.home.lock().unwrap_or_else(|p| p.into_inner()) = Some(st);
+        self.st().flush_all();
+        self.ports.release(self.idx);
     }
 }
 
 // SAFETY: `recv` hands out pointers into receive buffer `slot`, which is reposted (and so
-// written again) only by `complete` with that message's token; buffers live as long as
-// the endpoint, which outlives the port state.
+// written again) only when `complete` was called with the token of every message in it;
+// buffers live as long as the endpoint, which outlives the port state.
 unsafe impl Port for OfiPort {
     type Waiter = OfiWaiter;
 
     fn addr(&self) -> NetAddr {
-        self.st.me
+        self.me
     }
 
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
         let total = iov_total(iov)?;
-        let st = &mut **self.st;
+        let mut g = self.st();
+        let st = &mut *g;
         if let Some(b) = &st.broken {
             return Err(Error::Corrupt(b.clone().into()));
         }
@@ -372,98 +449,37 @@ unsafe impl Port for OfiPort {
                 max: st.max as u32,
             });
         }
-        // A whole slot is always free at the receiver while credit lasts: a message that
-        // does not fit one is cut to a slot (partial send) or refused (`Whole`).
+        // A whole batch is always free at the receiver while credit lasts: a message that
+        // does not fit one is cut to a batch (partial send) or refused (`Whole`).
         let len = if total <= st.max {
             total
         } else {
             partial_prefix(mode, st.max, total, st.max).ok_or(Error::WouldBlock)?
         };
         let sid = (r * st.ports + pt) as usize;
-        if st.pairs[sid].sent - st.pairs[sid].acked >= st.credits || st.tx_free.is_empty() {
-            st.progress()?;
-            if st.pairs[sid].sent - st.pairs[sid].acked >= st.credits {
-                return Err(Error::WouldBlock);
-            }
-        }
-        let Some(slot) = st.tx_free.pop() else {
-            return Err(Error::WouldBlock);
-        };
-        let p = &st.pairs[sid];
-        let told = p.freed.freed();
-        let h = Hdr {
-            kind: Kind::Data,
-            port: st.me.port() as u16,
-            rank: st.me.rank(),
-            seq: p.sent as u32,
-            credit: told as u32,
-        }
-        .emit();
-        let buf = st.ep.buf(slot);
-        // SAFETY: send buffer `slot` is free (taken from `tx_free`) and holds `slot` bytes
-        // >= HDR + len; the iovec parts are the caller's readable slices.
-        unsafe {
-            std::ptr::copy_nonoverlapping(h.as_ptr(), buf, HDR);
-            let mut at = HDR;
-            for s in iov {
-                let n = s.len().min(HDR + len - at);
-                std::ptr::copy_nonoverlapping(s.as_ptr(), buf.add(at), n);
-                at += n;
-                if at == HDR + len {
-                    break;
-                }
-            }
-        }
-        let n = HDR + len;
-        let inject = n <= st.ep.net.inject_size;
-        // SAFETY: live endpoint; the buffer stays untouched until its completion (a send)
-        // or is copied before the call returns (an inject).
-        let ret = unsafe {
-            if inject {
-                sys::inject(st.ep.ep.0, buf, n, p.to)
-            } else {
-                sys::send(st.ep.ep.0, buf, n, st.ep.desc(), p.to, st.ep.ctx(slot))
-            }
-        };
-        if ret != 0 || inject {
-            st.tx_free.push(slot);
-        }
-        if ret == 0 {
-            st.tx_dst[slot - st.ep.rx] = r;
-            let p = &mut st.pairs[sid];
-            p.sent += 1;
-            p.told = told;
-            return Ok(len);
-        }
-        if ret == -(FI_EAGAIN as isize) {
-            st.progress()?;
-            return Err(Error::WouldBlock);
-        }
-        if broken(ret) {
-            st.live.mark_lost(r);
-            return Err(Error::PeerLost { rank: r });
-        }
-        Err(Error::os(
-            "fi_send",
-            std::io::Error::other(sys::strerror(ret)),
-        ))
+        st.append(sid, iov, len)
     }
 
     fn recv_into(&mut self, out: &mut RawMessage) -> Result<()> {
-        let st = &mut **self.st;
-        if st.ready.is_empty() {
-            st.progress()?;
-        }
+        let mut g = self.st();
+        let st = &mut *g;
+        st.poll()?;
         let Some(m) = st.ready.pop_front() else {
-            return Err(match st.live.lost() {
+            let lost = st.live.lost();
+            drop(g);
+            self.ports.flush_others(self.idx);
+            return Err(match lost {
                 Some(rank) => Error::PeerLost { rank },
                 None => Error::WouldBlock,
             });
         };
-        // SAFETY: HDR + len <= slot (checked on completion): in bounds of the buffer.
-        let ptr = unsafe { st.ep.buf(m.slot as usize).add(HDR) };
-        out.segs[0] = RawSeg { ptr, len: m.len };
-        out.len = m.len;
+        // SAFETY: off + len <= slot (checked when the batch arrived): in the buffer.
+        let ptr = unsafe { st.ep.buf(m.slot as usize).add(m.off as usize) };
+        out.segs[0] = RawSeg {
+            ptr,
+            len: m.len as usize,
+        };
+        out.len = m.len as usize;
         out.count = (m.len > 0) as u32;
         out.src = NetAddr::new((m.sid / st.ports) as u16, (m.sid % st.ports) as u16);
         out.token = Token {
@@ -474,24 +490,31 @@ unsafe impl Port for OfiPort {
     }
 
     fn ready(&mut self) -> Result<bool> {
-        let st = &mut **self.st;
-        if st.ready.is_empty() {
-            st.progress()?;
-        }
+        let mut g = self.st();
+        let st = &mut *g;
+        st.poll()?;
         if !st.ready.is_empty() {
             return Ok(true);
         }
-        match st.live.lost() {
+        let lost = st.live.lost();
+        drop(g);
+        self.ports.flush_others(self.idx);
+        match lost {
             Some(rank) => Err(Error::PeerLost { rank }),
             None => Ok(false),
         }
     }
 
     unsafe fn complete(&mut self, token: Token) {
-        let st = &mut **self.st;
+        let mut g = self.st();
+        let st = &mut *g;
         let (slot, sid) = ((token.a & 0xffff_ffff) as usize, (token.a >> 32) as usize);
-        if slot >= st.ep.rx || sid >= st.pairs.len() {
+        if slot >= st.ep.rx || sid >= st.pairs.len() || st.refs[slot] == 0 {
             return; // not a token of this port (the contract excludes it)
+        }
+        st.refs[slot] -= 1;
+        if st.refs[slot] > 0 {
+            return;
         }
         st.post(slot);
         let half = st.credits.div_ceil(2);
@@ -504,9 +527,11 @@ unsafe impl Port for OfiPort {
     }
 
     fn waiter(&self) -> OfiWaiter {
+        let st = self.st();
         OfiWaiter {
-            ep: self.st.ep.clone(),
-            live: self.st.live.clone(),
+            ep: st.ep.clone(),
+            live: st.live.clone(),
+            ports: self.ports.clone(),
         }
     }
 }

@@ -1,6 +1,10 @@
-//! The 16-byte header every message of the ofi driver starts with. It is read from
-//! buffers a remote peer filled, so [`Hdr::parse`] checks it and every caller validates the
-//! ranges against the job (driver obligation 7).
+//! The 16-byte header every message of the ofi driver starts with, and the records of a
+//! `Data` message. It is read from buffers a remote peer filled, so [`Hdr::parse`] checks
+//! it and every caller validates the ranges against the job (driver obligation 7).
+//!
+//! A `Data` fabric message is a batch: the header, then one record per SkifCh message —
+//! its length (`u32`, little-endian), 4 zero bytes, the payload, zero padding to a multiple
+//! of [`REC`] — so every payload starts 8-byte aligned in the receive buffer.
 
 use skifch::{Error, Result};
 
@@ -8,10 +12,18 @@ use skifch::{Error, Result};
 pub const HDR: usize = 16;
 const MAGIC: u8 = 0xa5;
 
+/// Bytes before each record's payload (and the alignment of records).
+pub const REC: usize = 8;
+
+/// Bytes a record of a `len`-byte message takes in a batch.
+pub const fn rec_len(len: usize) -> usize {
+    REC + len.next_multiple_of(REC)
+}
+
 /// Message kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// A user message (the payload follows the header).
+    /// A batch of user messages (records follow the header).
     Data = 1,
     /// Credit return only (no payload).
     Credit = 2,
@@ -30,9 +42,9 @@ pub struct Hdr {
     pub port: u16,
     /// The sender's rank.
     pub rank: u32,
-    /// `Data`: the pair's message sequence number (low 32 bits).
+    /// `Data`: the pair's batch sequence number (low 32 bits).
     pub seq: u32,
-    /// The cumulative count (low 32 bits) of the receiver's messages to the sender's port
+    /// The cumulative count (low 32 bits) of the receiver's batches to the sender's port
     /// that the sender has completed: the receiver's credit (see [`super::port`]).
     pub credit: u32,
 }

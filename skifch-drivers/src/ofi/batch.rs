@@ -1,0 +1,302 @@
+//! The send side of batching (see [`super::port`]): a pair's open batch is one send
+//! buffer that messages are appended to as records ([`super::wire`]); it leaves as one
+//! fabric message. [`Ports`] holds every port state of a rank, so that batches a busy
+//! owner left open are flushed from elsewhere: another port's empty polls, a sleeping
+//! waiter, the heartbeat thread's tick.
+#![allow(unsafe_code)]
+
+use std::io::IoSlice;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use skifch::{Error, Result};
+
+use super::ffi::FI_EAGAIN;
+use super::live::broken;
+use super::port::PortState;
+use super::sys;
+use super::wire::{rec_len, Hdr, Kind, HDR};
+
+/// An open batch: `len` bytes (header included) in send buffer `slot` for pair `sid`,
+/// opened in heartbeat tick `tick`.
+#[derive(Clone, Copy, Debug)]
+pub struct Open {
+    sid: u32,
+    slot: u32,
+    len: u32,
+    tick: u32,
+}
+
+/// What the ports of a rank and its heartbeat thread share about open batches.
+#[derive(Default)]
+pub struct Flags {
+    /// Bit `p`: port `p` has an open batch.
+    open: AtomicU64,
+    /// The heartbeat thread's tick count.
+    tick: AtomicU32,
+}
+
+/// Why a batch is flushed by someone else than a send.
+#[derive(Clone, Copy)]
+enum Why {
+    /// A poll: only a port that sent nothing since its previous poll.
+    Idle,
+    /// A heartbeat tick: batches opened before the previous tick.
+    Aged(u32),
+    /// A waiter about to sleep, a closing port or rank: every batch.
+    All,
+}
+
+impl PortState {
+    fn bit(&self) -> u64 {
+        1u64 << self.me.port()
+    }
+
+    /// Appends a `len`-byte message (a prefix of `iov`) to pair `sid`'s batch, flushing
+    /// the batch first when the message does not fit and opening one where none is open.
+    pub(super) fn append(&mut self, sid: usize, iov: &[IoSlice<'_>], len: usize) -> Result<usize> {
+        let need = rec_len(len);
+        let k = match self.open.iter().position(|o| o.sid == sid as u32) {
+            Some(k) if self.open[k].len as usize + need <= self.ep.slot => k,
+            Some(k) => {
+                self.flush(k)?;
+                self.open_batch(sid)?
+            }
+            None => self.open_batch(sid)?,
+        };
+        let o = &mut self.open[k];
+        let at = o.len as usize;
+        let buf = self.ep.buf(o.slot as usize);
+        // SAFETY: send buffer `o.slot` is this batch's (not posted to the provider until
+        // the flush) and `at + need <= slot`; the iovec parts are the caller's slices.
+        unsafe {
+            let rec = buf.add(at);
+            std::ptr::write_bytes(rec, 0, need);
+            std::ptr::copy_nonoverlapping((len as u32).to_le_bytes().as_ptr(), rec, 4);
+            let mut w = 8;
+            for s in iov {
+                let n = s.len().min(8 + len - w);
+                std::ptr::copy_nonoverlapping(s.as_ptr(), rec.add(w), n);
+                w += n;
+                if w == 8 + len {
+                    break;
+                }
+            }
+        }
+        o.len += need as u32;
+        self.sends += 1;
+        Ok(len)
+    }
+
+    /// Opens a batch to pair `sid` (with a credit and a send buffer) or `WouldBlock`.
+    fn open_batch(&mut self, sid: usize) -> Result<usize> {
+        let out = |p: &super::port::Pair, c: u64| p.sent - p.acked >= c;
+        if out(&self.pairs[sid], self.credits) || self.tx_free.is_empty() {
+            if self.tx_free.is_empty() {
+                self.flush_all();
+            }
+            self.progress()?;
+            if out(&self.pairs[sid], self.credits) {
+                return Err(Error::WouldBlock);
+            }
+        }
+        let Some(slot) = self.tx_free.pop() else {
+            return Err(Error::WouldBlock);
+        };
+        if self.open.is_empty() {
+            self.flags.open.fetch_or(self.bit(), Ordering::AcqRel);
+        }
+        self.open.push(Open {
+            sid: sid as u32,
+            slot: slot as u32,
+            len: HDR as u32,
+            tick: self.flags.tick.load(Ordering::Relaxed),
+        });
+        Ok(self.open.len() - 1)
+    }
+
+    fn close_batch(&mut self, k: usize) {
+        self.open.swap_remove(k);
+        if self.open.is_empty() {
+            self.flags.open.fetch_and(!self.bit(), Ordering::AcqRel);
+        }
+    }
+
+    /// Sends open batch `k` as one fabric message; `WouldBlock` (the batch stays open)
+    /// when the provider's queue is full.
+    fn flush(&mut self, k: usize) -> Result<()> {
+        let o = self.open[k];
+        let (sid, slot, n) = (o.sid as usize, o.slot as usize, o.len as usize);
+        let p = &self.pairs[sid];
+        let freed = p.freed.freed();
+        let h = Hdr {
+            kind: Kind::Data,
+            port: self.me.port() as u16,
+            rank: self.me.rank(),
+            seq: p.sent as u32,
+            credit: freed as u32,
+        }
+        .emit();
+        let buf = self.ep.buf(slot);
+        let inject = n <= self.ep.net.inject_size;
+        // SAFETY: the batch's send buffer holds `n <= slot` bytes; its first HDR bytes are
+        // reserved for the header. Live endpoint; the buffer stays untouched until its
+        // completion (a send) or is copied before the call returns (an inject).
+        let ret = unsafe {
+            std::ptr::copy_nonoverlapping(h.as_ptr(), buf, HDR);
+            if inject {
+                sys::inject(self.ep.ep.0, buf, n, p.to)
+            } else {
+                sys::send(self.ep.ep.0, buf, n, self.ep.desc(), p.to, self.ep.ctx(slot))
+            }
+        };
+        let rank = sid as u32 / self.ports;
+        if ret == -(FI_EAGAIN as isize) {
+            return Err(Error::WouldBlock);
+        }
+        if ret != 0 && !broken(ret) {
+            return Err(Error::os(
+                "fi_send",
+                std::io::Error::other(sys::strerror(ret)),
+            ));
+        }
+        self.close_batch(k);
+        if ret != 0 {
+            self.tx_free.push(slot);
+            self.live.mark_lost(rank);
+            return Err(Error::PeerLost { rank });
+        }
+        if inject {
+            self.tx_free.push(slot);
+        } else {
+            self.tx_dst[slot - self.ep.rx] = rank;
+        }
+        let p = &mut self.pairs[sid];
+        p.sent += 1;
+        p.told = freed;
+        Ok(())
+    }
+
+    fn flush_where(&mut self, why: Why) {
+        for k in (0..self.open.len()).rev() {
+            let o = self.open[k];
+            let due = match why {
+                Why::Aged(t) => t.wrapping_sub(o.tick) >= 2,
+                Why::Idle | Why::All => true,
+            };
+            // A refused flush stays open for the next occasion; a lost peer is recorded.
+            if due {
+                let _ = self.flush(k);
+            }
+        }
+    }
+
+    /// Sends every open batch the provider takes now.
+    pub(super) fn flush_all(&mut self) {
+        self.flush_where(Why::All);
+    }
+
+    /// At a poll: sends the open batches if no message was appended since the previous
+    /// poll (the sender is waiting for something, not streaming).
+    pub(super) fn idle_flush(&mut self) {
+        if self.sends == self.seen {
+            self.flush_where(Why::Idle);
+        } else {
+            self.seen = self.sends;
+        }
+    }
+}
+
+/// One port's state and whether a [`super::port::OfiPort`] holds it.
+pub struct Home {
+    st: Mutex<PortState>,
+    taken: AtomicBool,
+}
+
+/// Every port state of a rank.
+pub struct Ports {
+    homes: Vec<Home>,
+    flags: std::sync::Arc<Flags>,
+}
+
+impl Ports {
+    /// The states of ports `0..states.len()`, sharing `flags`.
+    pub fn new(states: Vec<PortState>, flags: std::sync::Arc<Flags>) -> Ports {
+        Ports {
+            homes: states
+                .into_iter()
+                .map(|st| Home {
+                    st: Mutex::new(st),
+                    taken: AtomicBool::new(false),
+                })
+                .collect(),
+            flags,
+        }
+    }
+
+    /// Ports of the rank.
+    pub fn len(&self) -> usize {
+        self.homes.len()
+    }
+
+    /// Whether the rank has no port.
+    pub fn is_empty(&self) -> bool {
+        self.homes.is_empty()
+    }
+
+    /// Marks port `p` taken; false if it was.
+    pub fn take(&self, p: usize) -> bool {
+        self.homes[p]
+            .taken
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Marks port `p` free.
+    pub fn release(&self, p: usize) {
+        self.homes[p].taken.store(false, Ordering::Release);
+    }
+
+    /// Port `p`'s state (a port panicking while holding it left it consistent: every
+    /// update is completed before anything that can panic).
+    pub fn lock(&self, p: usize) -> MutexGuard<'_, PortState> {
+        self.homes[p].st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Calls `f` on every port with an open batch but those in `skip`, unless in use.
+    fn each_open(&self, skip: u64, f: impl Fn(&mut PortState)) {
+        let mut m = self.flags.open.load(Ordering::Acquire) & !skip;
+        while m != 0 {
+            let p = m.trailing_zeros() as usize;
+            m &= m - 1;
+            // Never waits: a port in use is flushed by its owner's next calls.
+            if let Some(h) = self.homes.get(p) {
+                if let Ok(mut st) = h.st.try_lock() {
+                    f(&mut st);
+                }
+            }
+        }
+    }
+
+    /// From an empty poll of port `me`: the other ports' batches, where idle.
+    pub fn flush_others(&self, me: usize) {
+        if self.flags.open.load(Ordering::Relaxed) & !(1u64 << me) != 0 {
+            self.each_open(1u64 << me, PortState::idle_flush);
+        }
+    }
+
+    /// Before sleeping, or when the rank ends: every open batch. (No completions are read
+    /// here: a message moved to a port's ready queue behind its owner's back would not
+    /// wake the owner's waiter.)
+    pub fn flush_everything(&self) {
+        self.each_open(0, PortState::flush_all);
+    }
+
+    /// The heartbeat thread's tick: batches open for more than a tick leave. Returns
+    /// whether a batch is still open (the thread then ticks again soon).
+    pub fn tick(&self) -> bool {
+        let t = self.flags.tick.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        self.each_open(0, |st| st.flush_where(Why::Aged(t)));
+        self.flags.open.load(Ordering::Acquire) != 0
+    }
+}
