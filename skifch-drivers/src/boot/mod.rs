@@ -163,6 +163,14 @@ pub fn from_env() -> Result<Arc<dyn Bootstrap>> {
     Ok(boot)
 }
 
+/// Whether a launcher started this process as a rank of a job: `skifrun` (`SKIFCH_RANK`),
+/// a PMI-1 server (`PMI_FD`, `PMI_PORT`) or a PMIx one (`PMIX_NAMESPACE`).
+pub fn launched() -> bool {
+    ["SKIFCH_RANK", "PMI_FD", "PMI_PORT", "PMIX_NAMESPACE"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
 /// A numeric launcher variable (`None` when unset), or an error naming it.
 pub(crate) fn env_num(name: &str) -> Result<Option<u32>> {
     match std::env::var(name) {

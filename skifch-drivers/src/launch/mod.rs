@@ -308,8 +308,9 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
 }
 
 /// Re-runs the current program as an `n`-rank job over the driver `SKIFCH_DRIVER` names
-/// (default shm), unless this process already is a rank of a job (`SKIFCH_RANK` set):
-/// then `None`, and the caller goes on as that rank.
+/// (default shm), unless this process already is a rank of a job (started by `skifrun`,
+/// `mpiexec.hydra`, `srun`, `mpirun`: [`crate::boot::launched`]): then `None`, and the
+/// caller goes on as that rank.
 /// Otherwise `Some(exit status)` of the job, which the caller should exit with. Launcher
 /// errors are reported on stderr (status 1).
 ///
@@ -323,7 +324,7 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
 /// # Ok::<(), skifch::Error>(())
 /// ```
 pub fn self_launch(n: u32) -> Option<i32> {
-    if std::env::var_os("SKIFCH_RANK").is_some() {
+    if crate::boot::launched() {
         return None;
     }
     let exe = match std::env::current_exe() {

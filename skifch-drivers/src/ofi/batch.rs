@@ -85,6 +85,10 @@ impl PortState {
         }
         o.len += need as u32;
         self.sends += 1;
+        if !self.batch {
+            // Sent now, or (refused) with the next flush: the message is taken either way.
+            let _ = self.flush(k);
+        }
         Ok(len)
     }
 
@@ -147,7 +151,14 @@ impl PortState {
             if inject {
                 sys::inject(self.ep.ep.0, buf, n, p.to)
             } else {
-                sys::send(self.ep.ep.0, buf, n, self.ep.desc(), p.to, self.ep.ctx(slot))
+                sys::send(
+                    self.ep.ep.0,
+                    buf,
+                    n,
+                    self.ep.desc(),
+                    p.to,
+                    self.ep.ctx(slot),
+                )
             }
         };
         let rank = sid as u32 / self.ports;
@@ -295,7 +306,11 @@ impl Ports {
     /// The heartbeat thread's tick: batches open for more than a tick leave. Returns
     /// whether a batch is still open (the thread then ticks again soon).
     pub fn tick(&self) -> bool {
-        let t = self.flags.tick.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        let t = self
+            .flags
+            .tick
+            .fetch_add(1, Ordering::AcqRel)
+            .wrapping_add(1);
         self.each_open(0, |st| st.flush_where(Why::Aged(t)));
         self.flags.open.load(Ordering::Acquire) != 0
     }

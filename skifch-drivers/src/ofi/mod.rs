@@ -33,6 +33,7 @@
 //! | `SKIFCH_OFI_SLOT` | bytes per receive buffer (default 8192; the largest message is 16 less) |
 //! | `SKIFCH_OFI_TIMEOUT_MS` | silence after which a peer is lost (default 5000) |
 //! | `SKIFCH_OFI_CONNECT_MS` | how long start-up waits to hear from every peer (default 30000) |
+//! | `SKIFCH_OFI_BATCH` | `1` (default): small messages to one peer port share a fabric message ([`port`]); `0`: one fabric message each |
 //! | `SKIFCH_PORTS` | ports per rank (default 5, as the other drivers: the libraries use 0..=4) |
 //!
 //! Without a choice, the driver takes the first provider libfabric ranks best for its
@@ -80,9 +81,9 @@ use std::time::{Duration, Instant};
 use skifch::{Driver, Error, Job, NetAddr, Result};
 
 use crate::boot::Bootstrap;
+use batch::{Flags, Ports};
 use fabric::{Ep, Net};
 use live::{Heartbeat, Live};
-use batch::{Flags, Ports};
 use port::{OfiPort, PortState, TX_SLOTS};
 
 /// The driver's settings (see the [module docs](self) for the variables).
@@ -102,6 +103,9 @@ pub struct Config {
     pub timeout: Duration,
     /// How long start-up waits to hear from every peer.
     pub connect: Duration,
+    /// Several messages per fabric message ([`port`]); `false` sends each at once (for
+    /// comparisons).
+    pub batch: bool,
 }
 
 impl Default for Config {
@@ -114,6 +118,7 @@ impl Default for Config {
             slot: 8192,
             timeout: Duration::from_secs(5),
             connect: Duration::from_secs(30),
+            batch: true,
         }
     }
 }
@@ -149,6 +154,7 @@ impl Config {
                 .map_or(d.timeout, Duration::from_millis),
             connect: num("SKIFCH_OFI_CONNECT_MS", 100u64, 3_600_000)?
                 .map_or(d.connect, Duration::from_millis),
+            batch: num("SKIFCH_OFI_BATCH", 0u8, 1)?.map_or(d.batch, |b| b == 1),
         })
     }
 }
@@ -222,7 +228,12 @@ pub fn init(boot: &dyn Bootstrap, cfg: &Config) -> Result<OfiJob> {
 /// As [`init`], keeping `keep` alive with the driver.
 pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJob> {
     let (rank, size, ports) = (boot.rank(), boot.size(), cfg.ports);
-    if size == 0 || size > u16::MAX as u32 || rank >= size || ports == 0 || cfg.slot < wire::HDR + wire::REC + 8 {
+    if size == 0
+        || size > u16::MAX as u32
+        || rank >= size
+        || ports == 0
+        || cfg.slot < wire::HDR + wire::REC + 8
+    {
         return Err(Error::Bootstrap(
             format!(
                 "ofi: rank {rank} of {size} with {ports} ports, slot {}",
@@ -308,6 +319,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
                 &to,
                 live.clone(),
                 flags.clone(),
+                cfg.batch,
             )
         })
         .collect();

@@ -109,6 +109,8 @@ pub struct PortState {
     pub(super) sends: u64,
     pub(super) seen: u64,
     pub(super) flags: Arc<Flags>,
+    /// Batching on (`SKIFCH_OFI_BATCH`); off, every append is flushed at once.
+    pub(super) batch: bool,
 }
 
 const NONE: fi_cq_data_entry = fi_cq_data_entry {
@@ -132,6 +134,7 @@ impl PortState {
         to: &[fi_addr_t],
         live: Arc<Live>,
         flags: Arc<Flags>,
+        batch: bool,
     ) -> Self {
         let rx = ep.rx;
         let slots = ep.rx..ep.rx + TX_SLOTS;
@@ -166,6 +169,7 @@ impl PortState {
             sends: 0,
             seen: 0,
             flags,
+            batch,
         }
     }
 

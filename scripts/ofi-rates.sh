@@ -1,0 +1,126 @@
+#!/bin/bash
+# ofi-rates.sh: 8 B message rate, 8 B latency and 1 MiB bandwidth between two "nodes" —
+# network namespaces joined by veth pairs to a bridge, the layout of
+# skifch_testing::NetNodes — for raw SkifCh channels (the ofi driver, `tcp;ofi_rxm` on the
+# nodes' eth0), mpi-lite over the same driver, Open MPI (`--mca pml ob1 --mca btl tcp,self`)
+# and MPICH (Debian's is `ch4:ucx`: `UCX_TLS=tcp,self`), in one run: ROUNDS rounds, each
+# running every implementation once, so that the ratios compare runs made minutes apart.
+#
+#   cargo build --release -p skifrun -p skifmpi -p skifch-benches --bin msgrate
+#   sudo scripts/ofi-rates.sh [OUTDIR]       # needs root (ip netns), mpiexec.hydra,
+#                                            # mpicc.mpich, mpicc.openmpi, mpirun.openmpi
+# Environment: ROUNDS (default 3), CARGO_TARGET_DIR (where the release build is),
+# LO=1 (instead of namespaces: both ranks in one namespace over its loopback interface).
+# Output: OUTDIR/all.csv (impl,test,size,value,unit,round), the load average before each
+# round in OUTDIR/load.txt, and a table of medians over the rounds on stdout.
+set -u
+cd "$(dirname "$0")/.."
+rel=${CARGO_TARGET_DIR:-$PWD/target}/release
+rounds=${ROUNDS:-3}
+out=${1:-$(mktemp -d /tmp/ofi-rates.XXXXXX)}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+base=skr-$$
+sw=$base-sw
+nodes=("$base-n0" "$base-n1")
+
+cleanup() {
+    for ns in "${nodes[@]}" "$sw"; do
+        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+        ip netns del "$ns" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+for t in mpiexec.hydra mpicc.mpich mpicc.openmpi mpirun.openmpi; do
+    command -v $t >/dev/null || { echo "ofi-rates: $t is not on PATH" >&2; exit 2; }
+done
+for f in "$rel/msgrate" "$rel/libskifmpi.so"; do
+    [ -e "$f" ] || { echo "ofi-rates: $f missing (build first, see the header)" >&2; exit 2; }
+done
+
+# The nodes: as NetNodes::build (10.10.0.<i+1> on each node's eth0, the bridge in "sw").
+ip netns add "$sw" || { echo "ofi-rates: cannot create network namespaces (root?)" >&2; exit 2; }
+ip -n "$sw" link set lo up
+ip -n "$sw" link add br0 type bridge
+ip -n "$sw" addr add 10.10.0.254/24 dev br0
+ip -n "$sw" link set br0 up
+for i in 0 1; do
+    n=${nodes[$i]}
+    ip netns add "$n"
+    ip -n "$n" link set lo up
+    ip link add name eth0 netns "$n" type veth peer name "v$i" netns "$sw"
+    ip -n "$sw" link set "v$i" master br0
+    ip -n "$sw" link set "v$i" up
+    ip -n "$n" addr add "10.10.0.$((i + 1))/24" dev eth0
+    ip -n "$n" link set eth0 up
+done
+cat >"$tmp/ssh" <<'EOF'
+#!/bin/sh
+while [ "${1#-}" != "$1" ]; do shift; done
+host=$1; shift
+exec ip netns exec "$host" sh -c "$*"
+EOF
+chmod +x "$tmp/ssh"
+
+if [ "${LO:-0}" = 1 ]; then
+    hosts="${nodes[0]}:2" iface=lo ompi_if=127.0.0.1/32
+else
+    hosts="${nodes[0]}:1,${nodes[1]}:1" iface=eth0 ompi_if=10.10.0.0/24
+fi
+
+# The programs: the peers' msgrate_mpi.c and mpi_bw.c for each MPI.
+peers=/work/shared/peers/msgrate_mpi.c
+[ -e "$peers" ] || peers=../shared/peers/msgrate_mpi.c
+SKIFMPI_LIBDIR=$rel mpi-lite/bin/skif-mpicc -O2 "$peers" -o "$tmp/mr_lite" -lm || exit 1
+SKIFMPI_LIBDIR=$rel mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_bw.c -o "$tmp/bw_lite" -lm || exit 1
+mpicc.mpich -O2 "$peers" -o "$tmp/mr_mpich" -lm || exit 1
+mpicc.mpich -O2 benches/c/mpi_bw.c -o "$tmp/bw_mpich" -lm || exit 1
+mpicc.openmpi -O2 "$peers" -o "$tmp/mr_ompi" -lm || exit 1
+mpicc.openmpi -O2 benches/c/mpi_bw.c -o "$tmp/bw_ompi" -lm || exit 1
+
+hydra() { # hydra in the switch namespace, one rank per node (both on node 0 with LO=1)
+    ip netns exec "$sw" timeout 600 mpiexec.hydra -iface br0 -launcher ssh \
+        -launcher-exec "$tmp/ssh" -hosts "$hosts" -n 2 "$@"
+}
+ompi() {
+    mkdir -p "$tmp/ompi"
+    ip netns exec "$sw" timeout 600 mpirun.openmpi --allow-run-as-root --oversubscribe \
+        --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh" \
+        --mca oob_tcp_if_include 10.10.0.0/24 --mca plm_rsh_no_tree_spawn 1 \
+        --mca routed direct --mca pml ob1 --mca btl tcp,self \
+        --mca btl_tcp_if_include "$ompi_if" -n 2 "$@"
+}
+# SkifCh: the ofi driver between the nodes (the hierarchy routes there: one rank a node;
+# with LO=1 SKIFCH_DRIVER=ofi forces it between the two ranks of one node).
+export SKIFCH_OFI_PROVIDER='tcp;ofi_rxm' SKIFCH_OFI_DOMAIN=$iface
+[ "${LO:-0}" = 1 ] && export SKIFCH_DRIVER=ofi
+export UCX_TLS=tcp,self UCX_NET_DEVICES=$iface
+
+csv=$out/all.csv
+: >"$csv"
+: >"$out/load.txt"
+for r in $(seq 1 "$rounds"); do
+    echo "round $r: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/load.txt" >&2
+    hydra "$rel/msgrate" --tests msgrate,latency --sizes 8,1048576 --csv "$tmp/raw.csv" \
+        >"$tmp/raw.log" 2>&1 || { echo "raw channels failed:" >&2; tail -5 "$tmp/raw.log" >&2; }
+    grep -v '^#\|^impl' "$tmp/raw.csv" 2>/dev/null | cut -d, -f1-5 | sed "s/\$/,$r/" >>"$csv"
+    for m in lite:hydra mpich:hydra ompi:ompi; do
+        impl=${m%%:*} run=${m##*:}
+        name=$impl; [ $impl = lite ] && name=mpi-lite; [ $impl = ompi ] && name=openmpi
+        $run "$tmp/mr_$impl" -i "$name" -T msgrate,latency -m 8 2>"$tmp/$impl.err" |
+            grep -v '^impl' | sed "s/\$/,$r/" >>"$csv" ||
+            { echo "$name msgrate failed:" >&2; tail -5 "$tmp/$impl.err" >&2; }
+        $run "$tmp/bw_$impl" -i "$name" -m 1048576 2>"$tmp/$impl.bw.err" |
+            grep -v '^impl' | sed "s/\$/,$r/" >>"$csv" ||
+            { echo "$name bandwidth failed:" >&2; tail -5 "$tmp/$impl.bw.err" >&2; }
+    done
+done
+echo "CSV: $csv" >&2
+# Medians over the rounds per (impl, test, size).
+sort -t, -k1,1 -k2,2 -k3,3n "$csv" | awk -F, '
+    { k = $1 "," $2 "," $3 "," $5; v[k] = v[k] " " $4; n[k]++ }
+    END { for (k in v) { m = split(substr(v[k], 2), a, " "); asort(a);
+          printf "%s,%s,%d rounds:%s\n", k, (m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2), m, v[k] } }' |
+    sort
