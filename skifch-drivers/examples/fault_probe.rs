@@ -21,6 +21,12 @@
 //!                                                     checks every sender's order
 //! skifrun -n 2 -- fault_probe closed                  rank 1 opens, closes and reopens port 2; rank 0
 //!                                                     sees Unreachable (Closed), then delivers again
+//! mpiexec.hydra … fault_probe ring <dir>              any size: every rank streams to the next and
+//!                                                     checks what the previous sends, writes
+//!                                                     <dir>/streaming.<rank> once 1000 arrived, and
+//!                                                     at the first error <dir>/lost.<rank> ("<unix
+//!                                                     ms> <error>"); once every rank wrote one
+//!                                                     (at most 60 s), exit 42 on PeerLost
 //! ```
 //! Every mode runs over the driver `skifrun --driver` chose (`tests/fpga_model.rs` runs
 //! the stream and full modes over the FPGA device model; `--lane-kb` is then not given).
@@ -76,6 +82,7 @@ fn main() {
         (Some("gather"), _) => gather(&job, args.get(1)),
         (Some("closed"), 0) => closed_sender(&job),
         (Some("closed"), _) => closed_receiver(&job),
+        (Some("ring"), _) => ring(&job, args.get(1)),
         (mode, _) => Err(format!(
             "unknown mode {mode:?} (see the source for the modes)"
         )),
@@ -254,11 +261,7 @@ fn stream_byte(seq: u64, i: usize) -> u8 {
 fn stream_sender(job: &Job, pidfile: Option<&String>) -> Outcome {
     let pidfile = pidfile.ok_or("stream: the pid file argument is missing")?;
     let ch = job.open(DATA).map_err(|e| e.to_string())?;
-    // Written whole under a temporary name, so the test never reads half a pid.
-    let tmp = format!("{pidfile}.tmp");
-    std::fs::write(&tmp, std::process::id().to_string())
-        .and_then(|()| std::fs::rename(&tmp, pidfile))
-        .map_err(|e| format!("{pidfile}: {e}"))?;
+    publish(pidfile, &std::process::id().to_string())?;
     let dst = job.addr(0, DATA);
     let mut buf = Vec::with_capacity(256);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -306,6 +309,83 @@ fn stream_receiver(job: &Job) -> Outcome {
     }
     println!("stream: received {next} messages in order, then PeerLost from rank 1");
     Ok(SAW_PEER_LOST)
+}
+
+/// Writes `text` to `path` whole (a temporary name, then renamed): a reader never sees half.
+fn publish(path: &str, text: &str) -> Result<(), String> {
+    let tmp = format!("{path}.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("{path}: {e}"))
+}
+
+/// Every rank streams to the next and checks the previous one's stream until an error
+/// (the test takes a link down); see the module docs.
+fn ring(job: &Job, dir: Option<&String>) -> Outcome {
+    let dir = dir.ok_or("ring: the directory argument is missing")?;
+    let (me, n) = (job.rank(), job.size());
+    let ch = job.open(DATA).map_err(|e| e.to_string())?;
+    let (to, from) = (job.addr((me + 1) % n, DATA), (me + n - 1) % n);
+    let (mut seq, mut next) = (0u64, 0u64);
+    let mut buf = Vec::with_capacity(256);
+    let mut announced = false;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let err = loop {
+        buf.clear();
+        buf.extend_from_slice(&seq.to_le_bytes());
+        buf.extend((8..stream_len(seq)).map(|i| stream_byte(seq, i)));
+        match ch.send_whole(to, &[IoSlice::new(&buf)]) {
+            Ok(()) => seq += 1,
+            Err(Error::WouldBlock) => {}
+            Err(e) => break e,
+        }
+        match ch.try_recv() {
+            Ok(m) => {
+                let v = m.to_vec();
+                let got = v
+                    .get(..8)
+                    .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+                if m.src().rank() != from || got != Some(next) || v.len() != stream_len(next) {
+                    return Err(format!(
+                        "from {}: message {got:?} of {} bytes where {next} from rank {from} was due",
+                        m.src(),
+                        v.len()
+                    ));
+                }
+                if (8..v.len()).any(|i| v[i] != stream_byte(next, i)) {
+                    return Err(format!("message {next}: wrong bytes"));
+                }
+                next += 1;
+            }
+            Err(Error::WouldBlock) => {}
+            Err(e) => break e,
+        }
+        if !announced && next >= 1000 {
+            publish(&format!("{dir}/streaming.{me}"), "")?;
+            announced = true;
+        }
+        if seq.is_multiple_of(1024) && Instant::now() > deadline {
+            return Err("ring: no error within 120 s".into());
+        }
+    };
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    publish(&format!("{dir}/lost.{me}"), &format!("{ms} {err}"))?;
+    println!("ring: rank {me}: {err}, after {next} messages in order");
+    // Alive (port open) until every rank saw its error, so that none sees a node peer's
+    // exit instead of the fault under test.
+    let t0 = Instant::now();
+    while !(0..n).all(|r| std::path::Path::new(&format!("{dir}/lost.{r}")).exists())
+        && t0.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(ch);
+    match err {
+        Error::PeerLost { .. } => Ok(SAW_PEER_LOST),
+        e => Err(format!("ring: {e}")),
+    }
 }
 
 /// Deterministic content for the large messages.

@@ -239,7 +239,7 @@ fn ofi_passes_the_suite_with_4_processes_under_mpiexec_hydra() {
         return;
     };
     cmd.arg(testing::example_exe("conformance"))
-        .args(["--messages", "1000"]);
+        .args(["--messages", "1000", "--pair-kb", "128"]);
     let limit = testing::LAUNCHER_JOB_LIMIT_SECS as u64 + 60;
     let out = testing::run_job(cmd, std::time::Duration::from_secs(limit))
         .expect_ok("conformance over ofi under mpiexec.hydra");
@@ -249,4 +249,47 @@ fn ofi_passes_the_suite_with_4_processes_under_mpiexec_hydra() {
             "{out}"
         );
     }
+}
+
+/// A batched message leaves without its sender calling the driver again: rank 0 sends one
+/// message, then waits on a plain flag (no port call, no waiter) until rank 1 has it — the heartbeat thread's tick must flush the batch. Then a burst of small
+/// messages (many batches) must arrive complete and in order.
+#[test]
+fn ofi_delivers_a_batched_message_while_its_sender_makes_no_call() {
+    use std::io::IoSlice;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let got = Arc::new(AtomicBool::new(false));
+    threads::run(2, &cfg(), move |job| {
+        let ch = job.open(0)?;
+        let me = job.rank();
+        let peer = skifch::NetAddr::new((1 - me) as u16, 0);
+        if me == 0 {
+            ch.send_all(peer, &[IoSlice::new(b"alone")])?;
+            let t0 = Instant::now();
+            while !got.load(Ordering::Acquire) {
+                if t0.elapsed() > Duration::from_secs(90) {
+                    return Err(skifch::Error::TimedOut);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        } else {
+            let m = ch.recv_timeout(Duration::from_secs(60))?;
+            assert_eq!(m.to_vec(), b"alone");
+            got.store(true, Ordering::Release);
+        }
+        for i in 0..20_000u32 {
+            let len = (i % 13) as usize;
+            let msg = i.to_le_bytes().repeat(4);
+            if me == 0 {
+                ch.send_whole_wait(peer, &[IoSlice::new(&msg[..len])])?;
+            } else {
+                let m = ch.recv_timeout(Duration::from_secs(60))?;
+                assert_eq!(m.to_vec(), msg[..len], "message {i}");
+            }
+        }
+        Ok(())
+    })
+    .expect("delivered");
 }

@@ -167,10 +167,12 @@ fn hydra_job_on_one_node_runs_over_shm() {
 /// (told not to end the job itself) sees the shell's status, not the victim's signal, and
 /// the SIGUSR1 it sends survivors when a rank fails is ignored.
 fn survivor_script(args: &str) -> [String; 3] {
-    let script = format!(
-        "trap '' USR1; {} {args}; echo \"exit $?\" >&2",
-        conformance_exe()
-    );
+    survivor_script_of(&conformance_exe(), args)
+}
+
+/// [`survivor_script`] for the program `exe`.
+fn survivor_script_of(exe: &str, args: &str) -> [String; 3] {
+    let script = format!("trap '' USR1; {exe} {args}; echo \"exit $?\" >&2");
     ["sh".into(), "-c".into(), script]
 }
 
@@ -315,6 +317,98 @@ fn hierarchy_across_network_namespaces_passes_the_suite() {
         assert!(
             text.contains(&format!("conformance: rank {r} ok (hier)")),
             "{text}"
+        );
+    }
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_millis()
+}
+
+/// Waits (at most `limit`) until `dir` holds `<prefix>.<r>` for every rank `r < n`, or
+/// the job `job` ended; whether all came.
+fn wait_files(
+    dir: &std::path::Path,
+    prefix: &str,
+    n: u32,
+    limit: std::time::Duration,
+    job: &std::thread::JoinHandle<skifch_testing::Outcome>,
+) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        if (0..n).all(|r| dir.join(format!("{prefix}.{r}")).exists()) {
+            return true;
+        }
+        if job.is_finished() || t0.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A link pulled mid-stream: 2 × 2 ranks in two network namespaces stream in a ring
+/// (`fault_probe ring`; the edges 1 → 2 and 3 → 0 cross the nodes), then node 1's link
+/// goes down. Every rank, on both sides, gets "peer lost" within a few seconds (heartbeat
+/// silence: 2 s here; the check allows 20 s on a loaded machine), none hangs; with the link
+/// back up the job ends and no process is left in the namespaces.
+#[test]
+fn hierarchy_ranks_see_a_link_taken_down_mid_stream() {
+    use std::time::Duration;
+    let Some(nodes) = skifch_testing::NetNodes::create(2) else {
+        return;
+    };
+    let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
+        return;
+    };
+    let dir = nodes.scratch();
+    cmd.env("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm")
+        .env("SKIFCH_OFI_DOMAIN", "eth0")
+        .env("SKIFCH_OFI_TIMEOUT_MS", "2000");
+    cmd.args(["-disable-auto-cleanup", "-prepend-rank"])
+        .args(survivor_script_of(
+            &skifch_testing::example_exe("fault_probe").to_string_lossy(),
+            &format!("ring {}", dir.display()),
+        ));
+    let job = std::thread::spawn(move || skifch_testing::run_job(cmd, HYDRA_LIMIT));
+    let streaming = wait_files(&dir, "streaming", 4, Duration::from_secs(120), &job);
+    let down = unix_ms();
+    if streaming {
+        nodes.set_link(1, false);
+    }
+    let lost = streaming && wait_files(&dir, "lost", 4, Duration::from_secs(60), &job);
+    nodes.set_link(1, true);
+    let text = job.join().expect("the job ended within its limit").text();
+    assert!(streaming, "the ranks never all streamed: {text}");
+    assert!(lost, "not every rank saw an error within 60 s: {text}");
+    for r in 0..4 {
+        let f = std::fs::read_to_string(dir.join(format!("lost.{r}"))).expect("lost file");
+        let (ms, what) = f.split_once(' ').expect("<ms> <error>");
+        let ms = ms.parse::<u128>().expect("ms");
+        assert!(
+            ms >= down,
+            "rank {r}: {what}, before the link went down; {text}"
+        );
+        let after = ms - down;
+        eprintln!("rank {r}: {what}, {after} ms after the link went down");
+        assert!(what.contains("peer lost"), "rank {r}: {what}; {text}");
+        assert!(
+            after < 20_000,
+            "rank {r}: error {after} ms after the link went down"
+        );
+        assert!(text.contains(&format!("[{r}] exit 42")), "{text}");
+    }
+    for ns in nodes.names() {
+        let pids = std::process::Command::new("ip")
+            .args(["netns", "pids", ns])
+            .output()
+            .expect("ip netns pids");
+        assert!(
+            pids.stdout.is_empty(),
+            "left in {ns}: {}",
+            String::from_utf8_lossy(&pids.stdout)
         );
     }
 }
