@@ -56,10 +56,10 @@
 //! Receive memory per port is `size × ports × (credits + 2) × slot` (4 ranks × 5 ports:
 //! 2.9 MiB); large jobs lower `SKIFCH_OFI_CREDITS` or the slot size. The provider's
 //! receive queue is asked for that many posted buffers (`rx_attr.size`). No RMA yet
-//! ([`Driver::rma`] is `None`: libraries take their message path). One fabric message per
-//! SkifCh message: over `tcp;ofi_rxm` the message rate is far below the shm driver's and
-//! below the MPIs' over TCP (docs/results-2026-11-28-ofi); aggregating a pair's messages
-//! is the next step. A port whose owner closed it is not reported to senders
+//! ([`Driver::rma`] is `None`: libraries take their message path). Small messages to one
+//! peer port share fabric messages ([`port`], "Batches"): a sender can have `credits ×
+//! slot` bytes in flight to each peer port (128 KiB by default; the conformance suite's
+//! `pair_memory`), and the largest message is `slot − 24` bytes. A port whose owner closed it is not reported to senders
 //! (`Unreachable::Closed` comes only from a rank that finalized): their messages wait in
 //! its buffers, within the credits, for the next open.
 
