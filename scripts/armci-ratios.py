@@ -7,6 +7,8 @@ better of armci-mpi-openmpi and armci-mpi-mpich), the ratio of the medians, and 
 of the same ratio taken within each round (both sides of one round ran back to back), then
 the verdict (best of armci-mpi-openmpi, -openmpi-sm and -mpich). Latency ratios are ours/peer (target <= 0.3); bandwidth ratios ours/peer
 (strided: >= 2 up to 64 KiB) and ours/memcpy of the same program run (1 MiB: >= 0.8).
+Beside Rmw, the floor: armci_bench.c's atomic_lat, one bare locked fetch-and-add on a
+private word in the same run (no Rmw takes less), against the best peer's Rmw.
 Then the medians of every test, size and impl.
 """
 import csv
@@ -57,8 +59,9 @@ def row(test, size, ref, target, ok):
             v, _ = best_peer(test, size, lat, lambda p, t, s: r.get((p, t, s)))
             if v and ("armci-shim", test, size) in r:
                 per.append(r[("armci-shim", test, size)] / v)
-    else:  # the same run's memcpy
-        theirs, who = med(("armci-shim", ref, size)), f"memcpy ({ref})"
+    else:  # the same run's baseline (memcpy, a bare atomic)
+        theirs = med(("armci-shim", ref, size))
+        who = "memcpy (memcpy_bw)" if ref == "memcpy_bw" else f"({ref})"
         per = [r[("armci-shim", test, size)] / r[("armci-shim", ref, size)]
                for r in rounds if ("armci-shim", test, size) in r and ("armci-shim", ref, size) in r]
     if ours is None or theirs is None:
@@ -76,6 +79,12 @@ print("| test | size (B) | armci-shim (median) | best peer (median) | ratio | pe
 print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
 for t in ["put_lat", "get_lat", "rmw_lat"]:
     print(row(t, 8, "peer", "≤ 0.3", lambda x: x <= 0.3))
+# No Rmw takes less than one locked atomic: the floor, and the best peer against it
+floor = med(("armci-shim", "atomic_lat", 8))
+if floor:
+    theirs, who = best_peer("rmw_lat", 8, True, lambda p, t, s: med((p, t, s)))
+    print(f"| (floor) atomic_lat | 8 | {floor:.3f} us | {theirs or 0:.3f} us {who} | "
+          f"{floor / theirs if theirs else 0:.3f} | - | the least any Rmw can take | |")
 for t in ["puts_bw", "gets_bw"]:
     for s in [512, 2048, 8192, 32768]:
         print(row(t, s, "peer", "≥ 2", lambda x: x >= 2))
@@ -88,6 +97,7 @@ print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
 for t, s in [("put_lat", 64), ("put_lat", 1024), ("get_lat", 64), ("get_lat", 1024), ("acc_lat", 8),
              ("acc_lat", 1024)]:
     print(row(t, s, "peer", "", lambda x: x <= 1).replace("| met |", "| |").replace("| **missed** |", "| slower |"))
+print(row("rmw_lat", 8, "atomic_lat", "", lambda x: True).replace("| met |", "| Rmw / bare atomic |"))
 for t in ["puts_bw", "gets_bw"]:
     for s in [131072, 524288, 2097152, 8388608]:
         print(row(t, s, "peer", "", lambda x: x >= 1).replace("| met |", "| |").replace("| **missed** |", "| slower |"))

@@ -13,6 +13,9 @@
  *   put_lat, get_lat   ARMCI_Put / ARMCI_Get of size bytes, sizes 8, 64, 1024 (up to -m)
  *   acc_lat            ARMCI_Acc(ARMCI_ACC_DBL, scale 1) of size bytes, sizes 8, 1024
  *   rmw_lat            ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG, +1) on rank 1's counter (size 8)
+ *   atomic_lat         a bare locked fetch-and-add on a private long (size 8), the passes
+ *                      taking turns with rmw_lat's: the machine's floor for an Rmw (no
+ *                      Rmw can take less than one such atomic)
  * Strided 2-D transfers of an n x n patch of doubles, n = 8, 16, ... 1024, out of matrices
  * whose rows are 2n doubles long on both sides (size = n*n*8 bytes; with -m, sizes up to
  * it) [MB/s, 10^6 B/s]:
@@ -142,8 +145,8 @@ static void measure(pass_fn f, int first, int ntests, long size, double *out)
 
 /* ---- latencies: lat_base[1] holds put target [0, LAT_MAX), get source [LAT_MAX, 2*LAT_MAX),
  * accumulate target (doubles) [2*LAT_MAX, 3*LAT_MAX) and the counter (a long) after. */
-enum { PUT_LAT, GET_LAT, ACC_LAT, RMW_LAT };
-static long rmw_total;
+enum { PUT_LAT, GET_LAT, ACC_LAT, RMW_LAT, ATOMIC_LAT };
+static long rmw_total, private_counter;
 static long acc_count[2]; /* accumulations of 1.0 per ACC_SIZES entry */
 static double scale_one = 1.0;
 static double *acc_src;
@@ -163,6 +166,9 @@ static double lat_pass(int test, long size, long n)
     case ACC_LAT:
         for (long i = 0; i < n; i++)
             CHECK(ARMCI_Acc(ARMCI_ACC_DBL, &scale_one, acc_src, r + 2 * LAT_MAX, (int)size, 1));
+        break;
+    case ATOMIC_LAT:
+        for (long i = 0; i < n; i++) __atomic_fetch_add(&private_counter, 1, __ATOMIC_SEQ_CST);
         break;
     default:
         for (long i = 0; i < n; i++) {
@@ -296,7 +302,7 @@ static void row(const char *test, long size, double value, const char *unit)
 
 static void run(long maxsize, int capped)
 {
-    static const char *LAT_NAMES[] = {"put_lat", "get_lat", "acc_lat", "rmw_lat"};
+    static const char *LAT_NAMES[] = {"put_lat", "get_lat", "acc_lat", "rmw_lat", "atomic_lat"};
     static const char *S_NAMES[] = {"puts_bw", "gets_bw", "copy2d_bw"};
     static const char *BW_NAMES[] = {"put_bw", "get_bw", "memcpy_bw"};
     double v[3];
@@ -306,8 +312,10 @@ static void run(long maxsize, int capped)
         for (int k = 0; k < count; k++) {
             long size = test == RMW_LAT ? 8 : sizes[k];
             if (size > maxsize && k > 0) break;
-            measure(lat_pass, test, 1, size, v);
-            row(LAT_NAMES[test], size, v[0] * 1e6, "us");
+            /* Rmw beside the bare atomic, their passes taking turns */
+            int both = test == RMW_LAT ? 2 : 1;
+            measure(lat_pass, test, both, size, v);
+            for (int t = 0; t < both; t++) row(LAT_NAMES[test + t], size, v[t] * 1e6, "us");
         }
     }
     lat_check();
