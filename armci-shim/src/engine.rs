@@ -430,7 +430,7 @@ impl<P: Port> Armci<P> {
 
     /// Where `len` bytes at `addr` of rank `proc` are: in which allocation, at which
     /// offset; [`Error::NotAllocated`] if not wholly inside one. The block of `proc`
-    /// located last is looked at first, without the table's lock ([`crate::hint`]).
+    /// located last is looked at first, without the table's lock (module `hint`).
     #[inline]
     pub fn locate(&self, proc: u32, addr: usize, len: usize) -> Result<Target> {
         match self.hints.lookup(proc, addr, len) {

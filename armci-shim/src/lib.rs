@@ -19,7 +19,7 @@
 //! * **Messages**: each operation is a [`skifch::proto`] request executed by the target in
 //!   its own address space inside its library calls ([`msg`] documents the handlers), and
 //!   complete when its reply arrives. Chosen when the driver has no load/store RMA or with
-//!   `ARMCI_SHIM_RMA=off`.
+//!   `ARMCI_SHIM_RMA=off`. A rank's own block is reached directly on this path too.
 //!
 //! Both paths complete every operation before the call returns (ARMCI permits it: a
 //! non-blocking call's handle is then already complete), so [`Armci::fence`] is a memory
@@ -28,7 +28,9 @@
 //! ## Where things are
 //! [`global`] (the Rust API: typed collective allocations, shapes), [`engine`] (the
 //! rank's state, allocation, contiguous put/get/acc/rmw, barrier, collectives), `hint`
-//! (each thread's last located block, found again without a lock), [`xfer`] (strided put/get, point-to-point messages), [`group`] (groups and group
+//! (the last block located in each rank's memory, found again without a lock), [`xfer`]
+//! (strided put/get, point-to-point messages), `pipe` (the message path's pipelined and
+//! gathered requests), [`group`] (groups and group
 //! allocation), [`strided`] (stride descriptors: checks and iteration), [`acc`]
 //! (accumulate kernels), [`mutex`] (ARMCI mutexes), [`msg`] (the message path's
 //! handlers). The C ABI (`src/capi/`) only translates C arguments to these and errors to

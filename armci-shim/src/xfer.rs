@@ -29,7 +29,7 @@ impl<P: Port> Armci<P> {
     /// A strided put of `d` from local `src` to `t` (located for the destination extent):
     /// on the direct path a copy per block into the extent mapped once; on the message
     /// path one packed request when it fits one, else the blocks gathered into requests
-    /// ([`crate::pipe`]).
+    /// (module `pipe`).
     ///
     /// # Safety
     /// `src` is readable over `d`'s source extent.

@@ -168,7 +168,7 @@ fn rust_api_message_path() {
     scenario(false);
 }
 
-/// A located block is remembered per thread (`hint`): after a free, the old range is no
+/// A located block is remembered per rank (`hint`): after a free, the old range is no
 /// longer found, and a new allocation is, on every round (the hint follows the table).
 #[test]
 fn located_blocks_follow_free_and_new_allocations() {
@@ -196,7 +196,7 @@ fn located_blocks_follow_free_and_new_allocations() {
             // SAFETY: 8 writable bytes; located for 8 bytes.
             unsafe { a.get_from(mine.map_err(e)?, got.as_mut_ptr(), 8) }.map_err(e)?;
             assert_eq!(u64::from_le_bytes(got), round << 8 | u64::from(peer));
-            // twice: the second lookup of the peer's block comes from this thread's hint,
+            // twice: the second lookup of the peer's block comes from the hint,
             // which the free must make stale
             let again = a.locate(peer, at, 8).map_err(e)?;
             assert_eq!(a.locate(peer, at, 8).map_err(e)?.addr(), again.addr());
