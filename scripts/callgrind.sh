@@ -20,9 +20,12 @@
 #   CG_RX_BATCH [1000], CG_RX_ROUNDS [100]  rx: messages per fill, rounds (and 2x rounds)
 #   CG_MPI_N [20000]  mpi_loop iterations (and 2x)          CG_SHMEM_N [20000]  puts (and 2x)
 #   CG_REPEAT [5]     repeats of each 2-rank pair: "min (min-max)" is printed
+#   CG_RMA_N [20000]  mpi_putloop operations (and 2x)
+#   CG_ONLY           run only these sections (space-separated of: rx mpi shmem rma; default all)
 #   CG_OUT            directory for the callgrind.out files and probes (default: a temp dir,
 #                     removed at the end unless CG_OUT is given)
-# Probes: benches/examples/rx.rs, benches/c/mpi_loop.c, benches/c/shmem_putloop.c (their
+# Probes: benches/examples/rx.rs, benches/c/mpi_loop.c, benches/c/shmem_putloop.c,
+# benches/c/mpi_putloop.c (the one-sided rows: rank 0's operations in one passive epoch; their
 # headers describe them); figures of earlier days: benches/README.md "Instruction counts",
 # mpi-lite/README.md "Instructions", shmem/README.md.
 set -euo pipefail
@@ -38,6 +41,9 @@ rounds=${CG_RX_ROUNDS:-100}
 mpin=${CG_MPI_N:-20000}
 shn=${CG_SHMEM_N:-20000}
 repeat=${CG_REPEAT:-5}
+rman=${CG_RMA_N:-20000}
+only=" ${CG_ONLY:-rx mpi shmem rma} "
+want() { [[ $only == *" $1 "* ]]; }
 if [ -n "${CG_OUT:-}" ]; then
     out=$CG_OUT
     mkdir -p "$out"
@@ -53,8 +59,11 @@ if [ "${CG_NO_BUILD:-0}" != 1 ]; then
     cargo build --release --quiet -p skifmpi -p shmem
     cargo build --release --quiet -p skifch-benches --example rx
 fi
-SKIFMPI_LIBDIR=$rel "$root/mpi-lite/bin/skif-mpicc" -O2 benches/c/mpi_loop.c -o "$out/mpi_loop"
-SKIFSHMEM_LIBDIR=$rel "$root/shmem/bin/skif-oshcc" -O2 benches/c/shmem_putloop.c -o "$out/putloop"
+! want mpi || SKIFMPI_LIBDIR=$rel "$root/mpi-lite/bin/skif-mpicc" -O2 benches/c/mpi_loop.c -o "$out/mpi_loop"
+! want shmem ||
+    SKIFSHMEM_LIBDIR=$rel "$root/shmem/bin/skif-oshcc" -O2 benches/c/shmem_putloop.c -o "$out/putloop"
+! want rma ||
+    SKIFMPI_LIBDIR=$rel "$root/mpi-lite/bin/skif-mpicc" -O2 benches/c/mpi_putloop.c -o "$out/mpi_putloop"
 
 fail() { echo "callgrind.sh: $*" >&2; exit 1; }
 vg() { # vg OUTFILE PROGRAM ARGS...: one process under callgrind
@@ -86,14 +95,16 @@ span() {
     printf '%s\n' "$@" | sort -g | awk 'NR == 1 { a = $1 } { b = $1 } END {
         if (NR > 1) printf "%s (%s-%s)\n", a, a, b; else print a }'
 }
-row() { printf '| %s | %s |\n' "$1" "$2"; }
+row() { [ -n "$2" ] || return 0; printf '| %s | %s |\n' "$1" "$2"; }
 
 # 1. raw channel: rx 8 BATCH ROUNDS and 2*ROUNDS (one rank, its own lane).
+declare -A rx
+rxall=
+if want rx; then
 echo "rx: 8 B, $batch x $rounds and x $((2 * rounds)) messages" >&2
 vg "$out/rx.a" "$rel/examples/rx" 8 "$batch" "$rounds"
 vg "$out/rx.b" "$rel/examples/rx" 8 "$batch" $((2 * rounds))
 nrx=$((batch * rounds))
-declare -A rx
 for f in fill drain tool_fill tool_drain; do
     if command -v callgrind_annotate >/dev/null; then
         rx[$f]=$(per "$(incl "$out/rx.a" $f)" "$(incl "$out/rx.b" $f)" $nrx)
@@ -102,12 +113,16 @@ for f in fill drain tool_fill tool_drain; do
     fi
 done
 rxall=$(per "$(total "$out/rx.a")" "$(total "$out/rx.b")" $nrx)
+fi
 
 # 2. mpi-lite: self (1-rank job, no launcher) and rate (2 ranks, one file per rank).
+mpiself= rate0= rate1= dir0= msg0= msg1=
+if want mpi; then
 echo "mpi_loop: self and rate, $mpin and $((2 * mpin)) iterations" >&2
 vg "$out/self.a" "$out/mpi_loop" "$mpin" self
 vg "$out/self.b" "$out/mpi_loop" $((2 * mpin)) self
 mpiself=$(per "$(total "$out/self.a")" "$(total "$out/self.b")" "$mpin")
+fi
 two() { # two LABEL PROGRAM ARGS...: a 2-rank run under skifrun, files LABEL.<rank>
     local label=$1
     shift
@@ -128,10 +143,13 @@ pair() {
     r0=$(span "${s0[@]}")
     r1=$(span "${s1[@]}")
 }
+if want mpi; then
 pair rate "$mpin" "$out/mpi_loop" rate
 rate0=$r0 rate1=$r1
+fi
 
 # 3. skifshmem: putloop N 8 and 2N 8, direct (the shm driver's RMA) and message path.
+if want shmem; then
 echo "putloop: 8 B, $shn and $((2 * shn)) puts, direct and SKIFSHMEM_RMA=off" >&2
 pair put "$shn" "$out/putloop" 8
 dir0=$r0
@@ -139,6 +157,20 @@ export SKIFSHMEM_RMA=off
 pair putmsg "$shn" "$out/putloop" 8
 unset SKIFSHMEM_RMA
 msg0=$r0 msg1=$r1
+fi
+
+# 4. mpi-lite one-sided: mpi_putloop N OP and 2N OP (MPI_Win_allocate, one passive epoch;
+# rank 0 waits for nothing before its last flush, so one pair per operation is exact).
+declare -A rma
+rmaops="put get acc fop cas flush putflush lockput"
+if want rma; then
+echo "mpi_putloop: $rmaops, $rman and $((2 * rman)) operations" >&2
+for op in $rmaops; do
+    two "rma$op.a" "$out/mpi_putloop" "$rman" "$op"
+    two "rma$op.b" "$out/mpi_putloop" $((2 * rman)) "$op"
+    rma[$op]=$(per "$(total "$out/rma$op.a.0")" "$(total "$out/rma$op.b.0")" "$rman")
+done
+fi
 
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
 git diff --quiet HEAD 2>/dev/null || rev="$rev+changes"
@@ -147,10 +179,10 @@ echo "Instructions per 8-byte operation (callgrind, $(valgrind --version), commi
 echo
 row "operation" "instructions"
 row "---" "---:"
-row "raw send: \`rx::fill\` per message" "${rx[fill]}"
-row "raw receive + check + complete: \`rx::drain\` per message" "${rx[drain]}"
-row "MsgRate tool's send: \`rx::tool_fill\` per message" "${rx[tool_fill]}"
-row "MsgRate tool's receive: \`rx::tool_drain\` per message" "${rx[tool_drain]}"
+row "raw send: \`rx::fill\` per message" "${rx[fill]:-}"
+row "raw receive + check + complete: \`rx::drain\` per message" "${rx[drain]:-}"
+row "MsgRate tool's send: \`rx::tool_fill\` per message" "${rx[tool_fill]:-}"
+row "MsgRate tool's receive: \`rx::tool_drain\` per message" "${rx[tool_drain]:-}"
 row "rx whole program per message (the four loops, 2 sends + 2 receives)" "$rxall"
 row "mpi-lite self \`MPI_Send\` + \`MPI_Recv\` (\`mpi_loop N self\`, 1 rank)" "$mpiself"
 row "mpi-lite \`rate\`, 2 ranks: sender per \`MPI_Send\`" "$rate0"
@@ -158,6 +190,10 @@ row "mpi-lite \`rate\`, 2 ranks: receiver per \`MPI_Recv\`" "$rate1"
 row "skifshmem \`shmem_putmem\` direct (RMA), PE 0 per put" "$dir0"
 row "skifshmem \`shmem_putmem\` message path (\`SKIFSHMEM_RMA=off\`), PE 0 per put" "$msg0"
 row "skifshmem message path, PE 1 (target applying) per put" "$msg1"
+for op in $rmaops; do
+    row "mpi-lite one-sided \`mpi_putloop N $op\`, rank 0 per iteration" "${rma[$op]:-}"
+done
 echo
 echo "(rx: $batch x $rounds vs x $((2 * rounds)) messages; mpi_loop: $mpin vs $((2 * mpin));" \
-    "putloop: $shn vs $((2 * shn)); 2-rank rows: smallest of $repeat (range))"
+    "putloop: $shn vs $((2 * shn)); mpi_putloop: $rman vs $((2 * rman)), one pair;" \
+    "2-rank rows: smallest of $repeat (range); sections: $only)"
