@@ -49,13 +49,14 @@ const fn armci(test: &'static str) -> Cmp {
         peer_test: test,
     }
 }
-/// One test of `mpi_rma.c` (one-sided) against Open MPI's osc/ucx run of it.
+/// One test of `mpi_rma.c` (one-sided) against the best of Open MPI's osc/ucx and osc/sm
+/// runs of it and MPICH's.
 const fn rma(test: &'static str) -> Cmp {
     Cmp {
-        label: "mpi-lite vs Open MPI osc ucx",
+        label: "mpi-lite vs best one-sided MPI",
         ours: mpilite_imp,
         test,
-        peers: &["openmpi-osc-ucx"],
+        peers: &["openmpi-osc-ucx", "openmpi-osc-sm", "mpich"],
         peer_test: test,
     }
 }

@@ -72,6 +72,26 @@ const PEER_OMPI_OSC_UCX: PeerBuild = PeerBuild {
     args: &["--mca", "osc", "ucx", "-x", "UCX_TLS=sm,self"],
     only: &["mpi_rma.c"],
 };
+/// `mpi_rma.c` over Open MPI's shared-memory one-sided component (`osc/sm`), which it does
+/// not pick itself for `MPI_Win_allocate` here although it is the fastest one-sided MPI on
+/// this machine (mpi-lite/README.md "One-sided speed").
+const PEER_OMPI_OSC_SM: PeerBuild = PeerBuild {
+    imp: "openmpi-osc-sm",
+    group: "openmpi",
+    cc: "mpicc.openmpi",
+    libs: &[],
+    args: &["--mca", "osc", "sm,pt2pt"],
+    only: &["mpi_rma.c"],
+};
+/// `mpi_rma.c` over MPICH (its default one-sided path).
+const PEER_MPICH_RMA: PeerBuild = PeerBuild {
+    imp: "mpich",
+    group: "mpich",
+    cc: "mpicc.mpich",
+    libs: &[],
+    args: &[],
+    only: &["mpi_rma.c"],
+};
 const PEER_OSHMEM: PeerBuild = PeerBuild {
     imp: "oshmem",
     group: "oshmem",
@@ -213,7 +233,12 @@ impl Layer {
     /// The peer libraries that also run the extra programs.
     pub fn extra_peers(self) -> &'static [PeerBuild] {
         match self {
-            Layer::MpiLite => &[PEER_OMPI, PEER_OMPI_OSC_UCX],
+            Layer::MpiLite => &[
+                PEER_OMPI,
+                PEER_OMPI_OSC_UCX,
+                PEER_OMPI_OSC_SM,
+                PEER_MPICH_RMA,
+            ],
             Layer::Shmem | Layer::ShmemMsg => &[PEER_OSHMEM],
             Layer::Armci => &PEER_ARMCI,
         }
