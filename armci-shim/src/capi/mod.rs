@@ -50,17 +50,22 @@ struct State {
 }
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
+/// `STATE`'s engine (the `Arc`'s target), set and cleared with it: every call reaches the
+/// engine with one load instead of two dependent ones (an 8-byte `ARMCI_Rmw` is a chain
+/// of dependent loads ending in the atomic; each link is ~4 cycles of its ~25).
+static ENGINE: AtomicPtr<A> = AtomicPtr::new(std::ptr::null_mut());
 static INIT_LOCK: Mutex<()> = Mutex::new(());
 
 /// The engine, or a fatal error naming `call`.
+#[inline]
 fn a(call: &str) -> &'static A {
-    let p = STATE.load(Ordering::Acquire);
+    let p = ENGINE.load(Ordering::Acquire);
     if p.is_null() {
         fatal(call, &"called before ARMCI_Init (or after ARMCI_Finalize)");
     }
-    // SAFETY: set by init from a leaked Box and freed only by finalize, after which no
-    // call may be made.
-    unsafe { &(*p).armci }
+    // SAFETY: the engine of the State that init leaked, kept alive by that State's Arc
+    // until finalize clears this pointer (after which no call may be made).
+    unsafe { &*p }
 }
 
 fn ok<T>(call: &str, r: Result<T, Error>) -> T {
@@ -89,7 +94,9 @@ fn do_init(call: &str) -> c_int {
         ),
     );
     let world = armci.world_group().id();
+    let engine = Arc::as_ptr(&armci).cast_mut();
     let st = Box::new(State { armci, _job: job });
+    ENGINE.store(engine, Ordering::Release);
     STATE.store(Box::into_raw(st), Ordering::Release);
     mpi::init(world);
     // SAFETY: registers a plain extern "C" function.
@@ -115,7 +122,9 @@ fn pparmci_finalize() -> c_int {
     mpi::finalize();
     ok("ARMCI_Finalize", s.armci.finalize());
     STATE.store(std::ptr::null_mut(), Ordering::Release);
-    // SAFETY: from Box::into_raw, no longer reachable from STATE.
+    ENGINE.store(std::ptr::null_mut(), Ordering::Release);
+    // SAFETY: from Box::into_raw, no longer reachable from STATE (nor its engine from
+    // ENGINE).
     drop(unsafe { Box::from_raw(p) });
     0
 }
