@@ -49,11 +49,10 @@ impl DerefMut for EpochGuard<'_> {
     }
 }
 
-impl Drop for EpochGuard<'_> {
-    fn drop(&mut self) {
-        if !self.changed {
-            return;
-        }
+impl EpochGuard<'_> {
+    /// Publishes the epoch to the `open` bits: the window's and member `only`'s (every
+    /// member's: `None`; a lock or unlock changes one member's alone); the guard is clean.
+    fn publish(&mut self, only: Option<usize>) {
         let e = &*self.g;
         let mut all = 0;
         if e.fence || e.lock_all {
@@ -62,18 +61,37 @@ impl Drop for EpochGuard<'_> {
         if e.lock_all {
             all |= PASSIVE | ANY_PASSIVE;
         }
-        for (r, m) in self.win.members.iter().enumerate() {
-            let mut bits = 0;
+        if e.locks.iter().any(Option::is_some) {
+            all |= ANY_PASSIVE;
+        }
+        let bits = |r: usize| {
+            let mut b = 0;
             if e.locks.get(r).is_some_and(Option::is_some) {
-                bits |= ACCESS | PASSIVE;
-                all |= ANY_PASSIVE;
+                b |= ACCESS | PASSIVE;
             }
             if e.started.as_ref().is_some_and(|g| g.contains(&r)) {
-                bits |= ACCESS;
+                b |= ACCESS;
             }
-            m.open.store(bits, Ordering::Relaxed);
+            b
+        };
+        let members = &self.win.members;
+        let range = match only {
+            Some(r) => r..(r + 1).min(members.len()),
+            None => 0..members.len(),
+        };
+        for r in range {
+            members[r].open.store(bits(r), Ordering::Relaxed);
         }
         self.win.open.store(all, Ordering::Relaxed);
+        self.changed = false;
+    }
+}
+
+impl Drop for EpochGuard<'_> {
+    fn drop(&mut self) {
+        if self.changed {
+            self.publish(None);
+        }
     }
 }
 
@@ -299,6 +317,62 @@ impl Win {
             _ => None,
         };
         done.is_some()
+    }
+
+    /// The member index of `rank` for the direct path's lock calls (`None`: the message
+    /// path or not a member).
+    fn direct_rank(&self, rank: i32) -> Option<usize> {
+        let r = usize::try_from(rank).ok()?;
+        (!self.msg && r < self.members.len()).then_some(r)
+    }
+
+    /// `MPI_Win_lock` without assertions on the direct path when the lock of `rank` is free
+    /// at once (one compare-and-swap on its lock word, no wait): `false`, nothing done, else
+    /// (the message path, a bad rank, an epoch already open to it, the lock busy): take
+    /// [`Win::lock`], which waits and reports.
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it; the lock is held when it returns `true`.
+    pub fn direct_lock(&self, t: super::LockType, rank: i32) -> bool {
+        let Some(r) = self.direct_rank(rank) else {
+            return false;
+        };
+        let mut e = self.epoch();
+        if e.lock_all || e.locks[r].is_some() || !super::sync::try_acquire(self.ctls[r].lock(), t) {
+            return false;
+        }
+        // A passive epoch ends the (empty) fence epoch, as in `Win::lock`.
+        e.fence = false;
+        e.locks[r] = Some(t);
+        e.publish(Some(r));
+        true
+    }
+
+    /// `MPI_Win_unlock` on the direct path of a lock [`Win::direct_lock`] or [`Win::lock`]
+    /// took without `MPI_MODE_NOCHECK`: a memory barrier and the lock word's release.
+    /// `false`, nothing done (the message path, a bad rank, no such lock): take
+    /// [`Win::unlock`].
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it; every operation to `rank` is complete when it returns.
+    pub fn direct_unlock(&self, rank: i32) -> bool {
+        let Some(r) = self.direct_rank(rank) else {
+            return false;
+        };
+        let t = {
+            let mut e = self.epoch();
+            if e.nocheck[r] {
+                return false;
+            }
+            let Some(t) = e.locks[r].take() else {
+                return false;
+            };
+            e.publish(Some(r));
+            t
+        };
+        super::mem::full_barrier();
+        super::sync::release(self.ctls[r].lock(), t);
+        true
     }
 
     /// `MPI_Win_flush` / `flush_local` (`Some(rank)`) and their `_all` forms on the direct

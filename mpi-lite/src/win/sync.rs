@@ -108,7 +108,21 @@ fn acquire<P: Port>(mpi: &Mpi<P>, w: &AtomicU64, t: LockType) -> Result<()> {
     }
 }
 
-fn release(w: &AtomicU64, t: LockType) {
+/// One attempt at the reader/writer lock `w` without waiting or queueing (the direct
+/// path's `MPI_Win_lock`, [`super::direct`]): taken when no writer holds it and, for a
+/// shared lock, none waits — the conditions [`acquire`] takes it under.
+pub(super) fn try_acquire(w: &AtomicU64, t: LockType) -> bool {
+    let v = w.load(Ordering::Relaxed);
+    let (busy, new) = match t {
+        LockType::Shared => (WRITER | WAITERS, v + 1),
+        LockType::Exclusive => (WRITER | READERS, v | WRITER),
+    };
+    v & busy == 0
+        && w.compare_exchange(v, new, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+}
+
+pub(super) fn release(w: &AtomicU64, t: LockType) {
     match t {
         LockType::Shared => w.fetch_sub(1, Ordering::Release),
         LockType::Exclusive => w.fetch_and(!WRITER, Ordering::Release),

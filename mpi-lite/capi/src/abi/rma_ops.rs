@@ -341,11 +341,19 @@ fn lock_type(t: c_int) -> Result<LockType> {
 }
 
 mpi_fn!(MPI_Win_lock, PMPI_Win_lock, (lock: c_int, rank: c_int, assert: c_int, win: c_int) -> c_int {
-    wcall("MPI_Win_lock", win, |st, e| e.win.lock(&st.mpi, lock_type(lock)?, rank, assert))
+    if let (0, Ok(t)) = (assert, lock_type(lock)) {
+        if direct(win, |w| w.direct_lock(t, rank)) {
+            return class::SUCCESS;
+        }
+    }
+    general("MPI_Win_lock", win, |st, e| e.win.lock(&st.mpi, lock_type(lock)?, rank, assert))
 });
 
 mpi_fn!(MPI_Win_unlock, PMPI_Win_unlock, (rank: c_int, win: c_int) -> c_int {
-    wcall("MPI_Win_unlock", win, |st, e| e.win.unlock(&st.mpi, rank))
+    if direct(win, |w| w.direct_unlock(rank)) {
+        return class::SUCCESS;
+    }
+    general("MPI_Win_unlock", win, |st, e| e.win.unlock(&st.mpi, rank))
 });
 
 mpi_fn!(MPI_Win_lock_all, PMPI_Win_lock_all, (assert: c_int, win: c_int) -> c_int {
