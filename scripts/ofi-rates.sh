@@ -12,7 +12,8 @@
 # Environment: ROUNDS (default 3), CARGO_TARGET_DIR (where the release build is),
 # LO=1 (instead of namespaces: both ranks in one namespace over its loopback interface).
 # Output: OUTDIR/all.csv (impl,test,size,value,unit,round), the load average before each
-# round in OUTDIR/load.txt, and a table of medians over the rounds on stdout.
+# round in OUTDIR/load.txt, and on stdout a table of the medians over the rounds with the
+# ratio to the best MPI (for latency: best MPI / ours, so above 1 is better too).
 set -u
 cd "$(dirname "$0")/.."
 rel=${CARGO_TARGET_DIR:-$PWD/target}/release
@@ -86,7 +87,7 @@ hydra() { # hydra in the switch namespace, one rank per node (both on node 0 wit
 }
 ompi() {
     mkdir -p "$tmp/ompi"
-    ip netns exec "$sw" timeout 600 mpirun.openmpi --allow-run-as-root --oversubscribe \
+    ip netns exec "$sw" timeout 600 mpirun.openmpi --allow-run-as-root \
         --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh" \
         --mca oob_tcp_if_include 10.10.0.0/24 --mca plm_rsh_no_tree_spawn 1 \
         --mca routed direct --mca pml ob1 --mca btl tcp,self \
@@ -118,9 +119,24 @@ for r in $(seq 1 "$rounds"); do
     done
 done
 echo "CSV: $csv" >&2
-# Medians over the rounds per (impl, test, size).
-sort -t, -k1,1 -k2,2 -k3,3n "$csv" | awk -F, '
-    { k = $1 "," $2 "," $3 "," $5; v[k] = v[k] " " $4; n[k]++ }
-    END { for (k in v) { m = split(substr(v[k], 2), a, " "); asort(a);
-          printf "%s,%s,%d rounds:%s\n", k, (m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2), m, v[k] } }' |
-    sort
+# Medians over the rounds per (impl, test, size), and each one's ratio to the best MPI's.
+python3 - "$csv" <<'PY'
+import csv, statistics, sys
+rows = {}
+for impl, test, size, value, unit, rnd in csv.reader(open(sys.argv[1])):
+    impl = "skifch-raw" if impl.startswith("skifch") else impl
+    rows.setdefault((test, int(size), unit), {}).setdefault(impl, []).append(float(value))
+print("| test | size | unit | " + " | ".join(["skifch-raw", "mpi-lite", "openmpi", "mpich"]) + " | raw / best MPI | mpi-lite / best MPI |")
+print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for (test, size, unit), by in sorted(rows.items()):
+    med = {k: statistics.median(v) for k, v in by.items()}
+    lower = unit == "us"  # latency: lower is better
+    mpis = [med[m] for m in ("openmpi", "mpich") if m in med]
+    best = (min(mpis) if lower else max(mpis)) if mpis else None
+    def ratio(k):
+        if k not in med or not best:
+            return "-"
+        return "%.2f" % ((best / med[k]) if lower else (med[k] / best))
+    cells = ["%g" % med[k] if k in med else "-" for k in ("skifch-raw", "mpi-lite", "openmpi", "mpich")]
+    print("| %s | %d | %s | %s | %s | %s |" % (test, size, unit, " | ".join(cells), ratio("skifch-raw"), ratio("mpi-lite")))
+PY

@@ -30,7 +30,7 @@
 //! | `FI_PROVIDER` | libfabric's own filter; used when `SKIFCH_OFI_PROVIDER` is unset |
 //! | `SKIFCH_OFI_DOMAIN` | the domain: for `tcp`, the network interface (`lo`, `eth0`, `ib0`); for `verbs`, the device (`mlx5_0`) |
 //! | `SKIFCH_OFI_CREDITS` | messages a receiving port grants each sending port (default 16, at least 2) |
-//! | `SKIFCH_OFI_SLOT` | bytes per receive buffer (default 8192; the largest message is 16 less) |
+//! | `SKIFCH_OFI_SLOT` | bytes per receive buffer and batch (default 8192, at most [`MAX_SLOT`]; the largest message is 24 less) |
 //! | `SKIFCH_OFI_TIMEOUT_MS` | silence after which a peer is lost (default 5000) |
 //! | `SKIFCH_OFI_CONNECT_MS` | how long start-up waits to hear from every peer (default 30000) |
 //! | `SKIFCH_OFI_BATCH` | `1` (default): small messages to one peer port share a fabric message ([`port`]); `0`: one fabric message each |
@@ -85,6 +85,12 @@ use batch::{Flags, Ports};
 use fabric::{Ep, Net};
 use live::{Heartbeat, Live};
 use port::{OfiPort, PortState, TX_SLOTS};
+
+/// The largest batch (`SKIFCH_OFI_SLOT`): rxm's eager size (`FI_OFI_RXM_BUFFER_SIZE`,
+/// default 16 KiB). Above it rxm sends by rendezvous, which needs memory registered for
+/// remote reads and completes out of send order: tried with 64 KiB slots, batches then
+/// arrived out of order and the stream stalled.
+pub const MAX_SLOT: usize = 16384;
 
 /// The driver's settings (see the [module docs](self) for the variables).
 #[derive(Clone, Debug)]
@@ -149,7 +155,7 @@ impl Config {
             domain: var("SKIFCH_OFI_DOMAIN"),
             ports: num("SKIFCH_PORTS", 2, 64)?.unwrap_or(d.ports),
             credits: num("SKIFCH_OFI_CREDITS", 2, 4096)?.unwrap_or(d.credits),
-            slot: num("SKIFCH_OFI_SLOT", 64, 1 << 20)?.unwrap_or(d.slot),
+            slot: num("SKIFCH_OFI_SLOT", 64, MAX_SLOT)?.unwrap_or(d.slot),
             timeout: num("SKIFCH_OFI_TIMEOUT_MS", 100u64, 3_600_000)?
                 .map_or(d.timeout, Duration::from_millis),
             connect: num("SKIFCH_OFI_CONNECT_MS", 100u64, 3_600_000)?
@@ -233,10 +239,11 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         || rank >= size
         || ports == 0
         || cfg.slot < wire::HDR + wire::REC + 8
+        || cfg.slot > MAX_SLOT
     {
         return Err(Error::Bootstrap(
             format!(
-                "ofi: rank {rank} of {size} with {ports} ports, slot {}",
+                "ofi: rank {rank} of {size} with {ports} ports, slot {} (32..={MAX_SLOT})",
                 cfg.slot
             )
             .into(),

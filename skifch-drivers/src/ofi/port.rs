@@ -313,10 +313,17 @@ impl PortState {
         match self.ep.slot_of(e.op_context) {
             Some(i) if i >= self.ep.rx => {
                 self.tx_free.push(i);
+                let r = self.tx_dst[i - self.ep.rx];
                 if broken(-(e.err as isize)) {
-                    self.live.mark_lost(self.tx_dst[i - self.ep.rx]);
+                    self.live.mark_lost(r);
+                    return Ok(());
                 }
-                Ok(())
+                // A batch the provider could not deliver to a live peer: its messages are
+                // gone, which the contract forbids to pass in silence.
+                Err(self.corrupt(format!(
+                    "a batch to rank {r} failed: {} ({text})",
+                    sys::strerror(e.err as isize)
+                )))
             }
             Some(i) if e.err as u32 == FI_ECANCELED => {
                 self.post(i);
