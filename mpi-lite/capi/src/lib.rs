@@ -10,6 +10,8 @@
 //!   lock per call below `MPI_THREAD_MULTIPLE`, the state shared by the calls under it).
 //! * `errors` — error codes (predefined, user-added, one per unsupported call) and
 //!   error handlers (predefined and the user's, called with the state lock released).
+//! * `active` — which threads are inside a call under `MPI_THREAD_MULTIPLE` (a flag
+//!   per thread, for `MPI_Finalize`).
 //! * `progress` — the optional asynchronous progress thread (`SKIFMPI_ASYNC_PROGRESS`).
 //! * `abi` — the `extern "C"` functions, each exported as `PMPI_X` and as `MPI_X`
 //!   calling it (MPI-3.1 §14.2 profiling interface): pointer checks, handle lookup,
@@ -20,6 +22,7 @@
 #![allow(missing_docs)] // the extern "C" functions are the MPI standard's, documented by mpi.h and MPI-3.1
 
 mod abi;
+mod active;
 #[allow(unsafe_code)] // calls the program's attribute callbacks (C function pointers)
 mod attrs;
 #[allow(unsafe_code)] // calls the user's error handlers (C function pointers)

@@ -10,11 +10,11 @@
 //! an update, never across communication, and the library ([`Mpi`]) is shared by the
 //! threads, its waits holding no lock (`mpi_lite::engine::Engine`).
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ffi::c_int;
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -119,14 +119,21 @@ static MULTIPLE: AtomicBool = AtomicBool::new(false);
 /// Under `MPI_THREAD_MULTIPLE`: the state inside [`STATE`] for calls, null before `MPI_Init`
 /// and from the start of `MPI_Finalize`.
 static LIVE: AtomicPtr<CState> = AtomicPtr::new(std::ptr::null_mut());
-/// Under `MPI_THREAD_MULTIPLE`: calls holding a [`Guard::Shared`] (`MPI_Finalize` waits for
-/// none before it takes the state).
-static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Bumped whenever a communicator handle is freed (its number may then name another):
+/// a thread's cached lookup ([`CState::with_comm`]) from an older generation is not used.
+static COMM_GEN: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Under `MPI_THREAD_MULTIPLE`: this thread's last communicator (handle, generation,
+    /// description).
+    static LAST_COMM: Cell<Option<(i32, u64, Arc<CommData>)>> = const { Cell::new(None) };
+}
 
 /// The state for one call: exclusive below `MPI_THREAD_MULTIPLE`, shared under it.
 pub enum Guard {
     Excl(FlagGuard<'static, Option<CState>>),
-    Shared(Option<&'static CState>),
+    Shared(Option<&'static CState>, &'static crate::active::Active),
 }
 
 impl Guard {
@@ -135,7 +142,7 @@ impl Guard {
     pub fn as_ref(&self) -> Option<&CState> {
         match self {
             Guard::Excl(g) => g.as_ref(),
-            Guard::Shared(s) => *s,
+            Guard::Shared(s, _) => *s,
         }
     }
 }
@@ -143,24 +150,24 @@ impl Guard {
 impl Drop for Guard {
     #[inline]
     fn drop(&mut self) {
-        if let Guard::Shared(_) = self {
-            ACTIVE.fetch_sub(1, Ordering::Release);
+        if let Guard::Shared(_, a) = self {
+            crate::active::leave(a);
         }
     }
 }
 
 /// The state shared, for one call under `MPI_THREAD_MULTIPLE`.
 fn shared() -> Guard {
-    // Counted before the pointer is read (SeqCst with MPI_Finalize's clearing and count):
-    // either Finalize sees this call counted and waits, or this call sees the pointer null.
-    ACTIVE.fetch_add(1, Ordering::SeqCst);
-    let p = LIVE.load(Ordering::SeqCst);
+    // This thread's flag is set before the pointer is read (`active`): either Finalize sees
+    // the flag and waits, or this call sees the pointer null.
+    let a = crate::active::enter();
+    let p = LIVE.load(Ordering::Acquire);
     // SAFETY: when non-null, `p` points to the `CState` inside `STATE` (set by MPI_Init,
-    // which does not move it afterwards); MPI_Finalize clears `LIVE` and waits until no call
-    // is counted in `ACTIVE` before it takes the state out, and under MPI_THREAD_MULTIPLE
-    // nothing else locks `STATE` but to read it, so the reference stays valid and shared for
-    // as long as this guard (counted) lives.
-    Guard::Shared(unsafe { p.cast_const().as_ref() })
+    // which does not move it afterwards); MPI_Finalize clears `LIVE` and waits until no
+    // thread's flag says it is inside a call before it takes the state out, and under
+    // MPI_THREAD_MULTIPLE nothing else locks `STATE` but to read it, so the reference stays
+    // valid and shared for as long as this guard (its flag set) lives.
+    Guard::Shared(unsafe { p.cast_const().as_ref() }, a)
 }
 
 /// The state for one call; `None` when it cannot be had at once (another thread is inside a
@@ -184,6 +191,7 @@ pub fn set_level(
     one_thread: bool,
 ) -> Result<()> {
     if let (true, Some(st)) = (multiple, g.as_ref()) {
+        crate::active::init();
         LIVE.store(st as *const CState as *mut CState, Ordering::SeqCst);
     }
     MULTIPLE.store(multiple, Ordering::SeqCst);
@@ -206,13 +214,16 @@ pub fn retire(wait: Duration) -> Result<()> {
     }
     let p = LIVE.swap(std::ptr::null_mut(), Ordering::SeqCst);
     let t0 = Instant::now();
-    while ACTIVE.load(Ordering::SeqCst) > 0 {
+    loop {
+        let n = crate::active::inside();
+        if n == 0 {
+            break;
+        }
         if t0.elapsed() > wait {
             LIVE.store(p, Ordering::SeqCst);
             return Err(Error::Other(format!(
-                "MPI_Finalize while {} other threads are inside MPI calls (they must have \
-                 completed them, MPI-3.1 §8.7)",
-                ACTIVE.load(Ordering::SeqCst)
+                "MPI_Finalize while {n} other threads are inside MPI calls (they must have \
+                 completed them, MPI-3.1 §8.7)"
             )));
         }
         std::thread::yield_now();
@@ -363,10 +374,9 @@ impl CState {
     #[inline(always)]
     pub fn with_comm<T>(&self, c: i32, f: impl FnOnce(&CommData) -> Result<T>) -> Result<T> {
         // `f` has one call site, so it is inlined (two cost a call frame, ~25 instructions).
-        let counted;
+        let mut shared = None;
         let d: &CommData = if MULTIPLE.load(Ordering::Relaxed) {
-            counted = self.comm(c)?;
-            &counted
+            &shared.insert(self.comm_shared(c)?).2
         } else {
             // SAFETY: below MPI_THREAD_MULTIPLE every `&CState` is reached through the
             // state's lock (`enter`, `look`, `lock`): this thread holds it, so no other
@@ -376,7 +386,27 @@ impl CState {
             let t = unsafe { &*self.tables.t.get() };
             &t.comm_entry(c)?.data
         };
-        f(d)
+        let r = f(d);
+        if let Some(e) = shared {
+            let _ = LAST_COMM.try_with(|l| l.set(Some(e)));
+        }
+        r
+    }
+
+    /// [`CState::with_comm`]'s lookup under `MPI_THREAD_MULTIPLE`: the thread's last
+    /// communicator is kept with the table's generation, so a thread calling on one
+    /// communicator takes no lock and no reference count per call (the tables' mutex and the
+    /// `Arc` clone were four locked read-modify-writes, on lines every thread shares). Taken
+    /// out of the thread's cell while the call runs (a nested lookup takes the counted
+    /// path), put back after it.
+    #[inline]
+    fn comm_shared(&self, c: i32) -> Result<(i32, u64, Arc<CommData>)> {
+        // Read before the lookup: a free after it makes the next call look again.
+        let gen = COMM_GEN.load(Ordering::Acquire);
+        match LAST_COMM.try_with(Cell::take).ok().flatten() {
+            Some(e) if e.0 == c && e.1 == gen => Ok(e),
+            _ => Ok((c, gen, self.comm(c)?)),
+        }
     }
 
     /// Communicator `c`'s error handler.
@@ -427,6 +457,13 @@ impl Tables {
     }
     pub fn comm(&self, c: i32) -> Result<Arc<CommData>> {
         self.comm_entry(c).map(|e| e.data.clone())
+    }
+    /// Frees communicator handle `c` (its number may be handed out again).
+    pub fn remove_comm(&mut self, c: i32) {
+        if let Some(e) = usize::try_from(c).ok().and_then(|i| self.comms.get_mut(i)) {
+            *e = None;
+        }
+        COMM_GEN.fetch_add(1, Ordering::AcqRel);
     }
     pub fn add_comm(&mut self, data: Arc<CommData>) -> i32 {
         let errh = self.comms[h::COMM_WORLD as usize]

@@ -51,7 +51,7 @@ pub(crate) fn dup_comm(name: &'static str, comm: c_int) -> Result<c_int> {
     if let Err(e) = attrs::copy_all(name, attrs::Kind::Comm, comm, hd) {
         let _ = attrs::delete_all(name, attrs::Kind::Comm, hd);
         let _ = with_state(name, |st| {
-            st.t().comms[hd as usize] = None;
+            st.t().remove_comm(hd);
             Ok(())
         });
         return Err(e);
@@ -124,7 +124,7 @@ mpi_fn!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut c_int) -> c_int {
         // The attributes' delete callbacks first, with the lock released (§6.7.2).
         attrs::delete_all("MPI_Comm_free", attrs::Kind::Comm, c)?;
         with_state("MPI_Comm_free", |st| {
-            st.t().comms[c as usize] = None;
+            st.t().remove_comm(c);
             Ok(())
         })?;
         super::commx::forget(c);
