@@ -12,6 +12,8 @@
 //!   error handlers (predefined and the user's, called with the state lock released).
 //! * `active` — which threads are inside a call under `MPI_THREAD_MULTIPLE` (a flag
 //!   per thread, for `MPI_Finalize`).
+//! * `cache` — a thread's last handle of a table (communicators, windows), used without a
+//!   lock while the table's generation has not moved.
 //! * `progress` — the optional asynchronous progress thread (`SKIFMPI_ASYNC_PROGRESS`).
 //! * `abi` — the `extern "C"` functions, each exported as `PMPI_X` and as `MPI_X`
 //!   calling it (MPI-3.1 §14.2 profiling interface): pointer checks, handle lookup,
@@ -25,6 +27,7 @@ mod abi;
 mod active;
 #[allow(unsafe_code)] // calls the program's attribute callbacks (C function pointers)
 mod attrs;
+mod cache;
 #[allow(unsafe_code)] // calls the user's error handlers (C function pointers)
 mod errors;
 mod progress;

@@ -10,11 +10,11 @@
 //! an update, never across communication, and the library ([`Mpi`]) is shared by the
 //! threads, its waits holding no lock (`mpi_lite::engine::Engine`).
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ use mpi_lite::error::class;
 use mpi_lite::group::Group;
 use mpi_lite::{Error, Mpi, Result};
 
+use crate::cache::{self, Generation};
 use crate::errors::{Kind, Raised};
 use skifch_drivers::{DefaultJob, DefaultPort};
 
@@ -120,14 +121,12 @@ static MULTIPLE: AtomicBool = AtomicBool::new(false);
 /// and from the start of `MPI_Finalize`.
 static LIVE: AtomicPtr<CState> = AtomicPtr::new(std::ptr::null_mut());
 
-/// Bumped whenever a communicator handle is freed (its number may then name another):
-/// a thread's cached lookup ([`CState::with_comm`]) from an older generation is not used.
-static COMM_GEN: AtomicU64 = AtomicU64::new(0);
+/// Bumped whenever a communicator handle is freed (its number may then name another).
+static COMM_GEN: Generation = Generation::new();
 
 thread_local! {
-    /// Under `MPI_THREAD_MULTIPLE`: this thread's last communicator (handle, generation,
-    /// description).
-    static LAST_COMM: Cell<Option<(i32, u64, Arc<CommData>)>> = const { Cell::new(None) };
+    /// Under `MPI_THREAD_MULTIPLE`: this thread's last communicator (`cache`).
+    static LAST_COMM: cache::Last<CommData> = const { cache::empty() };
 }
 
 /// The state for one call: exclusive below `MPI_THREAD_MULTIPLE`, shared under it.
@@ -376,7 +375,9 @@ impl CState {
         // `f` has one call site, so it is inlined (two cost a call frame, ~25 instructions).
         let mut shared = None;
         let d: &CommData = if MULTIPLE.load(Ordering::Relaxed) {
-            &shared.insert(self.comm_shared(c)?).2
+            &shared
+                .insert(cache::take(&LAST_COMM, &COMM_GEN, c, || self.comm(c))?)
+                .2
         } else {
             // SAFETY: below MPI_THREAD_MULTIPLE every `&CState` is reached through the
             // state's lock (`enter`, `look`, `lock`): this thread holds it, so no other
@@ -388,25 +389,9 @@ impl CState {
         };
         let r = f(d);
         if let Some(e) = shared {
-            let _ = LAST_COMM.try_with(|l| l.set(Some(e)));
+            cache::keep(&LAST_COMM, e);
         }
         r
-    }
-
-    /// [`CState::with_comm`]'s lookup under `MPI_THREAD_MULTIPLE`: the thread's last
-    /// communicator is kept with the table's generation, so a thread calling on one
-    /// communicator takes no lock and no reference count per call (the tables' mutex and the
-    /// `Arc` clone were four locked read-modify-writes, on lines every thread shares). Taken
-    /// out of the thread's cell while the call runs (a nested lookup takes the counted
-    /// path), put back after it.
-    #[inline]
-    fn comm_shared(&self, c: i32) -> Result<(i32, u64, Arc<CommData>)> {
-        // Read before the lookup: a free after it makes the next call look again.
-        let gen = COMM_GEN.load(Ordering::Acquire);
-        match LAST_COMM.try_with(Cell::take).ok().flatten() {
-            Some(e) if e.0 == c && e.1 == gen => Ok(e),
-            _ => Ok((c, gen, self.comm(c)?)),
-        }
     }
 
     /// Communicator `c`'s error handler.
@@ -463,7 +448,7 @@ impl Tables {
         if let Some(e) = usize::try_from(c).ok().and_then(|i| self.comms.get_mut(i)) {
             *e = None;
         }
-        COMM_GEN.fetch_add(1, Ordering::AcqRel);
+        COMM_GEN.bump();
     }
     pub fn add_comm(&mut self, data: Arc<CommData>) -> i32 {
         let errh = self.comms[h::COMM_WORLD as usize]
@@ -558,24 +543,12 @@ fn not_running(name: &str) -> Error {
 /// another thread is inside one fails at once (see [`concurrent_entry`]).
 #[inline]
 pub fn call(name: &'static str, comm: i32, f: impl FnOnce(&CState) -> Result<()>) -> c_int {
-    let Some(g) = enter() else {
-        return concurrent_entry(name);
-    };
-    let r = match g.as_ref() {
-        None => Err(not_running(name)),
-        Some(st) => match catch_unwind(AssertUnwindSafe(|| f(st))) {
+    call_hot(name, comm, |st| {
+        match catch_unwind(AssertUnwindSafe(|| f(st))) {
             Ok(r) => r,
             Err(_) => Err(Error::Intern(format!("{name}: internal panic (a bug)"))),
-        },
-    };
-    match r {
-        Ok(()) => class::SUCCESS,
-        Err(e) => {
-            let r = raise_later(g.as_ref(), comm, name, &e);
-            drop(g);
-            r.now()
         }
-    }
+    })
 }
 
 /// As [`call`] for the per-message point-to-point calls (`MPI_Send`, `MPI_Recv`, the

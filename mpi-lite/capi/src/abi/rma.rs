@@ -5,9 +5,8 @@
 //! Calls not built yet return `MPI_ERR_UNSUPPORTED_OPERATION` naming the call (see
 //! `mpi-lite/README.md`).
 
-use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use mpi_lite::error::class;
@@ -17,6 +16,7 @@ use mpi_lite::{Error, Result};
 use super::misc::{add_info, info};
 use super::{get_str, mpi_fn, put, put_str};
 use crate::attrs;
+use crate::cache::{self, Generation, Last};
 use crate::errors::{self, Kind, Raised};
 use crate::state::{call, call_steps, h, with_state, CState};
 
@@ -56,43 +56,21 @@ pub(crate) fn entry(w: c_int, call: &str) -> Result<Arc<WinEntry>> {
 }
 
 /// Bumped (under the table's write lock) whenever a handle is added or removed: a
-/// thread's cached entry ([`with_entry`]) is current while the count is unchanged.
-static GEN: AtomicU64 = AtomicU64::new(0);
-
-/// A thread's last window (handle, [`GEN`] when it was looked up, its entry).
-type Cached = (c_int, u64, Option<Arc<WinEntry>>);
+/// thread's cached entry ([`with_entry`]) is current while it has not moved.
+static GEN: Generation = Generation::new();
 
 thread_local! {
-    static LAST: RefCell<Cached> = const { RefCell::new((0, u64::MAX, None)) };
+    /// This thread's last window (`cache`).
+    static LAST: Last<WinEntry> = const { cache::empty() };
 }
 
 /// `f` on the window of handle `w` for the direct path's operations, without a lock or an
-/// atomic read-modify-write: the thread's last window is kept, with a reference, and used
-/// while no window was created or freed since ([`GEN`]); else it is looked up again. The
-/// reference keeps the window alive even against an (erroneous) free by another thread
-/// during the operation. `f` must not call into the library. `None`: `w` is not a window.
+/// atomic read-modify-write: the thread's last window is kept ([`crate::cache`]). `f` must
+/// not call into the library. `None`: `w` is not a window.
 #[inline(always)]
 pub(crate) fn with_entry<T>(w: c_int, f: impl FnOnce(&WinEntry) -> T) -> Option<T> {
-    LAST.with(|c| {
-        let mut c = c.try_borrow_mut().ok()?;
-        if c.0 != w || c.1 != GEN.load(Ordering::Acquire) {
-            let t = wins();
-            let e = t.get((w as usize).wrapping_sub(1))?.clone()?;
-            *c = (w, GEN.load(Ordering::Relaxed), Some(e));
-        }
-        c.2.as_deref().map(f)
-    })
-}
-
-/// Forgets this thread's cached window (`MPI_Win_free`: its memory is released now, not
-/// at this thread's next one-sided call).
-fn forget_cached() {
-    let old = LAST.with(|c| {
-        c.try_borrow_mut()
-            .ok()
-            .map(|mut c| std::mem::take(&mut c.2))
-    });
-    drop(old);
+    let lookup = || wins().get((w as usize).wrapping_sub(1)).cloned().flatten();
+    cache::with(&LAST, &GEN, w, lookup, f)
 }
 
 /// Whether `w` is a window (for the attribute calls).
@@ -102,7 +80,7 @@ pub(crate) fn exists(w: c_int) -> bool {
 
 fn add(e: WinEntry) -> c_int {
     let mut t = wins_mut();
-    GEN.fetch_add(1, Ordering::Release);
+    GEN.bump();
     let e = Some(Arc::new(e));
     match t.iter().position(Option::is_none) {
         Some(i) => {
@@ -226,10 +204,11 @@ mpi_fn!(MPI_Win_free, PMPI_Win_free, (win: *mut c_int) -> c_int {
         return raise(&e, w, name, &err);
     }
     if let Some(slot) = wins_mut().get_mut(w as usize - 1) {
-        GEN.fetch_add(1, Ordering::Release);
+        GEN.bump();
         *slot = None;
     }
-    forget_cached();
+    // Its memory is released now, not at this thread's next one-sided call.
+    cache::forget(&LAST);
     // SAFETY: as above.
     unsafe { *win = 0 };
     class::SUCCESS

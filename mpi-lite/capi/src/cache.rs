@@ -1,0 +1,96 @@
+//! A thread's last looked-up handle of one handle table (communicators, windows): the hot
+//! calls of a thread that keeps using one object take no table lock and no reference count
+//! (each was a locked read-modify-write on a line every thread shares). The cached object is
+//! current while the table's [`Generation`] has not moved since it was looked up; the
+//! reference it holds keeps the object alive even against an (erroneous) free by another
+//! thread meanwhile.
+
+use std::cell::RefCell;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::LocalKey;
+
+/// A handle table's generation: bumped whenever a handle is added or removed (a number may
+/// then name another object).
+pub struct Generation(AtomicU64);
+
+impl Generation {
+    pub const fn new() -> Self {
+        Generation(AtomicU64::new(0))
+    }
+    pub fn bump(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// A cached handle taken out of its slot: (handle, generation when looked up, object).
+pub type Entry<T> = (c_int, u64, Arc<T>);
+/// The thread-local slot of one table (`thread_local!`, initially [`empty`]): handle,
+/// generation, object (none while taken out or never looked up).
+pub type Last<T> = RefCell<(c_int, u64, Option<Arc<T>>)>;
+
+/// A slot's initial value.
+pub const fn empty<T>() -> Last<T> {
+    RefCell::new((0, u64::MAX, None))
+}
+
+/// `f` on the object of handle `h`: this thread's cached one while `gen` has not moved,
+/// else `lookup`'s (then kept), compared and used in place with one access to the
+/// thread-local slot (in a shared library each costs a `__tls_get_addr` call). `None` when
+/// `lookup` finds nothing or the slot is in use (a nested call): the caller's general path.
+#[inline(always)]
+pub fn with<T: 'static, R>(
+    last: &'static LocalKey<Last<T>>,
+    gen: &Generation,
+    h: c_int,
+    lookup: impl FnOnce() -> Option<Arc<T>>,
+    f: impl FnOnce(&T) -> R,
+) -> Option<R> {
+    let g = gen.0.load(Ordering::Acquire);
+    last.with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        if c.0 != h || c.1 != g {
+            *c = (h, g, Some(lookup()?));
+        }
+        c.2.as_deref().map(f)
+    })
+}
+
+/// As [`with`] for a caller that must hold the object across code of its own: taken out
+/// of the slot (a nested call meanwhile calls `lookup`), given back with [`keep`].
+#[inline(always)]
+pub fn take<T: 'static, E>(
+    last: &'static LocalKey<Last<T>>,
+    gen: &Generation,
+    h: c_int,
+    lookup: impl FnOnce() -> Result<Arc<T>, E>,
+) -> Result<Entry<T>, E> {
+    // Read before any lookup: a change after it makes the next call look again.
+    let g = gen.0.load(Ordering::Acquire);
+    let cached = last.try_with(|s| {
+        let mut c = s.try_borrow_mut().ok()?;
+        let (ch, cg) = (c.0, c.1);
+        c.2.take().map(|a| (ch, cg, a))
+    });
+    match cached.ok().flatten() {
+        Some(e) if e.0 == h && e.1 == g => Ok(e),
+        _ => Ok((h, g, lookup()?)),
+    }
+}
+
+/// Keeps `e` as this thread's cached handle (after [`take`]).
+#[inline(always)]
+pub fn keep<T: 'static>(last: &'static LocalKey<Last<T>>, e: Entry<T>) {
+    let _ = last.try_with(|s| {
+        if let Ok(mut c) = s.try_borrow_mut() {
+            *c = (e.0, e.1, Some(e.2));
+        }
+    });
+}
+
+/// Drops this thread's cached object (its owner wants it released now).
+pub fn forget<T: 'static>(last: &'static LocalKey<Last<T>>) {
+    let old = last.try_with(|s| s.try_borrow_mut().ok().and_then(|mut c| c.2.take()));
+    drop(old);
+}
