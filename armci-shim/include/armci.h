@@ -22,6 +22,9 @@ typedef long armci_size_t;
 /* Setup */
 int   ARMCI_Init(void);
 int   ARMCI_Init_args(int *argc, char ***argv);
+/* armci_requested: an MPI thread level (MPI_THREAD_SINGLE 0 .. MPI_THREAD_MULTIPLE 3); a
+ * running MPI must provide at least that level */
+int   ARMCI_Init_thread(int armci_requested);
 int   ARMCI_Initialized(void);
 int   ARMCI_Finalize(void);
 void  ARMCI_Cleanup(void);
@@ -165,6 +168,11 @@ int  ARMCI_Free_memdev(void *ptr);
  * first (the handles are mpi-lite's: another MPI gets no communicators). */
 #ifdef MPI_LITE_VERSION
 MPI_Comm armci_group_comm(ARMCI_Group *group);
+MPI_Comm parmci_group_comm(ARMCI_Group *group);
+/* ARMCI_Init_thread over comm, which must hold MPI_COMM_WORLD's processes in its order
+ * (another communicator: the "not implemented" error) */
+int ARMCI_Init_thread_comm(int armci_requested, MPI_Comm comm);
+int PARMCI_Init_thread_comm(int armci_requested, MPI_Comm comm);
 #endif
 
 #include <message.h>
@@ -187,6 +195,7 @@ int  ARMCI_Uses_shm_grp(ARMCI_Group *group);
 /* PARMCI: the profiling names of every call above */
 int     PARMCI_Init(void);
 int     PARMCI_Init_args(int *argc, char ***argv);
+int     PARMCI_Init_thread(int armci_requested);
 int     PARMCI_Initialized(void);
 int     PARMCI_Finalize(void);
 void    PARMCI_Cleanup(void);

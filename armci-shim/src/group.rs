@@ -125,6 +125,17 @@ impl<P: Port> Armci<P> {
         Ok(())
     }
 
+    /// Every member's `mine` (all of one length), in group order.
+    ///
+    /// # Collective Operation
+    /// Every member calls it with the same length.
+    pub fn group_allgather(&self, g: &Group, mine: &[u8]) -> Result<Vec<u8>> {
+        let mut all = vec![0u8; mine.len() * g.members.len()];
+        let pg = self.proto_group(g)?;
+        skifch::coll::allgather(&pg.on(&mut self.ep()), mine, &mut all)?;
+        Ok(all)
+    }
+
     /// Broadcast of `buf` from the group's member `root` (a group rank).
     ///
     /// # Collective Operation
@@ -157,15 +168,11 @@ impl<P: Port> Armci<P> {
         let mut mine = [0u8; 16];
         mine[..8].copy_from_slice(&(base as u64).to_le_bytes());
         mine[8..].copy_from_slice(&(len as u64).to_le_bytes());
-        let mut all = vec![0u8; 16 * g.members.len()];
-        let pg = self.proto_group(g)?;
-        {
-            let mut ep = self.ep();
-            skifch::coll::allgather(&pg.on(&mut ep), &mine, &mut all)?;
-            if len > 0 {
-                ep.ctx_mut().allocs.push((base, len));
-            }
+        if len > 0 {
+            // served from now on (a peer may send as soon as it has every base)
+            self.ep().ctx_mut().allocs.push((base, len));
         }
+        let all = self.group_allgather(g, &mine)?;
         let mut bases = vec![(0usize, 0usize); self.nproc() as usize];
         for (i, c) in all.chunks_exact(16).enumerate() {
             let w =

@@ -96,11 +96,34 @@ fn armci_inside_an_mpi_job() {
         c.args(["-lskifmpi", "-larmci"]);
         c
     });
-    for (n, driver) in [(2, "shm"), (4, "shm"), (2, "fpga-model"), (3, "fpga-model")] {
-        let o = run(&exe, n, driver, DIRECT, &[]);
+    for (n, driver, mode) in [
+        (2, "shm", ""),
+        (4, "shm", ""),
+        (2, "fpga-model", ""),
+        (3, "fpga-model", ""),
+        (3, "shm", "thread_comm"),
+        (2, "fpga-model", "thread_comm"),
+    ] {
+        let o = run(&exe, n, driver, DIRECT, &[mode]);
         assert!(
             o.status.success(),
-            "{n} ranks over {driver}: {}\n{}",
+            "{n} ranks over {driver} {mode}: {}\n{}",
+            o.status,
+            o.stderr
+        );
+    }
+    // ARMCI_Init_thread_comm over a part of the job, ARMCI_Init_thread above the MPI's
+    // level: the job ends with the call named.
+    for (mode, call, why) in [
+        ("bad_comm", "ARMCI_Init_thread_comm", "not implemented"),
+        ("bad_level", "ARMCI_Init_thread", "below the requested 3"),
+    ] {
+        let o = run(&exe, 2, "shm", DIRECT, &[mode]);
+        assert!(
+            !o.status.success()
+                && o.stderr.contains(&format!("armci: {call}: "))
+                && o.stderr.contains(why),
+            "{mode}: {}\n{}",
             o.status,
             o.stderr
         );
@@ -289,6 +312,13 @@ fn a_computing_rank_does_not_stall_the_others() {
     }
 }
 
+/// `ARMCI_Init_thread(MPI_THREAD_MULTIPLE)`: one-sided calls from two threads per rank at
+/// once.
+#[test]
+fn calls_from_several_threads() {
+    check_program("threads");
+}
+
 #[test]
 fn groups_and_group_allocation() {
     check_program("groups");
@@ -302,4 +332,97 @@ fn smp_domains() {
 #[test]
 fn point_to_point_messages() {
     check_program("p2p");
+}
+
+/// Every function `armci.h` and `message.h` declare (with mpi-lite's `mpi.h` first, so
+/// the MPI ones too) links from `libarmci` under its name and its profiling name
+/// (`ARMCI_X`/`PARMCI_X`, `armci_x`/`parmci_x`): a program taking the address of each.
+#[test]
+fn every_declared_call_exists_under_both_names() {
+    if !have_cc() {
+        return;
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for h in ["armci.h", "message.h"] {
+        let text = std::fs::read_to_string(crate_dir().join("include").join(h)).expect("header");
+        let mut in_comment = false;
+        for line in text.lines() {
+            let t = line.trim_start();
+            let comment_line = in_comment || t.starts_with("/*") || t.starts_with('*');
+            if t.contains("/*") && !t.contains("*/") {
+                in_comment = true;
+            }
+            if t.contains("*/") {
+                in_comment = false;
+            }
+            if comment_line || t.starts_with('#') {
+                continue;
+            }
+            // identifiers directly followed by '(' that are ARMCI names
+            let b = t.as_bytes();
+            for (i, _) in t.match_indices('(') {
+                let start = b[..i]
+                    .iter()
+                    .rposition(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+                    .map_or(0, |p| p + 1);
+                let id = &t[start..i];
+                if id.to_ascii_lowercase().starts_with("armci_") {
+                    names.insert(id.to_owned());
+                }
+            }
+        }
+    }
+    assert!(names.len() > 100, "parsed only {names:?}");
+    let both: Vec<String> = names
+        .iter()
+        .flat_map(|n| {
+            let p = if n.starts_with("ARMCI_") {
+                format!("P{n}")
+            } else {
+                format!("p{n}")
+            };
+            [n.clone(), p]
+        })
+        .collect();
+    let mpi = crate_dir()
+        .parent()
+        .expect("workspace")
+        .join("mpi-lite/include");
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("armci-c");
+    std::fs::create_dir_all(&out_dir).expect("scratch directory");
+    let src = out_dir.join("all_names.c");
+    let mut c = String::from("#include <mpi.h>\n#include <armci.h>\n#include <stdio.h>\n");
+    c.push_str("typedef void (*fn_t)(void);\nstatic fn_t all[] = {\n");
+    for n in &both {
+        c.push_str(&format!("    (fn_t)&{n},\n"));
+    }
+    c.push_str("};\nint main(void) {\n    int k = 0;\n");
+    c.push_str("    for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) k += all[i] != 0;\n");
+    c.push_str("    printf(\"%d\\n\", k);\n    return 0;\n}\n");
+    std::fs::write(&src, c).expect("writing the program");
+    let lib = lib_dir();
+    let exe = out_dir.join("all_names");
+    let o = Command::new("cc")
+        .args(["-std=gnu11", "-Wall", "-Werror", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg("-I")
+        .arg(&mpi)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-larmci")
+        .output()
+        .expect("running cc");
+    assert!(
+        o.status.success(),
+        "declared names that do not link:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = Command::new(&exe).output().expect("running the program");
+    assert_eq!(
+        String::from_utf8_lossy(&r.stdout).trim(),
+        both.len().to_string()
+    );
 }

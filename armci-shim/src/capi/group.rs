@@ -353,6 +353,73 @@ pub unsafe extern "C" fn parmci_msg_group_gop_scope(
     unsafe { super::message::gop(call, scope, x, n, op, ty, Some(group(call, g))) }
 }
 
+/// `armci_exchange_address_grp`: fills `ptr_arr[i]` of every member with member `i`'s own
+/// `ptr_arr[i]` (`n` = the group's size; group ranks).
+#[no_mangle]
+pub unsafe extern "C" fn parmci_exchange_address_grp(
+    ptr_arr: *mut *mut c_void,
+    n: c_int,
+    g: *mut ArmciGroup,
+) {
+    let call = "armci_exchange_address_grp";
+    // SAFETY: the caller's group.
+    let gr = unsafe { group(call, g) };
+    let w = a(call);
+    let size = gr.members().len();
+    let Some(me) = gr.rank_of(w.me()) else {
+        fatal(
+            call,
+            &Error::BadArgument("the caller is not in the group".into()),
+        );
+    };
+    if ptr_arr.is_null() || usize::try_from(n) != Ok(size) {
+        fatal(
+            call,
+            &Error::BadArgument(format!("an array of {n} pointers for {size} members")),
+        );
+    }
+    // SAFETY: the caller's array of one pointer per member.
+    let mine = unsafe { *ptr_arr.add(me) } as u64;
+    let all = ok(call, w.group_allgather(gr, &mine.to_le_bytes()));
+    for (i, b) in all.chunks_exact(8).enumerate() {
+        let v = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+        // SAFETY: as above (`all` has one word per member).
+        unsafe { *ptr_arr.add(i) = v as usize as *mut c_void };
+    }
+}
+
+/// `armci_grp_clus_brdcst`: the buffer of group rank `master` to the members `master ..
+/// master + nproc` of `g`, which must be the caller's node (`SCOPE_NODE` within the
+/// group, as classic ARMCI's caller computes them).
+#[no_mangle]
+pub unsafe extern "C" fn parmci_grp_clus_brdcst(
+    buf: *mut c_void,
+    len: c_int,
+    master: c_int,
+    nproc: c_int,
+    g: *mut ArmciGroup,
+) {
+    let call = "armci_grp_clus_brdcst";
+    // SAFETY: the caller's group.
+    let gr = unsafe { group(call, g) };
+    let node = super::scope::members(call, 1, gr.members());
+    let named: Option<Vec<u32>> = usize::try_from(master)
+        .ok()
+        .zip(usize::try_from(nproc).ok())
+        .and_then(|(m, k)| gr.members().get(m..m.checked_add(k)?))
+        .map(<[u32]>::to_vec);
+    if named.as_deref() != Some(&node[..]) {
+        fatal(
+            call,
+            &Error::BadArgument(format!(
+                "group ranks {master}..{master}+{nproc} are not the caller's node (job ranks {node:?})"
+            )),
+        );
+    }
+    // SAFETY: the caller's group; forwards the caller's contract.
+    unsafe { parmci_msg_group_bcast_scope(1, buf, len, master, g) }
+}
+
 macro_rules! group_gops {
     ($($name:ident, $t:ty, $ty:literal, $call:literal;)*) => {$(
         #[no_mangle]
@@ -387,6 +454,8 @@ profiled! {
     ARMCI_Free_memdev => PARMCI_Free_memdev(ptr: *mut c_void) -> c_int;
     ARMCI_Uses_shm_grp => PARMCI_Uses_shm_grp(g: *mut ArmciGroup) -> c_int;
     armci_msg_group_barrier => parmci_msg_group_barrier(g: *mut ArmciGroup);
+    armci_exchange_address_grp => parmci_exchange_address_grp(ptr_arr: *mut *mut c_void, n: c_int, g: *mut ArmciGroup);
+    armci_grp_clus_brdcst => parmci_grp_clus_brdcst(buf: *mut c_void, len: c_int, master: c_int, nproc: c_int, g: *mut ArmciGroup);
     armci_msg_group_bcast_scope => parmci_msg_group_bcast_scope(scope: c_int, buf: *mut c_void, len: c_int, root: c_int, g: *mut ArmciGroup);
     armci_msg_group_gop_scope => parmci_msg_group_gop_scope(scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, g: *mut ArmciGroup);
     armci_msg_group_igop => parmci_msg_group_igop(x: *mut c_int, n: c_int, op: *mut c_char, g: *mut ArmciGroup);

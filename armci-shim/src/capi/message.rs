@@ -187,6 +187,57 @@ pub unsafe extern "C" fn parmci_msg_dgop(x: *mut f64, n: c_int, op: *mut c_char)
     unsafe { gop("armci_msg_dgop", 0, x.cast(), n, op, 4, None) }
 }
 
+/// `armci_msg_reduce_scope`: the reduction over `scope` (every process gets the result;
+/// ARMCI promises it only to the root).
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_reduce_scope(
+    scope: c_int,
+    x: *mut c_void,
+    n: c_int,
+    op: *mut c_char,
+    ty: c_int,
+) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { gop("armci_msg_reduce_scope", scope, x, n, op, ty, None) }
+}
+
+/// The cluster (`clus`) reductions of classic ARMCI: over the caller's node, the
+/// `SCOPE_NODE` form of the typed reductions.
+macro_rules! clus_gops {
+    ($($name:ident, $t:ty, $ty:literal, $call:literal;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(x: *mut $t, n: c_int, op: *mut c_char) {
+            // SAFETY: forwards the caller's contract.
+            unsafe { gop($call, 1, x.cast(), n, op, $ty, None) }
+        }
+    )*};
+}
+clus_gops! {
+    parmci_msg_clus_igop, c_int, 0, "armci_msg_clus_igop";
+    parmci_msg_clus_lgop, c_long, 1, "armci_msg_clus_lgop";
+    parmci_msg_clus_llgop, c_longlong, 2, "armci_msg_clus_llgop";
+    parmci_msg_clus_fgop, f32, 3, "armci_msg_clus_fgop";
+    parmci_msg_clus_dgop, f64, 4, "armci_msg_clus_dgop";
+}
+
+/// `armci_msg_clus_brdcst`: the buffer of the node's first process (its master) to every
+/// process of the caller's node.
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_clus_brdcst(buf: *mut c_void, len: c_int) {
+    let call = "armci_msg_clus_brdcst";
+    let world = scope::world(call);
+    if scope::part(call, 1, &world) != Part::All {
+        return; // alone on its node: its buffer is the master's
+    }
+    let me = a(call).me();
+    let root = scope::members(call, 1, &world)
+        .first()
+        .copied()
+        .unwrap_or(me);
+    // SAFETY: forwards the caller's contract.
+    unsafe { super::bcast(call, buf, len, root as c_int) }
+}
+
 /// `armci_msg_sel_scope`: among the processes that `contribute`, the one whose first
 /// element of `x` (of `type`) is the least (`op` "min") or greatest ("max") — the lowest
 /// rank on ties — gives its whole `n`-byte buffer `x` to every process.
@@ -199,7 +250,31 @@ pub unsafe extern "C" fn parmci_msg_sel_scope(
     ty: c_int,
     contribute: c_int,
 ) {
-    let call = "armci_msg_sel_scope";
+    // SAFETY: forwards the caller's contract.
+    unsafe { sel("armci_msg_sel_scope", scope, x, n, op, ty, contribute) }
+}
+/// `armci_msg_sel`: [`parmci_msg_sel_scope`] over `SCOPE_ALL`.
+#[no_mangle]
+pub unsafe extern "C" fn parmci_msg_sel(
+    x: *mut c_void,
+    n: c_int,
+    op: *mut c_char,
+    ty: c_int,
+    contribute: c_int,
+) {
+    // SAFETY: forwards the caller's contract.
+    unsafe { sel("armci_msg_sel", 0, x, n, op, ty, contribute) }
+}
+
+unsafe fn sel(
+    call: &str,
+    scope: c_int,
+    x: *mut c_void,
+    n: c_int,
+    op: *mut c_char,
+    ty: c_int,
+    contribute: c_int,
+) {
     let w = a(call);
     let part = scope::part(call, scope, &scope::world(call));
     let t = dtype(call, ty);
@@ -400,6 +475,14 @@ pub unsafe extern "C" fn parmci_msg_bintree(
 }
 
 profiled! {
+    armci_msg_sel => parmci_msg_sel(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int);
+    armci_msg_reduce_scope => parmci_msg_reduce_scope(scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int);
+    armci_msg_clus_brdcst => parmci_msg_clus_brdcst(buf: *mut c_void, len: c_int);
+    armci_msg_clus_igop => parmci_msg_clus_igop(x: *mut c_int, n: c_int, op: *mut c_char);
+    armci_msg_clus_lgop => parmci_msg_clus_lgop(x: *mut c_long, n: c_int, op: *mut c_char);
+    armci_msg_clus_llgop => parmci_msg_clus_llgop(x: *mut c_longlong, n: c_int, op: *mut c_char);
+    armci_msg_clus_fgop => parmci_msg_clus_fgop(x: *mut f32, n: c_int, op: *mut c_char);
+    armci_msg_clus_dgop => parmci_msg_clus_dgop(x: *mut f64, n: c_int, op: *mut c_char);
     armci_msg_sel_scope => parmci_msg_sel_scope(scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int);
     armci_msg_snd => parmci_msg_snd(tag: c_int, buf: *mut c_void, len: c_int, to: c_int);
     armci_msg_rcv => parmci_msg_rcv(tag: c_int, buf: *mut c_void, buflen: c_int, msglen: *mut c_int, from: c_int);

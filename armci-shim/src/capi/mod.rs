@@ -72,7 +72,9 @@ fn ok<T>(call: &str, r: Result<T, Error>) -> T {
     r.unwrap_or_else(|e| fatal(call, &e))
 }
 
-fn do_init(call: &str) -> c_int {
+/// Initializes the library once (later calls return at once); `comm` is the MPI
+/// communicator the world group's is duplicated from, if an MPI runs ([`mpi`]).
+fn do_init(call: &str, comm: mpi::Comm) -> c_int {
     let _g = INIT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     if !STATE.load(Ordering::Acquire).is_null() {
         return 0;
@@ -98,7 +100,7 @@ fn do_init(call: &str) -> c_int {
     let st = Box::new(State { armci, _job: job });
     ENGINE.store(engine, Ordering::Release);
     STATE.store(Box::into_raw(st), Ordering::Release);
-    mpi::init(world);
+    mpi::init(world, comm);
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
     0
@@ -131,11 +133,59 @@ fn pparmci_finalize() -> c_int {
 
 #[no_mangle]
 pub extern "C" fn PARMCI_Init() -> c_int {
-    do_init("ARMCI_Init")
+    do_init("ARMCI_Init", mpi::COMM_WORLD)
 }
 #[no_mangle]
 pub extern "C" fn PARMCI_Init_args(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
-    do_init("ARMCI_Init_args")
+    do_init("ARMCI_Init_args", mpi::COMM_WORLD)
+}
+/// The checks of `ARMCI_Init_thread`: `requested` is an MPI thread level
+/// (`MPI_THREAD_SINGLE` 0 … `MPI_THREAD_MULTIPLE` 3, as ARMCI-MPI takes it); the library
+/// itself serves any of them (its calls may come from several threads; a collective from
+/// one thread at a time), and when an MPI runs, its level must be at least the one asked
+/// for (ARMCI-MPI's rule: ARMCI's calls may reach MPI's from those threads).
+fn thread_level(call: &str, requested: c_int) {
+    if !(0..=3).contains(&requested) {
+        fatal(
+            call,
+            &Error::BadArgument(format!(
+                "thread level {requested} is not MPI_THREAD_SINGLE/FUNNELED/SERIALIZED/MULTIPLE"
+            )),
+        );
+    }
+    if let Some(provided) = mpi::thread_level().filter(|&p| p < requested) {
+        fatal(
+            call,
+            &Error::BadArgument(format!(
+                "the MPI runs at thread level {provided}, below the requested {requested}"
+            )),
+        );
+    }
+}
+#[no_mangle]
+pub extern "C" fn PARMCI_Init_thread(requested: c_int) -> c_int {
+    let call = "ARMCI_Init_thread";
+    thread_level(call, requested);
+    do_init(call, mpi::COMM_WORLD)
+}
+/// `ARMCI_Init_thread` over the processes of `comm`, which must be those of
+/// `MPI_COMM_WORLD` in the same order (the job's ranks are ARMCI's): the world group's
+/// communicator is a duplicate of `comm`. A smaller communicator is refused (unsupported).
+#[no_mangle]
+pub extern "C" fn PARMCI_Init_thread_comm(requested: c_int, comm: mpi::Comm) -> c_int {
+    let call = "ARMCI_Init_thread_comm";
+    match mpi::is_world(comm) {
+        None => fatal(call, &"needs a running MPI (mpi-lite) for its communicator"),
+        Some(false) => fatal(
+            call,
+            &Error::NotImplemented(
+                "a communicator other than MPI_COMM_WORLD's processes in its order",
+            ),
+        ),
+        Some(true) => {}
+    }
+    thread_level(call, requested);
+    do_init(call, comm)
 }
 #[no_mangle]
 pub extern "C" fn PARMCI_Initialized() -> c_int {
@@ -295,13 +345,13 @@ pub extern "C" fn parmci_timer() -> c_double {
 /// `ARMCI_Init`, which this calls.
 #[no_mangle]
 pub extern "C" fn parmci_msg_init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) {
-    do_init("armci_msg_init");
+    do_init("armci_msg_init", mpi::COMM_WORLD);
 }
 /// Nothing to do: `ARMCI_Finalize` ends the library.
 #[no_mangle]
 pub extern "C" fn parmci_msg_finalize() {}
 
-unsafe fn bcast(call: &str, buf: *mut c_void, len: c_int, root: c_int) {
+pub(super) unsafe fn bcast(call: &str, buf: *mut c_void, len: c_int, root: c_int) {
     let w = a(call);
     let root = ok(call, w.proc(root.into()));
     let n = bytes(call, len.into());
@@ -341,6 +391,8 @@ pub unsafe extern "C" fn parmci_msg_bcast_scope(
 profiled! {
     ARMCI_Init => PARMCI_Init() -> c_int;
     ARMCI_Init_args => PARMCI_Init_args(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int;
+    ARMCI_Init_thread => PARMCI_Init_thread(requested: c_int) -> c_int;
+    ARMCI_Init_thread_comm => PARMCI_Init_thread_comm(requested: c_int, comm: mpi::Comm) -> c_int;
     ARMCI_Initialized => PARMCI_Initialized() -> c_int;
     ARMCI_Finalize => PARMCI_Finalize() -> c_int;
     ARMCI_Cleanup => PARMCI_Cleanup();

@@ -26,6 +26,10 @@ pub type Comm = c_int;
 pub const COMM_NULL: Comm = 0;
 /// `MPI_COMM_WORLD` of mpi.h.
 pub const COMM_WORLD: Comm = 1;
+/// `MPI_IDENT` and `MPI_CONGRUENT` of mpi.h (`MPI_Comm_compare`'s answers).
+pub const IDENT: c_int = 0;
+/// See [`IDENT`].
+pub const CONGRUENT: c_int = 1;
 /// `MPI_UNDEFINED` of mpi.h (the split colour of a process outside the new group).
 pub const UNDEFINED: c_int = -32766;
 
@@ -34,6 +38,7 @@ type DupFn = unsafe extern "C" fn(Comm, *mut Comm) -> c_int;
 type SplitFn = unsafe extern "C" fn(Comm, c_int, c_int, *mut Comm) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut Comm) -> c_int;
 type VersionFn = unsafe extern "C" fn(*mut c_char, *mut c_int) -> c_int;
+type CompareFn = unsafe extern "C" fn(Comm, Comm, *mut c_int) -> c_int;
 
 /// `MPI_MAX_LIBRARY_VERSION_STRING` of mpi.h (as large as any MPI's).
 const VERSION_MAX: usize = 8192;
@@ -45,6 +50,8 @@ struct Mpi {
     dup: DupFn,
     split: SplitFn,
     free: FreeFn,
+    query_thread: FlagFn,
+    compare: CompareFn,
 }
 
 /// Looks `name` up in the program and its libraries.
@@ -93,6 +100,12 @@ fn mpi() -> Option<&'static Mpi> {
                 dup: std::mem::transmute::<*mut libc::c_void, DupFn>(sym(c"MPI_Comm_dup")?),
                 split: std::mem::transmute::<*mut libc::c_void, SplitFn>(sym(c"MPI_Comm_split")?),
                 free: std::mem::transmute::<*mut libc::c_void, FreeFn>(sym(c"MPI_Comm_free")?),
+                query_thread: std::mem::transmute::<*mut libc::c_void, FlagFn>(sym(
+                    c"MPI_Query_thread",
+                )?),
+                compare: std::mem::transmute::<*mut libc::c_void, CompareFn>(sym(
+                    c"MPI_Comm_compare",
+                )?),
             })
         }
     })
@@ -119,14 +132,36 @@ fn with_comms<T>(f: impl FnOnce(&mut HashMap<u32, Comm>) -> T) -> T {
     f(g.get_or_insert_with(HashMap::new))
 }
 
-/// At `ARMCI_Init` (collective): the world group's duplicate of `MPI_COMM_WORLD`.
-pub(super) fn init(world_gid: u32) {
+/// At `ARMCI_Init` (collective): the world group's duplicate of `comm`
+/// (`MPI_COMM_WORLD`, or the communicator `ARMCI_Init_thread_comm` was given).
+pub(super) fn init(world_gid: u32, comm: Comm) {
     let Some(m) = running() else { return };
     let mut c = COMM_NULL;
-    // SAFETY: MPI_Comm_dup on MPI_COMM_WORLD, collective like ARMCI_Init.
-    if unsafe { (m.dup)(COMM_WORLD, &mut c) } == 0 {
+    // SAFETY: MPI_Comm_dup on a communicator of every process, collective like
+    // ARMCI_Init.
+    if unsafe { (m.dup)(comm, &mut c) } == 0 {
         with_comms(|t| t.insert(world_gid, c));
     }
+}
+
+/// The running MPI's thread level (`MPI_Query_thread`), if an MPI (mpi-lite) runs.
+pub(super) fn thread_level() -> Option<c_int> {
+    let m = running()?;
+    let mut l = 0;
+    // SAFETY: MPI_Query_thread on a running MPI, into an int.
+    (unsafe { (m.query_thread)(&mut l) } == 0).then_some(l)
+}
+
+/// Whether `comm` has the processes of `MPI_COMM_WORLD` in the same order
+/// (`MPI_Comm_compare` gives `MPI_IDENT` or `MPI_CONGRUENT`); `None` without a running
+/// MPI.
+pub(super) fn is_world(comm: Comm) -> Option<bool> {
+    let m = running()?;
+    let mut r = -1;
+    // SAFETY: MPI_Comm_compare on the caller's communicator (an invalid handle is the
+    // MPI's error, returned) and MPI_COMM_WORLD.
+    let rc = unsafe { (m.compare)(comm, COMM_WORLD, &mut r) };
+    Some(rc == 0 && (r == IDENT || r == CONGRUENT))
 }
 
 /// At a group's creation (collective over `parent`): this process's communicator of the
@@ -173,7 +208,7 @@ pub(super) fn finalize() {
 /// or without an MPI running at the group's creation; the world group made before the
 /// MPI started gets `MPI_COMM_WORLD` itself).
 #[no_mangle]
-pub unsafe extern "C" fn armci_group_comm(g: *mut ArmciGroup) -> Comm {
+pub unsafe extern "C" fn parmci_group_comm(g: *mut ArmciGroup) -> Comm {
     let call = "armci_group_comm";
     // SAFETY: the caller's group.
     let gr = unsafe { super::group::group(call, g) };
@@ -185,6 +220,10 @@ pub unsafe extern "C" fn armci_group_comm(g: *mut ArmciGroup) -> Comm {
         return COMM_WORLD;
     }
     COMM_NULL
+}
+
+profiled! {
+    armci_group_comm => parmci_group_comm(g: *mut ArmciGroup) -> Comm;
 }
 
 #[cfg(test)]
@@ -202,6 +241,8 @@ mod tests {
             format!("#define MPI_COMM_NULL ((MPI_Comm){})", super::COMM_NULL),
             format!("#define MPI_COMM_WORLD ((MPI_Comm){})", super::COMM_WORLD),
             format!("#define MPI_UNDEFINED ({})", super::UNDEFINED),
+            format!("#define MPI_IDENT {}", super::IDENT),
+            format!("#define MPI_CONGRUENT {}", super::CONGRUENT),
         ] {
             assert!(h.lines().any(|l| l.trim() == line), "mpi.h lacks {line:?}");
         }

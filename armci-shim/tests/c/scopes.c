@@ -3,7 +3,9 @@
  * Expected values come from the armci_domain_* calls, so the same program checks the
  * direct path (one domain) and the message path (one process per domain). SCOPE_MASTERS
  * is called both ways: by every process (non-masters return, buffer untouched) and by
- * the masters alone (classic ARMCI). Also over a group (the even ranks). */
+ * the masters alone (classic ARMCI). Also over a group (the even ranks). The node
+ * ("cluster") calls of classic ARMCI: armci_msg_clus_*, armci_grp_clus_brdcst. */
+#include <stdint.h>
 #include <string.h>
 #include "check.h"
 
@@ -78,6 +80,31 @@ int main(int argc, char **argv) {
     for (int r = 0; r < n; r++) if (node_in[r]) top = r;
     CHECK(sel[0] == top * 10 && sel[1] == top);
 
+    /* the node ("cluster") forms: SCOPE_NODE reductions, a broadcast from the master */
+    int ci = me + 1;
+    armci_msg_clus_igop(&ci, 1, "+");
+    CHECK(ci == node_sum);
+    long cl = me + 1;
+    armci_msg_clus_lgop(&cl, 1, "max");
+    long long cll = me + 1;
+    armci_msg_clus_llgop(&cll, 1, "min");
+    CHECK(cll == master + 1);
+    float cf = (float)(me + 1);
+    armci_msg_clus_fgop(&cf, 1, "+");
+    CHECK(cf == (float)node_sum);
+    double cd = me + 1;
+    armci_msg_clus_dgop(&cd, 1, "*");
+    double prod = 1;
+    long hi = 0;
+    for (int r = 0; r < n; r++) if (node_in[r]) { prod *= r + 1; hi = r + 1; }
+    CHECK(cd == prod && cl == hi);
+    long red = me + 1;
+    armci_msg_reduce_scope(SCOPE_NODE, &red, 1, "+", ARMCI_LONG);
+    CHECK(red == node_sum);
+    int cb[4] = {me, me, me, me};
+    armci_msg_clus_brdcst(cb, sizeof cb);
+    for (int i = 0; i < 4; i++) CHECK(cb[i] == master);
+
     /* trees */
     int all_in[64];
     for (int r = 0; r < n; r++) all_in[r] = 1;
@@ -107,6 +134,20 @@ int main(int argc, char **argv) {
         int gb = me == 0 ? 99 : -me;
         armci_msg_group_bcast_scope(SCOPE_MASTERS, &gb, sizeof gb, 0, &g);
         CHECK(gb == (me == gmaster ? 99 : -me));
+    }
+    /* the world group's node from its master (group ranks = job ranks there) */
+    ARMCI_Group world;
+    ARMCI_Group_get_world(&world);
+    int nodesize = armci_domain_nprocs(ARMCI_DOMAIN_SMP, mydom), gcb = me == master ? 777 : -me;
+    armci_grp_clus_brdcst(&gcb, sizeof gcb, master, nodesize, &world);
+    CHECK(gcb == 777);
+    /* addresses over a group (group ranks) */
+    if (me % 2 == 0) {
+        void *addr[64];
+        for (int i = 0; i < ne; i++) addr[i] = NULL;
+        addr[me / 2] = (void *)(uintptr_t)(1000 + me);
+        armci_exchange_address_grp(addr, ne, &g);
+        for (int i = 0; i < ne; i++) CHECK(addr[i] == (void *)(uintptr_t)(1000 + 2 * i));
     }
     ARMCI_Group_free(&g);
     armci_msg_barrier();

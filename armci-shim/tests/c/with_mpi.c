@@ -1,15 +1,47 @@
 /*
  * ARMCI inside an MPI job (issue 19): MPI_Init, then ARMCI_Init (the second library joins
  * the same rank on its own port), a put around the ring checked through MPI, the groups'
- * MPI communicators (armci_group_comm), then ARMCI_Finalize and MPI_Finalize.
+ * MPI communicators (armci_group_comm), then ARMCI_Finalize and MPI_Finalize. Also
+ * ARMCI_Init_thread_comm and its refusals (below).
  */
 #include <mpi.h>
 #include <armci.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    ARMCI_Init();
+    /* argv[1]: "" MPI_Init + ARMCI_Init; "thread_comm" MPI_Init_thread +
+     * ARMCI_Init_thread_comm over a duplicate of MPI_COMM_WORLD; the bad ones end the job:
+     * "bad_comm" ARMCI_Init_thread_comm over half the processes, "bad_level"
+     * ARMCI_Init_thread asking more than the MPI's thread level */
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "thread_comm")) {
+        int provided = -1;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+        MPI_Comm dup;
+        MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+        if (provided < MPI_THREAD_FUNNELED ||
+            ARMCI_Init_thread_comm(MPI_THREAD_FUNNELED, dup) != 0) return 2;
+        MPI_Comm_free(&dup);
+    } else if (!strcmp(mode, "bad_comm")) {
+        MPI_Init(&argc, &argv);
+        int r;
+        MPI_Comm half;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &half);
+        ARMCI_Init_thread_comm(MPI_THREAD_SINGLE, half);
+        return 3; /* not reached */
+    } else if (!strcmp(mode, "bad_level")) {
+        int provided = -1;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+        if (provided >= MPI_THREAD_MULTIPLE) return 4; /* nothing to refuse */
+        ARMCI_Init_thread(MPI_THREAD_MULTIPLE);
+        return 3; /* not reached */
+    } else {
+        MPI_Init(&argc, &argv);
+        ARMCI_Init();
+    }
+    if (!ARMCI_Initialized()) return 2;
     int me, n; MPI_Comm_rank(MPI_COMM_WORLD, &me); MPI_Comm_size(MPI_COMM_WORLD, &n);
     void **base = malloc(n * sizeof(void *));
     if (ARMCI_Malloc(base, 8 * sizeof(long))) return 2;
