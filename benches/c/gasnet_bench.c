@@ -8,7 +8,12 @@
  *   am_short_lat   0  RequestShort0 -> handler ReplyShort0, half a round trip      [us]
  *   latency        8  the same with an 8-byte Medium request and reply (as ucp_am_lat)
  *   msgrate        8  8-byte Medium requests, a window of 64, then one Short ack from the
- *                     handler that counts the 64th (as ucp_am_bw; osu_mbw_mr style)  [msg/s]
+ *                     handler that counts the 64th (osu_mbw_mr style: the issue's test) [msg/s]
+ *   msgrate_stream 8  8-byte Medium requests back to back, throttled only by the channel
+ *                     (a full lane makes the request wait with progress), one Short ack
+ *                     when the handler has counted them all: what ucx_perftest's ucp_am_bw
+ *                     measures (its sender streams ucp_am_send_nbx calls, eager, without
+ *                     a window; the receiver's handler counts; one ack at the end) [msg/s]
  *   am_long_bw     4 KiB .. 1 MiB  Long requests into rank 1's segment, window 8, ack [MB/s]
  *   put_lat / get_lat   8  gex_RMA_PutBlocking / GetBlocking, one whole operation    [us]
  *   put_rate       8  gex_RMA_PutNBI x N then gex_NBI_Wait                         [msg/s]
@@ -31,13 +36,14 @@
 #include <gasnet_tools.h>
 #include <gasnet_coll.h>
 
-enum { H_PING = 200, H_PONG, H_MED, H_MED_PONG, H_RATE, H_ACK, H_LONG };
+enum { H_PING = 200, H_PONG, H_MED, H_MED_PONG, H_RATE, H_ACK, H_LONG, H_STREAM };
 enum { WINDOW = 64, LWINDOW = 8 };
 
 static gex_TM_t tm;
 static gex_Rank_t me;
 static void *peer_seg;
 static volatile long pongs, acks, rate_got, long_got, bad;
+static volatile long stream_got, stream_want = -1;
 
 static void ping(gex_Token_t t) { gex_AM_ReplyShort0(t, H_PONG, 0); }
 static void pong(gex_Token_t t) { (void)t; pongs++; }
@@ -51,6 +57,10 @@ static void rate(gex_Token_t t, void *buf, size_t n) {
     if (++rate_got % WINDOW == 0) gex_AM_ReplyShort0(t, H_ACK, 0);
 }
 static void ack(gex_Token_t t) { (void)t; acks++; }
+static void stream(gex_Token_t t, void *buf, size_t n) {
+    if (n != 8 || ((uint8_t *)buf)[0] != 1) bad = 1;
+    if (++stream_got == stream_want) gex_AM_ReplyShort0(t, H_ACK, 0);
+}
 static void lng(gex_Token_t t, void *buf, size_t n) {
     if (n && (((uint8_t *)buf)[0] != 3 || ((uint8_t *)buf)[n - 1] != 3)) bad = 1;
     if (++long_got % LWINDOW == 0) gex_AM_ReplyShort0(t, H_ACK, 0);
@@ -74,6 +84,7 @@ static double now(void) { return (double)gasnett_ticks_to_ns(gasnett_ticks_now()
 static double measure(pass_fn f, size_t size, long *n_out) {
     long n = 1;
     for (;;) {
+        stream_got = 0, stream_want = n;
         gasnet_barrier(0, GASNET_BARRIERFLAG_ANONYMOUS);
         double t = f(n, size);
         double agreed = t;
@@ -86,6 +97,7 @@ static double measure(pass_fn f, size_t size, long *n_out) {
     if (per < 1) per = 1;
     double v[64];
     for (int r = 0; r < reps && r < 64; r++) {
+        stream_got = 0, stream_want = per;
         gasnet_barrier(0, GASNET_BARRIERFLAG_ANONYMOUS);
         v[r] = f(per, size);
         gex_Event_Wait(gex_Coll_BroadcastNB(tm, 0, &v[r], &v[r], sizeof v[r], 0));
@@ -129,6 +141,18 @@ static double med_rate(long n, size_t size) {
             for (int i = 0; i < WINDOW; i++) gex_AM_RequestMedium0(tm, 1, H_RATE, buf + 64, 8, GEX_EVENT_NOW, 0);
             GASNET_BLOCKUNTIL(acks == base + w + 1);
         }
+    }
+    return now() - t0;
+}
+/* Rank 1 learns n before the pass (its counter restarts), rank 0 times the sends and the
+ * one ack; the barrier before each pass (measure) orders the reset before the first send. */
+static double med_stream(long n, size_t size) {
+    (void)size;
+    double t0 = now();
+    if (me == 0) {
+        long base = acks;
+        for (long i = 0; i < n; i++) gex_AM_RequestMedium0(tm, 1, H_STREAM, buf + 64, 8, GEX_EVENT_NOW, 0);
+        GASNET_BLOCKUNTIL(acks == base + 1);
     }
     return now() - t0;
 }
@@ -202,6 +226,7 @@ int main(int argc, char **argv) {
         {H_RATE, (gex_AM_Fn_t)rate, GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST, 0, 0, 0},
         {H_ACK, (gex_AM_Fn_t)ack, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 0, 0, 0},
         {H_LONG, (gex_AM_Fn_t)lng, GEX_FLAG_AM_LONG | GEX_FLAG_AM_REQUEST, 0, 0, 0},
+        {H_STREAM, (gex_AM_Fn_t)stream, GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST, 0, 0, 0},
     };
     gex_EP_RegisterHandlers(ep, t, sizeof t / sizeof t[0]);
     gex_Segment_Attach(&s, tm, 4 << 20);
@@ -214,6 +239,7 @@ int main(int argc, char **argv) {
     point("am_short_lat", short_lat, 0, 0);
     point("latency", med_lat, 8, 0);
     point("msgrate", med_rate, 8, 2);
+    point("msgrate_stream", med_stream, 8, 2);
     for (size_t sz = 4096; sz <= (1 << 20); sz *= 4) point("am_long_bw", long_bw, sz, 3);
     point("put_lat", put_lat, 8, 1);
     point("get_lat", get_lat, 8, 1);
