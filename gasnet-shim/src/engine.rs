@@ -477,8 +477,19 @@ impl<P: Port> Gasnet<P> {
         Ok(ep)
     }
 
-    #[inline]
+    /// A test of the (large) `Option<Error>` inline, its move out of line: `take` moved
+    /// the whole enum on every call.
+    #[inline(always)]
     fn check_failed(&self, ep: &mut Endpoint<P, Ctx>) -> Result<()> {
+        if ep.ctx().failed.is_some() {
+            return Self::take_failed(ep);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take_failed(ep: &mut Endpoint<P, Ctx>) -> Result<()> {
         match ep.ctx_mut().failed.take() {
             Some(e) => Err(e),
             None => Ok(()),

@@ -29,6 +29,7 @@ fn category<C: std::fmt::Display + ?Sized>(call: &C, cat: c_int) -> Category {
     }
 }
 
+#[inline(always)]
 fn args<'a, C: std::fmt::Display + ?Sized>(call: &C, nargs: c_int, a: *const i32) -> &'a [u32] {
     if !(0..=MAX_ARGS as c_int).contains(&nargs) {
         fatal(
@@ -120,6 +121,7 @@ fn inline_cat(cat: c_int, nargs: c_int, flags: u32) -> Option<Category> {
 }
 
 /// A Medium's payload as a slice (empty for a Short), or a fatal error for a NULL one.
+#[inline(always)]
 fn payload<'a, C: std::fmt::Display + ?Sized>(
     call: &C,
     cat: Category,

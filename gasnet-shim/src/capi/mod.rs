@@ -63,6 +63,8 @@ const ERR_BARRIER_MISMATCH: c_int = 10005;
 /// Prints `gasnet: <call>: <error>` and exits with status 1; after another rank's
 /// `gasnet_exit(code)`, exits with `code` quietly instead (finding that rank gone is the
 /// job ending, not an error of this rank).
+#[cold]
+#[inline(never)]
 pub(crate) fn fatal<C: std::fmt::Display + ?Sized>(call: &C, e: &dyn std::fmt::Display) -> ! {
     flush_c_stdio();
     if let Some(code) = exit_requested() {

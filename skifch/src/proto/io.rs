@@ -284,11 +284,12 @@ pub(super) fn send_msg<P: Port>(
     ch.send_whole(addr, if data.is_empty() { &iov[..1] } else { &iov })
 }
 
+/// A user send's handler id and argument count (inline: with a constant id, as every
+/// library passes, the id test folds away).
+#[inline(always)]
 pub(super) fn check_user(h: u8, args: &[u64]) -> Result<()> {
     if h >= FIRST_RESERVED {
-        return Err(Error::InvalidArgument(
-            format!("proto: handler id {h} is reserved").into(),
-        ));
+        return Err(reserved(h));
     }
     if args.len() > 3 {
         return Err(too_many_args());
@@ -296,6 +297,12 @@ pub(super) fn check_user(h: u8, args: &[u64]) -> Result<()> {
     Ok(())
 }
 
+#[cold]
+fn reserved(h: u8) -> Error {
+    Error::InvalidArgument(format!("proto: handler id {h} is reserved").into())
+}
+
+#[cold]
 pub(super) fn too_many_args() -> Error {
     Error::InvalidArgument("proto: at most 3 extra u64 arguments".into())
 }
