@@ -19,6 +19,7 @@ typedef gex_HSL_t gasnet_hsl_t;
 #define GASNET_HSL_INITIALIZER GEX_HSL_INITIALIZER
 
 extern int gasnet_init(int *argc, char ***argv);
+#define gasnet_init(argc, argv) (gasnetc_thread_model(GASNETC_SEQ_CLIENT), (gasnet_init)(argc, argv))
 extern int gasnet_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize,
                          uintptr_t minheapoffset);
 extern gex_Rank_t gasnet_mynode(void);

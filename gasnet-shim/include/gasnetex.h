@@ -174,6 +174,16 @@ typedef struct { void *addr; size_t len; } gasnet_memvec_t;
 /* ---- core calls ------------------------------------------------------------------- */
 extern int gex_Client_Init(gex_Client_t *client_p, gex_EP_t *ep_p, gex_TM_t *tm_p,
                            const char *clientName, int *argc, char ***argv, gex_Flags_t flags);
+/* The client's thread model goes to the library with its initialisation: a GASNET_SEQ
+ * client's calls take no lock inside the library (one thread calls GASNet, as in
+ * GASNet-EX's SEQ builds). The macros call the functions of the same name. */
+extern void gasnetc_thread_model(int seq);
+#ifdef GASNET_SEQ
+#define GASNETC_SEQ_CLIENT 1
+#else
+#define GASNETC_SEQ_CLIENT 0
+#endif
+#define gex_Client_Init(...) (gasnetc_thread_model(GASNETC_SEQ_CLIENT), (gex_Client_Init)(__VA_ARGS__))
 extern int gex_Segment_Attach(gex_Segment_t *segment_p, gex_TM_t tm, uintptr_t length);
 extern void *gex_Segment_QueryAddr(gex_Segment_t seg);
 extern uintptr_t gex_Segment_QuerySize(gex_Segment_t seg);

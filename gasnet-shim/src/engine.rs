@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use skifch::coll::ProtoGroup;
@@ -13,6 +13,7 @@ use skifch::wait::Backoff;
 use skifch::{Driver, Job, Port, Waiter};
 
 use crate::am::{self, Category, Ctx, Entry, EntryRec, HandlerFn, Limits, Msg, Segs};
+use crate::eplock::{Entered, EpGuard, EpLock, SingleThread};
 use crate::{Error, Result};
 
 /// The port of this library's endpoint (the port table: [`skifch::ports`]).
@@ -101,7 +102,7 @@ pub struct Gasnet<P: Port> {
     n: u32,
     path: Path,
     rma: Option<Arc<dyn Rma>>,
-    ep: Arc<Mutex<Endpoint<P, Ctx>>>,
+    ep: EpLock<Endpoint<P, Ctx>>,
     progress: Mutex<Option<ProgressThread>>,
     lost: P::Waiter,
     /// Every rank's segment, set once by `attach` (read without a lock on every call).
@@ -139,6 +140,27 @@ impl<P: Port + Send + 'static> Gasnet<P> {
     /// Joins rank `job.rank()` of `job.size()` (collective: every rank calls it; returns
     /// after a barrier). Opens port 4 as a [`skifch::proto`] endpoint.
     pub fn new<D: Driver<Port = P>>(job: &Job<D>, opts: Options) -> Result<Arc<Self>> {
+        Self::build(job, opts, None)
+    }
+
+    /// [`Gasnet::new`] for a client built `GASNET_SEQ` (the C ABI), on its promise that
+    /// one thread calls: without a progress thread the endpoint then takes no lock
+    /// ([`crate::eplock`]).
+    pub(crate) fn new_seq<D: Driver<Port = P>>(
+        job: &Job<D>,
+        opts: Options,
+        one: SingleThread,
+    ) -> Result<Arc<Self>> {
+        let seq = (!opts.progress_thread).then_some(one);
+        Self::build(job, opts, seq)
+    }
+
+    /// `seq`: the lock-free form, on that promise.
+    fn build<D: Driver<Port = P>>(
+        job: &Job<D>,
+        opts: Options,
+        seq: Option<SingleThread>,
+    ) -> Result<Arc<Self>> {
         let (me, n) = (job.rank(), job.size());
         let ctx = Ctx {
             table: (0..256).map(|_| None).collect(),
@@ -172,7 +194,10 @@ impl<P: Port + Send + 'static> Gasnet<P> {
             n,
             path: if direct { Path::Direct } else { Path::Messages },
             rma: if direct { rma } else { None },
-            ep: Arc::new(Mutex::new(ep)),
+            ep: match seq {
+                Some(one) => EpLock::seq(ep, one),
+                None => EpLock::shared(ep),
+            },
             progress: Mutex::new(None),
             lost,
             segs: std::sync::OnceLock::new(),
@@ -190,7 +215,9 @@ impl<P: Port + Send + 'static> Gasnet<P> {
     pub fn start_progress(&self) -> Result<()> {
         let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
         if self.want_progress && p.is_none() {
-            *p = Some(ProgressThread::start_default(self.ep.clone())?);
+            if let Some(m) = self.ep.mutex() {
+                *p = Some(ProgressThread::start_default(m.clone())?);
+            }
         }
         Ok(())
     }
@@ -216,7 +243,7 @@ impl<P: Port> Gasnet<P> {
 
     /// The endpoint, locked; [`Error::InHandler`] from inside a handler (the handler's
     /// thread already holds it).
-    pub(crate) fn ep(&self) -> Result<MutexGuard<'_, Endpoint<P, Ctx>>> {
+    pub(crate) fn ep(&self) -> Result<EpGuard<'_, Endpoint<P, Ctx>>> {
         self.ep_or_handler()?.ok_or(Error::InHandler)
     }
 
@@ -224,18 +251,12 @@ impl<P: Port> Gasnet<P> {
     /// lock means this thread runs no handler (a handler's thread holds it); a busy one is
     /// this thread's own when the handler running is this thread's (`Ctx::running`).
     #[inline]
-    fn ep_or_handler(&self) -> Result<Option<MutexGuard<'_, Endpoint<P, Ctx>>>> {
-        match self.ep.try_lock() {
-            Ok(g) => Ok(Some(g)),
-            Err(std::sync::TryLockError::Poisoned(p)) => Ok(Some(p.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock)
-                if self.running.load(Ordering::Relaxed) == am::this_thread() =>
-            {
-                Ok(None)
-            }
-            Err(std::sync::TryLockError::WouldBlock) => {
-                Ok(Some(self.ep.lock().unwrap_or_else(|p| p.into_inner())))
-            }
+    fn ep_or_handler(&self) -> Result<Option<EpGuard<'_, Endpoint<P, Ctx>>>> {
+        match self.ep.try_enter() {
+            Entered::Held(g) => Ok(Some(g)),
+            Entered::Nested => Ok(None),
+            Entered::Busy if self.running.load(Ordering::Relaxed) == am::this_thread() => Ok(None),
+            Entered::Busy => Ok(self.ep.lock()),
         }
     }
 
@@ -465,7 +486,7 @@ impl<P: Port> Gasnet<P> {
     /// error first, then an unregistered index (handler tables are the same on every rank,
     /// SPMD: an index unknown here is a client error, reported before anything is sent).
     #[inline(always)]
-    fn ep_to(&self, index: u8) -> Result<MutexGuard<'_, Endpoint<P, Ctx>>> {
+    fn ep_to(&self, index: u8) -> Result<EpGuard<'_, Endpoint<P, Ctx>>> {
         let mut ep = self.ep()?;
         self.check_failed(&mut ep)?;
         if ep.ctx().table[index as usize].is_none() {

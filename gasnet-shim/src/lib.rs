@@ -32,6 +32,7 @@ pub mod am;
 mod capi;
 pub mod coll;
 pub mod engine;
+mod eplock;
 pub mod event;
 pub mod np;
 pub mod ratomic;

@@ -14,18 +14,17 @@
 //! GASNet-EX).
 #![allow(unsafe_code)] // the prepared room is the target's memory, reached by raw pointer
 
-use std::sync::MutexGuard;
-
 use skifch::proto::{Endpoint, Prepared};
 use skifch::Port;
 
 use crate::am::{Category, Ctx, Segs, Token, MAX_ARGS};
 use crate::engine::Gasnet;
+use crate::eplock::EpGuard;
 use crate::{Error, Result};
 
 /// A Medium request being written in place in its target's memory.
 pub struct PreparedAm<P: Port + 'static> {
-    ep: MutexGuard<'static, Endpoint<P, Ctx>>,
+    ep: EpGuard<'static, Endpoint<P, Ctx>>,
     prep: Prepared,
     nargs: usize,
     /// Bytes of the argument prefix in front of the client's payload (0 up to 6 arguments).

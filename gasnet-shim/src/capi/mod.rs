@@ -13,7 +13,7 @@
 #![allow(clippy::missing_safety_doc)] // documented in the headers and GASNet's specification
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 
 use skifch_drivers::{DefaultJob, DefaultPort};
@@ -21,6 +21,7 @@ use skifch_drivers::{DefaultJob, DefaultPort};
 use crate::am::{EntryRec, HandlerFn};
 use crate::coll::Team;
 use crate::engine::{Gasnet, Options};
+use crate::eplock::SingleThread;
 use crate::Error;
 
 mod am;
@@ -41,6 +42,9 @@ struct State {
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
 static INIT_LOCK: Mutex<()> = Mutex::new(());
+/// The client was built `GASNET_SEQ` (`gasnetc_thread_model`, called by the headers'
+/// `gex_Client_Init` / `gasnet_init` macros before the call).
+static SEQ_CLIENT: AtomicBool = AtomicBool::new(false);
 
 /// The opaque handles of the primordial client, endpoint, team and segment: addresses of
 /// these (never dereferenced by C).
@@ -133,13 +137,17 @@ fn do_init(call: &str) {
     let off = std::env::var("GASNET_SHIM_RMA").is_ok_and(|v| v == "off" || v == "0");
     let rma = if off { None } else { job.rma() };
     let progress_thread = env_on("GASNET_SHIM_PROGRESS_THREAD");
-    let gn = G::new(
-        &job,
-        Options {
-            rma,
-            progress_thread,
-        },
-    )
+    let opts = Options {
+        rma,
+        progress_thread,
+    };
+    let gn = if SEQ_CLIENT.load(Ordering::Acquire) {
+        // SAFETY: the client declared GASNET_SEQ (`gasnetc_thread_model`, whose contract
+        // is that one thread at a time calls GASNet).
+        G::new_seq(&job, opts, unsafe { SingleThread::promise() })
+    } else {
+        G::new(&job, opts)
+    }
     .unwrap_or_else(|e| match job.driver().exit_request() {
         // SAFETY: a rank that finished first called gasnet_exit: end with its code.
         Some(code) => unsafe { libc::_exit(code) },
@@ -149,6 +157,18 @@ fn do_init(call: &str) {
     let world = Team::world(gn.me(), gn.size());
     let st = Box::new(State { g: gn, job, world });
     STATE.store(Box::into_raw(st), Ordering::Release);
+}
+
+/// The client's thread model, from the headers before `gex_Client_Init` / `gasnet_init`:
+/// `seq` non-zero for a client built `GASNET_SEQ`, whose calls then take no lock
+/// (`crate::eplock`). Effective for the first initialisation only.
+///
+/// # Safety
+/// With `seq` non-zero the caller promises what GASNET_SEQ means (GASNet-EX spec 0.13):
+/// one thread at a time makes GASNet calls in this process.
+#[no_mangle]
+pub unsafe extern "C" fn gasnetc_thread_model(seq: c_int) {
+    SEQ_CLIENT.store(seq != 0, Ordering::Release);
 }
 
 #[no_mangle]
