@@ -203,6 +203,9 @@ pub struct Ctx {
     /// The thread running a handler now ([`this_thread`]), 0 for none: a call of that
     /// thread finding the endpoint locked is a call from inside the handler.
     pub(crate) running: Arc<AtomicUsize>,
+    /// The endpoint has no lock (`crate::eplock`'s SEQ form, whose busy flag tells a
+    /// handler's calls): `running` is not kept.
+    pub(crate) seq: bool,
     /// Per-feature state of the extended API.
     pub(crate) ext: crate::engine::ExtState,
 }
@@ -655,7 +658,10 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
         segs: ctx.segs.as_deref(),
         lim,
     };
-    ctx.running.store(this_thread(), Ordering::Relaxed);
+    let track = !ctx.seq;
+    if track {
+        ctx.running.store(this_thread(), Ordering::Relaxed);
+    }
     match entry.f {
         HandlerFn::Rust(f) => {
             let d = match cat {
@@ -671,6 +677,8 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
             }
         }
     }
-    ctx.running.store(0, Ordering::Relaxed);
+    if track {
+        ctx.running.store(0, Ordering::Relaxed);
+    }
     Ok(())
 }

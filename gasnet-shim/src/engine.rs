@@ -165,6 +165,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
         let ctx = Ctx {
             table: (0..256).map(|_| None).collect(),
             rank: me,
+            seq: seq.is_some(),
             ..Ctx::default()
         };
         let running = ctx.running.clone();

@@ -71,6 +71,7 @@ impl<'a> Am<'a> {
         self.head.arg
     }
     /// The extra arguments (0 to 3).
+    #[inline]
     pub fn args(&self) -> &[u64] {
         &self.head.args[..self.head.nargs()]
     }
