@@ -524,7 +524,7 @@ impl<P: Port> Gasnet<P> {
         let Some(mut ep) = self.ep_or_handler()? else {
             return Ok(0);
         };
-        let r = ep.poll();
+        let r = ep.poll_ready();
         self.check_failed(&mut ep)?;
         match r {
             Ok(n) => Ok(n),

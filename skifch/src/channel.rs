@@ -227,6 +227,14 @@ impl<P: Port> Channel<P> {
         }
     }
 
+    /// Whether a message is ready now (nothing is consumed): [`Port::ready`], a few loads
+    /// where a receive that finds nothing walks the whole receive path. `Err(PeerLost)`
+    /// when none is waiting and a rank of the job is lost.
+    #[inline]
+    pub fn ready(&self) -> Result<bool> {
+        self.port().ready()
+    }
+
     /// Waits until a message is ready (not consumed) — `SkifCh_Wait`. `None` waits forever.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
         self.wait_deadline(timeout.map(|t| Instant::now() + t))

@@ -41,6 +41,18 @@ impl<P: Port, C> Endpoint<P, C> {
         Ok(n)
     }
 
+    /// [`Endpoint::poll`] that asks the driver first whether anything arrived
+    /// ([`Channel::ready`]): with nothing queued, nothing to report and nothing ready, the
+    /// poll ends there (GASNet's `gasnet_AMPoll`: an empty poll 196 -> ~100 instructions),
+    /// at a few instructions more for a poll that finds messages.
+    #[inline]
+    pub fn poll_ready(&mut self) -> Result<usize> {
+        if self.io.queued == 0 && self.io.deferred.is_empty() && !self.ch.ready()? {
+            return Ok(0);
+        }
+        self.poll()
+    }
+
     /// The oldest handler or protocol error not yet reported, if any.
     pub fn take_error(&mut self) -> Option<Error> {
         self.io.deferred.pop_front()
