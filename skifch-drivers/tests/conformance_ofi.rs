@@ -251,9 +251,11 @@ fn ofi_passes_the_suite_with_4_processes_under_mpiexec_hydra() {
     }
 }
 
-/// A batched message leaves without its sender calling the driver again: rank 0 sends one
-/// message, then waits on a plain flag (no port call, no waiter) until rank 1 has it — the heartbeat thread's tick must flush the batch. Then a burst of small
-/// messages (many batches) must arrive complete and in order.
+/// A batched message leaves without its sender calling the driver again: rank 0 sends two
+/// messages — the first, lone, leaves at once; the second is batched behind it — then waits
+/// on a plain flag (no port call, no waiter) until rank 1 has both: the heartbeat thread's
+/// tick must flush the batch. Then a burst of small messages (many batches) must arrive
+/// complete and in order.
 #[test]
 fn ofi_delivers_a_batched_message_while_its_sender_makes_no_call() {
     use std::io::IoSlice;
@@ -267,6 +269,7 @@ fn ofi_delivers_a_batched_message_while_its_sender_makes_no_call() {
         let peer = skifch::NetAddr::new((1 - me) as u16, 0);
         if me == 0 {
             ch.send_all(peer, &[IoSlice::new(b"alone")])?;
+            ch.send_all(peer, &[IoSlice::new(b"behind")])?;
             let t0 = Instant::now();
             while !got.load(Ordering::Acquire) {
                 if t0.elapsed() > Duration::from_secs(90) {
@@ -277,6 +280,9 @@ fn ofi_delivers_a_batched_message_while_its_sender_makes_no_call() {
         } else {
             let m = ch.recv_timeout(Duration::from_secs(60))?;
             assert_eq!(m.to_vec(), b"alone");
+            drop(m);
+            let m = ch.recv_timeout(Duration::from_secs(60))?;
+            assert_eq!(m.to_vec(), b"behind");
             got.store(true, Ordering::Release);
         }
         for i in 0..20_000u32 {

@@ -56,6 +56,11 @@ impl PortState {
     /// the batch first when the message does not fit and opening one where none is open.
     pub(super) fn append(&mut self, sid: usize, iov: &[IoSlice<'_>], len: usize) -> Result<usize> {
         let need = rec_len(len);
+        // A lone message leaves at once: the pair has no batch open and the receiver has
+        // freed every batch sent to it (nothing in flight: a ping-pong, the first message
+        // of a burst). Messages behind one in flight are batched (Nagle's rule, with the
+        // receiver's credit return as the acknowledgement).
+        let lone = self.pairs[sid].sent == self.pairs[sid].acked;
         let k = match self.open.iter().position(|o| o.sid == sid as u32) {
             Some(k) if self.open[k].len as usize + need <= self.ep.slot => k,
             Some(k) => {
@@ -83,9 +88,10 @@ impl PortState {
                 }
             }
         }
+        let alone = o.len == HDR as u32;
         o.len += need as u32;
         self.sends += 1;
-        if !self.batch {
+        if !self.batch || (lone && alone) {
             // Sent now, or (refused) with the next flush: the message is taken either way.
             let _ = self.flush(k);
         }
