@@ -13,20 +13,49 @@ fn cfg() -> Config {
     }
 }
 
-/// What a sending port can have in flight to one receiving port: 16 credits of one 8 KiB
-/// batch each (the driver's defaults).
+/// What a sending port can have in flight to one receiving port over `tcp;ofi_rxm`: 16
+/// credits of one 8 KiB batch each (the driver's defaults there).
 const PAIR_MEMORY: usize = 16 * 8192;
 
 #[test]
 fn ofi_passes_the_suite_with_3_thread_ranks() {
     threads::run(3, &cfg(), |job| {
         assert_eq!(job.driver().name(), "ofi");
+        assert_eq!(job.driver().pair_memory(), PAIR_MEMORY);
         conformance::run_all(
             &job,
             &Suite {
                 messages: 1000,
                 max_payload: 3000,
                 pair_memory: PAIR_MEMORY,
+            },
+        )
+    })
+    .expect("every rank passes");
+}
+
+/// The provider the driver prefers over the sockets ones (`net`: native reliable
+/// datagrams, 4 credits of 128 KiB), with messages up to 300 KB (partial sends of up to
+/// 128 KiB each).
+#[test]
+fn ofi_passes_the_suite_over_net_with_3_thread_ranks() {
+    let cfg = Config {
+        provider: None,
+        ..cfg()
+    };
+    threads::run(3, &cfg, |job| {
+        let d = job.driver();
+        if d.provider() != "net" {
+            eprintln!("skipped: libfabric offers no `net` provider here ({})", d.provider());
+            return Ok(());
+        }
+        assert_eq!(d.pair_memory(), 4 * 131072);
+        conformance::run_all(
+            &job,
+            &Suite {
+                messages: 300,
+                max_payload: 300_000,
+                pair_memory: d.pair_memory(),
             },
         )
     })

@@ -15,7 +15,7 @@ use super::ffi::FI_EAGAIN;
 use super::live::broken;
 use super::port::PortState;
 use super::sys;
-use super::wire::{rec_len, Hdr, Kind, HDR};
+use super::wire::{rec_len, Hdr, Kind, HDR, REC};
 
 /// An open batch: `len` bytes (header included) in send buffer `slot` for pair `sid`,
 /// opened in heartbeat tick `tick`.
@@ -76,8 +76,11 @@ impl PortState {
         // the flush) and `at + need <= slot`; the iovec parts are the caller's slices.
         unsafe {
             let rec = buf.add(at);
-            std::ptr::write_bytes(rec, 0, need);
-            std::ptr::copy_nonoverlapping((len as u32).to_le_bytes().as_ptr(), rec, 4);
+            // The record header (length, 4 zero bytes) and the padding after the payload
+            // are zeroed; the payload is copied over (never zeroed first: large messages).
+            let word = (len as u64).to_le_bytes();
+            std::ptr::copy_nonoverlapping(word.as_ptr(), rec, REC);
+            std::ptr::write_bytes(rec.add(REC + len), 0, need - REC - len);
             let mut w = 8;
             for s in iov {
                 let n = s.len().min(8 + len - w);

@@ -164,6 +164,31 @@ impl Net {
                 p = (*p).next;
             }
         }
+        // Without a provider asked for, libfabric 1.17 ranks `tcp;ofi_rxm` before `net`,
+        // the fork of tcp with native reliable datagrams that became libfabric 1.18's
+        // `tcp`: no rxm layer (no copy through its buffers, no rendezvous size limit) and
+        // no wait-descriptor signal per completion. Over the sockets providers, `net` on
+        // the same domain is taken when offered; hardware providers rank first anyway.
+        // SAFETY: as above.
+        unsafe {
+            let sockets = ["tcp;ofi_rxm", "sockets", "udp;ofi_rxd", "net;ofi_rxm"];
+            if cfg.provider.is_none()
+                && !p.is_null()
+                && sockets.contains(&sys::cstr((*(*p).fabric_attr).prov_name).as_str())
+            {
+                let dom = sys::cstr((*(*p).domain_attr).name);
+                let mut q = list.0;
+                while !q.is_null() {
+                    if sys::cstr((*(*q).fabric_attr).prov_name) == "net"
+                        && sys::cstr((*(*q).domain_attr).name) == dom
+                    {
+                        p = q;
+                        break;
+                    }
+                    q = (*q).next;
+                }
+            }
+        }
         if p.is_null() {
             return Err(Error::Bootstrap(
                 format!(

@@ -86,11 +86,29 @@ use fabric::{Ep, Net};
 use live::{Heartbeat, Live};
 use port::{OfiPort, PortState, TX_SLOTS};
 
-/// The largest batch (`SKIFCH_OFI_SLOT`): rxm's eager size (`FI_OFI_RXM_BUFFER_SIZE`,
-/// default 16 KiB). Above it rxm sends by rendezvous, which needs memory registered for
-/// remote reads and completes out of send order: tried with 64 KiB slots, batches then
-/// arrived out of order and the stream stalled.
-pub const MAX_SLOT: usize = 16384;
+/// The largest batch (`SKIFCH_OFI_SLOT`).
+pub const MAX_SLOT: usize = 262144;
+
+/// The largest batch over a provider layered on `ofi_rxm`: rxm's eager size
+/// (`FI_OFI_RXM_BUFFER_SIZE`, default 16 KiB). Above it rxm sends by rendezvous, which
+/// needs memory registered for remote reads and completes out of send order: tried with
+/// 64 KiB slots, batches then arrived out of order and the stream stalled.
+pub const RXM_MAX_SLOT: usize = 16384;
+
+/// Slot and credits when not configured, by provider: over `ofi_rxm` or where buffers
+/// must be registered (pinned: `FI_MR_LOCAL`), 16 credits of 8 KiB; over a native
+/// reliable-datagram provider with plain memory (`net`, libfabric ≥ 1.18's `tcp`), 4
+/// credits of 128 KiB, so that a large message crosses in few fabric messages (one system
+/// call each way per 128 KiB: 1 MiB bandwidth ×2.5 over 8 KiB slots between two network
+/// namespaces). Receive buffers are plain memory there, touched only as far as messages
+/// fill them: small messages cost their pages, not the slot.
+pub fn default_sizing(rxm: bool, mr_local: bool) -> (usize, u32) {
+    if rxm || mr_local {
+        (8192, 16)
+    } else {
+        (131072, 4)
+    }
+}
 
 /// The driver's settings (see the [module docs](self) for the variables).
 #[derive(Clone, Debug)]
@@ -101,9 +119,10 @@ pub struct Config {
     pub domain: Option<String>,
     /// Ports per rank.
     pub ports: u32,
-    /// Messages a receiving port grants each sending port.
+    /// Messages a receiving port grants each sending port; 0: by provider
+    /// ([`default_sizing`]).
     pub credits: u32,
-    /// Bytes per receive buffer.
+    /// Bytes per receive buffer; 0: by provider ([`default_sizing`]).
     pub slot: usize,
     /// Silence after which a peer is lost.
     pub timeout: Duration,
@@ -120,8 +139,8 @@ impl Default for Config {
             provider: None,
             domain: None,
             ports: 5,
-            credits: 16,
-            slot: 8192,
+            credits: 0,
+            slot: 0,
             timeout: Duration::from_secs(5),
             connect: Duration::from_secs(30),
             batch: true,
@@ -183,6 +202,7 @@ pub struct OfiDriver {
     size: u32,
     ports: u32,
     max_message: usize,
+    pair_memory: usize,
     homes: Arc<Ports>,
     live: Arc<Live>,
     stop: Arc<AtomicBool>,
@@ -205,6 +225,10 @@ impl OfiDriver {
     /// The domain (interface) in use.
     pub fn domain(&self) -> &str {
         &self.net.domain_name
+    }
+    /// Bytes a sending port can have in flight to one receiving port (credits × slot).
+    pub fn pair_memory(&self) -> usize {
+        self.pair_memory
     }
 }
 
@@ -238,20 +262,42 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         || size > u16::MAX as u32
         || rank >= size
         || ports == 0
-        || cfg.slot < wire::HDR + wire::REC + 8
-        || cfg.slot > MAX_SLOT
+        || (cfg.slot != 0 && !(wire::HDR + wire::REC + 8..=MAX_SLOT).contains(&cfg.slot))
+        || cfg.credits == 1
     {
         return Err(Error::Bootstrap(
             format!(
-                "ofi: rank {rank} of {size} with {ports} ports, slot {} (32..={MAX_SLOT})",
-                cfg.slot
+                "ofi: rank {rank} of {size} with {ports} ports, slot {} (32..={MAX_SLOT}), {} credits (at least 2)",
+                cfg.slot, cfg.credits
             )
             .into(),
         ));
     }
     let senders = (size * ports) as usize;
-    let rx = senders * (cfg.credits as usize + 2);
-    let net = Arc::new(Net::open(cfg, (size * (ports + 1)) as usize, rx)?);
+    // The receive queue asked of the provider: enough for either default sizing.
+    let rx_hint = senders * (cfg.credits.max(16) as usize + 2);
+    let net = Arc::new(Net::open(cfg, (size * (ports + 1)) as usize, rx_hint)?);
+    let rxm = net.provider.contains("ofi_rxm");
+    let (slot0, credits0) = default_sizing(rxm, net.mr_local);
+    let (slot, credits) = (
+        if cfg.slot == 0 { slot0 } else { cfg.slot },
+        if cfg.credits == 0 { credits0 } else { cfg.credits },
+    );
+    if rxm && slot > RXM_MAX_SLOT {
+        return Err(Error::Bootstrap(
+            format!(
+                "ofi: SKIFCH_OFI_SLOT {slot} is above {RXM_MAX_SLOT}, the eager size of provider {} (rxm sends larger messages by rendezvous, out of order)",
+                net.provider
+            )
+            .into(),
+        ));
+    }
+    let cfg = &Config {
+        slot,
+        credits,
+        ..cfg.clone()
+    };
+    let rx = senders * (credits as usize + 2);
     let ctl = Ep::open(&net, 4 * size as usize + 16, 0, 64)?;
     let mut eps = Vec::new();
     for _ in 0..ports {
@@ -350,6 +396,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         size,
         ports,
         max_message: cfg.slot - wire::HDR - wire::REC,
+        pair_memory: cfg.slot * cfg.credits as usize,
         homes,
         live: live.clone(),
         stop,
