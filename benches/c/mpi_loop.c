@@ -5,7 +5,9 @@
  *
  * Usage: ./mpi_loop N MODE
  *   MODE self       MPI_Send + MPI_Recv of 8 bytes to itself (run it as a 1-rank job)
- *        rate       rank 0 MPI_Send x N, rank 1 MPI_Recv x N (8 bytes; 2 ranks)
+ *        rate       rank 0 MPI_Send x N, rank 1 MPI_Recv x N (8 bytes; 2 ranks; in a
+ *                   larger job, ranks 2.. only join the barriers: the node-local pair of
+ *                   a multi-node job)
  *        pingpong   8-byte ping-pong (2 ranks)
  *        barrier    MPI_Barrier x N
  *        allreduce  MPI_Allreduce of one double (MPI_SUM) x N
@@ -60,11 +62,13 @@ int main(int argc, char **argv)
     int m = -1;
     for (int i = 0; i < 9; i++)
         if (strcmp(mode, MODES[i]) == 0) m = i;
-    if (m < 0 || ((m == 1 || m == 2 || m == 6) && size != 2)) {
+    int pair = m == 1 || m == 2 || m == 6; /* ranks 0 and 1 only; others wait in the barriers */
+    if (m < 0 || (pair && size < 2)) {
         fprintf(stderr, "mpi_loop: mode %s unknown or needs 2 ranks\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    if (pair && rank >= 2) n = 0;
     for (long i = 0; i < n && rc == MPI_SUCCESS; i++) {
         switch (m) {
         case 0:

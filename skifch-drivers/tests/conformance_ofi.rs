@@ -46,7 +46,10 @@ fn ofi_passes_the_suite_over_net_with_3_thread_ranks() {
     threads::run(3, &cfg, |job| {
         let d = job.driver();
         if d.provider() != "net" {
-            eprintln!("skipped: libfabric offers no `net` provider here ({})", d.provider());
+            eprintln!(
+                "skipped: libfabric offers no `net` provider here ({})",
+                d.provider()
+            );
             return Ok(());
         }
         assert_eq!(d.pair_memory(), 4 * 131072);

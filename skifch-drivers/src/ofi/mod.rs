@@ -281,7 +281,11 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
     let (slot0, credits0) = default_sizing(rxm, net.mr_local);
     let (slot, credits) = (
         if cfg.slot == 0 { slot0 } else { cfg.slot },
-        if cfg.credits == 0 { credits0 } else { cfg.credits },
+        if cfg.credits == 0 {
+            credits0
+        } else {
+            cfg.credits
+        },
     );
     if rxm && slot > RXM_MAX_SLOT {
         return Err(Error::Bootstrap(
