@@ -1,16 +1,20 @@
 #!/bin/bash
 # ofi-rates.sh: 8 B message rate, 8 B latency and 1 MiB bandwidth between two "nodes" —
 # network namespaces joined by veth pairs to a bridge, the layout of
-# skifch_testing::NetNodes — for raw SkifCh channels (the ofi driver, `tcp;ofi_rxm` on the
-# nodes' eth0), mpi-lite over the same driver, Open MPI (`--mca pml ob1 --mca btl tcp,self`)
-# and MPICH (Debian's is `ch4:ucx`: `UCX_TLS=tcp,self`), in one run: ROUNDS rounds, each
-# running every implementation once, so that the ratios compare runs made minutes apart.
+# skifch_testing::NetNodes — for raw SkifCh channels (the ofi driver on the nodes' eth0,
+# with the provider it picks by itself: `net` on Debian's libfabric 1.17), mpi-lite over the
+# same driver, Open MPI (`--mca pml ob1 --mca btl tcp,self`, `--bind-to none`) and MPICH
+# (Debian's is `ch4:ucx`: `UCX_TLS=tcp,self`), in one run: ROUNDS rounds, each running
+# every implementation once, so that the ratios compare runs made minutes apart.
 #
 #   cargo build --release -p skifrun -p skifmpi -p skifch-benches --bin msgrate
 #   sudo scripts/ofi-rates.sh [OUTDIR]       # needs root (ip netns), mpiexec.hydra,
 #                                            # mpicc.mpich, mpicc.openmpi, mpirun.openmpi
 # Environment: ROUNDS (default 3), CARGO_TARGET_DIR (where the release build is),
-# LO=1 (instead of namespaces: both ranks in one namespace over its loopback interface).
+# LO=1 (instead of namespaces: both ranks in one namespace over its loopback interface),
+# PROVIDER (the ofi driver's provider, e.g. 'tcp;ofi_rxm'; default: the driver's choice).
+# Open MPI runs with --bind-to none: each node's orted binds its one rank to core 0, so
+# the two ranks shared one CPU and took turns at the 4 ms scheduler tick (4 ms latency).
 # Output: OUTDIR/all.csv (impl,test,size,value,unit,round), the load average before each
 # round in OUTDIR/load.txt, and on stdout a table of the medians over the rounds with the
 # ratio to the best MPI (for latency: best MPI / ours, so above 1 is better too).
@@ -90,12 +94,13 @@ ompi() {
     ip netns exec "$sw" timeout 600 mpirun.openmpi --allow-run-as-root \
         --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh" \
         --mca oob_tcp_if_include 10.10.0.0/24 --mca plm_rsh_no_tree_spawn 1 \
-        --mca routed direct --mca pml ob1 --mca btl tcp,self \
+        --mca routed direct --bind-to none --mca pml ob1 --mca btl tcp,self \
         --mca btl_tcp_if_include "$ompi_if" -n 2 "$@"
 }
 # SkifCh: the ofi driver between the nodes (the hierarchy routes there: one rank a node;
 # with LO=1 SKIFCH_DRIVER=ofi forces it between the two ranks of one node).
-export SKIFCH_OFI_PROVIDER='tcp;ofi_rxm' SKIFCH_OFI_DOMAIN=$iface
+export SKIFCH_OFI_DOMAIN=$iface
+[ -n "${PROVIDER:-}" ] && export SKIFCH_OFI_PROVIDER=$PROVIDER
 [ "${LO:-0}" = 1 ] && export SKIFCH_DRIVER=ofi
 export UCX_TLS=tcp,self UCX_NET_DEVICES=$iface
 

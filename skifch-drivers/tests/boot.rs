@@ -148,7 +148,10 @@ fn skifrun_serves_pmi1() {
     cmd.args(["abort", "2"]);
     let out = run_job(cmd, LIMIT);
     assert_eq!(out.code(), Some(7), "{out:?}");
-    let mut cmd = skifrun_cmd(4, &[], &probe);
+    // A long grace period: the survivors, woken by the closed PMI connections, must get to
+    // print their error before skifrun's SIGKILL, also on a machine whose load keeps them
+    // off the CPUs for seconds (the default 3 s was missed once, at load 14).
+    let mut cmd = skifrun_cmd(4, &["--grace", "120"], &probe);
     cmd.args(["die", "1"]);
     let out = run_job(cmd, LIMIT);
     // The survivors' errors may reach skifrun before the death: any failure status.

@@ -29,15 +29,20 @@
 //! | `SKIFCH_OFI_PROVIDER` | provider name as `fi_info -l` prints it (`tcp;ofi_rxm`, `verbs;ofi_rxm`, `efa`, `cxi`) |
 //! | `FI_PROVIDER` | libfabric's own filter; used when `SKIFCH_OFI_PROVIDER` is unset |
 //! | `SKIFCH_OFI_DOMAIN` | the domain: for `tcp`, the network interface (`lo`, `eth0`, `ib0`); for `verbs`, the device (`mlx5_0`) |
-//! | `SKIFCH_OFI_CREDITS` | messages a receiving port grants each sending port (default 16, at least 2) |
-//! | `SKIFCH_OFI_SLOT` | bytes per receive buffer and batch (default 8192, at most [`MAX_SLOT`]; the largest message is 24 less) |
+//! | `SKIFCH_OFI_CREDITS` | batches a receiving port grants each sending port (at least 2; default by provider, [`default_sizing`]: 16, or 4 over `net`) |
+//! | `SKIFCH_OFI_SLOT` | bytes per receive buffer and batch (default by provider: 8192, or 131072 over `net`; at most [`MAX_SLOT`], over `ofi_rxm` [`RXM_MAX_SLOT`]; the largest message is 24 less) |
 //! | `SKIFCH_OFI_TIMEOUT_MS` | silence after which a peer is lost (default 5000) |
 //! | `SKIFCH_OFI_CONNECT_MS` | how long start-up waits to hear from every peer (default 30000) |
 //! | `SKIFCH_OFI_BATCH` | `1` (default): small messages to one peer port share a fabric message ([`port`]); `0`: one fabric message each |
 //! | `SKIFCH_PORTS` | ports per rank (default 5, as the other drivers: the libraries use 0..=4) |
 //!
 //! Without a choice, the driver takes the first provider libfabric ranks best for its
-//! needs, skipping `shm` (one node only): on this machine `tcp;ofi_rxm`, interface `eth0`.
+//! needs, skipping `shm` (one node only), except that over the sockets providers
+//! (`tcp;ofi_rxm`, `sockets`, `udp;ofi_rxd`) it takes `net` on the same interface where
+//! libfabric has it: the fork of `tcp` with native reliable datagrams that became
+//! libfabric 1.18's `tcp` (no `ofi_rxm` layer: no copy through its buffers, no rendezvous
+//! above 16 KiB, no wait-descriptor write and read per completion). On this machine:
+//! `net`, interface `eth0`.
 //!
 //! # Failure (driver obligation 6)
 //! A peer process that dies closes its connections: sends to it fail at once and the
@@ -54,11 +59,12 @@
 //!
 //! # Limits
 //! Receive memory per port is `size × ports × (credits + 2) × slot` (4 ranks × 5 ports:
-//! 2.9 MiB); large jobs lower `SKIFCH_OFI_CREDITS` or the slot size. The provider's
+//! 2.9 MiB over `ofi_rxm`; 15 MiB of address space over `net`, of which messages touch only
+//! the pages they fill); large jobs lower `SKIFCH_OFI_CREDITS` or the slot size. The provider's
 //! receive queue is asked for that many posted buffers (`rx_attr.size`). No RMA yet
 //! ([`Driver::rma`] is `None`: libraries take their message path). Small messages to one
 //! peer port share fabric messages ([`port`], "Batches"): a sender can have `credits ×
-//! slot` bytes in flight to each peer port (128 KiB by default; the conformance suite's
+//! slot` bytes in flight to each peer port (128 KiB over `ofi_rxm`, 512 KiB over `net`; the conformance suite's
 //! `pair_memory`), and the largest message is `slot − 24` bytes. A port whose owner closed it is not reported to senders
 //! (`Unreachable::Closed` comes only from a rank that finalized): their messages wait in
 //! its buffers, within the credits, for the next open.

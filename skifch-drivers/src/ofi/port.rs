@@ -4,8 +4,11 @@
 //! A fabric message costs a system call or more on each side over `tcp;ofi_rxm`, so small
 //! SkifCh messages to one peer port travel together: a send appends its message as a
 //! record to the pair's open batch, one send buffer ([`super::batch`]), and returns — the
-//! caller's buffers are free again, as the contract wants. The batch leaves as one fabric
-//! message when the next message does not fit, when a send would block, when the port is
+//! caller's buffers are free again, as the contract wants. A lone message — its pair has
+//! no batch open and the receiver has freed every batch sent to it, as in a ping-pong —
+//! leaves at once (Nagle's rule, the credit return standing for the acknowledgement): the
+//! batcher never delays a message when nothing is in flight. Otherwise the batch leaves as
+//! one fabric message when the next message does not fit, when a send would block, when the port is
 //! polled twice with no send in between (the sender waits for something), when any port
 //! of the rank polls empty twice, before a [`OfiWaiter`] sleeps, when the port closes, and
 //! otherwise after one or two ticks of the heartbeat thread (1 ms) — a message is never
