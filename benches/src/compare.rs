@@ -31,6 +31,9 @@ fn shmem_msg_imp(imp: &str) -> bool {
 fn armci_imp(imp: &str) -> bool {
     imp == Layer::Armci.imp()
 }
+fn gasnet_imp(imp: &str) -> bool {
+    imp == Layer::Gasnet.imp()
+}
 
 const MPI: &[&str] = &["openmpi", "openmpi-ucx", "mpich"];
 const OMPI: &[&str] = &["openmpi", "openmpi-ucx"];
@@ -220,6 +223,38 @@ const COMPARISONS: &[Cmp] = &[
         test: "gets_bw",
         peers: &["armci-shim"],
         peer_test: "copy2d_bw",
+    },
+    // issue 20: the 8-byte AM round trip / 2 (gasnet_bench's `latency`: a Medium request
+    // and reply, as ucp_am_lat's 8-byte AMs) at most 0.6x UCX's (gain >= 1.67) and 1.3x the
+    // raw channels' (gain >= 0.77); the 8-byte Medium rate at least 3x UCX's, windowed
+    // (the issue's test) and streamed (ucp_am_bw's: no window, one ack at the end)
+    Cmp {
+        label: "gasnet-shim vs UCX active messages",
+        ours: gasnet_imp,
+        test: "latency",
+        peers: &["ucx-am"],
+        peer_test: "latency",
+    },
+    Cmp {
+        label: "gasnet-shim vs raw channels",
+        ours: gasnet_imp,
+        test: "latency",
+        peers: &["skifch-shm"],
+        peer_test: "latency",
+    },
+    Cmp {
+        label: "gasnet-shim vs UCX active messages",
+        ours: gasnet_imp,
+        test: "msgrate",
+        peers: &["ucx-am"],
+        peer_test: "msgrate",
+    },
+    Cmp {
+        label: "gasnet-shim vs UCX active messages",
+        ours: gasnet_imp,
+        test: "msgrate_stream",
+        peers: &["ucx-am"],
+        peer_test: "msgrate",
     },
 ];
 

@@ -35,6 +35,9 @@ pub enum Layer {
     /// armci-shim (`libarmci`) running our `armci_bench.c` (the peers have no ARMCI
     /// program), beside the same program over Debian's ARMCI-MPI on Open MPI and MPICH.
     Armci,
+    /// gasnet-shim (`libgasnet`) running our `gasnet_bench.c` (AM latency and rates, RMA),
+    /// beside UCX's active messages (`run.sh` group `ucx`: ucp_am_lat / ucp_am_bw).
+    Gasnet,
 }
 
 /// A peer library that runs a layer's extra programs.
@@ -185,6 +188,7 @@ impl Layer {
             Layer::Shmem => "skifshmem",
             Layer::ShmemMsg => "skifshmem-msg",
             Layer::Armci => "armci-shim",
+            Layer::Gasnet => "gasnet-shim",
         }
     }
     /// Environment of its runs.
@@ -199,7 +203,7 @@ impl Layer {
         match self {
             Layer::MpiLite => Some("msgrate_mpi.c"),
             Layer::Shmem | Layer::ShmemMsg => Some("msgrate_shmem.c"),
-            Layer::Armci => None,
+            Layer::Armci | Layer::Gasnet => None,
         }
     }
     /// The compiler wrapper, relative to the workspace root.
@@ -208,6 +212,7 @@ impl Layer {
             Layer::MpiLite => "mpi-lite/bin/skif-mpicc",
             Layer::Shmem | Layer::ShmemMsg => "shmem/bin/skif-oshcc",
             Layer::Armci => "armci-shim/bin/skif-armcicc",
+            Layer::Gasnet => "gasnet-shim/bin/skif-gasnetcc",
         }
     }
     /// (environment variable naming the library directory, library file, package).
@@ -216,6 +221,7 @@ impl Layer {
             Layer::MpiLite => ("SKIFMPI_LIBDIR", "libskifmpi.so", "skifmpi"),
             Layer::Shmem | Layer::ShmemMsg => ("SKIFSHMEM_LIBDIR", "libskifshmem.so", "shmem"),
             Layer::Armci => ("ARMCI_SHIM_LIBDIR", "libarmci.so", "armci-shim"),
+            Layer::Gasnet => ("GASNET_SHIM_LIBDIR", "libgasnet.so", "gasnet-shim"),
         }
     }
     /// Our own programs (in `benches/c/`), for what the peers' program does not measure:
@@ -228,6 +234,7 @@ impl Layer {
             Layer::Shmem => &["shmem_lat.c"],
             Layer::ShmemMsg => &[],
             Layer::Armci => &["armci_bench.c"],
+            Layer::Gasnet => &["gasnet_bench.c"],
         }
     }
     /// The peer libraries that also run the extra programs.
@@ -241,6 +248,7 @@ impl Layer {
             ],
             Layer::Shmem | Layer::ShmemMsg => &[PEER_OSHMEM],
             Layer::Armci => &PEER_ARMCI,
+            Layer::Gasnet => &[],
         }
     }
     /// The peers' groups (`run.sh` names) this layer is compared with.
@@ -250,12 +258,13 @@ impl Layer {
             Layer::Shmem => &["oshmem"],
             Layer::ShmemMsg => &["rawring"],
             Layer::Armci => &[],
+            Layer::Gasnet => &["ucx"],
         }
     }
 }
 
 /// Parses `--with`: a comma- or space-separated list of `mpi-lite`, `shmem` (`skifshmem`),
-/// `shmem-msg`, `armci` (`armci-shim`).
+/// `shmem-msg`, `armci` (`armci-shim`), `gasnet` (`gasnet-shim`).
 ///
 /// ```
 /// use skifch_benches::layers::{parse_layers, Layer};
@@ -270,9 +279,10 @@ pub fn parse_layers(s: &str) -> Result<Vec<Layer>> {
             "shmem" | "skifshmem" => Layer::Shmem,
             "shmem-msg" | "skifshmem-msg" => Layer::ShmemMsg,
             "armci" | "armci-shim" => Layer::Armci,
+            "gasnet" | "gasnet-shim" => Layer::Gasnet,
             _ => {
                 return Err(BenchError::Setup(format!(
-                    "--with: unknown layer {t:?} (known: mpi-lite, shmem, shmem-msg, armci)"
+                    "--with: unknown layer {t:?} (known: mpi-lite, shmem, shmem-msg, armci, gasnet)"
                 )))
             }
         };
@@ -982,6 +992,8 @@ mod tests {
         );
         assert_eq!(Layer::ShmemMsg.env(), &[("SKIFSHMEM_RMA", "off")]);
         assert_eq!(parse_layers("armci").unwrap(), vec![Layer::Armci]);
+        assert_eq!(parse_layers("gasnet").unwrap(), vec![Layer::Gasnet]);
+        assert_eq!(Layer::Gasnet.peer_groups(), &["ucx"]);
         // ARMCI runs no peers' program, and ARMCI-MPI on both MPIs
         assert_eq!(Layer::Armci.source(), None);
         let p: Vec<_> = Layer::Armci.extra_peers().iter().map(|p| p.group).collect();

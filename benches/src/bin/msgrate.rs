@@ -84,9 +84,10 @@ struct Args {
     verbose: bool,
     /// Combined run: also measure these libraries on SkifCh with the peers' C programs
     /// (mpi-lite: msgrate_mpi.c via skif-mpicc; shmem: msgrate_shmem.c via skif-oshcc;
-    /// shmem-msg: the same over skifshmem's message path, SKIFSHMEM_RMA=off), as 2-rank
-    /// skifrun jobs, beside the raw channels; one CSV, table and plot.
-    #[arg(long, value_name = "mpi-lite,shmem,shmem-msg", conflicts_with_all = ["local", "fpga_model"])]
+    /// shmem-msg: the same over skifshmem's message path, SKIFSHMEM_RMA=off; armci,
+    /// gasnet: our armci_bench.c / gasnet_bench.c), as 2-rank skifrun jobs, beside the raw
+    /// channels; one CSV, table and plot.
+    #[arg(long, value_name = "mpi-lite,shmem,shmem-msg,armci,gasnet", conflicts_with_all = ["local", "fpga_model"])]
     with: Option<String>,
     /// Combined run: also run ../shared/peers/run.sh for these groups (comma/space list of
     /// rawring openmpi openmpi-ucx mpich oshmem ucx; without a list all but ucx), each
