@@ -125,6 +125,9 @@ pub struct Mpi<P: Port> {
     selfc: Arc<CommData>,
     start: Instant,
     bsend_cap: AtomicUsize,
+    /// Whether this rank's one-sided operations left plain stores no full barrier has
+    /// followed yet (shared by its windows; `win` module `direct`, "the flush's barrier").
+    pub(crate) rma_stores: Arc<std::sync::atomic::AtomicU8>,
 }
 
 /// Bytes of attached buffer each `MPI_Bsend` needs beyond its data (`MPI_BSEND_OVERHEAD`).
@@ -152,6 +155,7 @@ impl<P: Port> Mpi<P> {
             selfc: Arc::new(CommData::new(2, Group::from_ranks(vec![me]), 0, None)),
             start: Instant::now(),
             bsend_cap: AtomicUsize::new(0),
+            rma_stores: Arc::new(crate::win::stores_init(multiple)),
         })
     }
 

@@ -4,12 +4,19 @@
 //! current while the table's [`Generation`] has not moved since it was looked up; the
 //! reference it holds keeps the object alive even against an (erroneous) free by another
 //! thread meanwhile.
+//!
+//! Under `MPI_THREAD_SINGLE` and `FUNNELED` the library is bound to one thread
+//! ([`crate::state::bound_thread`]): that thread's slot is then a static ([`Bound`]), reached
+//! without the `__tls_get_addr` call a thread-local costs in a shared library, and any other
+//! thread gets no object at all (its call takes the general path, which refuses it).
 
-use std::cell::RefCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::LocalKey;
+
+use mpi_lite::engine::lock::this_thread;
 
 /// A handle table's generation: bumped whenever a handle is added or removed (a number may
 /// then name another object).
@@ -35,26 +42,69 @@ pub const fn empty<T>() -> Last<T> {
     RefCell::new((0, u64::MAX, None))
 }
 
+/// The slot of a table for the thread the library is bound to (a static beside the
+/// table's thread-local [`Last`]).
+pub struct Bound<T>(UnsafeCell<Last<T>>);
+
+// SAFETY: only the thread the library is bound to reaches the slot ([`bound_slot`]), and
+// that binding, once made, never changes: the slot is that one thread's, as a thread-local
+// would be. The objects in it are shared (`Arc`), hence `Send + Sync`.
+#[allow(unsafe_code)]
+unsafe impl<T: Send + Sync> Sync for Bound<T> {}
+
+impl<T> Bound<T> {
+    pub const fn new() -> Self {
+        Bound(UnsafeCell::new(empty()))
+    }
+}
+
+/// The calling thread's slot when the library is bound to a thread: `Some(bound's)` on
+/// that thread, `None` on any other; `Err(())` when it is not bound (the thread-local).
+#[inline(always)]
+fn bound_slot<T>(bound: &'static Bound<T>) -> Result<Option<&'static Last<T>>, ()> {
+    match crate::state::bound_thread() {
+        0 => Err(()),
+        // SAFETY: this is the thread the library is bound to, the only one that ever
+        // reaches the slot (see `Sync` above); it is used through its `RefCell` only.
+        #[allow(unsafe_code)]
+        t if t == this_thread() => Ok(Some(unsafe { &*bound.0.get() })),
+        _ => Ok(None),
+    }
+}
+
 /// `f` on the object of handle `h`: this thread's cached one while `gen` has not moved,
-/// else `lookup`'s (then kept), compared and used in place with one access to the
-/// thread-local slot (in a shared library each costs a `__tls_get_addr` call). `None` when
-/// `lookup` finds nothing or the slot is in use (a nested call): the caller's general path.
+/// else `lookup`'s (then kept), compared and used in place with one access to the slot —
+/// the static `bound` on the thread the library is bound to, else the thread-local `last`
+/// (in a shared library each access to it costs a `__tls_get_addr` call). `None` when
+/// `lookup` finds nothing, the slot is in use (a nested call) or the library is bound to
+/// another thread: the caller's general path (which refuses the last).
 #[inline(always)]
 pub fn with<T: 'static, R>(
     last: &'static LocalKey<Last<T>>,
+    bound: &'static Bound<T>,
     gen: &Generation,
     h: c_int,
     lookup: impl FnOnce() -> Option<Arc<T>>,
     f: impl FnOnce(&T) -> R,
 ) -> Option<R> {
     let g = gen.0.load(Ordering::Acquire);
-    last.with(|c| {
-        let mut c = c.try_borrow_mut().ok()?;
-        if c.0 != h || c.1 != g {
-            *c = (h, g, Some(lookup()?));
+    let slot = match bound_slot(bound) {
+        Ok(slot) => slot?,
+        Err(()) => {
+            let p: *const Last<T> = last.try_with(|c| c as *const Last<T>).ok()?;
+            // SAFETY: this thread's own slot, alive for as long as the thread (so
+            // throughout this call, which the reference does not outlive).
+            #[allow(unsafe_code)]
+            unsafe {
+                &*p
+            }
         }
-        c.2.as_deref().map(f)
-    })
+    };
+    let mut c = slot.try_borrow_mut().ok()?;
+    if c.0 != h || c.1 != g {
+        *c = (h, g, Some(lookup()?));
+    }
+    c.2.as_deref().map(f)
 }
 
 /// As [`with`] for a caller that must hold the object across code of its own: taken out
@@ -90,7 +140,11 @@ pub fn keep<T: 'static>(last: &'static LocalKey<Last<T>>, e: Entry<T>) {
 }
 
 /// Drops this thread's cached object (its owner wants it released now).
-pub fn forget<T: 'static>(last: &'static LocalKey<Last<T>>) {
-    let old = last.try_with(|s| s.try_borrow_mut().ok().and_then(|mut c| c.2.take()));
+pub fn forget<T: 'static>(last: &'static LocalKey<Last<T>>, bound: &'static Bound<T>) {
+    let take = |s: &Last<T>| s.try_borrow_mut().ok().and_then(|mut c| c.2.take());
+    let old = match bound_slot(bound) {
+        Ok(slot) => slot.and_then(take),
+        Err(()) => last.try_with(take).ok().flatten(),
+    };
     drop(old);
 }

@@ -121,6 +121,14 @@ static MULTIPLE: AtomicBool = AtomicBool::new(false);
 /// and from the start of `MPI_Finalize`.
 static LIVE: AtomicPtr<CState> = AtomicPtr::new(std::ptr::null_mut());
 
+/// The thread the library is bound to under `MPI_THREAD_SINGLE` and `FUNNELED`
+/// ([`mpi_lite::engine::lock::this_thread`]'s value there; set by `MPI_Init`, never
+/// changed after), 0 at the other levels and before `MPI_Init`. One load.
+#[inline(always)]
+pub fn bound_thread() -> usize {
+    STATE.bound_to()
+}
+
 /// Bumped whenever a communicator handle is freed (its number may then name another).
 static COMM_GEN: Generation = Generation::new();
 

@@ -544,6 +544,18 @@ fn threads_take_turns_and_an_overlapping_call_fails_instead_of_deadlocking() {
     assert!(o.stderr.contains("MPI_Send: "), "{ctx}");
     assert!(o.stderr.contains("MPI_THREAD_FUNNELED"), "{ctx}");
     assert!(!o.stdout.contains("funneled ok"), "{ctx}");
+    // The one-sided short cut (a put inside the main thread's lock epoch) is refused alike.
+    let mut cmd = testing::skifrun_cmd(1, &[], &exe);
+    cmd.args(["funneled", "fatal", "put"]);
+    let o = testing::run_job(cmd, JOB_TIMEOUT);
+    let ctx = format!(
+        "funneled fatal put: {}\nstdout:\n{}\nstderr:\n{}",
+        o.status, o.stdout, o.stderr
+    );
+    assert_eq!(o.status.code(), Some(15), "{ctx}");
+    assert!(o.stderr.contains("MPI_Put: "), "{ctx}");
+    assert!(o.stderr.contains("MPI_THREAD_FUNNELED"), "{ctx}");
+    assert!(!o.stdout.contains("funneled ok"), "{ctx}");
 }
 
 #[test]

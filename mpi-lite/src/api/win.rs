@@ -226,7 +226,7 @@ impl<'m, P: Port, T: Equivalence> Window<'m, P, T> {
     /// # One-sided Operation
     /// Only the origin calls it, inside a passive-target epoch.
     pub fn flush(&self, rank: i32) -> Result<()> {
-        if self.win.direct_flush(Some(rank)) {
+        if self.win.direct_flush(Some(rank), false) {
             return Ok(());
         }
         self.win.flush(self.mpi, Some(rank), "Window::flush")

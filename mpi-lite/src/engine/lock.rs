@@ -49,7 +49,7 @@ pub struct FlagGuard<'a, T> {
 /// instruction here instead of a call through the PLT (≈ 6 instructions per lock).
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
 #[inline(always)]
-fn this_thread() -> usize {
+pub fn this_thread() -> usize {
     let tp: usize;
     // SAFETY: on x86-64 Linux `%fs` is the thread pointer and its first word is the TCB's
     // own address (the TLS ABI's self pointer); reading it has no side effect.
@@ -62,7 +62,7 @@ fn this_thread() -> usize {
 /// This thread's identity, never 0 (`pthread_self`).
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
 #[inline(always)]
-fn this_thread() -> usize {
+pub fn this_thread() -> usize {
     // SAFETY: pthread_self has no preconditions and cannot fail.
     unsafe { libc::pthread_self() as usize }
 }
@@ -103,6 +103,12 @@ impl<T> FlagLock<T> {
             l: self,
             bound: false,
         })
+    }
+
+    /// The thread the lock is bound to ([`this_thread`]'s value there), 0 while unbound.
+    #[inline(always)]
+    pub fn bound_to(&self) -> usize {
+        self.owner.load(Ordering::Relaxed) & !1
     }
 
     /// `true` if the lock is bound to a thread other than this one (which never gets it).

@@ -9,9 +9,32 @@
 //! The epoch checks read [`Member::open`] and [`Win::open`] (relaxed atomics: the epoch is
 //! changed by this process's own synchronisation calls, which the program orders before
 //! its operations), kept equal to [`Epoch`] by [`EpochGuard`] whenever it is changed.
+//!
+//! **The flush's barrier** (MPI-3.1 §11.5.4: the operations are complete at the target
+//! when it returns; §11.7: in the unified model that is the target's memory, and plain loads
+//! observe it "eventually", ordered only by the program's synchronisation). A direct-path
+//! operation has reached the target's memory when it returns, except for stores still in
+//! this CPU's store buffer, so a flush only has to order. On x86-64 (TSO: Intel SDM vol. 3A
+//! §9.2.2, AMD APM vol. 2 §7.2) stores become visible in program order, after every earlier
+//! load, and only a later *load* may pass them: every signal the origin sends after a flush
+//! (a store: a message, a barrier's arrival, another put) is seen after the put's data.
+//! What a missing barrier breaks is `put x; flush; get y` here against `put y; flush; get x`
+//! elsewhere, where MPI forbids both gets to read the old values. So the barrier moves from
+//! the flush to the next operation that loads from a window of this rank (a direct get, a
+//! `MPI_NO_OP` fetch, any general-path operation: `Win::before_loads`), and only when a plain
+//! store (a direct put, a general-path operation: [`Win::stored`]) happened since the last
+//! one — the mark is the rank's, shared by its windows (`Mpi::rma_stores`). Locked
+//! instructions (the other single-instruction accumulates) are full barriers themselves.
+//! Epoch ends (unlock, fence, complete) and `MPI_Win_sync` keep their barriers. So on
+//! x86-64 a flush issues no locked instruction and a put costs one only when a get follows
+//! its flush. Elsewhere (weaker models) and under `MPI_THREAD_MULTIPLE` (another thread's
+//! barrier would clear the mark while this thread's stores are still in its own store
+//! buffer) every flush issues the barrier and loads check nothing. `MPI_Win_flush_local`
+//! completes only at the origin (the copies and atomics read its buffers already) and
+//! issues none.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::MutexGuard;
 
 use skifch::coll::{DType, Op};
@@ -26,6 +49,21 @@ pub(super) const ACCESS: u8 = 1;
 pub(super) const PASSIVE: u8 = 2;
 /// In `Win::open` only: some member is locked or lock_all is in force (`flush_all`).
 const ANY_PASSIVE: u8 = 4;
+
+/// The rank's store mark (`Mpi::rma_stores`): every plain store of its one-sided
+/// operations was followed by a full barrier.
+const FENCED: u8 = 0;
+/// A plain store happened since the last barrier: the next load from a window issues one.
+const STORED: u8 = 1;
+/// No mark: every flush issues the barrier (`MPI_THREAD_MULTIPLE`, weaker memory models).
+const ALWAYS: u8 = 2;
+/// The memory model lets the barrier move from the flush to the next load (module docs).
+const TSO: bool = cfg!(target_arch = "x86_64");
+
+/// A rank's store mark at `MPI_Init` (`threads`: `MPI_THREAD_MULTIPLE`).
+pub(crate) fn stores_init(threads: bool) -> AtomicU8 {
+    AtomicU8::new(if threads || !TSO { ALWAYS } else { FENCED })
+}
 
 /// The epoch state, locked; dropping it after a change publishes the change to the
 /// members' `open` bits.
@@ -96,7 +134,7 @@ impl Drop for EpochGuard<'_> {
 }
 
 /// The atomic read-modify-write an accumulate-family operation is on the direct path.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Rmw {
     Add,
     FAdd,
@@ -112,15 +150,22 @@ enum Rmw {
     Cas,
 }
 
-impl Rmw {
-    /// The element width and the instruction for `op` on elements of `d` (compare-and-swap
-    /// when `cas`); `None` for the rest (the general path's compare-and-swap loop with the
-    /// reducer).
+/// One element's accumulate-family operation on the direct path: the instruction and the
+/// element's width (4 or 8 bytes), found once per call from the type and the operation.
+#[derive(Clone, Copy)]
+pub struct RmwOp {
+    w: usize,
+    k: Rmw,
+}
+
+impl RmwOp {
+    /// The instruction for `op` on elements of `b` (compare-and-swap when `cas`); `None`
+    /// for the rest (the general path's compare-and-swap loop with the reducer).
     #[inline(always)]
-    fn of(d: Option<DType>, op: AccOp, cas: bool) -> Option<(usize, Rmw)> {
+    pub fn of(b: Basic, op: AccOp, cas: bool) -> Option<RmwOp> {
         use DType::*;
         // (bytes, integer, signed)
-        let (w, int, signed) = match d? {
+        let (w, int, signed) = match b.dtype()? {
             I32 => (4, true, true),
             U32 => (4, true, false),
             I64 => (8, true, true),
@@ -144,16 +189,60 @@ impl Rmw {
             (AccOp::Op(Op::Min), _) if int => Rmw::MinU,
             _ => return None,
         };
-        Some((w, k))
+        Some(RmwOp { w, k })
+    }
+
+    /// Bytes of the element.
+    #[inline(always)]
+    pub fn width(self) -> usize {
+        self.w
+    }
+
+    /// `MPI_NO_OP`: the origin's value is not read.
+    #[inline(always)]
+    pub fn reads_origin(self) -> bool {
+        self.k != Rmw::Load
     }
 }
 
-/// `rmw32` / `rmw64`: the atomic update of each word of `words` (element `i` of the packed
-/// native-endian `src` the origin's value, of `cmp` the compare value of `Rmw::Cas`), the
-/// old values going to `old`. Sequentially consistent, as the general path's
-/// compare-and-swap loop, with which it is atomic per element.
-macro_rules! rmw_fn {
+/// `one32` / `one64`: the atomic update of word `a` by `k` (`x` the origin's value, `c` the
+/// compare value of `Rmw::Cas`), returning the old value. Sequentially consistent, as the
+/// general path's compare-and-swap loop, with which it is atomic per element.
+macro_rules! rmw_one {
     ($name:ident, $a:ty, $u:ty, $i:ty, $f:ty) => {
+        #[inline(always)]
+        fn $name(a: &$a, k: Rmw, x: $u, c: $u) -> $u {
+            const O: Ordering = Ordering::SeqCst;
+            let upd = |f: &dyn Fn($u) -> $u| match a.fetch_update(O, O, |v| Some(f(v))) {
+                Ok(v) | Err(v) => v,
+            };
+            match k {
+                Rmw::Add => a.fetch_add(x, O),
+                Rmw::And => a.fetch_and(x, O),
+                Rmw::Or => a.fetch_or(x, O),
+                Rmw::Xor => a.fetch_xor(x, O),
+                Rmw::MaxU => a.fetch_max(x, O),
+                Rmw::MinU => a.fetch_min(x, O),
+                Rmw::Swap => a.swap(x, O),
+                Rmw::Load => a.load(O),
+                Rmw::Cas => match a.compare_exchange(c, x, O, O) {
+                    Ok(v) | Err(v) => v,
+                },
+                Rmw::MaxS => upd(&|v| (v as $i).max(x as $i) as $u),
+                Rmw::MinS => upd(&|v| (v as $i).min(x as $i) as $u),
+                Rmw::FAdd => upd(&|v| (<$f>::from_bits(v) + <$f>::from_bits(x)).to_bits()),
+            }
+        }
+    };
+}
+rmw_one!(one32, AtomicU32, u32, i32, f32);
+rmw_one!(one64, AtomicU64, u64, i64, f64);
+
+/// `rmw32` / `rmw64`: [`one32`] / [`one64`] on each word of `words` (element `i` of the
+/// packed native-endian `src` the origin's value, of `cmp` the compare value), the old
+/// values going to `old`.
+macro_rules! rmw_fn {
+    ($name:ident, $one:ident, $a:ty, $u:ty) => {
         #[inline(always)]
         fn $name(
             words: &[$a],
@@ -162,30 +251,11 @@ macro_rules! rmw_fn {
             cmp: Option<&[u8]>,
             mut old: Option<&mut [u8]>,
         ) {
-            const O: Ordering = Ordering::SeqCst;
             const W: usize = std::mem::size_of::<$u>();
             for (i, a) in words.iter().enumerate() {
                 let x = <$u>::from_ne_bytes(elem::<W>(src, i));
                 let c = <$u>::from_ne_bytes(elem::<W>(cmp, i));
-                let upd = |f: &dyn Fn($u) -> $u| match a.fetch_update(O, O, |v| Some(f(v))) {
-                    Ok(v) | Err(v) => v,
-                };
-                let v = match k {
-                    Rmw::Add => a.fetch_add(x, O),
-                    Rmw::And => a.fetch_and(x, O),
-                    Rmw::Or => a.fetch_or(x, O),
-                    Rmw::Xor => a.fetch_xor(x, O),
-                    Rmw::MaxU => a.fetch_max(x, O),
-                    Rmw::MinU => a.fetch_min(x, O),
-                    Rmw::Swap => a.swap(x, O),
-                    Rmw::Load => a.load(O),
-                    Rmw::Cas => match a.compare_exchange(c, x, O, O) {
-                        Ok(v) | Err(v) => v,
-                    },
-                    Rmw::MaxS => upd(&|v| (v as $i).max(x as $i) as $u),
-                    Rmw::MinS => upd(&|v| (v as $i).min(x as $i) as $u),
-                    Rmw::FAdd => upd(&|v| (<$f>::from_bits(v) + <$f>::from_bits(x)).to_bits()),
-                };
+                let v = $one(a, k, x, c);
                 if let Some(o) = old.as_deref_mut() {
                     o[i * W..i * W + W].copy_from_slice(&v.to_ne_bytes());
                 }
@@ -193,8 +263,8 @@ macro_rules! rmw_fn {
         }
     };
 }
-rmw_fn!(rmw32, AtomicU32, u32, i32, f32);
-rmw_fn!(rmw64, AtomicU64, u64, i64, f64);
+rmw_fn!(rmw32, one32, AtomicU32, u32);
+rmw_fn!(rmw64, one64, AtomicU64, u64);
 
 /// Element `i` of packed native-endian words of `W` bytes (0 when absent).
 #[inline(always)]
@@ -226,6 +296,25 @@ impl Win {
         own | self.open.load(Ordering::Relaxed)
     }
 
+    /// Marks a plain store to window memory (module docs). A load and a compare first:
+    /// the mark's line is not written while it is set.
+    #[inline(always)]
+    pub(super) fn stored(&self) {
+        if self.stores.load(Ordering::Relaxed) == FENCED {
+            self.stores.store(STORED, Ordering::Relaxed);
+        }
+    }
+
+    /// Before an operation loads from a window: the barrier a flush left to it, if a plain
+    /// store is outstanding (module docs).
+    #[inline(always)]
+    pub(super) fn before_loads(&self) {
+        if self.stores.load(Ordering::Relaxed) == STORED {
+            super::mem::full_barrier();
+            self.stores.store(FENCED, Ordering::Relaxed);
+        }
+    }
+
     /// The member and byte offset an operation to `rank` at `disp` reaches on the direct
     /// path, inside an access epoch.
     #[inline(always)]
@@ -249,9 +338,14 @@ impl Win {
     /// Only the origin calls it, inside an access epoch; complete when it returns.
     #[inline]
     pub fn direct_put(&self, rank: i32, disp: isize, src: &[u8]) -> bool {
-        self.direct_at(rank, disp)
+        let done = self
+            .direct_at(rank, disp)
             .and_then(|(m, off)| m.reach.put_mapped(off, src))
-            .is_some()
+            .is_some();
+        if done {
+            self.stored();
+        }
+        done
     }
 
     /// `MPI_Get` into `dst` (one contiguous run) on the direct path; `false`: not done,
@@ -263,7 +357,10 @@ impl Win {
     #[inline]
     pub fn direct_get(&self, rank: i32, disp: isize, dst: &mut [u8]) -> bool {
         self.direct_at(rank, disp)
-            .and_then(|(m, off)| m.reach.get_mapped(off, dst))
+            .and_then(|(m, off)| {
+                self.before_loads();
+                m.reach.get_mapped(off, dst)
+            })
             .is_some()
     }
 
@@ -290,7 +387,7 @@ impl Win {
         cmp: Option<&[u8]>,
         old: Option<&mut [u8]>,
     ) -> bool {
-        let Some((w, k)) = Rmw::of(b.dtype(), op, cmp.is_some()) else {
+        let Some(RmwOp { w, k }) = RmwOp::of(b, op, cmp.is_some()) else {
             return false;
         };
         let len = match (src, old.as_deref()) {
@@ -305,6 +402,10 @@ impl Win {
             return false;
         };
         let n = len / w;
+        if k == Rmw::Load {
+            // A plain load on x86-64; every other kind is a locked instruction.
+            self.before_loads();
+        }
         let done = match w {
             8 => m
                 .reach
@@ -317,6 +418,33 @@ impl Win {
             _ => None,
         };
         done.is_some()
+    }
+
+    /// One element's accumulate-family operation on the direct path ([`RmwOp`], one CPU
+    /// atomic): the element at `rank`/`disp` becomes `x op old` (or `x` where
+    /// `old == c`, compare-and-swap), returning `old` (in the low [`RmwOp::width`] bytes).
+    /// `None`: not done (a window without atomics, a misaligned or out-of-range target, no
+    /// epoch), take the general path.
+    ///
+    /// # One-sided Operation
+    /// Only the origin calls it, inside an access epoch; atomic per element against every
+    /// accumulate-family operation; complete when it returns.
+    #[inline(always)]
+    pub fn direct_rmw(&self, rank: i32, disp: isize, op: RmwOp, x: u64, c: u64) -> Option<u64> {
+        if !self.atomics {
+            return None;
+        }
+        let (m, off) = self.direct_at(rank, disp)?;
+        if op.k == Rmw::Load {
+            // A plain load on x86-64; every other kind is a locked instruction.
+            self.before_loads();
+        }
+        Some(if op.w == 8 {
+            one64(&m.reach.words::<AtomicU64>(off, 1)?[0], op.k, x, c)
+        } else {
+            let a = &m.reach.words::<AtomicU32>(off, 1)?[0];
+            u64::from(one32(a, op.k, x as u32, c as u32))
+        })
     }
 
     /// The member index of `rank` for the direct path's lock calls (`None`: the message
@@ -375,15 +503,15 @@ impl Win {
         true
     }
 
-    /// `MPI_Win_flush` / `flush_local` (`Some(rank)`) and their `_all` forms on the direct
-    /// path: inside a passive-target epoch every operation is already complete, so a
-    /// memory barrier. `false`: not done (the message path, no such epoch, a bad rank), take
-    /// [`Win::flush`].
+    /// `MPI_Win_flush` (`Some(rank)`, `local` false), `flush_local` (`local`) and their
+    /// `_all` forms (`None`) on the direct path: inside a passive-target epoch every
+    /// operation is already complete, so at most a memory barrier (module docs). `false`:
+    /// not done (the message path, no such epoch, a bad rank), take [`Win::flush`].
     ///
     /// # One-sided Operation
     /// Only the origin calls it, inside a passive-target epoch.
     #[inline]
-    pub fn direct_flush(&self, rank: Option<i32>) -> bool {
+    pub fn direct_flush(&self, rank: Option<i32>, local: bool) -> bool {
         if self.msg {
             return false;
         }
@@ -399,7 +527,13 @@ impl Win {
         if open == 0 {
             return false;
         }
-        super::mem::full_barrier();
+        if local || self.stores.load(Ordering::Relaxed) != ALWAYS {
+            // Complete at the origin (the buffers were read); ordered for the targets by the
+            // next load's barrier (module docs).
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            super::mem::full_barrier();
+        }
         true
     }
 }

@@ -57,6 +57,8 @@ use mem::{Ctl, Owned, Reach, CTL_BYTES};
 pub(crate) use served::register;
 pub use served::Served;
 
+pub(crate) use direct::stores_init;
+pub use direct::RmwOp;
 pub use ops::{AccOp, Target};
 pub use sync::LockType;
 pub use types::type_freed;
@@ -139,6 +141,9 @@ pub struct Win {
     /// The epochs open to every member (fence, lock_all; [`direct`]'s bits), mirrored
     /// from `epoch` as [`Member::open`] is.
     open: AtomicU8,
+    /// The rank's mark of plain stores no barrier has followed yet ([`direct`]; the
+    /// `Mpi`'s, shared by its windows).
+    stores: Arc<AtomicU8>,
     /// Keeps every member's segment mapped.
     _map: MappedWindow,
 }
@@ -349,6 +354,7 @@ impl Win {
                 ..Epoch::default()
             }),
             open: AtomicU8::new(0),
+            stores: mpi.rma_stores.clone(),
             _map: map,
         })
     }

@@ -138,6 +138,9 @@ impl Win {
         }
         let m = self.member(t.rank, call)?;
         self.check_access(t.rank as usize, call)?;
+        // Loads, plain copies or locked sections follow (`direct`, the flush's barrier).
+        self.before_loads();
+        self.stored();
         let origin = t
             .disp
             .checked_mul(m.disp_unit as isize)

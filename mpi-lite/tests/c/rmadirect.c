@@ -11,10 +11,15 @@
  *    the accumulate lock), a range error, operations and flushes outside an epoch after
  *    unlock / unlock_all / a NOSUCCEED fence (the epoch bits cleared), MPI_PROC_NULL;
  *  - the cached window handle: a window freed and another created (reusing its handle)
- *    receives the puts, the freed one none.
+ *    receives the puts, the freed one none;
+ *  - the flush's ordering (direct.rs, "the flush's barrier"): ranks 0 and 1 each put a
+ *    word, flush, then get the other's word (store-buffer litmus, thousands of rounds):
+ *    MPI forbids both reading the old value, which happens in ~5% of the rounds without
+ *    the barrier the get owes the flush.
  * 2-4 ranks. */
 #include "check.h"
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ITERS 200
@@ -204,6 +209,37 @@ static void fallbacks(MPI_Win w, char *mem) {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* put x; flush; get y here against put y; flush; get x on the other rank, both on the last
+ * rank's window: at least one get sees the other's put (the flush completed it). */
+static void ordering(MPI_Win w) {
+    const char *path = getenv("RMA_TEST_PATH");
+    /* many rounds where both ranks run at once (2 ranks here); oversubscribed or on the
+     * message path a few (each round waits for scheduling or messages) */
+    int direct = path && strcmp(path, "direct") == 0;
+    int rounds = direct ? (size == 2 ? 20000 : 500) : 50, both = 0, t = size - 1;
+    long one, got = -1;
+    CHECK(MPI_Win_lock_all(0, w) == MPI_SUCCESS);
+    for (int i = 0; i < rounds; i++) {
+        MPI_Aint slot = 2048 + (i % 64) * 16;
+        int seen = 1;
+        one = i + 1;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank < 2) {
+            CHECK(MPI_Put(&one, 1, MPI_LONG, t, slot + 8 * rank, 1, MPI_LONG, w) == MPI_SUCCESS);
+            CHECK(MPI_Win_flush(t, w) == MPI_SUCCESS);
+            CHECK(MPI_Get(&got, 1, MPI_LONG, t, slot + 8 * (1 - rank), 1, MPI_LONG, w) == MPI_SUCCESS);
+            CHECK(MPI_Win_flush(t, w) == MPI_SUCCESS);
+            seen = got == i + 1;
+        }
+        int any = 0;
+        MPI_Allreduce(&seen, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+        both += !any;
+    }
+    CHECK(MPI_Win_unlock_all(w) == MPI_SUCCESS);
+    if (both) fprintf(stderr, "rmadirect: %d of %d rounds both gets read the old value\n", both, rounds);
+    CHECK(both == 0);
+}
+
 /* A freed window's handle reused by the next: puts reach the new window only. */
 static void handles(void) {
     int t = (rank + 1) % size;
@@ -248,6 +284,7 @@ int main(int argc, char **argv) {
     ops(w, mem);
     mixed(w, mem);
     fallbacks(w, mem);
+    ordering(w);
     CHECK(MPI_Win_free(&w) == MPI_SUCCESS);
     handles();
     MPI_Barrier(MPI_COMM_WORLD);

@@ -16,7 +16,7 @@ use mpi_lite::{Error, Result};
 use super::misc::{add_info, info};
 use super::{get_str, mpi_fn, put, put_str};
 use crate::attrs;
-use crate::cache::{self, Generation, Last};
+use crate::cache::{self, Bound, Generation, Last};
 use crate::errors::{self, Kind, Raised};
 use crate::state::{call, call_steps, h, with_state, CState};
 
@@ -63,6 +63,8 @@ thread_local! {
     /// This thread's last window (`cache`).
     static LAST: Last<WinEntry> = const { cache::empty() };
 }
+/// The last window of the thread the library is bound to (`cache`).
+static BOUND: Bound<WinEntry> = Bound::new();
 
 /// `f` on the window of handle `w` for the direct path's operations, without a lock or an
 /// atomic read-modify-write: the thread's last window is kept ([`crate::cache`]). `f` must
@@ -70,7 +72,7 @@ thread_local! {
 #[inline(always)]
 pub(crate) fn with_entry<T>(w: c_int, f: impl FnOnce(&WinEntry) -> T) -> Option<T> {
     let lookup = || wins().get((w as usize).wrapping_sub(1)).cloned().flatten();
-    cache::with(&LAST, &GEN, w, lookup, f)
+    cache::with(&LAST, &BOUND, &GEN, w, lookup, f)
 }
 
 /// Whether `w` is a window (for the attribute calls).
@@ -208,7 +210,7 @@ mpi_fn!(MPI_Win_free, PMPI_Win_free, (win: *mut c_int) -> c_int {
         *slot = None;
     }
     // Its memory is released now, not at this thread's next one-sided call.
-    cache::forget(&LAST);
+    cache::forget(&LAST, &BOUND);
     // SAFETY: as above.
     unsafe { *win = 0 };
     class::SUCCESS

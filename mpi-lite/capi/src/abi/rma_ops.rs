@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use mpi_lite::datatype::Basic;
 use mpi_lite::error::class;
-use mpi_lite::win::{AccOp, LockType, Target, Win};
+use mpi_lite::win::{AccOp, LockType, RmwOp, Target, Win};
 use mpi_lite::{Error, Result};
 
 use super::p2p::req_handle;
@@ -23,7 +23,16 @@ use crate::state::{CState, PHASE};
 /// takes its general path, which checks everything and reports the error.
 #[inline(always)]
 fn direct(w: c_int, f: impl FnOnce(&Win) -> bool) -> bool {
-    PHASE.load(Ordering::Relaxed) == 1 && with_entry(w, |e| f(&e.win)) == Some(true)
+    direct_with(w, |x| f(x).then_some(())).is_some()
+}
+
+/// As [`direct`] for a short cut with a result (`None`: take the general path).
+#[inline(always)]
+fn direct_with<R>(w: c_int, f: impl FnOnce(&Win) -> Option<R>) -> Option<R> {
+    if PHASE.load(Ordering::Relaxed) != 1 {
+        return None;
+    }
+    with_entry(w, |e| f(&e.win)).flatten()
 }
 
 /// A call's general path, out of line: the direct path's entry points keep a small frame.
@@ -101,6 +110,65 @@ fn direct_update(
 ) -> bool {
     let Some(b) = basic(tt) else { return false };
     direct(win, |w| w.direct_update(tr, td, b, op, src, cmp, old))
+}
+
+/// The direct path's single-element atomics (`MPI_Fetch_and_op`, `MPI_Compare_and_swap`,
+/// one-element `MPI_Accumulate` and `MPI_Get_accumulate`): element `k` (type and
+/// operation, [`RmwOp`]) at `rank`/`disp` of `win` updated from the origin's element at
+/// `oa` (not read for `MPI_NO_OP`), compared with the one at `ca` (compare-and-swap), the
+/// old value going to `ra`. `false`: not done (a null address, or the window's short cut
+/// declined): the general path.
+///
+/// # Safety
+/// MPI's buffer contract: one element of the type at each non-null address (§11.3.4).
+#[inline(always)]
+unsafe fn direct_one(
+    win: c_int,
+    rank: c_int,
+    disp: isize,
+    k: RmwOp,
+    oa: *const c_void,
+    ca: Option<*const c_void>,
+    ra: Option<*mut c_void>,
+) -> bool {
+    let w = k.width();
+    if (k.reads_origin() && oa.is_null())
+        || ca.is_some_and(<*const c_void>::is_null)
+        || ra.is_some_and(<*mut c_void>::is_null)
+    {
+        return false;
+    }
+    // SAFETY: (both) one element of `w` bytes at each address (the caller's contract),
+    // non-null; unaligned accesses are explicit.
+    let load = |p: *const c_void| unsafe {
+        if w == 8 {
+            p.cast::<u64>().read_unaligned()
+        } else {
+            u64::from(p.cast::<u32>().read_unaligned())
+        }
+    };
+    let x = if k.reads_origin() { load(oa) } else { 0 };
+    let c = ca.map_or(0, load);
+    let Some(old) = direct_with(win, |x_| x_.direct_rmw(rank, disp, k, x, c)) else {
+        return false;
+    };
+    if let Some(r) = ra {
+        // SAFETY: as above, written.
+        unsafe {
+            if w == 8 {
+                r.cast::<u64>().write_unaligned(old);
+            } else {
+                r.cast::<u32>().write_unaligned(old as u32);
+            }
+        }
+    }
+    true
+}
+
+/// The single-element short cut's operation for one element of `dt` (`None`: not one).
+#[inline(always)]
+fn rmw_op(dt: c_int, op: AccOp, cas: bool) -> Option<RmwOp> {
+    RmwOp::of(basic(dt)?, op, cas)
 }
 
 fn target<'a>(
@@ -242,6 +310,12 @@ mpi_fn!(MPI_Get, PMPI_Get, (oa: *mut c_void, oc: c_int, ot: c_int, tr: c_int, td
 mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
     let name = "MPI_Accumulate";
     if let (true, Ok(o)) = (ot == tt, AccOp::from_handle(op, name)) {
+        if let (1, 1, Some(k)) = (oc, tc, rmw_op(tt, o, false)) {
+            // SAFETY: one element of `tt` at `oa` (MPI buffer contract).
+            if k.reads_origin() && unsafe { direct_one(win, tr, td, k, oa, None, None) } {
+                return class::SUCCESS;
+            }
+        }
         // SAFETY: the caller's buffer (MPI buffer contract).
         if let Some(src) = unsafe { run(oa, oc, ot, tc, tt) } {
             if direct_update(win, tr, td, tt, o, Some(src), None, None) {
@@ -257,6 +331,14 @@ mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (oa: *const c_void, oc: c_int, ot: c_in
 mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (oa: *const c_void, oc: c_int, ot: c_int, ra: *mut c_void, rc: c_int, rt: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
     let name = "MPI_Get_accumulate";
     if let (true, Ok(o)) = (rt == tt, AccOp::from_handle(op, name)) {
+        if let (1, 1, Some(k)) = (rc, tc, rmw_op(tt, o, false)) {
+            if (!k.reads_origin() || (oc == 1 && ot == tt))
+                // SAFETY: one element of `tt` at `oa` (unless MPI_NO_OP) and `ra`.
+                && unsafe { direct_one(win, tr, td, k, oa, None, Some(ra)) }
+            {
+                return class::SUCCESS;
+            }
+        }
         // SAFETY: the caller's buffers (MPI buffer contract); the origin is not read for
         // MPI_NO_OP (§11.3.4).
         let src = unsafe { run(oa, oc, ot, tc, tt) }.filter(|_| ot == tt);
@@ -278,6 +360,12 @@ mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (oa: *const c_void, oc: c_int, 
 mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void, dt: c_int, tr: c_int, td: isize, op: c_int, win: c_int) -> c_int {
     let name = "MPI_Fetch_and_op";
     if let Ok(o) = AccOp::from_handle(op, name) {
+        if let Some(k) = rmw_op(dt, o, false) {
+            // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.4).
+            if unsafe { direct_one(win, tr, td, k, oa, None, Some(ra)) } {
+                return class::SUCCESS;
+            }
+        }
         // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.4); the origin is
         // not read for MPI_NO_OP.
         let (src, old) = unsafe { (run(oa, 1, dt, 1, dt), run_mut(ra, 1, dt, 1, dt)) };
@@ -305,6 +393,12 @@ mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void
 
 mpi_fn!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (oa: *const c_void, ca: *const c_void, ra: *mut c_void, dt: c_int, tr: c_int, td: isize, win: c_int) -> c_int {
     let name = "MPI_Compare_and_swap";
+    if let Some(k) = rmw_op(dt, AccOp::Replace, true) {
+        // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.6).
+        if unsafe { direct_one(win, tr, td, k, oa, Some(ca), Some(ra)) } {
+            return class::SUCCESS;
+        }
+    }
     // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.6).
     if let (Some(src), Some(cmp), Some(old)) = unsafe { (run(oa, 1, dt, 1, dt), run(ca, 1, dt, 1, dt), run_mut(ra, 1, dt, 1, dt)) } {
         if direct_update(win, tr, td, dt, AccOp::Replace, Some(src), Some(cmp), Some(old)) {
@@ -365,28 +459,28 @@ mpi_fn!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: c_int) -> c_int {
 });
 
 mpi_fn!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: c_int) -> c_int {
-    if direct(win, |w| w.direct_flush(Some(rank))) {
+    if direct(win, |w| w.direct_flush(Some(rank), false)) {
         return class::SUCCESS;
     }
     general("MPI_Win_flush", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush"))
 });
 
 mpi_fn!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: c_int) -> c_int {
-    if direct(win, |w| w.direct_flush(None)) {
+    if direct(win, |w| w.direct_flush(None, false)) {
         return class::SUCCESS;
     }
     general("MPI_Win_flush_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_all"))
 });
 
 mpi_fn!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: c_int) -> c_int {
-    if direct(win, |w| w.direct_flush(Some(rank))) {
+    if direct(win, |w| w.direct_flush(Some(rank), true)) {
         return class::SUCCESS;
     }
     general("MPI_Win_flush_local", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush_local"))
 });
 
 mpi_fn!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: c_int) -> c_int {
-    if direct(win, |w| w.direct_flush(None)) {
+    if direct(win, |w| w.direct_flush(None, true)) {
         return class::SUCCESS;
     }
     general("MPI_Win_flush_local_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_local_all"))
