@@ -161,6 +161,54 @@ fn skifrun_serves_pmi1() {
     assert!(out.stderr.contains("closed the connection"), "{out:?}");
 }
 
+/// Slurm's `srun --mpi=pmi2` (its PMI-1 server: the PMI client's puts must fit its
+/// 1024-byte line) and `srun --mpi=pmix`: the probe joins through each, as does the
+/// conformance suite over the node's shm. Skipped with a message where no Slurm
+/// controller answers `sinfo` (Debian's `slurmd`/`slurmctld` with a one-node slurm.conf
+/// run it on one machine: docs/CLUSTER.md).
+#[test]
+fn srun_serves_pmi1_and_pmix() {
+    let up = Command::new("sinfo")
+        .args(["-h", "-o", "%t"])
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("idle"));
+    if !up {
+        eprintln!("skipped: no Slurm controller with an idle node answers `sinfo` here");
+        return;
+    }
+    let srun = |mpi: &str, n: &str| {
+        let mut cmd = Command::new("srun");
+        // --immediate: fail instead of queueing when the node is busy.
+        cmd.args([
+            mpi,
+            "-n",
+            n,
+            "-N",
+            "1",
+            "--overcommit",
+            "--immediate=120",
+            "-t",
+            "10",
+        ]);
+        clean_env(&mut cmd);
+        cmd
+    };
+    for (mpi, via) in [("--mpi=pmi2", "pmi1"), ("--mpi=pmix", "pmix")] {
+        let mut cmd = srun(mpi, "3");
+        cmd.arg(probe()).args(["check", "1"]);
+        expect_ranks_ok(run_job(cmd, LIMIT), 3, 1, via);
+    }
+    let mut cmd = srun("--mpi=pmi2", "4");
+    cmd.arg(example_exe("conformance"));
+    let text = run_job(cmd, LIMIT).expect_ok("conformance under srun");
+    for r in 0..4 {
+        assert!(
+            text.contains(&format!("conformance: rank {r} ok (shm)")),
+            "{text}"
+        );
+    }
+}
+
 fn wait_for(path: &Path, limit: Duration) -> Option<String> {
     let t0 = Instant::now();
     while t0.elapsed() < limit {

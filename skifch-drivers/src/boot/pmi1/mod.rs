@@ -43,6 +43,10 @@ use self::conn::Conn;
 use self::wire::Message;
 use super::{env_num, number_nodes, Bootstrap};
 
+/// The longest command line the PMI-1 servers read (MPICH's simple PMI `PMIU_MAXLINE`;
+/// Slurm's pmi2 plugin refuses longer ones), newline included.
+pub const MAX_LINE: usize = 1024;
+
 /// The server's limits (`cmd=maxes`): longest KVS name, key and value, each counting
 /// C's terminating NUL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -390,8 +394,12 @@ impl Bootstrap for Pmi1 {
             st.calls += 1;
             Ok(st.calls - 1)
         })?;
-        let values = wire::chunk_values(mine, self.maxes.value.saturating_sub(1))
-            .map_err(|e| self.fail(e))?;
+        // A value within vallen_max whose whole `cmd=put` line also fits the servers' line
+        // buffer (MAX_LINE): Slurm's pmi2 plugin answered a 1060-byte put line with
+        // "invalid client request" and stored nothing.
+        let line = "cmd=put kvsname= key= value=\n".len() + self.kvsname.len() + self.maxes.key;
+        let fit = (self.maxes.value.saturating_sub(1)).min(MAX_LINE.saturating_sub(line));
+        let values = wire::chunk_values(mine, fit).map_err(|e| self.fail(e))?;
         for (part, v) in values.iter().enumerate() {
             self.put(&Self::key(call, self.rank, part), v)?;
         }
