@@ -128,6 +128,12 @@ impl UserBuf {
         }
     }
 
+    /// Whether dropping it frees nothing (a predefined or no type, user memory).
+    #[inline(always)]
+    pub fn owns_nothing(&self) -> bool {
+        matches!(self.dt, None | Some(Cow::Borrowed(_))) && self.owned.is_none()
+    }
+
     /// Packed size in bytes (`count × size`).
     #[inline]
     pub fn packed_len(&self) -> usize {

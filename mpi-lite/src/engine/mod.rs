@@ -74,7 +74,7 @@ use protocol::{
 pub use sched::{Local, Range, Sched, Step};
 pub use state::State;
 use state::{FxMap, Req, ReqKind};
-pub use threads::{wrong_thread, Engine, Reaper};
+pub use threads::{wrong_thread, Engine, Outcome, Reaper};
 
 /// `MPI_ANY_SOURCE`.
 pub const ANY_SOURCE: i32 = -2;

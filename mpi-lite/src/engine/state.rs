@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::protocol::Reply;
-use super::{Envelope, ReqId, Status, SENT};
+use super::{Envelope, Outcome, ReqId, Status, SENT};
 use crate::error::{class, Error};
 use crate::mem::UserBuf;
 
@@ -75,10 +75,32 @@ pub(super) struct Req {
     pub(super) seq: u64,
 }
 
+/// Empties a released request's slot. A request that owns nothing (no derived type, no
+/// buffer of its own, no error) is forgotten rather than dropped: no drop glue called per
+/// message.
+#[inline(always)]
+fn clear(slot: &mut Option<Req>) {
+    if slot.as_ref().is_some_and(Req::owns_nothing) {
+        std::mem::forget(slot.take());
+    } else {
+        *slot = None;
+    }
+}
+
 impl Req {
+    #[inline(always)]
+    fn owns_nothing(&self) -> bool {
+        self.err.is_none()
+            && match &self.kind {
+                ReqKind::Recv { buf, .. } => buf.owns_nothing(),
+                ReqKind::Send { buf, .. } => buf.as_ref().is_none_or(UserBuf::owns_nothing),
+                ReqKind::Nothing => true,
+            }
+    }
+
     /// A receive matched a `len`-byte message from `src` with `tag` into `cap` bytes: its
     /// status, and `MPI_ERR_TRUNCATE` when the message is longer.
-    #[inline]
+    #[inline(always)]
     pub(super) fn matched(&mut self, src: i32, tag: i32, len: usize, cap: usize) {
         self.status = Status {
             source: src,
@@ -88,9 +110,15 @@ impl Req {
             cancelled: false,
         };
         if len > cap {
-            self.err = Some(Box::new(Error::Truncate { len, cap }));
-            self.status.error = class::TRUNCATE;
+            self.truncated(len, cap);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn truncated(&mut self, len: usize, cap: usize) {
+        self.err = Some(Box::new(Error::Truncate { len, cap }));
+        self.status.error = class::TRUNCATE;
     }
 }
 
@@ -350,12 +378,21 @@ impl State {
     /// place: a request is large (its buffer's type), and moving it out costs a `memcpy`.
     #[inline(always)]
     pub(super) fn finish(&mut self, id: ReqId) -> Result<Status, Error> {
+        self.release_with(id)
+    }
+
+    /// [`State::finish`] for any [`Outcome`] (the status or nothing).
+    #[inline(always)]
+    pub(super) fn release_with<T: Outcome>(&mut self, id: ReqId) -> Result<T, Error> {
         let slot = &mut self.reqs[id as usize];
         let out = match slot {
-            Some(r) => r.err.take().map_or(Ok(r.status), |e| Err(*e)),
+            Some(r) => r
+                .err
+                .take()
+                .map_or_else(|| Ok(T::of(&r.status)), |e| Err(*e)),
             None => Err(Error::Intern(format!("request {id} released twice"))),
         };
-        *slot = None;
+        clear(slot);
         self.free.push(id);
         out
     }
@@ -388,13 +425,18 @@ impl State {
         len: usize,
         fill: impl FnOnce(&mut UserBuf),
     ) {
+        // `complete` fused in (one lookup; a receive holds no Bsend space).
+        self.completed += 1;
         let Some(r) = self.get_mut(id) else { return };
         if let ReqKind::Recv { buf, .. } = &mut r.kind {
             fill(buf);
             let cap = buf.packed_len();
             r.matched(m.src, m.tag, len, cap);
         }
-        self.complete(id);
+        r.done = true;
+        if r.freed {
+            self.release(id);
+        }
     }
 
     /// Receive `id` matched an RTS: the CTS to send; DATA completes it.

@@ -122,19 +122,39 @@ impl<W: Waiter> Waits<W> {
 /// request, not one through a `dyn` closure).
 pub struct Reaper<'a, P: Port>(FlagGuard<'a, Core<P>>);
 
+/// What reaping a request gives: its status, or nothing for a caller that ignores it
+/// (`MPI_STATUSES_IGNORE`: no status copied out).
+pub trait Outcome: Sized {
+    /// The outcome of a request that completed with status `s`.
+    fn of(s: &Status) -> Self;
+}
+
+impl Outcome for Status {
+    #[inline(always)]
+    fn of(s: &Status) -> Self {
+        *s
+    }
+}
+
+impl Outcome for () {
+    #[inline(always)]
+    fn of(_: &Status) {}
+}
+
 impl<P: Port> Reaper<'_, P> {
     /// As [`Engine::test`], inline: a multiple-completion call reaps each request of its
     /// set through here (`Core::test` called per request cost ≈ 20 instructions more).
+    /// `None` while pending; else the request is released: its outcome, or its own error.
     #[inline(always)]
-    pub fn test(&mut self, id: ReqId) -> Result<Option<Status>> {
+    pub fn take<T: Outcome>(&mut self, id: ReqId) -> Option<Result<T>> {
         if id == SENT {
-            return Ok(Some(Status::default()));
+            return Some(Ok(T::of(&Status::default())));
         }
         let s = self.0.st_mut();
         match s.reqs.get(id as usize) {
-            Some(Some(r)) if r.done => s.finish(id).map(Some),
-            Some(Some(_)) => Ok(None),
-            _ => Err(no_request(id)),
+            Some(Some(r)) if r.done => Some(s.release_with(id)),
+            Some(Some(_)) => None,
+            _ => Some(Err(no_request(id))),
         }
     }
 }
