@@ -241,6 +241,17 @@ extern int gasnetc_am_reply(gex_Token_t token, gex_AM_Index_t handler, int cat,
                             const void *buf, size_t nbytes, void *dest, gex_Event_t *lc_opt,
                             gex_Flags_t flags, int nargs, const gex_AM_Arg_t *args,
                             const char *call);
+/* The common AM (Short or Medium, at most 6 arguments, no GEX_FLAG_IMMEDIATE): six
+ * register arguments, the call named by the key (GASNETC_AMKEY) only if an error needs it;
+ * the headers complete lc_opt (local completion is always at return). */
+extern int gasnetc_am_request_fast(gex_TM_t tm, gex_Rank_t rank, unsigned int key,
+                                   const void *buf, size_t nbytes, const gex_AM_Arg_t *args);
+extern int gasnetc_am_reply_fast(gex_Token_t token, unsigned int key, const void *buf,
+                                 size_t nbytes, const gex_AM_Arg_t *args);
+#define GASNETC_AMKEY(h, cat, n, legacy) \
+    ((unsigned int)(gex_AM_Index_t)(h) | (unsigned int)(cat) << 8 | (unsigned int)(n) << 16 | \
+     (unsigned int)(legacy) << 24)
+#define GASNETC_LC_DONE(lc) do { if ((uintptr_t)(lc) > 3) *(lc) = GEX_EVENT_INVALID; } while (0)
 extern gex_AM_SrcDesc_t gasnetc_am_prepare(gex_TM_t tm, gex_Rank_t rank, gex_Token_t token,
                                            const void *client_buf, size_t least, size_t most,
                                            void *dest, gex_Event_t *lc_opt, gex_Flags_t flags,

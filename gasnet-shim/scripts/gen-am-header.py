@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes include/gasnet_skifch_am.h and gasnet_skifch_am1.h: the numbered AM calls (0-16 arguments) of
-GASNet-EX and GASNet-1 as static inline functions over gasnetc_am_request/_reply/_commit.
+GASNet-EX and GASNet-1 as static inline functions over gasnetc_am_request/_reply/_commit, and,
+for Short and Medium with at most 6 arguments without GEX_FLAG_IMMEDIATE, over the
+six-argument gasnetc_am_request_fast/_reply_fast.
 Run from gasnet-shim/: python3 scripts/gen-am-header.py"""
 out = []
 w = out.append
@@ -17,15 +19,28 @@ def body(n):
         return "const gex_AM_Arg_t *_a = 0;"
     return "const gex_AM_Arg_t _a[%d] = {%s};" % (n, ", ".join(f"a{i}" for i in range(n)))
 SI = "static inline"
+def fast(n, flags, entry):
+    """The fast entry's branch for a call with n arguments (Short/Medium only): taken
+    unless GEX_FLAG_IMMEDIATE (flags None: always); `lc` completes the caller's event."""
+    def f(k, lc):
+        if n > 6:
+            return ""
+        done = f"GASNETC_LC_DONE({lc}); " if lc else ""
+        if flags is None:
+            return f"{done}return {entry(k)}; "
+        return f"if (!({flags} & GEX_FLAG_IMMEDIATE)) {{ {done}return {entry(k)}; }} "
+    return f
 for n in range(17):
     b = body(n)
     # GASNet-EX requests
-    w(f"{SI} int gex_AM_RequestShort{n}(gex_TM_t tm, gex_Rank_t rank, gex_AM_Index_t h, gex_Flags_t flags{sig(n)}) {{ {b} return gasnetc_am_request(tm, rank, h, 0, 0, 0, 0, 0, flags, {n}, _a, \"gex_AM_RequestShort{n}\"); }}")
-    w(f"{SI} int gex_AM_RequestMedium{n}(gex_TM_t tm, gex_Rank_t rank, gex_AM_Index_t h, const void *buf, size_t nbytes, gex_Event_t *lc_opt, gex_Flags_t flags{sig(n)}) {{ {b} return gasnetc_am_request(tm, rank, h, 1, buf, nbytes, 0, lc_opt, flags, {n}, _a, \"gex_AM_RequestMedium{n}\"); }}")
+    fs = fast(n, "flags", lambda k: f"gasnetc_am_request_fast(tm, rank, GASNETC_AMKEY(h, {k}, {n}, 0), {'buf, nbytes' if k else '0, 0'}, _a)")
+    w(f"{SI} int gex_AM_RequestShort{n}(gex_TM_t tm, gex_Rank_t rank, gex_AM_Index_t h, gex_Flags_t flags{sig(n)}) {{ {b} {fs(0, None)}return gasnetc_am_request(tm, rank, h, 0, 0, 0, 0, 0, flags, {n}, _a, \"gex_AM_RequestShort{n}\"); }}")
+    w(f"{SI} int gex_AM_RequestMedium{n}(gex_TM_t tm, gex_Rank_t rank, gex_AM_Index_t h, const void *buf, size_t nbytes, gex_Event_t *lc_opt, gex_Flags_t flags{sig(n)}) {{ {b} {fs(1, 'lc_opt')}return gasnetc_am_request(tm, rank, h, 1, buf, nbytes, 0, lc_opt, flags, {n}, _a, \"gex_AM_RequestMedium{n}\"); }}")
     w(f"{SI} int gex_AM_RequestLong{n}(gex_TM_t tm, gex_Rank_t rank, gex_AM_Index_t h, const void *buf, size_t nbytes, void *dest, gex_Event_t *lc_opt, gex_Flags_t flags{sig(n)}) {{ {b} return gasnetc_am_request(tm, rank, h, 2, buf, nbytes, dest, lc_opt, flags, {n}, _a, \"gex_AM_RequestLong{n}\"); }}")
     # replies
-    w(f"{SI} int gex_AM_ReplyShort{n}(gex_Token_t t, gex_AM_Index_t h, gex_Flags_t flags{sig(n)}) {{ {b} return gasnetc_am_reply(t, h, 0, 0, 0, 0, 0, flags, {n}, _a, \"gex_AM_ReplyShort{n}\"); }}")
-    w(f"{SI} int gex_AM_ReplyMedium{n}(gex_Token_t t, gex_AM_Index_t h, const void *buf, size_t nbytes, gex_Event_t *lc_opt, gex_Flags_t flags{sig(n)}) {{ {b} return gasnetc_am_reply(t, h, 1, buf, nbytes, 0, lc_opt, flags, {n}, _a, \"gex_AM_ReplyMedium{n}\"); }}")
+    fr = fast(n, "flags", lambda k: f"gasnetc_am_reply_fast(t, GASNETC_AMKEY(h, {k}, {n}, 0), {'buf, nbytes' if k else '0, 0'}, _a)")
+    w(f"{SI} int gex_AM_ReplyShort{n}(gex_Token_t t, gex_AM_Index_t h, gex_Flags_t flags{sig(n)}) {{ {b} {fr(0, None)}return gasnetc_am_reply(t, h, 0, 0, 0, 0, 0, flags, {n}, _a, \"gex_AM_ReplyShort{n}\"); }}")
+    w(f"{SI} int gex_AM_ReplyMedium{n}(gex_Token_t t, gex_AM_Index_t h, const void *buf, size_t nbytes, gex_Event_t *lc_opt, gex_Flags_t flags{sig(n)}) {{ {b} {fr(1, 'lc_opt')}return gasnetc_am_reply(t, h, 1, buf, nbytes, 0, lc_opt, flags, {n}, _a, \"gex_AM_ReplyMedium{n}\"); }}")
     w(f"{SI} int gex_AM_ReplyLong{n}(gex_Token_t t, gex_AM_Index_t h, const void *buf, size_t nbytes, void *dest, gex_Event_t *lc_opt, gex_Flags_t flags{sig(n)}) {{ {b} return gasnetc_am_reply(t, h, 2, buf, nbytes, dest, lc_opt, flags, {n}, _a, \"gex_AM_ReplyLong{n}\"); }}")
     # negotiated payload commits
     for rr in ("Request", "Reply"):
@@ -41,12 +56,17 @@ w("#ifndef GASNET_SKIFCH_AM1_H")
 w("#define GASNET_SKIFCH_AM1_H")
 for n in range(17):
     b = body(n)
-    w(f"{SI} int gasnet_AMRequestShort{n}(gex_Rank_t node, gex_AM_Index_t h{sig(n)}) {{ {b} return gasnetc_am_request(gasnetc_world_tm(), node, h, 0, 0, 0, 0, 0, 0, {n}, _a, \"gasnet_AMRequestShort{n}\"); }}")
-    w(f"{SI} int gasnet_AMRequestMedium{n}(gex_Rank_t node, gex_AM_Index_t h, void *buf, size_t nbytes{sig(n)}) {{ {b} return gasnetc_am_request(gasnetc_world_tm(), node, h, 1, buf, nbytes, 0, 0, 0, {n}, _a, \"gasnet_AMRequestMedium{n}\"); }}")
+    fs = fast(n, None, lambda k: f"gasnetc_am_request_fast(gasnetc_world_tm(), node, GASNETC_AMKEY(h, {k}, {n}, 1), {'buf, nbytes' if k else '0, 0'}, _a)")
+    w(f"{SI} int gasnet_AMRequestShort{n}(gex_Rank_t node, gex_AM_Index_t h{sig(n)}) {{ {b} {fs(0, None)}return gasnetc_am_request(gasnetc_world_tm(), node, h, 0, 0, 0, 0, 0, 0, {n}, _a, \"gasnet_AMRequestShort{n}\"); }}")
+    w(f"{SI} int gasnet_AMRequestMedium{n}(gex_Rank_t node, gex_AM_Index_t h, void *buf, size_t nbytes{sig(n)}) {{ {b} {fs(1, None)}return gasnetc_am_request(gasnetc_world_tm(), node, h, 1, buf, nbytes, 0, 0, 0, {n}, _a, \"gasnet_AMRequestMedium{n}\"); }}")
     w(f"{SI} int gasnet_AMRequestLong{n}(gex_Rank_t node, gex_AM_Index_t h, void *buf, size_t nbytes, void *dest{sig(n)}) {{ {b} return gasnetc_am_request(gasnetc_world_tm(), node, h, 2, buf, nbytes, dest, 0, 0, {n}, _a, \"gasnet_AMRequestLong{n}\"); }}")
     w(f"{SI} int gasnet_AMRequestLongAsync{n}(gex_Rank_t node, gex_AM_Index_t h, void *buf, size_t nbytes, void *dest{sig(n)}) {{ {b} return gasnetc_am_request(gasnetc_world_tm(), node, h, 2, buf, nbytes, dest, 0, 0, {n}, _a, \"gasnet_AMRequestLongAsync{n}\"); }}")
-    w(f"{SI} int gasnet_AMReplyShort{n}(gex_Token_t t, gex_AM_Index_t h{sig(n)}) {{ {b} return gasnetc_am_reply(t, h, 0, 0, 0, 0, 0, 0, {n}, _a, \"gasnet_AMReplyShort{n}\"); }}")
-    w(f"{SI} int gasnet_AMReplyMedium{n}(gex_Token_t t, gex_AM_Index_t h, void *buf, size_t nbytes{sig(n)}) {{ {b} return gasnetc_am_reply(t, h, 1, buf, nbytes, 0, 0, 0, {n}, _a, \"gasnet_AMReplyMedium{n}\"); }}")
+    fr = fast(n, None, lambda k: f"gasnetc_am_reply_fast(t, GASNETC_AMKEY(h, {k}, {n}, 1), {'buf, nbytes' if k else '0, 0'}, _a)")
+    w(f"{SI} int gasnet_AMReplyShort{n}(gex_Token_t t, gex_AM_Index_t h{sig(n)}) {{ {b} {fr(0, None)}return gasnetc_am_reply(t, h, 0, 0, 0, 0, 0, 0, {n}, _a, \"gasnet_AMReplyShort{n}\"); }}")
+    w(f"{SI} int gasnet_AMReplyMedium{n}(gex_Token_t t, gex_AM_Index_t h, void *buf, size_t nbytes{sig(n)}) {{ {b} {fr(1, None)}return gasnetc_am_reply(t, h, 1, buf, nbytes, 0, 0, 0, {n}, _a, \"gasnet_AMReplyMedium{n}\"); }}")
     w(f"{SI} int gasnet_AMReplyLong{n}(gex_Token_t t, gex_AM_Index_t h, void *buf, size_t nbytes, void *dest{sig(n)}) {{ {b} return gasnetc_am_reply(t, h, 2, buf, nbytes, dest, 0, 0, {n}, _a, \"gasnet_AMReplyLong{n}\"); }}")
 w("#endif")
+# GASNet-1 calls take no flags: where the fast entry applies it is the whole body
+import re
+out = [re.sub(r"(return gasnetc_am_(?:request|reply)_fast\([^;]*\); )return [^;]*; \}", r"\1}", l) for l in out]
 open("include/gasnet_skifch_am1.h", "w").write("\n".join(out) + "\n")

@@ -464,6 +464,7 @@ impl<P: Port> Gasnet<P> {
     /// [`Gasnet::request`] of a Short or Medium with at most 6 arguments, without
     /// `GEX_FLAG_IMMEDIATE`: the common request, sent with the arguments in the header
     /// (the wire format of [`crate::am`]) and no [`Msg`] built.
+    #[inline(always)]
     pub(crate) fn request_inline(
         &self,
         dst: u32,

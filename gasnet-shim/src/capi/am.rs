@@ -70,38 +70,132 @@ pub unsafe extern "C" fn gasnetc_am_request(
     a: *const i32,
     call: *const c_char,
 ) -> c_int {
-    let call = name(call);
+    // The headers send the common AM through `gasnetc_am_request_fast`: this is the rest.
+    let at = Inj {
+        handler,
+        cat,
+        buf,
+        nbytes,
+        dest,
+        lc_opt,
+        flags,
+        nargs,
+        a,
+    };
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { request_any(&name(call), tm, rank, &at) }
+}
+
+/// An AM's arguments past its destination, as the general entries take them.
+#[derive(Clone, Copy)]
+struct Inj {
+    handler: u8,
+    cat: c_int,
+    buf: *const c_void,
+    nbytes: usize,
+    dest: *mut c_void,
+    lc_opt: *mut *mut c_void,
+    flags: u32,
+    nargs: c_int,
+    a: *const i32,
+}
+
+impl Inj {
+    /// The payload's length, or a fatal error naming `call` for a NULL payload.
+    fn checked_len<C: std::fmt::Display + ?Sized>(&self, call: &C) -> usize {
+        if self.nbytes > 0 && self.buf.is_null() {
+            fatal(call, &Error::BadArgument("a NULL payload".into()));
+        }
+        self.nbytes
+    }
+
+    /// A fast entry's AM (its key: see [`KEY_LEGACY`]).
+    fn of_key(key: u32, buf: *const c_void, nbytes: usize, a: *const i32) -> Inj {
+        Inj {
+            handler: key as u8,
+            cat: ((key >> 8) & 3) as c_int,
+            buf,
+            nbytes,
+            dest: std::ptr::null_mut(),
+            lc_opt: std::ptr::null_mut(),
+            flags: 0,
+            nargs: ((key >> 16) & 31) as c_int,
+            a,
+        }
+    }
+}
+
+/// The AM fast entry's key (`GASNETC_AMKEY` in `gasnetex.h`): handler index (bits 0-7),
+/// category (8-9), argument count (16-20), a GASNet-1 name (bit 24).
+const KEY_LEGACY: u32 = 1 << 24;
+
+/// The name of the call behind a fast entry's key, for error messages only.
+struct KeyName(u32, bool);
+
+impl std::fmt::Display for KeyName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (key, reply) = (self.0, self.1);
+        let kind = if reply { "Reply" } else { "Request" };
+        let cat = ["Short", "Medium", "Long", "?"][((key >> 8) & 3) as usize];
+        let n = (key >> 16) & 31;
+        if key & KEY_LEGACY != 0 {
+            write!(f, "gasnet_AM{kind}{cat}{n}")
+        } else {
+            write!(f, "gex_AM_{kind}{cat}{n}")
+        }
+    }
+}
+
+/// `gasnetc_am_request` of a Short or Medium with at most 6 arguments and without
+/// `GEX_FLAG_IMMEDIATE` (the headers handle `lc_opt`): six register arguments, no call
+/// name (made from `key` if an error needs it) — the common request's C entry.
+#[no_mangle]
+pub unsafe extern "C" fn gasnetc_am_request_fast(
+    tm: *mut c_void,
+    rank: u32,
+    key: u32,
+    buf: *const c_void,
+    nbytes: usize,
+    a: *const i32,
+) -> c_int {
+    let call = KeyName(key, false);
+    let at = Inj::of_key(key, buf, nbytes, a);
     if let Some(gn) = world_fast(tm, rank) {
-        if let Some(cat) = inline_cat(cat, nargs, flags) {
+        if let Some(cat) = inline_cat(at.cat, at.nargs, 0) {
             let data = payload(&call, cat, buf, nbytes);
-            ok(
-                &call,
-                gn.request_inline(rank, handler, cat, args(&call, nargs, a), data),
-            );
-            lc_done(lc_opt);
+            let args = args(&call, at.nargs, a);
+            ok(&call, gn.request_inline(rank, at.handler, cat, args, data));
             return 0;
         }
     }
+    // SAFETY: the caller's contract (the headers' arguments), forwarded.
+    unsafe { request_any(&call, tm, rank, &at) }
+}
+
+/// Every AM request the inline paths do not take (other teams, Long, more than 6
+/// arguments, `GEX_FLAG_IMMEDIATE`).
+///
+/// # Safety
+/// As `gasnetc_am_request`'s arguments.
+#[inline(never)]
+unsafe fn request_any<C: std::fmt::Display + ?Sized>(
+    call: &C,
+    tm: *mut c_void,
+    rank: u32,
+    at: &Inj,
+) -> c_int {
     let gn = g(&call);
-    let cat = category(&call, cat);
+    let cat = category(&call, at.cat);
     let r = job_rank(&call, tm, rank);
-    if nbytes > 0 && buf.is_null() {
-        fatal(&call, &Error::BadArgument("a NULL payload".into()));
-    }
+    let (buf, len) = (at.buf as usize, at.checked_len(call));
+    let args = args(&call, at.nargs, at.a);
+    let immediate = at.flags & FLAG_IMMEDIATE != 0;
+    let dest = at.dest as usize;
     let sent = ok(
         &call,
-        gn.request(
-            r,
-            handler,
-            cat,
-            args(&call, nargs, a),
-            buf as usize,
-            nbytes,
-            dest as usize,
-            flags & FLAG_IMMEDIATE != 0,
-        ),
+        gn.request(r, at.handler, cat, args, buf, len, dest, immediate),
     );
-    lc_done(lc_opt);
+    lc_done(at.lc_opt);
     c_int::from(!sent)
 }
 
@@ -163,39 +257,69 @@ pub unsafe extern "C" fn gasnetc_am_reply(
     a: *const i32,
     call: *const c_char,
 ) -> c_int {
+    // The headers send the common reply through `gasnetc_am_reply_fast`: this is the rest.
     let call = name(call);
+    let at = Inj {
+        handler,
+        cat,
+        buf,
+        nbytes,
+        dest,
+        lc_opt,
+        flags,
+        nargs,
+        a,
+    };
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { reply_any(&call, token(&call, tok), &at) }
+}
+
+/// `gasnetc_am_reply` of a Short or Medium with at most 6 arguments and without
+/// `GEX_FLAG_IMMEDIATE`: the common reply's C entry (as [`gasnetc_am_request_fast`]).
+#[no_mangle]
+pub unsafe extern "C" fn gasnetc_am_reply_fast(
+    tok: *mut c_void,
+    key: u32,
+    buf: *const c_void,
+    nbytes: usize,
+    a: *const i32,
+) -> c_int {
+    let call = KeyName(key, true);
     let t = token(&call, tok);
-    if let Some(cat) = inline_cat(cat, nargs, flags) {
+    let at = Inj::of_key(key, buf, nbytes, a);
+    if let Some(cat) = inline_cat(at.cat, at.nargs, 0) {
         let data = payload(&call, cat, buf, nbytes);
         ok(
             &call,
-            t.reply_inline(handler, cat, args(&call, nargs, a), data),
+            t.reply_inline(at.handler, cat, args(&call, at.nargs, a), data),
         );
-        lc_done(lc_opt);
         return 0;
     }
-    let cat = category(&call, cat);
-    if nbytes > 0 && buf.is_null() {
-        fatal(&call, &Error::BadArgument("a NULL payload".into()));
-    }
-    let data = if nbytes == 0 {
+    // SAFETY: the caller's contract (the headers' arguments), forwarded.
+    unsafe { reply_any(&call, t, &at) }
+}
+
+/// Every AM reply the inline path does not take.
+///
+/// # Safety
+/// As `gasnetc_am_reply`'s arguments.
+#[inline(never)]
+unsafe fn reply_any<C: std::fmt::Display + ?Sized>(call: &C, t: &mut Token<'_>, at: &Inj) -> c_int {
+    let cat = category(&call, at.cat);
+    let len = at.checked_len(call);
+    let data = if len == 0 {
         &[][..]
     } else {
-        // SAFETY: the client's payload of `nbytes` bytes.
-        unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), nbytes) }
+        // SAFETY: the client's payload of `len` bytes (not NULL: `checked_len`).
+        unsafe { std::slice::from_raw_parts(at.buf.cast::<u8>(), len) }
     };
+    let args = args(&call, at.nargs, at.a);
+    let immediate = at.flags & FLAG_IMMEDIATE != 0;
     let sent = ok(
         &call,
-        t.reply(
-            handler,
-            cat,
-            args(&call, nargs, a),
-            data,
-            dest as usize,
-            flags & FLAG_IMMEDIATE != 0,
-        ),
+        t.reply(at.handler, cat, args, data, at.dest as usize, immediate),
     );
-    lc_done(lc_opt);
+    lc_done(at.lc_opt);
     c_int::from(!sent)
 }
 
