@@ -114,6 +114,22 @@ const COMPARISONS: &[Cmp] = &[
     rma("cas"),
     rma("put_rate"),
     rma("lock_put"),
+    // issue 18: 1 MiB put/get bandwidth at least 0.8x memcpy's, measured by the same run of
+    // mpi_rma.c (between the same buffers, its passes taking turns with theirs)
+    Cmp {
+        label: "mpi-lite vs memcpy",
+        ours: mpilite_imp,
+        test: "put_bw",
+        peers: &["mpi-lite"],
+        peer_test: "memcpy_bw",
+    },
+    Cmp {
+        label: "mpi-lite vs memcpy",
+        ours: mpilite_imp,
+        test: "get_bw",
+        peers: &["mpi-lite"],
+        peer_test: "memcpy_bw",
+    },
     Cmp {
         label: "skifshmem vs OpenSHMEM",
         ours: shmem_imp,

@@ -107,6 +107,26 @@ pub fn with<T: 'static, R>(
     c.2.as_deref().map(f)
 }
 
+/// As [`with`] on the thread the library is bound to, for a short cut that makes no call
+/// (so its caller can keep its arguments in registers): `f` on the cached object if it is
+/// `h`'s and current; `None` otherwise — another thread, not bound, a miss — and the
+/// caller takes [`with`]'s way.
+#[inline(always)]
+pub fn with_bound<T: 'static, R>(
+    bound: &'static Bound<T>,
+    gen: &Generation,
+    h: c_int,
+    f: impl FnOnce(&T) -> R,
+) -> Option<R> {
+    let g = gen.0.load(Ordering::Acquire);
+    let c = bound_slot(bound).ok()??.try_borrow().ok()?;
+    if c.0 != h || c.1 != g {
+        return None;
+    }
+    let o = c.2.as_deref()?;
+    Some(f(o))
+}
+
 /// As [`with`] for a caller that must hold the object across code of its own: taken out
 /// of the slot (a nested call meanwhile calls `lookup`), given back with [`keep`].
 #[inline(always)]

@@ -154,7 +154,7 @@ impl Basic {
     /// one element-type enum of the stack (LP64 Linux: `long` is 64-bit, `wchar_t` 32-bit
     /// signed; `MPI_C_BOOL` and `MPI_BYTE` are 8-bit unsigned, MPI-3.1 §5.9.2). `None`:
     /// no predefined reduction applies (packed data, long double, the complex types).
-    pub fn dtype(self) -> Option<DType> {
+    pub const fn dtype(self) -> Option<DType> {
         use Basic::*;
         Some(match self {
             Char | SignedChar | Int8 => DType::I8,

@@ -37,7 +37,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::MutexGuard;
 
-use skifch::coll::{DType, Op};
+use skifch::coll::DType;
 
 use super::{AccOp, Epoch, Win};
 use crate::datatype::Basic;
@@ -150,6 +150,66 @@ enum Rmw {
     Cas,
 }
 
+/// [`Rmw`] by its code in [`RMW_TABLE`] (code - 1).
+const KINDS: [Rmw; 12] = {
+    use Rmw::*;
+    [
+        Add, FAdd, And, Or, Xor, MaxS, MinS, MaxU, MinU, Swap, Load, Cas,
+    ]
+};
+
+/// The code in [`RMW_TABLE`] of operation handle `op` (`mpi.h`: `MPI_MAX` = 1 …
+/// `MPI_REPLACE` = 13, `MPI_NO_OP` = 14; 0: compare-and-swap) on elements of `d`: the
+/// [`KINDS`] index + 1, `0x80` for 8-byte elements; 0 when it has no single instruction
+/// (the general path's compare-and-swap loop with the reducer).
+const fn rmw_code(d: Option<DType>, op: usize) -> u8 {
+    use DType::*;
+    // (8 bytes, integer, signed)
+    let (wide, int, signed) = match d {
+        Some(I32) => (false, true, true),
+        Some(U32) => (false, true, false),
+        Some(I64) => (true, true, true),
+        Some(U64) => (true, true, false),
+        Some(F32) => (false, false, false),
+        Some(F64) => (true, false, false),
+        _ => return 0,
+    };
+    let k = match op {
+        0 => Rmw::Cas,
+        14 => Rmw::Load,
+        13 => Rmw::Swap,
+        3 if int => Rmw::Add,
+        3 => Rmw::FAdd,
+        6 if int => Rmw::And,
+        8 if int => Rmw::Or,
+        10 if int => Rmw::Xor,
+        1 if int && signed => Rmw::MaxS,
+        2 if int && signed => Rmw::MinS,
+        1 if int => Rmw::MaxU,
+        2 if int => Rmw::MinU,
+        _ => return 0,
+    };
+    (k as u8 + 1) | if wide { 0x80 } else { 0 }
+}
+
+/// [`rmw_code`] of every predefined type (row: its [`Basic`] discriminant) and operation
+/// handle (column; 0: compare-and-swap), made at compile time: a short cut finds its
+/// instruction with one load.
+const RMW_TABLE: [[u8; 15]; Basic::ALL.len()] = {
+    let mut t = [[0u8; 15]; Basic::ALL.len()];
+    let mut i = 0;
+    while i < Basic::ALL.len() {
+        let b = Basic::ALL[i];
+        let mut op = 0;
+        while op < 15 {
+            t[b as usize][op] = rmw_code(b.dtype(), op);
+            op += 1;
+        }
+        i += 1;
+    }
+    t
+};
+
 /// One element's accumulate-family operation on the direct path: the instruction and the
 /// element's width (4 or 8 bytes), found once per call from the type and the operation.
 #[derive(Clone, Copy)]
@@ -163,33 +223,23 @@ impl RmwOp {
     /// for the rest (the general path's compare-and-swap loop with the reducer).
     #[inline(always)]
     pub fn of(b: Basic, op: AccOp, cas: bool) -> Option<RmwOp> {
-        use DType::*;
-        // (bytes, integer, signed)
-        let (w, int, signed) = match b.dtype()? {
-            I32 => (4, true, true),
-            U32 => (4, true, false),
-            I64 => (8, true, true),
-            U64 => (8, true, false),
-            F32 => (4, false, false),
-            F64 => (8, false, false),
-            _ => return None,
+        RmwOp::of_handle(b, op.code() as i32, cas)
+    }
+
+    /// As [`RmwOp::of`] with `mpi.h`'s operation handle (anything else: `None`).
+    #[inline(always)]
+    pub fn of_handle(b: Basic, op: i32, cas: bool) -> Option<RmwOp> {
+        let col = if cas { 0 } else { op as usize };
+        let code = *RMW_TABLE[b as usize].get(col).filter(|_| cas || op > 0)?;
+        // Compare-and-swap known at compile time: its caller's code has one instruction.
+        let k = match cas {
+            true if code != 0 => Rmw::Cas,
+            _ => *KINDS.get(usize::from(code & 0x7f).wrapping_sub(1))?,
         };
-        let k = match (op, cas) {
-            (_, true) => Rmw::Cas,
-            (AccOp::NoOp, _) => Rmw::Load,
-            (AccOp::Replace, _) => Rmw::Swap,
-            (AccOp::Op(Op::Sum), _) if int => Rmw::Add,
-            (AccOp::Op(Op::Sum), _) => Rmw::FAdd,
-            (AccOp::Op(Op::Band), _) if int => Rmw::And,
-            (AccOp::Op(Op::Bor), _) if int => Rmw::Or,
-            (AccOp::Op(Op::Bxor), _) if int => Rmw::Xor,
-            (AccOp::Op(Op::Max), _) if int && signed => Rmw::MaxS,
-            (AccOp::Op(Op::Min), _) if int && signed => Rmw::MinS,
-            (AccOp::Op(Op::Max), _) if int => Rmw::MaxU,
-            (AccOp::Op(Op::Min), _) if int => Rmw::MinU,
-            _ => return None,
-        };
-        Some(RmwOp { w, k })
+        Some(RmwOp {
+            w: if code & 0x80 != 0 { 8 } else { 4 },
+            k,
+        })
     }
 
     /// Bytes of the element.
@@ -336,7 +386,7 @@ impl Win {
     ///
     /// # One-sided Operation
     /// Only the origin calls it, inside an access epoch; complete when it returns.
-    #[inline]
+    #[inline(always)]
     pub fn direct_put(&self, rank: i32, disp: isize, src: &[u8]) -> bool {
         let done = self
             .direct_at(rank, disp)
@@ -354,7 +404,7 @@ impl Win {
     /// # One-sided Operation
     /// Only the origin calls it, inside an access epoch; the data is in `dst` when it
     /// returns.
-    #[inline]
+    #[inline(always)]
     pub fn direct_get(&self, rank: i32, disp: isize, dst: &mut [u8]) -> bool {
         self.direct_at(rank, disp)
             .and_then(|(m, off)| {
@@ -510,7 +560,7 @@ impl Win {
     ///
     /// # One-sided Operation
     /// Only the origin calls it, inside a passive-target epoch.
-    #[inline]
+    #[inline(always)]
     pub fn direct_flush(&self, rank: Option<i32>, local: bool) -> bool {
         if self.msg {
             return false;

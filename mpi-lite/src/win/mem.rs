@@ -70,6 +70,7 @@ impl Reach {
     }
 
     /// The address of byte `off` when mapped here and `off..off+n` is inside.
+    #[inline(always)]
     pub(crate) fn mapped(&self, off: usize, n: usize) -> Option<*mut u8> {
         match *self {
             Reach::Mapped { base, len } if off <= len && n <= len - off => {

@@ -35,6 +35,7 @@ mod p2p;
 mod persist;
 mod rma;
 mod rma_ops;
+mod rma_sync;
 mod topo;
 mod typeinfo;
 mod types;

@@ -75,6 +75,14 @@ pub(crate) fn with_entry<T>(w: c_int, f: impl FnOnce(&WinEntry) -> T) -> Option<
     cache::with(&LAST, &BOUND, &GEN, w, lookup, f)
 }
 
+/// As [`with_entry`] for the short cuts that make no call: the window of the thread the
+/// library is bound to, if `w` is its cached one ([`cache::with_bound`]); `None`: take
+/// [`with_entry`].
+#[inline(always)]
+pub(crate) fn with_bound_entry<T>(w: c_int, f: impl FnOnce(&WinEntry) -> T) -> Option<T> {
+    cache::with_bound(&BOUND, &GEN, w, f)
+}
+
 /// Whether `w` is a window (for the attribute calls).
 pub(crate) fn exists(w: c_int) -> bool {
     entry(w, "").is_ok()

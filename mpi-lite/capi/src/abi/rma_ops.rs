@@ -1,5 +1,5 @@
-//! One-sided communication (MPI-3.1 §11.3-11.5): the operations and the synchronisation
-//! calls on a window (`rma` holds the windows). Only translates: handles, counts and
+//! One-sided communication (MPI-3.1 §11.3): the operations on a window (`rma` holds the
+//! windows, `rma_sync` the synchronisation calls). Only translates: handles, counts and
 //! buffers to `mpi_lite::win`.
 
 use std::ffi::{c_int, c_void};
@@ -7,11 +7,11 @@ use std::sync::atomic::Ordering;
 
 use mpi_lite::datatype::Basic;
 use mpi_lite::error::class;
-use mpi_lite::win::{AccOp, LockType, RmwOp, Target, Win};
+use mpi_lite::win::{AccOp, RmwOp, Target, Win};
 use mpi_lite::{Error, Result};
 
 use super::p2p::req_handle;
-use super::rma::{wcall, with_entry, WinEntry};
+use super::rma::{wcall, with_bound_entry, with_entry, WinEntry};
 use super::{arr, arr_mut, basic_type, contiguous_bytes, count, dense_len, mpi_fn, put, user_buf};
 use crate::state::{CState, PHASE};
 
@@ -22,7 +22,7 @@ use crate::state::{CState, PHASE};
 /// layer. `false`: not done (MPI not running, not a window, or `f` declined): the call
 /// takes its general path, which checks everything and reports the error.
 #[inline(always)]
-fn direct(w: c_int, f: impl FnOnce(&Win) -> bool) -> bool {
+pub(super) fn direct(w: c_int, f: impl FnOnce(&Win) -> bool) -> bool {
     direct_with(w, |x| f(x).then_some(())).is_some()
 }
 
@@ -35,9 +35,36 @@ fn direct_with<R>(w: c_int, f: impl FnOnce(&Win) -> Option<R>) -> Option<R> {
     with_entry(w, |e| f(&e.win)).flatten()
 }
 
+/// The first short cut of the hot calls, which makes no call so that their entry keeps
+/// its arguments in registers (no frame): [`direct_with`] on the cached window of the
+/// thread the library is bound to only (`MPI_THREAD_SINGLE`/`FUNNELED`). `None`: the
+/// call's out-of-line rest (`*_rest`), which takes [`direct_with`]'s way, then the general
+/// path.
+#[inline(always)]
+pub(super) fn quick<R>(w: c_int, f: impl FnOnce(&Win) -> Option<R>) -> Option<R> {
+    if PHASE.load(Ordering::Relaxed) != 1 {
+        return None;
+    }
+    with_bound_entry(
+        w,
+        #[inline(always)]
+        |e| f(&e.win),
+    )
+    .flatten()
+}
+
+/// The bytes of a put's or get's origin for [`quick`]: one dense run of 4 to 16 bytes
+/// (copied without a call, `skifch::mem::copy_move`) as long as the target's, at a
+/// non-null address.
+#[inline(always)]
+fn small_run(a: *const c_void, oc: c_int, ot: c_int, tc: c_int, tt: c_int) -> Option<usize> {
+    let n = dense_len(oc, ot)?;
+    (n.wrapping_sub(4) <= 12 && !a.is_null() && same_len(n, (oc, ot), (tc, tt))).then_some(n)
+}
+
 /// A call's general path, out of line: the direct path's entry points keep a small frame.
 #[inline(never)]
-fn general(
+pub(super) fn general(
     name: &'static str,
     win: c_int,
     f: impl FnOnce(&CState, &WinEntry) -> Result<()>,
@@ -122,7 +149,7 @@ fn direct_update(
 /// # Safety
 /// MPI's buffer contract: one element of the type at each non-null address (§11.3.4).
 #[inline(always)]
-unsafe fn direct_one(
+unsafe fn direct_one<const QUICK: bool>(
     win: c_int,
     rank: c_int,
     disp: isize,
@@ -149,7 +176,16 @@ unsafe fn direct_one(
     };
     let x = if k.reads_origin() { load(oa) } else { 0 };
     let c = ca.map_or(0, load);
-    let Some(old) = direct_with(win, |x_| x_.direct_rmw(rank, disp, k, x, c)) else {
+    let r = if QUICK {
+        quick(
+            win,
+            #[inline(always)]
+            |w| w.direct_rmw(rank, disp, k, x, c),
+        )
+    } else {
+        direct_with(win, |w| w.direct_rmw(rank, disp, k, x, c))
+    };
+    let Some(old) = r else {
         return false;
     };
     if let Some(r) = ra {
@@ -169,6 +205,13 @@ unsafe fn direct_one(
 #[inline(always)]
 fn rmw_op(dt: c_int, op: AccOp, cas: bool) -> Option<RmwOp> {
     RmwOp::of(basic(dt)?, op, cas)
+}
+
+/// As [`rmw_op`] with the operation's handle (the quick paths; `cas`: compare-and-swap,
+/// `op` unused).
+#[inline(always)]
+fn rmw_op_h(dt: c_int, op: c_int, cas: bool) -> Option<RmwOp> {
+    RmwOp::of_handle(basic(dt)?, op, cas)
 }
 
 fn target<'a>(
@@ -284,35 +327,101 @@ unsafe fn gacc_op(
 }
 
 mpi_fn!(MPI_Put, PMPI_Put, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, win: c_int) -> c_int {
-    // SAFETY: the caller's buffer (MPI buffer contract).
-    if let Some(src) = unsafe { run(oa, oc, ot, tc, tt) } {
-        if direct(win, |w| w.direct_put(tr, td, src)) {
+    if let Some(n) = small_run(oa, oc, ot, tc, tt) {
+        // SAFETY: `n` bytes at `oa` (MPI buffer contract), non-null.
+        let src = unsafe { std::slice::from_raw_parts(oa.cast::<u8>(), n) };
+        if quick(win, #[inline(always)] |w| w.direct_put(tr, td, src).then_some(())).is_some() {
             return class::SUCCESS;
         }
     }
-    let a = Args { oa, oc, ot, tr, td, tc, tt };
-    // SAFETY: the caller's buffers (MPI buffer contract).
-    general("MPI_Put", win, |st, e| unsafe { put_op(st, e, &a, "MPI_Put") })
+    // SAFETY: the caller's buffer (MPI buffer contract).
+    unsafe { put_rest(&Args { oa, oc, ot, tr, td, tc, tt }, win) }
 });
+
+/// `MPI_Put` past [`quick`]: the direct path of any size and thread level, then the
+/// general path.
+///
+/// # Safety
+/// MPI's buffer contract for the origin buffer.
+#[inline(never)]
+unsafe fn put_rest(a: &Args, win: c_int) -> c_int {
+    // SAFETY: the caller's buffer (MPI buffer contract).
+    if let Some(src) = unsafe { run(a.oa, a.oc, a.ot, a.tc, a.tt) } {
+        if direct(win, |w| w.direct_put(a.tr, a.td, src)) {
+            return class::SUCCESS;
+        }
+    }
+    // SAFETY: the caller's buffers (MPI buffer contract).
+    general("MPI_Put", win, |st, e| unsafe {
+        put_op(st, e, a, "MPI_Put")
+    })
+}
 
 mpi_fn!(MPI_Get, PMPI_Get, (oa: *mut c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, win: c_int) -> c_int {
-    // SAFETY: the caller's buffer (MPI buffer contract), written by the call only.
-    if let Some(dst) = unsafe { run_mut(oa, oc, ot, tc, tt) } {
-        if direct(win, |w| w.direct_get(tr, td, dst)) {
+    if let Some(n) = small_run(oa, oc, ot, tc, tt) {
+        // SAFETY: `n` bytes at `oa` (MPI buffer contract), non-null, written by the call.
+        let dst = unsafe { std::slice::from_raw_parts_mut(oa.cast::<u8>(), n) };
+        if quick(win, #[inline(always)] |w| w.direct_get(tr, td, dst).then_some(())).is_some() {
             return class::SUCCESS;
         }
     }
-    let a = Args { oa, oc, ot, tr, td, tc, tt };
-    // SAFETY: the caller's buffers (MPI buffer contract).
-    general("MPI_Get", win, |st, e| unsafe { get_op(st, e, &a, "MPI_Get") })
+    let oa = oa.cast_const();
+    // SAFETY: the caller's buffer (MPI buffer contract), written by the call.
+    unsafe { get_rest(&Args { oa, oc, ot, tr, td, tc, tt }, win) }
 });
 
+/// `MPI_Get` past [`quick`]: the direct path of any size and thread level, then the
+/// general path.
+///
+/// # Safety
+/// MPI's buffer contract for the origin buffer (written).
+#[inline(never)]
+unsafe fn get_rest(a: &Args, win: c_int) -> c_int {
+    // SAFETY: the caller's buffer (MPI buffer contract), written by the call only.
+    if let Some(dst) = unsafe { run_mut(a.oa.cast_mut(), a.oc, a.ot, a.tc, a.tt) } {
+        if direct(win, |w| w.direct_get(a.tr, a.td, dst)) {
+            return class::SUCCESS;
+        }
+    }
+    // SAFETY: the caller's buffers (MPI buffer contract).
+    general("MPI_Get", win, |st, e| unsafe {
+        get_op(st, e, a, "MPI_Get")
+    })
+}
+
 mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (oa: *const c_void, oc: c_int, ot: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
+    if let (1, 1, true, Some(k)) = (oc, tc, ot == tt, rmw_op_h(tt, op, false)) {
+        // SAFETY: one element of `tt` at `oa` (MPI buffer contract).
+        if k.reads_origin() && unsafe { direct_one::<true>(win, tr, td, k, oa, None, None) } {
+            return class::SUCCESS;
+        }
+    }
+    // SAFETY: forwarded (the caller's contract).
+    unsafe { accumulate_rest(oa, oc, ot, tr, td, tc, tt, op, win) }
+});
+
+/// `MPI_Accumulate` past [`quick`]: the direct path of any size and thread level, then the
+/// general path.
+///
+/// # Safety
+/// MPI's buffer contract for the call's buffers.
+#[inline(never)]
+unsafe fn accumulate_rest(
+    oa: *const c_void,
+    oc: c_int,
+    ot: c_int,
+    tr: c_int,
+    td: isize,
+    tc: c_int,
+    tt: c_int,
+    op: c_int,
+    win: c_int,
+) -> c_int {
     let name = "MPI_Accumulate";
     if let (true, Ok(o)) = (ot == tt, AccOp::from_handle(op, name)) {
         if let (1, 1, Some(k)) = (oc, tc, rmw_op(tt, o, false)) {
             // SAFETY: one element of `tt` at `oa` (MPI buffer contract).
-            if k.reads_origin() && unsafe { direct_one(win, tr, td, k, oa, None, None) } {
+            if k.reads_origin() && unsafe { direct_one::<false>(win, tr, td, k, oa, None, None) } {
                 return class::SUCCESS;
             }
         }
@@ -323,10 +432,20 @@ mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (oa: *const c_void, oc: c_int, ot: c_in
             }
         }
     }
-    let a = Args { oa, oc, ot, tr, td, tc, tt };
+    let a = Args {
+        oa,
+        oc,
+        ot,
+        tr,
+        td,
+        tc,
+        tt,
+    };
     // SAFETY: the caller's buffers (MPI buffer contract).
-    general("MPI_Accumulate", win, |st, e| unsafe { acc_op(st, e, &a, op, "MPI_Accumulate") })
-});
+    general("MPI_Accumulate", win, |st, e| unsafe {
+        acc_op(st, e, &a, op, "MPI_Accumulate")
+    })
+}
 
 mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (oa: *const c_void, oc: c_int, ot: c_int, ra: *mut c_void, rc: c_int, rt: c_int, tr: c_int, td: isize, tc: c_int, tt: c_int, op: c_int, win: c_int) -> c_int {
     let name = "MPI_Get_accumulate";
@@ -334,7 +453,7 @@ mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (oa: *const c_void, oc: c_int, 
         if let (1, 1, Some(k)) = (rc, tc, rmw_op(tt, o, false)) {
             if (!k.reads_origin() || (oc == 1 && ot == tt))
                 // SAFETY: one element of `tt` at `oa` (unless MPI_NO_OP) and `ra`.
-                && unsafe { direct_one(win, tr, td, k, oa, None, Some(ra)) }
+                && unsafe { direct_one::<false>(win, tr, td, k, oa, None, Some(ra)) }
             {
                 return class::SUCCESS;
             }
@@ -358,11 +477,36 @@ mpi_fn!(MPI_Get_accumulate, PMPI_Get_accumulate, (oa: *const c_void, oc: c_int, 
 });
 
 mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void, dt: c_int, tr: c_int, td: isize, op: c_int, win: c_int) -> c_int {
+    if let Some(k) = rmw_op_h(dt, op, false) {
+        // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.4).
+        if unsafe { direct_one::<true>(win, tr, td, k, oa, None, Some(ra)) } {
+            return class::SUCCESS;
+        }
+    }
+    // SAFETY: forwarded (the caller's contract).
+    unsafe { fetch_and_op_rest(oa, ra, dt, tr, td, op, win) }
+});
+
+/// `MPI_Fetch_and_op` past [`quick`]: the direct path of any size and thread level, then the
+/// general path.
+///
+/// # Safety
+/// MPI's buffer contract for the call's buffers.
+#[inline(never)]
+unsafe fn fetch_and_op_rest(
+    oa: *const c_void,
+    ra: *mut c_void,
+    dt: c_int,
+    tr: c_int,
+    td: isize,
+    op: c_int,
+    win: c_int,
+) -> c_int {
     let name = "MPI_Fetch_and_op";
     if let Ok(o) = AccOp::from_handle(op, name) {
         if let Some(k) = rmw_op(dt, o, false) {
             // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.4).
-            if unsafe { direct_one(win, tr, td, k, oa, None, Some(ra)) } {
+            if unsafe { direct_one::<false>(win, tr, td, k, oa, None, Some(ra)) } {
                 return class::SUCCESS;
             }
         }
@@ -387,27 +531,75 @@ mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void
         // SAFETY: one element at the caller's result address, written.
         let mut r = unsafe { user_buf(st, ra, 1, dt, name)? };
         let mut k = None;
-        e.win.get_accumulate(&st.mpi, o.as_ref(), &mut r, target(st, tr, td, 1, dt, name, &mut k)?, op, name)
+        e.win.get_accumulate(
+            &st.mpi,
+            o.as_ref(),
+            &mut r,
+            target(st, tr, td, 1, dt, name, &mut k)?,
+            op,
+            name,
+        )
     })
-});
+}
 
 mpi_fn!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (oa: *const c_void, ca: *const c_void, ra: *mut c_void, dt: c_int, tr: c_int, td: isize, win: c_int) -> c_int {
+    if let Some(k) = rmw_op_h(dt, 0, true) {
+        // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.6).
+        if unsafe { direct_one::<true>(win, tr, td, k, oa, Some(ca), Some(ra)) } {
+            return class::SUCCESS;
+        }
+    }
+    // SAFETY: forwarded (the caller's contract).
+    unsafe { compare_and_swap_rest(oa, ca, ra, dt, tr, td, win) }
+});
+
+/// `MPI_Compare_and_swap` past [`quick`]: the direct path of any size and thread level, then the
+/// general path.
+///
+/// # Safety
+/// MPI's buffer contract for the call's buffers.
+#[inline(never)]
+unsafe fn compare_and_swap_rest(
+    oa: *const c_void,
+    ca: *const c_void,
+    ra: *mut c_void,
+    dt: c_int,
+    tr: c_int,
+    td: isize,
+    win: c_int,
+) -> c_int {
     let name = "MPI_Compare_and_swap";
     if let Some(k) = rmw_op(dt, AccOp::Replace, true) {
         // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.6).
-        if unsafe { direct_one(win, tr, td, k, oa, Some(ca), Some(ra)) } {
+        if unsafe { direct_one::<false>(win, tr, td, k, oa, Some(ca), Some(ra)) } {
             return class::SUCCESS;
         }
     }
     // SAFETY: one element of `dt` at each address (MPI-3.1 §11.3.6).
-    if let (Some(src), Some(cmp), Some(old)) = unsafe { (run(oa, 1, dt, 1, dt), run(ca, 1, dt, 1, dt), run_mut(ra, 1, dt, 1, dt)) } {
-        if direct_update(win, tr, td, dt, AccOp::Replace, Some(src), Some(cmp), Some(old)) {
+    if let (Some(src), Some(cmp), Some(old)) = unsafe {
+        (
+            run(oa, 1, dt, 1, dt),
+            run(ca, 1, dt, 1, dt),
+            run_mut(ra, 1, dt, 1, dt),
+        )
+    } {
+        if direct_update(
+            win,
+            tr,
+            td,
+            dt,
+            AccOp::Replace,
+            Some(src),
+            Some(cmp),
+            Some(old),
+        ) {
             return class::SUCCESS;
         }
     }
     general(name, win, |st, e| {
         let d = st.dtype(dt)?;
-        let n = c_int::try_from(d.size()).map_err(|_| Error::Type(format!("{name}: type too large")))?;
+        let n = c_int::try_from(d.size())
+            .map_err(|_| Error::Type(format!("{name}: type too large")))?;
         // SAFETY: one element of `d` at each address (MPI-3.1 §11.3.6).
         let (o, c, r) = unsafe {
             (
@@ -418,105 +610,7 @@ mpi_fn!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (oa: *const c_void, ca: *co
         };
         e.win.compare_and_swap(&st.mpi, o, c, r, &d, tr, td)
     })
-});
-
-mpi_fn!(MPI_Win_fence, PMPI_Win_fence, (assert: c_int, win: c_int) -> c_int {
-    wcall("MPI_Win_fence", win, |st, e| e.win.fence(&st.mpi, assert))
-});
-
-fn lock_type(t: c_int) -> Result<LockType> {
-    match t {
-        234 => Ok(LockType::Exclusive),
-        235 => Ok(LockType::Shared),
-        _ => Err(Error::Arg(format!(
-            "MPI_Win_lock: lock_type {t} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"
-        ))),
-    }
 }
-
-mpi_fn!(MPI_Win_lock, PMPI_Win_lock, (lock: c_int, rank: c_int, assert: c_int, win: c_int) -> c_int {
-    if let (0, Ok(t)) = (assert, lock_type(lock)) {
-        if direct(win, |w| w.direct_lock(t, rank)) {
-            return class::SUCCESS;
-        }
-    }
-    general("MPI_Win_lock", win, |st, e| e.win.lock(&st.mpi, lock_type(lock)?, rank, assert))
-});
-
-mpi_fn!(MPI_Win_unlock, PMPI_Win_unlock, (rank: c_int, win: c_int) -> c_int {
-    if direct(win, |w| w.direct_unlock(rank)) {
-        return class::SUCCESS;
-    }
-    general("MPI_Win_unlock", win, |st, e| e.win.unlock(&st.mpi, rank))
-});
-
-mpi_fn!(MPI_Win_lock_all, PMPI_Win_lock_all, (assert: c_int, win: c_int) -> c_int {
-    wcall("MPI_Win_lock_all", win, |st, e| e.win.lock_all(&st.mpi, assert))
-});
-
-mpi_fn!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: c_int) -> c_int {
-    wcall("MPI_Win_unlock_all", win, |st, e| e.win.unlock_all(&st.mpi))
-});
-
-mpi_fn!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: c_int) -> c_int {
-    if direct(win, |w| w.direct_flush(Some(rank), false)) {
-        return class::SUCCESS;
-    }
-    general("MPI_Win_flush", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush"))
-});
-
-mpi_fn!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: c_int) -> c_int {
-    if direct(win, |w| w.direct_flush(None, false)) {
-        return class::SUCCESS;
-    }
-    general("MPI_Win_flush_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_all"))
-});
-
-mpi_fn!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: c_int) -> c_int {
-    if direct(win, |w| w.direct_flush(Some(rank), true)) {
-        return class::SUCCESS;
-    }
-    general("MPI_Win_flush_local", win, |st, e| e.win.flush(&st.mpi, Some(rank), "MPI_Win_flush_local"))
-});
-
-mpi_fn!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: c_int) -> c_int {
-    if direct(win, |w| w.direct_flush(None, true)) {
-        return class::SUCCESS;
-    }
-    general("MPI_Win_flush_local_all", win, |st, e| e.win.flush(&st.mpi, None, "MPI_Win_flush_local_all"))
-});
-
-mpi_fn!(MPI_Win_sync, PMPI_Win_sync, (win: c_int) -> c_int {
-    wcall("MPI_Win_sync", win, |_, e| e.win.sync())
-});
-
-fn group_ranks(st: &CState, g: c_int) -> Result<Vec<u32>> {
-    Ok(st.group(g)?.ranks().to_vec())
-}
-
-mpi_fn!(MPI_Win_post, PMPI_Win_post, (group: c_int, assert: c_int, win: c_int) -> c_int {
-    wcall("MPI_Win_post", win, |st, e| e.win.post(&st.mpi, &group_ranks(st, group)?, assert))
-});
-
-mpi_fn!(MPI_Win_start, PMPI_Win_start, (group: c_int, assert: c_int, win: c_int) -> c_int {
-    wcall("MPI_Win_start", win, |st, e| e.win.start(&st.mpi, &group_ranks(st, group)?, assert))
-});
-
-mpi_fn!(MPI_Win_complete, PMPI_Win_complete, (win: c_int) -> c_int {
-    wcall("MPI_Win_complete", win, |st, e| e.win.complete(&st.mpi))
-});
-
-mpi_fn!(MPI_Win_wait, PMPI_Win_wait, (win: c_int) -> c_int {
-    wcall("MPI_Win_wait", win, |st, e| e.win.wait(&st.mpi))
-});
-
-mpi_fn!(MPI_Win_test, PMPI_Win_test, (win: c_int, flag: *mut c_int) -> c_int {
-    wcall("MPI_Win_test", win, |st, e| {
-        let done = e.win.test(&st.mpi)?;
-        // SAFETY: the caller's int.
-        unsafe { put(flag, c_int::from(done), "flag") }
-    })
-});
 
 /// A request-based operation (MPI-3.1 §11.3.5): checked to be in a passive-target epoch,
 /// done as its blocking form (complete at return on both paths), then a complete request.
