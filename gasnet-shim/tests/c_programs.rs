@@ -229,6 +229,24 @@ fn bad_input_names_the_call() {
     bad_input("medium_too_large", "gex_AM_RequestMedium0");
     bad_input("put_outside", "gex_RMA_PutBlocking");
     bad_input("get_outside", "gex_RMA_GetNB");
+    bad_input("legacy_unregistered", "gasnet_AMRequestShort0");
+    bad_input("reply_too_large", "gex_AM_ReplyMedium0");
+}
+
+/// `gasnett_fatalerror` prints its message and, with `GASNET_BACKTRACE=1`, a backtrace
+/// (`gasnett_print_backtrace`), and ends the job with an error.
+#[test]
+fn fatalerror_prints_its_message_and_a_backtrace() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("bad", "seq");
+    let o = run(&exe, 2, "shm", &[("GASNET_BACKTRACE", "1")], &["fatalerror"]);
+    let what = format!("{}\n{}", o.status, o.text());
+    assert!(!o.status.success(), "{what}");
+    assert!(o.stderr.contains("*** FATAL ERROR: code 42"), "{what}");
+    // backtrace_symbols_fd: one line per frame, each with its address in brackets
+    assert!(o.stderr.matches("[0x").count() >= 2, "{what}");
 }
 
 #[test]
