@@ -80,6 +80,21 @@ impl<'m, P: Port, T: Equivalence> Window<'m, P, T> {
         })
     }
 
+    /// The accumulate family's short cut ([`Win::direct_update`]): `false`, not done (the
+    /// general path checks and reports).
+    fn direct_update(
+        &self,
+        rank: i32,
+        disp: usize,
+        op: AccOp,
+        src: Option<&[u8]>,
+        cmp: Option<&[u8]>,
+        old: Option<&mut [u8]>,
+    ) -> bool {
+        let d = disp as isize;
+        self.win.direct_update(rank, d, T::BASIC, op, src, cmp, old)
+    }
+
     fn target(&self, rank: i32, disp: usize, count: usize) -> Target<'static> {
         Target {
             rank,
@@ -95,6 +110,12 @@ impl<'m, P: Port, T: Equivalence> Window<'m, P, T> {
     /// Only the origin calls it, inside an epoch (fence, lock, lock_all); complete at the
     /// origin when it returns, at the target by the epoch's end or a flush.
     pub fn put(&self, data: &[T], rank: i32, disp: usize) -> Result<()> {
+        if self
+            .win
+            .direct_put(rank, disp as isize, super::bytes_of(data))
+        {
+            return Ok(());
+        }
         // SAFETY: `data` outlives the call (the buffer is dropped before returning).
         let b = unsafe { slice_buf(data) };
         self.win
@@ -106,6 +127,12 @@ impl<'m, P: Port, T: Equivalence> Window<'m, P, T> {
     /// # One-sided Operation
     /// Only the origin calls it, inside an epoch; `out` holds the data when it returns.
     pub fn get(&self, out: &mut [T], rank: i32, disp: usize) -> Result<()> {
+        if self
+            .win
+            .direct_get(rank, disp as isize, super::bytes_of_mut(out))
+        {
+            return Ok(());
+        }
         let n = out.len();
         let dt = Datatype::basic_ref(T::BASIC);
         // SAFETY: `out` is borrowed mutably for the call (the pointer comes from that
@@ -120,6 +147,10 @@ impl<'m, P: Port, T: Equivalence> Window<'m, P, T> {
     /// # One-sided Operation
     /// Only the origin calls it, inside an epoch.
     pub fn accumulate(&self, data: &[T], rank: i32, disp: usize, op: AccOp) -> Result<()> {
+        let src = Some(super::bytes_of(data));
+        if self.direct_update(rank, disp, op, src, None, None) {
+            return Ok(());
+        }
         // SAFETY: as in `put`.
         let b = unsafe { slice_buf(data) };
         self.win
@@ -133,6 +164,11 @@ impl<'m, P: Port, T: Equivalence> Window<'m, P, T> {
     pub fn fetch_and_op(&self, value: T, rank: i32, disp: usize, op: AccOp) -> Result<T> {
         let src = [value];
         let mut old = T::default();
+        let x = (op != AccOp::NoOp).then(|| super::bytes_of(&src));
+        let o = Some(super::bytes_of_mut(std::slice::from_mut(&mut old)));
+        if self.direct_update(rank, disp, op, x, None, o) {
+            return Ok(old);
+        }
         let dt = Datatype::basic_ref(T::BASIC);
         // SAFETY: `src` and `old` live through the call; `old`'s pointer comes from its
         // mutable borrow, and every byte pattern is a valid `T`.
@@ -162,11 +198,17 @@ impl<'m, P: Port, T: Equivalence> Window<'m, P, T> {
     /// Only the origin calls it, inside an epoch; atomic; complete when it returns.
     pub fn compare_and_swap(&self, new: T, expected: T, rank: i32, disp: usize) -> Result<T> {
         let mut old = T::default();
+        let (new, expected) = ([new], [expected]);
+        let (x, c) = (super::bytes_of(&new), super::bytes_of(&expected));
+        let o = Some(super::bytes_of_mut(std::slice::from_mut(&mut old)));
+        if self.direct_update(rank, disp, AccOp::Replace, Some(x), Some(c), o) {
+            return Ok(old);
+        }
         let dt = Datatype::basic_ref(T::BASIC);
         self.win.compare_and_swap(
             self.mpi,
-            super::bytes_of(&[new]),
-            super::bytes_of(&[expected]),
+            x,
+            c,
             super::bytes_of_mut(std::slice::from_mut(&mut old)),
             dt,
             rank,
