@@ -12,7 +12,8 @@
 #                                            # mpicc.mpich, mpicc.openmpi, mpirun.openmpi
 # Environment: ROUNDS (default 3), CARGO_TARGET_DIR (where the release build is),
 # LO=1 (instead of namespaces: both ranks in one namespace over its loopback interface),
-# PROVIDER (the ofi driver's provider, e.g. 'tcp;ofi_rxm'; default: the driver's choice).
+# PROVIDER (the ofi driver's provider, e.g. 'tcp;ofi_rxm'; default: the driver's choice),
+# RXM=1 (also raw channels over 'tcp;ofi_rxm', column raw-rxm).
 # Open MPI runs with --bind-to none: each node's orted binds its one rank to core 0, so
 # the two ranks shared one CPU and took turns at the 4 ms scheduler tick (4 ms latency).
 # Output: OUTDIR/all.csv (impl,test,size,value,unit,round), the load average before each
@@ -112,6 +113,13 @@ for r in $(seq 1 "$rounds"); do
     hydra "$rel/msgrate" --tests msgrate,latency --sizes 8,1048576 --csv "$tmp/raw.csv" \
         >"$tmp/raw.log" 2>&1 || { echo "raw channels failed:" >&2; tail -5 "$tmp/raw.log" >&2; }
     grep -v '^#\|^impl' "$tmp/raw.csv" 2>/dev/null | cut -d, -f1-5 | sed "s/\$/,$r/" >>"$csv"
+    if [ "${RXM:-0}" = 1 ]; then # the same over tcp;ofi_rxm, as column raw-rxm
+        hydra -env SKIFCH_OFI_PROVIDER 'tcp;ofi_rxm' "$rel/msgrate" --tests msgrate,latency \
+            --sizes 8,1048576 --csv "$tmp/rxm.csv" >"$tmp/rxm.log" 2>&1 ||
+            { echo "raw channels over rxm failed:" >&2; tail -5 "$tmp/rxm.log" >&2; }
+        grep -v '^#\|^impl' "$tmp/rxm.csv" 2>/dev/null | cut -d, -f2-5 |
+            sed "s/^/raw-rxm,/; s/\$/,$r/" >>"$csv"
+    fi
     for m in lite:hydra mpich:hydra ompi:ompi; do
         impl=${m%%:*} run=${m##*:}
         name=$impl; [ $impl = lite ] && name=mpi-lite; [ $impl = ompi ] && name=openmpi
@@ -131,8 +139,10 @@ rows = {}
 for impl, test, size, value, unit, rnd in csv.reader(open(sys.argv[1])):
     impl = "skifch-raw" if impl.startswith("skifch") else impl
     rows.setdefault((test, int(size), unit), {}).setdefault(impl, []).append(float(value))
-print("| test | size | unit | " + " | ".join(["skifch-raw", "mpi-lite", "openmpi", "mpich"]) + " | raw / best MPI | mpi-lite / best MPI |")
-print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+cols = ["skifch-raw"] + (["raw-rxm"] if any("raw-rxm" in by for by in rows.values()) else [])
+cols += ["mpi-lite", "openmpi", "mpich"]
+print("| test | size | unit | " + " | ".join(cols) + " | raw / best MPI | mpi-lite / best MPI |")
+print("| --- | ---: | --- |" + " ---: |" * (len(cols) + 2))
 for (test, size, unit), by in sorted(rows.items()):
     med = {k: statistics.median(v) for k, v in by.items()}
     lower = unit == "us"  # latency: lower is better
@@ -142,6 +152,6 @@ for (test, size, unit), by in sorted(rows.items()):
         if k not in med or not best:
             return "-"
         return "%.2f" % ((best / med[k]) if lower else (med[k] / best))
-    cells = ["%g" % med[k] if k in med else "-" for k in ("skifch-raw", "mpi-lite", "openmpi", "mpich")]
+    cells = ["%g" % med[k] if k in med else "-" for k in cols]
     print("| %s | %d | %s | %s | %s | %s |" % (test, size, unit, " | ".join(cells), ratio("skifch-raw"), ratio("mpi-lite")))
 PY

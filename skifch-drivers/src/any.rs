@@ -365,6 +365,9 @@ impl Waiter for AnyWaiter {
     fn lost_peer(&self) -> Option<u32> {
         each!(self, w => w.lost_peer())
     }
+    fn spin_floor(&self) -> Duration {
+        each!(self, w => w.spin_floor())
+    }
 }
 
 /// A job over the concrete driver `skifrun` chose, for code that dispatches once.

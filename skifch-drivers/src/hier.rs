@@ -28,14 +28,19 @@
 //! Remote memory access is not offered through the hierarchy yet ([`Driver::rma`] is
 //! `None`): libraries take their message path for every peer.
 //!
-//! Cost (callgrind, 8 B `mpi_loop rate`, 2 ranks of one node, `SKIFCH_DRIVER=hier`):
-//! sender 559 / receiver 757 instructions per message, against 421 / 604 over the shm
-//! driver alone. The hierarchy rides `AnyPort`'s vtable arm, so jobs on one node pay
-//! nothing for it; ranks of a node inside a hierarchy pay the vtable, the routing, and on
-//! the receiving side the fabric's poll whenever the node is empty. Cutting that is open.
+//! Cost (callgrind, 8 B `mpi_loop rate` between the two ranks of one node in a 3-rank job
+//! on two network namespaces under hydra, main thread, 3 runs): sender 482-488 / receiver
+//! 669-688 instructions per message, against 389-401 / 609-614 over the shm driver alone
+//! (`skifrun -n 2`); before the fabric poll's back-off the receiver paid 771. The
+//! hierarchy rides `AnyPort`'s vtable arm, so jobs on one node pay nothing for it; ranks of
+//! a node inside a hierarchy pay the vtable and the routing on each call, and the
+//! fabric's poll when the node is empty (a waiting receiver, a sender waiting for lane
+//! space) and on one receive in 8 to 256. A hierarchy arm of its own in `AnyPort` would
+//! take the vtable off but costs every single-node job (`crate::any::HierAnyPort`).
 #![allow(unsafe_code)] // `unsafe impl Port` and the forwarding of `unsafe fn complete`
 
 use std::io::IoSlice;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -227,6 +232,9 @@ impl<L: Driver, R: Driver> Driver for HierDriver<L, R> {
             remote,
             turn: 0,
             every: REMOTE_EVERY,
+            remote_last: false,
+            // A rank alone on its node hears its peers only through the fabric.
+            remote_first: Arc::new(AtomicBool::new(self.to_global.len() <= 1)),
             addr: NetAddr::new(self.rank as u16, port as u16),
         })
     }
@@ -244,6 +252,10 @@ pub struct HierPort<L: Driver, R: Driver> {
     turn: u32,
     /// The current interval between such receives ([`REMOTE_EVERY`]..=[`REMOTE_EVERY_MAX`]).
     every: u32,
+    /// The last message came from the fabric: the waiters sleep on its side first. Kept
+    /// here and mirrored into `remote_first` only when it changes.
+    remote_last: bool,
+    remote_first: Arc<AtomicBool>,
     addr: NetAddr,
 }
 
@@ -260,6 +272,10 @@ impl<L: Driver, R: Driver> HierPort<L, R> {
         // is not slowed down to one message per REMOTE_EVERY local polls.
         self.turn = 0;
         self.every = REMOTE_EVERY;
+        if !self.remote_last {
+            self.remote_last = true;
+            self.remote_first.store(true, Ordering::Relaxed);
+        }
         Ok(())
     }
 }
@@ -327,6 +343,11 @@ unsafe impl<L: Driver, R: Driver> Port for HierPort<L, R> {
         match self.local.recv_into(out) {
             Ok(()) => {
                 out.src = self.drv.global(out.src);
+                if self.remote_last {
+                    self.remote_last = false;
+                    self.remote_first
+                        .store(self.drv.to_global.len() <= 1, Ordering::Relaxed);
+                }
                 Ok(())
             }
             // Nothing on the node: the fabric (unless this turn looked there already).
@@ -368,6 +389,7 @@ unsafe impl<L: Driver, R: Driver> Port for HierPort<L, R> {
             local: self.local.waiter(),
             remote: self.remote.waiter(),
             to_global: self.drv.to_global.clone().into(),
+            remote_first: self.remote_first.clone(),
         }
     }
 }
@@ -378,6 +400,9 @@ pub struct HierWaiter<A: Waiter, B: Waiter> {
     local: A,
     remote: B,
     to_global: Arc<[u32]>,
+    /// Sleep on the fabric's side first (the port's last message came from there, or the
+    /// rank is alone on its node).
+    remote_first: Arc<AtomicBool>,
 }
 
 impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
@@ -390,6 +415,20 @@ impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
     /// thus seen within one slice, never left until the caller's timeout.
     fn sleep(&self, ticket: u32, timeout: Duration) {
         let t0 = Instant::now();
+        if self.remote_first.load(Ordering::Relaxed) {
+            // The side a message is expected from first: a fabric reply is not held a
+            // whole local slice (a ping-pong between nodes under the default fixed-spin
+            // policy sleeps on every message).
+            let t = self.remote.arm();
+            self.remote.sleep(t, timeout.min(SLICE));
+            self.remote.disarm();
+            let spent = t0.elapsed();
+            if spent < SLICE / 2 || spent >= timeout {
+                return;
+            }
+            self.local.sleep(ticket, (timeout - spent).min(SLICE));
+            return;
+        }
         self.local.sleep(ticket, timeout.min(SLICE));
         let spent = t0.elapsed();
         if spent < SLICE / 2 || spent >= timeout {
@@ -401,6 +440,9 @@ impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
     }
     fn disarm(&self) {
         self.local.disarm()
+    }
+    fn spin_floor(&self) -> Duration {
+        self.local.spin_floor().max(self.remote.spin_floor())
     }
     fn lost_peer(&self) -> Option<u32> {
         self.local

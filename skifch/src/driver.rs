@@ -215,6 +215,13 @@ pub trait Waiter: Send + Sync + Clone + 'static {
     fn disarm(&self);
     /// The first rank known lost, if any.
     fn lost_peer(&self) -> Option<u32>;
+    /// The shortest spin worth making before sleeping here: about a round trip of the
+    /// transport behind it (a network's tens of microseconds), below which a wait under
+    /// [`crate::WaitPolicy::Fixed`] would sleep on nearly every message and pay a wake-up
+    /// each time. The fixed-spin policy spins at least this long. Default: none.
+    fn spin_floor(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// Total length of an iovec, refusing more than [`IOV_MAX`] parts (`EINVAL`).

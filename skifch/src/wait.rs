@@ -87,7 +87,7 @@ pub fn wait_until<W: Waiter>(
     let start = Instant::now();
     let spin_for = match policy {
         WaitPolicy::Spin => None,
-        WaitPolicy::Fixed(d) => Some(d),
+        WaitPolicy::Fixed(d) => Some(d.max(waiter.spin_floor())),
         WaitPolicy::Block => Some(Duration::ZERO),
     };
     let mut k: u32 = 0;

@@ -219,7 +219,8 @@ impl<P: Port> Engine<P> {
     pub fn open<D: Driver<Port = P>>(job: &Job<D>, port: u32, multiple: bool) -> Result<Self> {
         let core = Core::open(job, port)?;
         let spin = match WaitPolicy::from_env() {
-            WaitPolicy::Fixed(d) => Some(d),
+            // At least the transport's round trip (a fabric's: `Waiter::spin_floor`).
+            WaitPolicy::Fixed(d) => Some(d.max(core.ep.waiter().spin_floor())),
             WaitPolicy::Spin => None,
             WaitPolicy::Block => Some(Duration::ZERO),
         };
