@@ -1,8 +1,8 @@
 //! The direct path's operations without the general path's layers (MPI-3.1 §11.3, §11.5.4):
 //! on a window whose target memory is mapped here, inside an access epoch, a put or get of
 //! one contiguous run is a range check and a copy, an accumulate-family operation on 4- or
-//! 8-byte integers (and a floating-point sum) one CPU atomic per element, and a flush a
-//! memory barrier. Each returns `false` having done nothing when anything does not fit (a
+//! 8-byte integers (and a floating-point sum) one CPU atomic per element, and a flush at
+//! most a memory barrier (below). Each returns `false` having done nothing when anything does not fit (a
 //! rank, a range, an epoch, a type, the message path): the caller then takes the general
 //! path (`ops.rs`, `sync.rs`), which checks everything again and reports the error.
 //!
@@ -527,7 +527,7 @@ impl Win {
     }
 
     /// `MPI_Win_unlock` on the direct path of a lock [`Win::direct_lock`] or [`Win::lock`]
-    /// took without `MPI_MODE_NOCHECK`: a memory barrier and the lock word's release.
+    /// took without `MPI_MODE_NOCHECK`: the lock word's release (a barrier).
     /// `false`, nothing done (the message path, a bad rank, no such lock): take
     /// [`Win::unlock`].
     ///
@@ -548,7 +548,11 @@ impl Win {
             e.publish(Some(r));
             t
         };
-        super::mem::full_barrier();
+        // Every operation before the release (MPI-3.1 §11.5.3): on x86-64 the release is a
+        // locked read-modify-write, a full barrier itself; elsewhere a fence first.
+        if !TSO {
+            super::mem::full_barrier();
+        }
         super::sync::release(self.ctls[r].lock(), t);
         true
     }

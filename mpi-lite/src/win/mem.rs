@@ -293,12 +293,14 @@ pub(crate) trait Word: Sized {}
 impl Word for AtomicU32 {}
 impl Word for AtomicU64 {}
 
-/// A full memory barrier for the direct path's flush (every earlier load and store of this
+/// A full memory barrier for the direct path (a flush's, or the next load's after a flush:
+/// `direct.rs`; every earlier load and store of this
 /// thread, the copies into mapped segments included, is globally visible before any later
 /// one). On x86-64 a locked read-modify-write is one (Intel SDM vol. 3A §9.2.2: loads and
 /// stores are not reordered with locked instructions; glibc's non-temporal copies end in
 /// their own `sfence`), and one on a word of this thread's stack costs a quarter of
-/// `mfence` on the machine measured (5 vs 20 ns, AMD EPYC); elsewhere `fence(SeqCst)`.
+/// `mfence` on the machine measured (5 vs 20 ns, AMD EPYC; 9.8 vs 55 ns back to back on
+/// today's family-26 CPU); elsewhere `fence(SeqCst)`.
 #[inline(always)]
 pub(crate) fn full_barrier() {
     std::sync::atomic::compiler_fence(Ordering::SeqCst);

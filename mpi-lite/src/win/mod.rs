@@ -13,7 +13,8 @@
 //!   fact: its bytes are reached by the kernel's cross-memory copies
 //!   (`process_vm_readv`/`writev`), and its accumulates run under the target's
 //!   accumulate lock. Every operation is complete, locally and at the target, when it
-//!   returns, so flushes are memory fences and a fence is a barrier.
+//!   returns, so flushes only order (on x86-64 the barrier moves to the next load:
+//!   `direct.rs`) and a fence is a barrier.
 //! * **Messages** (drivers without mapped memory, e.g. the FPGA model; forced on any driver
 //!   by `SKIFMPI_RMA=messages`; always for dynamic windows, whose target validates every
 //!   address): every operation is an active message on mpi-lite's own
