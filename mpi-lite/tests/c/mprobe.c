@@ -48,14 +48,19 @@ int main(int argc, char **argv) {
 
     /* Two messages with one envelope: the probe takes the first, and takes it out of
      * matching — the next Iprobe and receive see the second. */
+    /* A call that returns one status leaves its MPI_ERROR field alone (§3.2.5). */
     MPI_Message m3;
+    st.MPI_ERROR = MPI_ERR_DIMS;
     CHECK(MPI_Mprobe(from, 3, MPI_COMM_WORLD, &m3, &st) == MPI_SUCCESS);
+    CHECK(st.MPI_ERROR == MPI_ERR_DIMS);
     flag = 0;
     while (!flag) MPI_Iprobe(from, 3, MPI_COMM_WORLD, &flag, &st);
+    CHECK(st.MPI_ERROR == MPI_ERR_DIMS);
     int x = 0;
     MPI_Recv(&x, 1, MPI_INT, from, 3, MPI_COMM_WORLD, &st);
-    CHECK(x == 2);
+    CHECK(x == 2 && st.MPI_ERROR == MPI_ERR_DIMS);
     CHECK(MPI_Mrecv(&x, 1, MPI_INT, &m3, &st) == MPI_SUCCESS && x == 1);
+    CHECK(st.MPI_ERROR == MPI_ERR_DIMS);
     MPI_Iprobe(from, 3, MPI_COMM_WORLD, &flag, &st);
     CHECK(flag == 0);
     MPI_Waitall(4, s, MPI_STATUSES_IGNORE);

@@ -93,6 +93,30 @@ int main(int argc, char **argv) {
     }
     MPI_Request_free(&q[1]);
 
+    /* The request keeps its type and communicator: both handles freed before the starts
+     * (MPI-3.1 §4.1.9, §6.4.3). */
+    {
+        MPI_Datatype pair;
+        MPI_Comm dup;
+        MPI_Type_vector(2, 1, 2, MPI_INT, &pair);
+        MPI_Type_commit(&pair);
+        MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+        int out[4] = {rank, -1, rank + 100, -1}, in[4] = {-5, -5, -5, -5};
+        MPI_Request pq[2];
+        CHECK(MPI_Send_init(out, 1, pair, to, 7, dup, &pq[0]) == MPI_SUCCESS);
+        CHECK(MPI_Recv_init(in, 1, pair, from, 7, dup, &pq[1]) == MPI_SUCCESS);
+        MPI_Type_free(&pair);
+        MPI_Comm_free(&dup);
+        for (int it = 0; it < 2; it++) {
+            in[0] = in[2] = -5;
+            CHECK(MPI_Startall(2, pq) == MPI_SUCCESS);
+            CHECK(MPI_Waitall(2, pq, MPI_STATUSES_IGNORE) == MPI_SUCCESS);
+            CHECK(in[0] == from && in[1] == -5 && in[2] == from + 100 && in[3] == -5);
+        }
+        MPI_Request_free(&pq[0]);
+        MPI_Request_free(&pq[1]);
+    }
+
     /* Send to MPI_PROC_NULL. */
     MPI_Request pn;
     CHECK(MPI_Send_init(&a, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &pn) == MPI_SUCCESS);

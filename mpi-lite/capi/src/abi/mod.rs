@@ -111,14 +111,21 @@ pub(crate) fn from_c_status(s: &MPI_Status) -> Status {
     }
 }
 
-/// Writes a status unless `p` is NULL or `MPI_STATUS_IGNORE`.
+/// Writes a status unless `p` is NULL or `MPI_STATUS_IGNORE`: the status of a call that
+/// returns one, whose `MPI_ERROR` field is left as the program set it (MPI-3.1 §3.2.5:
+/// only the calls that return several statuses set it).
 ///
 /// # Safety
 /// `p` is NULL, `MPI_STATUS_IGNORE`, or points to a writable `MPI_Status`.
 pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: &Status) {
     if !p.is_null() && p as usize != STATUS_IGNORE {
-        // SAFETY: caller's contract.
-        unsafe { p.write(to_c_status(s)) }
+        let mut c = to_c_status(s);
+        // SAFETY: caller's contract (the status is the caller's, initialized or not: its
+        // `MPI_ERROR` field is read as a plain integer).
+        unsafe {
+            c.MPI_ERROR = std::ptr::addr_of!((*p).MPI_ERROR).read();
+            p.write(c)
+        }
     }
 }
 
@@ -215,6 +222,21 @@ pub(crate) unsafe fn user_buf(
         return Ok(unsafe { UserBuf::new_static(buf.cast(), n, d) });
     }
     let d: Datatype = st.dtype(dt)?;
+    // SAFETY: forwarded contract.
+    unsafe { typed_buf(buf, n, d, call) }
+}
+
+/// The user buffer of `n` elements of type `d` (a persistent request's, kept by the
+/// request itself: the program may have freed its handle).
+///
+/// # Safety
+/// As [`user_buf`].
+pub(crate) unsafe fn typed_buf(
+    buf: *const c_void,
+    n: usize,
+    d: Datatype,
+    call: &str,
+) -> Result<UserBuf> {
     // A count near INT_MAX of a large type: MPI_ERR_COUNT, before any byte is touched.
     d.span(n)?;
     // NULL is MPI_BOTTOM, legal with derived types of absolute addresses only.

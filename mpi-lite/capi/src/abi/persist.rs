@@ -11,13 +11,15 @@
 //! started again or freed.
 
 use std::ffi::{c_int, c_void};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use mpi_lite::comm::CommData;
+use mpi_lite::datatype::Datatype;
 use mpi_lite::engine::{Mode, ReqId};
 use mpi_lite::{Error, Result};
 
-use super::p2p::{req_handle, start_send};
-use super::{arr_mut, get, mpi_fn, put, user_buf};
+use super::p2p::req_handle;
+use super::{arr_mut, get, mpi_fn, put, typed_buf};
 use crate::state::{call, h, CState};
 
 #[derive(Clone, Copy)]
@@ -32,11 +34,13 @@ struct Persistent {
     /// The program's buffer (an address: it is only lent to the engine at each start).
     buf: usize,
     count: c_int,
-    datatype: c_int,
+    /// The type and the communicator themselves, not their handles: the program may free
+    /// either while the request lives (MPI-3.1 §4.1.9, §6.4.3: freed when no longer used).
+    datatype: Datatype,
     /// Destination or source.
     peer: c_int,
     tag: c_int,
-    comm: c_int,
+    comm: Arc<CommData>,
     /// The engine request of the running operation (a C handle), if started.
     active: Option<c_int>,
     /// `MPI_Request_free` while active: the slot goes when the operation completes.
@@ -118,7 +122,7 @@ fn init(
     }
     // The arguments are checked now (§3.9: errors may be raised at init).
     let c = st.comm(comm)?;
-    st.dtype(datatype)?;
+    let datatype = st.dtype(datatype)?;
     super::count(count, name)?;
     type M = mpi_lite::Mpi<skifch_drivers::DefaultPort>;
     match op {
@@ -132,7 +136,7 @@ fn init(
         datatype,
         peer,
         tag,
-        comm,
+        comm: c,
         active: None,
         freed: false,
     };
@@ -174,30 +178,23 @@ fn start(st: &CState, r: c_int) -> Result<()> {
                 "MPI_Start: the request is already active".into(),
             ));
         }
-        (p.op, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)
+        (
+            p.op,
+            p.buf,
+            p.count,
+            p.datatype.clone(),
+            p.peer,
+            p.tag,
+            p.comm.clone(),
+        )
     };
+    // SAFETY: MPI's contract for a persistent request: the buffer given at init stays
+    // valid (and, for a receive, the library's) until each started operation completes.
+    let b = unsafe { typed_buf(buf as *const c_void, count as usize, dt, "MPI_Start")? };
     let id: ReqId = match op {
-        // SAFETY: MPI's contract for a persistent request: the buffer given at init stays
-        // valid (and, for a receive, the library's) until each started operation completes.
-        Op::Send(mode) => unsafe {
-            start_send(
-                st,
-                buf as *const c_void,
-                count,
-                dt,
-                peer,
-                tag,
-                comm,
-                mode,
-                "MPI_Start",
-            )?
-        },
-        Op::Recv => {
-            let c = st.comm(comm)?;
-            // SAFETY: as above.
-            let b = unsafe { user_buf(st, buf as *const c_void, count, dt, "MPI_Start")? };
-            st.mpi.irecv(&c, b, peer, tag)?
-        }
+        Op::Send(Some(mode)) => st.mpi.isend(&comm, b, peer, tag, mode)?,
+        Op::Send(None) => st.mpi.ibsend(&comm, &b, peer, tag)?,
+        Op::Recv => st.mpi.irecv(&comm, b, peer, tag)?,
     };
     if let Some(Some(p)) = table().get_mut(index(r)) {
         p.active = Some(req_handle(id));
