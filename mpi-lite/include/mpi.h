@@ -383,6 +383,20 @@ MPI_LITE_FN(int, Comm_set_errhandler, (MPI_Comm comm, MPI_Errhandler errhandler)
 MPI_LITE_FN(int, Comm_get_errhandler, (MPI_Comm comm, MPI_Errhandler *errhandler))
 MPI_LITE_FN(int, Errhandler_free, (MPI_Errhandler *errhandler))
 MPI_LITE_FN(int, Comm_create_errhandler, (MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler))
+
+/* MPI-1 calls removed in MPI-3.0 (MPI-3.1 §17.2), kept like MPICH keeps them for old
+ * programs: each is its MPI-2 replacement under the old name (MPI_LB/MPI_UB are not). */
+typedef MPI_Comm_errhandler_function MPI_Handler_function;
+MPI_LITE_FN(int, Address, (void *location, MPI_Aint *address))
+MPI_LITE_FN(int, Type_extent, (MPI_Datatype datatype, MPI_Aint *extent))
+MPI_LITE_FN(int, Type_lb, (MPI_Datatype datatype, MPI_Aint *displacement))
+MPI_LITE_FN(int, Type_ub, (MPI_Datatype datatype, MPI_Aint *displacement))
+MPI_LITE_FN(int, Type_hvector, (int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_hindexed, (int count, int *array_of_blocklengths, MPI_Aint *array_of_displacements, MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Type_struct, (int count, int *array_of_blocklengths, MPI_Aint *array_of_displacements, MPI_Datatype *array_of_types, MPI_Datatype *newtype))
+MPI_LITE_FN(int, Errhandler_create, (MPI_Handler_function *function, MPI_Errhandler *errhandler))
+MPI_LITE_FN(int, Errhandler_set, (MPI_Comm comm, MPI_Errhandler errhandler))
+MPI_LITE_FN(int, Errhandler_get, (MPI_Comm comm, MPI_Errhandler *errhandler))
 MPI_LITE_FN(int, Comm_call_errhandler, (MPI_Comm comm, int errorcode))
 MPI_LITE_FN(int, Add_error_class, (int *errorclass))
 MPI_LITE_FN(int, Add_error_code, (int errorclass, int *errorcode))

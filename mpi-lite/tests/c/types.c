@@ -134,6 +134,40 @@ int main(int argc, char **argv) {
     CHECK(MPI_Aint_add(a2, 20) == a1);
     MPI_Type_free(&col);
     MPI_Type_free(&colr);
+
+    /* The MPI-1 names MPI-3.0 removed (kept for old programs): the same types and values as
+     * their replacements. */
+    {
+        MPI_Aint a3, lb, ext, ub, disp[2] = {0, 16};
+        int bl[2] = {1, 2};
+        MPI_Datatype ty[2] = {MPI_INT, MPI_DOUBLE}, hv, hv2, hi, hi2, st1, st2;
+        MPI_Address(&m[1][0], &a3);
+        CHECK(a3 == a1);
+        CHECK(MPI_Type_hvector(3, 2, 40, MPI_INT, &hv) == MPI_SUCCESS);
+        MPI_Type_create_hvector(3, 2, 40, MPI_INT, &hv2);
+        CHECK(MPI_Type_hindexed(2, bl, disp, MPI_INT, &hi) == MPI_SUCCESS);
+        MPI_Type_create_hindexed(2, bl, disp, MPI_INT, &hi2);
+        CHECK(MPI_Type_struct(2, bl, disp, ty, &st1) == MPI_SUCCESS);
+        MPI_Type_create_struct(2, bl, disp, ty, &st2);
+        MPI_Datatype pairs[3][2] = {{hv, hv2}, {hi, hi2}, {st1, st2}};
+        for (int i = 0; i < 3; i++) {
+            MPI_Aint l2, e2;
+            int s1, s2;
+            MPI_Type_size(pairs[i][0], &s1);
+            MPI_Type_size(pairs[i][1], &s2);
+            MPI_Type_get_extent(pairs[i][1], &l2, &e2);
+            CHECK(MPI_Type_extent(pairs[i][0], &ext) == MPI_SUCCESS && ext == e2 && s1 == s2);
+            CHECK(MPI_Type_lb(pairs[i][0], &lb) == MPI_SUCCESS && lb == l2);
+            CHECK(MPI_Type_ub(pairs[i][0], &ub) == MPI_SUCCESS && ub == l2 + e2);
+            MPI_Type_free(&pairs[i][0]);
+            MPI_Type_free(&pairs[i][1]);
+        }
+        MPI_Errhandler eh;
+        CHECK(MPI_Errhandler_set(MPI_COMM_WORLD, MPI_ERRORS_RETURN) == MPI_SUCCESS);
+        CHECK(MPI_Errhandler_get(MPI_COMM_WORLD, &eh) == MPI_SUCCESS && eh == MPI_ERRORS_RETURN);
+        CHECK(MPI_Type_ub(MPI_INT, NULL) != MPI_SUCCESS);
+        MPI_Errhandler_free(&eh);
+    }
     MPI_Finalize();
     if (rank == 0) printf("types: %d ranks ok\n", size);
     return 0;
