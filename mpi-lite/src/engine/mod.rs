@@ -68,8 +68,8 @@ use crate::error::{Error, Result};
 use crate::mem::UserBuf;
 pub use mprobe::MsgId;
 use protocol::{
-    env_word, on_message, send_eager, send_reply, H_ACK, H_CTS, H_DATA, H_EAGER, H_EAGER_S, H_RTS,
-    H_SYNC,
+    env_word, on_message, send_eager, send_reply, H_ACK, H_CANCEL, H_CANCELLED, H_CTS, H_DATA,
+    H_EAGER, H_EAGER_S, H_RTS, H_SYNC,
 };
 pub use sched::{Local, Range, Sched, Step};
 pub use state::State;
@@ -306,7 +306,17 @@ impl<P: Port> Core<P> {
         // Eager messages fit one channel message with the longest header (4 words).
         let eager = eager.min(ep.max_inline().saturating_sub(32));
         ep.ctx_mut().eager = eager;
-        for h in [H_EAGER_S, H_EAGER, H_SYNC, H_RTS, H_CTS, H_DATA, H_ACK] {
+        for h in [
+            H_EAGER_S,
+            H_EAGER,
+            H_SYNC,
+            H_RTS,
+            H_CTS,
+            H_DATA,
+            H_ACK,
+            H_CANCEL,
+            H_CANCELLED,
+        ] {
             ep.register(h, on_message::<P>)?;
         }
         crate::win::register(&mut ep)?;

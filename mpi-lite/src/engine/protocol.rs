@@ -30,6 +30,11 @@ pub(super) const H_CTS: u8 = 5;
 pub(super) const H_DATA: u8 = 6;
 /// A synchronous send was matched: `arg` = send request.
 pub(super) const H_ACK: u8 = 7;
+/// Take back an unmatched send (`MPI_Cancel`, §3.8.4): `arg` = send request.
+pub(super) const H_CANCEL: u8 = 8;
+/// The answer to [`H_CANCEL`]: `arg` = send request, `args[0]` = 1 if it was taken back
+/// (cancelled), 0 if it was matched already (it completes normally).
+pub(super) const H_CANCELLED: u8 = 9;
 
 /// Context and source rank in one argument word.
 pub(super) fn env_word(e: Envelope) -> u64 {
@@ -173,6 +178,16 @@ pub(super) fn on_message<P: Port>(
         }
         H_ACK => {
             s.complete(am.arg());
+            None
+        }
+        H_CANCEL => {
+            let taken = s.withdraw(world, am.arg());
+            return io.send(world, H_CANCELLED, am.arg(), &[taken as u64], &[]);
+        }
+        H_CANCELLED => {
+            if args.first() == Some(&1) {
+                s.send_cancelled(am.arg());
+            }
             None
         }
         h => {

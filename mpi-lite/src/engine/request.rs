@@ -3,7 +3,7 @@
 
 use skifch::Port;
 
-use super::protocol::H_DATA;
+use super::protocol::{H_CANCEL, H_DATA};
 use super::state::{Req, ReqKind};
 use super::{Core, Envelope, ReqId, State, Status, PROC_NULL, SENT};
 use crate::error::{Error, Result};
@@ -203,8 +203,11 @@ impl<P: Port> Core<P> {
         }
     }
 
-    /// `MPI_Cancel`: a receive not yet matched completes as cancelled; anything else
-    /// (sends, matched receives) completes normally (the standard allows that).
+    /// `MPI_Cancel`: a receive not yet matched completes as cancelled. A send still
+    /// pending (rendezvous or synchronous: an eager one completed as it started) asks its
+    /// receiver to take it back; it completes as cancelled when that answer comes, or
+    /// normally when it was matched already — either way a wait on it returns whatever the
+    /// receiver does next (§3.8.4). Matched receives complete normally.
     pub fn cancel(&mut self, id: ReqId) -> Result<()> {
         if id == SENT {
             return Ok(()); // complete: a cancel has no effect (§3.8.4)
@@ -213,6 +216,11 @@ impl<P: Port> Core<P> {
         let Some(r) = s.get(id) else {
             return Err(Error::Request(format!("request {id} does not exist")));
         };
+        if let (ReqKind::Send { dst, .. }, false) = (&r.kind, r.done) {
+            let dst = *dst;
+            let r = self.ep.send(dst, H_CANCEL, id, &[], &[]);
+            return r.map_err(|e| self.fail(e));
+        }
         if let ReqKind::Recv { env, total: 0, .. } = r.kind {
             if r.done {
                 return Ok(());

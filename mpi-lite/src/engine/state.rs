@@ -540,6 +540,37 @@ impl State {
         self.unex.entry(env).or_default().push_back((seq, u));
     }
 
+    /// Takes back the unmatched synchronous or rendezvous message of send request `sreq`
+    /// of world rank `world` (its `MPI_Cancel`): `true` if it was still unexpected here.
+    pub(super) fn withdraw(&mut self, world: u32, sreq: u32) -> bool {
+        let ours = |u: &Unex| match u {
+            Unex::Rts {
+                world: w, sreq: r, ..
+            } => (*w, *r) == (world, sreq),
+            Unex::Eager { ack: Some(a), .. } => *a == (world, sreq),
+            Unex::Eager { ack: None, .. } => false,
+        };
+        for q in self.unex.values_mut() {
+            if let Some(i) = q.iter().position(|(_, u)| ours(u)) {
+                q.remove(i);
+                self.unex_n -= 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The receiver took back send request `id` (see [`State::withdraw`]): it completes as
+    /// cancelled.
+    pub(super) fn send_cancelled(&mut self, id: ReqId) {
+        if let Some(r) = self.get_mut(id) {
+            if !r.done && matches!(r.kind, ReqKind::Send { .. }) {
+                r.status.cancelled = true;
+                self.complete(id);
+            }
+        }
+    }
+
     /// The key of the earliest unexpected message matching (the front of its queue).
     pub(super) fn find_unexpected(&self, want: Envelope) -> Option<Key> {
         if self.unex_n == 0 {

@@ -129,17 +129,18 @@ int main(int argc, char **argv) {
     MPI_Recv(&x, 1, MPI_INT, left, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     CHECK(x == left);
     /* Send requests (eager ones complete as they start and share one handle value):
-     * every completion call works on them, a cancel of a send has no effect. */
+     * every completion call works on them, a cancel of a matched send has no effect. */
     MPI_Request two[2];
     MPI_Isend(&y, 1, MPI_INT, right, 6, MPI_COMM_WORLD, &two[0]);
     MPI_Isend(&y, 1, MPI_INT, right, 7, MPI_COMM_WORLD, &two[1]);
     CHECK(two[0] != MPI_REQUEST_NULL && two[1] != MPI_REQUEST_NULL);
     CHECK(MPI_Request_get_status(two[0], &flag, &st) == MPI_SUCCESS);
     CHECK(two[0] != MPI_REQUEST_NULL);
-    CHECK(MPI_Cancel(&two[0]) == MPI_SUCCESS);
     MPI_Recv(&x, 1, MPI_INT, left, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Recv(&x, 1, MPI_INT, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     CHECK(x == left);
+    MPI_Barrier(MPI_COMM_WORLD); /* every send matched */
+    CHECK(MPI_Cancel(&two[0]) == MPI_SUCCESS);
     CHECK(MPI_Wait(&two[0], &st) == MPI_SUCCESS && two[0] == MPI_REQUEST_NULL);
     MPI_Test_cancelled(&st, &flag);
     CHECK(!flag);
@@ -147,6 +148,35 @@ int main(int argc, char **argv) {
         CHECK(MPI_Test(&two[1], &flag, &st) == MPI_SUCCESS);
     } while (!flag);
     CHECK(two[1] == MPI_REQUEST_NULL);
+
+    /* A pending send that nobody will receive — rendezvous, synchronous — is taken back by
+     * MPI_Cancel: the wait returns, cancelled (§3.8.4: whatever the other side does). A
+     * matched one completes normally and its receiver gets the data. */
+    {
+        enum { BIGN = 200000 };
+        int *bigs = malloc(BIGN * sizeof(int)), *bigr = malloc(BIGN * sizeof(int));
+        for (int i = 0; i < BIGN; i++) bigs[i] = rank + i;
+        MPI_Request c[3];
+        MPI_Isend(bigs, BIGN, MPI_INT, right, 901, MPI_COMM_WORLD, &c[0]);
+        MPI_Issend(&y, 1, MPI_INT, right, 902, MPI_COMM_WORLD, &c[1]);
+        MPI_Isend(bigs, BIGN, MPI_INT, right, 903, MPI_COMM_WORLD, &c[2]);
+        MPI_Recv(bigr, BIGN, MPI_INT, left, 903, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(bigr[BIGN - 1] == left + BIGN - 1);
+        MPI_Barrier(MPI_COMM_WORLD); /* every 903 matched before the cancels */
+        for (int i = 0; i < 3; i++) CHECK(MPI_Cancel(&c[i]) == MPI_SUCCESS);
+        MPI_Status cs[3];
+        CHECK(MPI_Waitall(3, c, cs) == MPI_SUCCESS);
+        for (int i = 0; i < 3; i++) {
+            MPI_Test_cancelled(&cs[i], &flag);
+            CHECK(flag == (i < 2));
+        }
+        /* Nothing of the cancelled ones is left to match. */
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(MPI_Iprobe(left, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st) == MPI_SUCCESS && !flag);
+        MPI_Barrier(MPI_COMM_WORLD);
+        free(bigs);
+        free(bigr);
+    }
 
     /* PROC_NULL */
     MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st);
