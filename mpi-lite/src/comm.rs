@@ -319,7 +319,13 @@ impl<P: Port> Mpi<P> {
             )));
         }
         let copy = UserBuf::owned(buf.to_packed()?);
-        e.isend(env, w, copy, Mode::Standard, need)
+        // The copy goes on its own (its space is given back when it is out; a detach waits
+        // for that): the program's request is complete at once — a buffered send completes
+        // locally, whatever the receiver does (§3.4). Waiting for the copy instead made a
+        // rendezvous-sized MPI_Bsend wait for its receive.
+        let id = e.isend(env, w, copy, Mode::Standard, need)?;
+        e.request_free(id)?;
+        e.done_request()
     }
 
     /// `MPI_Buffer_attach` (size only: Bsend copies into memory of its own, accounted
