@@ -35,12 +35,12 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::MutexGuard;
 
 use skifch::coll::DType;
 
 use super::{AccOp, Epoch, Win};
 use crate::datatype::Basic;
+use crate::engine::lock::FlagGuard;
 
 /// In [`Member::open`](super::Member): an access epoch to the member (lock, start); in
 /// [`Win::open`]: to every member (fence, lock_all).
@@ -68,7 +68,7 @@ pub(crate) fn stores_init(threads: bool) -> AtomicU8 {
 /// The epoch state, locked; dropping it after a change publishes the change to the
 /// members' `open` bits.
 pub(super) struct EpochGuard<'a> {
-    g: MutexGuard<'a, Epoch>,
+    g: FlagGuard<'a, Epoch>,
     win: &'a Win,
     changed: bool,
 }
@@ -330,7 +330,11 @@ impl Win {
     /// The epoch state, locked (see [`EpochGuard`]).
     pub(super) fn epoch(&self) -> EpochGuard<'_> {
         EpochGuard {
-            g: self.epoch.lock().unwrap_or_else(|p| p.into_inner()),
+            // `lock` declines only a lock bound to a thread, which this one never is.
+            g: self
+                .epoch
+                .lock()
+                .expect("a window's epoch lock is never bound to a thread"),
             win: self,
             changed: false,
         }

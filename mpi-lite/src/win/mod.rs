@@ -47,7 +47,9 @@ mod sync;
 mod types;
 
 use std::sync::atomic::AtomicU8;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::engine::lock::FlagLock;
 
 use skifch::rma::{self, MappedWindow, Rma};
 use skifch::Port;
@@ -85,7 +87,7 @@ struct Member {
     reach: Reach,
     disp_unit: usize,
     /// The epochs open to this member ([`direct::ACCESS`], [`direct::PASSIVE`]), mirrored
-    /// from [`Epoch`] for the operations' checks without the epoch's mutex.
+    /// from [`Epoch`] for the operations' checks without the epoch's lock.
     open: AtomicU8,
 }
 
@@ -138,7 +140,10 @@ pub struct Win {
     base: usize,
     size: usize,
     disp_unit: usize,
-    epoch: Mutex<Epoch>,
+    /// The epochs, behind the engine's flag lock (one locked instruction to take it, a
+    /// plain store to give it back: `std`'s mutex takes two, and the lock epoch's short
+    /// cut takes it twice).
+    epoch: FlagLock<Epoch>,
     /// The epochs open to every member (fence, lock_all; [`direct`]'s bits), mirrored
     /// from `epoch` as [`Member::open`] is.
     open: AtomicU8,
@@ -348,7 +353,7 @@ impl Win {
             base,
             size,
             disp_unit,
-            epoch: Mutex::new(Epoch {
+            epoch: FlagLock::new(Epoch {
                 locks: vec![None; n],
                 nocheck: vec![false; n],
                 deferred: vec![None; n],
