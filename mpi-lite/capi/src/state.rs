@@ -502,7 +502,12 @@ impl Tables {
             .and_then(|e| e.clone())
             .ok_or_else(|| Error::Group(format!("group handle {g} is not valid")))
     }
+    /// A handle for new group `g`: `MPI_GROUP_EMPTY` itself when it has no member (what
+    /// programs compare against, e.g. after excluding every rank).
     pub fn add_group(&mut self, g: Group) -> i32 {
+        if g.size() == 0 {
+            return h::GROUP_EMPTY;
+        }
         alloc(&mut self.groups, 2, g)
     }
 }

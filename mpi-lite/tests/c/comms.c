@@ -37,6 +37,14 @@ int main(int argc, char **argv) {
     int from[2] = {0, 1}, to[2];
     MPI_Group_translate_ranks(world, 2, from, evens, to);
     CHECK(to[0] == 0 && to[1] == MPI_UNDEFINED);
+    /* A group with no member is MPI_GROUP_EMPTY itself (and freeing it is fine). */
+    {
+        int all[64];
+        MPI_Group none;
+        for (int i = 0; i < size; i++) all[i] = i;
+        CHECK(MPI_Group_excl(world, size, all, &none) == MPI_SUCCESS && none == MPI_GROUP_EMPTY);
+        CHECK(MPI_Group_free(&none) == MPI_SUCCESS && none == MPI_GROUP_NULL);
+    }
     MPI_Group_union(odds, evens, &u);
     MPI_Group_compare(u, world, &res);
     CHECK(res == MPI_SIMILAR);
@@ -105,6 +113,14 @@ int main(int argc, char **argv) {
 
     /* Cartesian grid. */
     int dims[2] = {0, 0}, periods[2] = {1, 0}, coords[2];
+    /* As close to each other as possible (§7.5.2): the smallest spread, not a greedy one. */
+    {
+        int d2[2] = {0, 0}, d3[3] = {0, 0, 0}, d4[4] = {0, 3, 0, 0};
+        CHECK(MPI_Dims_create(180, 2, d2) == MPI_SUCCESS && d2[0] == 15 && d2[1] == 12);
+        CHECK(MPI_Dims_create(240, 3, d3) == MPI_SUCCESS && d3[0] == 8 && d3[1] == 6 && d3[2] == 5);
+        CHECK(MPI_Dims_create(3 * 70416 / 163, 4, d4) == MPI_SUCCESS);
+        CHECK(d4[0] == 9 && d4[1] == 3 && d4[2] == 8 && d4[3] == 6);
+    }
     MPI_Dims_create(size, 2, dims);
     CHECK(dims[0] * dims[1] == size && dims[0] >= dims[1]);
     MPI_Comm cart;
