@@ -402,16 +402,30 @@ impl<P: Port> Mpi<P> {
     /// collective context; element `r` of the result is rank `r`'s. Used to agree on
     /// context ids and split colors.
     pub(crate) fn exchange(&self, c: &CommData, tag: i32, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let n = c.size();
+        let all: Vec<usize> = (0..c.size()).collect();
+        self.exchange_among(c, &all, tag, mine)
+    }
+
+    /// [`Mpi::exchange`] among `members` of `c` only (their ranks in `c`, this rank's
+    /// among them; the result in their order). Envelopes carry ranks in `c`, which name
+    /// the same process in every such exchange: a subset's own numbering would not (two
+    /// successive subsets of `c` would take each other's messages).
+    fn exchange_among(
+        &self,
+        c: &CommData,
+        members: &[usize],
+        tag: i32,
+        mine: &[u8],
+    ) -> Result<Vec<Vec<u8>>> {
         let e = &self.eng;
         let mut sends = Vec::new();
-        for r in (0..n).filter(|&r| r != c.rank) {
+        for &r in members.iter().filter(|&&r| r != c.rank) {
             let b = UserBuf::owned(mine.to_vec());
             let env = c.coll_env(c.rank as i32, tag);
             sends.push(e.isend(env, c.world_of(r), b, Mode::Standard, 0)?);
         }
-        let mut out = Vec::with_capacity(n);
-        for r in 0..n {
+        let mut out = Vec::with_capacity(members.len());
+        for &r in members {
             if r == c.rank {
                 out.push(mine.to_vec());
             } else {
@@ -431,9 +445,15 @@ impl<P: Port> Mpi<P> {
 
     /// [`Mpi::new_ctx`] with the exchange's tag given.
     fn new_ctx_tagged(&self, c: &CommData, tag: i32) -> Result<u16> {
+        let all: Vec<usize> = (0..c.size()).collect();
+        self.new_ctx_among(c, &all, tag)
+    }
+
+    /// [`Mpi::new_ctx_tagged`] among `members` of `c` (see [`Mpi::exchange_among`]).
+    fn new_ctx_among(&self, c: &CommData, members: &[usize], tag: i32) -> Result<u16> {
         // Held across the agreement (see the field).
         let mut next = self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
-        let all = self.exchange(c, tag, &next.to_le_bytes())?;
+        let all = self.exchange_among(c, members, tag, &next.to_le_bytes())?;
         let ctx = all
             .iter()
             .map(|b| u16::from_le_bytes([b[0], b[1]]))
@@ -547,9 +567,13 @@ impl<P: Port> Mpi<P> {
             return Ok(None);
         };
         // The agreement runs among the members only, on `c`'s collective context with a
-        // tag of its own (below those of every other call) and the members' group ranks.
-        let among = CommData::new(c.ctx, g.clone(), rank, None);
-        let ctx = self.new_ctx_tagged(&among, -1_000_000 - (tag & 0x00ff_ffff))?;
+        // tag of its own (below those of every other call) and their ranks in `c`.
+        let members: Vec<usize> = g
+            .ranks()
+            .iter()
+            .filter_map(|&w| c.group.rank_of(w))
+            .collect();
+        let ctx = self.new_ctx_among(c, &members, -1_000_000 - (tag & 0x00ff_ffff))?;
         Ok(Some(Arc::new(CommData::new(ctx, g.clone(), rank, None))))
     }
 
