@@ -124,16 +124,22 @@ fn ofi_reports_a_panicked_thread_rank_as_lost() {
     assert!(e.to_string().contains("rank 2 panicked"), "{e}");
 }
 
-/// Runs the `conformance` example under `skifrun --driver ofi` (loopback interface).
+/// Runs the `conformance` example under `skifrun --driver ofi` (loopback interface) over
+/// `tcp;ofi_rxm`.
 fn skifrun(n: u32, extra: &[&str]) -> (Option<i32>, String) {
+    skifrun_over("tcp;ofi_rxm", "128", n, extra)
+}
+
+/// As [`skifrun`], over `provider` with `pair_kb` KiB in flight per pair (credits × slot).
+fn skifrun_over(provider: &str, pair_kb: &str, n: u32, extra: &[&str]) -> (Option<i32>, String) {
     use skifch_testing as testing;
     let mut cmd = testing::skifrun_cmd(
         n,
         &["--grace", "2", "--driver", "ofi"],
         &testing::example_exe("conformance"),
     );
-    cmd.args(extra).args(["--pair-kb", "128"]).envs([
-        ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
+    cmd.args(extra).args(["--pair-kb", pair_kb]).envs([
+        ("SKIFCH_OFI_PROVIDER", provider),
         ("SKIFCH_OFI_DOMAIN", "lo"),
     ]);
     let o = testing::run_job(cmd, std::time::Duration::from_secs(120));
@@ -156,14 +162,18 @@ fn ofi_passes_the_suite_with_4_processes_under_skifrun() {
 fn ofi_reports_a_killed_process_to_every_survivor_under_skifrun() {
     // The bound is skifrun's report plus at most one 100 ms sleep of a waiter; the test
     // allows 3 s for a loaded machine.
-    let (code, out) = skifrun(3, &["--messages", "300", "--kill", "--within", "3000"]);
-    // The victim died of SIGKILL (128 + 9); the survivors saw PeerLost in time.
-    assert_eq!(code, Some(137), "{out}");
-    for r in 0..2 {
-        assert!(
-            out.contains(&format!("conformance: rank {r} ok (ofi)")),
-            "{out}"
-        );
+    // Over both Ethernet providers: rxm's connections and `net`'s own break differently.
+    for (provider, pair_kb) in [("tcp;ofi_rxm", "128"), ("net", "512")] {
+        let args = ["--messages", "300", "--kill", "--within", "3000"];
+        let (code, out) = skifrun_over(provider, pair_kb, 3, &args);
+        // The victim died of SIGKILL (128 + 9); the survivors saw PeerLost in time.
+        assert_eq!(code, Some(137), "{provider}: {out}");
+        for r in 0..2 {
+            assert!(
+                out.contains(&format!("conformance: rank {r} ok (ofi)")),
+                "{provider}: {out}"
+            );
+        }
     }
 }
 
