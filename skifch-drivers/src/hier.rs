@@ -390,6 +390,7 @@ unsafe impl<L: Driver, R: Driver> Port for HierPort<L, R> {
             remote: self.remote.waiter(),
             to_global: self.drv.to_global.clone().into(),
             remote_first: self.remote_first.clone(),
+            alone: self.drv.to_global.len() <= 1,
         }
     }
 }
@@ -403,6 +404,9 @@ pub struct HierWaiter<A: Waiter, B: Waiter> {
     /// Sleep on the fabric's side first (the port's last message came from there, or the
     /// rank is alone on its node).
     remote_first: Arc<AtomicBool>,
+    /// The rank is alone on its node: only its own threads' self-sends use the node's
+    /// lanes, so it never sleeps on them (a poll after each fabric slice sees those).
+    alone: bool,
 }
 
 impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
@@ -423,7 +427,7 @@ impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
             self.remote.sleep(t, timeout.min(SLICE));
             self.remote.disarm();
             let spent = t0.elapsed();
-            if spent < SLICE / 2 || spent >= timeout {
+            if self.alone || spent < SLICE / 2 || spent >= timeout {
                 return;
             }
             self.local.sleep(ticket, (timeout - spent).min(SLICE));
