@@ -164,8 +164,8 @@ fn skifrun_serves_pmi1() {
 /// Slurm's `srun --mpi=pmi2` (its PMI-1 server: the PMI client's puts must fit its
 /// 1024-byte line) and `srun --mpi=pmix`: the probe joins through each, as does the
 /// conformance suite over the node's shm. Skipped with a message where no Slurm
-/// controller answers `sinfo` (Debian's `slurmd`/`slurmctld` with a one-node slurm.conf
-/// run it on one machine: docs/CLUSTER.md).
+/// controller answers `sinfo` (`scripts/slurm-one-node.sh start` runs one on this
+/// machine: docs/CLUSTER.md).
 #[test]
 fn srun_serves_pmi1_and_pmix() {
     let up = Command::new("sinfo")
