@@ -55,6 +55,20 @@ pub enum Basic {
 }
 
 impl Basic {
+    /// The two predefined types of a pair type (`MPI_DOUBLE_INT`…, §5.9.4), `None` for
+    /// the others: a pair is two elements for `MPI_Get_elements` and external32.
+    pub fn pair(self) -> Option<(Basic, Basic)> {
+        use Basic::*;
+        Some(match self {
+            FloatInt => (Float, Int),
+            DoubleInt => (Double, Int),
+            LongInt => (Long, Int),
+            TwoInt => (Int, Int),
+            ShortInt => (Short, Int),
+            LongDoubleInt => (LongDouble, Int),
+            _ => return None,
+        })
+    }
     /// All predefined types, in the order of their C handles (`mpi.h`, 1-based).
     pub const ALL: [Basic; 42] = [
         Basic::Char,

@@ -135,7 +135,10 @@ impl Datatype {
             lb: 0,
             ub: extent as isize,
             homog: Some((b, 1)),
-            sig: Sig::basic(b),
+            sig: match b.pair() {
+                Some((x, y)) => Sig::seq([Sig::basic(x), Sig::basic(y)]),
+                None => Sig::basic(b),
+            },
             align: b.align(),
             explicit: false,
             predefined: Some(b),

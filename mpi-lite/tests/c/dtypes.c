@@ -310,6 +310,17 @@ int main(int argc, char **argv) {
     CHECK(MPI_Get_count(&ms, sdc, &cnt) == MPI_SUCCESS && cnt == 2);
     CHECK(MPI_Status_set_elements(&ms, sdc, 3) == MPI_SUCCESS);
     CHECK(MPI_Get_count(&ms, sdc, &cnt) == MPI_SUCCESS && cnt == MPI_UNDEFINED);
+    /* A pair type holds two predefined elements (MPICH's get_elements_pairtype): two
+     * MPI_DOUBLE_INTs are 4 elements, one and a half (the double of the second) 3. */
+    {
+        struct { double d; int i; } pr[2] = {{1.5, 1}, {2.5, 2}}, pg[2];
+        MPI_Sendrecv(pr, 2, MPI_DOUBLE_INT, rank, 8, pg, 2, MPI_DOUBLE_INT, rank, 8, MPI_COMM_WORLD, &ms);
+        CHECK(pg[1].d == 2.5 && pg[1].i == 2);
+        CHECK(MPI_Get_elements(&ms, MPI_DOUBLE_INT, &cnt) == MPI_SUCCESS && cnt == 4);
+        CHECK(MPI_Get_count(&ms, MPI_DOUBLE_INT, &cnt) == MPI_SUCCESS && cnt == 2);
+        CHECK(MPI_Status_set_elements(&ms, MPI_DOUBLE_INT, 3) == MPI_SUCCESS);
+        CHECK(MPI_Get_elements(&ms, MPI_DOUBLE_INT, &cnt) == MPI_SUCCESS && cnt == 3);
+    }
     MPI_Datatype ci;
     MPI_Type_contiguous(2, MPI_INT, &ci);
     MPI_Type_commit(&ci);
