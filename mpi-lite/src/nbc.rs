@@ -63,14 +63,20 @@ impl<'a> Plan<'a> {
         self.c.size()
     }
     fn tx(&self, to: usize, r: Range) -> (Envelope, u32, Range) {
+        self.tx_tagged(to, r, self.tag)
+    }
+    fn rx(&self, from: usize, r: Range) -> (Envelope, Range) {
+        self.rx_tagged(from, r, self.tag)
+    }
+    fn tx_tagged(&self, to: usize, r: Range, tag: i32) -> (Envelope, u32, Range) {
         (
-            self.c.coll_env(self.c.rank as i32, self.tag),
+            self.c.coll_env(self.c.rank as i32, tag),
             self.c.world_of(to),
             r,
         )
     }
-    fn rx(&self, from: usize, r: Range) -> (Envelope, Range) {
-        (self.c.coll_env(from as i32, self.tag), r)
+    fn rx_tagged(&self, from: usize, r: Range, tag: i32) -> (Envelope, Range) {
+        (self.c.coll_env(from as i32, tag), r)
     }
     /// A round with these transfers and local steps.
     pub(crate) fn round(
@@ -672,15 +678,26 @@ impl<P: Port> Mpi<P> {
         for (j, b) in send.iter().enumerate() {
             p.load(soff[j], b)?;
         }
+        // Cartesian: the block sent in one direction of a dimension lands in the slot of
+        // the opposite one. In a periodic dimension of 1 or 2 processes both directions
+        // are one process, so each direction has a tag of its own (block j's, received
+        // as j ^ 1); other topologies pair blocks with a neighbour in list order.
+        let cart = matches!(c.topo, Some(crate::comm::Topology::Cart { .. }));
+        let tag = |j: usize| match cart {
+            true => p.tag - NBC_TAGS as i32 * (1 + j as i32),
+            false => p.tag,
+        };
         let sends = dsts
             .iter()
             .enumerate()
-            .filter_map(|(j, d)| d.map(|d| p.tx(d, (soff[j], slens[j]))))
+            .filter_map(|(j, d)| d.map(|d| p.tx_tagged(d, (soff[j], slens[j]), tag(j))))
             .collect();
         let recvs = srcs
             .iter()
             .enumerate()
-            .filter_map(|(j, s)| s.map(|s| p.rx(s, (stotal + roff[j], rlens[j]))))
+            .filter_map(|(j, s)| {
+                s.map(|s| p.rx_tagged(s, (stotal + roff[j], rlens[j]), tag(j ^ 1)))
+            })
             .collect();
         p.round(sends, recvs, vec![]);
         // Blocks from MPI_PROC_NULL neighbours are left as they are.

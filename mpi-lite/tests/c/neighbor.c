@@ -106,6 +106,16 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     CHECK(MPI_Neighbor_allgather(&me, 1, MPI_INT, got, 1, MPI_INT, MPI_COMM_WORLD) == MPI_ERR_TOPOLOGY);
     MPI_Comm_free(&g);
+    /* A periodic dimension of one process: both neighbours are this process, and the
+     * block sent in the + direction lands in the - slot (MPICH's ring_neighbor_alltoall). */
+    {
+        int d1[1] = {1}, p1[1] = {1}, sb[2] = {-1, 1}, rb[2] = {0, 0};
+        MPI_Comm ring;
+        MPI_Cart_create(MPI_COMM_SELF, 1, d1, p1, 0, &ring);
+        CHECK(MPI_Neighbor_alltoall(sb, 1, MPI_INT, rb, 1, MPI_INT, ring) == MPI_SUCCESS);
+        CHECK(rb[0] == 1 && rb[1] == -1);
+        MPI_Comm_free(&ring);
+    }
     MPI_Finalize();
     return 0;
 }
