@@ -318,12 +318,23 @@ fn attached(
         .map(|r| r.0.saturating_add(r.2))
         .max()
         .unwrap_or(0);
-    let &(base, len) = regions
+    let missing = || {
+        format!("MPI_ERR_RMA_RANGE: address {lo:#x}..{hi:#x} is not in memory attached to the dynamic window")
+    };
+    // The region holding `lo`, joined with the regions attached right after it (one span
+    // of the target's memory: an operation may cross from one attachment into the next).
+    let &(base, mut len) = regions
         .iter()
-        .find(|&&(b, l)| lo >= b && hi <= b.saturating_add(l))
-        .ok_or_else(|| {
-            format!("MPI_ERR_RMA_RANGE: address {lo:#x}..{hi:#x} is not in memory attached to the dynamic window")
-        })?;
+        .find(|&&(b, l)| lo >= b && lo < b.saturating_add(l))
+        .ok_or_else(missing)?;
+    while base.saturating_add(len) < hi {
+        let end = base + len;
+        let &(_, l) = regions
+            .iter()
+            .find(|&&(b, _)| b == end)
+            .ok_or_else(missing)?;
+        len += l;
+    }
     for r in runs.iter_mut() {
         r.0 -= base;
     }

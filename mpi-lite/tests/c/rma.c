@@ -56,6 +56,18 @@ static void basics(MPI_Win w, int *mem, int flavor) {
     char path[32] = "";
     CHECK(MPI_Info_get(info, "mpi_lite_rma_path", sizeof path - 1, path, &flag) == MPI_SUCCESS && flag);
     CHECK(want == NULL || strcmp(want, path) == 0);
+    /* The §11.2.1 hints in effect: defaults, and a set_info changes only its keys. */
+    char hv[64] = "";
+    CHECK(MPI_Info_get(info, "accumulate_ordering", sizeof hv - 1, hv, &flag) == MPI_SUCCESS && flag);
+    CHECK(strcmp(hv, "rar,raw,war,waw") == 0);
+    MPI_Info_free(&info);
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "accumulate_ops", "same_op");
+    CHECK(MPI_Win_set_info(w, info) == MPI_SUCCESS);
+    MPI_Info_free(&info);
+    CHECK(MPI_Win_get_info(w, &info) == MPI_SUCCESS);
+    CHECK(MPI_Info_get(info, "accumulate_ops", sizeof hv - 1, hv, &flag) == MPI_SUCCESS && flag && strcmp(hv, "same_op") == 0);
+    CHECK(MPI_Info_get(info, "no_locks", sizeof hv - 1, hv, &flag) == MPI_SUCCESS && flag && strcmp(hv, "false") == 0);
     MPI_Info_free(&info);
     MPI_Errhandler eh;
     CHECK(MPI_Win_get_errhandler(w, &eh) == MPI_SUCCESS && eh == MPI_ERRORS_ARE_FATAL);

@@ -155,6 +155,23 @@ static void dynamic(void) {
     CHECK(MPI_Win_unlock(right, w) == MPI_SUCCESS);
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(MPI_Win_detach(w, buf) == MPI_SUCCESS);
+    /* Two attachments side by side are one span: an operation may cross from one into
+     * the next (MPICH's win_dynamic_rma_flush_get); past the second is still refused. */
+    static int two[16];
+    CHECK(MPI_Win_attach(w, &two[0], 8 * sizeof(int)) == MPI_SUCCESS);
+    CHECK(MPI_Win_attach(w, &two[8], 8 * sizeof(int)) == MPI_SUCCESS);
+    MPI_Aint t0;
+    MPI_Get_address(&two[0], &t0);
+    MPI_Allgather(&t0, 1, MPI_AINT, addr, 1, MPI_AINT, MPI_COMM_WORLD);
+    int span[12];
+    for (int i = 0; i < 12; i++) span[i] = rank * 100 + i;
+    CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, w) == MPI_SUCCESS);
+    CHECK(MPI_Put(span, 12, MPI_INT, right, addr[right] + 2 * sizeof(int), 12, MPI_INT, w) == MPI_SUCCESS);
+    CHECK(cls(MPI_Put(span, 12, MPI_INT, right, addr[right] + 8 * sizeof(int), 12, MPI_INT, w)) == MPI_ERR_RMA_RANGE);
+    CHECK(MPI_Win_unlock(right, w) == MPI_SUCCESS);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 12; i++) CHECK(two[2 + i] == left * 100 + i);
+    CHECK(MPI_Win_detach(w, &two[0]) == MPI_SUCCESS && MPI_Win_detach(w, &two[8]) == MPI_SUCCESS);
     CHECK(MPI_Win_free(&w) == MPI_SUCCESS);
     free(buf);
     free(other);

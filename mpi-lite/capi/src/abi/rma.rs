@@ -251,8 +251,15 @@ mpi_fn!(MPI_Win_get_name, PMPI_Win_get_name, (win: c_int, win_name: *mut c_char,
 
 mpi_fn!(MPI_Win_set_info, PMPI_Win_set_info, (win: c_int, inf: c_int) -> c_int {
     wcall("MPI_Win_set_info", win, |st, e| {
-        let v = if inf == 0 { Vec::new() } else { info(&mut st.t(), inf)?.clone() };
-        *e.info.lock().unwrap_or_else(|p| p.into_inner()) = v;
+        let new = if inf == 0 { Vec::new() } else { info(&mut st.t(), inf)?.clone() };
+        // The keys given change, the others keep their values (§11.2.7).
+        let mut v = e.info.lock().unwrap_or_else(|p| p.into_inner());
+        for (k, val) in new {
+            match v.iter_mut().find(|(x, _)| *x == k) {
+                Some(slot) => slot.1 = val,
+                None => v.push((k, val)),
+            }
+        }
         Ok(())
     })
 });
@@ -260,6 +267,18 @@ mpi_fn!(MPI_Win_set_info, PMPI_Win_set_info, (win: c_int, inf: c_int) -> c_int {
 mpi_fn!(MPI_Win_get_info, PMPI_Win_get_info, (win: c_int, info_used: *mut c_int) -> c_int {
     wcall("MPI_Win_get_info", win, |st, e| {
         let mut v = e.info.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // The window hints of §11.2.1 in effect: the program's, else their defaults.
+        for (k, d) in [
+            ("no_locks", "false"),
+            ("accumulate_ordering", "rar,raw,war,waw"),
+            ("accumulate_ops", "same_op_no_op"),
+            ("same_size", "false"),
+            ("same_disp_unit", "false"),
+        ] {
+            if !v.iter().any(|(x, _)| x == k) {
+                v.push((k.into(), d.into()));
+            }
+        }
         // The path this window's operations take (mpi-lite's own key, for tests and tools).
         let path = if e.win.is_message_path() { "messages" } else { "direct" };
         v.push(("mpi_lite_rma_path".into(), path.into()));
