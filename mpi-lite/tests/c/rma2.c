@@ -224,6 +224,18 @@ static void shared(void) {
     MPI_Barrier(node);
     CHECK(mine[0] == 1000 * nr + 1);
     CHECK(MPI_Win_free(&w) == MPI_SUCCESS);
+    /* A member with no bytes: its segment has no address (MPICH's
+     * win_shared_noncontig_put); PROC_NULL finds the first non-empty one. */
+    long *z;
+    if (MPI_Win_allocate_shared(nr % 2 ? 0 : 16, 8, MPI_INFO_NULL, node, &z, &w) == MPI_SUCCESS) {
+        for (int r = 0; r < ns; r++) {
+            long *q = (long *)&sz;
+            CHECK(MPI_Win_shared_query(w, r, &sz, &du, &q) == MPI_SUCCESS);
+            CHECK(r % 2 ? sz == 0 && q == NULL : sz == 16 && q != NULL);
+        }
+        CHECK(MPI_Win_shared_query(w, MPI_PROC_NULL, &sz, &du, &p0) == MPI_SUCCESS && sz == 16 && p0 != NULL);
+        CHECK(MPI_Win_free(&w) == MPI_SUCCESS);
+    }
     /* shared_query on another flavour */
     int *m;
     CHECK(MPI_Win_allocate(64, 4, MPI_INFO_NULL, node, &m, &w) == MPI_SUCCESS);

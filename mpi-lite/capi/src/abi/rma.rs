@@ -398,7 +398,9 @@ mpi_fn!(MPI_Win_shared_query, PMPI_Win_shared_query, (win: c_int, rank: c_int, s
         unsafe {
             put(size, len as isize, "size")?;
             put(disp_unit, unit as c_int, "disp_unit")?;
-            put(baseptr.cast::<*mut c_void>(), addr as *mut c_void, "baseptr")
+            // A segment of zero bytes has no address to give (NULL, as MPICH gives).
+            let addr = if len == 0 { std::ptr::null_mut() } else { addr as *mut c_void };
+            put(baseptr.cast::<*mut c_void>(), addr, "baseptr")
         }
     })
 });
