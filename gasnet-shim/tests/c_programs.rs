@@ -241,7 +241,13 @@ fn fatalerror_prints_its_message_and_a_backtrace() {
         return;
     }
     let exe = compile("bad", "seq");
-    let o = run(&exe, 2, "shm", &[("GASNET_BACKTRACE", "1")], &["fatalerror"]);
+    let o = run(
+        &exe,
+        2,
+        "shm",
+        &[("GASNET_BACKTRACE", "1")],
+        &["fatalerror"],
+    );
     let what = format!("{}\n{}", o.status, o.text());
     assert!(!o.status.success(), "{what}");
     assert!(o.stderr.contains("*** FATAL ERROR: code 42"), "{what}");
