@@ -55,6 +55,10 @@ pub enum Topology {
     },
 }
 
+/// Offset of the tags of a context agreement's claim round (`Mpi::new_ctx_among` under
+/// `MPI_THREAD_MULTIPLE`), below every other tag on a collective context.
+const CLAIM_TAG: i32 = 0x4000_0000;
+
 /// What a communicator is: context, group, this process's rank in it, topology.
 #[derive(Debug)]
 pub struct CommData {
@@ -451,21 +455,47 @@ impl<P: Port> Mpi<P> {
 
     /// [`Mpi::new_ctx_tagged`] among `members` of `c` (see [`Mpi::exchange_among`]).
     fn new_ctx_among(&self, c: &CommData, members: &[usize], tag: i32) -> Result<u16> {
-        // Held across the agreement (see the field).
-        let mut next = self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
-        let all = self.exchange_among(c, members, tag, &next.to_le_bytes())?;
-        let ctx = all
-            .iter()
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .max()
-            .unwrap_or(0);
-        if ctx >= u16::MAX - 2 {
-            return Err(Error::Intern(
-                "out of communicator context ids (32 766 communicators created)".into(),
-            ));
+        let highest = |all: Vec<Vec<u8>>| {
+            let ctx = all
+                .iter()
+                .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                .max()
+                .unwrap_or(0);
+            if ctx >= u16::MAX - 2 {
+                return Err(Error::Intern(
+                    "out of communicator context ids (32 766 communicators created)".into(),
+                ));
+            }
+            Ok(ctx)
+        };
+        if !self.eng.is_multiple() {
+            // One thread calls at a time: held across the agreement (see the field).
+            let mut next = self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
+            let ctx = highest(self.exchange_among(c, members, tag, &next.to_le_bytes())?)?;
+            *next = ctx + 2;
+            return Ok(ctx);
         }
-        *next = ctx + 2;
-        Ok(ctx)
+        // MPI_THREAD_MULTIPLE: no lock across an exchange (another thread's agreement may
+        // wait on a process this one waits for: a deadlock). Each round proposes, then
+        // claims the highest proposal unless a creation of this process took an id at or
+        // above it meanwhile, and the members agree on whether all could; a clash
+        // anywhere means another round. Every claimed id stays below `next_ctx`.
+        loop {
+            let v = *self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
+            let ctx = highest(self.exchange_among(c, members, tag, &v.to_le_bytes())?)?;
+            let claimed = {
+                let mut next = self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
+                let free = ctx >= *next;
+                if free {
+                    *next = ctx + 2;
+                }
+                free
+            };
+            let all = self.exchange_among(c, members, tag - CLAIM_TAG, &[claimed as u8])?;
+            if all.iter().all(|b| b == &[1]) {
+                return Ok(ctx);
+            }
+        }
     }
 
     /// `MPI_Comm_dup`.

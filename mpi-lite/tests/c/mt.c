@@ -142,6 +142,23 @@ static void *coll_thread(void *arg) {
     return NULL;
 }
 
+/* Communicators created from every thread at once, each on its own parent (MPICH's
+ * threads/comm tests hung: the context agreement held a process-wide lock across its
+ * exchange); each new one works and has a context of its own. */
+static void *create_thread(void *arg) {
+    int t = *(int *)arg;
+    for (int r = 0; r < 20; r++) {
+        MPI_Comm d, s;
+        CHECK(MPI_Comm_dup(comms[t], &d) == MPI_SUCCESS);
+        CHECK(MPI_Comm_split(d, rank % 2, rank, &s) == MPI_SUCCESS);
+        long v = 1, n = 0;
+        CHECK(MPI_Allreduce(&v, &n, 1, MPI_LONG, MPI_SUM, d) == MPI_SUCCESS && n == size);
+        CHECK(MPI_Allreduce(&v, &n, 1, MPI_LONG, MPI_SUM, s) == MPI_SUCCESS && n == (rank % 2 ? size / 2 : (size + 1) / 2));
+        CHECK(MPI_Comm_free(&s) == MPI_SUCCESS && MPI_Comm_free(&d) == MPI_SUCCESS);
+    }
+    return NULL;
+}
+
 /* Handoff: the main thread posts, a helper waits or tests. */
 static MPI_Request handed;
 static int handed_val = -1, handoff_test;
@@ -198,6 +215,7 @@ int main(int argc, char **argv) {
 
     run_threads(anysource_thread);
     run_threads(coll_thread);
+    run_threads(create_thread);
 
     for (handoff_test = 0; handoff_test < 2; handoff_test++) {
         int v = 9000 + rank + handoff_test;
