@@ -121,12 +121,15 @@ pub(crate) fn from_c_status(s: &MPI_Status) -> Status {
 /// `p` is NULL, `MPI_STATUS_IGNORE`, or points to a writable `MPI_Status`.
 pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: &Status) {
     if !p.is_null() && p as usize != STATUS_IGNORE {
-        let mut c = to_c_status(s);
-        // SAFETY: caller's contract (the status is the caller's, initialized or not: its
-        // `MPI_ERROR` field is read as a plain integer).
+        let c = to_c_status(s);
+        // SAFETY: caller's contract: `p` is the caller's status, valid for writes; each
+        // field but `MPI_ERROR` is written on its own (the status may be uninitialized,
+        // so nothing of it is read).
         unsafe {
-            c.MPI_ERROR = std::ptr::addr_of!((*p).MPI_ERROR).read();
-            p.write(c)
+            std::ptr::addr_of_mut!((*p).MPI_SOURCE).write(c.MPI_SOURCE);
+            std::ptr::addr_of_mut!((*p).MPI_TAG).write(c.MPI_TAG);
+            std::ptr::addr_of_mut!((*p).cancelled).write(c.cancelled);
+            std::ptr::addr_of_mut!((*p).count).write(c.count);
         }
     }
 }
