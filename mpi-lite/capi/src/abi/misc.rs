@@ -105,6 +105,15 @@ pub(crate) fn info_env(provided: i32, size: u32) -> Vec<(String, String)> {
     v
 }
 
+/// Sets `k` to `v` in an info list: the value of a key already there changes, a new key
+/// goes last.
+pub(crate) fn info_put(e: &mut Vec<(String, String)>, k: String, v: String) {
+    match e.iter_mut().find(|(x, _)| *x == k) {
+        Some(p) => p.1 = v,
+        None => e.push((k, v)),
+    }
+}
+
 pub(crate) fn info(t: &mut Tables, i: c_int) -> Result<&mut Vec<(String, String)>> {
     usize::try_from(i)
         .ok()
@@ -167,11 +176,7 @@ mpi_fn!(MPI_Info_set, PMPI_Info_set, (i: c_int, key: *const c_char, value: *cons
             return Err(Error::Arg("MPI_Info_set: key or value length out of range".into()));
         }
         let mut t = st.t();
-        let e = info(&mut t, i)?;
-        match e.iter_mut().find(|(x, _)| *x == k) {
-            Some(p) => p.1 = v,
-            None => e.push((k, v)),
-        }
+        info_put(info(&mut t, i)?, k, v);
         Ok(())
     })
 });

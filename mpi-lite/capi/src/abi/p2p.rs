@@ -57,9 +57,21 @@ pub(crate) unsafe fn start_send(
     let c = st.comm(comm)?;
     // SAFETY: forwarded MPI buffer contract.
     let b = unsafe { user_buf(st, buf, n, dt, call)? };
+    send_in(st, &c, b, dst, tag, mode)
+}
+
+/// A nonblocking send of `b` in `mode` (`None`: buffered).
+pub(crate) fn send_in(
+    st: &CState,
+    c: &mpi_lite::comm::CommData,
+    b: UserBuf,
+    dst: c_int,
+    tag: c_int,
+    mode: Option<Mode>,
+) -> Result<ReqId> {
     match mode {
-        Some(m) => st.mpi.isend(&c, b, dst, tag, m),
-        None => st.mpi.ibsend(&c, &b, dst, tag),
+        Some(m) => st.mpi.isend(c, b, dst, tag, m),
+        None => st.mpi.ibsend(c, &b, dst, tag),
     }
 }
 

@@ -18,7 +18,7 @@ use mpi_lite::datatype::Datatype;
 use mpi_lite::engine::{Mode, ReqId};
 use mpi_lite::{Error, Result};
 
-use super::p2p::req_handle;
+use super::p2p::{req_handle, send_in};
 use super::{arr_mut, get, mpi_fn, put, typed_buf};
 use crate::state::{call, h, CState};
 
@@ -192,8 +192,7 @@ fn start(st: &CState, r: c_int) -> Result<()> {
     // valid (and, for a receive, the library's) until each started operation completes.
     let b = unsafe { typed_buf(buf as *const c_void, count as usize, dt, "MPI_Start")? };
     let id: ReqId = match op {
-        Op::Send(Some(mode)) => st.mpi.isend(&comm, b, peer, tag, mode)?,
-        Op::Send(None) => st.mpi.ibsend(&comm, &b, peer, tag)?,
+        Op::Send(mode) => send_in(st, &comm, b, peer, tag, mode)?,
         Op::Recv => st.mpi.irecv(&comm, b, peer, tag)?,
     };
     if let Some(Some(p)) = table().get_mut(index(r)) {

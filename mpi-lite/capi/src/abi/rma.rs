@@ -255,10 +255,7 @@ mpi_fn!(MPI_Win_set_info, PMPI_Win_set_info, (win: c_int, inf: c_int) -> c_int {
         // The keys given change, the others keep their values (§11.2.7).
         let mut v = e.info.lock().unwrap_or_else(|p| p.into_inner());
         for (k, val) in new {
-            match v.iter_mut().find(|(x, _)| *x == k) {
-                Some(slot) => slot.1 = val,
-                None => v.push((k, val)),
-            }
+            super::misc::info_put(&mut v, k, val);
         }
         Ok(())
     })
