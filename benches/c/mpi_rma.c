@@ -23,8 +23,9 @@
  * as the 0.8x-memcpy target compares them); the median is printed as CSV on rank 0: impl,test,size,value,unit. The counters of fop
  * and the data of put/get are checked at the end.
  * Window: MPI_Win_allocate (default) or -c: MPI_Win_create over malloc'd memory.
+ * -l: the 8-byte tests only (no bandwidth sizes).
  *
- * Usage: mpirun -np 2 ./mpi_rma [-i IMPL] [-r REPS] [-s best] [-c] [-H]
+ * Usage: mpirun -np 2 ./mpi_rma [-i IMPL] [-r REPS] [-s best] [-c] [-H] [-l]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -133,7 +134,7 @@ static void run(const char *impl, enum test t, int size) { run_set(impl, &t, 1, 
 
 int main(int argc, char **argv) {
     const char *impl = "mpi";
-    int create = 0, header = 0, np;
+    int create = 0, header = 0, small = 0, np;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -143,6 +144,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) best = !strcmp(argv[++i], "best");
         else if (!strcmp(argv[i], "-c")) create = 1;
         else if (!strcmp(argv[i], "-H")) header = 1;
+        else if (!strcmp(argv[i], "-l")) small = 1;
     }
     if (reps < 1 || reps > MAX_REPS) reps = 5;
     if (np < 2) die("needs 2 ranks");
@@ -164,7 +166,7 @@ int main(int argc, char **argv) {
     run(impl, CAS, 8);
     run(impl, PUT_RATE, 8);
     static const enum test bw[] = {PUT_BW, GET_BW, MEMCPY_BW};
-    for (int s = 1024; s <= MAXB; s *= 4) run_set(impl, bw, 3, s);
+    for (int s = 1024; s <= MAXB && !small; s *= 4) run_set(impl, bw, 3, s);
     if (rank == 0) {
         /* check: a put then a get of a pattern */
         for (int i = 0; i < 64; i++) buf[i] = (char)i;

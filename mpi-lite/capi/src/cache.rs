@@ -109,8 +109,10 @@ pub fn with<T: 'static, R>(
 
 /// As [`with`] on the thread the library is bound to, for a short cut that makes no call
 /// (so its caller can keep its arguments in registers): `f` on the cached object if it is
-/// `h`'s and current; `None` otherwise — another thread, not bound, a miss — and the
-/// caller takes [`with`]'s way.
+/// `h`'s and current; `None` otherwise — another thread, not bound, a miss, the slot
+/// borrowed mutably by a call below this one — and the caller takes [`with`]'s way. `f`
+/// must not call into the library (it could reach the slot): the slot is read without
+/// marking it borrowed, so the hot calls write no memory of their own before their atomic.
 #[inline(always)]
 pub fn with_bound<T: 'static, R>(
     bound: &'static Bound<T>,
@@ -119,7 +121,12 @@ pub fn with_bound<T: 'static, R>(
     f: impl FnOnce(&T) -> R,
 ) -> Option<R> {
     let g = gen.0.load(Ordering::Acquire);
-    let c = bound_slot(bound).ok()??.try_borrow().ok()?;
+    let slot = bound_slot(bound).ok()??;
+    // SAFETY: not borrowed mutably now (checked), and nothing borrows it mutably while the
+    // reference lives: the slot is this thread's alone (`bound_slot`) and neither this
+    // function nor `f` (its contract) calls anything that could.
+    #[allow(unsafe_code)]
+    let c = unsafe { slot.try_borrow_unguarded() }.ok()?;
     if c.0 != h || c.1 != g {
         return None;
     }

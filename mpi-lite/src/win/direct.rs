@@ -112,13 +112,18 @@ impl EpochGuard<'_> {
             }
             b
         };
+        // Every member's bits carry the window-wide ones (one load per operation's check):
+        // all members are written when those change.
+        let wide = all & (ACCESS | PASSIVE);
         let members = &self.win.members;
         let range = match only {
-            Some(r) => r..(r + 1).min(members.len()),
-            None => 0..members.len(),
+            Some(r) if self.win.open.load(Ordering::Relaxed) & (ACCESS | PASSIVE) == wide => {
+                r..(r + 1).min(members.len())
+            }
+            _ => 0..members.len(),
         };
         for r in range {
-            members[r].open.store(bits(r), Ordering::Relaxed);
+            members[r].open.store(bits(r) | wide, Ordering::Relaxed);
         }
         self.win.open.store(all, Ordering::Relaxed);
         self.changed = false;
@@ -133,10 +138,12 @@ impl Drop for EpochGuard<'_> {
     }
 }
 
-/// The atomic read-modify-write an accumulate-family operation is on the direct path.
+/// The atomic read-modify-write an accumulate-family operation is on the direct path (its
+/// code in [`RMW_TABLE`], with [`WIDE`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 enum Rmw {
-    Add,
+    Add = 1,
     FAdd,
     And,
     Or,
@@ -150,17 +157,12 @@ enum Rmw {
     Cas,
 }
 
-/// [`Rmw`] by its code in [`RMW_TABLE`] (code - 1).
-const KINDS: [Rmw; 12] = {
-    use Rmw::*;
-    [
-        Add, FAdd, And, Or, Xor, MaxS, MinS, MaxU, MinU, Swap, Load, Cas,
-    ]
-};
+/// In a code of [`RMW_TABLE`]: 8-byte elements.
+const WIDE: u8 = 0x80;
 
 /// The code in [`RMW_TABLE`] of operation handle `op` (`mpi.h`: `MPI_MAX` = 1 …
-/// `MPI_REPLACE` = 13, `MPI_NO_OP` = 14; 0: compare-and-swap) on elements of `d`: the
-/// [`KINDS`] index + 1, `0x80` for 8-byte elements; 0 when it has no single instruction
+/// `MPI_REPLACE` = 13, `MPI_NO_OP` = 14; [`CAS`]: compare-and-swap) on elements of `d`:
+/// the [`Rmw`], with [`WIDE`] for 8-byte elements; 0 when it has no single instruction
 /// (the general path's compare-and-swap loop with the reducer).
 const fn rmw_code(d: Option<DType>, op: usize) -> u8 {
     use DType::*;
@@ -175,7 +177,7 @@ const fn rmw_code(d: Option<DType>, op: usize) -> u8 {
         _ => return 0,
     };
     let k = match op {
-        0 => Rmw::Cas,
+        CAS => Rmw::Cas,
         14 => Rmw::Load,
         13 => Rmw::Swap,
         3 if int => Rmw::Add,
@@ -189,20 +191,28 @@ const fn rmw_code(d: Option<DType>, op: usize) -> u8 {
         2 if int => Rmw::MinU,
         _ => return 0,
     };
-    (k as u8 + 1) | if wide { 0x80 } else { 0 }
+    k as u8 | if wide { WIDE } else { 0 }
 }
 
-/// [`rmw_code`] of every predefined type (row: its [`Basic`] discriminant) and operation
-/// handle (column; 0: compare-and-swap), made at compile time: a short cut finds its
-/// instruction with one load.
-const RMW_TABLE: [[u8; 15]; Basic::ALL.len()] = {
-    let mut t = [[0u8; 15]; Basic::ALL.len()];
+/// Columns of [`RMW_TABLE`]: operation handles 0 to 14 ([`AccOp`]'s codes; 0 is none),
+/// then [`CAS`].
+const COLS: usize = 16;
+/// The column of compare-and-swap.
+const CAS: usize = 15;
+
+/// [`rmw_code`] of every predefined type and operation handle, flat: entry
+/// `i * COLS + op` for the type at position `i` of [`Basic::ALL`] and operation handle `op`
+/// ([`CAS`]: compare-and-swap), made at compile time: a short cut finds its instruction with one
+/// load and one bounds check.
+const RMW_TABLE: [u8; Basic::ALL.len() * COLS] = {
+    let mut t = [0u8; Basic::ALL.len() * COLS];
     let mut i = 0;
     while i < Basic::ALL.len() {
-        let b = Basic::ALL[i];
+        // [`RmwOp::of`] finds a type's row by its discriminant.
+        assert!(Basic::ALL[i] as usize == i);
         let mut op = 0;
-        while op < 15 {
-            t[b as usize][op] = rmw_code(b.dtype(), op);
+        while op < COLS {
+            t[i * COLS + op] = rmw_code(Basic::ALL[i].dtype(), op);
             op += 1;
         }
         i += 1;
@@ -211,47 +221,71 @@ const RMW_TABLE: [[u8; 15]; Basic::ALL.len()] = {
 };
 
 /// One element's accumulate-family operation on the direct path: the instruction and the
-/// element's width (4 or 8 bytes), found once per call from the type and the operation.
+/// element's width (4 or 8 bytes), found once per call from the type and the operation
+/// (its code in [`RMW_TABLE`], never 0).
 #[derive(Clone, Copy)]
-pub struct RmwOp {
-    w: usize,
-    k: Rmw,
-}
+pub struct RmwOp(u8);
 
 impl RmwOp {
     /// The instruction for `op` on elements of `b` (compare-and-swap when `cas`); `None`
     /// for the rest (the general path's compare-and-swap loop with the reducer).
     #[inline(always)]
     pub fn of(b: Basic, op: AccOp, cas: bool) -> Option<RmwOp> {
-        RmwOp::of_handle(b, op.code() as i32, cas)
+        RmwOp::of_index(b as usize, op.code() as i32, cas)
     }
 
-    /// As [`RmwOp::of`] with `mpi.h`'s operation handle (anything else: `None`).
+    /// As [`RmwOp::of`] for the type at position `i` of [`Basic::ALL`] and `mpi.h`'s
+    /// operation handle `op` (anything else: `None`; unused when `cas`).
     #[inline(always)]
-    pub fn of_handle(b: Basic, op: i32, cas: bool) -> Option<RmwOp> {
-        let col = if cas { 0 } else { op as usize };
-        let code = *RMW_TABLE[b as usize].get(col).filter(|_| cas || op > 0)?;
-        // Compare-and-swap known at compile time: its caller's code has one instruction.
-        let k = match cas {
-            true if code != 0 => Rmw::Cas,
-            _ => *KINDS.get(usize::from(code & 0x7f).wrapping_sub(1))?,
-        };
-        Some(RmwOp {
-            w: if code & 0x80 != 0 { 8 } else { 4 },
-            k,
-        })
+    pub fn of_index(i: usize, op: i32, cas: bool) -> Option<RmwOp> {
+        // A negative handle is a large unsigned one.
+        if i >= Basic::ALL.len() || (!cas && op as u32 >= CAS as u32) {
+            return None;
+        }
+        let col = if cas { CAS } else { op as usize };
+        let code = RMW_TABLE[i * COLS + col];
+        match code {
+            0 => None,
+            // Compare-and-swap known at compile time: its caller's code has one instruction.
+            _ if cas => Some(RmwOp(Rmw::Cas as u8 | (code & WIDE))),
+            _ => Some(RmwOp(code)),
+        }
+    }
+
+    /// The instruction.
+    #[inline(always)]
+    fn kind(self) -> Rmw {
+        use Rmw::*;
+        match self.0 & !WIDE {
+            1 => Add,
+            2 => FAdd,
+            3 => And,
+            4 => Or,
+            5 => Xor,
+            6 => MaxS,
+            7 => MinS,
+            8 => MaxU,
+            9 => MinU,
+            10 => Swap,
+            11 => Load,
+            _ => Cas,
+        }
     }
 
     /// Bytes of the element.
     #[inline(always)]
     pub fn width(self) -> usize {
-        self.w
+        if self.0 & WIDE != 0 {
+            8
+        } else {
+            4
+        }
     }
 
     /// `MPI_NO_OP`: the origin's value is not read.
     #[inline(always)]
     pub fn reads_origin(self) -> bool {
-        self.k != Rmw::Load
+        self.0 & !WIDE != Rmw::Load as u8
     }
 }
 
@@ -343,11 +377,9 @@ impl Win {
     /// The epoch bits open to member `r` (its own and every member's).
     #[inline(always)]
     pub(super) fn open_to(&self, r: usize) -> u8 {
-        let own = self
-            .members
+        self.members
             .get(r)
-            .map_or(0, |m| m.open.load(Ordering::Relaxed));
-        own | self.open.load(Ordering::Relaxed)
+            .map_or(0, |m| m.open.load(Ordering::Relaxed))
     }
 
     /// Marks a plain store to window memory (module docs). A load and a compare first:
@@ -369,20 +401,17 @@ impl Win {
         }
     }
 
-    /// The member and byte offset an operation to `rank` at `disp` reaches on the direct
-    /// path, inside an access epoch.
+    /// The direct view of `rank`'s memory and the byte offset an operation at `disp`
+    /// reaches, inside an access epoch (the view is empty on the message path).
     #[inline(always)]
-    fn direct_at(&self, rank: i32, disp: isize) -> Option<(&super::Member, usize)> {
-        if self.msg {
-            return None;
-        }
-        let r = usize::try_from(rank).ok()?;
-        let m = self.members.get(r)?;
-        if (m.open.load(Ordering::Relaxed) | self.open.load(Ordering::Relaxed)) & ACCESS == 0 {
+    fn direct_at(&self, rank: i32, disp: isize) -> Option<(&super::mem::Direct, usize)> {
+        // A negative rank becomes an index past every member.
+        let m = self.members.get(rank as u32 as usize)?;
+        if m.open.load(Ordering::Relaxed) & ACCESS == 0 {
             return None;
         }
         let off = disp.checked_mul(m.disp_unit as isize)?;
-        Some((m, usize::try_from(off).ok()?))
+        Some((&m.direct, usize::try_from(off).ok()?))
     }
 
     /// `MPI_Put` of the bytes `src` (one contiguous run of predefined elements) to `rank`
@@ -394,7 +423,7 @@ impl Win {
     pub fn direct_put(&self, rank: i32, disp: isize, src: &[u8]) -> bool {
         let done = self
             .direct_at(rank, disp)
-            .and_then(|(m, off)| m.reach.put_mapped(off, src))
+            .and_then(|(m, off)| m.put(off, src))
             .is_some();
         if done {
             self.stored();
@@ -413,7 +442,7 @@ impl Win {
         self.direct_at(rank, disp)
             .and_then(|(m, off)| {
                 self.before_loads();
-                m.reach.get_mapped(off, dst)
+                m.get(off, dst)
             })
             .is_some()
     }
@@ -441,9 +470,10 @@ impl Win {
         cmp: Option<&[u8]>,
         old: Option<&mut [u8]>,
     ) -> bool {
-        let Some(RmwOp { w, k }) = RmwOp::of(b, op, cmp.is_some()) else {
+        let Some(rop) = RmwOp::of(b, op, cmp.is_some()) else {
             return false;
         };
+        let (w, k) = (rop.width(), rop.kind());
         let len = match (src, old.as_deref()) {
             (Some(s), o) if o.is_none_or(|o| o.len() == s.len()) => s.len(),
             (None, Some(o)) if matches!(k, Rmw::Load) => o.len(),
@@ -462,11 +492,9 @@ impl Win {
         }
         let done = match w {
             8 => m
-                .reach
                 .words::<AtomicU64>(off, n)
                 .map(|a| rmw64(a, k, src, cmp, old)),
             4 => m
-                .reach
                 .words::<AtomicU32>(off, n)
                 .map(|a| rmw32(a, k, src, cmp, old)),
             _ => None,
@@ -485,19 +513,21 @@ impl Win {
     /// accumulate-family operation; complete when it returns.
     #[inline(always)]
     pub fn direct_rmw(&self, rank: i32, disp: isize, op: RmwOp, x: u64, c: u64) -> Option<u64> {
-        if !self.atomics {
-            return None;
-        }
+        // A window without atomics has none in its direct view (`atomic_len` 0).
         let (m, off) = self.direct_at(rank, disp)?;
-        if op.k == Rmw::Load {
+        if !op.reads_origin() {
             // A plain load on x86-64; every other kind is a locked instruction.
             self.before_loads();
         }
-        Some(if op.w == 8 {
-            one64(&m.reach.words::<AtomicU64>(off, 1)?[0], op.k, x, c)
+        Some(if op.width() == 8 {
+            one64(m.word::<AtomicU64>(off)?, op.kind(), x, c)
         } else {
-            let a = &m.reach.words::<AtomicU32>(off, 1)?[0];
-            u64::from(one32(a, op.k, x as u32, c as u32))
+            u64::from(one32(
+                m.word::<AtomicU32>(off)?,
+                op.kind(),
+                x as u32,
+                c as u32,
+            ))
         })
     }
 
@@ -574,12 +604,7 @@ impl Win {
             return false;
         }
         let open = match rank {
-            Some(r) => match usize::try_from(r).ok().and_then(|r| self.members.get(r)) {
-                Some(m) => {
-                    (m.open.load(Ordering::Relaxed) | self.open.load(Ordering::Relaxed)) & PASSIVE
-                }
-                None => 0,
-            },
+            Some(r) => self.open_to(r as u32 as usize) & PASSIVE,
             None => self.open.load(Ordering::Relaxed) & ANY_PASSIVE,
         };
         if open == 0 {
@@ -593,5 +618,44 @@ impl Win {
             super::mem::full_barrier();
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table by type position and operation handle: only handles 1-14 name an
+    /// operation, compare-and-swap has its own column, and no out-of-range handle or type
+    /// lands on an entry.
+    #[test]
+    fn rmw_table_lookup() {
+        let long = Basic::ALL
+            .iter()
+            .position(|&b| b.dtype() == Some(DType::I64));
+        let i = long.expect("a predefined 64-bit signed type");
+        let op = |o: i32| RmwOp::of_index(i, o, false).map(|r| (r.kind(), r.width()));
+        assert!(op(3) == Some((Rmw::Add, 8)));
+        assert!(op(1) == Some((Rmw::MaxS, 8)));
+        assert!(op(14) == Some((Rmw::Load, 8)));
+        assert!(op(13) == Some((Rmw::Swap, 8)));
+        for bad in [0, 15, 16, 31, -1, i32::MIN, i32::MAX] {
+            assert!(op(bad).is_none(), "operation handle {bad}");
+        }
+        let cas = RmwOp::of_index(i, 0, true).expect("compare-and-swap of a long");
+        assert!(cas.kind() == Rmw::Cas && cas.width() == 8 && cas.reads_origin());
+        assert!(RmwOp::of_index(Basic::ALL.len(), 3, false).is_none());
+        assert!(RmwOp::of_index(usize::MAX, 3, true).is_none());
+        let byte = Basic::ALL
+            .iter()
+            .position(|&b| b == Basic::Byte)
+            .expect("MPI_BYTE");
+        assert!(RmwOp::of_index(byte, 3, false).is_none());
+        let float = Basic::ALL
+            .iter()
+            .position(|&b| b.dtype() == Some(DType::F32));
+        let f = RmwOp::of_index(float.expect("float"), 3, false).expect("a float sum");
+        assert!(f.kind() == Rmw::FAdd && f.width() == 4);
+        assert!(RmwOp::of_index(float.expect("float"), 6, false).is_none());
     }
 }

@@ -252,39 +252,83 @@ impl Drop for Owned {
     }
 }
 
-/// The direct path's raw accesses ([`super::direct`]): each returns `None` (nothing done)
-/// unless `off..off+n` is mapped here, so the caller falls back to the checked path.
-impl Reach {
-    /// Copies `src` to byte `off` of a mapped segment.
+/// The direct path's view of one member's memory ([`super::direct`]): its address here and
+/// how many bytes from it a copy (`copy_len`) and an atomic (`atomic_len`) may reach — 0 on
+/// the message path, where it is not mapped here and (atomics) on a window without them, so
+/// one range check covers the path, the mapping and the flavour.
+#[derive(Default)]
+pub(crate) struct Direct {
+    at: usize,
+    copy_len: usize,
+    atomic_len: usize,
+}
+
+impl Direct {
+    /// The view of `reach` (`usable`: the window takes the direct path; `atomics`: its
+    /// accumulates are CPU atomics).
+    pub(crate) fn new(reach: &Reach, usable: bool, atomics: bool) -> Direct {
+        match *reach {
+            Reach::Mapped { base, len } if usable => Direct {
+                at: base as usize,
+                copy_len: len,
+                atomic_len: if atomics { len } else { 0 },
+            },
+            _ => Direct::default(),
+        }
+    }
+
+    /// The address of `n` bytes at `off` inside `len` (`None`: not, or nothing mapped).
     #[inline(always)]
-    pub(crate) fn put_mapped(&self, off: usize, src: &[u8]) -> Option<()> {
-        let p = self.mapped(off, src.len())?;
-        // SAFETY: `mapped` checked `off..off+len` inside the mapping the window keeps
-        // alive; a raw copy (the memory is shared with other processes).
-        unsafe { copy_move(src.as_ptr(), p, src.len()) };
+    fn span(&self, off: usize, n: usize, len: usize) -> Option<usize> {
+        (off < len && n <= len - off).then_some(self.at + off)
+    }
+
+    /// Copies `src` to byte `off`.
+    #[inline(always)]
+    pub(crate) fn put(&self, off: usize, src: &[u8]) -> Option<()> {
+        let p = self.span(off, src.len(), self.copy_len)?;
+        // SAFETY: `span` checked `off..off+len` inside the mapping the window keeps alive
+        // (non-null: `copy_len` is 0 when nothing is mapped); a raw copy (the memory is
+        // shared with other processes).
+        unsafe { copy_move(src.as_ptr(), p as *mut u8, src.len()) };
         Some(())
     }
 
-    /// Copies `dst.len()` bytes from byte `off` of a mapped segment into `dst`.
+    /// Copies `dst.len()` bytes from byte `off` into `dst`.
     #[inline(always)]
-    pub(crate) fn get_mapped(&self, off: usize, dst: &mut [u8]) -> Option<()> {
-        let p = self.mapped(off, dst.len())?;
-        // SAFETY: as in `put_mapped`, the other way.
-        unsafe { copy_move(p, dst.as_mut_ptr(), dst.len()) };
+    pub(crate) fn get(&self, off: usize, dst: &mut [u8]) -> Option<()> {
+        let p = self.span(off, dst.len(), self.copy_len)?;
+        // SAFETY: as in `put`, the other way.
+        unsafe { copy_move(p as *const u8, dst.as_mut_ptr(), dst.len()) };
         Some(())
     }
 
-    /// The `n` words of `W` bytes (4 or 8) from byte `off` as atomics: mapped and aligned.
+    /// The `n` aligned words of `W` (4 or 8 bytes) from byte `off`, for CPU atomics.
     #[inline(always)]
     pub(crate) fn words<W: Word>(&self, off: usize, n: usize) -> Option<&[W]> {
-        let p = self.mapped(off, n.checked_mul(std::mem::size_of::<W>())?)?;
-        if !(p as usize).is_multiple_of(std::mem::align_of::<W>()) {
+        let p = self.span(
+            off,
+            n.checked_mul(std::mem::size_of::<W>())?,
+            self.atomic_len,
+        )?;
+        if !p.is_multiple_of(std::mem::align_of::<W>()) {
             return None;
         }
-        // SAFETY: `n` aligned words inside the mapping the window keeps alive (so for as
-        // long as `self` is borrowed); every word there that an accumulate reaches is only
-        // accessed atomically or by raw copies, never through a plain reference.
-        Some(unsafe { std::slice::from_raw_parts(p.cast::<W>().cast_const(), n) })
+        // SAFETY: as in `word`, `n` of them.
+        Some(unsafe { std::slice::from_raw_parts(p as *const W, n) })
+    }
+
+    /// The aligned word of `W` (4 or 8 bytes) at byte `off`, for a CPU atomic.
+    #[inline(always)]
+    pub(crate) fn word<W: Word>(&self, off: usize) -> Option<&W> {
+        let p = self.span(off, std::mem::size_of::<W>(), self.atomic_len)?;
+        if !p.is_multiple_of(std::mem::align_of::<W>()) {
+            return None;
+        }
+        // SAFETY: an aligned word inside the mapping the window keeps alive (as long as
+        // `self`, which the window owns, is borrowed); only accessed atomically or by raw
+        // copies, never through a plain reference.
+        Some(unsafe { &*(p as *const W) })
     }
 }
 

@@ -86,9 +86,12 @@ pub const MODEL_UNIFIED: i32 = 2;
 struct Member {
     reach: Reach,
     disp_unit: usize,
-    /// The epochs open to this member ([`direct::ACCESS`], [`direct::PASSIVE`]), mirrored
-    /// from [`Epoch`] for the operations' checks without the epoch's lock.
+    /// The epochs open to this member, its own and the window-wide ones
+    /// ([`direct::ACCESS`], [`direct::PASSIVE`]), mirrored from [`Epoch`] for the
+    /// operations' checks without the epoch's lock.
     open: AtomicU8,
+    /// The direct path's view of the member's memory ([`direct`]).
+    direct: mem::Direct,
 }
 
 /// The epochs this process has open on a window (MPI-3.1 §11.5).
@@ -274,6 +277,7 @@ impl Win {
         }
         let all = allgather_bytes(mpi, &comm, &desc)?;
         let me = comm.rank;
+        let atomics = matches!(flavor, Flavor::Allocate | Flavor::Shared) && !msg;
         let mut members = Vec::with_capacity(all.len());
         let mut ctls = Vec::with_capacity(all.len());
         for (i, d) in all.iter().enumerate() {
@@ -322,6 +326,7 @@ impl Win {
                 reach,
                 disp_unit: unit as usize,
                 open: AtomicU8::new(0),
+                direct: mem::Direct::new(&reach, !msg, atomics),
             });
         }
         let base = match (flavor, members[me].reach) {
@@ -343,7 +348,7 @@ impl Win {
             flavor,
             members,
             ctls,
-            atomics: matches!(flavor, Flavor::Allocate | Flavor::Shared) && !msg,
+            atomics,
             msg,
             id,
             fences: Default::default(),

@@ -211,7 +211,8 @@ fn rmw_op(dt: c_int, op: AccOp, cas: bool) -> Option<RmwOp> {
 /// `op` unused).
 #[inline(always)]
 fn rmw_op_h(dt: c_int, op: c_int, cas: bool) -> Option<RmwOp> {
-    RmwOp::of_handle(basic(dt)?, op, cas)
+    // Predefined type handles are `Basic::ALL`'s positions + 1 (see `basic`).
+    RmwOp::of_index((dt as u32).wrapping_sub(1) as usize, op, cas)
 }
 
 fn target<'a>(
@@ -406,7 +407,7 @@ mpi_fn!(MPI_Accumulate, PMPI_Accumulate, (oa: *const c_void, oc: c_int, ot: c_in
 /// # Safety
 /// MPI's buffer contract for the call's buffers.
 #[inline(never)]
-unsafe fn accumulate_rest(
+unsafe extern "C" fn accumulate_rest(
     oa: *const c_void,
     oc: c_int,
     ot: c_int,
@@ -493,7 +494,7 @@ mpi_fn!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (oa: *const c_void, ra: *mut c_void
 /// # Safety
 /// MPI's buffer contract for the call's buffers.
 #[inline(never)]
-unsafe fn fetch_and_op_rest(
+unsafe extern "C" fn fetch_and_op_rest(
     oa: *const c_void,
     ra: *mut c_void,
     dt: c_int,
@@ -559,7 +560,7 @@ mpi_fn!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (oa: *const c_void, ca: *co
 /// # Safety
 /// MPI's buffer contract for the call's buffers.
 #[inline(never)]
-unsafe fn compare_and_swap_rest(
+unsafe extern "C" fn compare_and_swap_rest(
     oa: *const c_void,
     ca: *const c_void,
     ra: *mut c_void,

@@ -65,8 +65,14 @@ mpi_fn!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: c_int) -> c_int {
     if quick(win, #[inline(always)] |w| w.direct_flush(Some(rank), false).then_some(())).is_some() {
         return class::SUCCESS;
     }
-    flush("MPI_Win_flush", Some(rank), false, win)
+    flush_rest(rank, win)
 });
+
+/// `MPI_Win_flush` past [`quick`], a tail call (the quick path keeps no frame).
+#[inline(never)]
+extern "C" fn flush_rest(rank: c_int, win: c_int) -> c_int {
+    flush("MPI_Win_flush", Some(rank), false, win)
+}
 
 mpi_fn!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: c_int) -> c_int {
     flush("MPI_Win_flush_all", None, false, win)
@@ -76,8 +82,14 @@ mpi_fn!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: c_int) -> 
     if quick(win, #[inline(always)] |w| w.direct_flush(Some(rank), true).then_some(())).is_some() {
         return class::SUCCESS;
     }
-    flush("MPI_Win_flush_local", Some(rank), true, win)
+    flush_local_rest(rank, win)
 });
+
+/// `MPI_Win_flush_local` past [`quick`], as [`flush_rest`].
+#[inline(never)]
+extern "C" fn flush_local_rest(rank: c_int, win: c_int) -> c_int {
+    flush("MPI_Win_flush_local", Some(rank), true, win)
+}
 
 mpi_fn!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: c_int) -> c_int {
     flush("MPI_Win_flush_local_all", None, true, win)
