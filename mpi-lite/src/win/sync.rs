@@ -259,8 +259,10 @@ impl Win {
             return Ok(());
         }
         if self.msg {
+            // Each member's lock as `MPI_Win_lock`'s: deferred and sent with the first
+            // operation that waits (or with the release), this process's own at once.
             for r in 0..self.members.len() {
-                if let Err(err) = self.msg_lock_now(mpi, r as u32, LockType::Shared) {
+                if let Err(err) = self.msg_lock(mpi, r as u32, LockType::Shared) {
                     for q in 0..r {
                         let _ = self.msg_unlock(mpi, q as u32, LockType::Shared);
                     }

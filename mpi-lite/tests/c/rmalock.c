@@ -77,6 +77,44 @@ int main(int argc, char **argv) {
     CHECK(MPI_Get(back, 1024, MPI_LONG, peer, 1024, 1024, MPI_LONG, w) == MPI_SUCCESS);
     CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
     for (int i = 0; i < 1024; i++) CHECK(back[i] == big[i]);
+    /* lock_all as lock: each other member's lock goes with its first operation that
+       waits (or the release), this rank's own is taken at once (local accesses) */
+    long all[8];
+    EXPECT_MSGS(2 + (size - 1), 0, { /* own lock; lock + put + unlock per other; own unlock */
+        CHECK(MPI_Win_lock_all(0, w) == MPI_SUCCESS);
+        for (int r = 0; r < size; r++)
+            if (r != rank) CHECK(MPI_Put(&v, 1, MPI_LONG, r, 48 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
+        CHECK(MPI_Win_unlock_all(w) == MPI_SUCCESS);
+    });
+    EXPECT_MSGS(2, 0, {
+        CHECK(MPI_Win_lock_all(0, w) == MPI_SUCCESS);
+        CHECK(MPI_Win_flush_all(w) == MPI_SUCCESS);
+        CHECK(MPI_Win_unlock_all(w) == MPI_SUCCESS);
+    });
+    got = -1;
+    EXPECT_MSGS(2 + 2, 0, { /* lock + fetch-and-op to the peer; its unlock */
+        CHECK(MPI_Win_lock_all(0, w) == MPI_SUCCESS);
+        CHECK(MPI_Fetch_and_op(&one, &got, MPI_LONG, peer, 56 + rank, MPI_SUM, w) == MPI_SUCCESS);
+        CHECK(MPI_Win_unlock_all(w) == MPI_SUCCESS);
+    });
+    CHECK(got == 0);
+    EXPECT_MSGS(2 + 2 * (size - 1), 0, { /* lock + put + get per other; the unlocks */
+        CHECK(MPI_Win_lock_all(0, w) == MPI_SUCCESS);
+        for (int r = 0; r < size && r < 8; r++) {
+            all[r] = -1;
+            if (r == rank) continue;
+            CHECK(MPI_Put(&one, 1, MPI_LONG, r, 64 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
+            CHECK(MPI_Get(&all[r], 1, MPI_LONG, r, 48 + rank, 1, MPI_LONG, w) == MPI_SUCCESS);
+        }
+        CHECK(MPI_Win_unlock_all(w) == MPI_SUCCESS);
+    });
+    for (int r = 0; r < size && r < 8; r++) CHECK(r == rank || all[r] == v);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, w) == MPI_SUCCESS);
+    for (int r = 0; r < size; r++)
+        CHECK(r == rank || (mem[48 + r] == 1000 + r && mem[64 + r] == 1));
+    CHECK(mem[56 + (rank + size - 1) % size] == 1);
+    CHECK(MPI_Win_unlock(rank, w) == MPI_SUCCESS);
     MPI_Barrier(MPI_COMM_WORLD);
     int from = (rank + size - 1) % size;
     CHECK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, w) == MPI_SUCCESS);
