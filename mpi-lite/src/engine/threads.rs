@@ -751,6 +751,15 @@ impl<P: Port> Engine<P> {
         self.core.try_lock()
     }
 
+    /// An asynchronous progress thread's wait when idle (`win::serve_until`, under
+    /// `MPI_THREAD_MULTIPLE` only): asleep on the channel's waiter until a message arrives
+    /// (at most [`CHANNEL_SLICE`]), after one more poll once armed.
+    pub fn idle_wait(&self) {
+        if self.multiple {
+            self.sleep_channel(self.waits.epoch.load(Ordering::SeqCst), 0);
+        }
+    }
+
     /// The poller's sleep on the channel's waiter: it polls once more after arming, so no
     /// message published meanwhile is missed.
     fn sleep_channel(&self, seen: u64, queued: usize) {

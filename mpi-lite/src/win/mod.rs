@@ -566,32 +566,29 @@ fn force_messages() -> bool {
 /// The body of an asynchronous progress thread (`SKIFMPI_ASYNC_PROGRESS=1` in the C ABI):
 /// serves this process's messages — one-sided operations, lock requests — until `stop`
 /// is set, so a target computing without MPI calls does not stall its origins on the
-/// message path. It polls while messages come; idle, it sleeps 20 µs, doubling to at most
-/// 1 ms (at most a thousand wake-ups a second, nearly free); while a program thread is
-/// inside the library (which then progresses for itself) it sleeps 1 ms rather than
-/// compete for the engine's lock or the CPU — spinning beside the program's own wait made
-/// a message-path put + flush 10-100× slower. `stop` is seen within 1 ms.
+/// message path. It polls while messages come; idle, it sleeps on the channel's waiter
+/// ([`crate::engine::Engine::idle_wait`], seeds 000/004: blocked in the kernel, woken by
+/// the next arriving message, no CPU taken from the program); while a program thread is
+/// inside the library (which then progresses for itself) it sleeps 1 ms on a timer rather
+/// than compete for the engine's lock or the CPU, or make every sender pay a wake-up —
+/// spinning beside the program's own wait made a message-path put + flush 10-100× slower.
+/// `stop` is seen within a few milliseconds.
 ///
 /// The engine must have been opened for `MPI_THREAD_MULTIPLE` (else calls of the
 /// program's thread would find it busy): an error otherwise.
 pub fn serve_until<P: Port>(mpi: &Mpi<P>, stop: &std::sync::atomic::AtomicBool) -> Result<()> {
-    use std::time::Duration;
-    const FIRST: Duration = Duration::from_micros(20);
-    const LONGEST: Duration = Duration::from_millis(1);
-    if !mpi.engine().is_multiple() {
+    const BUSY: std::time::Duration = std::time::Duration::from_millis(1);
+    let e = mpi.engine();
+    if !e.is_multiple() {
         return Err(Error::Other(
             "asynchronous progress needs the engine opened for MPI_THREAD_MULTIPLE".into(),
         ));
     }
-    let mut nap = FIRST;
     while !stop.load(std::sync::atomic::Ordering::Acquire) {
-        match mpi.engine().try_progress()? {
-            Some(true) => nap = FIRST,
-            Some(false) => {
-                std::thread::sleep(nap);
-                nap = (nap * 2).min(LONGEST);
-            }
-            None => std::thread::sleep(LONGEST),
+        match e.try_progress()? {
+            Some(true) => {}
+            Some(false) => e.idle_wait(),
+            None => std::thread::sleep(BUSY),
         }
     }
     Ok(())
