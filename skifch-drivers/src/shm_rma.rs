@@ -87,6 +87,7 @@ impl Rma for ShmRma {
     fn caps(&self) -> RmaCaps {
         RmaCaps {
             load_store: true,
+            transfers: false,
             share_in_place: true,
         }
     }

@@ -29,6 +29,8 @@ pub struct Net {
     pub inject_size: usize,
     /// Buffers must be registered (`FI_MR_LOCAL`).
     pub mr_local: bool,
+    /// The domain's memory-registration mode (`FI_MR_*` bits, `fi_mr(3)`).
+    pub mr_mode: u32,
 }
 
 fn set_str(slot: &mut *mut libc::c_char, v: &str) -> Result<()> {
@@ -88,8 +90,8 @@ impl Net {
     /// Finds a provider for the driver's needs (reliable datagrams, send-after-send order,
     /// thread-safe domain) as `cfg` restricts it, and opens fabric, domain and AV.
     /// `rx_size`: receives each endpoint keeps posted (asked of the provider as its
-    /// receive queue size).
-    pub fn open(cfg: &Config, av_count: usize, rx_size: usize) -> Result<Net> {
+    /// receive queue size). `caps`: capabilities besides `FI_MSG` (`FI_RMA`, …).
+    pub fn open(cfg: &Config, av_count: usize, rx_size: usize, caps: u64) -> Result<Net> {
         let lib = sys::lib()?;
         // SAFETY: fi_dupinfo(NULL) is fi_allocinfo: a zeroed fi_info with its attribute
         // structs allocated; filled below and freed by `Info`.
@@ -100,7 +102,7 @@ impl Net {
         // SAFETY: `hints` and its attribute structs are live and ours.
         unsafe {
             let h = &mut *hints.0;
-            h.caps = FI_MSG as u64;
+            h.caps = FI_MSG as u64 | caps;
             h.mode = FI_CONTEXT | FI_CONTEXT2;
             (*h.ep_attr).type_ = FI_EP_RDM;
             let d = &mut *h.domain_attr;
@@ -203,15 +205,16 @@ impl Net {
         let info = Info(unsafe { (lib.dupinfo)(p) });
         drop(list);
         // SAFETY: `info` is a complete fi_info of the chosen provider.
-        let (provider, domain_name, inject_size, mr_local) = unsafe {
+        let (provider, domain_name, inject_size, mr_mode) = unsafe {
             let i = &*info.0;
             (
                 sys::cstr((*i.fabric_attr).prov_name),
                 sys::cstr((*i.domain_attr).name),
                 (*i.tx_attr).inject_size,
-                (*i.domain_attr).mr_mode & FI_MR_LOCAL as i32 != 0,
+                (*i.domain_attr).mr_mode as u32,
             )
         };
+        let mr_local = mr_mode & FI_MR_LOCAL != 0;
         let ctx = |what: &str, r: isize| {
             Error::Bootstrap(
                 format!(
@@ -254,7 +257,13 @@ impl Net {
             domain_name,
             inject_size,
             mr_local,
+            mr_mode,
         })
+    }
+
+    /// The chosen provider's `fi_info` entry.
+    pub fn info(&self) -> *const fi_info {
+        self.info.0
     }
 
     /// `addr` as the provider prints it.

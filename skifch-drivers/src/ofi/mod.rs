@@ -34,6 +34,7 @@
 //! | `SKIFCH_OFI_TIMEOUT_MS` | silence after which a peer is lost (default 5000) |
 //! | `SKIFCH_OFI_CONNECT_MS` | how long start-up waits to hear from every peer (default 30000) |
 //! | `SKIFCH_OFI_BATCH` | `1` (default): small messages to one peer port share a fabric message ([`port`]); `0`: one fabric message each |
+//! | `SKIFCH_OFI_RMA` | `0`: offer no remote memory access ([`rma`]); libraries take their message path |
 //! | `SKIFCH_PORTS` | ports per rank (default 5, as the other drivers: the libraries use 0..=4) |
 //!
 //! Without a choice, the driver takes the first provider libfabric ranks best for its
@@ -61,8 +62,9 @@
 //! Receive memory per port is `size × ports × (credits + 2) × slot` (4 ranks × 5 ports:
 //! 2.9 MiB over `ofi_rxm`; 15 MiB of address space over `net`, of which messages touch only
 //! the pages they fill); large jobs lower `SKIFCH_OFI_CREDITS` or the slot size. The provider's
-//! receive queue is asked for that many posted buffers (`rx_attr.size`). No RMA yet
-//! ([`Driver::rma`] is `None`: libraries take their message path). Small messages to one
+//! receive queue is asked for that many posted buffers (`rx_attr.size`). Remote memory
+//! access: [`rma`] (`FI_RMA`, peers reached by transfers; `SKIFCH_OFI_RMA=0` turns it
+//! off). Small messages to one
 //! peer port share fabric messages ([`port`], "Batches"): a sender can have `credits ×
 //! slot` bytes in flight to each peer port (128 KiB over `ofi_rxm`, 512 KiB over `net`; the conformance suite's
 //! `pair_memory`), and the largest message is `slot − 24` bytes. A port whose owner closed it is not reported to senders
@@ -75,12 +77,13 @@ pub mod fabric;
 pub mod ffi;
 pub mod live;
 pub mod port;
+pub mod rma;
 pub mod sys;
 pub mod threads;
 pub mod wire;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -215,6 +218,11 @@ pub struct OfiDriver {
     abort: Arc<AtomicBool>,
     beat: Mutex<Option<JoinHandle<()>>>,
     net: Arc<Net>,
+    /// Silence after which a peer is lost (`SKIFCH_OFI_TIMEOUT_MS`).
+    timeout: Duration,
+    /// The RMA provider, opened at the first [`Driver::rma`] ([`rma`]; `None`: the
+    /// provider cannot, and the reason is in [`OfiDriver::rma_unavailable`]).
+    rma: OnceLock<std::result::Result<Arc<rma::OfiRma>, String>>,
     #[allow(dead_code)] // held: the launcher's connection lives as long as the job
     boot: Option<Arc<dyn Bootstrap>>,
     shm: Option<Arc<crate::shm::ShmDriver>>,
@@ -282,7 +290,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
     let senders = (size * ports) as usize;
     // The receive queue asked of the provider: enough for either default sizing.
     let rx_hint = senders * (cfg.credits.max(16) as usize + 2);
-    let net = Arc::new(Net::open(cfg, (size * (ports + 1)) as usize, rx_hint)?);
+    let net = Arc::new(Net::open(cfg, (size * (ports + 1)) as usize, rx_hint, 0)?);
     let rxm = net.provider.contains("ofi_rxm");
     let (slot0, credits0) = default_sizing(rxm, net.mr_local);
     let (slot, credits) = (
@@ -413,6 +421,8 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         abort,
         beat: Mutex::new(Some(beat)),
         net: net.clone(),
+        timeout: cfg.timeout,
+        rma: OnceLock::new(),
         boot: keep.boot,
         shm: keep.shm,
     };
@@ -482,9 +492,36 @@ impl Driver for OfiDriver {
     fn max_message(&self) -> usize {
         self.max_message
     }
+    fn rma(self: &Arc<Self>) -> Option<Arc<dyn skifch::rma::Rma>> {
+        let r = self.rma.get_or_init(|| {
+            if std::env::var("SKIFCH_OFI_RMA").as_deref() == Ok("0") {
+                return Err("SKIFCH_OFI_RMA=0".into());
+            }
+            rma::open(
+                &self.net,
+                self.rank,
+                self.size,
+                self.live.clone(),
+                self.timeout,
+            )
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+        });
+        r.as_ref()
+            .ok()
+            .map(|r| r.clone() as Arc<dyn skifch::rma::Rma>)
+    }
 }
 
 impl OfiDriver {
+    /// Why the driver offers no RMA ([`Driver::rma`] is `None`), once asked for it.
+    pub fn rma_unavailable(&self) -> Option<&str> {
+        self.rma
+            .get()
+            .and_then(|r| r.as_ref().err())
+            .map(String::as_str)
+    }
+
     /// The first rank known lost.
     pub fn lost_peer(&self) -> Option<u32> {
         self.live.lost()

@@ -116,7 +116,8 @@ pub struct PortState {
     pub(super) batch: bool,
 }
 
-const NONE: fi_cq_data_entry = fi_cq_data_entry {
+/// An empty completion entry (a read's destination).
+pub(super) const NONE: fi_cq_data_entry = fi_cq_data_entry {
     op_context: std::ptr::null_mut(),
     flags: 0,
     len: 0,

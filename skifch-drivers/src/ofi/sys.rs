@@ -434,5 +434,52 @@ pub unsafe fn cq_readerr(cq: *mut fid_cq) -> Option<(fi_cq_err_entry, String)> {
     Some((e, text))
 }
 
+/// `fi_writemsg` of `len` bytes at `buf` to the peer's registered memory at `addr`
+/// (`key`), or with `write == false` `fi_readmsg` of the same into `buf`; `flags` as
+/// `fi_writemsg(3)` (`FI_COMPLETION`, `FI_DELIVERY_COMPLETE`).
+///
+/// # Safety
+/// `ep` is live with `FI_RMA`; `buf..buf+len` (described by `desc`) stays valid and
+/// untouched until the completion of `ctx`, an `fi_context2` owned by the caller till then.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn rma(
+    ep: *mut fid_ep,
+    write: bool,
+    buf: *mut u8,
+    len: usize,
+    desc: *mut c_void,
+    peer: fi_addr_t,
+    addr: u64,
+    key: u64,
+    ctx: *mut fi_context2,
+    flags: u64,
+) -> isize {
+    let iov = libc::iovec {
+        iov_base: buf.cast(),
+        iov_len: len,
+    };
+    let mut desc = desc;
+    let riov = fi_rma_iov { addr, len, key };
+    let msg = fi_msg_rma {
+        msg_iov: &iov,
+        desc: &mut desc,
+        iov_count: 1,
+        addr: peer,
+        rma_iov: &riov,
+        rma_iov_count: 1,
+        context: ctx.cast(),
+        data: 0,
+    };
+    // SAFETY: the caller's contract; `msg` and what it points to outlive the call (the
+    // provider copies the descriptors it keeps).
+    unsafe {
+        if write {
+            op!((*ep).rma, writemsg(ep, &msg, flags))
+        } else {
+            op!((*ep).rma, readmsg(ep, &msg, flags))
+        }
+    }
+}
+
 /// `FI_ADDR_UNSPEC` (a macro of a cast, which bindgen does not translate).
 pub const FI_ADDR_UNSPEC_: fi_addr_t = u64::MAX;

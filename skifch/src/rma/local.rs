@@ -69,6 +69,7 @@ impl Rma for LocalRma {
     fn caps(&self) -> RmaCaps {
         RmaCaps {
             load_store: true,
+            transfers: false,
             share_in_place: false,
         }
     }

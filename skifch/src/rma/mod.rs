@@ -18,7 +18,10 @@
 //!         win.put(0, 64, b"hello")?;
 //!         win.quiet();
 //!     }
-//!     // no RMA (or not load/store): the library's active-message path
+//!     // some peers reached by transfers (a fabric's RDMA): `MappedWindow::reach` misses
+//!     // them, `Window::put`/`get` reach them; atomics on them take the message path
+//!     Some(r) if r.caps().transfers => {}
+//!     // no RMA: the library's active-message path
 //!     _ => {}
 //! }
 //! # Ok(()) }
@@ -55,6 +58,20 @@
 //!
 //! Memory a peer can write is reached here only through raw pointers and atomics, never a
 //! Rust reference (the spec's rule for shared memory).
+//!
+//! ## Peers reached by transfers ([`RmaCaps::transfers`])
+//! A provider whose peers are on other hosts (the libfabric driver's `FI_RMA`, or the
+//! hierarchy: the node's peers mapped, the others over the fabric) opens such a peer as a
+//! [`RemoteSegment`] ([`PeerMapping::remote`]): [`MappedWindow::reach`] misses it (so a
+//! library's inlined fast path falls through), [`Window::put`] and [`Window::get`] reach it
+//! by the provider's transfers, [`MappedWindow::remote`] gives it to a library directly.
+//! Such a put completes remotely at return (the data is visible at the target), so
+//! `quiet` stays a fence. There are no atomics on such a peer (`amo` is unsupported): a
+//! fabric's atomics are atomic only with respect to that fabric's atomics (libfabric
+//! `fi_atomic(3)`, "Completions": "results of atomic operations performed by
+//! multiple actors simultaneously are undefined"), not to the CPU atomics that the
+//! target's node peers apply to the same memory, so a library serves atomics on it with its
+//! message path (the target's CPU applies them).
 //!
 //! ## Files
 //! This module: the model, [`Amo`], [`Segment`], [`PeerMapping`], [`RmaCaps`] and the
@@ -179,12 +196,24 @@ impl Segment {
     pub fn len(&self) -> usize {
         self.len
     }
+    /// The token peers open it with ([`Rma::open_peer`]).
+    pub fn token(&self) -> &[u8] {
+        &self.token
+    }
+    /// The same memory, opened by peers with `token` instead (a provider joining
+    /// others' tokens).
+    pub fn with_token(mut self, token: Vec<u8>) -> Segment {
+        self.token = token;
+        self
+    }
 }
 
-/// A peer's segment as this rank reaches it: its address in this process (mapped windows).
+/// A peer's segment as this rank reaches it: its address in this process (mapped
+/// windows), or a [`RemoteSegment`].
 pub struct PeerMapping {
     ptr: *mut u8,
     len: usize,
+    remote: Option<Box<dyn RemoteSegment>>,
     _keep: Box<dyn Any + Send + Sync>,
 }
 
@@ -197,7 +226,18 @@ impl PeerMapping {
         PeerMapping {
             ptr,
             len,
+            remote: None,
             _keep: keep,
+        }
+    }
+
+    /// A peer's segment reached by transfers (not mapped).
+    pub fn remote(seg: Box<dyn RemoteSegment>) -> Self {
+        PeerMapping {
+            ptr: std::ptr::null_mut(),
+            len: seg.len(),
+            remote: Some(seg),
+            _keep: Box::new(()),
         }
     }
 }
@@ -211,6 +251,9 @@ pub struct RmaCaps {
     pub load_store: bool,
     /// [`Rma::share_in_place`] works (a program's global variables can be exposed).
     pub share_in_place: bool,
+    /// Peers that are not mapped are reached by transfers ([`RemoteSegment`], module docs
+    /// "Peers reached by transfers"): [`expose`] works although `load_store` is false.
+    pub transfers: bool,
 }
 
 /// The capability: a driver's way of making one rank's memory reachable by the others
@@ -236,6 +279,32 @@ pub trait Rma: Send + Sync {
     unsafe fn share_in_place(&self, addr: *mut u8, len: usize) -> Result<Segment>;
     /// Opens rank `rank`'s segment from the token it published.
     fn open_peer(&self, rank: u32, token: &[u8]) -> Result<PeerMapping>;
+    /// Makes `seg`, another provider's segment (the node's shared memory), reachable by
+    /// this provider's transfers too; the returned segment has this provider's token only
+    /// and keeps `seg` alive (the hierarchy's segments: mapped on the node, registered
+    /// with the fabric). Providers without transfers: unsupported.
+    fn extend(&self, seg: Segment) -> Result<Segment> {
+        drop(seg);
+        Err(crate::Error::InvalidArgument(
+            format!(
+                "Rma::extend is unsupported by the {} RMA provider",
+                self.name()
+            )
+            .into(),
+        ))
+    }
+}
+
+/// A peer's segment reached by transfers, not mapped (module docs, "Peers reached by
+/// transfers"). Offsets are checked by the window before a call.
+pub trait RemoteSegment: Send + Sync {
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// Copies `src` to the segment at `off`; at return `src` may be reused and the data is
+    /// visible at the target.
+    fn put(&self, off: usize, src: &[u8]) -> Result<()>;
+    /// Copies `dst.len()` bytes from the segment at `off` into `dst`.
+    fn get(&self, off: usize, dst: &mut [u8]) -> Result<()>;
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-use super::{Amo, Exchange, PeerMapping, Rma, Segment};
+use super::{Amo, Exchange, PeerMapping, RemoteSegment, Rma, Segment};
 use crate::mem::copy_move;
 use crate::{Error, Result};
 
@@ -33,9 +33,10 @@ pub fn expose_among(
     members: &[u32],
     exchange: &mut Exchange<'_>,
 ) -> Result<MappedWindow> {
-    if !rma.caps().load_store {
+    let caps = rma.caps();
+    if !caps.load_store && !caps.transfers {
         return Err(Error::InvalidArgument(
-            format!("the {} RMA provider does not map peers' memory", rma.name()).into(),
+            format!("the {} RMA provider reaches no peer's memory", rma.name()).into(),
         ));
     }
     let Some(me) = members.iter().position(|&r| r == rma.rank()) else {
@@ -58,6 +59,7 @@ pub fn expose_among(
     }
     let mut bases = Vec::with_capacity(all.len());
     let mut maps = Vec::with_capacity(all.len());
+    let mut remote: Vec<Option<Box<dyn RemoteSegment>>> = Vec::new();
     for (i, t) in all.iter().enumerate() {
         let r = members[i];
         if i == me {
@@ -72,7 +74,7 @@ pub fn expose_among(
         let mut l = [0u8; 8];
         l.copy_from_slice(&t[..8]);
         let len = u64::from_le_bytes(l);
-        let m = rma.open_peer(r, &t[8..])?;
+        let mut m = rma.open_peer(r, &t[8..])?;
         if m.len as u64 != len {
             return Err(Error::Corrupt(
                 format!(
@@ -82,11 +84,19 @@ pub fn expose_among(
                 .into(),
             ));
         }
+        if let Some(x) = m.remote.take() {
+            // Not mapped: `reach` finds no byte of it (a dangling base, length 0).
+            remote.resize_with(all.len(), || None);
+            remote[i] = Some(x);
+            bases.push((std::ptr::NonNull::dangling().as_ptr(), 0));
+            continue;
+        }
         bases.push((m.ptr, m.len));
         maps.push(m);
     }
     Ok(MappedWindow {
         bases,
+        remote,
         rank: me as u32,
         _own: Some(seg),
         _peers: maps,
@@ -118,6 +128,9 @@ pub trait Window: Send + Sync {
 /// [`MappedWindow::put_raw`], [`MappedWindow::get_raw`]); [`Window`] wraps them with errors.
 pub struct MappedWindow {
     bases: Vec<(*mut u8, usize)>,
+    /// Peers reached by transfers, by rank (empty when every peer is mapped); their
+    /// `bases` entry reaches nothing.
+    remote: Vec<Option<Box<dyn RemoteSegment>>>,
     rank: u32,
     _own: Option<Segment>,
     _peers: Vec<PeerMapping>,
@@ -135,6 +148,7 @@ impl MappedWindow {
     pub fn empty(rank: u32) -> Self {
         MappedWindow {
             bases: Vec::new(),
+            remote: Vec::new(),
             rank,
             _own: None,
             _peers: Vec::new(),
@@ -144,6 +158,14 @@ impl MappedWindow {
     /// This rank.
     pub fn rank(&self) -> u32 {
         self.rank
+    }
+
+    /// `rank`'s segment if it is reached by transfers, not mapped (module docs of
+    /// [`super`], "Peers reached by transfers"); offsets are the caller's to check
+    /// ([`Window::len`]). [`Window::put`] and [`Window::get`] use it.
+    #[inline]
+    pub fn remote(&self, rank: u32) -> Option<&dyn RemoteSegment> {
+        self.remote.get(rank as usize)?.as_deref()
     }
 
     /// The same window limited to bytes `skip..skip + len` of every rank's segment (offset
@@ -156,6 +178,17 @@ impl MappedWindow {
             let s = skip.min(*size);
             *base = base.wrapping_add(s);
             *size = len.min(*size - s);
+        }
+        for r in &mut self.remote {
+            if let Some(inner) = r.take() {
+                let s = skip.min(inner.len());
+                let len = len.min(inner.len() - s);
+                *r = Some(Box::new(Narrowed {
+                    inner,
+                    skip: s,
+                    len,
+                }));
+            }
         }
         self
     }
@@ -208,6 +241,22 @@ impl MappedWindow {
         if let Some(p) = self.reach(rank, off, len) {
             return Ok(p);
         }
+        self.out_of_reach(rank, off, len)
+    }
+
+    /// `rank`'s segment reached by transfers with `off..off+len` inside it; `None` for a
+    /// mapped one; the error for a range outside it.
+    fn remote_at(&self, rank: u32, off: usize, len: usize) -> Result<Option<&dyn RemoteSegment>> {
+        match self.remote(rank) {
+            Some(r) if off <= r.len() && len <= r.len() - off => Ok(Some(r)),
+            Some(_) => self.out_of_reach(rank, off, len),
+            None => Ok(None),
+        }
+    }
+
+    /// The error of an access to `off..off+len` of `rank` that reaches nothing.
+    #[cold]
+    fn out_of_reach<T>(&self, rank: u32, off: usize, len: usize) -> Result<T> {
         let Some(&(_, size)) = self.bases.get(rank as usize) else {
             return Err(Error::InvalidArgument(
                 format!(
@@ -217,6 +266,7 @@ impl MappedWindow {
                 .into(),
             ));
         };
+        let size = self.remote(rank).map_or(size, |r| r.len());
         Err(Error::InvalidArgument(
             format!(
                 "remote access of {len} bytes at offset {off} is outside rank {rank}'s {size}-byte segment"
@@ -226,12 +276,37 @@ impl MappedWindow {
     }
 }
 
+/// A [`RemoteSegment`] seen from byte `skip` on, `len` bytes long ([`MappedWindow::narrow`]).
+struct Narrowed {
+    inner: Box<dyn RemoteSegment>,
+    skip: usize,
+    len: usize,
+}
+
+impl RemoteSegment for Narrowed {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn put(&self, off: usize, src: &[u8]) -> Result<()> {
+        self.inner.put(self.skip + off, src)
+    }
+    fn get(&self, off: usize, dst: &mut [u8]) -> Result<()> {
+        self.inner.get(self.skip + off, dst)
+    }
+}
+
 impl Window for MappedWindow {
     fn len(&self, rank: u32) -> usize {
-        self.bases.get(rank as usize).map_or(0, |b| b.1)
+        match self.remote(rank) {
+            Some(r) => r.len(),
+            None => self.bases.get(rank as usize).map_or(0, |b| b.1),
+        }
     }
 
     fn put(&self, rank: u32, off: usize, src: &[u8]) -> Result<()> {
+        if let Some(r) = self.remote_at(rank, off, src.len())? {
+            return r.put(off, src);
+        }
         let dst = self.at(rank, off, src.len())?;
         // SAFETY: `at` checked that dst..dst+len lies in a live mapping; `src` is a local
         // buffer that may overlap the destination only if the caller puts to itself
@@ -241,6 +316,9 @@ impl Window for MappedWindow {
     }
 
     fn get(&self, rank: u32, off: usize, dst: &mut [u8]) -> Result<()> {
+        if let Some(r) = self.remote_at(rank, off, dst.len())? {
+            return r.get(off, dst);
+        }
         let src = self.at(rank, off, dst.len())?;
         // SAFETY: as in `put`, with the roles swapped.
         unsafe { copy_move(src, dst.as_mut_ptr(), dst.len()) };
@@ -251,6 +329,11 @@ impl Window for MappedWindow {
         if width != 4 && width != 8 {
             return Err(Error::InvalidArgument(
                 format!("atomics are on 4- or 8-byte integers, not {width}").into(),
+            ));
+        }
+        if self.remote_at(rank, off, width)?.is_some() {
+            return Err(Error::InvalidArgument(
+                format!("atomics on rank {rank}'s segment, reached by transfers, are unsupported (a fabric's atomics are not atomic with the target's CPU atomics): use messages").into(),
             ));
         }
         let p = self.at(rank, off, width)?;
@@ -269,6 +352,9 @@ impl Window for MappedWindow {
     }
 
     fn direct(&self, rank: u32) -> Option<*mut u8> {
+        if self.remote(rank).is_some() {
+            return None;
+        }
         self.bases.get(rank as usize).map(|b| b.0)
     }
 }
@@ -362,6 +448,76 @@ mod tests {
         let e = MappedWindow::empty(0);
         assert!(e.reach(0, 0, 0).is_none() && e.put(0, 0, &[1]).is_err());
         assert_eq!(Window::len(&e, 0), 0);
+    }
+
+    /// A provider whose peers are "remote": a heap segment reached through a lock.
+    struct Copies(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl RemoteSegment for Copies {
+        fn len(&self) -> usize {
+            self.0.lock().unwrap().len()
+        }
+        fn put(&self, off: usize, src: &[u8]) -> Result<()> {
+            self.0.lock().unwrap()[off..off + src.len()].copy_from_slice(src);
+            Ok(())
+        }
+        fn get(&self, off: usize, dst: &mut [u8]) -> Result<()> {
+            let n = dst.len();
+            dst.copy_from_slice(&self.0.lock().unwrap()[off..off + n]);
+            Ok(())
+        }
+    }
+    struct Transfers(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl Rma for Transfers {
+        fn name(&self) -> &'static str {
+            "transfers"
+        }
+        fn rank(&self) -> u32 {
+            0
+        }
+        fn size(&self) -> u32 {
+            2
+        }
+        fn caps(&self) -> super::super::RmaCaps {
+            super::super::RmaCaps {
+                load_store: false,
+                share_in_place: false,
+                transfers: true,
+            }
+        }
+        fn alloc(&self, len: usize) -> Result<Segment> {
+            LocalRma::new(0, 1).alloc(len)
+        }
+        unsafe fn share_in_place(&self, _: *mut u8, _: usize) -> Result<Segment> {
+            unreachable!()
+        }
+        fn open_peer(&self, _: u32, _: &[u8]) -> Result<PeerMapping> {
+            Ok(PeerMapping::remote(Box::new(Copies(self.0.clone()))))
+        }
+    }
+
+    #[test]
+    fn peers_reached_by_transfers_miss_the_fast_path_and_take_the_window_calls() {
+        let mem = std::sync::Arc::new(std::sync::Mutex::new(vec![0u8; 32]));
+        let rma = Transfers(mem.clone());
+        let mut two = |b: &[u8]| -> Result<Vec<Vec<u8>>> { Ok(vec![b.to_vec(), b.to_vec()]) };
+        let w = expose(&rma, rma.alloc(32).unwrap(), &mut two).unwrap();
+        assert!(w.reach(1, 0, 1).is_none() && w.direct(1).is_none());
+        assert!(w.reach(0, 0, 32).is_some() && w.remote(0).is_none() && w.direct(0).is_some());
+        assert_eq!(Window::len(&w, 1), 32);
+        w.put(1, 4, b"abcd").unwrap();
+        assert_eq!(&mem.lock().unwrap()[4..8], b"abcd");
+        let mut got = [0u8; 3];
+        w.get(1, 5, &mut got).unwrap();
+        assert_eq!(&got, b"bcd");
+        assert!(w.put(1, 30, b"abc").is_err() && w.get(1, 33, &mut []).is_err());
+        let e = w.amo(1, 8, 8, Amo::Add(1)).unwrap_err().to_string();
+        assert!(e.contains("unsupported"), "{e}");
+        // narrowing shifts a remote segment's offsets as a mapped one's
+        let n = w.narrow(4, 8);
+        assert_eq!(Window::len(&n, 1), 8);
+        n.get(1, 0, &mut got).unwrap();
+        assert_eq!(&got, b"abc");
+        assert!(n.put(1, 6, b"xyz").is_err());
     }
 
     #[test]

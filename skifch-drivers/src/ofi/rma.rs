@@ -1,0 +1,441 @@
+//! Remote memory access over libfabric (`FI_RMA`, `fi_rma(3)`): the [`skifch::rma`]
+//! capability of peers reached by transfers ([`skifch::rma::RmaCaps::transfers`]).
+//!
+//! A rank's segments are registered with the provider for remote reads and writes
+//! (`fi_mr_reg`, `FI_REMOTE_READ | FI_REMOTE_WRITE`); a segment's token carries the
+//! address peers name it by (its virtual address under `FI_MR_VIRT_ADDR`, else 0: an
+//! offset), its key (the provider's under `FI_MR_PROV_KEY`, else one this rank chose) and
+//! this rank's RMA endpoint address. A put is one `fi_writemsg` with
+//! `FI_DELIVERY_COMPLETE` (its completion means the data is in the target's memory, so
+//! [`skifch::rma::Window::quiet`] stays a fence), a get one `fi_readmsg`; each waits for
+//! its completion, so the caller's buffer is free at return. One transfer of a rank is in
+//! flight at a time (`Inner::op`): every completion on the queue is the current one's.
+//!
+//! ## Its own fabric objects
+//! RMA uses a domain, address vector, endpoint and completion queue of its own (same
+//! provider and interface as the messages), opened when a library first asks for the
+//! capability ([`skifch::Driver::rma`]). The message endpoints' completion handling
+//! (credits, batches) never sees an RMA completion, and they are not opened with
+//! `FI_RMA`, which providers may serve with other protocols.
+//!
+//! ## Progress at the target
+//! A target's provider applies the transfers it receives while some call drives it:
+//! `net` does so by itself (`FI_PROGRESS_AUTO`), `tcp;ofi_rxm` only inside calls on the
+//! target's endpoint (`FI_PROGRESS_MANUAL`). A thread per rank therefore reads the RMA
+//! completion queue every [`PROGRESS_EVERY`] while no transfer of this rank is in flight
+//! (a read finds nothing: it only drives the provider), so a target busy computing, or
+//! waiting on its own memory, still serves its peers.
+//!
+//! ## Failure
+//! A transfer to a rank the message driver reports lost (heartbeats, `SKIFCH_OFI_TIMEOUT_MS`)
+//! fails with `PeerLost`; a transfer still in flight then leaves the provider unusable for
+//! RMA (later calls fail with the same error): the library's job has lost a rank anyway.
+//!
+//! ## Limits
+//! Providers that need local buffers registered (`FI_MR_LOCAL`: `verbs`) or keys wider
+//! than 64 bits (`FI_MR_RAW`) or memory bound to endpoints (`FI_MR_ENDPOINT`) are not
+//! asked for: there [`open`] fails, the driver offers no RMA and libraries take their
+//! message path. No atomics (`fi_atomic`): see [`skifch::rma`], "Peers reached by
+//! transfers".
+#![allow(unsafe_code)] // libfabric calls on memory peers write
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use memmap2::{MmapOptions, MmapRaw};
+use skifch::rma::{PeerMapping, RemoteSegment, Rma, RmaCaps, Segment};
+use skifch::{Error, Result};
+
+use super::fabric::{Ep, Net};
+use super::ffi::*;
+use super::live::Live;
+use super::port::NONE;
+use super::sys::{self, Owned};
+use super::Config;
+
+/// Interval of the progress thread's reads (module docs, "Progress at the target").
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(1);
+
+/// The capabilities asked of the RMA domain.
+const CAPS: u32 = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+struct Op {
+    /// The context of the transfer in flight (boxed: its address is given to the provider).
+    ctx: Box<fi_context2>,
+    /// Why RMA is unusable (a transfer was abandoned in flight).
+    broken: Option<String>,
+}
+
+// SAFETY: the context is provider scratch space handed out only while `Inner::op` is
+// locked; its pointers are the provider's, never dereferenced here.
+unsafe impl Send for Op {}
+
+struct Inner {
+    // Field order is drop order: the endpoint before its domain.
+    ep: Ep,
+    net: Arc<Net>,
+    op: Mutex<Op>,
+    peers: Mutex<HashMap<Vec<u8>, fi_addr_t>>,
+    next_key: AtomicU64,
+    /// Largest transfer the endpoint takes in one call.
+    max: usize,
+    live: Arc<Live>,
+    /// Longest wait for one completion from a rank not reported lost.
+    patience: Duration,
+}
+
+/// The libfabric RMA provider of one rank (module docs). Obtained from the driver's
+/// [`skifch::Driver::rma`]; its peers are all reached by transfers.
+pub struct OfiRma {
+    inner: Arc<Inner>,
+    rank: u32,
+    size: u32,
+}
+
+/// Opens the RMA objects of rank `rank` of `size` on the provider and interface the
+/// messages use (`msg`); `live` reports lost ranks, `timeout` is the driver's loss timeout.
+pub fn open(msg: &Net, rank: u32, size: u32, live: Arc<Live>, timeout: Duration) -> Result<OfiRma> {
+    let cfg = Config {
+        provider: Some(msg.provider.clone()),
+        domain: Some(msg.domain_name.clone()),
+        ..Config::default()
+    };
+    let net = Arc::new(Net::open(&cfg, 2 * size as usize + 8, 64, u64::from(CAPS))?);
+    let unfit = net.mr_mode & (FI_MR_LOCAL | FI_MR_RAW | FI_MR_ENDPOINT);
+    if unfit != 0 {
+        return Err(Error::Bootstrap(
+            format!(
+                "ofi RMA: provider {} needs memory registration mode {unfit:#x} (FI_MR_LOCAL/RAW/ENDPOINT), which the driver does not use",
+                net.provider
+            )
+            .into(),
+        ));
+    }
+    let ep = Ep::open(&net, 0, 1, 64)?;
+    // SAFETY: the chosen entry's endpoint attributes, alive with `net`.
+    let max = unsafe { (*(*net.info()).ep_attr).max_msg_size }.clamp(4096, 1 << 30);
+    let inner = Arc::new(Inner {
+        ep,
+        net,
+        // SAFETY: fi_context2 is plain provider scratch space; zero is a valid start.
+        op: Mutex::new(Op {
+            ctx: Box::new(unsafe { std::mem::zeroed() }),
+            broken: None,
+        }),
+        peers: Mutex::new(HashMap::new()),
+        next_key: AtomicU64::new(1),
+        max,
+        live,
+        patience: timeout * 4 + Duration::from_secs(10),
+    });
+    let weak = Arc::downgrade(&inner);
+    std::thread::Builder::new()
+        .name(format!("skifch-ofi-rma-{rank}"))
+        .spawn(move || progress(weak))
+        .map_err(|e| Error::os("spawning the ofi RMA progress thread", e))?;
+    Ok(OfiRma { inner, rank, size })
+}
+
+/// The progress thread (module docs): ends when the provider and its segments are gone.
+fn progress(inner: Weak<Inner>) {
+    let mut out = [NONE; 4];
+    loop {
+        std::thread::sleep(PROGRESS_EVERY);
+        let Some(i) = inner.upgrade() else { return };
+        let idle = i.op.try_lock();
+        if idle.is_ok() && i.ep.read(&mut out) == -(FI_EAVAIL as isize) {
+            let _ = i.ep.read_error();
+        }
+        drop(idle);
+    }
+}
+
+impl Inner {
+    fn err(&self, what: String) -> Error {
+        Error::Corrupt(
+            format!(
+                "ofi RMA on provider {}, domain {}: {what}",
+                self.net.provider, self.net.domain_name
+            )
+            .into(),
+        )
+    }
+
+    /// Registers `ptr..ptr+len` for peers' reads and writes; the registration and the
+    /// token peers open it with.
+    fn register(&self, ptr: *mut u8, len: usize) -> Result<(Owned<fid_mr>, Vec<u8>)> {
+        let want = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let mut mr: *mut fid_mr = std::ptr::null_mut();
+        // SAFETY: the caller keeps the memory alive longer than the registration.
+        let r = unsafe {
+            sys::mr_reg(
+                self.net.domain.0,
+                ptr.cast_const().cast(),
+                len,
+                u64::from(FI_REMOTE_READ | FI_REMOTE_WRITE),
+                want,
+                &mut mr,
+            )
+        };
+        if r != 0 {
+            return Err(self.err(format!("fi_mr_reg of {len} bytes: {}", sys::strerror(r))));
+        }
+        let mr = Owned(mr);
+        let key = if self.net.mr_mode & FI_MR_PROV_KEY != 0 {
+            // SAFETY: a live MR's key field (`fi_mr_key`).
+            unsafe { (*mr.0).key }
+        } else {
+            want
+        };
+        let base = if self.net.mr_mode & FI_MR_VIRT_ADDR != 0 {
+            ptr as u64
+        } else {
+            0
+        };
+        let mut t = base.to_le_bytes().to_vec();
+        t.extend_from_slice(&key.to_le_bytes());
+        t.extend_from_slice(&(len as u64).to_le_bytes());
+        t.extend_from_slice(&self.ep.name);
+        Ok((mr, t))
+    }
+
+    /// One transfer of `len` bytes between `buf` and `rank`'s memory at `addr`, in chunks
+    /// the endpoint takes; returns once every chunk completed.
+    fn transfer(
+        &self,
+        write: bool,
+        rank: u32,
+        peer: fi_addr_t,
+        buf: *mut u8,
+        len: usize,
+        addr: u64,
+        key: u64,
+    ) -> Result<()> {
+        let mut op = self.op.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(why) = &op.broken {
+            return Err(self.err(why.clone()));
+        }
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(self.max);
+            let flags = if write {
+                FI_COMPLETION | FI_DELIVERY_COMPLETE
+            } else {
+                FI_COMPLETION
+            };
+            let t0 = Instant::now();
+            loop {
+                let ctx: *mut fi_context2 = &mut *op.ctx;
+                // SAFETY: `buf + done..+n` is the caller's live buffer (a put's source, a
+                // get's destination) and stays so until the completion waited for below;
+                // the context is owned by `op`, locked meanwhile.
+                let r = unsafe {
+                    sys::rma(
+                        self.ep.ep.0,
+                        write,
+                        buf.add(done),
+                        n,
+                        std::ptr::null_mut(),
+                        peer,
+                        addr + done as u64,
+                        key,
+                        ctx,
+                        u64::from(flags),
+                    )
+                };
+                if r == 0 {
+                    break;
+                }
+                if r != -(FI_EAGAIN as isize) {
+                    return Err(self.err(format!(
+                        "{} of {n} bytes with rank {rank}: {}",
+                        if write { "fi_writemsg" } else { "fi_readmsg" },
+                        sys::strerror(r)
+                    )));
+                }
+                // The queue is full of the provider's own work: drive it, then retry.
+                let _ = self.ep.read(&mut [NONE]);
+                self.check(rank, t0, None)?;
+                std::thread::yield_now();
+            }
+            self.wait(&mut op, rank, t0)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Waits for the completion of the transfer in flight.
+    fn wait(&self, op: &mut Op, rank: u32, t0: Instant) -> Result<()> {
+        let mut out = [NONE];
+        let mut spins = 0u32;
+        loop {
+            match self.ep.read(&mut out) {
+                1 => return Ok(()),
+                0 => {}
+                r if r == -(FI_EAVAIL as isize) => {
+                    let why = match self.ep.read_error() {
+                        Some((e, text)) => format!("error {} ({text})", e.err),
+                        None => "an error completion".into(),
+                    };
+                    if self.live.is_lost(rank) {
+                        return Err(Error::PeerLost { rank });
+                    }
+                    return Err(self.err(format!("a transfer with rank {rank} failed: {why}")));
+                }
+                r => {
+                    let why = format!("fi_cq_read: {}", sys::strerror(r));
+                    op.broken = Some(why.clone());
+                    return Err(self.err(why));
+                }
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 256 == 0 {
+                self.check(rank, t0, Some(op))?;
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// `PeerLost` once `rank` is lost, an error after [`Inner::patience`]; with `op` (a
+    /// transfer in flight), such a failure leaves RMA unusable.
+    fn check(&self, rank: u32, t0: Instant, op: Option<&mut Op>) -> Result<()> {
+        let e = if self.live.is_lost(rank) {
+            Error::PeerLost { rank }
+        } else if t0.elapsed() > self.patience {
+            self.err(format!(
+                "no completion from rank {rank} in {:?}",
+                self.patience
+            ))
+        } else {
+            return Ok(());
+        };
+        if let Some(op) = op {
+            op.broken = Some(format!("a transfer with rank {rank} was abandoned: {e}"));
+        }
+        Err(e)
+    }
+
+    /// The address-vector entry of an RMA endpoint `name` (inserted once).
+    fn peer(&self, name: &[u8]) -> Result<fi_addr_t> {
+        let mut m = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&a) = m.get(name) {
+            return Ok(a);
+        }
+        let a = self.net.insert(name)?;
+        m.insert(name.to_vec(), a);
+        Ok(a)
+    }
+}
+
+/// A peer's segment reached by `fi_writemsg` / `fi_readmsg`.
+struct FabricSegment {
+    inner: Arc<Inner>,
+    rank: u32,
+    peer: fi_addr_t,
+    base: u64,
+    key: u64,
+    len: usize,
+}
+
+impl RemoteSegment for FabricSegment {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn put(&self, off: usize, src: &[u8]) -> Result<()> {
+        // The provider only reads a write's source (the pointer is `*mut` by the C API).
+        let p = src.as_ptr().cast_mut();
+        self.inner.transfer(
+            true,
+            self.rank,
+            self.peer,
+            p,
+            src.len(),
+            self.base + off as u64,
+            self.key,
+        )
+    }
+    fn get(&self, off: usize, dst: &mut [u8]) -> Result<()> {
+        let p = dst.as_mut_ptr();
+        self.inner.transfer(
+            false,
+            self.rank,
+            self.peer,
+            p,
+            dst.len(),
+            self.base + off as u64,
+            self.key,
+        )
+    }
+}
+
+impl OfiRma {
+    /// `ptr..ptr+len` (owned by `keep`) registered, with this provider's token; the
+    /// segment keeps the registration, closed before the memory is released and before
+    /// the domain (the tuple drops in order).
+    fn registered(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        keep: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Result<Segment> {
+        let (mr, token) = self.inner.register(ptr, len)?;
+        // SAFETY: `keep` owns the memory for as long as the segment lives.
+        Ok(unsafe { Segment::new(ptr, len, token, Box::new((mr, keep, self.inner.clone()))) })
+    }
+}
+
+impl Rma for OfiRma {
+    fn name(&self) -> &'static str {
+        "ofi"
+    }
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn caps(&self) -> RmaCaps {
+        RmaCaps {
+            load_store: false,
+            share_in_place: true,
+            transfers: true,
+        }
+    }
+    fn alloc(&self, len: usize) -> Result<Segment> {
+        if len == 0 {
+            return Err(Error::InvalidArgument("an RMA segment of 0 bytes".into()));
+        }
+        let m = MmapOptions::new()
+            .len(len)
+            .map_anon()
+            .map_err(|e| Error::os("mapping an RMA segment", e))?;
+        let m = MmapRaw::from(m);
+        self.registered(m.as_mut_ptr(), len, Box::new(m))
+    }
+    unsafe fn share_in_place(&self, addr: *mut u8, len: usize) -> Result<Segment> {
+        // The pages stay where they are (the caller's contract keeps them mapped).
+        self.registered(addr, len, Box::new(()))
+    }
+    fn open_peer(&self, rank: u32, token: &[u8]) -> Result<PeerMapping> {
+        if token.len() <= 24 || rank >= self.size {
+            return Err(Error::Corrupt(
+                format!("rank {rank}'s ofi segment token has {} bytes", token.len()).into(),
+            ));
+        }
+        let word = |i: usize| u64::from_le_bytes(token[i..i + 8].try_into().unwrap_or_default());
+        let seg = FabricSegment {
+            inner: self.inner.clone(),
+            rank,
+            peer: self.inner.peer(&token[24..])?,
+            base: word(0),
+            key: word(8),
+            len: usize::try_from(word(16)).unwrap_or(usize::MAX),
+        };
+        Ok(PeerMapping::remote(Box::new(seg)))
+    }
+    fn extend(&self, seg: Segment) -> Result<Segment> {
+        self.registered(seg.as_ptr(), seg.len(), Box::new(seg))
+    }
+}

@@ -1,0 +1,108 @@
+//! Remote memory access over the libfabric driver (`FI_RMA`, `skifch_drivers::ofi::rma`):
+//! ranks as threads of one process, each with its own fabric objects, over the loopback
+//! interface, on both providers the machine offers.
+use std::io::IoSlice;
+
+use skifch::rma::{self, Amo, Window};
+use skifch::{Driver, Result};
+use skifch_drivers::ofi::{threads, Config, OfiJob};
+
+const SEG: usize = 1 << 20;
+
+/// All-gather of each rank's bytes over a channel (every rank sends to every rank).
+fn allgather(
+    job: &OfiJob,
+    ch: &skifch::Channel<skifch_drivers::ofi::port::OfiPort>,
+    b: &[u8],
+) -> Result<Vec<Vec<u8>>> {
+    let n = job.size();
+    for r in 0..n {
+        ch.send_all(job.addr(r, 2), &[IoSlice::new(b)])?;
+    }
+    let mut all = vec![Vec::new(); n as usize];
+    for _ in 0..n {
+        let m = ch.recv()?;
+        all[m.src().rank() as usize] = m.to_vec();
+    }
+    Ok(all)
+}
+
+fn pattern(rank: u32, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i as u32 * 7 + rank * 31) as u8).collect()
+}
+
+fn puts_and_gets(cfg: Config) {
+    threads::run(3, &cfg, |job| {
+        let d = job.driver();
+        let Some(r) = d.rma() else {
+            eprintln!(
+                "skipped: no RMA over {} ({:?})",
+                d.provider(),
+                d.rma_unavailable()
+            );
+            return Ok(());
+        };
+        let caps = r.caps();
+        assert!(caps.transfers && !caps.load_store, "{caps:?}");
+        let (me, n) = (job.rank(), job.size());
+        let ch = job.open(2)?;
+        let bch = job.open(1)?;
+        let mut bar = skifch::coll::Barrier::new(me, n);
+        let w = rma::expose(r.as_ref(), r.alloc(SEG)?, &mut |b: &[u8]| {
+            allgather(&job, &ch, b)
+        })?;
+        let next = (me + 1) % n;
+        let prev = (me + n - 1) % n;
+        assert!(w.direct(next).is_none() && w.reach(next, 0, 1).is_none());
+        assert!(w.remote(next).is_some() && w.remote(me).is_none());
+        assert_eq!(w.len(next), SEG);
+        bar.wait(&bch)?;
+        // a small put and one of 300 KB to the next rank
+        w.put(next, 8 * me as usize, &u64::from(me + 100).to_le_bytes())?;
+        let big = pattern(me, 300_000);
+        w.put(next, 4096, &big)?;
+        w.quiet();
+        bar.wait(&bch)?;
+        // what the previous rank wrote is in this rank's own memory ...
+        let mut got = vec![0u8; 300_000];
+        w.get(me, 4096, &mut got)?;
+        assert!(
+            got == pattern(prev, 300_000),
+            "rank {me}: data from rank {prev}"
+        );
+        let mut word = [0u8; 8];
+        w.get(me, 8 * prev as usize, &mut word)?;
+        assert_eq!(u64::from_le_bytes(word), u64::from(prev + 100));
+        // ... and a get from the next rank reads back what this rank put there
+        w.get(next, 4096, &mut got)?;
+        assert!(got == big, "rank {me}: read back from rank {next}");
+        // out of bounds is an error, not an access; atomics are not offered
+        assert!(w.put(next, SEG - 2, &[0; 4]).is_err());
+        assert!(w.get(n, 0, &mut word).is_err());
+        let e = w.amo(next, 0, 8, Amo::Fetch).unwrap_err().to_string();
+        assert!(e.contains("unsupported"), "{e}");
+        bar.wait(&bch)?;
+        Ok(())
+    })
+    .expect("every rank passes");
+}
+
+/// The provider the driver prefers over sockets (`net`, automatic progress).
+#[test]
+fn ofi_rma_puts_and_gets_over_net() {
+    puts_and_gets(Config {
+        domain: Some("lo".into()),
+        ..Config::default()
+    });
+}
+
+/// `tcp;ofi_rxm`: the target's provider progresses only in calls (the RMA progress
+/// thread's).
+#[test]
+fn ofi_rma_puts_and_gets_over_rxm() {
+    puts_and_gets(Config {
+        provider: Some("tcp;ofi_rxm".into()),
+        domain: Some("lo".into()),
+        ..Config::default()
+    });
+}
