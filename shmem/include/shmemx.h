@@ -7,7 +7,9 @@ extern "C" {
 #endif
 
 /* 1 if this job reaches remote memory directly (the shm driver's RMA capability),
- * 0 if it uses the message path (a driver without RMA, or SKIFSHMEM_RMA=off). */
+ * 2 if it maps the PEs of its node and reaches the others by the driver's transfers
+ * (libfabric's FI_RMA; atomics on those by messages), 0 if it uses the message path
+ * (a driver without RMA, or SKIFSHMEM_RMA=off). */
 int shmemx_direct_access(void);
 int pshmemx_direct_access(void); /* its profiling name (see pshmem.h) */
 

@@ -50,13 +50,20 @@ pub enum Path {
     Direct,
     /// As requests served by the target PE ([`crate::msg`]).
     Messages,
+    /// Through the driver's RMA capability, some PEs' segments mapped here (the node's)
+    /// and the others reached by the driver's transfers ([`skifch::rma::RmaCaps::transfers`]:
+    /// a hierarchical job's fabric, `FI_RMA`): puts and gets go to the window, atomics on
+    /// the PEs not mapped as requests served by the target, whose CPU applies them
+    /// atomically with its node peers' (a fabric's atomics would not be).
+    Transfers,
 }
 
 /// How to build a [`World`].
 pub struct Options {
     /// The driver's RMA provider ([`skifch::Job::rma`]), if it has one and it should be
-    /// used; a provider without load/store access to peers ([`skifch::rma::RmaCaps`]) is
-    /// not (the message path serves then).
+    /// used: with load/store access to every peer the direct path, with transfers to
+    /// some ([`skifch::rma::RmaCaps::transfers`]) the transfers path, else the message
+    /// path serves.
     pub rma: Option<Arc<dyn Rma>>,
     /// Symmetric heap bytes per PE.
     pub heap_size: usize,
@@ -169,7 +176,9 @@ impl<P: Port + 'static> World<P> {
         if let Some(r) = &opts.rma {
             let attempt = (|| -> Result<[MappedWindow; 2], Error> {
                 let caps = r.caps();
-                if !caps.load_store || (opts.globals.is_some() && !caps.share_in_place) {
+                if !(caps.load_store || caps.transfers)
+                    || (opts.globals.is_some() && !caps.share_in_place)
+                {
                     return Err(Error::BadArgument(format!(
                         "the {} RMA provider offers {caps:?}; needed: load/store access{}",
                         r.name(),
@@ -229,11 +238,27 @@ impl<P: Port + 'static> World<P> {
         *ep.ctx_mut() = Some(segs);
         // No PE sends a request before every PE has its segments.
         ep.barrier()?;
-        let agg_max = AGG_BYTES.min(ep.max_inline().saturating_sub(64));
+        // Only the message path aggregates puts (no PE's put is a message otherwise).
+        let agg_max = if ok {
+            0
+        } else {
+            AGG_BYTES.min(ep.max_inline().saturating_sub(64))
+        };
         let agg = msg::Aggregator::new(n, agg_max, segs.iter().map(|s| s.1).max().unwrap_or(0));
         let lost = ep.waiter();
         let ep = Arc::new(Mutex::new(ep));
-        let progress = if opts.progress_thread && !ok {
+        let path = match &opts.rma {
+            Some(r) if ok && !r.caps().load_store => Path::Transfers,
+            _ if ok => Path::Direct,
+            _ => Path::Messages,
+        };
+        if path == Path::Transfers && std::env::var_os("SKIFSHMEM_VERBOSE").is_some() {
+            crate::say(&format!(
+                "skifshmem: PE {me}: remote memory access by transfers to the PEs not mapped here ({} provider); atomics on them by messages",
+                opts.rma.as_ref().map_or("?", |r| r.name())
+            ));
+        }
+        let progress = if opts.progress_thread && path != Path::Direct {
             Some(ProgressThread::start_default(ep.clone())?)
         } else {
             None
@@ -241,7 +266,7 @@ impl<P: Port + 'static> World<P> {
         Ok(Arc::new(World {
             me,
             n,
-            path: if ok { Path::Direct } else { Path::Messages },
+            path,
             segs,
             win,
             ep,
@@ -418,6 +443,10 @@ impl<P: Port> World<P> {
             unsafe { copy_mem(src.as_ptr(), self.local(dst) as *mut u8, src.len()) };
             return Ok(());
         }
+        if let Some(r) = self.window(dst.seg).remote(pe) {
+            // `check` bounded the range by the segment, which every PE has alike.
+            return Ok(r.put(dst.off, src)?);
+        }
         if self.agg.takes(src.len()) {
             let (p, n, so) = (src.as_ptr(), src.len(), dst.off << 1 | dst.seg as usize);
             // SAFETY: `src` is a live slice; `check` bounded the range and `pe`.
@@ -470,6 +499,10 @@ impl<P: Port> World<P> {
                 .get_raw(pe, src.off, dst.as_mut_ptr(), dst.len())
         } {
             return Ok(());
+        }
+        if let Some(r) = self.window(src.seg).remote(pe) {
+            // `check` bounded the range by the segment, which every PE has alike.
+            return Ok(r.get(src.off, dst)?);
         }
         if pe == self.me {
             // A program may spin on its own memory (`shmem_g` to itself): serve first.
@@ -549,14 +582,13 @@ impl<P: Port> World<P> {
     /// Remote completion of every put and atomic this PE issued (OpenSHMEM `shmem_quiet`).
     pub fn quiet(&self) -> Result<(), Error> {
         self.alive()?;
+        for w in &self.win {
+            w.quiet();
+        }
         match self.path {
-            Path::Direct => {
-                for w in &self.win {
-                    w.quiet();
-                }
-                Ok(())
-            }
-            Path::Messages => {
+            Path::Direct => Ok(()),
+            // Puts by transfers are complete at return; atomics sent as requests are not.
+            Path::Transfers | Path::Messages => {
                 self.flush_all()?;
                 let to: Vec<u32> = (0..self.n)
                     .filter(|&p| self.dirty[p as usize].swap(false, Ordering::AcqRel))
@@ -578,10 +610,15 @@ impl<P: Port> World<P> {
         }
     }
 
-    /// Ordering of puts to each PE (`shmem_fence`): on both paths the delivery to one PE
-    /// is already in order, so this is a compiler/CPU store fence, and the lost-PE check
-    /// ([`World::alive`]).
+    /// Ordering of puts to each PE (`shmem_fence`): on the direct and message paths the
+    /// delivery to one PE is already in order, so this is a compiler/CPU store fence, and
+    /// the lost-PE check ([`World::alive`]); on the transfers path a [`World::quiet`].
     pub fn fence(&self) -> Result<(), Error> {
+        if self.path == Path::Transfers {
+            // An atomic sent as a request may still be on its way when a later put
+            // reaches the same PE by a transfer: complete the requests first.
+            return self.quiet();
+        }
         std::sync::atomic::fence(Ordering::SeqCst);
         self.alive()
     }
@@ -630,7 +667,7 @@ impl<P: Port> World<P> {
             if cond(v) {
                 return Ok(v);
             }
-            if self.path == Path::Messages || b.polls() % 256 == 255 {
+            if self.path != Path::Direct || b.polls() % 256 == 255 {
                 self.flush_all()?;
                 // Keep spinning (no yield) while requests are flowing in.
                 if self.poll_endpoint()? > 0 {

@@ -694,24 +694,80 @@ fn mpi_and_shmem_in_one_program() {
 }
 
 /// C programs over the libfabric driver (`skifrun --driver ofi`, `tcp;ofi_rxm` on the
-/// loopback interface): the driver has no RMA, so every put, get and atomic takes the
-/// message path, unchanged.
+/// loopback interface): every PE reached by the driver's transfers (`FI_RMA`, the
+/// transfers path: puts and gets by `fi_writemsg`/`fi_readmsg`, atomics by messages), and
+/// with the driver's RMA off (`SKIFCH_OFI_RMA=0`) by messages only.
 #[test]
 fn programs_over_ofi() {
     if !have_cc() {
         return;
     }
-    let ofi = [
-        ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
-        ("SKIFCH_OFI_DOMAIN", "lo"),
-    ];
-    for name in ["rma", "amo", "coll"] {
-        let o = run_with(&compile(name, true), 3, "ofi", &ofi, &[]);
-        assert!(
-            o.status.success(),
-            "{name} over ofi: {}\n{}",
-            o.status,
-            o.stderr
+    for rma in ["1", "0"] {
+        let ofi = [
+            ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
+            ("SKIFCH_OFI_DOMAIN", "lo"),
+            ("SKIFCH_OFI_RMA", rma),
+            ("SKIFSHMEM_VERBOSE", "1"),
+        ];
+        for name in ["rma", "amo", "coll", "setup_heap"] {
+            let o = run_with(&compile(name, true), 3, "ofi", &ofi, &[]);
+            assert!(
+                o.status.success(),
+                "{name} over ofi, SKIFCH_OFI_RMA={rma}: {}\n{}",
+                o.status,
+                o.stderr
+            );
+            let by_transfers = o.stderr.matches("by transfers").count();
+            assert_eq!(
+                by_transfers,
+                if rma == "1" { 3 } else { 0 },
+                "{name}: {}",
+                o.stderr
+            );
+        }
+    }
+}
+
+/// PEs on two "nodes" (network namespaces joined by a bridge, 2 PEs each) started by
+/// `mpiexec.hydra`: the hierarchy's RMA (`skifch_drivers::hier_rma`) maps the node's PEs
+/// and reaches the other node's by the fabric's transfers (`FI_RMA` over the provider the
+/// driver picks, `net`); atomics on those go as messages. The same programs with
+/// `SKIFSHMEM_RMA=off` take the message path. Skipped where namespaces cannot be made.
+#[test]
+fn programs_across_two_network_namespaces() {
+    if !have_cc() {
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let limit = JOB_TIMEOUT + Duration::from_secs(60);
+    for (name, rma) in [
+        ("rma", "on"),
+        ("amo", "on"),
+        ("sync", "on"),
+        ("setup_heap", "on"),
+        ("coll", "on"),
+        ("rma", "off"),
+    ] {
+        let exe = compile(name, true);
+        let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
+            return;
+        };
+        cmd.envs([
+            ("SKIFCH_OFI_DOMAIN", "eth0"),
+            ("SKIFSHMEM_VERBOSE", "1"),
+            ("SKIFSHMEM_RMA", rma),
+        ])
+        .arg(&exe);
+        let o = testing::run_job(cmd, limit);
+        let text = format!("{}{}", o.stdout, o.stderr);
+        o.expect_ok(&format!("{name} on 2 × 2 PEs, SKIFSHMEM_RMA={rma}"));
+        let by_transfers = text.matches("by transfers").count();
+        assert_eq!(
+            by_transfers,
+            if rma == "on" { 4 } else { 0 },
+            "{name}: {text}"
         );
     }
 }

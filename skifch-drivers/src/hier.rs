@@ -25,8 +25,8 @@
 //! by a sleeping receiver (spinning receivers, the default policy's first phase, see it
 //! at once).
 //!
-//! Remote memory access is not offered through the hierarchy yet ([`Driver::rma`] is
-//! `None`): libraries take their message path for every peer.
+//! Remote memory access ([`Driver::rma`]): [`crate::hier_rma`], node peers mapped, the
+//! others reached by the fabric's transfers, when both drivers offer it.
 //!
 //! Cost (callgrind, 8 B `mpi_loop rate` between the two ranks of one node in a 3-rank job
 //! on two network namespaces under hydra, main thread, 3 runs): sender 482-488 / receiver
@@ -240,6 +240,19 @@ impl<L: Driver, R: Driver> Driver for HierDriver<L, R> {
     }
     fn max_message(&self) -> usize {
         self.max
+    }
+    fn rma(self: &Arc<Self>) -> Option<Arc<dyn skifch::rma::Rma>> {
+        let (local, remote) = (self.local.rma()?, self.remote.rma()?);
+        if !remote.caps().transfers {
+            return None;
+        }
+        Some(Arc::new(crate::hier_rma::HierRma {
+            local,
+            remote,
+            to_local: self.to_local.clone(),
+            rank: self.rank,
+            size: self.size,
+        }))
     }
 }
 

@@ -89,6 +89,8 @@ pub mod fpga;
 pub mod fwd;
 #[cfg(not(loom))]
 pub mod hier;
+#[cfg(not(loom))]
+pub mod hier_rma;
 pub mod inproc;
 pub mod jobctl;
 #[cfg(not(loom))]

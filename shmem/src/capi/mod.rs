@@ -201,7 +201,7 @@ const THREAD_MULTIPLE: c_int = 3;
 fn max_thread_level(w: &W) -> c_int {
     match w.path() {
         crate::Path::Direct => THREAD_MULTIPLE,
-        crate::Path::Messages => THREAD_SERIALIZED,
+        crate::Path::Messages | crate::Path::Transfers => THREAD_SERIALIZED,
     }
 }
 

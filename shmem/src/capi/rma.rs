@@ -453,16 +453,21 @@ pub unsafe extern "C" fn pshmem_signal_fetch(sig_addr: *const u64) -> u64 {
     sym(call, sig_addr.cast(), 8);
     let w = w(call);
     // Programs spin on it: on the message path the signal arrives only in a poll.
-    if w.path() == crate::Path::Messages {
+    if w.path() != crate::Path::Direct {
         ok(call, w.poll());
     }
     w.load_local(sig_addr as usize, 8)
 }
 
-/// Extension (`shmemx.h`): which access path the job uses: 1 direct, 0 messages.
+/// Extension (`shmemx.h`): which access path the job uses: 1 direct, 2 transfers to the
+/// PEs not mapped, 0 messages.
 #[no_mangle]
 pub extern "C" fn pshmemx_direct_access() -> c_int {
-    c_int::from(w("shmemx_direct_access").path() == crate::Path::Direct)
+    match w("shmemx_direct_access").path() {
+        crate::Path::Direct => 1,
+        crate::Path::Transfers => 2,
+        crate::Path::Messages => 0,
+    }
 }
 
 /// The untyped put and get under both names (the profiling name too): the default

@@ -72,7 +72,7 @@ int main(void)
     CHECK(shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided) == 0);
     /* the message path serves SERIALIZED (see blocked_thread_scenario); concurrent RMA
      * calls are still safe there, which the rest of the program checks */
-    CHECK(provided == (shmemx_direct_access() ? SHMEM_THREAD_MULTIPLE : SHMEM_THREAD_SERIALIZED));
+    CHECK(provided == (shmemx_direct_access() == 1 ? SHMEM_THREAD_MULTIPLE : SHMEM_THREAD_SERIALIZED));
     me = shmem_my_pe();
     int n = shmem_n_pes();
     right = (me + 1) % n;
