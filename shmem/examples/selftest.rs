@@ -20,6 +20,7 @@ fn main() {
         Ok(match w.path() {
             skifshmem::Path::Direct => "direct",
             skifshmem::Path::Messages => "messages",
+            skifshmem::Path::Transfers => "transfers",
         })
     })();
     match r {

@@ -10,7 +10,7 @@
 //! are symmetric too. A symmetric object is named by a [`SymAddr`] (segment, offset), the
 //! same on every PE; heap allocation is collective and deterministic so offsets agree.
 //!
-//! ## Two access paths ([`Path`])
+//! ## Access paths ([`Path`])
 //! * **Direct**: the driver's optional remote-memory capability ([`skifch::rma`]); on the
 //!   shm driver every PE maps every PE's heap and global data, so put/get are one `memcpy`
 //!   and atomics are CPU atomics (`skifch_drivers::shm_rma`).
@@ -19,6 +19,11 @@
 //!   thread (`SKIFSHMEM_PROGRESS_THREAD=1`; [`msg`] documents the handlers). Chosen when
 //!   the driver has no RMA, when any PE cannot open the others' memory, or when
 //!   `SKIFSHMEM_RMA=off`.
+//! * **Transfers** (a job on several hosts): the node's PEs mapped as on the direct path,
+//!   the others' memory reached by the driver's transfers (libfabric's `FI_RMA`,
+//!   [`skifch::rma::RmaCaps::transfers`]) for put and get, and by messages for atomics
+//!   (applied by the target's CPU, atomic with its node peers' CPU atomics); `fence` is a
+//!   `quiet` there.
 //!
 //! Barriers and collectives use [`skifch::coll`] over the same endpoint on both paths
 //! ([`coll`]).

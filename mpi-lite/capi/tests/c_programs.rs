@@ -721,7 +721,8 @@ fn programs_under_mpiexec_hydra() {
 /// Ranks on two "nodes" (network namespaces joined by a bridge, 2 ranks each) started by
 /// `mpiexec.hydra`: the default driver is the hierarchy (the node's shm lanes, libfabric's
 /// tcp provider between the namespaces), and the programs run unchanged (windows take the
-/// message path: the hierarchy offers no RMA). Skipped where namespaces cannot be made.
+/// message path: the hierarchy's RMA reaches the other node by transfers only, and
+/// mpi-lite's direct path needs every member mapped). Skipped where namespaces cannot be made.
 #[test]
 fn programs_across_two_network_namespaces() {
     if !have_cc() {

@@ -19,9 +19,10 @@
 //! `FI_RMA`, which providers may serve with other protocols.
 //!
 //! ## Progress at the target
-//! A target's provider applies the transfers it receives while some call drives it:
-//! `net` does so by itself (`FI_PROGRESS_AUTO`), `tcp;ofi_rxm` only inside calls on the
-//! target's endpoint (`FI_PROGRESS_MANUAL`). A thread per rank therefore reads the RMA
+//! A target's provider applies the transfers it receives only while some call drives it:
+//! `tcp;ofi_rxm` says so (`FI_PROGRESS_MANUAL`), and `net` in libfabric 1.17, though it
+//! reports `FI_PROGRESS_AUTO`, served no get while its target made no RMA call (tried:
+//! the test over `net` hung without this thread). A thread per rank therefore reads the RMA
 //! completion queue every [`PROGRESS_EVERY`] while no transfer of this rank is in flight
 //! (a read finds nothing: it only drives the provider), so a target busy computing, or
 //! waiting on its own memory, still serves its peers.
@@ -119,8 +120,8 @@ pub fn open(msg: &Net, rank: u32, size: u32, live: Arc<Live>, timeout: Duration)
     let inner = Arc::new(Inner {
         ep,
         net,
-        // SAFETY: fi_context2 is plain provider scratch space; zero is a valid start.
         op: Mutex::new(Op {
+            // SAFETY: fi_context2 is plain provider scratch space; zero is a valid start.
             ctx: Box::new(unsafe { std::mem::zeroed() }),
             broken: None,
         }),
@@ -201,71 +202,6 @@ impl Inner {
         Ok((mr, t))
     }
 
-    /// One transfer of `len` bytes between `buf` and `rank`'s memory at `addr`, in chunks
-    /// the endpoint takes; returns once every chunk completed.
-    fn transfer(
-        &self,
-        write: bool,
-        rank: u32,
-        peer: fi_addr_t,
-        buf: *mut u8,
-        len: usize,
-        addr: u64,
-        key: u64,
-    ) -> Result<()> {
-        let mut op = self.op.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(why) = &op.broken {
-            return Err(self.err(why.clone()));
-        }
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(self.max);
-            let flags = if write {
-                FI_COMPLETION | FI_DELIVERY_COMPLETE
-            } else {
-                FI_COMPLETION
-            };
-            let t0 = Instant::now();
-            loop {
-                let ctx: *mut fi_context2 = &mut *op.ctx;
-                // SAFETY: `buf + done..+n` is the caller's live buffer (a put's source, a
-                // get's destination) and stays so until the completion waited for below;
-                // the context is owned by `op`, locked meanwhile.
-                let r = unsafe {
-                    sys::rma(
-                        self.ep.ep.0,
-                        write,
-                        buf.add(done),
-                        n,
-                        std::ptr::null_mut(),
-                        peer,
-                        addr + done as u64,
-                        key,
-                        ctx,
-                        u64::from(flags),
-                    )
-                };
-                if r == 0 {
-                    break;
-                }
-                if r != -(FI_EAGAIN as isize) {
-                    return Err(self.err(format!(
-                        "{} of {n} bytes with rank {rank}: {}",
-                        if write { "fi_writemsg" } else { "fi_readmsg" },
-                        sys::strerror(r)
-                    )));
-                }
-                // The queue is full of the provider's own work: drive it, then retry.
-                let _ = self.ep.read(&mut [NONE]);
-                self.check(rank, t0, None)?;
-                std::thread::yield_now();
-            }
-            self.wait(&mut op, rank, t0)?;
-            done += n;
-        }
-        Ok(())
-    }
-
     /// Waits for the completion of the transfer in flight.
     fn wait(&self, op: &mut Op, rank: u32, t0: Instant) -> Result<()> {
         let mut out = [NONE];
@@ -291,7 +227,7 @@ impl Inner {
                 }
             }
             spins = spins.wrapping_add(1);
-            if spins % 256 == 0 {
+            if spins.is_multiple_of(256) {
                 self.check(rank, t0, Some(op))?;
                 std::thread::yield_now();
             }
@@ -339,6 +275,66 @@ struct FabricSegment {
     len: usize,
 }
 
+impl FabricSegment {
+    /// One transfer of `len` bytes between `buf` and the segment at `off`, in chunks the
+    /// endpoint takes; returns once every chunk completed.
+    fn transfer(&self, write: bool, off: usize, buf: *mut u8, len: usize) -> Result<()> {
+        let (i, rank) = (&*self.inner, self.rank);
+        let addr = self.base + off as u64;
+        let mut op = i.op.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(why) = &op.broken {
+            return Err(i.err(why.clone()));
+        }
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(i.max);
+            let flags = if write {
+                FI_COMPLETION | FI_DELIVERY_COMPLETE
+            } else {
+                FI_COMPLETION
+            };
+            let t0 = Instant::now();
+            loop {
+                let ctx: *mut fi_context2 = &mut *op.ctx;
+                // SAFETY: `buf + done..+n` is the caller's live buffer (a put's source, a
+                // get's destination) and stays so until the completion waited for below;
+                // the context is owned by `op`, locked meanwhile.
+                let r = unsafe {
+                    sys::rma(
+                        i.ep.ep.0,
+                        write,
+                        buf.add(done),
+                        n,
+                        std::ptr::null_mut(),
+                        self.peer,
+                        addr + done as u64,
+                        self.key,
+                        ctx,
+                        u64::from(flags),
+                    )
+                };
+                if r == 0 {
+                    break;
+                }
+                if r != -(FI_EAGAIN as isize) {
+                    return Err(i.err(format!(
+                        "{} of {n} bytes with rank {rank}: {}",
+                        if write { "fi_writemsg" } else { "fi_readmsg" },
+                        sys::strerror(r)
+                    )));
+                }
+                // The queue is full of the provider's own work: drive it, then retry.
+                let _ = i.ep.read(&mut [NONE]);
+                i.check(rank, t0, None)?;
+                std::thread::yield_now();
+            }
+            i.wait(&mut op, rank, t0)?;
+            done += n;
+        }
+        Ok(())
+    }
+}
+
 impl RemoteSegment for FabricSegment {
     fn len(&self) -> usize {
         self.len
@@ -346,27 +342,11 @@ impl RemoteSegment for FabricSegment {
     fn put(&self, off: usize, src: &[u8]) -> Result<()> {
         // The provider only reads a write's source (the pointer is `*mut` by the C API).
         let p = src.as_ptr().cast_mut();
-        self.inner.transfer(
-            true,
-            self.rank,
-            self.peer,
-            p,
-            src.len(),
-            self.base + off as u64,
-            self.key,
-        )
+        self.transfer(true, off, p, src.len())
     }
     fn get(&self, off: usize, dst: &mut [u8]) -> Result<()> {
         let p = dst.as_mut_ptr();
-        self.inner.transfer(
-            false,
-            self.rank,
-            self.peer,
-            p,
-            dst.len(),
-            self.base + off as u64,
-            self.key,
-        )
+        self.transfer(false, off, p, dst.len())
     }
 }
 
