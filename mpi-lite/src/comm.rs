@@ -2,18 +2,18 @@
 //! engine. Both the Rust API ([`crate::api`]) and the C ABI call the methods here, so
 //! argument checks and semantics are written once.
 //!
-//! A communicator is a group plus a context id. Context ids are agreed on collectively:
-//! every process keeps the next id it has not used; a new communicator takes the maximum
-//! over the parent's members (so no member has used it), and each member moves past it.
-//! Ids are even; `id + 1` is the communicator's collective context, so collective traffic
-//! never matches user receives (§6.1.2).
+//! A communicator is a group plus a context id, agreed on by its members among the ids
+//! free at all of them ([`crate::ctxid`]) and given back when it is freed. Ids are even;
+//! `id + 1` is the communicator's collective context, so collective traffic never matches
+//! user receives (§6.1.2).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use skifch::{Driver, Job, Port};
 
+use crate::ctxid::{Lease, Parties, Pool};
 use crate::engine::{
     Engine, Envelope, Mode, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB,
 };
@@ -55,15 +55,16 @@ pub enum Topology {
     },
 }
 
-/// Offset of the tags of a context agreement's claim round (`Mpi::new_ctx_among` under
-/// `MPI_THREAD_MULTIPLE`), below every other tag on a collective context.
-const CLAIM_TAG: i32 = 0x4000_0000;
-
 /// What a communicator is: context, group, this process's rank in it, topology.
 #[derive(Debug)]
 pub struct CommData {
-    /// Point-to-point context id (even); collectives use `ctx + 1`.
-    pub ctx: u16,
+    /// Point-to-point context id (even); collectives use `ctx + 1`. Atomic for
+    /// `MPI_Comm_idup`, whose communicator exists before its members agree on it.
+    ctx: AtomicU16,
+    /// The context slots this communicator holds (none: the predefined ones); shared by
+    /// the communicators made on the same contexts (topologies, an intercommunicator's
+    /// local one) and given back when the last goes ([`crate::ctxid`]).
+    lease: OnceLock<Arc<Lease>>,
     /// The members.
     pub group: Group,
     /// This process's rank.
@@ -77,11 +78,15 @@ pub struct CommData {
     pub inter: Option<Arc<crate::inter::Inter>>,
 }
 
+/// The context of an `MPI_Comm_idup` communicator until its members agree.
+const PENDING: u16 = u16::MAX;
+
 impl CommData {
     /// A communicator description.
     pub fn new(ctx: u16, group: Group, rank: usize, topo: Option<Topology>) -> Self {
         CommData {
-            ctx,
+            ctx: AtomicU16::new(ctx),
+            lease: OnceLock::new(),
             group,
             rank,
             topo,
@@ -89,6 +94,65 @@ impl CommData {
             inter: None,
         }
     }
+
+    /// On the contexts of `lease` (its first).
+    pub(crate) fn leased(
+        lease: &Arc<Lease>,
+        group: Group,
+        rank: usize,
+        topo: Option<Topology>,
+    ) -> Self {
+        let d = CommData::new(lease.ctx(), group, rank, topo);
+        let _ = d.lease.set(lease.clone());
+        d
+    }
+
+    /// The same, `slots` context slots further (an intercommunicator's local
+    /// communicator, on the second slot of its lease).
+    pub(crate) fn shifted(self, slots: u16) -> Self {
+        let ctx = self.ctx() + 2 * slots;
+        self.ctx.store(ctx, Ordering::Relaxed);
+        self
+    }
+
+    /// A communicator whose context comes later ([`CommData::settle`]): `MPI_Comm_idup`'s.
+    pub(crate) fn pending(group: Group, rank: usize, topo: Option<Topology>) -> Self {
+        CommData::new(PENDING, group, rank, topo)
+    }
+
+    /// Gives a pending communicator its contexts (once its agreement is complete; the
+    /// request's completion orders this before the program's use).
+    pub(crate) fn settle(&self, lease: Lease) {
+        let l = Arc::new(lease);
+        self.ctx.store(l.ctx(), Ordering::Release);
+        if let Some(x) = &self.inter {
+            // An intercommunicator's local communicator: the second slot.
+            x.local.ctx.store(l.ctx() + 2, Ordering::Release);
+            let _ = x.local.lease.set(l.clone());
+        }
+        let _ = self.lease.set(l);
+    }
+
+    /// The same communicator with topology `topo` (sharing its contexts).
+    pub(crate) fn with_topo(&self, topo: Option<Topology>) -> Self {
+        let d = CommData::new(self.ctx(), self.group.clone(), self.rank, topo);
+        if let Some(l) = self.lease.get() {
+            let _ = d.lease.set(l.clone());
+        }
+        d
+    }
+
+    /// The context slots this communicator holds (`None`: a predefined one).
+    pub(crate) fn lease(&self) -> Option<&Arc<Lease>> {
+        self.lease.get()
+    }
+
+    /// The point-to-point context id.
+    #[inline(always)] // every message's envelope
+    pub fn ctx(&self) -> u16 {
+        self.ctx.load(Ordering::Relaxed)
+    }
+
     /// Number of members.
     pub fn size(&self) -> usize {
         self.group.size()
@@ -104,7 +168,7 @@ impl CommData {
 
     /// The collective context id.
     pub fn coll_ctx(&self) -> u16 {
-        self.ctx + 1
+        self.ctx() + 1
     }
     /// World rank of member `r` (checked by callers).
     pub fn world_of(&self, r: usize) -> u32 {
@@ -121,10 +185,8 @@ impl CommData {
 /// `engine::threads`).
 pub struct Mpi<P: Port> {
     eng: Engine<P>,
-    /// The next context id this process has not used. Held across a communicator's
-    /// agreement on its context id: communicator creations of one process run one at a
-    /// time (two threads agreeing at once could take the same id).
-    pub(crate) next_ctx: Mutex<u16>,
+    /// The context ids this process has free ([`crate::ctxid`]).
+    pub(crate) ctxs: Arc<Pool>,
     world: Arc<CommData>,
     selfc: Arc<CommData>,
     start: Instant,
@@ -154,7 +216,7 @@ impl<P: Port> Mpi<P> {
         let eng = Engine::open(job, MPI_PORT, multiple)?;
         Ok(Mpi {
             eng,
-            next_ctx: Mutex::new(4),
+            ctxs: Pool::new(),
             world: Arc::new(CommData::new(0, Group::world(n), me as usize, None)),
             selfc: Arc::new(CommData::new(2, Group::from_ranks(vec![me]), 0, None)),
             start: Instant::now(),
@@ -222,7 +284,7 @@ impl<P: Port> Mpi<P> {
             return Ok(None);
         }
         let env = Envelope {
-            ctx: c.ctx,
+            ctx: c.ctx(),
             src: c.rank as i32,
             tag,
         };
@@ -236,7 +298,7 @@ impl<P: Port> Mpi<P> {
         Self::check_peer(c, src, true)?;
         Self::check_tag(tag, true)?;
         Ok(Envelope {
-            ctx: c.ctx,
+            ctx: c.ctx(),
             src,
             tag,
         })
@@ -404,32 +466,17 @@ impl<P: Port> Mpi<P> {
 
     /// Exchanges `mine` (same length everywhere) among the members of `c` on its
     /// collective context; element `r` of the result is rank `r`'s. Used to agree on
-    /// context ids and split colors.
+    /// split colors.
     pub(crate) fn exchange(&self, c: &CommData, tag: i32, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let all: Vec<usize> = (0..c.size()).collect();
-        self.exchange_among(c, &all, tag, mine)
-    }
-
-    /// [`Mpi::exchange`] among `members` of `c` only (their ranks in `c`, this rank's
-    /// among them; the result in their order). Envelopes carry ranks in `c`, which name
-    /// the same process in every such exchange: a subset's own numbering would not (two
-    /// successive subsets of `c` would take each other's messages).
-    fn exchange_among(
-        &self,
-        c: &CommData,
-        members: &[usize],
-        tag: i32,
-        mine: &[u8],
-    ) -> Result<Vec<Vec<u8>>> {
         let e = &self.eng;
         let mut sends = Vec::new();
-        for &r in members.iter().filter(|&&r| r != c.rank) {
+        for r in (0..c.size()).filter(|&r| r != c.rank) {
             let b = UserBuf::owned(mine.to_vec());
             let env = c.coll_env(c.rank as i32, tag);
             sends.push(e.isend(env, c.world_of(r), b, Mode::Standard, 0)?);
         }
-        let mut out = Vec::with_capacity(members.len());
-        for &r in members {
+        let mut out = Vec::with_capacity(c.size());
+        for r in 0..c.size() {
             if r == c.rank {
                 out.push(mine.to_vec());
             } else {
@@ -442,62 +489,6 @@ impl<P: Port> Mpi<P> {
         Ok(out)
     }
 
-    /// Agrees on a fresh context id over `c` (collective).
-    fn new_ctx(&self, c: &CommData) -> Result<u16> {
-        self.new_ctx_tagged(c, -10)
-    }
-
-    /// [`Mpi::new_ctx`] with the exchange's tag given.
-    fn new_ctx_tagged(&self, c: &CommData, tag: i32) -> Result<u16> {
-        let all: Vec<usize> = (0..c.size()).collect();
-        self.new_ctx_among(c, &all, tag)
-    }
-
-    /// [`Mpi::new_ctx_tagged`] among `members` of `c` (see [`Mpi::exchange_among`]).
-    fn new_ctx_among(&self, c: &CommData, members: &[usize], tag: i32) -> Result<u16> {
-        let highest = |all: Vec<Vec<u8>>| {
-            let ctx = all
-                .iter()
-                .map(|b| u16::from_le_bytes([b[0], b[1]]))
-                .max()
-                .unwrap_or(0);
-            if ctx >= u16::MAX - 2 {
-                return Err(Error::Intern(
-                    "out of communicator context ids (32 766 communicators created)".into(),
-                ));
-            }
-            Ok(ctx)
-        };
-        if !self.eng.is_multiple() {
-            // One thread calls at a time: held across the agreement (see the field).
-            let mut next = self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
-            let ctx = highest(self.exchange_among(c, members, tag, &next.to_le_bytes())?)?;
-            *next = ctx + 2;
-            return Ok(ctx);
-        }
-        // MPI_THREAD_MULTIPLE: no lock across an exchange (another thread's agreement may
-        // wait on a process this one waits for: a deadlock). Each round proposes, then
-        // claims the highest proposal unless a creation of this process took an id at or
-        // above it meanwhile, and the members agree on whether all could; a clash
-        // anywhere means another round. Every claimed id stays below `next_ctx`.
-        loop {
-            let v = *self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
-            let ctx = highest(self.exchange_among(c, members, tag, &v.to_le_bytes())?)?;
-            let claimed = {
-                let mut next = self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
-                let free = ctx >= *next;
-                if free {
-                    *next = ctx + 2;
-                }
-                free
-            };
-            let all = self.exchange_among(c, members, tag - CLAIM_TAG, &[claimed as u8])?;
-            if all.iter().all(|b| b == &[1]) {
-                return Ok(ctx);
-            }
-        }
-    }
-
     /// `MPI_Comm_dup`.
     ///
     /// # Collective Operation
@@ -506,13 +497,30 @@ impl<P: Port> Mpi<P> {
         if let Some(x) = &c.inter {
             return self.inter_dup(c, x);
         }
-        let ctx = self.new_ctx(c)?;
-        Ok(Arc::new(CommData::new(
-            ctx,
+        let l = self.agree(c)?;
+        Ok(Arc::new(CommData::leased(
+            &l,
             c.group.clone(),
             c.rank,
             c.topo.clone(),
         )))
+    }
+
+    /// `MPI_Comm_idup` (MPI-3.1 §6.4.2): [`Mpi::dup`] whose context agreement runs in
+    /// the engine; the communicator must not be used before the request completes.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it, in the order of its other collectives on `c`;
+    /// nonblocking.
+    pub fn idup(&self, c: &CommData) -> Result<(Arc<CommData>, ReqId)> {
+        if let Some(x) = &c.inter {
+            return self.inter_idup(c, x);
+        }
+        let d = Arc::new(CommData::pending(c.group.clone(), c.rank, c.topo.clone()));
+        let fill = d.clone();
+        let deliver = Box::new(move |l| fill.settle(l));
+        let req = self.start_agreement(self.plan(c, 0), Parties::all(c), 1, None, deliver)?;
+        Ok((d, req))
     }
 
     /// `MPI_Comm_split`: members with the same `color` form a communicator, ordered by
@@ -532,7 +540,7 @@ impl<P: Port> Mpi<P> {
         let mut mine = color.to_le_bytes().to_vec();
         mine.extend_from_slice(&key.to_le_bytes());
         let all = self.exchange(c, -11, &mine)?;
-        let ctx = self.new_ctx(c)?;
+        let l = self.agree(c)?;
         if color == UNDEFINED {
             return Ok(None);
         }
@@ -551,8 +559,8 @@ impl<P: Port> Mpi<P> {
             .iter()
             .position(|&(_, r)| r == c.rank)
             .ok_or_else(|| Error::Intern("split lost this process".into()))?;
-        Ok(Some(Arc::new(CommData::new(
-            ctx,
+        Ok(Some(Arc::new(CommData::leased(
+            &l,
             Group::from_ranks(ranks),
             rank,
             None,
@@ -573,10 +581,10 @@ impl<P: Port> Mpi<P> {
                 "MPI_Comm_create: the group is not a subset of the communicator's".into(),
             ));
         }
-        let ctx = self.new_ctx(c)?;
+        let l = self.agree(c)?;
         let me = c.world_of(c.rank);
         Ok(g.rank_of(me)
-            .map(|rank| Arc::new(CommData::new(ctx, g.clone(), rank, None))))
+            .map(|rank| Arc::new(CommData::leased(&l, g.clone(), rank, None))))
     }
 
     /// `MPI_Comm_create_group` (MPI-3.1 §6.4.2): like [`Mpi::create`], but collective
@@ -603,13 +611,13 @@ impl<P: Port> Mpi<P> {
             .iter()
             .filter_map(|&w| c.group.rank_of(w))
             .collect();
-        let ctx = self.new_ctx_among(c, &members, -1_000_000 - (tag & 0x00ff_ffff))?;
-        Ok(Some(Arc::new(CommData::new(ctx, g.clone(), rank, None))))
+        let l = self.agree_among(c, members, -1_000_000 - (tag & 0x00ff_ffff))?;
+        Ok(Some(Arc::new(CommData::leased(&l, g.clone(), rank, None))))
     }
 
     /// `MPI_Comm_compare`.
     pub fn compare(a: &CommData, b: &CommData) -> Compare {
-        if a.ctx == b.ctx && a.group == b.group && a.peers() == b.peers() {
+        if a.ctx() == b.ctx() && a.group == b.group && a.peers() == b.peers() {
             return Compare::Ident;
         }
         if a.inter.is_some() != b.inter.is_some() {
@@ -706,7 +714,7 @@ impl<P: Port> Mpi<P> {
         c.intra("a topology constructor")?;
         let color = if c.rank < n { 0 } else { UNDEFINED };
         let sub = self.split(c, color, c.rank as i32)?;
-        Ok(sub.map(|s| Arc::new(CommData::new(s.ctx, s.group.clone(), s.rank, Some(topo)))))
+        Ok(sub.map(|s| Arc::new(s.with_topo(Some(topo)))))
     }
 
     /// `MPI_Graph_create` (no reordering, MPI-3.1 §7.5.3): the first `index.len()` ranks of
@@ -830,12 +838,9 @@ impl<P: Port> Mpi<P> {
             .filter(kept)
             .map(|i| periods[i])
             .collect();
-        Ok(Arc::new(CommData::new(
-            sub.ctx,
-            sub.group.clone(),
-            sub.rank,
-            Some(Topology::Cart { dims, periods }),
-        )))
+        Ok(Arc::new(
+            sub.with_topo(Some(Topology::Cart { dims, periods })),
+        ))
     }
 
     /// `MPI_Dist_graph_create_adjacent` (no reordering): a duplicate of `c` carrying this
@@ -860,15 +865,10 @@ impl<P: Port> Mpi<P> {
             }
         }
         let d = self.dup(c)?;
-        Ok(Arc::new(CommData::new(
-            d.ctx,
-            d.group.clone(),
-            d.rank,
-            Some(Topology::DistGraph {
-                sources,
-                dests,
-                weighted,
-            }),
-        )))
+        Ok(Arc::new(d.with_topo(Some(Topology::DistGraph {
+            sources,
+            dests,
+            weighted,
+        }))))
     }
 }

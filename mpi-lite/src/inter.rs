@@ -10,29 +10,29 @@
 //! between the groups); a message's source is the sender's rank in its own group, which is
 //! its rank in the receiver's remote group, so matching is that of intracommunicators.
 //!
-//! Context ids are agreed as for intracommunicators (the maximum of every member's next
-//! free id), over the two groups: each group finds its maximum, the two leaders swap theirs
-//! (`MPI_Intercomm_create`: over the peer communicator with the caller's tag; later calls:
-//! over the intercommunicator's collective context), and each leader broadcasts the larger
-//! one in its group. An intercommunicator takes two contexts (`ctx`, `ctx + 1` between the
-//! groups, `ctx + 2`, `ctx + 3` its local communicator), so every member moves past
-//! `ctx + 4`.
+//! Context ids are agreed as for intracommunicators ([`crate::ctxid`]: ids free at every
+//! member, ANDed), over the two groups: each group ANDs its members' offers, the two
+//! leaders swap theirs (`MPI_Intercomm_create`: over the peer communicator with the
+//! caller's tag; later calls: over the intercommunicator's collective context), and each
+//! leader broadcasts the other's in its group. An intercommunicator takes two consecutive
+//! context slots (`ctx`, `ctx + 1` between the groups, `ctx + 2`, `ctx + 3` its local
+//! communicator).
 
 use std::sync::Arc;
 
 use skifch::Port;
 
 use crate::comm::{CommData, Mpi, UNDEFINED};
-use crate::engine::{Envelope, Mode};
+use crate::ctxid::{Lease, Parties};
+use crate::engine::{Envelope, Mode, ReqId};
 use crate::error::{Error, Result};
 use crate::group::Group;
 use crate::mem::UserBuf;
+use crate::nbc::Plan;
 
 /// `MPI_ROOT`: the root of an intercommunicator collective names itself so.
 pub const ROOT: i32 = -3;
 
-/// Tag of the local maximum of next free context ids (on a local communicator).
-const T_LOCAL_MAX: i32 = -14;
 /// Tag of the leaders' swap on an intercommunicator's collective context.
 const T_LEADERS: i32 = -16;
 /// Tag of the leaders' swap in the barrier.
@@ -91,9 +91,9 @@ impl CommData {
 }
 
 /// An intercommunicator of contexts `ctx..ctx + 4` (see the module's docs).
-fn inter_comm(ctx: u16, group: Group, rank: usize, remote: Group) -> Arc<CommData> {
-    let local = Arc::new(CommData::new(ctx + 2, group.clone(), rank, None));
-    let mut d = CommData::new(ctx, group, rank, None);
+fn inter_comm(ctx: &Arc<Lease>, group: Group, rank: usize, remote: Group) -> Arc<CommData> {
+    let local = Arc::new(CommData::leased(ctx, group.clone(), rank, None).shifted(1));
+    let mut d = CommData::leased(ctx, group, rank, None);
     d.inter = Some(Arc::new(Inter { remote, local }));
     Arc::new(d)
 }
@@ -151,82 +151,125 @@ impl<P: Port> Mpi<P> {
         self.swap_var(out, x.remote.ranks()[0], c.coll_env(0, tag), data)
     }
 
-    /// Agrees on `n` fresh contexts (`2n` ids) over two groups: `local` is this group's
+    /// Gives the other group `mine` and returns theirs: `local` is this group's
     /// intracommunicator, `leader` its leader, who calls `swap` to give the other leader
-    /// this group's maximum and `payload` and get theirs. Returns the first id and the
-    /// other group's payload (every member of both groups gets the same id).
+    /// `mine` and get theirs, then broadcasts it in the group.
     ///
     /// # Collective Operation
     /// Every member of both groups; if the leader's swap fails, every member of its group
     /// fails with its error's text.
-    fn agree_two(
+    fn two_way(
         &self,
         local: &CommData,
         leader: usize,
-        n: u16,
-        payload: &[u8],
+        mine: &[u8],
         swap: impl FnOnce(&[u8]) -> Result<Vec<u8>>,
-    ) -> Result<(u16, Vec<u8>)> {
-        // Held across the agreement (see the field): one communicator creation at a time.
-        let mut next = self.next_ctx.lock().unwrap_or_else(|p| p.into_inner());
-        let all = self.exchange(local, T_LOCAL_MAX, &next.to_le_bytes())?;
-        let lmax = all
-            .iter()
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .max()
-            .unwrap_or(0);
-        // The leader's word: 1 and the context then the other group's payload, or 0 and
-        // its error (so the group fails with it instead of waiting for a broadcast).
+    ) -> Result<Vec<u8>> {
+        // The leader's word: 1 then the other group's bytes, or 0 and its error (so the
+        // group fails with it instead of waiting for a broadcast).
         let mut failed = None;
-        let msg = if local.rank == leader {
-            let mut m = bytes_of([lmax as u32]);
-            m.extend_from_slice(payload);
-            Some(match swap(&m).and_then(|t| Ok((u32_at(&t, 0)?, t))) {
-                Ok((rmax, t)) => {
-                    let mut o = bytes_of([1, rmax.max(lmax as u32)]);
-                    o.extend_from_slice(&t[4..]);
-                    o
-                }
-                Err(e) => {
-                    let mut o = bytes_of([0]);
-                    o.extend_from_slice(e.to_string().as_bytes());
-                    failed = Some(e);
-                    o
-                }
-            })
-        } else {
-            None
-        };
+        let msg = (local.rank == leader).then(|| match swap(mine) {
+            Ok(t) => [&[1u8][..], &t].concat(),
+            Err(e) => {
+                let o = [&[0u8][..], e.to_string().as_bytes()].concat();
+                failed = Some(e);
+                o
+            }
+        });
         let got = self.bcast_bytes(local, leader, msg)?;
         if let Some(e) = failed {
             return Err(e);
         }
-        if u32_at(&got, 0)? == 0 {
-            let why = String::from_utf8_lossy(&got[4..]);
-            return Err(Error::Comm(format!("the group's leader failed: {why}")));
+        match got.split_first() {
+            Some((1, t)) => Ok(t.to_vec()),
+            _ => {
+                let why = String::from_utf8_lossy(got.get(1..).unwrap_or_default());
+                Err(Error::Comm(format!("the group's leader failed: {why}")))
+            }
         }
-        let ctx = u32_at(&got, 1)?;
-        if ctx + 2 * n as u32 > u16::MAX as u32 - 2 {
-            return Err(Error::Intern(
-                "out of communicator context ids (32 766 communicators created)".into(),
-            ));
-        }
-        let ctx = ctx as u16;
-        *next = (*next).max(ctx + 2 * n);
-        Ok((ctx, got[8..].to_vec()))
     }
 
-    /// [`Mpi::agree_two`] over an existing intercommunicator.
+    /// Agrees on `n` fresh contexts (`2n` ids) over two groups (see [`Mpi::two_way`] for
+    /// `local` and `leader`) and swaps `payload` with the other group: `link` gives the
+    /// leader its link to the other leader (the envelope it sends with, the world rank it
+    /// sends to, the envelope it receives), used for the payload and then by the
+    /// agreement, the schedule `p`'s rounds. `key` names the agreement from the other
+    /// group's payload (equal in both groups; `None`: by `p`). Returns the contexts and
+    /// the other group's payload.
+    ///
+    /// # Collective Operation
+    /// Every member of both groups.
+    #[allow(clippy::too_many_arguments)] // the parts of a two-group agreement
+    fn agree_two(
+        &self,
+        p: Plan<'_>,
+        local: &CommData,
+        leader: usize,
+        n: usize,
+        payload: &[u8],
+        key: impl FnOnce(&[u8]) -> Option<u64>,
+        link: impl FnOnce() -> Result<(Envelope, u32, Envelope)>,
+    ) -> Result<(Arc<Lease>, Vec<u8>)> {
+        let mut bridge = None;
+        let theirs = self.two_way(local, leader, payload, |m| {
+            let (out, dst, from) = link()?;
+            bridge = Some((out, dst, from));
+            self.swap_var(out, dst, from, m)
+        })?;
+        let who = Parties {
+            local,
+            members: (0..local.size()).collect(),
+            bridge,
+            two: true,
+        };
+        let ctx = self.agree_with(p, who, n, key(&theirs))?;
+        Ok((ctx, theirs))
+    }
+
+    /// The parties of an agreement over intercommunicator `c`'s two groups, its leaders
+    /// linked on its collective context with `tag`.
+    fn inter_parties<'a>(c: &CommData, x: &'a Inter, tag: i32) -> Parties<'a> {
+        let link = (c.coll_env(0, tag), x.remote.ranks()[0], c.coll_env(0, tag));
+        Parties {
+            local: &x.local,
+            members: (0..x.local.size()).collect(),
+            bridge: (c.rank == 0).then_some(link),
+            two: true,
+        }
+    }
+
+    /// [`Mpi::agree_two`] over an existing intercommunicator (the payload swapped with
+    /// [`T_LEADERS`], the agreement with the call's collective tag on `c`).
     fn agree_inter(
         &self,
         c: &CommData,
         x: &Inter,
-        n: u16,
+        n: usize,
         payload: &[u8],
-    ) -> Result<(u16, Vec<u8>)> {
-        self.agree_two(&x.local, 0, n, payload, |m| {
+    ) -> Result<(Arc<Lease>, Vec<u8>)> {
+        let theirs = self.two_way(&x.local, 0, payload, |m| {
             self.leaders_swap(c, x, T_LEADERS, m)
-        })
+        })?;
+        let p = self.plan(c, 0);
+        let who = Self::inter_parties(c, x, p.tag);
+        Ok((self.agree_with(p, who, n, None)?, theirs))
+    }
+
+    /// `MPI_Comm_idup` of an intercommunicator: [`Mpi::inter_dup`] with the agreement
+    /// running in the engine (the communicator gets its contexts when it completes).
+    pub(crate) fn inter_idup(&self, c: &CommData, x: &Inter) -> Result<(Arc<CommData>, ReqId)> {
+        let local = Arc::new(CommData::pending(c.group.clone(), c.rank, None));
+        let mut d = CommData::pending(c.group.clone(), c.rank, None);
+        d.inter = Some(Arc::new(Inter {
+            remote: x.remote.clone(),
+            local,
+        }));
+        let d = Arc::new(d);
+        let fill = d.clone();
+        let p = self.plan(c, 0);
+        let who = Self::inter_parties(c, x, p.tag);
+        let req = self.start_agreement(p, who, 2, None, Box::new(move |l| fill.settle(l)))?;
+        Ok((d, req))
     }
 
     /// `MPI_Intercomm_create` (MPI-3.1 §6.6.2): an intercommunicator between the group of
@@ -257,7 +300,14 @@ impl<P: Port> Mpi<P> {
                 ))
             })?;
         let payload = bytes_of(local.group.ranks().iter().copied());
-        let (ctx, theirs) = self.agree_two(local, leader, 2, &payload, |m| {
+        // Named by the two groups' first world ranks (the same on both sides).
+        let first = local.group.ranks()[0];
+        let pair = move |t: &[u8]| {
+            let other = u32_at(t, 0).unwrap_or(u32::MAX);
+            Some((u64::from(first.min(other)) << 32) | u64::from(first.max(other)))
+        };
+        let p = self.plan(local, 0);
+        let (ctx, theirs) = self.agree_two(p, local, leader, 2, &payload, pair, || {
             let peer = peer.ok_or_else(|| {
                 Error::Comm("peer_comm is MPI_COMM_NULL at the local leader".into())
             })?;
@@ -269,7 +319,7 @@ impl<P: Port> Mpi<P> {
                     "remote_leader is the local leader itself (the groups must be disjoint)".into(),
                 ));
             }
-            self.swap_var(out, dst, from, m)
+            Ok((out, dst, from))
         })?;
         let remote = Group::from_ranks(words(&theirs));
         if remote
@@ -281,7 +331,7 @@ impl<P: Port> Mpi<P> {
                 "MPI_Intercomm_create: the local and remote groups overlap".into(),
             ));
         }
-        Ok(inter_comm(ctx, local.group.clone(), local.rank, remote))
+        Ok(inter_comm(&ctx, local.group.clone(), local.rank, remote))
     }
 
     /// `MPI_Intercomm_merge` (MPI-3.1 §6.6.2): an intracommunicator of both groups, the
@@ -308,8 +358,8 @@ impl<P: Port> Mpi<P> {
         } else {
             ([r, l].concat(), r.len() + c.rank)
         };
-        Ok(Arc::new(CommData::new(
-            ctx,
+        Ok(Arc::new(CommData::leased(
+            &ctx,
             Group::from_ranks(ranks),
             rank,
             None,
@@ -318,8 +368,10 @@ impl<P: Port> Mpi<P> {
 
     /// `MPI_Comm_dup` of an intercommunicator: same groups, new contexts.
     pub(crate) fn inter_dup(&self, c: &CommData, x: &Inter) -> Result<Arc<CommData>> {
-        let (ctx, _) = self.agree_inter(c, x, 2, &[])?;
-        Ok(inter_comm(ctx, c.group.clone(), c.rank, x.remote.clone()))
+        let p = self.plan(c, 0);
+        let who = Self::inter_parties(c, x, p.tag);
+        let ctx = self.agree_with(p, who, 2, None)?;
+        Ok(inter_comm(&ctx, c.group.clone(), c.rank, x.remote.clone()))
     }
 
     /// `MPI_Comm_split` of an intercommunicator (MPI-3.1 §6.4.2): the members of each
@@ -364,7 +416,7 @@ impl<P: Port> Mpi<P> {
             .ok_or_else(|| Error::Intern("split lost this process".into()))?;
         let local = Group::from_ranks(lm.iter().map(|&r| c.world_of(r)).collect());
         let remote = Group::from_ranks(rm.iter().map(|&r| x.remote.ranks()[r]).collect());
-        Ok(Some(inter_comm(ctx, local, rank, remote)))
+        Ok(Some(inter_comm(&ctx, local, rank, remote)))
     }
 
     /// `MPI_Comm_create` of an intercommunicator (MPI-3.1 §6.4.2): `g` (a subgroup of the
@@ -385,7 +437,7 @@ impl<P: Port> Mpi<P> {
         let remote = Group::from_ranks(words(&theirs));
         let me = c.world_of(c.rank);
         Ok(match g.rank_of(me) {
-            Some(rank) if remote.size() > 0 => Some(inter_comm(ctx, g.clone(), rank, remote)),
+            Some(rank) if remote.size() > 0 => Some(inter_comm(&ctx, g.clone(), rank, remote)),
             _ => None,
         })
     }

@@ -45,6 +45,7 @@ pub use error::{Error, Result};
 pub mod api;
 pub mod coll;
 pub mod comm;
+pub mod ctxid;
 pub mod inter;
 pub mod intercoll;
 mod internbc;

@@ -54,6 +54,8 @@ impl<'a> Plan<'a> {
         // (and their queues' allocations) reused instead of one new key per call.
         let seq = c.coll_seq.fetch_add(1, Ordering::Relaxed);
         let tag = NBC_TAG_BASE - (seq & (NBC_TAGS - 1)) as i32;
+        let mut s = s;
+        s.lease = c.lease().cloned();
         Plan { c, tag, s }
     }
     fn rank(&self) -> usize {

@@ -163,6 +163,27 @@ fn nonblocking_collectives() {
     }
 }
 
+/// Context ids: `MPI_Comm_idup` started in different orders and behind messages, many at
+/// once; more communicator creations and frees than there are ids (33 000 with 2 ranks,
+/// 2 000 with 3 and 4 and under `MPI_THREAD_MULTIPLE`).
+#[test]
+fn context_ids_idup_and_reuse() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("ctxids", false);
+    let job = |n: u32, env: &[(&str, &str)], cycles: Option<&str>| {
+        let mut cmd = testing::skifrun_cmd(n, &[], &exe);
+        cmd.envs(env.iter().copied()).args(cycles);
+        testing::run_job(cmd, Duration::from_secs(300))
+            .expect_ok(&format!("ctxids with {n} ranks {env:?} {cycles:?}"));
+    };
+    job(2, &[], None);
+    job(3, &[], Some("2000"));
+    job(4, &[], Some("2000"));
+    job(3, &[("MPI_TEST_THREAD_LEVEL", "3")], Some("2000"));
+}
+
 #[test]
 fn communicator_breadth_and_no_dynamic_processes() {
     check("commx", &[]);

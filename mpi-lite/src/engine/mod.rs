@@ -71,7 +71,7 @@ use protocol::{
     env_word, on_message, send_eager, send_reply, H_ACK, H_CANCEL, H_CANCELLED, H_CTS, H_DATA,
     H_EAGER, H_EAGER_S, H_RTS, H_SYNC,
 };
-pub use sched::{Local, Range, Sched, Step};
+pub use sched::{Hook, Local, Range, Sched, Step};
 pub use state::State;
 use state::{FxMap, Req, ReqKind};
 pub use threads::{wrong_thread, Engine, Outcome, Reaper};

@@ -13,11 +13,14 @@
 //! complete — so a nonblocking collective progresses whatever call the program waits in,
 //! and a waiting rank still serves its part of the others' schedules.
 
+use std::sync::Arc;
+
 use skifch::coll::Reducer;
 use skifch::Port;
 
 use super::state::{Req, ReqKind, Stash, Unex};
 use super::{Core, Envelope, Mode, ReqId, State, Status, SENT};
+use crate::ctxid::Lease;
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
 use crate::op::Red;
@@ -51,6 +54,16 @@ pub enum Local {
         /// To.
         dst: Range,
     },
+    /// Step `0` of the schedule's [`Hook`].
+    Call(u8),
+}
+
+/// Local steps of a schedule's own ([`Local::Call`]), e.g. a context agreement's
+/// decisions; may send the schedule back to an earlier round.
+pub trait Hook: Send {
+    /// Runs step `which` over the scratch: `Some(i)` — go on from step `i` (the first of
+    /// a round) instead of the next one.
+    fn call(&mut self, which: u8, buf: &mut [u8]) -> Result<Option<usize>>;
 }
 
 /// One step of a schedule. A round is its transfers, then its local steps, then `Next`.
@@ -78,6 +91,12 @@ pub struct Sched {
     pub red: Option<Red>,
     /// At the end: each program buffer gets `buf[offset..]` (its packed length).
     pub out: Vec<(UserBuf, usize)>,
+    /// The [`Local::Call`] steps' code.
+    pub hook: Option<Box<dyn Hook>>,
+    /// The communicator's context slots, held while the schedule runs (MPI-3.1 §6.4.3:
+    /// it completes normally after `MPI_Comm_free`, and no new communicator takes them
+    /// meanwhile).
+    pub lease: Option<Arc<Lease>>,
 }
 
 impl Sched {
@@ -90,6 +109,8 @@ impl Sched {
             at: 0,
             red: None,
             out: Vec::new(),
+            hook: None,
+            lease: None,
         })
     }
 
@@ -106,6 +127,8 @@ impl Sched {
         self.at = 0;
         self.red = None;
         self.out.clear();
+        self.hook = None;
+        self.lease = None;
         self.buf.clear();
         self.buf.capacity() <= SPARE_SCRATCH
     }
@@ -115,9 +138,27 @@ impl Sched {
         self.steps.push(s);
     }
 
-    fn apply(&mut self, op: Local) -> Result<()> {
+    /// The index the next pushed step gets (for a [`Hook`]'s jumps).
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether no step is pushed yet.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Applies local step `op`: `Some(i)` — a hook sends the schedule on from step `i`.
+    fn apply(&mut self, op: Local) -> Result<Option<usize>> {
         let sl = |r: Range| r.0..r.0 + r.1;
         match op {
+            Local::Call(which) => {
+                let h = self
+                    .hook
+                    .as_mut()
+                    .ok_or_else(|| Error::Intern("schedule calls without a hook".into()))?;
+                return h.call(which, &mut self.buf);
+            }
             Local::Copy { src, dst } => self.buf.copy_within(sl(src), dst.0),
             Local::Reduce {
                 src,
@@ -154,7 +195,7 @@ impl Sched {
                 }
             }
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -305,15 +346,25 @@ impl<P: Port> Core<P> {
                 self.end(run, Some(e));
                 return Ok(true);
             }
-            // The finished round's local steps, then its end.
+            // The finished round's local steps, then its end (or a hook's jump).
+            let mut jump = None;
             while let Some(&Step::Op(op)) = run.sched.steps.get(run.sched.at) {
                 run.sched.at += 1;
-                if let Err(e) = run.sched.apply(op) {
-                    self.end(run, Some(e));
-                    return Ok(true);
+                match run.sched.apply(op) {
+                    Ok(None) => {}
+                    Ok(Some(to)) => {
+                        jump = Some(to);
+                        break;
+                    }
+                    Err(e) => {
+                        self.end(run, Some(e));
+                        return Ok(true);
+                    }
                 }
             }
-            if let Some(Step::Next) = run.sched.steps.get(run.sched.at) {
+            if let Some(to) = jump {
+                run.sched.at = to;
+            } else if let Some(Step::Next) = run.sched.steps.get(run.sched.at) {
                 run.sched.at += 1;
             }
             if run.sched.at >= run.sched.steps.len() {

@@ -333,7 +333,7 @@ impl Win {
             (Flavor::Shared, Reach::Mapped { base, .. }) => base as usize,
             _ => base,
         };
-        let id = u32::from(comm.ctx);
+        let id = u32::from(comm.ctx());
         // Served on both paths: the message path's operations, and every window's
         // post/start/complete/wait notices.
         let reach = members[me].reach;

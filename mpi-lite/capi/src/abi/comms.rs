@@ -43,10 +43,20 @@ mpi_fn!(MPI_Comm_rank, PMPI_Comm_rank, (comm: c_int, rank: *mut c_int) -> c_int 
 /// through their copy callbacks (called with the state lock released); a failing callback
 /// frees the new communicator again. `MPI_Comm_dup` and the calls made of it.
 pub(crate) fn dup_comm(name: &'static str, comm: c_int) -> Result<c_int> {
-    let hd = with_state(name, |st| {
+    dup_comm_by(name, comm, |st, c| Ok((st.mpi.dup(c)?, ()))).map(|(hd, _)| hd)
+}
+
+/// [`dup_comm`] with the duplicate made by `make` (which may return more, e.g.
+/// `MPI_Comm_idup`'s request).
+pub(crate) fn dup_comm_by<T>(
+    name: &'static str,
+    comm: c_int,
+    make: impl FnOnce(&CState, &CommData) -> Result<(Arc<CommData>, T)>,
+) -> Result<(c_int, T)> {
+    let (hd, more) = with_state(name, |st| {
         let c = st.comm(comm)?;
-        let d = st.mpi.dup(&c)?;
-        st.add_child(comm, d)
+        let (d, more) = make(st, &c)?;
+        Ok((st.add_child(comm, d)?, more))
     })?;
     if let Err(e) = attrs::copy_all(name, attrs::Kind::Comm, comm, hd) {
         let _ = attrs::delete_all(name, attrs::Kind::Comm, hd);
@@ -56,7 +66,7 @@ pub(crate) fn dup_comm(name: &'static str, comm: c_int) -> Result<c_int> {
         });
         return Err(e);
     }
-    Ok(hd)
+    Ok((hd, more))
 }
 
 mpi_fn!(MPI_Comm_dup, PMPI_Comm_dup, (comm: c_int, newcomm: *mut c_int) -> c_int {

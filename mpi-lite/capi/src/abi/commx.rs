@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use mpi_lite::{Error, Result};
 
-use super::comms::dup_comm;
+use super::comms::{dup_comm, dup_comm_by};
 use super::misc::{add_info, info};
 use super::p2p::req_handle;
 use super::{arr, mpi_fn, put};
@@ -62,14 +62,13 @@ mpi_fn!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm: c_int, group: c_in
 });
 
 mpi_fn!(MPI_Comm_idup, PMPI_Comm_idup, (comm: c_int, newcomm: *mut c_int, request: *mut c_int) -> c_int {
-    // The duplicate is made at once (the context agreement is a blocking exchange): the
-    // request is complete when returned. Correct, though it gives no overlap.
+    // The handle exists at once (attributes copied now, §6.7.2); its context comes when
+    // the request completes.
     call_steps("MPI_Comm_idup", comm, || {
         if newcomm.is_null() || request.is_null() {
             return Err(Error::Arg("MPI_Comm_idup: newcomm or request is NULL".into()));
         }
-        let hd = dup_comm("MPI_Comm_idup", comm)?;
-        let id = with_state("MPI_Comm_idup", |st| st.mpi.engine().done_request())?;
+        let (hd, id) = dup_comm_by("MPI_Comm_idup", comm, |st, c| st.mpi.idup(c))?;
         // SAFETY: the caller's handles (checked non-null).
         unsafe {
             put(newcomm, hd, "newcomm")?;
