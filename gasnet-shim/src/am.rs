@@ -231,6 +231,8 @@ pub(crate) trait Out {
     /// Sends a message of [`Out::prepare`] with its first `len` payload bytes.
     fn commit(&mut self, p: Prepared, arg: u32, args: &[u64; 3], len: usize);
     fn send(&mut self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> skifch::Result<()>;
+    /// [`Out::send`] of a message without payload (an AM Short): proto's header-only send.
+    fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> skifch::Result<()>;
     fn try_send(
         &mut self,
         dst: u32,
@@ -260,6 +262,9 @@ impl<P: Port, C> Out for Endpoint<P, C> {
     fn send(&mut self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> skifch::Result<()> {
         Endpoint::send(self, dst, h, arg, args, data)
     }
+    fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> skifch::Result<()> {
+        Endpoint::send_header(self, dst, h, arg, args)
+    }
     fn try_send(
         &mut self,
         dst: u32,
@@ -287,6 +292,9 @@ impl<P: Port> Out for Io<'_, P> {
     }
     fn send(&mut self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> skifch::Result<()> {
         Io::send(self, dst, h, arg, args, data)
+    }
+    fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> skifch::Result<()> {
+        Io::send_header(self, dst, h, arg, args)
     }
     fn try_send(
         &mut self,
@@ -499,7 +507,11 @@ impl Token<'_> {
         medium_fits(cat, args.len(), data.len(), self.lim)?;
         let (meta, w) = (meta(index, args.len(), cat, true), pack_args(args));
         let n = args.len().div_ceil(2);
-        self.out.send(self.src, H_AM, meta, &w[..n], data)?;
+        if data.is_empty() {
+            self.out.send_header(self.src, H_AM, meta, &w[..n])?;
+        } else {
+            self.out.send(self.src, H_AM, meta, &w[..n], data)?;
+        }
         self.replied = true;
         Ok(())
     }
@@ -584,9 +596,26 @@ fn on_ldata<P: Port>(ctx: &mut Ctx, _io: &mut Io<'_, P>, am: &Am<'_>) -> skifch:
     }
 }
 
+/// A Short with its arguments in the header words (every Short of at most 6 arguments):
+/// no payload to look at (bits 13-14 and 16 of the small argument clear).
+const SHORT_MASK: u32 = 3 << 13 | F_PREFIX;
+
 fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Result<()> {
     let meta = am.arg();
-    let index = meta as u8;
+    if meta & SHORT_MASK == 0 {
+        // The Short fast path: the arguments from the header words, no payload, no
+        // 16-slot argument array.
+        let nargs = ((meta >> 8) & 31) as usize;
+        if nargs > 6 {
+            return fail(ctx, Error::Protocol(format!("{nargs} AM header arguments")));
+        }
+        let mut args = [0u32; 6];
+        let w = am.args();
+        for (i, a) in args[..nargs].iter_mut().enumerate() {
+            *a = (w.get(i / 2).copied().unwrap_or(0) >> (32 * (i % 2))) as u32;
+        }
+        return run(ctx, io, am.src(), meta, Category::Short, &[], (0, 0), &args[..nargs]);
+    }
     let nargs = ((meta >> 8) & 31) as usize;
     let Some(cat) = Category::from_code((meta >> 13) & 3) else {
         return fail(
@@ -644,13 +673,32 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
             (dest, len)
         }
     };
+    run(ctx, io, am.src(), meta, cat, data, (buf, len), &args[..nargs])
+}
+
+/// Calls the handler of the AM with small argument `meta` from `src`: a Medium's
+/// payload in `data`, `buf`/`len` what a C handler gets (Medium or Long), `args` its
+/// arguments.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn run<P: Port>(
+    ctx: &mut Ctx,
+    io: &mut Io<'_, P>,
+    src: u32,
+    meta: u32,
+    cat: Category,
+    data: &[u8],
+    (buf, len): (usize, usize),
+    args: &[u32],
+) -> skifch::Result<()> {
+    let index = meta as u8;
     let Some(entry) = ctx.table.get(index as usize).and_then(|e| e.as_ref()) else {
         let rank = ctx.rank;
         return fail(ctx, Error::Unregistered { index, rank });
     };
     let lim = ctx.limits.unwrap_or(Limits { max_msg: 4096 });
     let mut tok = Token {
-        src: am.src(),
+        src,
         is_req: meta & F_REPLY == 0,
         cat,
         rec: &*entry.rec,
@@ -670,11 +718,11 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
                 Category::Medium => Data::Medium(data),
                 Category::Long => Data::Long { addr: buf, len },
             };
-            f(&mut tok, &args[..nargs], d)
+            f(&mut tok, args, d)
         }
         HandlerFn::C(fp) => {
             if let Some(inv) = ctx.invoke_c {
-                inv(fp, &mut tok, cat, buf, len, &args[..nargs]);
+                inv(fp, &mut tok, cat, buf, len, args);
             }
         }
     }

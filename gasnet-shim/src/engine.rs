@@ -477,7 +477,12 @@ impl<P: Port> Gasnet<P> {
         am::medium_fits(cat, args.len(), data.len(), self.limits)?;
         let (meta, w) = (am::meta(index, args.len(), cat, false), am::pack_args(args));
         let n = args.len().div_ceil(2);
-        if let Err(e) = ep.send(dst, am::H_AM, meta, &w[..n], data) {
+        let r = if data.is_empty() {
+            ep.send_header(dst, am::H_AM, meta, &w[..n])
+        } else {
+            ep.send(dst, am::H_AM, meta, &w[..n], data)
+        };
+        if let Err(e) = r {
             self.alive()?;
             return Err(e.into());
         }
@@ -522,10 +527,19 @@ impl<P: Port> Gasnet<P> {
     /// Runs handlers of arrived AMs once, without waiting (`gasnet_AMPoll`); returns how
     /// many messages were dispatched. A no-op inside a handler.
     pub fn poll(&self) -> Result<usize> {
+        self.poll_with(|ep| ep.poll_ready())
+    }
+
+    /// [`Gasnet::poll`] through `f`, the endpoint's poll to use.
+    #[inline(always)]
+    fn poll_with(
+        &self,
+        f: impl FnOnce(&mut Endpoint<P, Ctx>) -> skifch::Result<usize>,
+    ) -> Result<usize> {
         let Some(mut ep) = self.ep_or_handler()? else {
             return Ok(0);
         };
-        let r = ep.poll_ready();
+        let r = f(&mut ep);
         self.check_failed(&mut ep)?;
         match r {
             Ok(n) => Ok(n),
@@ -539,7 +553,9 @@ impl<P: Port> Gasnet<P> {
     /// One step of a wait loop (`GASNET_BLOCKUNTIL`): polls; when idle, backs off on
     /// `idle` and checks every 64 idle steps that no rank is lost.
     pub fn wait_step(&self, idle: &mut Backoff) -> Result<()> {
-        let n = self.poll()?;
+        // One message per step: the caller's condition is tested between steps, so the
+        // answer of a round trip ends the wait without a second, empty receive.
+        let n = self.poll_with(|ep| ep.poll_ready_one())?;
         if n > 0 {
             idle.reset();
             return Ok(());

@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::driver::{iov_total, Port, RawMessage, RawSeg, Reserved, SendMode, Token};
-use crate::wait::{wait_until, WaitPolicy};
+use crate::wait::{wait_until, wait_until_by, WaitPolicy};
 use crate::{Error, NetAddr, Result};
 
 /// One open channel (a port of this rank): send to any address, receive what is sent to
@@ -237,7 +237,14 @@ impl<P: Port> Channel<P> {
 
     /// Waits until a message is ready (not consumed) — `SkifCh_Wait`. `None` waits forever.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
-        self.wait_deadline(timeout.map(|t| Instant::now() + t))
+        // The deadline is read from the clock only if the hot polls find nothing: a
+        // message within a round trip ends the wait without a clock read.
+        wait_until_by(
+            self.policy.get(),
+            &self.waiter,
+            || timeout.map(|t| Instant::now() + t),
+            || self.port().ready(),
+        )
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> Result<()> {

@@ -73,17 +73,45 @@ impl Default for WaitPolicy {
 /// Idle polls before a spinning waiter yields its CPU once.
 const SPINS_BEFORE_YIELD: u32 = 1 << 14;
 
+/// Polls a spinning wait makes without `pause` before anything else (no clock read
+/// either): a peer's answer within a round trip is seen as soon as its cache line
+/// arrives. `pause` takes ~110-130 cycles here (≈ 45 ns, AMD EPYC under KVM), so a
+/// `pause` per empty poll added half of that on average to every hand-over; 512 polls of
+/// a few loads are a few microseconds, after which the wait pauses, yields and sleeps as
+/// its policy says.
+pub const HOT_POLLS: u32 = 512;
+
 /// Waits until `ready()` says yes, following `policy`; `deadline` bounds the wait.
 /// `ready` returns errors (e.g. peer lost) which end the wait.
 pub fn wait_until<W: Waiter>(
     policy: WaitPolicy,
     waiter: &W,
     deadline: Option<Instant>,
+    ready: impl FnMut() -> Result<bool>,
+) -> Result<()> {
+    wait_until_by(policy, waiter, || deadline, ready)
+}
+
+/// [`wait_until`] whose deadline is computed (`deadline()`, a clock read) only once the
+/// hot polls ([`HOT_POLLS`]) found nothing: a wait for a relative time ends a round trip
+/// without reading the clock.
+pub fn wait_until_by<W: Waiter>(
+    policy: WaitPolicy,
+    waiter: &W,
+    deadline: impl FnOnce() -> Option<Instant>,
     mut ready: impl FnMut() -> Result<bool>,
 ) -> Result<()> {
     if ready()? {
         return Ok(());
     }
+    if policy != WaitPolicy::Block {
+        for _ in 0..HOT_POLLS {
+            if ready()? {
+                return Ok(());
+            }
+        }
+    }
+    let deadline = deadline();
     let start = Instant::now();
     let spin_for = match policy {
         WaitPolicy::Spin => None,
@@ -163,6 +191,7 @@ pub fn wait_until<W: Waiter>(
 #[derive(Clone, Debug)]
 pub struct Backoff {
     n: u32,
+    hot: u32,
     spins: u32,
     yields: u32,
     nap: Duration,
@@ -186,16 +215,27 @@ impl Backoff {
     pub const fn with(spins: u32, yields: u32, nap: Duration) -> Backoff {
         Backoff {
             n: 0,
+            hot: 0,
             spins,
             yields,
             nap,
         }
     }
 
+    /// The first `hot` polls of this back-off (counted within its spins) go without
+    /// `pause` (see [`HOT_POLLS`]): for a wait on a peer's answer that usually comes
+    /// within a round trip (GASNet's `GASNET_BLOCKUNTIL`).
+    pub const fn hot(mut self, hot: u32) -> Backoff {
+        self.hot = hot;
+        self
+    }
+
     /// Waits a little before the next poll, longer the more polls came back empty.
     #[inline]
     pub fn snooze(&mut self) {
-        if self.n < self.spins {
+        if self.n < self.hot {
+            // Poll again at once: the answer is seen as soon as its line arrives.
+        } else if self.n < self.spins {
             std::hint::spin_loop();
         } else if self.n - self.spins < self.yields {
             std::thread::yield_now();

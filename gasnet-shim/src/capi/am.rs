@@ -113,16 +113,28 @@ impl Inj {
     fn of_key(key: u32, buf: *const c_void, nbytes: usize, a: *const i32) -> Inj {
         Inj {
             handler: key as u8,
-            cat: ((key >> 8) & 3) as c_int,
+            cat: key_cat(key),
             buf,
             nbytes,
             dest: std::ptr::null_mut(),
             lc_opt: std::ptr::null_mut(),
             flags: 0,
-            nargs: ((key >> 16) & 31) as c_int,
+            nargs: key_nargs(key),
             a,
         }
     }
+}
+
+/// A fast entry key's category (see [`KEY_LEGACY`]).
+#[inline(always)]
+fn key_cat(key: u32) -> c_int {
+    ((key >> 8) & 3) as c_int
+}
+
+/// A fast entry key's argument count.
+#[inline(always)]
+fn key_nargs(key: u32) -> c_int {
+    ((key >> 16) & 31) as c_int
 }
 
 /// The AM fast entry's key (`GASNETC_AMKEY` in `gasnetex.h`): handler index (bits 0-7),
@@ -159,15 +171,16 @@ pub unsafe extern "C" fn gasnetc_am_request_fast(
     a: *const i32,
 ) -> c_int {
     let call = KeyName(key, false);
-    let at = Inj::of_key(key, buf, nbytes, a);
+    let (cat, nargs) = (key_cat(key), key_nargs(key));
     if let Some(gn) = world_fast(tm, rank) {
-        if let Some(cat) = inline_cat(at.cat, at.nargs, 0) {
+        if let Some(cat) = inline_cat(cat, nargs, 0) {
             let data = payload(&call, cat, buf, nbytes);
-            let args = args(&call, at.nargs, a);
-            ok(&call, gn.request_inline(rank, at.handler, cat, args, data));
+            let args = args(&call, nargs, a);
+            ok(&call, gn.request_inline(rank, key as u8, cat, args, data));
             return 0;
         }
     }
+    let at = Inj::of_key(key, buf, nbytes, a);
     // SAFETY: the caller's contract (the headers' arguments), forwarded.
     unsafe { request_any(&call, tm, rank, &at) }
 }
@@ -286,15 +299,16 @@ pub unsafe extern "C" fn gasnetc_am_reply_fast(
 ) -> c_int {
     let call = KeyName(key, true);
     let t = token(&call, tok);
-    let at = Inj::of_key(key, buf, nbytes, a);
-    if let Some(cat) = inline_cat(at.cat, at.nargs, 0) {
+    let (cat, nargs) = (key_cat(key), key_nargs(key));
+    if let Some(cat) = inline_cat(cat, nargs, 0) {
         let data = payload(&call, cat, buf, nbytes);
         ok(
             &call,
-            t.reply_inline(at.handler, cat, args(&call, at.nargs, a), data),
+            t.reply_inline(key as u8, cat, args(&call, nargs, a), data),
         );
         return 0;
     }
+    let at = Inj::of_key(key, buf, nbytes, a);
     // SAFETY: the caller's contract (the headers' arguments), forwarded.
     unsafe { reply_any(&call, t, &at) }
 }
@@ -449,11 +463,12 @@ pub extern "C" fn gasnet_AMPoll() -> c_int {
     OK
 }
 
-/// The back-off of `GASNET_BLOCKUNTIL`: it spins about 20 µs (as the channel's fixed wait
-/// policy) before it yields: a yield on a busy machine gives the CPU away for a time slice,
-/// far longer than an AM round trip.
+/// The back-off of `GASNET_BLOCKUNTIL`: its first polls go without `pause` (an AM round
+/// trip's answer is seen as its line arrives, `skifch::wait::HOT_POLLS`), then it spins
+/// about 20 µs (as the channel's fixed wait policy) before it yields: a yield on a busy
+/// machine gives the CPU away for a time slice, far longer than an AM round trip.
 const fn blockuntil_backoff() -> Backoff {
-    Backoff::with(2048, 1024, std::time::Duration::from_micros(50))
+    Backoff::with(2048, 1024, std::time::Duration::from_micros(50)).hot(skifch::wait::HOT_POLLS)
 }
 
 thread_local! {

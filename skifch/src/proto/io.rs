@@ -271,6 +271,19 @@ pub(super) trait Out {
     }
 }
 
+/// The wire header of a user message with `args` (at most 3: the caller checked) and no
+/// flags, built in place: `(bytes, length)`. The whole message of a header-only send
+/// ([`super::Endpoint::send_header`], [`Io::send_header`]).
+#[inline(always)]
+pub(super) fn header_only(h: u8, arg: u32, args: &[u64]) -> ([u8; 32], usize) {
+    let mut hb = [0u8; 32];
+    hb[..8].copy_from_slice(&header::word(h, args.len() as u8, 0, arg).to_le_bytes());
+    for (d, a) in hb[8..].chunks_exact_mut(8).zip(args) {
+        d.copy_from_slice(&a.to_le_bytes());
+    }
+    (hb, 8 + 8 * args.len().min(3))
+}
+
 /// Sends the channel message `hdr ++ data` whole: one iovec part when there is no payload
 /// (see [`Out::push_alone`]).
 #[inline(always)]
@@ -354,6 +367,19 @@ impl<P: Port> Io<'_, P> {
     pub fn send(&mut self, dst: u32, h: u8, arg: u32, args: &[u64], data: &[u8]) -> Result<()> {
         check_user(h, args)?;
         self.emit_fields(dst, h, 0, 0, arg, args, data)
+    }
+
+    /// [`Io::send`] of a message that is its header alone (no payload, at most 3
+    /// arguments): built in place and handed to the channel as one buffer, inline in the
+    /// caller — a handler's AM Short reply (GASNet) without the general encoder.
+    #[inline(always)]
+    pub fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
+        if h < FIRST_RESERVED && args.len() <= 3 && dst < self.st.size {
+            let (hb, n) = header_only(h, arg, args);
+            let msg = [IoSlice::new(&hb[..n])];
+            return self.st.push_or_queue(self.ch, dst, &msg);
+        }
+        self.send(dst, h, arg, args, &[])
     }
 
     /// Sends an active message only if the receiver's lane takes it now (see

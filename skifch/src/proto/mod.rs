@@ -314,6 +314,28 @@ impl<P: Port, C> Endpoint<P, C> {
         self.send(dst, h, arg, &[], data)
     }
 
+    /// [`Endpoint::send`] of a message that is its header alone (no payload, at most 3
+    /// arguments): built in place and handed to the channel as one buffer, inline in the
+    /// caller, the general encoder only when the lane is full (GASNet's AM Short request).
+    #[inline(always)]
+    pub fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
+        if h < FIRST_RESERVED && args.len() <= 3 && dst < self.io.size && self.io.queued == 0 {
+            let (hb, n) = io::header_only(h, arg, args);
+            let addr = NetAddr::new(dst as u16, self.io.port);
+            match self.ch.send_whole(addr, &[IoSlice::new(&hb[..n])]) {
+                Err(Error::WouldBlock) => {}
+                r => return r,
+            }
+        }
+        self.send_header_slow(dst, h, arg, args)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn send_header_slow(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
+        self.send(dst, h, arg, args, &[])
+    }
+
     /// As [`Endpoint::send`], but never waits: what does not fit the receiver's lane now is
     /// copied into the queue (as from a handler) and sent by later progress. `data` may be
     /// reused at once. For non-blocking sends (MPI `isend` eager, SHMEM `put_nbi`);

@@ -16,7 +16,7 @@ use crate::coll::{CollState, H_COLL};
 use crate::{Channel, Error, Message, Port, Result};
 
 /// Messages dispatched per [`Endpoint::poll`] at most (so a flood cannot starve the caller).
-const POLL_BUDGET: usize = 64;
+pub(super) const POLL_BUDGET: usize = 64;
 
 /// The endpoint's parts that dispatch uses, borrowed apart.
 pub(super) struct Parts<'e, P: Port, C> {
@@ -32,9 +32,15 @@ impl<P: Port, C> Endpoint<P, C> {
     /// dispatched. Handler and protocol errors are kept in order and returned one per call
     /// (by this or a wait), the oldest first.
     pub fn poll(&mut self) -> Result<usize> {
+        self.poll_up_to(POLL_BUDGET)
+    }
+
+    /// [`Endpoint::poll`] dispatching at most `budget` messages.
+    #[inline]
+    fn poll_up_to(&mut self, budget: usize) -> Result<usize> {
         self.take_deferred()?;
         self.io.flush_all(&self.ch);
-        let n = self.service()?;
+        let n = self.service_with(&mut |_: &Am<'_>| Take::Pass, &mut false, budget)?;
         if n > 0 {
             self.take_deferred()?;
         }
@@ -51,6 +57,18 @@ impl<P: Port, C> Endpoint<P, C> {
             return Ok(0);
         }
         self.poll()
+    }
+
+    /// [`Endpoint::poll_ready`] that dispatches at most one message: one step of a wait
+    /// loop whose caller tests its condition between steps (GASNet's
+    /// `GASNET_BLOCKUNTIL`). A round trip's answer then ends the wait at once, without
+    /// a second receive that finds nothing.
+    #[inline]
+    pub fn poll_ready_one(&mut self) -> Result<usize> {
+        if self.io.queued == 0 && self.io.deferred.is_empty() && !self.ch.ready()? {
+            return Ok(0);
+        }
+        self.poll_up_to(1)
     }
 
     /// The oldest handler or protocol error not yet reported, if any.
@@ -70,17 +88,18 @@ impl<P: Port, C> Endpoint<P, C> {
     /// deferred, channel errors returned.
     #[inline]
     pub(crate) fn service(&mut self) -> Result<usize> {
-        self.service_with(&mut |_: &Am<'_>| Take::Pass, &mut false)
+        self.service_with(&mut |_: &Am<'_>| Take::Pass, &mut false, POLL_BUDGET)
     }
 
     /// [`Endpoint::service`] with a filter offered every whole message first (see
     /// [`Endpoint::progress_take`]); stops after a message the filter ends the wait on,
-    /// setting `stop`.
+    /// setting `stop`, or after `budget` messages.
     #[inline]
     pub(super) fn service_with(
         &mut self,
         take: &mut impl FnMut(&Am<'_>) -> Take,
         stop: &mut bool,
+        budget: usize,
     ) -> Result<usize> {
         let Endpoint {
             ch,
@@ -99,7 +118,7 @@ impl<P: Port, C> Endpoint<P, C> {
             ctx,
         };
         let mut n = 0;
-        while n < POLL_BUDGET && !*stop {
+        while n < budget && !*stop {
             // The closure form: the message guard is never moved (see `try_recv_with`).
             // The closure returns nothing: a 16-byte `Result` coming back out of it is
             // written in parts and read whole, a store-forwarding stall per message.

@@ -84,7 +84,7 @@ impl<P: Port, C> Endpoint<P, C> {
                 return Ok(());
             }
             self.io.flush_all(&self.ch);
-            let n = self.service_with(take, &mut stop)?;
+            let n = self.service_with(take, &mut stop, super::recv::POLL_BUDGET)?;
             if stop || done(self) {
                 return Ok(());
             }
