@@ -6,7 +6,8 @@
 # operations, divided by N, so start-up and teardown cancel:
 #   * inclusive counts of the library's own calls (callgrind_annotate --inclusive):
 #     rank 0's AM Short request (gasnetc_am_request), the target's dispatch of it (on_am,
-#     with the handler and its ReplyShort0), the requester's dispatch of the reply;
+#     with the handler and its ReplyShort0), the requester's dispatch of the reply and
+#     the whole poll that found it (receive, dispatch, RecvComp);
 #     an 8-byte Medium request (`copy 8`: windows of 64) and its dispatch at the target;
 #   * an 8-byte gex_RMA_PutBlocking / GetBlocking: inclusive, and rank 0's whole program
 #     (rank 1 waits in the final barrier; the figure skifshmem's callgrind.sh gives for
@@ -83,6 +84,9 @@ pair put 8 put
 pair get 8 get
 pair poll 0 poll
 on_am=':gasnet::am::on_am$'
+# The endpoint's poll once the driver said a message is there (older builds: service_with;
+# the name is split at its space, so the pattern matches its second half).
+rpoll='skifch::proto::Endpoint<P,C>>::(poll_up_to|service_with)$'
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
 git diff --quiet HEAD 2>/dev/null || rev="$rev+changes"
 echo "Instructions per operation (callgrind, $(valgrind --version), commit $rev, N=$n)"
@@ -93,6 +97,7 @@ echo "| AM Short: requester \`gasnetc_am_request\` | $(nowake short 0 ':gasnetc_
 echo "| AM Short: target's dispatch (\`on_am\`, handler and its \`ReplyShort0\`) | $(nowake short 1 "$on_am") |"
 echo "| AM Short: … of which \`gasnetc_am_reply\` | $(nowake short 1 ':gasnetc_am_reply(_fast)?$') |"
 echo "| AM Short: requester's dispatch of the reply (\`on_am\`) | $(fn short 0 "$on_am") |"
+echo "| AM Short: requester's poll that dispatched the reply (receive, \`on_am\`, RecvComp) | $(fn short 0 "$rpoll") |"
 echo "| AM Medium 8 B: sender \`gasnetc_am_request\` | $(nowake med 0 ':gasnetc_am_request(_fast)?$') |"
 echo "| AM Medium 8 B: target's dispatch (\`on_am\` with the handler) | $(fn med 1 "$on_am") |"
 echo "| 8 B \`gex_RMA_PutBlocking\` (inclusive; rank 0 whole program) | $(fn put 0 ':gex_RMA_PutBlocking$') ($(whole put)) |"
