@@ -614,7 +614,16 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
         for (i, a) in args[..nargs].iter_mut().enumerate() {
             *a = (w.get(i / 2).copied().unwrap_or(0) >> (32 * (i % 2))) as u32;
         }
-        return run(ctx, io, am.src(), meta, Category::Short, &[], (0, 0), &args[..nargs]);
+        return run(
+            ctx,
+            io,
+            am.src(),
+            meta,
+            Category::Short,
+            &[],
+            (0, 0),
+            &args[..nargs],
+        );
     }
     let nargs = ((meta >> 8) & 31) as usize;
     let Some(cat) = Category::from_code((meta >> 13) & 3) else {
@@ -673,7 +682,16 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
             (dest, len)
         }
     };
-    run(ctx, io, am.src(), meta, cat, data, (buf, len), &args[..nargs])
+    run(
+        ctx,
+        io,
+        am.src(),
+        meta,
+        cat,
+        data,
+        (buf, len),
+        &args[..nargs],
+    )
 }
 
 /// Calls the handler of the AM with small argument `meta` from `src`: a Medium's

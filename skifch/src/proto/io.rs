@@ -178,12 +178,7 @@ pub(super) trait Out {
         let n = 8 + 8 * args.len();
         let st = self.st();
         if args.len() <= 3 && dst < st.size && n + data.len() <= st.max_msg {
-            let mut hb = [0u8; 32];
-            let w = header::word(h, flags | args.len() as u8, id, arg);
-            hb[..8].copy_from_slice(&w.to_le_bytes());
-            for (i, a) in args.iter().enumerate() {
-                hb[8 + 8 * i..16 + 8 * i].copy_from_slice(&a.to_le_bytes());
-            }
+            let (hb, n) = header_in_place(h, flags, id, arg, args);
             if data.is_empty() {
                 return self.push_alone(dst, &hb[..n]);
             }
@@ -271,13 +266,19 @@ pub(super) trait Out {
     }
 }
 
-/// The wire header of a user message with `args` (at most 3: the caller checked) and no
-/// flags, built in place: `(bytes, length)`. The whole message of a header-only send
-/// ([`super::Endpoint::send_header`], [`Io::send_header`]).
+/// The wire header of a message with `args` (at most 3: the caller checked) built in
+/// place: `(bytes, length)`. Every inline send builds its header here; for a header-only
+/// send ([`super::Endpoint::send_header`], [`Io::send_header`]) it is the whole message.
 #[inline(always)]
-pub(super) fn header_only(h: u8, arg: u32, args: &[u64]) -> ([u8; 32], usize) {
+pub(super) fn header_in_place(
+    h: u8,
+    flags: u8,
+    id: u16,
+    arg: u32,
+    args: &[u64],
+) -> ([u8; 32], usize) {
     let mut hb = [0u8; 32];
-    hb[..8].copy_from_slice(&header::word(h, args.len() as u8, 0, arg).to_le_bytes());
+    hb[..8].copy_from_slice(&header::word(h, flags | args.len() as u8, id, arg).to_le_bytes());
     for (d, a) in hb[8..].chunks_exact_mut(8).zip(args) {
         d.copy_from_slice(&a.to_le_bytes());
     }
@@ -375,7 +376,7 @@ impl<P: Port> Io<'_, P> {
     #[inline(always)]
     pub fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
         if h < FIRST_RESERVED && args.len() <= 3 && dst < self.st.size {
-            let (hb, n) = header_only(h, arg, args);
+            let (hb, n) = header_in_place(h, 0, 0, arg, args);
             let msg = [IoSlice::new(&hb[..n])];
             return self.st.push_or_queue(self.ch, dst, &msg);
         }
@@ -398,11 +399,7 @@ impl<P: Port> Io<'_, P> {
         if n + data.len() > self.st.max_msg || !self.st.out[dst as usize].is_empty() {
             return Ok(false);
         }
-        let mut hb = [0u8; 32];
-        hb[..8].copy_from_slice(&header::word(h, args.len() as u8, 0, arg).to_le_bytes());
-        for (i, a) in args.iter().enumerate() {
-            hb[8 + 8 * i..16 + 8 * i].copy_from_slice(&a.to_le_bytes());
-        }
+        let (hb, n) = header_in_place(h, 0, 0, arg, args);
         let addr = NetAddr::new(dst as u16, self.st.port);
         match send_msg(self.ch, addr, &hb[..n], data) {
             Ok(()) => Ok(true),

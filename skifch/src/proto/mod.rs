@@ -320,7 +320,7 @@ impl<P: Port, C> Endpoint<P, C> {
     #[inline(always)]
     pub fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
         if h < FIRST_RESERVED && args.len() <= 3 && dst < self.io.size && self.io.queued == 0 {
-            let (hb, n) = io::header_only(h, arg, args);
+            let (hb, n) = io::header_in_place(h, 0, 0, arg, args);
             let addr = NetAddr::new(dst as u16, self.io.port);
             match self.ch.send_whole(addr, &[IoSlice::new(&hb[..n])]) {
                 Err(Error::WouldBlock) => {}
