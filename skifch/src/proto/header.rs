@@ -109,6 +109,34 @@ impl Head {
         n
     }
 
+    /// The header of a plain user message, the common case, decoded without the general
+    /// checks: handler below [`FIRST_RESERVED`], no flag but the argument count, its
+    /// arguments inside `b`; with the header's length. `None`: anything else (decode it
+    /// with [`Head::decode`]).
+    #[inline(always)]
+    pub fn decode_plain(b: &[u8]) -> Option<(Head, usize)> {
+        let w = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
+        let (handler, flags) = (w as u8, (w >> 8) as u8);
+        if handler >= FIRST_RESERVED || flags & !F_NARGS != 0 {
+            return None;
+        }
+        let n = (flags & F_NARGS) as usize;
+        let words = b.get(8..8 + 8 * n)?;
+        let mut args = [0u64; 3];
+        for (a, c) in args.iter_mut().zip(words.chunks_exact(8)) {
+            *a = u64::from_le_bytes(c.try_into().ok()?);
+        }
+        let h = Head {
+            handler,
+            flags,
+            id: (w >> 16) as u16,
+            arg: (w >> 32) as u32,
+            args,
+            long: None,
+        };
+        Some((h, 8 + 8 * n))
+    }
+
     /// Decodes the header at the start of `b` (which holds at least the first
     /// `min(len, MAX_HDR)` bytes of a message of `len` bytes).
     #[inline(always)]
@@ -167,5 +195,14 @@ mod tests {
         assert!(Head::decode(&b[..4], 0).is_err());
         b[1] = 0x80;
         assert!(Head::decode(&b[..8], 0).is_err());
+        assert!(Head::decode_plain(&b[..8]).is_none()); // unknown flag
+        let p = Head::new(9, 0, 0, 77, &[5, 6]);
+        let n = p.encode(&mut b);
+        assert_eq!(Head::decode_plain(&b[..n]), Some((p, 24)));
+        assert!(Head::decode_plain(&b[..n - 1]).is_none()); // truncated arguments
+        Head::new(H_REPLY, 0, 3, 0, &[]).encode(&mut b);
+        assert!(Head::decode_plain(&b[..8]).is_none()); // a reserved id
+        Head::new(9, F_REQUEST, 3, 0, &[]).encode(&mut b);
+        assert!(Head::decode_plain(&b[..8]).is_none()); // a request: the general path
     }
 }

@@ -160,6 +160,17 @@ impl<P: Port, C> Parts<'_, P, C> {
         stop: &mut bool,
     ) -> Result<()> {
         let src = m.src().rank();
+        if let Some(b) = m.as_contiguous() {
+            if let Some((head, hl)) = Head::decode_plain(b) {
+                // A plain user message in one piece (every AM of a library's hot path:
+                // GASNet's AMs, MPI's eager sends): no segment split, no general decode.
+                let payload = Payload {
+                    a: &b[hl..],
+                    b: &[],
+                };
+                return self.whole(src, &head, &payload, take, stop);
+            }
+        }
         let mut it = m.segments();
         let s0 = it.next().unwrap_or(&[]);
         let s1 = it.next().unwrap_or(&[]);
@@ -184,40 +195,60 @@ impl<P: Port, C> Parts<'_, P, C> {
         match head.handler {
             H_CHUNK => self.on_chunk(src, head.id, payload),
             H_REPLY => self.on_reply(src, &head, payload),
-            h if head.long.is_none() => {
-                // The fast path: a whole message for a registered handler.
-                let am = Am {
-                    src,
-                    head: &head,
-                    payload: &payload,
-                    phase: Phase::Whole,
-                    landing: Default::default(),
-                };
-                // skifch's own handlers (ids from FIRST_RESERVED) are never offered.
-                let t = if h < FIRST_RESERVED {
-                    take(&am)
-                } else {
-                    Take::Pass
-                };
-                match t {
-                    Take::Mine => {
-                        *stop = true;
-                        return Ok(());
-                    }
-                    Take::PassStop => *stop = true,
-                    Take::Pass => {}
-                }
-                if let Some(f) = self.handlers[h as usize] {
-                    let mut io = Io {
-                        ch: self.ch,
-                        st: &mut *self.io,
-                    };
-                    return f(&mut *self.ctx, &mut io, &am);
-                }
-                self.on_am(src, &head, payload)
-            }
+            _ if head.long.is_none() => self.whole(src, &head, &payload, take, stop),
             _ => self.on_am(src, &head, payload),
         }
+    }
+
+    /// A whole message (not a chunk, a reply or a long transfer): offered to `take`,
+    /// then to its registered handler (or the built-in layers and the
+    /// unregistered-handler error, [`Parts::on_am`]).
+    #[inline(always)]
+    fn whole(
+        &mut self,
+        src: u32,
+        head: &Head,
+        payload: &Payload<'_>,
+        take: &mut impl FnMut(&Am<'_>) -> Take,
+        stop: &mut bool,
+    ) -> Result<()> {
+        let h = head.handler;
+        let am = Am {
+            src,
+            head,
+            payload,
+            phase: Phase::Whole,
+            landing: Default::default(),
+        };
+        // skifch's own handlers (ids from FIRST_RESERVED) are never offered.
+        let t = if h < FIRST_RESERVED {
+            take(&am)
+        } else {
+            Take::Pass
+        };
+        match t {
+            Take::Mine => {
+                *stop = true;
+                return Ok(());
+            }
+            Take::PassStop => *stop = true,
+            Take::Pass => {}
+        }
+        if let Some(f) = self.handlers[h as usize] {
+            let mut io = Io {
+                ch: self.ch,
+                st: &mut *self.io,
+            };
+            return f(&mut *self.ctx, &mut io, &am);
+        }
+        self.on_am(
+            src,
+            head,
+            Payload {
+                a: payload.a,
+                b: payload.b,
+            },
+        )
     }
 
     fn registered(&self, h: u8) -> bool {
