@@ -24,7 +24,8 @@ pub(super) fn invoke(
     let b = buf as *mut c_void;
     if a.is_empty() {
         // The common handler without arguments: no argument array to fill.
-        // SAFETY: as below.
+        // SAFETY: as in `invoke_args`: `fp` is a registered handler of this category
+        // without arguments, the token outlives the call, `b` is valid for `len` bytes.
         unsafe {
             if cat == Category::Short {
                 transmute::<usize, extern "C" fn(T)>(fp)(t);
@@ -34,6 +35,13 @@ pub(super) fn invoke(
         }
         return;
     }
+    invoke_args(fp, t, cat, b, len, a);
+}
+
+/// [`invoke`] of a handler with arguments: out of line, so that the common call without
+/// arguments pays no prologue for this match's registers.
+#[inline(never)]
+fn invoke_args(fp: usize, t: T, cat: Category, b: *mut c_void, len: usize, a: &[u32]) {
     let mut x = [0i32; 16];
     for (d, s) in x.iter_mut().zip(a) {
         *d = *s as i32;
