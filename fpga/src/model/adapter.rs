@@ -1,4 +1,4 @@
-//! One adapter's engines, run on its own thread: TX (descriptors → packets), RX (packets →
+//! One adapter's engines, stepped by the device engine (`engine.rs`): TX (descriptors → packets), RX (packets →
 //! RX data ring + completions), both against the host memory the driver registered.
 //!
 //! Every step starts from a [`Snapshot`] of the control state; register updates go
@@ -7,7 +7,6 @@
 //! once and checked before use; a failed check is an `ERR_STATUS` bit, never a panic.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
 use super::bar::{Bar, Counter, RingCfg, RxqCfg, Snapshot};
@@ -149,19 +148,13 @@ impl Adapter {
         })
     }
 
-    /// The adapter thread: steps until the machine stops.
-    pub(crate) fn run(mut self) {
-        while !self.net.stop.load(SeqCst) {
-            let mut seen = self.bar.wake.generation();
-            if !self.step() {
-                self.bar.wake.wait(&mut seen, self.cfg.idle_poll);
-            }
-        }
+    /// The engine has stopped stepping this adapter: resets complete at once again.
+    pub(crate) fn detach(&self) {
         self.bar.detach();
     }
 
     /// One step of both engines; `true` if anything happened.
-    fn step(&mut self) -> bool {
+    pub(crate) fn step(&mut self) -> bool {
         let snap: Snapshot = self.bar.snapshot();
         if snap.epoch != self.st.epoch || snap.reset_pending {
             self.st = State::new(snap.epoch, self.nodes);

@@ -1,7 +1,7 @@
 //! BAR0 of one adapter: the registers as atomic words with the datasheet's access rules.
 //!
 //! The host side is [`Bar::host_read`] / [`Bar::host_write`]; the device side (the
-//! adapter thread, the network thread, fault injection) uses the `pub(crate)` methods.
+//! device engine stepping the adapter and the routers, fault injection) uses the `pub(crate)` methods.
 //! Everything that must not interleave with `CTRL.RESET` (ENABLE's latch and check, the
 //! device's index, error and interrupt updates) runs under one small lock ([`Ctl`]) and
 //! is tagged with the reset epoch it belongs to, so a device step that started before a
@@ -54,7 +54,7 @@ pub(crate) struct RingCfg {
     pub demux: bool,
 }
 
-/// What the device thread reads at the start of a step.
+/// What the device engine reads at the start of a step.
 #[derive(Clone, Debug)]
 pub(crate) struct Snapshot {
     pub epoch: u64,
@@ -68,9 +68,9 @@ pub(crate) struct Snapshot {
 struct Ctl {
     /// Incremented by every `CTRL.RESET`.
     epoch: u64,
-    /// The device thread has not acknowledged the last reset yet (STATUS.READY clear).
+    /// The device engine has not acknowledged the last reset yet (STATUS.READY clear).
     reset_pending: bool,
-    /// An adapter thread runs for this BAR (else a reset completes at once).
+    /// The device engine steps an adapter for this BAR (else a reset completes at once).
     attached: bool,
     cfg: Option<Arc<RingCfg>>,
     /// Links whose cable is down (fault injection), bit = link index.
@@ -98,8 +98,9 @@ pub struct Bar {
     counters: [AtomicU64; COUNTERS],
     latches: [AtomicU32; COUNTERS],
     ctl: Mutex<Ctl>,
-    /// Wakes the adapter thread (doorbells, CTRL, RX_FREE, RXC_TAIL, packets, credits).
-    pub(crate) wake: Wake,
+    /// Wakes the device engine (doorbells, CTRL, RX_FREE, RXC_TAIL, faults): the
+    /// machine's event counter, shared by all its BARs.
+    pub(crate) wake: Arc<Wake>,
     sink: Mutex<Option<Arc<dyn IrqSink>>>,
     /// An unmasked interrupt cause was set under the lock: raise after unlocking.
     irq_due: AtomicBool,
@@ -143,8 +144,19 @@ fn counter_of(off: u32) -> Option<(usize, bool)> {
 impl Bar {
     /// A BAR at reset for node `node` of a `dims` torus with `CAPS = caps` and
     /// `MAX_PKT = max_pkt` (not checked here: [`super::Machine::new`] checks its
-    /// configuration). No adapter thread runs for it: a RESET completes at once.
+    /// configuration). No engine steps it: a RESET completes at once.
     pub fn new(node: Coord, dims: Dims, caps: u32, max_pkt: u32) -> Arc<Bar> {
+        Bar::with_wake(node, dims, caps, max_pkt, Arc::default())
+    }
+
+    /// [`Bar::new`] notifying `wake` (the machine's) of host events.
+    pub(crate) fn with_wake(
+        node: Coord,
+        dims: Dims,
+        caps: u32,
+        max_pkt: u32,
+        wake: Arc<Wake>,
+    ) -> Arc<Bar> {
         let mut link_exists = 0u8;
         for l in Link::ALL {
             if dims.get(l.dim()) >= 2 {
@@ -158,7 +170,7 @@ impl Bar {
             counters: Default::default(),
             latches: Default::default(),
             ctl: Mutex::new(Ctl::default()),
-            wake: Wake::default(),
+            wake,
             sink: Mutex::new(None),
             irq_due: AtomicBool::new(false),
             coord: node,
@@ -294,7 +306,7 @@ impl Bar {
             c.bad_completion = false;
             c.corrupt_packet = false;
             if c.attached {
-                // READY returns when the adapter thread has dropped its state.
+                // READY returns when the engine has dropped its state.
                 self.w(regs::STATUS).store(0, SeqCst);
                 c.reset_pending = true;
             }
@@ -422,7 +434,7 @@ impl Bar {
         Ok(())
     }
 
-    /// The adapter thread ended: resets complete at once again.
+    /// The engine stopped stepping the adapter: resets complete at once again.
     pub(crate) fn detach(&self) {
         let mut c = lock(&self.ctl);
         c.attached = false;
@@ -444,7 +456,7 @@ impl Bar {
         }
     }
 
-    /// The adapter thread has dropped its state for reset `epoch`: READY.
+    /// The engine has dropped its state for reset `epoch`: READY.
     pub(crate) fn ack_reset(&self, epoch: u64) {
         let mut c = lock(&self.ctl);
         if c.epoch == epoch && c.reset_pending {

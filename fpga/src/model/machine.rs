@@ -1,4 +1,4 @@
-//! The machine: every node's BAR, the network thread, and the adapter threads.
+//! The machine: every node's BAR, the network, and the device engine's thread.
 
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::adapter::Adapter;
 use super::bar::Bar;
+use super::engine::Engine;
 use super::network::Network;
-use super::{lock, Fault, HostMemory, IrqSink, ModelConfig};
+use super::{lock, Fault, HostMemory, IrqSink, ModelConfig, Wake};
 use crate::regs::Dims;
 use crate::{Error, Result};
 
@@ -17,9 +18,10 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// X×Y×Z adapters and the torus between them (datasheet "Overview").
 ///
-/// [`Machine::new`] builds every node's [`Bar`] (powered, at reset) and starts the network
-/// thread; [`Machine::attach`] gives a node its host (memory and interrupt line) and starts
-/// its adapter thread. Nodes never attached still route transit packets; packets for them
+/// [`Machine::new`] builds every node's [`Bar`] (powered, at reset) and starts the device
+/// engine's thread (`skif-model`: every adapter and router, `engine.rs`);
+/// [`Machine::attach`] gives a node its host (memory and interrupt line) and hands its
+/// adapter to the engine. Nodes never attached still route transit packets; packets for them
 /// wait in the network (back-pressure) like packets for a disabled adapter.
 ///
 /// # Examples
@@ -50,6 +52,8 @@ pub struct Machine {
     dims: Dims,
     cfg: ModelConfig,
     net: Arc<Network>,
+    engine: Arc<Engine>,
+    wake: Arc<Wake>,
     bars: Vec<Arc<Bar>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -64,25 +68,34 @@ impl std::fmt::Debug for Machine {
 }
 
 impl Machine {
-    /// A machine of `dims` nodes with `cfg` (checked); starts the network thread.
+    /// A machine of `dims` nodes with `cfg` (checked); starts the device engine's thread.
     pub fn new(dims: Dims, cfg: ModelConfig) -> Result<Machine> {
         cfg.validate()?;
         let caps = cfg.caps()?;
+        let wake = Arc::new(Wake::default());
         let bars = (0..dims.nodes())
-            .map(|id| Ok(Bar::new(dims.coord(id)?, dims, caps, cfg.max_pkt)))
+            .map(|id| {
+                let c = dims.coord(id)?;
+                Ok(Bar::with_wake(c, dims, caps, cfg.max_pkt, wake.clone()))
+            })
             .collect::<Result<Vec<_>>>()?;
-        let net = Arc::new(Network::new(dims, cfg.clone(), bars.clone()));
-        let n2 = net.clone();
+        let net = Arc::new(Network::new(dims, cfg.clone(), bars.clone(), wake.clone()));
+        let engine = Arc::new(Engine::new(net.clone(), wake.clone(), cfg.clone()));
+        let e2 = engine.clone();
         let h = std::thread::Builder::new()
-            .name("skif-net".into())
-            .spawn(move || n2.run())
+            .name("skif-model".into())
+            .spawn(move || e2.run())
             .map_err(|e| {
-                Error::BadConfig(format!("model: cannot start the network thread: {e}"))
+                Error::BadConfig(format!(
+                    "model: cannot start the device engine's thread: {e}"
+                ))
             })?;
         Ok(Machine {
             dims,
             cfg,
             net,
+            engine,
+            wake,
             bars,
             threads: Mutex::new(vec![h]),
         })
@@ -107,7 +120,8 @@ impl Machine {
     }
 
     /// Powers on node `node`'s adapter: its BAR, its host memory and interrupt sink; the
-    /// adapter runs on its own thread (never on the caller's stack). Once per node.
+    /// device engine steps it on its own thread (never on the caller's stack). Once per
+    /// node.
     pub fn attach(
         &self,
         node: u16,
@@ -120,17 +134,9 @@ impl Machine {
         let bar = self.bar(node)?;
         let adapter = Adapter::new(node, bar.clone(), mem, self.net.clone(), self.cfg.clone())?;
         bar.attach(irq)?;
-        let h = std::thread::Builder::new()
-            .name(format!("skif-adapter-{node}"))
-            .spawn(move || adapter.run());
-        match h {
-            Ok(h) => lock(&self.threads).push(h),
-            Err(e) => {
-                bar.detach();
-                return Err(Error::BadConfig(format!(
-                    "model: cannot start adapter {node}: {e}"
-                )));
-            }
+        if let Err(a) = self.engine.adopt(adapter) {
+            a.detach();
+            return Err(Error::BadConfig("model: machine shut down".into()));
         }
         Ok(bar)
     }
@@ -176,10 +182,7 @@ impl Machine {
     /// caller). Idempotent; also run on drop. Returns whether every thread ended.
     pub fn shutdown(&self) -> bool {
         self.net.stop.store(true, SeqCst);
-        self.net.wake.notify();
-        for b in &self.bars {
-            b.wake.notify();
-        }
+        self.wake.notify();
         let handles: Vec<_> = lock(&self.threads).drain(..).collect();
         let deadline = Instant::now() + SHUTDOWN_WAIT;
         let mut all = true;

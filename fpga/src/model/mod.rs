@@ -5,11 +5,11 @@
 //!   64-bit counters, self-clearing `CTRL.RESET`, ring configuration checked at ENABLE).
 //! * [`HostMemory`], [`IrqSink`] — what the device sees of its host: DMA by IOVA and an
 //!   interrupt vector. The driver's `model` backend implements them over its DMA memory.
-//! * [`Machine`] — X×Y×Z adapters and the torus between them. Each attached adapter runs
-//!   its TX and RX engines on its own thread; one network thread runs the routers
-//!   (dimension-order routing, two dateline virtual channels, credit-based flow control
-//!   with bounded per-VC input buffers). Nothing runs on the caller's stack, so the races
-//!   between driver and device are real.
+//! * [`Machine`] — X×Y×Z adapters and the torus between them. One device engine thread
+//!   steps every attached adapter's TX and RX engines and the routers (dimension-order
+//!   routing, two dateline virtual channels, credit-based flow control with bounded per-VC
+//!   input buffers). Nothing runs on the caller's stack, so the races between driver and
+//!   device are real.
 //! * [`Fault`] — faults a test injects ([`Machine::inject`]).
 //!
 //! Where the model decides what the datasheet leaves open, or departs from it, is listed
@@ -33,6 +33,7 @@
 
 mod adapter;
 mod bar;
+mod engine;
 mod fault;
 mod machine;
 mod network;
@@ -87,9 +88,15 @@ pub struct ModelConfig {
     pub link_latency: Duration,
     /// Optional pacing: link bandwidth in bytes per second (header + payload); 0 = unpaced.
     pub link_bandwidth: f64,
-    /// Longest an idle adapter or router thread sleeps before looking again (a safety net:
-    /// every event also wakes it). Default 2 ms.
+    /// Longest the idle device engine sleeps before looking again (a safety net: every
+    /// event also wakes it). Default 2 ms.
     pub idle_poll: Duration,
+    /// How many times the idle device engine yields its CPU, looking for an event after
+    /// each, before it sleeps: a polite fixed spin (SEED-NOTES), so that a doorbell soon
+    /// after costs no wake-up, while ranks sharing the CPU still run (a busy spin slowed
+    /// every round trip on a machine with more threads than CPUs). Default 64; 0 sleeps
+    /// at once.
+    pub idle_yields: u32,
 }
 
 impl Default for ModelConfig {
@@ -103,6 +110,7 @@ impl Default for ModelConfig {
             link_latency: Duration::ZERO,
             link_bandwidth: 0.0,
             idle_poll: Duration::from_millis(2),
+            idle_yields: 64,
         }
     }
 }
@@ -121,6 +129,9 @@ impl ModelConfig {
         }
         if self.idle_poll.is_zero() || self.idle_poll > Duration::from_millis(100) {
             return bad("idle_poll must be in (0, 100 ms]");
+        }
+        if self.idle_yields > 1 << 16 {
+            return bad("idle_yields must be at most 65536");
         }
         Ok(())
     }
@@ -144,31 +155,58 @@ pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// An event counter with a condition variable: a thread remembers the generation it saw
-/// and sleeps until it changes (or a bound passes), so no wake-up is lost.
+/// and sleeps until it changes (or a bound passes), so no wake-up is lost. A notify takes
+/// the lock and calls the condition variable only when someone sleeps: the device engine
+/// polls the counter a while before it sleeps (`ModelConfig::idle_yields`), and a doorbell
+/// that finds it polling costs one atomic add.
 #[derive(Default)]
 pub(crate) struct Wake {
-    gen: std::sync::Mutex<u64>,
+    gen: std::sync::atomic::AtomicU64,
+    sleepers: std::sync::atomic::AtomicU32,
+    lock: std::sync::Mutex<()>,
     cv: std::sync::Condvar,
 }
 
 impl Wake {
     pub(crate) fn notify(&self) {
-        *lock(&self.gen) += 1;
-        self.cv.notify_all();
+        use std::sync::atomic::Ordering::SeqCst;
+        self.gen.fetch_add(1, SeqCst);
+        // Pairs with `wait`'s increment of `sleepers` before its check of `gen` (both
+        // SeqCst): either the sleeper sees the new generation, or this sees the sleeper.
+        if self.sleepers.load(SeqCst) != 0 {
+            let _g = lock(&self.lock);
+            self.cv.notify_all();
+        }
     }
 
     /// The current generation.
     pub(crate) fn generation(&self) -> u64 {
-        *lock(&self.gen)
+        self.gen.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Yields the CPU up to `yields` times until the generation differs from `seen`;
+    /// whether it changed.
+    pub(crate) fn yield_poll(&self, seen: u64, yields: u32) -> bool {
+        for _ in 0..yields {
+            if self.generation() != seen {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        self.generation() != seen
     }
 
     /// Sleeps until the generation differs from `*seen` or `timeout` passes; updates `*seen`.
     pub(crate) fn wait(&self, seen: &mut u64, timeout: Duration) {
-        let g = lock(&self.gen);
+        use std::sync::atomic::Ordering::SeqCst;
+        let g = lock(&self.lock);
+        self.sleepers.fetch_add(1, SeqCst);
         let (g, _) = self
             .cv
-            .wait_timeout_while(g, timeout, |g| *g == *seen)
+            .wait_timeout_while(g, timeout, |_| self.gen.load(SeqCst) == *seen)
             .unwrap_or_else(|e| e.into_inner());
-        *seen = *g;
+        self.sleepers.fetch_sub(1, SeqCst);
+        drop(g);
+        *seen = self.generation();
     }
 }

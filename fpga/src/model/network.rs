@@ -1,4 +1,5 @@
-//! The torus between the adapters: one router per node, all run by one network thread.
+//! The torus between the adapters: one router per node, all stepped by the device engine
+//! (`engine.rs`) through [`Network::pass`].
 //!
 //! Every router has, per input link and virtual channel, a bounded FIFO of
 //! `ModelConfig::credits` packets, plus an injection buffer (filled by its adapter's TX
@@ -12,7 +13,7 @@
 //! (source, destination) pair take one path through FIFOs, so they stay in order.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -75,7 +76,8 @@ pub(crate) struct Network {
     dims: Dims,
     cfg: ModelConfig,
     state: Mutex<NetState>,
-    pub(crate) wake: Wake,
+    /// The machine's event counter (shared with the BARs and the engine).
+    wake: Arc<Wake>,
     bars: Vec<Arc<Bar>>,
     pub(crate) stop: AtomicBool,
 }
@@ -84,7 +86,12 @@ pub(crate) struct Network {
 const INPUTS: usize = 1 + 6 * VCS as usize;
 
 impl Network {
-    pub(crate) fn new(dims: Dims, cfg: ModelConfig, bars: Vec<Arc<Bar>>) -> Network {
+    pub(crate) fn new(
+        dims: Dims,
+        cfg: ModelConfig,
+        bars: Vec<Arc<Bar>>,
+        wake: Arc<Wake>,
+    ) -> Network {
         let n = dims.nodes() as usize;
         Network {
             dims,
@@ -94,7 +101,7 @@ impl Network {
                 down: vec![0; n],
                 gone: vec![false; n],
             }),
-            wake: Wake::default(),
+            wake,
             bars,
             stop: AtomicBool::new(false),
         }
@@ -112,21 +119,16 @@ impl Network {
             }
             r.inject.push_back(p);
         }
-        self.wake.notify();
         Ok(())
     }
 
     /// Takes the oldest packet of `node`'s ejection buffer.
     pub(crate) fn pop_eject(&self, node: u16) -> Option<Packet> {
-        let p = lock(&self.state)
+        lock(&self.state)
             .routers
             .get_mut(node as usize)?
             .eject
-            .pop_front();
-        if p.is_some() {
-            self.wake.notify();
-        }
-        p
+            .pop_front()
     }
 
     /// Whether the dimension-order route `src → dst` uses only links that are up.
@@ -173,31 +175,11 @@ impl Network {
         self.wake.notify();
     }
 
-    /// The network thread: routes until `stop`.
-    pub(crate) fn run(&self) {
-        let mut seen = self.wake.generation();
-        while !self.stop.load(SeqCst) {
-            let (moved, next) = self.pass();
-            if !moved {
-                let mut t = self.cfg.idle_poll;
-                if let Some(at) = next {
-                    t = t.min(at.saturating_duration_since(Instant::now()));
-                }
-                if !t.is_zero() {
-                    self.wake.wait(&mut seen, t);
-                }
-            } else {
-                seen = self.wake.generation();
-            }
-        }
-    }
-
     /// One sweep over every router; each input moves at most one packet.
-    fn pass(&self) -> (bool, Option<Instant>) {
+    pub(crate) fn pass(&self) -> (bool, Option<Instant>) {
         let now = Instant::now();
         let mut moved = false;
         let mut next: Option<Instant> = None;
-        let mut woken = Vec::new();
         let mut corrupt = Vec::new();
         let cap = self.cfg.credits;
         {
@@ -257,7 +239,6 @@ impl Network {
                             };
                             p.stalled = false;
                             routers[n].eject.push_back(p);
-                            woken.push(n);
                             moved = true;
                         }
                         continue;
@@ -288,9 +269,7 @@ impl Network {
                     let Some(mut p) = take(&mut routers[n], from_link, queue_vc) else {
                         continue;
                     };
-                    if from_link.is_none() {
-                        woken.push(n); // injection credit freed
-                    } else {
+                    if from_link.is_some() {
                         self.bars[n].count(Counter::FwdPkts, 1);
                     }
                     p.stalled = false;
@@ -304,10 +283,6 @@ impl Network {
         for n in corrupt {
             self.bars[n].count(Counter::PktCorrupt, 1);
             self.bars[n].raise_err(err::PKT_CORRUPT);
-        }
-        woken.dedup();
-        for n in woken {
-            self.bars[n].wake.notify();
         }
         (moved, next)
     }

@@ -78,7 +78,8 @@ pub const WINDOW_VERSION: u32 = 1;
 /// Byte offset of the DMA memory in the window (also its lowest IOVA: never 0).
 pub const DMA_OFF: usize = 0x1_0000;
 /// DMA memory per node unless configured otherwise (the default driver configuration
-/// needs about 1 MiB; the memfd's pages are only allocated when touched).
+/// needs about 9 MiB, see [`DEFAULT_RX_BYTES`]; the memfd's pages are only allocated when
+/// touched).
 pub const DEFAULT_DMA_BYTES: usize = 16 << 20;
 /// Longest a rank waits for the launcher's register server (a read's response, room in
 /// the queue) before the call fails: the launcher is gone or wedged.
@@ -89,6 +90,13 @@ pub const MODEL_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_PORTS: u32 = 5;
 /// Most ports per rank: the model's RX queues, one kept for credit returns.
 pub const MAX_PORTS: u32 = 7;
+/// RX data ring bytes per port unless `SKIFCH_FPGA_RX_BYTES` says otherwise. Each sender's
+/// credit window at a port is this / N, and the bandwidth between two ranks is about one
+/// window per credit round trip (driver, model, driver): with 64 KiB rings a 2-rank
+/// `msgrate` of 64 KiB messages moved ~140 MB/s, with 1 MiB ~570 MB/s (same run, load 3). With [`MAX_PORTS`] ports, the credit queue and
+/// the staging ring (twice this) they take 10 MiB of the [`DEFAULT_DMA_BYTES`] window,
+/// pages touched only when used.
+pub const DEFAULT_RX_BYTES: u32 = 1 << 20;
 
 const H_MAGIC: usize = 0;
 const H_VERSION: usize = 8;

@@ -16,8 +16,9 @@ use super::super::driver::{FpgaConfig, FpgaDriver, JobControl};
 use super::super::hw::{check_access, DmaMemory, DmaRaw, Hw, Interrupts, Mmio};
 use super::super::iova::IovaAllocator;
 use super::{
-    NodeWindow, DEFAULT_PORTS, DMA_OFF, H_NODE, IRQ_COUNT, MAX_PORTS, MODEL_TIMEOUT, OP_READ,
-    OP_WRITE, PAGE, REQ_HEAD, REQ_SLOTS, REQ_TAIL, RESP_SEQ, RESP_VAL, SERVER_ASLEEP, WINDOW_MAGIC,
+    NodeWindow, DEFAULT_PORTS, DEFAULT_RX_BYTES, DMA_OFF, H_NODE, IRQ_COUNT, MAX_PORTS,
+    MODEL_TIMEOUT, OP_READ, OP_WRITE, PAGE, REQ_HEAD, REQ_SLOTS, REQ_TAIL, RESP_SEQ, RESP_VAL,
+    SERVER_ASLEEP, WINDOW_MAGIC,
 };
 
 struct Producer {
@@ -275,8 +276,10 @@ pub type RemoteDriver = FpgaDriver<RemoteHw>;
 pub type RemoteJob = Job<RemoteDriver>;
 
 /// The driver configuration of `skifrun --driver fpga-model` ranks: the defaults, with
-/// `SKIFCH_PORTS` ports (1..=[`MAX_PORTS`], default [`DEFAULT_PORTS`]) and a TX ring of
-/// twice the completion ring's entries.
+/// `SKIFCH_PORTS` ports (1..=[`MAX_PORTS`], default [`DEFAULT_PORTS`]), RX data rings of
+/// `SKIFCH_FPGA_RX_BYTES` bytes per port (default [`DEFAULT_RX_BYTES`]; every rank of a
+/// job inherits the same value from the launcher) and a TX ring of twice the completion
+/// ring's entries.
 pub fn config_from_env() -> Result<FpgaConfig> {
     let ports = env_u32("SKIFCH_PORTS")?.unwrap_or(DEFAULT_PORTS);
     if !(1..=MAX_PORTS).contains(&ports) {
@@ -294,6 +297,7 @@ pub fn config_from_env() -> Result<FpgaConfig> {
         // (the receiver's free space), not the local ring, refuses a send, so a
         // WouldBlock lasts until the receiver consumes — as with the shm driver.
         tx_entries: 2 * d.rxc_entries,
+        rx_bytes: env_u32("SKIFCH_FPGA_RX_BYTES")?.unwrap_or(DEFAULT_RX_BYTES),
         ..d
     })
 }
