@@ -3,7 +3,7 @@
 # systems that look for an ARMCI (Global Arrays' --with-armci=PREFIX, pkg-config):
 #
 #   PREFIX/bin/skif-armcicc
-#   PREFIX/include/armci.h, message.h
+#   PREFIX/include/armci.h, message.h, armcix.h
 #   PREFIX/lib/libarmci.so, libarmci.a
 #   PREFIX/lib/pkgconfig/armci.pc            relative to its own place
 #
@@ -30,7 +30,7 @@ fi
 mkdir -p "$prefix/bin" "$prefix/include" "$prefix/lib/pkgconfig"
 prefix=$(cd "$prefix" && pwd)
 cp "$root/armci-shim/bin/skif-armcicc" "$prefix/bin/"
-cp "$root/armci-shim/include/armci.h" "$root/armci-shim/include/message.h" "$prefix/include/"
+cp "$root/armci-shim/include/armci.h" "$root/armci-shim/include/message.h" "$root/armci-shim/include/armcix.h" "$prefix/include/"
 for f in libarmci.so libarmci.a; do
   if [ -f "$libdir/$f" ]; then cp "$libdir/$f" "$prefix/lib/"; fi
 done

@@ -10,14 +10,18 @@ use skifch::rma::Amo;
 use skifch::wait::Backoff;
 use skifch::Port;
 
+use crate::group::Group;
 use crate::{Armci, Error, Result};
 
-/// The mutexes of the current `ARMCI_Create_mutexes`.
+/// A set of mutexes: those of `ARMCI_Create_mutexes`, or a handle's
+/// (`ARMCIX_Create_mutexes_hdl`, over a group).
 #[derive(Debug)]
 pub struct Mutexes {
-    /// Every rank's lock words (its base, its byte length: 8 per mutex).
+    /// Every job rank's lock words (its base, its number of mutexes; 0 outside the group).
     bases: Vec<usize>,
     counts: Vec<usize>,
+    /// The group of a handle's mutexes (`None`: the world's, `ARMCI_Create_mutexes`).
+    group: Option<Group>,
 }
 
 impl<P: Port> Armci<P> {
@@ -38,9 +42,7 @@ impl<P: Port> Armci<P> {
             ));
         }
         let blocks = self.malloc_blocks(count * 8)?;
-        let bases = blocks.iter().map(|b| b.0).collect();
-        let counts = blocks.iter().map(|b| b.1 / 8).collect();
-        *self.mutexes.lock().unwrap_or_else(|p| p.into_inner()) = Some(Mutexes { bases, counts });
+        *self.mutexes.lock().unwrap_or_else(|p| p.into_inner()) = Some(Mutexes::of(blocks, None));
         Ok(())
     }
 
@@ -62,15 +64,49 @@ impl<P: Port> Armci<P> {
         self.free(m.bases[self.me() as usize])
     }
 
-    /// The address of mutex `m` of rank `proc`.
+    /// A set of `count` mutexes on this rank (members may differ) among the members of
+    /// `g`, beside any others (ARMCI-MPI's `ARMCIX_Create_mutexes_hdl`).
+    ///
+    /// # Collective Operation
+    /// Every member of `g` calls it.
+    pub fn create_mutexes_in(&self, g: &Group, count: usize) -> Result<Mutexes> {
+        let blocks = self.malloc_group(g, count * 8)?;
+        Ok(Mutexes::of(blocks, Some(g.clone())))
+    }
+
+    /// Frees a set made by [`Armci::create_mutexes_in`].
+    ///
+    /// # Collective Operation
+    /// Every member of its group calls it, when no member holds one of its mutexes.
+    pub fn destroy_mutexes_in(&self, m: Mutexes) -> Result<()> {
+        let base = m.bases[self.me() as usize];
+        match &m.group {
+            Some(g) => self.free_group(g, base),
+            None => self.free(base),
+        }
+    }
+
+    /// The world mutexes' lock word of mutex `m` of rank `proc`.
     fn mutex_at(&self, m: i64, proc: i64) -> Result<(u32, usize)> {
-        let proc = self.proc(proc)?;
         let g = self.mutexes.lock().unwrap_or_else(|p| p.into_inner());
         let Some(x) = g.as_ref() else {
             return Err(Error::BadArgument(
                 "no mutexes exist (ARMCI_Create_mutexes first)".into(),
             ));
         };
+        self.word_of(x, m, proc)
+    }
+
+    /// The lock word of mutex `m` of job rank `proc` in `x`.
+    fn word_of(&self, x: &Mutexes, m: i64, proc: i64) -> Result<(u32, usize)> {
+        let proc = self.proc(proc)?;
+        if let Some(g) = &x.group {
+            if g.rank_of(proc).is_none() {
+                return Err(Error::BadArgument(format!(
+                    "process {proc} is not a member of the mutexes' group"
+                )));
+            }
+        }
         let n = x.counts[proc as usize];
         if m < 0 || m as usize >= n {
             return Err(Error::BadArgument(format!(
@@ -83,6 +119,46 @@ impl<P: Port> Armci<P> {
     /// Acquires mutex `m` of rank `proc` (waits until it is this rank's turn).
     pub fn lock(&self, m: i64, proc: i64) -> Result<()> {
         let (proc, at) = self.mutex_at(m, proc)?;
+        self.lock_word(proc, at)
+    }
+
+    /// Releases mutex `m` of rank `proc` (held by this rank).
+    pub fn unlock(&self, m: i64, proc: i64) -> Result<()> {
+        let (proc, at) = self.mutex_at(m, proc)?;
+        self.unlock_word(proc, at)
+    }
+
+    /// [`Armci::lock`] on a set of [`Armci::create_mutexes_in`] (`proc`: a job rank).
+    pub fn lock_in(&self, x: &Mutexes, m: i64, proc: i64) -> Result<()> {
+        let (proc, at) = self.word_of(x, m, proc)?;
+        self.lock_word(proc, at)
+    }
+
+    /// [`Armci::unlock`] on a set of [`Armci::create_mutexes_in`].
+    pub fn unlock_in(&self, x: &Mutexes, m: i64, proc: i64) -> Result<()> {
+        let (proc, at) = self.word_of(x, m, proc)?;
+        self.unlock_word(proc, at)
+    }
+
+    /// Takes mutex `m` of `proc` in `x` if it is free and nobody waits for it (no wait);
+    /// whether it was taken.
+    pub fn try_lock_in(&self, x: &Mutexes, m: i64, proc: i64) -> Result<bool> {
+        let (proc, at) = self.word_of(x, m, proc)?;
+        let word = self.locate(proc, at, 8)?;
+        // One 64-bit word: next ticket (low half), now serving (high half). Free when
+        // equal; taking it is drawing the next ticket, by compare-and-swap, so a waiter's
+        // ticket drawn meanwhile makes this fail instead of jumping the queue.
+        let cur = self.amo(word, 8, Amo::Fetch)?;
+        let (next, serving) = (cur as u32, (cur >> 32) as u32);
+        if next != serving {
+            return Ok(false);
+        }
+        let new = (cur & !0xFFFF_FFFF) | u64::from(next.wrapping_add(1));
+        let old = self.amo(word, 8, Amo::CompareSwap { expected: cur, new })?;
+        Ok(old == cur)
+    }
+
+    fn lock_word(&self, proc: u32, at: usize) -> Result<()> {
         let next = self.locate(proc, at, 4)?;
         let serving = self.locate(proc, at + 4, 4)?;
         let ticket = self.amo(next, 4, Amo::Add(1))?;
@@ -94,12 +170,20 @@ impl<P: Port> Armci<P> {
         Ok(())
     }
 
-    /// Releases mutex `m` of rank `proc` (held by this rank).
-    pub fn unlock(&self, m: i64, proc: i64) -> Result<()> {
-        let (proc, at) = self.mutex_at(m, proc)?;
+    fn unlock_word(&self, proc: u32, at: usize) -> Result<()> {
         self.fence()?;
         let serving = self.locate(proc, at + 4, 4)?;
         self.amo(serving, 4, Amo::Add(1))?;
         Ok(())
+    }
+}
+
+impl Mutexes {
+    fn of(blocks: Vec<(usize, usize)>, group: Option<Group>) -> Mutexes {
+        Mutexes {
+            bases: blocks.iter().map(|b| b.0).collect(),
+            counts: blocks.iter().map(|b| b.1 / 8).collect(),
+            group,
+        }
     }
 }

@@ -324,6 +324,12 @@ fn groups_and_group_allocation() {
     check_program("groups");
 }
 
+/// ARMCI-MPI's `armcix.h`: group split and duplicate, mutex handles, progress.
+#[test]
+fn armcix_extensions() {
+    check_program("armcix");
+}
+
 #[test]
 fn smp_domains() {
     check_program("domain");
@@ -336,14 +342,16 @@ fn point_to_point_messages() {
 
 /// Every function `armci.h` and `message.h` declare (with mpi-lite's `mpi.h` first, so
 /// the MPI ones too) links from `libarmci` under its name and its profiling name
-/// (`ARMCI_X`/`PARMCI_X`, `armci_x`/`parmci_x`): a program taking the address of each.
+/// (`ARMCI_X`/`PARMCI_X`, `armci_x`/`parmci_x`), and every one of `armcix.h` under its
+/// name (ARMCI-MPI has no profiling names for them): a program taking the address of each.
 #[test]
 fn every_declared_call_exists_under_both_names() {
     if !have_cc() {
         return;
     }
     let mut names = std::collections::BTreeSet::new();
-    for h in ["armci.h", "message.h"] {
+    let mut plain = std::collections::BTreeSet::new();
+    for h in ["armci.h", "message.h", "armcix.h"] {
         let text = std::fs::read_to_string(crate_dir().join("include").join(h)).expect("header");
         let mut in_comment = false;
         for line in text.lines() {
@@ -368,11 +376,14 @@ fn every_declared_call_exists_under_both_names() {
                 let id = &t[start..i];
                 if id.to_ascii_lowercase().starts_with("armci_") {
                     names.insert(id.to_owned());
+                } else if id.starts_with("ARMCIX_") {
+                    plain.insert(id.to_owned());
                 }
             }
         }
     }
     assert!(names.len() > 100, "parsed only {names:?}");
+    assert_eq!(plain.len(), 8, "armcix.h: {plain:?}");
     let both: Vec<String> = names
         .iter()
         .flat_map(|n| {
@@ -383,6 +394,7 @@ fn every_declared_call_exists_under_both_names() {
             };
             [n.clone(), p]
         })
+        .chain(plain.iter().cloned())
         .collect();
     let mpi = crate_dir()
         .parent()
@@ -391,7 +403,9 @@ fn every_declared_call_exists_under_both_names() {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("armci-c");
     std::fs::create_dir_all(&out_dir).expect("scratch directory");
     let src = out_dir.join("all_names.c");
-    let mut c = String::from("#include <mpi.h>\n#include <armci.h>\n#include <stdio.h>\n");
+    let mut c = String::from(
+        "#include <mpi.h>\n#include <armci.h>\n#include <armcix.h>\n#include <stdio.h>\n",
+    );
     c.push_str("typedef void (*fn_t)(void);\nstatic fn_t all[] = {\n");
     for n in &both {
         c.push_str(&format!("    (fn_t)&{n},\n"));

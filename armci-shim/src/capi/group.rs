@@ -97,7 +97,13 @@ unsafe fn ranks(call: &str, n: c_int, list: *const c_int) -> Vec<u32> {
 }
 
 /// The group of `list[0..n]` (ranks in `parent`) within `parent`, into `out`.
-unsafe fn create(call: &str, n: c_int, list: *const c_int, out: *mut ArmciGroup, parent: Group) {
+pub(super) unsafe fn create(
+    call: &str,
+    n: c_int,
+    list: *const c_int,
+    out: *mut ArmciGroup,
+    parent: Group,
+) {
     let w = a(call);
     // SAFETY: forwards the caller's contract.
     let members = unsafe { ranks(call, n, list) };

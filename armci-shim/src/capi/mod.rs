@@ -34,6 +34,7 @@ macro_rules! profiled {
     )*};
 }
 
+mod armcix;
 mod domain;
 mod group;
 mod local;

@@ -23,7 +23,7 @@ fn locate(call: &str, w: &A, proc: c_int, addr: *const c_void, len: usize) -> Ta
     ok(call, w.locate(p, addr as usize, len))
 }
 
-fn len_of(call: &str, n: c_int) -> usize {
+pub(super) fn len_of(call: &str, n: c_int) -> usize {
     usize::try_from(n)
         .unwrap_or_else(|_| fatal(call, &Error::BadArgument(format!("negative length {n}"))))
 }

@@ -44,14 +44,18 @@ impl Engine {
         }
     }
 
-    /// Hands an attached adapter to the engine; `Err` (with it) once the engine has ended.
-    pub(crate) fn adopt(&self, a: Adapter) -> Result<(), Adapter> {
+    /// Hands an attached adapter to the engine; `false` (the adapter detached) once the
+    /// engine has ended.
+    pub(crate) fn adopt(&self, a: Adapter) -> bool {
         match lock(&self.pending).as_mut() {
             Some(v) => v.push(a),
-            None => return Err(a),
+            None => {
+                a.detach();
+                return false;
+            }
         }
         self.wake.notify();
-        Ok(())
+        true
     }
 
     /// The engine thread: steps until the machine stops, then detaches every adapter.

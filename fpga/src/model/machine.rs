@@ -134,8 +134,7 @@ impl Machine {
         let bar = self.bar(node)?;
         let adapter = Adapter::new(node, bar.clone(), mem, self.net.clone(), self.cfg.clone())?;
         bar.attach(irq)?;
-        if let Err(a) = self.engine.adopt(adapter) {
-            a.detach();
+        if !self.engine.adopt(adapter) {
             return Err(Error::BadConfig("model: machine shut down".into()));
         }
         Ok(bar)
