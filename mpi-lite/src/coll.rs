@@ -285,24 +285,24 @@ pub fn reduce_local(input: &UserBuf, inout: &mut UserBuf, op: &ReduceOp) -> Resu
 
 /// Whether a non-dense buffer can be reduced as its packed bytes ([`dense_in`]).
 pub(crate) fn packable(b: &UserBuf, k: &Red) -> Result<()> {
-    let one = match b.datatype().homogeneous() {
-        Some((e, _)) if e.dense_size() == Some(e.packed_size()) => e,
-        _ => {
-            return Err(Error::Type(
-                "reductions need a predefined type, a dense derived type or a derived type of \
-                 one predefined type without padding"
-                    .into(),
-            ))
-        }
-    };
-    if matches!(k, Red::User { .. }) {
-        return Err(Error::Type(format!(
-            "a user operation on a non-dense derived type of {} (it is called with the \
-             type's own layout; make the type dense)",
-            one.name()
-        )));
+    if let Red::User { typed, .. } = k {
+        // Typed: called on the type's layout rebuilt from the packed bytes.
+        return match typed {
+            true => Ok(()),
+            false => Err(Error::Type(format!(
+                "a user operation on a non-contiguous buffer of {}",
+                b.datatype().name()
+            ))),
+        };
     }
-    Ok(())
+    match b.datatype().homogeneous() {
+        Some((e, _)) if e.dense_size() == Some(e.packed_size()) => Ok(()),
+        _ => Err(Error::Type(
+            "predefined reductions need a predefined type, a dense derived type or a derived \
+             type of one predefined type without padding"
+                .into(),
+        )),
+    }
 }
 
 /// Bytes of one element of `dt` in [`dense_in`]'s form: the extent of a predefined type

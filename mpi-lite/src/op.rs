@@ -81,8 +81,13 @@ pub enum Red {
         f: UserFn,
         /// Whether it commutes.
         commutative: bool,
-        /// Bytes per element (the type's extent).
+        /// Bytes per element (the type's extent; its size when `typed`).
         elem: usize,
+        /// The elements' type (what [`current_type`] gives the function's queries).
+        ty: Datatype,
+        /// A derived type whose elements are not one dense run: operands come packed,
+        /// and the function gets them in the type's own layout ([`apply_typed`]).
+        typed: bool,
     },
 }
 
@@ -226,6 +231,13 @@ pub fn reducer(dt: &Datatype, op: &ReduceOp) -> Result<Red> {
                 ))),
             }
         }
+        ReduceOp::User { f, commutative } if !dense(dt) => Ok(Red::User {
+            f: f.clone(),
+            commutative: *commutative,
+            elem: dt.size(),
+            ty: dt.clone(),
+            typed: true,
+        }),
         ReduceOp::User { f, commutative } => {
             let elem = usize::try_from(dt.extent())
                 .ok()
@@ -240,6 +252,8 @@ pub fn reducer(dt: &Datatype, op: &ReduceOp) -> Result<Red> {
                 f: f.clone(),
                 commutative: *commutative,
                 elem,
+                ty: dt.clone(),
+                typed: false,
             })
         }
     }
@@ -270,9 +284,68 @@ impl Reducer for Red {
             } => complex::<4>(a, inout, *prod),
             Red::Complex { double: true, prod } => complex::<8>(a, inout, *prod),
             Red::LongDouble(o, t) => apply_ld(*o, *t, a, inout),
-            Red::User { f, elem, .. } => f(a, inout, a.len() / elem),
+            Red::User {
+                f, elem, ty, typed, ..
+            } => with_current(ty, || {
+                if *typed {
+                    apply_typed(f, ty, a, inout)
+                } else {
+                    f(a, inout, a.len() / elem)
+                }
+            }),
         }
     }
+}
+
+thread_local! {
+    /// The type of the user operation running on this thread.
+    static CURRENT: std::cell::RefCell<Option<Datatype>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `ty` as [`current_type`] (restored after: operations may nest).
+fn with_current(ty: &Datatype, f: impl FnOnce()) {
+    let prev = CURRENT.with(|c| c.replace(Some(ty.clone())));
+    f();
+    CURRENT.with(|c| *c.borrow_mut() = prev);
+}
+
+/// The datatype a user operation running on this thread was called with: its queries
+/// (`MPI_Type_get_extent`…) are answered from it, since the reduction holds the
+/// library's lock.
+pub fn current_type() -> Option<Datatype> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// Whether elements of `dt` are one run each, touching (a predefined type, or a derived
+/// one of no holes and no padding): their packed form is their memory.
+fn dense(dt: &Datatype) -> bool {
+    dt.predefined().is_some() || (dt.runs() == 1 && dt.extent() == dt.size() as isize)
+}
+
+/// A user function on packed operands of a derived type with holes (MPI-3.1 §5.9.5: it
+/// is called with the type, on memory in its layout): both are laid out in scratch
+/// memory as the type maps them (holes zero), the function runs there, and `inout` is
+/// packed back.
+fn apply_typed(f: &UserFn, dt: &Datatype, a: &[u8], inout: &mut [u8]) {
+    let n = a.len() / dt.size().max(1);
+    let (mut lo, mut hi) = (0isize, 0isize);
+    dt.for_each_piece(0, a.len(), |at, _, len| {
+        lo = lo.min(at);
+        hi = hi.max(at + len as isize);
+    });
+    // Element 0's origin sits at `-lo` (a type may reach below its displacement 0).
+    let (origin, span) = ((-lo) as usize, (hi - lo) as usize);
+    let (mut ta, mut tb) = (vec![0u8; span], vec![0u8; span]);
+    dt.for_each_piece(0, a.len(), |at, pos, len| {
+        let i = (at - lo) as usize;
+        ta[i..i + len].copy_from_slice(&a[pos..pos + len]);
+        tb[i..i + len].copy_from_slice(&inout[pos..pos + len]);
+    });
+    f(&ta[origin..], &mut tb[origin..], n);
+    dt.for_each_piece(0, inout.len(), |at, pos, len| {
+        let i = (at - lo) as usize;
+        inout[pos..pos + len].copy_from_slice(&tb[i..i + len]);
+    });
 }
 
 /// `inout = a + inout` or `a × inout` on complex numbers of two `W`-byte floats.

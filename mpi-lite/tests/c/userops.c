@@ -18,6 +18,20 @@ static void isum(void *in, void *inout, int *len, MPI_Datatype *dt) {
     for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
 }
 
+/* Sum of the column types of the test below (3 doubles, 4 apart), on their own layout:
+ * element k's values at k * extent + 0, 4, 8 doubles. */
+static MPI_Datatype coltype, coltypes;
+static void colsum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    CHECK(*dt == coltype || *dt == coltypes);
+    MPI_Aint lb, ext;
+    /* A query of the operation's own derived type works inside it. */
+    CHECK(MPI_Type_get_extent(*dt, &lb, &ext) == MPI_SUCCESS && lb == 0);
+    int st = (int)(ext / sizeof(double));
+    double *a = in, *b = inout;
+    for (int k = 0; k < *len; k++)
+        for (int j = 0; j < 3; j++) b[k * st + j * 4] += a[k * st + j * 4];
+}
+
 /* Not commutative: 2x2 integer matrix product inout = in * inout (row-major). */
 static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt) {
     (void)dt;
@@ -160,8 +174,8 @@ int main(int argc, char **argv) {
 
     /* A non-dense derived type of one predefined type (a column of a 3x4 matrix of
      * doubles) reduces element by element, the holes untouched, in every reduction call
-     * (MPI_ERR_TYPE before); a user operation on it is MPI_ERR_TYPE (it would be called
-     * with the type's own layout, which the packed bytes are not). */
+     * (MPI_ERR_TYPE before); a user operation on it is called with the type, on memory in
+     * the type's layout (MPI_ERR_TYPE before). */
     {
         MPI_Datatype col;
         MPI_Type_vector(3, 1, 4, MPI_DOUBLE, &col);
@@ -200,9 +214,28 @@ int main(int argc, char **argv) {
         CHECK(MPI_Reduce_local(m, loc, 1, col, MPI_SUM) == MPI_SUCCESS);
         for (int i = 0; i < 12; i++) CHECK(loc[i] == 100 + i + (i % 4 == 0 ? rank + i : 0));
         MPI_Op uop;
-        MPI_Op_create(isum, 1, &uop);
-        MPI_Error_class(MPI_Allreduce(m, out, 1, col, uop, MPI_COMM_WORLD), &e);
-        CHECK(e == MPI_ERR_TYPE);
+        coltype = col;
+        coltypes = cols;
+        MPI_Op_create(colsum, 1, &uop);
+        for (int i = 0; i < 12; i++) out[i] = nb[i] = -1;
+        CHECK(MPI_Allreduce(m, out, 1, col, uop, MPI_COMM_WORLD) == MPI_SUCCESS);
+        for (int i = 0; i < 12; i++) CHECK(out[i] == (i % 4 == 0 ? s0 + size * i : -1));
+        CHECK(MPI_Iallreduce(m, nb, 1, col, uop, MPI_COMM_WORLD, &q) == MPI_SUCCESS);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        for (int i = 0; i < 12; i++) CHECK(nb[i] == (i % 4 == 0 ? s0 + size * i : -1));
+        for (int i = 0; i < 12; i++) loc[i] = 100 + i;
+        CHECK(MPI_Reduce_local(m, loc, 1, col, uop) == MPI_SUCCESS);
+        for (int i = 0; i < 12; i++) CHECK(loc[i] == 100 + i + (i % 4 == 0 ? rank + i : 0));
+        /* Two interleaved elements (the column resized to one double). */
+        double two[20], two_out[20];
+        for (int i = 0; i < 20; i++) {
+            two[i] = rank;
+            two_out[i] = -1;
+        }
+        CHECK(MPI_Reduce(two, two_out, 2, cols, uop, 0, MPI_COMM_WORLD) == MPI_SUCCESS);
+        if (rank == 0)
+            for (int i = 0; i < 20; i++)
+                CHECK(two_out[i] == ((i % 4 == 0 && i <= 8) || (i % 4 == 1 && i <= 9) ? s0 : -1));
         MPI_Op_free(&uop);
         MPI_Type_free(&cols);
         MPI_Type_free(&col);

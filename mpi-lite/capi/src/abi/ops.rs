@@ -4,6 +4,7 @@
 //! Handles 1-14 are the predefined operations; user operations get handles from
 //! [`FIRST_USER_OP`] in a table of their own (it needs no MPI state).
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
@@ -35,18 +36,26 @@ thread_local! {
     /// Depth of user operations running on this thread (inside a reduction, which holds
     /// the library's lock).
     static IN_OP: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// The datatype handle the innermost running user operation was called with.
+    static OP_TYPE: std::cell::Cell<c_int> = const { std::cell::Cell::new(0) };
 }
 
-/// A predefined datatype for a query made by a user operation while its reduction holds
-/// the library's lock (mpi4py's callbacks ask `MPI_Type_get_extent` of the type they are
-/// given): predefined types need no state. `None` outside user operations or for derived
-/// types, which then take the ordinary path.
-pub(crate) fn type_in_op(t: c_int) -> Option<&'static mpi_lite::datatype::Datatype> {
+/// The datatype for a query made by a user operation while its reduction holds the
+/// library's lock (mpi4py's callbacks ask `MPI_Type_get_extent` of the type they are
+/// given): a predefined type (no state needed) or the operation's own type (from the
+/// reduction, `mpi_lite::op::current_type`). `None` outside user operations or for
+/// other types, which then take the ordinary path.
+pub(crate) fn type_in_op(t: c_int) -> Option<Cow<'static, mpi_lite::datatype::Datatype>> {
     if IN_OP.with(|c| c.get()) == 0 || t <= 0 {
         return None;
     }
-    mpi_lite::datatype::Datatype::basic_at(t as usize - 1)
-        .filter(|_| (t as usize) < crate::state::h::FIRST_USER_TYPE)
+    if (t as usize) < crate::state::h::FIRST_USER_TYPE {
+        return mpi_lite::datatype::Datatype::basic_at(t as usize - 1).map(Cow::Borrowed);
+    }
+    (OP_TYPE.with(|c| c.get()) == t)
+        .then(mpi_lite::op::current_type)
+        .flatten()
+        .map(Cow::Owned)
 }
 
 /// The operation of handle `op`, applied to elements of datatype handle `dt` (a user
@@ -60,6 +69,7 @@ pub(crate) fn op_of(op: c_int, dt: c_int) -> Result<ReduceOp> {
     let call: UserFn = Arc::new(move |a: &[u8], inout: &mut [u8], n: usize| {
         let (mut len, mut d) = (n as c_int, dt);
         IN_OP.with(|c| c.set(c.get() + 1));
+        let outer = OP_TYPE.with(|c| c.replace(dt));
         // SAFETY: the program's function with MPI's arguments: `n` elements at each
         // address (`a` is only read by a correct function: MPI's `invec`), the count and
         // the datatype handle, all valid for the call.
@@ -71,6 +81,7 @@ pub(crate) fn op_of(op: c_int, dt: c_int) -> Result<ReduceOp> {
                 &mut d,
             )
         };
+        OP_TYPE.with(|c| c.set(outer));
         IN_OP.with(|c| c.set(c.get() - 1));
     });
     Ok(ReduceOp::User {

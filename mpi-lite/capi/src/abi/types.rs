@@ -42,8 +42,9 @@ fn rec(
     })
 }
 
-/// A query of datatype `t`: answered without the library's lock for a predefined type
-/// asked from inside a user operation (see `ops::type_in_op`), else as any call.
+/// A query of datatype `t`: answered without the library's lock for a predefined type or
+/// the operation's own, asked from inside a user operation (see `ops::type_in_op`), else
+/// as any call.
 pub(crate) fn query(
     name: &'static str,
     t: c_int,
@@ -52,7 +53,7 @@ pub(crate) fn query(
     if let Some(d) = super::ops::type_in_op(t) {
         // The reduction holds the lock: an error is returned (its handler cannot be
         // consulted without the lock).
-        return f(d).map_or_else(
+        return f(&d).map_or_else(
             |e| crate::errors::code_of(&e),
             |()| mpi_lite::error::class::SUCCESS,
         );
