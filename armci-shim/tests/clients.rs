@@ -22,6 +22,9 @@ use skifch_testing::{self as testing, have_cc};
 
 /// One GA test program's job (the slowest, perf2, takes well under a minute).
 const JOB: Duration = Duration::from_secs(300);
+/// One of the six data-heavy programs over fpga-model (`scan_addc`, the slowest, took
+/// 290 s in the release profile at load 15).
+const HEAVY_JOB: Duration = Duration::from_secs(1200);
 
 /// GA's test programs that run without input, threads or BLAS speed, on 4 ranks: every
 /// one passes over shm (armci-shim/README.md "Global Arrays" lists the others and why).
@@ -279,7 +282,7 @@ fn ga_build() -> Option<&'static PathBuf> {
 
 /// Runs the tests of [`TESTS`] that `pick` chooses on 4 ranks over `driver` with `env`;
 /// all must exit 0 and print no error line.
-fn run_tests(driver: &str, env: &[(&str, &str)], pick: impl Fn(&str) -> bool) {
+fn run_tests(driver: &str, env: &[(&str, &str)], pick: impl Fn(&str) -> bool, limit: Duration) {
     let Some(build) = ga_build() else { return };
     // One set at a time: 4-rank jobs of two sets at once would only slow both down.
     static ONE: Mutex<()> = Mutex::new(());
@@ -293,7 +296,7 @@ fn run_tests(driver: &str, env: &[(&str, &str)], pick: impl Fn(&str) -> bool) {
         // DRA's disk arrays go to the working directory.
         cmd.current_dir(scratch());
         let t0 = std::time::Instant::now();
-        let o = testing::run_job(cmd, JOB);
+        let o = testing::run_job(cmd, limit);
         let bad_line = o
             .stdout
             .lines()
@@ -320,7 +323,7 @@ fn run_tests(driver: &str, env: &[(&str, &str)], pick: impl Fn(&str) -> bool) {
 #[test]
 #[ignore = "downloads and builds Global Arrays (minutes): CLIENT_TESTS=1 scripts/test.sh"]
 fn global_arrays_tests_over_shm() {
-    run_tests("shm", &[], |_| true);
+    run_tests("shm", &[], |_| true, JOB);
 }
 
 /// The same programs with ARMCI on its message path (what a driver without load/store RMA,
@@ -329,7 +332,7 @@ fn global_arrays_tests_over_shm() {
 #[test]
 #[ignore = "downloads and builds Global Arrays (minutes): CLIENT_TESTS=1 scripts/test.sh"]
 fn global_arrays_tests_over_shm_message_path() {
-    run_tests("shm", &[("ARMCI_SHIM_RMA", "off")], |_| true);
+    run_tests("shm", &[("ARMCI_SHIM_RMA", "off")], |_| true, JOB);
 }
 
 /// Over `--driver fpga-model` (no RMA: ARMCI's message path), where libarmci uses the
@@ -338,7 +341,7 @@ fn global_arrays_tests_over_shm_message_path() {
 #[test]
 #[ignore = "downloads and builds Global Arrays (minutes): CLIENT_TESTS=1 scripts/test.sh"]
 fn global_arrays_tests_over_fpga_model() {
-    run_tests("fpga-model", &[], |t| !FPGA_MUCH_DATA.contains(&t));
+    run_tests("fpga-model", &[], |t| !FPGA_MUCH_DATA.contains(&t), JOB);
 }
 
 /// The six GA programs that move gigabytes through ARMCI on 4 ranks (`packc`, `unpackc`,
@@ -348,7 +351,12 @@ fn global_arrays_tests_over_fpga_model() {
 #[test]
 #[ignore = "downloads and builds Global Arrays (minutes): CLIENT_TESTS=1 scripts/test.sh"]
 fn global_arrays_data_heavy_tests_over_fpga_model() {
-    run_tests("fpga-model", &[], |t| FPGA_MUCH_DATA.contains(&t));
+    run_tests(
+        "fpga-model",
+        &[],
+        |t| FPGA_MUCH_DATA.contains(&t),
+        HEAVY_JOB,
+    );
 }
 
 /// The GA programs that move the most data (see above).
