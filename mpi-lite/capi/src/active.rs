@@ -94,3 +94,14 @@ pub fn inside() -> usize {
         .filter(|a| a.inside.load(Ordering::Acquire))
         .count()
 }
+
+/// Whether a thread other than the caller is inside a call (the asynchronous progress
+/// thread's look, `state::program_inside`: such a thread progresses for itself). Without
+/// the heavy barrier: a call entered meanwhile is seen at the next look.
+pub fn others_inside() -> bool {
+    let me = MINE.try_with(|m| m.0.get()).ok().flatten();
+    ALL.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .any(|a| !me.is_some_and(|m| std::ptr::eq(*a, m)) && a.inside.load(Ordering::Relaxed))
+}

@@ -30,6 +30,7 @@ mod attrs;
 mod cache;
 #[allow(unsafe_code)] // calls the user's error handlers (C function pointers)
 mod errors;
+#[allow(unsafe_code)] // the progress thread reaches the engine through a pointer (state::Served)
 mod progress;
 #[allow(unsafe_code)] // under MPI_THREAD_MULTIPLE calls reach the state through a pointer
 mod state;

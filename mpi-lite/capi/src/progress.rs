@@ -1,11 +1,14 @@
 //! The asynchronous progress thread (`SKIFMPI_ASYNC_PROGRESS=1`): started by `MPI_Init`,
 //! stopped first thing in `MPI_Finalize`. It runs [`mpi_lite::win::serve_until`] (polls
-//! while messages come, sleeps up to 1 ms when idle or while a program thread is inside
-//! the library), so passive-target operations on the message path complete while the
-//! target computes without MPI calls. It needs the state shared between threads, so the library then runs
-//! with `MPI_THREAD_MULTIPLE`'s locking whatever level the program asked for (the level
-//! reported stays the one asked), and `SKIFMPI_BIND` defaults to `none` (the thread must
-//! not be tied to the computing thread's CPU).
+//! while messages come, sleeps on the channel's waiter when idle, naps 1 ms while a program
+//! thread is inside the library: [`crate::active::others_inside`]), so passive-target operations on the message path complete while the
+//! target computes without MPI calls. It shares the engine, not the C state: the engine
+//! then runs with `MPI_THREAD_MULTIPLE`'s locking (its waits release its lock), the state
+//! with the program's level (below `MPI_THREAD_MULTIPLE`, the one-sided short cuts of the
+//! bound thread stay). `SKIFMPI_BIND` keeps its default (`core` below
+//! `MPI_THREAD_MULTIPLE`): the program's thread is bound, the progress thread may run on
+//! any CPU the process had (left unbound, two ranks' waits took turns on one CPU: a
+//! message-path round trip cost the wait's whole 20 µs spin).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -32,17 +35,23 @@ pub fn wanted() -> Result<bool> {
     }
 }
 
-/// Starts the thread (after `MPI_Init` made the state shared).
-pub fn start() -> Result<()> {
+/// Starts the thread serving `served` (`MPI_Init`, the state in place); it runs `first`
+/// first (its CPU affinity).
+pub fn start(served: Option<state::Served>, first: impl FnOnce() + Send + 'static) -> Result<()> {
+    let Some(served) = served else {
+        return Err(Error::Intern("the progress thread: no state".into()));
+    };
     STOP.store(false, Ordering::Release);
     let t = std::thread::Builder::new()
         .name("skifmpi-progress".into())
-        .spawn(|| {
+        .spawn(move || {
+            first();
+            // SAFETY: `MPI_Finalize` stops and joins this thread (`stop`) before it takes
+            // the state, and with it the `Mpi`, away.
+            let mpi = unsafe { served.get() };
             // An error (a lost peer breaks the engine) ends the thread; the program's own
             // calls report it.
-            let _ = state::with_state("the progress thread", |st| {
-                mpi_lite::win::serve_until(&st.mpi, &STOP)
-            });
+            let _ = mpi_lite::win::serve_until(mpi, &STOP, state::program_inside);
         })
         .map_err(|e| Error::Other(format!("MPI_Init: the progress thread: {e}")))?;
     *THREAD.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);

@@ -192,10 +192,13 @@ fn enter() -> Option<Guard> {
 /// `MPI_THREAD_SINGLE` and `FUNNELED` the state and the engine are bound to this thread
 /// (no atomic read-modify-write per call, `mpi_lite::engine::lock`; other threads are
 /// refused); `SERIALIZED` keeps the try-lock of any thread.
+/// `served`: the asynchronous progress thread shares the engine (opened for
+/// `MPI_THREAD_MULTIPLE`, never bound), not the state.
 pub fn set_level(
     g: &mut FlagGuard<'static, Option<CState>>,
     multiple: bool,
     one_thread: bool,
+    served: bool,
 ) -> Result<()> {
     if let (true, Some(st)) = (multiple, g.as_ref()) {
         crate::active::init();
@@ -203,12 +206,48 @@ pub fn set_level(
     }
     MULTIPLE.store(multiple, Ordering::SeqCst);
     if one_thread && !multiple {
-        if let Some(st) = g.as_ref() {
+        if let (Some(st), false) = (g.as_ref(), served) {
             st.mpi.engine().bind_to_current_thread()?;
         }
         FlagLock::bind_to_current_thread(g);
     }
     Ok(())
+}
+
+/// The state's `Mpi` for the asynchronous progress thread (`progress.rs`), which serves
+/// its engine beside the program's calls, at any thread level, without entering calls.
+pub struct Served(*const Mpi<DefaultPort>);
+
+// SAFETY: the `Mpi` it points to is shared by threads (its engine opened for
+// `MPI_THREAD_MULTIPLE`: every use takes the engine's lock); see `Served::get` for how long.
+unsafe impl Send for Served {}
+
+impl Served {
+    /// The `Mpi` of the state `g` holds (`MPI_Init`, after opening it for a progress thread).
+    pub fn of(g: &FlagGuard<'static, Option<CState>>) -> Option<Served> {
+        g.as_ref().map(|st| Served(&st.mpi))
+    }
+
+    /// The `Mpi`.
+    ///
+    /// # Safety
+    /// Only until `MPI_Finalize` takes the state out of [`STATE`] (the state is not moved
+    /// before: `MPI_Init` put it there, and Finalize stops the progress thread first).
+    pub unsafe fn get(&self) -> &Mpi<DefaultPort> {
+        // SAFETY: the caller's contract: the state, and its `Mpi`, are still in place.
+        unsafe { &*self.0 }
+    }
+}
+
+/// Whether a program thread is inside a call now (the progress thread's look: such a call
+/// progresses for itself): one holds the state's lock, or, under `MPI_THREAD_MULTIPLE`,
+/// one's flag is set.
+pub fn program_inside() -> bool {
+    if MULTIPLE.load(Ordering::Relaxed) {
+        crate::active::others_inside()
+    } else {
+        STATE.is_held()
+    }
 }
 
 /// `MPI_Finalize`'s first step under `MPI_THREAD_MULTIPLE`: no new call reaches the state,

@@ -390,8 +390,8 @@ fn one_sided_passive_target_while_the_target_computes() {
 
 /// A target that computes until its origins' epochs have changed its window (no MPI call
 /// meanwhile): they complete on the direct path, and on the message path with the
-/// asynchronous progress thread (forced messages and fpga-model); other programs run
-/// unchanged with the thread; a bad `SKIFMPI_ASYNC_PROGRESS` value fails `MPI_Init`.
+/// asynchronous progress thread (forced messages and fpga-model); other programs (one and
+/// many threads, the direct path's short cuts) run unchanged with the thread; a bad `SKIFMPI_ASYNC_PROGRESS` value fails `MPI_Init`.
 #[test]
 fn one_sided_asynchronous_progress_while_the_target_computes() {
     if !have_cc() {
@@ -414,6 +414,14 @@ fn one_sided_asynchronous_progress_while_the_target_computes() {
         &[on, ("SKIFMPI_RMA", "messages")],
     );
     run_ok(&compile("p2p", false), 3, &[on]);
+    // The thread shares the engine, not the state: the direct path's short cuts of the
+    // bound thread (MPI_THREAD_SINGLE) and a program of many threads run beside it.
+    run_ok(
+        &compile("rmadirect", false),
+        2,
+        &[on, ("RMA_TEST_PATH", "direct")],
+    );
+    run_ok(&compile("mt", false), 2, &[on]);
     let o = run(&exe, 2, &[("SKIFMPI_ASYNC_PROGRESS", "yes")]);
     let ctx = format!("{}\nstderr:\n{}", o.status, o.stderr);
     assert!(!o.status.success(), "{ctx}");

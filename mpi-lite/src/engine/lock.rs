@@ -105,6 +105,12 @@ impl<T> FlagLock<T> {
         })
     }
 
+    /// Whether some thread holds the value now (a look from another thread, which takes
+    /// nothing: the answer may change at once).
+    pub fn is_held(&self) -> bool {
+        self.busy.load(Ordering::Relaxed) || self.owner.load(Ordering::Relaxed) & 1 != 0
+    }
+
     /// The thread the lock is bound to ([`this_thread`]'s value there), 0 while unbound.
     #[inline(always)]
     pub fn bound_to(&self) -> usize {

@@ -65,6 +65,15 @@ pub(crate) fn stores_init(threads: bool) -> AtomicU8 {
     AtomicU8::new(if threads || !TSO { ALWAYS } else { FENCED })
 }
 
+/// The store mark of a program of one thread whose engine the asynchronous progress thread
+/// shares (opened for `MPI_THREAD_MULTIPLE`): that thread makes no one-sided operation and
+/// touches no mark, so the flush's barrier may move as in any single-threaded program.
+/// Called before any window exists.
+pub fn one_program_thread<P: skifch::Port>(mpi: &crate::comm::Mpi<P>) {
+    mpi.rma_stores
+        .store(stores_init(false).into_inner(), Ordering::Relaxed);
+}
+
 /// The epoch state, locked; dropping it after a change publishes the change to the
 /// members' `open` bits.
 pub(super) struct EpochGuard<'a> {

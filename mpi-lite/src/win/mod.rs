@@ -60,6 +60,7 @@ use mem::{Ctl, Owned, Reach, CTL_BYTES};
 pub(crate) use served::register;
 pub use served::Served;
 
+pub use direct::one_program_thread;
 pub(crate) use direct::stores_init;
 pub use direct::RmwOp;
 pub use ops::{AccOp, Target};
@@ -569,14 +570,19 @@ fn force_messages() -> bool {
 /// message path. It polls while messages come; idle, it sleeps on the channel's waiter
 /// ([`crate::engine::Engine::idle_wait`], seeds 000/004: blocked in the kernel, woken by
 /// the next arriving message, no CPU taken from the program); while a program thread is
-/// inside the library (which then progresses for itself) it sleeps 1 ms on a timer rather
-/// than compete for the engine's lock or the CPU, or make every sender pay a wake-up —
-/// spinning beside the program's own wait made a message-path put + flush 10-100× slower.
-/// `stop` is seen within a few milliseconds.
+/// inside the library (`busy`: it then progresses for itself, even while waiting without
+/// the engine's lock) it naps 1 ms on a timer, touching nothing, rather than compete for the
+/// engine's lock or the CPU, or make every sender pay a wake-up — polling beside the
+/// program's own wait made a message-path put + flush 10-100× slower. `stop` is seen
+/// within a few milliseconds.
 ///
 /// The engine must have been opened for `MPI_THREAD_MULTIPLE` (else calls of the
 /// program's thread would find it busy): an error otherwise.
-pub fn serve_until<P: Port>(mpi: &Mpi<P>, stop: &std::sync::atomic::AtomicBool) -> Result<()> {
+pub fn serve_until<P: Port>(
+    mpi: &Mpi<P>,
+    stop: &std::sync::atomic::AtomicBool,
+    busy: impl Fn() -> bool,
+) -> Result<()> {
     const BUSY: std::time::Duration = std::time::Duration::from_millis(1);
     let e = mpi.engine();
     if !e.is_multiple() {
@@ -585,6 +591,10 @@ pub fn serve_until<P: Port>(mpi: &Mpi<P>, stop: &std::sync::atomic::AtomicBool) 
         ));
     }
     while !stop.load(std::sync::atomic::Ordering::Acquire) {
+        if busy() {
+            std::thread::sleep(BUSY);
+            continue;
+        }
         match e.try_progress()? {
             Some(true) => {}
             Some(false) => e.idle_wait(),

@@ -34,31 +34,44 @@ fn init(required: c_int) -> c_int {
             )));
         }
         let progress = crate::progress::wanted()?;
-        // A progress thread shares the state: MPI_THREAD_MULTIPLE's locking (`progress`).
-        let multiple = required == THREAD_MULTIPLE || progress;
+        let multiple = required == THREAD_MULTIPLE;
+        // A progress thread shares the engine: MPI_THREAD_MULTIPLE's locking there
+        // (`progress`); the state keeps the program's level.
+        let shared = multiple || progress;
+        // A progress thread is not bound (`progress::start` gives it the CPUs the process
+        // had), so the program's thread may be.
         let bind_cores = bind_policy(multiple)?;
         let job = skifch_drivers::init()?;
-        if bind_cores {
-            bind(job.rank(), job.size());
-        }
+        let unbound = if bind_cores {
+            bind(job.rank(), job.size())
+        } else {
+            None
+        };
         crate::errors::set_rank(job.rank());
         // The locking is chosen here, once: below MPI_THREAD_MULTIPLE the single-threaded
         // paths (one lock per call, waits inside the channel); with it, shared state and
         // waits that hold no lock (`state`, `mpi_lite::engine::Engine`).
-        let mpi = if multiple {
+        let mpi = if shared {
             Mpi::new_multiple(&job)?
         } else {
             Mpi::new(&job)?
         };
+        if !multiple && progress {
+            mpi_lite::win::one_program_thread(&mpi);
+        }
         EPOCH.get_or_init(Instant::now);
         MAIN_THREAD.get_or_init(|| std::thread::current().id());
         *g = Some(CState::new(job, mpi, required));
         // MPI_THREAD_SINGLE and FUNNELED: only this thread calls (bound, no atomic
-        // read-modify-write per call); a progress thread shares the state.
-        state::set_level(&mut g, multiple, required <= 1 && !progress)?;
+        // read-modify-write per call); a progress thread shares the engine only.
+        state::set_level(&mut g, multiple, required <= 1, progress)?;
         PHASE.store(1, Ordering::Release);
         if progress {
-            crate::progress::start()?;
+            crate::progress::start(state::Served::of(&g), move || {
+                if let Some(set) = unbound {
+                    set_affinity(&set);
+                }
+            })?;
         }
         Ok(())
     })();
@@ -94,28 +107,35 @@ fn bind_policy(multiple: bool) -> mpi_lite::Result<bool> {
 /// (the ranks of a `skifrun` job share one host). A waiting rank spins before it sleeps
 /// (the channel's wait policy), so two ranks left to share one CPU pay that spin at every
 /// hand-over. Otherwise, or if the kernel refuses, the inherited affinity stays.
-fn bind(rank: u32, size: u32) {
+/// Returns the CPUs the thread could use before, if it bound it.
+fn bind(rank: u32, size: u32) -> Option<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let n = std::mem::size_of_val(&set);
     // SAFETY: `set` is a valid, writable cpu_set_t of `n` bytes; pid 0 is this thread.
     if unsafe { libc::sched_getaffinity(0, n, &mut set) } != 0 {
-        return;
+        return None;
     }
     let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
         // SAFETY: `c` < CPU_SETSIZE, inside the set.
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect();
     if size as usize > allowed.len() || size < 2 {
-        return;
+        return None;
     }
     // SAFETY: as above, the empty set.
     let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: an allowed CPU number is < CPU_SETSIZE.
     unsafe { libc::CPU_SET(allowed[rank as usize], &mut one) };
-    // SAFETY: `one` is a valid cpu_set_t of `n` bytes; pid 0 is this thread (the one
-    // calling MPI_Init, usually the only one yet).
-    let _ = unsafe { libc::sched_setaffinity(0, n, &one) };
+    // The thread calling MPI_Init, usually the only one yet.
+    set_affinity(&one);
+    Some(set)
+}
+
+/// The calling thread may run on the CPUs of `set` (a failure leaves it as it was).
+fn set_affinity(set: &libc::cpu_set_t) {
+    // SAFETY: `set` is a valid cpu_set_t of the size given; pid 0 is this thread.
+    let _ = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(set), set) };
 }
 
 mpi_fn!(MPI_Init, PMPI_Init, (_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
