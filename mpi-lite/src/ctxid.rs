@@ -291,7 +291,7 @@ impl Hook for Run {
 }
 
 /// The key of an agreement on communicator context `ctx` with tag `tag`.
-pub(crate) fn key(ctx: u16, tag: i32) -> u64 {
+fn key(ctx: u16, tag: i32) -> u64 {
     (u64::from(ctx) << 32) | u64::from(tag as u32)
 }
 

@@ -1,7 +1,12 @@
 //! Process topologies (MPI-3.1 chapter 7): Cartesian grids and distributed graphs.
-//! The arithmetic is here (pure functions); creating a topology communicator is
-//! [`crate::Mpi::cart_create`] / [`crate::Mpi::dist_graph_adjacent`].
+//! The arithmetic (pure functions) and the constructors of topology communicators
+//! ([`crate::Mpi::cart_create`], [`crate::Mpi::dist_graph_adjacent`]…).
 
+use std::sync::Arc;
+
+use skifch::Port;
+
+use crate::comm::{CommData, Mpi, Topology, UNDEFINED};
 use crate::engine::PROC_NULL;
 use crate::error::{Error, Result};
 
@@ -186,6 +191,202 @@ pub fn cart_shift(dims: &[i32], periods: &[bool], rank: i32, dir: usize, disp: i
         }
     };
     (at(-disp), at(disp))
+}
+
+impl<P: Port> Mpi<P> {
+    /// `MPI_Cart_create` (no reordering): the first `∏ dims` ranks of `c` form the grid,
+    /// the others get `None`.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it with the same arguments.
+    pub fn cart_create(
+        &self,
+        c: &CommData,
+        dims: &[i32],
+        periods: &[bool],
+    ) -> Result<Option<Arc<CommData>>> {
+        if dims.len() != periods.len() || dims.iter().any(|&d| d <= 0) {
+            return Err(Error::Dims(
+                "MPI_Cart_create: dimensions must be positive".into(),
+            ));
+        }
+        let n: i64 = dims.iter().map(|&d| d as i64).product();
+        if n > c.size() as i64 {
+            return Err(Error::Topology(format!(
+                "MPI_Cart_create: a grid of {n} processes in a communicator of {}",
+                c.size()
+            )));
+        }
+        let topo = Topology::Cart {
+            dims: dims.to_vec(),
+            periods: periods.to_vec(),
+        };
+        self.topo_sub(c, n as usize, topo)
+    }
+
+    /// The first `n` ranks of `c` (n ≤ its size) as a new communicator with `topo`, the
+    /// others `None` (no reordering): what the topology constructors build.
+    fn topo_sub(&self, c: &CommData, n: usize, topo: Topology) -> Result<Option<Arc<CommData>>> {
+        c.intra("a topology constructor")?;
+        let color = if c.rank < n { 0 } else { UNDEFINED };
+        let sub = self.split(c, color, c.rank as i32)?;
+        Ok(sub.map(|s| Arc::new(s.with_topo(Some(topo)))))
+    }
+
+    /// `MPI_Graph_create` (no reordering, MPI-3.1 §7.5.3): the first `index.len()` ranks of
+    /// `c` form the graph, the others get `None`.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it with the same arguments.
+    pub fn graph_create(
+        &self,
+        c: &CommData,
+        index: &[i32],
+        edges: &[i32],
+    ) -> Result<Option<Arc<CommData>>> {
+        let n = index.len();
+        if n > c.size() {
+            return Err(Error::Topology(format!(
+                "MPI_Graph_create: a graph of {n} nodes in a communicator of {}",
+                c.size()
+            )));
+        }
+        let ok_index = index.windows(2).all(|w| w[0] <= w[1])
+            && index.first().is_none_or(|&i| i >= 0)
+            && index.last().is_none_or(|&i| i as usize == edges.len());
+        if !ok_index || edges.iter().any(|&e| !(0..n as i32).contains(&e)) {
+            return Err(Error::Topology(
+                "MPI_Graph_create: index must be non-decreasing up to the edge count, edges name nodes".into(),
+            ));
+        }
+        let topo = Topology::Graph {
+            index: index.to_vec(),
+            edges: edges.to_vec(),
+        };
+        self.topo_sub(c, n, topo)
+    }
+
+    /// `MPI_Dist_graph_create` (MPI-3.1 §7.5.4): each process gives some edges (source,
+    /// destination, weight) of the graph; every process learns its own in- and
+    /// out-neighbours from all of them (an all-gather), then as
+    /// [`Mpi::dist_graph_adjacent`].
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it.
+    pub fn dist_graph_create(
+        &self,
+        c: &CommData,
+        edges: &[(i32, i32, i32)],
+        weighted: bool,
+    ) -> Result<Arc<CommData>> {
+        c.intra("MPI_Dist_graph_create")?;
+        for &(s, d, _) in edges {
+            if !(0..c.size() as i32).contains(&s) || !(0..c.size() as i32).contains(&d) {
+                return Err(Error::Rank(format!(
+                    "MPI_Dist_graph_create: edge {s} -> {d} leaves a communicator of {}",
+                    c.size()
+                )));
+            }
+        }
+        let counts = self.exchange(c, -12, &(edges.len() as u32).to_le_bytes())?;
+        let max = counts
+            .iter()
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .max()
+            .unwrap_or(0);
+        let mut mine = vec![0xffu8; max * 12];
+        for (k, &(s, d, w)) in edges.iter().enumerate() {
+            for (j, x) in [s, d, w].iter().enumerate() {
+                mine[k * 12 + j * 4..k * 12 + j * 4 + 4].copy_from_slice(&x.to_le_bytes());
+            }
+        }
+        let all = self.exchange(c, -13, &mine)?;
+        let me = c.rank as i32;
+        let (mut sources, mut dests) = (Vec::new(), Vec::new());
+        for b in &all {
+            for e in b.chunks_exact(12) {
+                let f = |j: usize| i32::from_le_bytes([e[j], e[j + 1], e[j + 2], e[j + 3]]);
+                let (s, d, w) = (f(0), f(4), f(8));
+                if s < 0 {
+                    break; // padding
+                }
+                if d == me {
+                    sources.push((s, w));
+                }
+                if s == me {
+                    dests.push((d, w));
+                }
+            }
+        }
+        self.dist_graph_adjacent(c, sources, dests, weighted)
+    }
+
+    /// `MPI_Cart_sub` (MPI-3.1 §7.5.7): the members sharing this process's coordinates in
+    /// the dimensions not kept form a grid of the kept ones (a split of `c`, ordered by
+    /// rank, which is row-major order in the kept dimensions).
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it with the same `remain`.
+    pub fn cart_sub(&self, c: &CommData, remain: &[bool]) -> Result<Arc<CommData>> {
+        let Some(Topology::Cart { dims, periods }) = &c.topo else {
+            return Err(Error::Topology(
+                "MPI_Cart_sub: the communicator has no Cartesian topology".into(),
+            ));
+        };
+        if remain.len() != dims.len() {
+            return Err(Error::Arg("MPI_Cart_sub: one flag per dimension".into()));
+        }
+        let coords = crate::topo::cart_coords(dims, c.rank as i32);
+        let (mut color, mut key) = (0i32, 0i32);
+        for (i, &d) in dims.iter().enumerate() {
+            if remain[i] {
+                key = key * d + coords[i];
+            } else {
+                color = color * d + coords[i];
+            }
+        }
+        let sub = self
+            .split(c, color, key)?
+            .ok_or_else(|| Error::Intern("MPI_Cart_sub lost this process".into()))?;
+        let kept = |i: &usize| remain[*i];
+        let dims = (0..dims.len()).filter(kept).map(|i| dims[i]).collect();
+        let periods = (0..periods.len())
+            .filter(kept)
+            .map(|i| periods[i])
+            .collect();
+        Ok(Arc::new(
+            sub.with_topo(Some(Topology::Cart { dims, periods })),
+        ))
+    }
+
+    /// `MPI_Dist_graph_create_adjacent` (no reordering): a duplicate of `c` carrying this
+    /// process's neighbours.
+    ///
+    /// # Collective Operation
+    /// Every member of `c` calls it (with its own neighbour lists).
+    pub fn dist_graph_adjacent(
+        &self,
+        c: &CommData,
+        sources: Vec<(i32, i32)>,
+        dests: Vec<(i32, i32)>,
+        weighted: bool,
+    ) -> Result<Arc<CommData>> {
+        c.intra("MPI_Dist_graph_create")?;
+        for &(r, _) in sources.iter().chain(&dests) {
+            if !(0..c.size() as i32).contains(&r) {
+                return Err(Error::Rank(format!(
+                    "MPI_Dist_graph_create_adjacent: neighbour {r} is not in a communicator of {}",
+                    c.size()
+                )));
+            }
+        }
+        let d = self.dup(c)?;
+        Ok(Arc::new(d.with_topo(Some(Topology::DistGraph {
+            sources,
+            dests,
+            weighted,
+        }))))
+    }
 }
 
 #[cfg(test)]
