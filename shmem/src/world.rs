@@ -583,11 +583,12 @@ impl<P: Port> World<P> {
     pub fn quiet(&self) -> Result<(), Error> {
         self.alive()?;
         for w in &self.win {
-            w.quiet();
+            w.quiet()?;
         }
         match self.path {
             Path::Direct => Ok(()),
-            // Puts by transfers are complete at return; atomics sent as requests are not.
+            // Puts by transfers are complete (the windows' quiet); atomics sent as requests
+            // are not yet.
             Path::Transfers | Path::Messages => {
                 self.flush_all()?;
                 let to: Vec<u32> = (0..self.n)

@@ -61,7 +61,15 @@ fn puts_and_gets(cfg: Config) {
         w.put(next, 8 * me as usize, &u64::from(me + 100).to_le_bytes())?;
         let big = pattern(me, 300_000);
         w.put(next, 4096, &big)?;
-        w.quiet();
+        // more small puts than the provider keeps in flight (ofi::rma::SLOTS)
+        for k in 0..200u64 {
+            w.put(
+                next,
+                400_000 + 8 * k as usize,
+                &(k * 3 + u64::from(me)).to_le_bytes(),
+            )?;
+        }
+        w.quiet()?;
         bar.wait(&bch)?;
         // what the previous rank wrote is in this rank's own memory ...
         let mut got = vec![0u8; 300_000];
@@ -73,6 +81,14 @@ fn puts_and_gets(cfg: Config) {
         let mut word = [0u8; 8];
         w.get(me, 8 * prev as usize, &mut word)?;
         assert_eq!(u64::from_le_bytes(word), u64::from(prev + 100));
+        for k in 0..200u64 {
+            w.get(me, 400_000 + 8 * k as usize, &mut word)?;
+            assert_eq!(u64::from_le_bytes(word), k * 3 + u64::from(prev));
+        }
+        // a get after puts in flight reads them
+        w.put(next, 600_000, &[7; 8])?;
+        w.get(next, 600_000, &mut word)?;
+        assert_eq!(word, [7; 8]);
         // ... and a get from the next rank reads back what this rank put there
         w.get(next, 4096, &mut got)?;
         assert!(got == big, "rank {me}: read back from rank {next}");
@@ -105,4 +121,54 @@ fn ofi_rma_puts_and_gets_over_rxm() {
         domain: Some("lo".into()),
         ..Config::default()
     });
+}
+
+/// A transfer to a rank whose job has ended (its endpoint and registrations closed) is an
+/// error within the loss timeout, never a hang; the other peers stay reachable.
+#[test]
+fn ofi_rma_to_a_rank_gone_is_an_error_not_a_hang() {
+    let cfg = Config {
+        domain: Some("lo".into()),
+        timeout: std::time::Duration::from_millis(1000),
+        ..Config::default()
+    };
+    threads::run(3, &cfg, |job| {
+        let d = job.driver();
+        let Some(r) = d.rma() else {
+            eprintln!("skipped: no RMA over {}", d.provider());
+            return Ok(());
+        };
+        let me = job.rank();
+        let ch = job.open(2)?;
+        let bch = job.open(1)?;
+        let mut bar = skifch::coll::Barrier::new(me, job.size());
+        let w = rma::expose(r.as_ref(), r.alloc(4096)?, &mut |b: &[u8]| {
+            allgather(&job, &ch, b)
+        })?;
+        bar.wait(&bch)?;
+        if me == 2 {
+            return Ok(()); // leaves: its window, endpoint and job close
+        }
+        let other = 1 - me;
+        let t0 = std::time::Instant::now();
+        let mut word = [0u8; 8];
+        let mut gone = None;
+        while t0.elapsed() < std::time::Duration::from_secs(60) {
+            match w.get(2, 0, &mut word) {
+                Err(e) => {
+                    gone = Some(e);
+                    break;
+                }
+                Ok(()) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        }
+        let e = gone.expect("a get from a rank that left fails");
+        eprintln!("rank {me}: {e} after {:?}", t0.elapsed());
+        assert!(t0.elapsed() < std::time::Duration::from_secs(30));
+        // the remaining peer is still reached (unless the failure left RMA unusable,
+        // which it reports as an error, not a hang)
+        let _ = w.put(other, 8, &[1; 8]);
+        Ok(())
+    })
+    .expect("every rank passes");
 }

@@ -6,10 +6,12 @@
 //! address peers name it by (its virtual address under `FI_MR_VIRT_ADDR`, else 0: an
 //! offset), its key (the provider's under `FI_MR_PROV_KEY`, else one this rank chose) and
 //! this rank's RMA endpoint address. A put is one `fi_writemsg` with
-//! `FI_DELIVERY_COMPLETE` (its completion means the data is in the target's memory, so
-//! [`skifch::rma::Window::quiet`] stays a fence), a get one `fi_readmsg`; each waits for
-//! its completion, so the caller's buffer is free at return. One transfer of a rank is in
-//! flight at a time (`Inner::op`): every completion on the queue is the current one's.
+//! `FI_DELIVERY_COMPLETE` (its completion means the data is in the target's memory), a get
+//! one `fi_readmsg`. A put of at most the provider's inject size (`FI_INJECT`: the source
+//! is copied by the call) stays in flight, up to [`SLOTS`] of them, until
+//! [`skifch::rma::Window::quiet`] (or a get, which completes them first so that it reads
+//! them); every other transfer waits for its completion, so the caller's buffer is free at
+//! return.
 //!
 //! ## Its own fabric objects
 //! RMA uses a domain, address vector, endpoint and completion queue of its own (same
@@ -29,8 +31,10 @@
 //!
 //! ## Failure
 //! A transfer to a rank the message driver reports lost (heartbeats, `SKIFCH_OFI_TIMEOUT_MS`)
-//! fails with `PeerLost`; a transfer still in flight then leaves the provider unusable for
-//! RMA (later calls fail with the same error): the library's job has lost a rank anyway.
+//! fails with `PeerLost`; one to a rank that finalized (its registrations closed) fails at
+//! once with the provider's error (`Unreachable`, `Closed`, once its goodbye was heard). A
+//! transfer abandoned in flight (a lost rank that never answered) leaves the provider
+//! unusable for RMA (later calls fail with the same error): the job has lost a rank anyway.
 //!
 //! ## Limits
 //! Providers that need local buffers registered (`FI_MR_LOCAL`: `verbs`) or keys wider
@@ -62,16 +66,40 @@ pub const PROGRESS_EVERY: Duration = Duration::from_millis(1);
 /// The capabilities asked of the RMA domain.
 const CAPS: u32 = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 
+/// Transfers a rank can have in flight (small puts waiting for their completion).
+pub const SLOTS: usize = 64;
+
+/// The transfers in flight (`Inner::op`).
 struct Op {
-    /// The context of the transfer in flight (boxed: its address is given to the provider).
-    ctx: Box<fi_context2>,
+    /// One context per transfer in flight (boxed: the addresses go to the provider).
+    ctx: Box<[fi_context2]>,
+    /// The target rank of the transfer in each slot; `None`: free.
+    busy: Vec<Option<u32>>,
+    inflight: usize,
+    /// A put that failed after its call returned (found by the progress thread or by a
+    /// later call's reaping): reported by the next call.
+    failed: Option<Error>,
     /// Why RMA is unusable (a transfer was abandoned in flight).
     broken: Option<String>,
 }
 
-// SAFETY: the context is provider scratch space handed out only while `Inner::op` is
-// locked; its pointers are the provider's, never dereferenced here.
+// SAFETY: the contexts are provider scratch space handed out only while `Inner::op` is
+// locked; their pointers are the provider's, never dereferenced here.
 unsafe impl Send for Op {}
+
+impl Op {
+    /// The slot whose context is `c`.
+    fn slot_of(&self, c: *mut std::ffi::c_void) -> Option<usize> {
+        let off = (c as usize).checked_sub(self.ctx.as_ptr() as usize)?;
+        let sz = std::mem::size_of::<fi_context2>();
+        (off % sz == 0 && off / sz < self.ctx.len()).then_some(off / sz)
+    }
+    fn free(&mut self, slot: usize) -> Option<u32> {
+        let r = self.busy.get_mut(slot)?.take()?;
+        self.inflight -= 1;
+        Some(r)
+    }
+}
 
 struct Inner {
     // Field order is drop order: the endpoint before its domain.
@@ -82,6 +110,8 @@ struct Inner {
     next_key: AtomicU64,
     /// Largest transfer the endpoint takes in one call.
     max: usize,
+    /// Largest put sent with `FI_INJECT` (the source copied at the call).
+    inject: usize,
     live: Arc<Live>,
     /// Longest wait for one completion from a rank not reported lost.
     patience: Duration,
@@ -117,17 +147,22 @@ pub fn open(msg: &Net, rank: u32, size: u32, live: Arc<Live>, timeout: Duration)
     let ep = Ep::open(&net, 0, 1, 64)?;
     // SAFETY: the chosen entry's endpoint attributes, alive with `net`.
     let max = unsafe { (*(*net.info()).ep_attr).max_msg_size }.clamp(4096, 1 << 30);
+    let inject = net.inject_size;
     let inner = Arc::new(Inner {
         ep,
         net,
         op: Mutex::new(Op {
             // SAFETY: fi_context2 is plain provider scratch space; zero is a valid start.
-            ctx: Box::new(unsafe { std::mem::zeroed() }),
+            ctx: (0..SLOTS).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            busy: vec![None; SLOTS],
+            inflight: 0,
+            failed: None,
             broken: None,
         }),
         peers: Mutex::new(HashMap::new()),
         next_key: AtomicU64::new(1),
         max,
+        inject,
         live,
         patience: timeout * 4 + Duration::from_secs(10),
     });
@@ -141,27 +176,25 @@ pub fn open(msg: &Net, rank: u32, size: u32, live: Arc<Live>, timeout: Duration)
 
 /// The progress thread (module docs): ends when the provider and its segments are gone.
 fn progress(inner: Weak<Inner>) {
-    let mut out = [NONE; 4];
     loop {
         std::thread::sleep(PROGRESS_EVERY);
         let Some(i) = inner.upgrade() else { return };
         let idle = i.op.try_lock();
-        if idle.is_ok() && i.ep.read(&mut out) == -(FI_EAVAIL as isize) {
-            let _ = i.ep.read_error();
+        if let Ok(mut op) = idle {
+            if let Err(e) = i.reap(&mut op) {
+                op.failed.get_or_insert(e);
+            }
         }
-        drop(idle);
     }
 }
 
 impl Inner {
     fn err(&self, what: String) -> Error {
-        Error::Corrupt(
-            format!(
-                "ofi RMA on provider {}, domain {}: {what}",
-                self.net.provider, self.net.domain_name
-            )
-            .into(),
-        )
+        let text = format!(
+            "provider {}, domain {}: {what}",
+            self.net.provider, self.net.domain_name
+        );
+        Error::os("ofi RMA", std::io::Error::other(text))
     }
 
     /// Registers `ptr..ptr+len` for peers' reads and writes; the registration and the
@@ -202,54 +235,89 @@ impl Inner {
         Ok((mr, t))
     }
 
-    /// Waits for the completion of the transfer in flight.
-    fn wait(&self, op: &mut Op, rank: u32, t0: Instant) -> Result<()> {
-        let mut out = [NONE];
-        let mut spins = 0u32;
-        loop {
-            match self.ep.read(&mut out) {
-                1 => return Ok(()),
-                0 => {}
-                r if r == -(FI_EAVAIL as isize) => {
-                    let why = match self.ep.read_error() {
-                        Some((e, text)) => format!("error {} ({text})", e.err),
-                        None => "an error completion".into(),
-                    };
-                    if self.live.is_lost(rank) {
-                        return Err(Error::PeerLost { rank });
-                    }
-                    return Err(self.err(format!("a transfer with rank {rank} failed: {why}")));
+    /// Reads the completions there are, freeing their slots; an error completion is
+    /// returned as the error of its transfer.
+    fn reap(&self, op: &mut Op) -> Result<usize> {
+        let mut out = [NONE; 8];
+        match self.ep.read(&mut out) {
+            n if n >= 0 => {
+                for e in &out[..n as usize] {
+                    op.free(op.slot_of(e.op_context).unwrap_or(usize::MAX));
                 }
-                r => {
-                    let why = format!("fi_cq_read: {}", sys::strerror(r));
-                    op.broken = Some(why.clone());
-                    return Err(self.err(why));
-                }
+                Ok(n as usize)
             }
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(256) {
-                self.check(rank, t0, Some(op))?;
-                std::thread::yield_now();
+            r if r == -(FI_EAVAIL as isize) => {
+                let (rank, why) = match self.ep.read_error() {
+                    Some((e, text)) => (
+                        op.free(op.slot_of(e.op_context).unwrap_or(usize::MAX)),
+                        format!("error {} ({text})", e.err),
+                    ),
+                    None => (None, "an error completion".into()),
+                };
+                let rank = rank.unwrap_or(u32::MAX);
+                if rank != u32::MAX && self.live.is_lost(rank) {
+                    return Err(Error::PeerLost { rank });
+                }
+                if rank != u32::MAX && self.live.is_finalized(rank) {
+                    // RMA has no ports: the rank as a whole has left.
+                    let addr = skifch::NetAddr::new(rank as u16, 0);
+                    let why = skifch::error::Unreachable::Closed;
+                    return Err(Error::Unreachable { addr, why });
+                }
+                Err(self.err(format!("a transfer with rank {rank} failed: {why}")))
+            }
+            r => {
+                let why = format!("fi_cq_read: {}", sys::strerror(r));
+                op.broken = Some(why.clone());
+                Err(self.err(why))
             }
         }
     }
 
-    /// `PeerLost` once `rank` is lost, an error after [`Inner::patience`]; with `op` (a
-    /// transfer in flight), such a failure leaves RMA unusable.
-    fn check(&self, rank: u32, t0: Instant, op: Option<&mut Op>) -> Result<()> {
-        let e = if self.live.is_lost(rank) {
+    /// Reaps completions until `done(op)`; a lost target of a transfer in flight or
+    /// [`Inner::patience`] without progress ends the wait (and leaves RMA unusable).
+    fn wait_until(&self, op: &mut Op, done: impl Fn(&Op) -> bool) -> Result<()> {
+        let mut t0 = Instant::now();
+        let mut spins = 0u32;
+        while !done(op) {
+            if self.reap(op)? > 0 {
+                t0 = Instant::now();
+                continue;
+            }
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(256) {
+                self.check(op, t0)?;
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
+    /// Remote completion of every transfer issued ([`RemoteSegment::flush`]).
+    fn flush(&self) -> Result<()> {
+        let mut op = self.op.lock().unwrap_or_else(|p| p.into_inner());
+        self.wait_until(&mut op, |o| o.inflight == 0)?;
+        op.failed.take().map_or(Ok(()), Err)
+    }
+
+    /// `PeerLost` once the target of a transfer in flight is lost, an error after
+    /// [`Inner::patience`] since `t0`; either leaves RMA unusable (the transfer is
+    /// abandoned in flight).
+    fn check(&self, op: &mut Op, t0: Instant) -> Result<()> {
+        let lost = op
+            .busy
+            .iter()
+            .flatten()
+            .copied()
+            .find(|&r| self.live.is_lost(r));
+        let e = if let Some(rank) = lost {
             Error::PeerLost { rank }
         } else if t0.elapsed() > self.patience {
-            self.err(format!(
-                "no completion from rank {rank} in {:?}",
-                self.patience
-            ))
+            self.err(format!("no completion in {:?}", self.patience))
         } else {
             return Ok(());
         };
-        if let Some(op) = op {
-            op.broken = Some(format!("a transfer with rank {rank} was abandoned: {e}"));
-        }
+        op.broken = Some(format!("a transfer was abandoned: {e}"));
         Err(e)
     }
 
@@ -277,7 +345,9 @@ struct FabricSegment {
 
 impl FabricSegment {
     /// One transfer of `len` bytes between `buf` and the segment at `off`, in chunks the
-    /// endpoint takes; returns once every chunk completed.
+    /// endpoint takes. A put of at most the provider's inject size is copied by the call
+    /// and left in flight (completed by [`Inner::flush`]); any other transfer returns once
+    /// complete. A get first completes the puts in flight, so that it reads them.
     fn transfer(&self, write: bool, off: usize, buf: *mut u8, len: usize) -> Result<()> {
         let (i, rank) = (&*self.inner, self.rank);
         let addr = self.base + off as u64;
@@ -285,20 +355,35 @@ impl FabricSegment {
         if let Some(why) = &op.broken {
             return Err(i.err(why.clone()));
         }
+        if let Some(e) = op.failed.take() {
+            return Err(e);
+        }
+        if !write {
+            i.wait_until(&mut op, |o| o.inflight == 0)?;
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let inject = write && len <= i.inject;
+        let mut flags = FI_COMPLETION;
+        if write {
+            flags |= FI_DELIVERY_COMPLETE;
+        }
+        if inject {
+            flags |= FI_INJECT;
+        }
         let mut done = 0;
         while done < len {
             let n = (len - done).min(i.max);
-            let flags = if write {
-                FI_COMPLETION | FI_DELIVERY_COMPLETE
-            } else {
-                FI_COMPLETION
-            };
+            i.wait_until(&mut op, |o| o.inflight < SLOTS)?;
+            let slot = op.busy.iter().position(Option::is_none).unwrap_or(0);
             let t0 = Instant::now();
             loop {
-                let ctx: *mut fi_context2 = &mut *op.ctx;
+                let ctx: *mut fi_context2 = &mut op.ctx[slot];
                 // SAFETY: `buf + done..+n` is the caller's live buffer (a put's source, a
-                // get's destination) and stays so until the completion waited for below;
-                // the context is owned by `op`, locked meanwhile.
+                // get's destination): copied by the call under FI_INJECT, else untouched
+                // until the completion waited for below; the context is a free slot's of
+                // `op`, locked meanwhile.
                 let r = unsafe {
                     sys::rma(
                         i.ep.ep.0,
@@ -323,12 +408,16 @@ impl FabricSegment {
                         sys::strerror(r)
                     )));
                 }
-                // The queue is full of the provider's own work: drive it, then retry.
-                let _ = i.ep.read(&mut [NONE]);
-                i.check(rank, t0, None)?;
+                // The queue is full: drive the provider, then retry.
+                i.reap(&mut op)?;
+                i.check(&mut op, t0)?;
                 std::thread::yield_now();
             }
-            i.wait(&mut op, rank, t0)?;
+            op.busy[slot] = Some(rank);
+            op.inflight += 1;
+            if !inject {
+                i.wait_until(&mut op, |o| o.busy[slot].is_none())?;
+            }
             done += n;
         }
         Ok(())
@@ -347,6 +436,9 @@ impl RemoteSegment for FabricSegment {
     fn get(&self, off: usize, dst: &mut [u8]) -> Result<()> {
         let p = dst.as_mut_ptr();
         self.transfer(false, off, p, dst.len())
+    }
+    fn flush(&self) -> Result<()> {
+        self.inner.flush()
     }
 }
 

@@ -162,7 +162,7 @@ mod tests {
                 &u64::from(me + 10).to_le_bytes(),
             )?;
             w.amo(0, 1024, 8, Amo::Add(1))?;
-            w.quiet();
+            w.quiet()?;
             b.wait(&bch)?;
             let mut got = [0u8; 8];
             let from = (me + n - 1) % n;

@@ -16,7 +16,7 @@
 //!     Some(r) if r.caps().load_store => {
 //!         let win = rma::expose(r.as_ref(), r.alloc(1 << 20)?, exchange)?;
 //!         win.put(0, 64, b"hello")?;
-//!         win.quiet();
+//!         win.quiet()?;
 //!     }
 //!     // some peers reached by transfers (a fabric's RDMA): `MappedWindow::reach` misses
 //!     // them, `Window::put`/`get` reach them; atomics on them take the message path
@@ -65,8 +65,9 @@
 //! [`RemoteSegment`] ([`PeerMapping::remote`]): [`MappedWindow::reach`] misses it (so a
 //! library's inlined fast path falls through), [`Window::put`] and [`Window::get`] reach it
 //! by the provider's transfers, [`MappedWindow::remote`] gives it to a library directly.
-//! Such a put completes remotely at return (the data is visible at the target), so
-//! `quiet` stays a fence. There are no atomics on such a peer (`amo` is unsupported): a
+//! Such a put may still be in flight at return (its source is free); [`Window::quiet`]
+//! completes it (`RemoteSegment::flush`), and a get completes this rank's puts first. There
+//! are no atomics on such a peer (`amo` is unsupported): a
 //! fabric's atomics are atomic only with respect to that fabric's atomics (libfabric
 //! `fi_atomic(3)`, "Completions": "results of atomic operations performed by
 //! multiple actors simultaneously are undefined"), not to the CPU atomics that the
@@ -300,11 +301,16 @@ pub trait Rma: Send + Sync {
 pub trait RemoteSegment: Send + Sync {
     /// Length in bytes.
     fn len(&self) -> usize;
-    /// Copies `src` to the segment at `off`; at return `src` may be reused and the data is
-    /// visible at the target.
+    /// Copies `src` to the segment at `off`; at return `src` may be reused; the data is
+    /// visible at the target after the next [`RemoteSegment::flush`] (of any segment of
+    /// the provider).
     fn put(&self, off: usize, src: &[u8]) -> Result<()>;
-    /// Copies `dst.len()` bytes from the segment at `off` into `dst`.
+    /// Copies `dst.len()` bytes from the segment at `off` into `dst` (after the puts this
+    /// rank issued before, to any segment of the provider, are complete).
     fn get(&self, off: usize, dst: &mut [u8]) -> Result<()>;
+    /// Remote completion of every put issued before, to any segment of the provider; an
+    /// error of one of them (e.g. its target was lost) is reported here.
+    fn flush(&self) -> Result<()>;
 }
 
 #[cfg(test)]

@@ -115,8 +115,9 @@ pub trait Window: Send + Sync {
     /// Atomic `op` on the `width`-byte (4 or 8) integer at `off` in `rank`'s segment;
     /// returns the previous value (zero-extended).
     fn amo(&self, rank: u32, off: usize, width: usize, op: Amo) -> Result<u64>;
-    /// Remote completion of every put and atomic issued before (module docs).
-    fn quiet(&self);
+    /// Remote completion of every put and atomic issued before (module docs); an error
+    /// of a put to a peer reached by transfers (e.g. its target was lost) is reported here.
+    fn quiet(&self) -> Result<()>;
     /// The address of `rank`'s segment in this process, if it is mapped here (load/store
     /// access, `shmem_ptr`); `None` for DMA-only windows.
     fn direct(&self, rank: u32) -> Option<*mut u8>;
@@ -293,6 +294,9 @@ impl RemoteSegment for Narrowed {
     fn get(&self, off: usize, dst: &mut [u8]) -> Result<()> {
         self.inner.get(self.skip + off, dst)
     }
+    fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
 }
 
 impl Window for MappedWindow {
@@ -347,8 +351,12 @@ impl Window for MappedWindow {
         Ok(unsafe { amo_at(p, width, op) })
     }
 
-    fn quiet(&self) {
+    fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
+        for r in self.remote.iter().flatten() {
+            r.flush()?;
+        }
+        Ok(())
     }
 
     fn direct(&self, rank: u32) -> Option<*mut u8> {
@@ -463,6 +471,9 @@ mod tests {
         fn get(&self, off: usize, dst: &mut [u8]) -> Result<()> {
             let n = dst.len();
             dst.copy_from_slice(&self.0.lock().unwrap()[off..off + n]);
+            Ok(())
+        }
+        fn flush(&self) -> Result<()> {
             Ok(())
         }
     }
