@@ -13,7 +13,8 @@
 # Environment: ROUNDS (default 3), CARGO_TARGET_DIR (where the release build is),
 # LO=1 (instead of namespaces: both ranks in one namespace over its loopback interface),
 # PROVIDER (the ofi driver's provider, e.g. 'tcp;ofi_rxm'; default: the driver's choice),
-# RXM=1 (also raw channels over 'tcp;ofi_rxm', column raw-rxm).
+# RXM=1 (also raw channels over 'tcp;ofi_rxm', column raw-rxm), BIND=1 (mpi-lite with its
+# default CPU binding instead of unbound as the others).
 # Open MPI runs with --bind-to none: each node's orted binds its one rank to core 0, so
 # the two ranks shared one CPU and took turns at the 4 ms scheduler tick (4 ms latency).
 # Output: OUTDIR/all.csv (impl,test,size,value,unit,round), the load average before each
@@ -104,6 +105,10 @@ export SKIFCH_OFI_DOMAIN=$iface
 [ -n "${PROVIDER:-}" ] && export SKIFCH_OFI_PROVIDER=$PROVIDER
 [ "${LO:-0}" = 1 ] && export SKIFCH_DRIVER=ofi
 export UCX_TLS=tcp,self UCX_NET_DEVICES=$iface
+# mpi-lite binds rank r to CPU r by default; the others run unbound here (Open MPI with
+# --bind-to none, hydra and the raw benchmark bind nothing): compare like with like.
+# BIND=1 keeps mpi-lite's default.
+[ "${BIND:-0}" = 1 ] || export SKIFMPI_BIND=none
 
 csv=$out/all.csv
 : >"$csv"
