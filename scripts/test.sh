@@ -37,6 +37,8 @@ if [ "${CLIENT_TESTS:-0}" = 1 ]; then
     cargo test -p skifmpi --test clients -- --ignored
     step "client software: Global Arrays on armci-shim + mpi-lite (armci-shim/tests/clients.rs)"
     cargo test -p armci-shim --test clients -- --ignored
+    step "Global Arrays' six data-heavy programs over fpga-model, release (~11 minutes)"
+    cargo test --release -p armci-shim --test clients -- --ignored global_arrays_data_heavy
 fi
 
 if [ "${SKIP_MIRI:-0}" != 1 ]; then
