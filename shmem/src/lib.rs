@@ -19,7 +19,9 @@
 //!   thread (`SKIFSHMEM_PROGRESS_THREAD=1`; [`msg`] documents the handlers). Chosen when
 //!   the driver has no RMA, when any PE cannot open the others' memory, or when
 //!   `SKIFSHMEM_RMA=off`.
-//! * **Transfers** (a job on several hosts): the node's PEs mapped as on the direct path,
+//! * **Transfers** (a job on several hosts, when the C library's `SKIFSHMEM_RMA=transfers`
+//!   asks: over sockets providers the message path is far faster): the node's PEs mapped
+//!   as on the direct path,
 //!   the others' memory reached by the driver's transfers (libfabric's `FI_RMA`,
 //!   [`skifch::rma::RmaCaps::transfers`]) for put and get, and by messages for atomics
 //!   (applied by the target's CPU, atomic with its node peers' CPU atomics); `fence` is a

@@ -702,25 +702,25 @@ fn programs_over_ofi() {
     if !have_cc() {
         return;
     }
-    for rma in ["1", "0"] {
+    for rma in ["transfers", "default"] {
         let ofi = [
             ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
             ("SKIFCH_OFI_DOMAIN", "lo"),
-            ("SKIFCH_OFI_RMA", rma),
+            ("SKIFSHMEM_RMA", rma),
             ("SKIFSHMEM_VERBOSE", "1"),
         ];
         for name in ["rma", "amo", "coll", "setup_heap"] {
             let o = run_with(&compile(name, true), 3, "ofi", &ofi, &[]);
             assert!(
                 o.status.success(),
-                "{name} over ofi, SKIFCH_OFI_RMA={rma}: {}\n{}",
+                "{name} over ofi, SKIFSHMEM_RMA={rma}: {}\n{}",
                 o.status,
                 o.stderr
             );
             let by_transfers = o.stderr.matches("by transfers").count();
             assert_eq!(
                 by_transfers,
-                if rma == "1" { 3 } else { 0 },
+                if rma == "transfers" { 3 } else { 0 },
                 "{name}: {}",
                 o.stderr
             );
@@ -731,8 +731,8 @@ fn programs_over_ofi() {
 /// PEs on two "nodes" (network namespaces joined by a bridge, 2 PEs each) started by
 /// `mpiexec.hydra`: the hierarchy's RMA (`skifch_drivers::hier_rma`) maps the node's PEs
 /// and reaches the other node's by the fabric's transfers (`FI_RMA` over the provider the
-/// driver picks, `net`); atomics on those go as messages. The same programs with
-/// `SKIFSHMEM_RMA=off` take the message path. Skipped where namespaces cannot be made.
+/// driver picks, `net`) with `SKIFSHMEM_RMA=transfers`; atomics on those go as messages.
+/// By default the message path. Skipped where namespaces cannot be made.
 #[test]
 fn programs_across_two_network_namespaces() {
     if !have_cc() {
@@ -743,12 +743,12 @@ fn programs_across_two_network_namespaces() {
     };
     let limit = JOB_TIMEOUT + Duration::from_secs(60);
     for (name, rma) in [
-        ("rma", "on"),
-        ("amo", "on"),
-        ("sync", "on"),
-        ("setup_heap", "on"),
-        ("coll", "on"),
-        ("rma", "off"),
+        ("rma", "transfers"),
+        ("amo", "transfers"),
+        ("sync", "transfers"),
+        ("setup_heap", "transfers"),
+        ("coll", "transfers"),
+        ("rma", "default"),
     ] {
         let exe = compile(name, true);
         let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
@@ -766,7 +766,7 @@ fn programs_across_two_network_namespaces() {
         let by_transfers = text.matches("by transfers").count();
         assert_eq!(
             by_transfers,
-            if rma == "on" { 4 } else { 0 },
+            if rma == "transfers" { 4 } else { 0 },
             "{name}: {text}"
         );
     }
