@@ -24,10 +24,13 @@
 //! A target's provider applies the transfers it receives only while some call drives it:
 //! `tcp;ofi_rxm` says so (`FI_PROGRESS_MANUAL`), and `net` in libfabric 1.17, though it
 //! reports `FI_PROGRESS_AUTO`, served no get while its target made no RMA call (tried:
-//! the test over `net` hung without this thread). A thread per rank therefore reads the RMA
-//! completion queue every [`PROGRESS_EVERY`] while no transfer of this rank is in flight
-//! (a read finds nothing: it only drives the provider), so a target busy computing, or
-//! waiting on its own memory, still serves its peers.
+//! the test over `net` hung without this thread). A thread per rank (started with the
+//! rank's first segment peers can reach) therefore reads the RMA completion queue every
+//! [`PROGRESS_EVERY`] when no call of this rank holds it (reaping its puts in flight), so
+//! a target busy computing, or waiting on its own memory, still serves its peers — within
+//! a tick: over the sockets providers a transfer takes up to a millisecond, which is why
+//! skifshmem uses this only when asked (`docs/CLUSTER.md`, "Remote memory access across
+//! hosts").
 //!
 //! ## Failure
 //! A transfer to a rank the message driver reports lost (heartbeats, `SKIFCH_OFI_TIMEOUT_MS`)
@@ -46,7 +49,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use memmap2::{MmapOptions, MmapRaw};
@@ -123,6 +126,9 @@ pub struct OfiRma {
     inner: Arc<Inner>,
     rank: u32,
     size: u32,
+    /// The progress thread, started with the first segment peers can reach (a library
+    /// that only looks at the capabilities costs no thread).
+    thread: OnceLock<std::result::Result<(), String>>,
 }
 
 /// Opens the RMA objects of rank `rank` of `size` on the provider and interface the
@@ -166,12 +172,12 @@ pub fn open(msg: &Net, rank: u32, size: u32, live: Arc<Live>, timeout: Duration)
         live,
         patience: timeout * 4 + Duration::from_secs(10),
     });
-    let weak = Arc::downgrade(&inner);
-    std::thread::Builder::new()
-        .name(format!("skifch-ofi-rma-{rank}"))
-        .spawn(move || progress(weak))
-        .map_err(|e| Error::os("spawning the ofi RMA progress thread", e))?;
-    Ok(OfiRma { inner, rank, size })
+    Ok(OfiRma {
+        inner,
+        rank,
+        size,
+        thread: OnceLock::new(),
+    })
 }
 
 /// The progress thread (module docs): ends when the provider and its segments are gone.
@@ -452,6 +458,17 @@ impl OfiRma {
         len: usize,
         keep: Box<dyn std::any::Any + Send + Sync>,
     ) -> Result<Segment> {
+        let started = self.thread.get_or_init(|| {
+            let weak = Arc::downgrade(&self.inner);
+            std::thread::Builder::new()
+                .name(format!("skifch-ofi-rma-{}", self.rank))
+                .spawn(move || progress(weak))
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
+        if let Err(e) = started {
+            return Err(self.inner.err(format!("spawning the progress thread: {e}")));
+        }
         let (mr, token) = self.inner.register(ptr, len)?;
         // SAFETY: `keep` owns the memory for as long as the segment lives.
         Ok(unsafe { Segment::new(ptr, len, token, Box::new((mr, keep, self.inner.clone()))) })
