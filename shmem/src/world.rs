@@ -646,6 +646,10 @@ impl<P: Port> World<P> {
     /// that only waits for a value must never queue behind it (OpenSHMEM 1.5 §9.2: a
     /// blocked thread does not prevent the other threads' calls). Requests served.
     fn poll_endpoint(&self) -> Result<usize, Error> {
+        if self.path == Path::Transfers {
+            // Peers' transfers to this PE's memory need this PE's provider calls too.
+            self.win[0].progress();
+        }
         let mut ep = match self.ep.try_lock() {
             Ok(ep) => ep,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),

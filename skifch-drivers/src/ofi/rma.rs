@@ -185,12 +185,7 @@ fn progress(inner: Weak<Inner>) {
     loop {
         std::thread::sleep(PROGRESS_EVERY);
         let Some(i) = inner.upgrade() else { return };
-        let idle = i.op.try_lock();
-        if let Ok(mut op) = idle {
-            if let Err(e) = i.reap(&mut op) {
-                op.failed.get_or_insert(e);
-            }
-        }
+        i.progress();
     }
 }
 
@@ -297,6 +292,17 @@ impl Inner {
             }
         }
         Ok(())
+    }
+
+    /// One read of the completion queue unless a call of this rank holds it (which reads
+    /// it meanwhile): drives the provider for peers' transfers, reaps this rank's puts in
+    /// flight; a failed one is reported by the next call.
+    fn progress(&self) {
+        if let Ok(mut op) = self.op.try_lock() {
+            if let Err(e) = self.reap(&mut op) {
+                op.failed.get_or_insert(e);
+            }
+        }
     }
 
     /// Remote completion of every transfer issued ([`RemoteSegment::flush`]).
@@ -445,6 +451,9 @@ impl RemoteSegment for FabricSegment {
     }
     fn flush(&self) -> Result<()> {
         self.inner.flush()
+    }
+    fn progress(&self) {
+        self.inner.progress()
     }
 }
 

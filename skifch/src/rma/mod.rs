@@ -311,6 +311,10 @@ pub trait RemoteSegment: Send + Sync {
     /// Remote completion of every put issued before, to any segment of the provider; an
     /// error of one of them (e.g. its target was lost) is reported here.
     fn flush(&self) -> Result<()>;
+    /// Drives this rank's provider once without waiting, for providers that apply peers'
+    /// transfers to this rank's memory only inside its calls (libfabric's sockets
+    /// providers); a library calls it while it waits ([`MappedWindow::progress`]).
+    fn progress(&self) {}
 }
 
 #[cfg(test)]

@@ -169,6 +169,15 @@ impl MappedWindow {
         self.remote.get(rank as usize)?.as_deref()
     }
 
+    /// Drives the provider of the peers reached by transfers once
+    /// ([`RemoteSegment::progress`]); nothing when every peer is mapped.
+    #[inline]
+    pub fn progress(&self) {
+        if let Some(r) = self.remote.iter().flatten().next() {
+            r.progress();
+        }
+    }
+
     /// The same window limited to bytes `skip..skip + len` of every rank's segment (offset
     /// 0 is then byte `skip`): for a library that must map whole pages but expose only
     /// part of them (skifshmem's globals are `.data`/`.bss`, not the `.got.plt` that
@@ -296,6 +305,9 @@ impl RemoteSegment for Narrowed {
     }
     fn flush(&self) -> Result<()> {
         self.inner.flush()
+    }
+    fn progress(&self) {
+        self.inner.progress()
     }
 }
 
