@@ -312,6 +312,18 @@ fn attached(
     regions: &[(usize, usize)],
     runs: &mut [(usize, usize, usize)],
 ) -> Result<Reach, String> {
+    if runs.iter().all(|r| r.2 == 0) {
+        // No bytes: no memory is accessed (only accessing memory not attached is
+        // erroneous), so any address is valid — OSU's benchmarks start at size 0 on a
+        // zero-byte attachment.
+        for r in runs.iter_mut() {
+            r.0 = 0;
+        }
+        return Ok(Reach::Mapped {
+            base: std::ptr::NonNull::dangling().as_ptr(),
+            len: 0,
+        });
+    }
     let lo = runs.iter().map(|r| r.0).min().unwrap_or(0);
     let hi = runs
         .iter()

@@ -142,6 +142,11 @@ static void dynamic(void) {
     CHECK(cls(MPI_Put(vals, 4, MPI_INT, right, rb + 14 * 4, 4, MPI_INT, w)) == MPI_ERR_RMA_RANGE);
     CHECK(cls(MPI_Get(got, 1, MPI_INT, right, 8, 1, MPI_INT, w)) == MPI_ERR_RMA_RANGE);
     CHECK(cls(MPI_Accumulate(&add, 1, MPI_INT, right, ro + 16, 1, MPI_INT, MPI_SUM, w)) == MPI_ERR_RMA_RANGE);
+    /* no bytes: no memory accessed, valid at any address (OSU's size 0 on a 0-byte region) */
+    CHECK(MPI_Put(vals, 0, MPI_INT, right, 8, 0, MPI_INT, w) == MPI_SUCCESS);
+    CHECK(MPI_Get_accumulate(vals, 0, MPI_CHAR, got, 0, MPI_CHAR, right, ro + 16, 0, MPI_CHAR, MPI_SUM, w) == MPI_SUCCESS);
+    CHECK(MPI_Get(got, 0, MPI_INT, right, rb + 64, 0, MPI_INT, w) == MPI_SUCCESS);
+    CHECK(MPI_Win_flush(right, w) == MPI_SUCCESS);
     CHECK(MPI_Win_unlock_all(w) == MPI_SUCCESS);
     MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < 4; i++) CHECK(buf[1 + i] == left + 10 * i);
