@@ -14,7 +14,9 @@
 # LO=1 (instead of namespaces: both ranks in one namespace over its loopback interface),
 # PROVIDER (the ofi driver's provider, e.g. 'tcp;ofi_rxm'; default: the driver's choice),
 # RXM=1 (also raw channels over 'tcp;ofi_rxm', column raw-rxm), BIND=1 (mpi-lite with its
-# default CPU binding instead of unbound as the others).
+# default CPU binding instead of unbound as the others), SHMEM=1 (also the peers'
+# msgrate_shmem.c over skifshmem, columns shmem-transfers (SKIFSHMEM_RMA=transfers: FI_RMA)
+# and shmem-messages (its default there); needs `cargo build --release -p shmem`).
 # Open MPI runs with --bind-to none: each node's orted binds its one rank to core 0, so
 # the two ranks shared one CPU and took turns at the 4 ms scheduler tick (4 ms latency).
 # Output: OUTDIR/all.csv (impl,test,size,value,unit,round), the load average before each
@@ -86,6 +88,10 @@ mpicc.mpich -O2 "$peers" -o "$tmp/mr_mpich" -lm || exit 1
 mpicc.mpich -O2 benches/c/mpi_bw.c -o "$tmp/bw_mpich" -lm || exit 1
 mpicc.openmpi -O2 "$peers" -o "$tmp/mr_ompi" -lm || exit 1
 mpicc.openmpi -O2 benches/c/mpi_bw.c -o "$tmp/bw_ompi" -lm || exit 1
+if [ "${SHMEM:-0}" = 1 ]; then
+    SKIFSHMEM_LIBDIR=$rel shmem/bin/skif-oshcc -O2 "${peers%/*}/msgrate_shmem.c" \
+        -o "$tmp/mr_shmem" -lm || exit 1
+fi
 
 hydra() { # hydra in the switch namespace, one rank per node (both on node 0 with LO=1)
     ip netns exec "$sw" timeout 600 mpiexec.hydra -iface br0 -launcher ssh \
@@ -125,6 +131,14 @@ for r in $(seq 1 "$rounds"); do
         grep -v '^#\|^impl' "$tmp/rxm.csv" 2>/dev/null | cut -d, -f2-5 |
             sed "s/^/raw-rxm,/; s/\$/,$r/" >>"$csv"
     fi
+    if [ "${SHMEM:-0}" = 1 ]; then # skifshmem by FI_RMA and by messages
+        for v in transfers messages; do
+            hydra -env SKIFSHMEM_RMA "$v" "$tmp/mr_shmem" -i "shmem-$v" \
+                -T put_rate,put_quiet_lat,latency -m 8 2>"$tmp/shmem.err" |
+                grep -v '^impl' | sed "s/\$/,$r/" >>"$csv" ||
+                { echo "shmem ($v) failed:" >&2; tail -5 "$tmp/shmem.err" >&2; }
+        done
+    fi
     for m in lite:hydra mpich:hydra ompi:ompi; do
         impl=${m%%:*} run=${m##*:}
         name=$impl; [ $impl = lite ] && name=mpi-lite; [ $impl = ompi ] && name=openmpi
@@ -146,6 +160,7 @@ for impl, test, size, value, unit, rnd in csv.reader(open(sys.argv[1])):
     rows.setdefault((test, int(size), unit), {}).setdefault(impl, []).append(float(value))
 cols = ["skifch-raw"] + (["raw-rxm"] if any("raw-rxm" in by for by in rows.values()) else [])
 cols += ["mpi-lite", "openmpi", "mpich"]
+cols += [c for c in ("shmem-transfers", "shmem-messages") if any(c in by for by in rows.values())]
 # Medians, then each implementation's best round (on a shared machine the closest to its
 # quiet-machine figure: load only ever slows a run down).
 for label, pick in (("median", statistics.median), ("best round", None)):
