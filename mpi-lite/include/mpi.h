@@ -128,6 +128,39 @@ typedef struct MPI_Status {
 #define MPI_CXX_DOUBLE_COMPLEX ((MPI_Datatype)41)
 #define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)42)
 
+/* The Fortran named types, for C programs that name them (MPI-3.1 §17.2.5), with the
+ * layout gfortran gives them on x86-64/aarch64 Linux. Sizes this library does not have
+ * are MPI_DATATYPE_NULL. */
+#define MPI_INTEGER ((MPI_Datatype)43)
+#define MPI_REAL ((MPI_Datatype)44)
+#define MPI_DOUBLE_PRECISION ((MPI_Datatype)45)
+#define MPI_COMPLEX ((MPI_Datatype)46)
+#define MPI_DOUBLE_COMPLEX ((MPI_Datatype)47)
+#define MPI_LOGICAL ((MPI_Datatype)48)
+#define MPI_CHARACTER ((MPI_Datatype)49)
+#define MPI_INTEGER1 ((MPI_Datatype)50)
+#define MPI_INTEGER2 ((MPI_Datatype)51)
+#define MPI_INTEGER4 ((MPI_Datatype)52)
+#define MPI_INTEGER8 ((MPI_Datatype)53)
+#define MPI_REAL4 ((MPI_Datatype)54)
+#define MPI_REAL8 ((MPI_Datatype)55)
+#define MPI_COMPLEX8 ((MPI_Datatype)56)
+#define MPI_COMPLEX16 ((MPI_Datatype)57)
+#define MPI_2INTEGER ((MPI_Datatype)58)
+#define MPI_2REAL ((MPI_Datatype)59)
+#define MPI_2DOUBLE_PRECISION ((MPI_Datatype)60)
+#define MPI_INTEGER16 MPI_DATATYPE_NULL
+#define MPI_REAL2 MPI_DATATYPE_NULL
+#define MPI_REAL16 MPI_DATATYPE_NULL
+#define MPI_COMPLEX4 MPI_DATATYPE_NULL
+#define MPI_COMPLEX32 MPI_DATATYPE_NULL
+#define MPI_2COMPLEX MPI_DATATYPE_NULL
+#define MPI_2DOUBLE_COMPLEX MPI_DATATYPE_NULL
+#define MPI_LOGICAL1 MPI_DATATYPE_NULL
+#define MPI_LOGICAL2 MPI_DATATYPE_NULL
+#define MPI_LOGICAL4 MPI_DATATYPE_NULL
+#define MPI_LOGICAL8 MPI_DATATYPE_NULL
+
 /* Reduction operations. */
 #define MPI_OP_NULL ((MPI_Op)0)
 #define MPI_MAX ((MPI_Op)1)

@@ -216,7 +216,7 @@ pub fn reducer(dt: &Datatype, op: &ReduceOp) -> Result<Red> {
             if let Some(r) = long_double(dt, *o) {
                 return r;
             }
-            let double = match dt.homogeneous() {
+            let double = match dt.homogeneous().map(|(b, n)| (b.c_twin().unwrap_or(b), n)) {
                 Some((Basic::CFloatComplex | Basic::CxxFloatComplex, _)) => false,
                 Some((Basic::CDoubleComplex | Basic::CxxDoubleComplex, _)) => true,
                 _ => return kernel(dt, *o).map(Red::Kernel),

@@ -52,6 +52,26 @@ pub enum Basic {
     CxxFloatComplex,
     CxxDoubleComplex,
     CxxLongDoubleComplex,
+    // The Fortran named types (MPI-3.1 §3.2.2, §17.2.5: C programs may name them too),
+    // as gfortran lays them out on x86-64/aarch64 Linux: see [`Basic::c_twin`].
+    Integer,
+    Real,
+    DoublePrecision,
+    Complex,
+    DoubleComplex,
+    Logical,
+    Character,
+    Integer1,
+    Integer2,
+    Integer4,
+    Integer8,
+    Real4,
+    Real8,
+    Complex8,
+    Complex16,
+    TwoInteger,
+    TwoReal,
+    TwoDoublePrecision,
 }
 
 impl Basic {
@@ -66,11 +86,14 @@ impl Basic {
             TwoInt => (Int, Int),
             ShortInt => (Short, Int),
             LongDoubleInt => (LongDouble, Int),
+            TwoInteger => (Integer, Integer),
+            TwoReal => (Real, Real),
+            TwoDoublePrecision => (DoublePrecision, DoublePrecision),
             _ => return None,
         })
     }
     /// All predefined types, in the order of their C handles (`mpi.h`, 1-based).
-    pub const ALL: [Basic; 42] = [
+    pub const ALL: [Basic; 60] = [
         Basic::Char,
         Basic::SignedChar,
         Basic::UnsignedChar,
@@ -113,7 +136,46 @@ impl Basic {
         Basic::CxxFloatComplex,
         Basic::CxxDoubleComplex,
         Basic::CxxLongDoubleComplex,
+        Basic::Integer,
+        Basic::Real,
+        Basic::DoublePrecision,
+        Basic::Complex,
+        Basic::DoubleComplex,
+        Basic::Logical,
+        Basic::Character,
+        Basic::Integer1,
+        Basic::Integer2,
+        Basic::Integer4,
+        Basic::Integer8,
+        Basic::Real4,
+        Basic::Real8,
+        Basic::Complex8,
+        Basic::Complex16,
+        Basic::TwoInteger,
+        Basic::TwoReal,
+        Basic::TwoDoublePrecision,
     ];
+
+    /// The C type of the same layout and arithmetic as a Fortran type (`INTEGER` is a C
+    /// `int`, `DOUBLE COMPLEX` a `double _Complex`, `LOGICAL` a 4-byte integer whose
+    /// logical operations treat non-zero as true…); `None` for the C types and for
+    /// `MPI_2REAL`/`MPI_2DOUBLE_PRECISION` (pairs of two reals, no C twin).
+    pub const fn c_twin(self) -> Option<Basic> {
+        use Basic::*;
+        Some(match self {
+            Integer | Integer4 | Logical => Int,
+            Real | Real4 => Float,
+            DoublePrecision | Real8 => Double,
+            Complex | Complex8 => CFloatComplex,
+            DoubleComplex | Complex16 => CDoubleComplex,
+            Character => Char,
+            Integer1 => Int8,
+            Integer2 => Int16,
+            Integer8 => Int64,
+            TwoInteger => TwoInt,
+            _ => return None,
+        })
+    }
 
     /// The MPI name (`MPI_INT`, …), which `MPI_Type_get_name` returns.
     pub fn name(self) -> &'static str {
@@ -131,7 +193,8 @@ impl Basic {
             Unsigned => "MPI_UNSIGNED",
             Long => "MPI_LONG",
             UnsignedLong => "MPI_UNSIGNED_LONG",
-            LongLong => "MPI_LONG_LONG",
+            // The names MPICH gives (MPI_LONG_LONG and MPI_C_FLOAT_COMPLEX are synonyms).
+            LongLong => "MPI_LONG_LONG_INT",
             UnsignedLongLong => "MPI_UNSIGNED_LONG_LONG",
             Float => "MPI_FLOAT",
             Double => "MPI_DOUBLE",
@@ -148,7 +211,7 @@ impl Basic {
             Aint => "MPI_AINT",
             Offset => "MPI_OFFSET",
             Count => "MPI_COUNT",
-            CFloatComplex => "MPI_C_FLOAT_COMPLEX",
+            CFloatComplex => "MPI_C_COMPLEX",
             CDoubleComplex => "MPI_C_DOUBLE_COMPLEX",
             FloatInt => "MPI_FLOAT_INT",
             DoubleInt => "MPI_DOUBLE_INT",
@@ -161,6 +224,24 @@ impl Basic {
             CxxFloatComplex => "MPI_CXX_FLOAT_COMPLEX",
             CxxDoubleComplex => "MPI_CXX_DOUBLE_COMPLEX",
             CxxLongDoubleComplex => "MPI_CXX_LONG_DOUBLE_COMPLEX",
+            Integer => "MPI_INTEGER",
+            Real => "MPI_REAL",
+            DoublePrecision => "MPI_DOUBLE_PRECISION",
+            Complex => "MPI_COMPLEX",
+            DoubleComplex => "MPI_DOUBLE_COMPLEX",
+            Logical => "MPI_LOGICAL",
+            Character => "MPI_CHARACTER",
+            Integer1 => "MPI_INTEGER1",
+            Integer2 => "MPI_INTEGER2",
+            Integer4 => "MPI_INTEGER4",
+            Integer8 => "MPI_INTEGER8",
+            Real4 => "MPI_REAL4",
+            Real8 => "MPI_REAL8",
+            Complex8 => "MPI_COMPLEX8",
+            Complex16 => "MPI_COMPLEX16",
+            TwoInteger => "MPI_2INTEGER",
+            TwoReal => "MPI_2REAL",
+            TwoDoublePrecision => "MPI_2DOUBLE_PRECISION",
         }
     }
 
@@ -170,6 +251,9 @@ impl Basic {
     /// no predefined reduction applies (packed data, long double, the complex types).
     pub const fn dtype(self) -> Option<DType> {
         use Basic::*;
+        if let Some(c) = self.c_twin() {
+            return c.dtype();
+        }
         Some(match self {
             Char | SignedChar | Int8 => DType::I8,
             UnsignedChar | Uint8 | CBool | CxxBool | Byte => DType::U8,
@@ -187,9 +271,9 @@ impl Basic {
             TwoInt => DType::TwoInt,
             ShortInt => DType::ShortInt,
             CFloatComplex | CDoubleComplex | CLongDoubleComplex | CxxFloatComplex
-            | CxxDoubleComplex | CxxLongDoubleComplex | Packed | LongDouble | LongDoubleInt => {
-                return None
-            }
+            | CxxDoubleComplex | CxxLongDoubleComplex | Packed | LongDouble | LongDoubleInt
+            | TwoReal | TwoDoublePrecision => return None,
+            _ => return None,
         })
     }
 
@@ -198,6 +282,9 @@ impl Basic {
     /// C ABI's per-message path sizes buffers with it.
     pub const fn dense_size(self) -> Option<usize> {
         use Basic::*;
+        if let Some(c) = self.c_twin() {
+            return c.dense_size();
+        }
         match self {
             Char | SignedChar | UnsignedChar | Byte | Packed | CBool | CxxBool | Int8 | Uint8 => {
                 Some(1)
@@ -208,8 +295,10 @@ impl Basic {
             | Offset | Count | CFloatComplex | CxxFloatComplex => Some(8),
             LongDouble | CDoubleComplex | CxxDoubleComplex => Some(16),
             CLongDoubleComplex | CxxLongDoubleComplex => Some(32),
-            FloatInt | TwoInt => Some(8),
+            FloatInt | TwoInt | TwoReal => Some(8),
+            TwoDoublePrecision => Some(16),
             DoubleInt | LongInt | ShortInt | LongDoubleInt => None,
+            _ => None,
         }
     }
 
@@ -217,10 +306,14 @@ impl Basic {
     /// is padded to the largest of its members' (MPI-3.1 §4.1.6).
     pub const fn align(self) -> usize {
         use Basic::*;
+        if let Some(c) = self.c_twin() {
+            return c.align();
+        }
         match self {
             LongDouble | LongDoubleInt | CLongDoubleComplex | CxxLongDoubleComplex => 16,
             DoubleInt | LongInt => 8,
-            ShortInt | FloatInt | TwoInt => 4,
+            ShortInt | FloatInt | TwoInt | TwoReal => 4,
+            TwoDoublePrecision => 8,
             CFloatComplex | CxxFloatComplex => 4,
             CDoubleComplex | CxxDoubleComplex => 8,
             other => match other.dense_size() {

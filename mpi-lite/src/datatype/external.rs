@@ -20,6 +20,9 @@ enum Part {
 fn parts(b: Basic) -> &'static [Part] {
     use Basic::*;
     use Part::*;
+    if let Some(c) = b.c_twin() {
+        return parts(c);
+    }
     match b {
         Char | SignedChar | UnsignedChar | Byte | Packed | CBool | CxxBool | Int8 | Uint8 => {
             &[Swap(1)]
@@ -30,13 +33,14 @@ fn parts(b: Basic) -> &'static [Part] {
         Long => &[Narrow(true)],
         UnsignedLong => &[Narrow(false)],
         LongDouble => &[Quad],
-        CFloatComplex | CxxFloatComplex | FloatInt | TwoInt => &[Swap(4), Swap(4)],
-        CDoubleComplex | CxxDoubleComplex => &[Swap(8), Swap(8)],
+        CFloatComplex | CxxFloatComplex | FloatInt | TwoInt | TwoReal => &[Swap(4), Swap(4)],
+        CDoubleComplex | CxxDoubleComplex | TwoDoublePrecision => &[Swap(8), Swap(8)],
         CLongDoubleComplex | CxxLongDoubleComplex => &[Quad, Quad],
         DoubleInt => &[Swap(8), Swap(4)],
         LongInt => &[Narrow(true), Swap(4)],
         ShortInt => &[Swap(2), Swap(4)],
         LongDoubleInt => &[Quad, Swap(4)],
+        _ => &[Swap(1)], // every Fortran type has a C twin or is listed above
     }
 }
 

@@ -1,6 +1,6 @@
 /* Datatypes over mpi-lite: sizes and extents of predefined and derived types, pair types,
  * noncontiguous send/receive (vector, indexed, struct, resized), Pack/Unpack, names,
- * Get_address. Any rank count >= 2. */
+ * Get_address, the Fortran named types. Any rank count >= 2. */
 #include "check.h"
 #include <stddef.h>
 #include <string.h>
@@ -167,6 +167,49 @@ int main(int argc, char **argv) {
         CHECK(MPI_Errhandler_get(MPI_COMM_WORLD, &eh) == MPI_SUCCESS && eh == MPI_ERRORS_RETURN);
         CHECK(MPI_Type_ub(MPI_INT, NULL) != MPI_SUCCESS);
         MPI_Errhandler_free(&eh);
+    }
+    /* The Fortran named types from C (MPI-3.1 §17.2.5): gfortran's sizes, names,
+     * reductions with their C twins' arithmetic, pair types of two elements. */
+    {
+        struct { MPI_Datatype t; int size; const char *name; } ft[] = {
+            {MPI_INTEGER, 4, "MPI_INTEGER"}, {MPI_REAL, 4, "MPI_REAL"},
+            {MPI_DOUBLE_PRECISION, 8, "MPI_DOUBLE_PRECISION"}, {MPI_COMPLEX, 8, "MPI_COMPLEX"},
+            {MPI_DOUBLE_COMPLEX, 16, "MPI_DOUBLE_COMPLEX"}, {MPI_LOGICAL, 4, "MPI_LOGICAL"},
+            {MPI_CHARACTER, 1, "MPI_CHARACTER"}, {MPI_INTEGER1, 1, "MPI_INTEGER1"},
+            {MPI_INTEGER2, 2, "MPI_INTEGER2"}, {MPI_INTEGER4, 4, "MPI_INTEGER4"},
+            {MPI_INTEGER8, 8, "MPI_INTEGER8"}, {MPI_REAL4, 4, "MPI_REAL4"},
+            {MPI_REAL8, 8, "MPI_REAL8"}, {MPI_COMPLEX8, 8, "MPI_COMPLEX8"},
+            {MPI_COMPLEX16, 16, "MPI_COMPLEX16"}, {MPI_2INTEGER, 8, "MPI_2INTEGER"},
+            {MPI_2REAL, 8, "MPI_2REAL"}, {MPI_2DOUBLE_PRECISION, 16, "MPI_2DOUBLE_PRECISION"},
+        };
+        for (unsigned i = 0; i < sizeof ft / sizeof ft[0]; i++) {
+            int sz;
+            MPI_Aint lb, ext;
+            char nm[MPI_MAX_OBJECT_NAME];
+            int nl;
+            CHECK(MPI_Type_size(ft[i].t, &sz) == MPI_SUCCESS && sz == ft[i].size);
+            CHECK(MPI_Type_get_extent(ft[i].t, &lb, &ext) == MPI_SUCCESS && ext == ft[i].size);
+            CHECK(MPI_Type_get_name(ft[i].t, nm, &nl) == MPI_SUCCESS && strcmp(nm, ft[i].name) == 0);
+        }
+        CHECK(MPI_REAL16 == MPI_DATATYPE_NULL);
+        double d = rank + 0.5, ds = 0;
+        CHECK(MPI_Allreduce(&d, &ds, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+        CHECK(ds == size * (size - 1) / 2.0 + size * 0.5);
+        float cx[2] = {1, (float)rank}, cs[2] = {0, 0};
+        CHECK(MPI_Allreduce(cx, cs, 1, MPI_COMPLEX, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+        CHECK(cs[0] == size && cs[1] == size * (size - 1) / 2.0f);
+        int lg = 1, la = 0, ints[2] = {10 - rank, rank}, mn[2];
+        CHECK(MPI_Allreduce(&lg, &la, 1, MPI_LOGICAL, MPI_LAND, MPI_COMM_WORLD) == MPI_SUCCESS);
+        CHECK(la == 1);
+        CHECK(MPI_Allreduce(ints, mn, 1, MPI_2INTEGER, MPI_MINLOC, MPI_COMM_WORLD) == MPI_SUCCESS);
+        CHECK(mn[0] == 10 - (size - 1) && mn[1] == size - 1);
+        /* A pair of reals is two elements. */
+        MPI_Status st;
+        float pr[2] = {1, 2}, pg[2];
+        CHECK(MPI_Sendrecv(pr, 1, MPI_2REAL, rank, 3, pg, 1, MPI_2REAL, rank, 3, MPI_COMM_WORLD,
+                           &st) == MPI_SUCCESS);
+        int el;
+        CHECK(MPI_Get_elements(&st, MPI_REAL, &el) == MPI_SUCCESS && el == 2 && pg[1] == 2);
     }
     MPI_Finalize();
     if (rank == 0) printf("types: %d ranks ok\n", size);
