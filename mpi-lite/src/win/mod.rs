@@ -115,6 +115,9 @@ struct Epoch {
     /// Message path, per member: a lock not yet requested and the operations issued under
     /// it so far (encoded as `H_BATCH` sub-operations; `msg.rs`).
     deferred: Vec<Option<Vec<u8>>>,
+    /// Per member: how many operations kept under its deferred lock use a described
+    /// target type (`types.rs`: a freed type's forget waits for them).
+    typed: Vec<usize>,
 }
 
 /// A window: every member's memory, reachable by one-sided operations.
@@ -363,6 +366,7 @@ impl Win {
                 locks: vec![None; n],
                 nocheck: vec![false; n],
                 deferred: vec![None; n],
+                typed: vec![0; n],
                 ..Epoch::default()
             }),
             open: AtomicU8::new(0),

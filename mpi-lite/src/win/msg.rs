@@ -265,9 +265,13 @@ impl Win {
     /// lock: the batch with the release, or nothing if no operation was issued).
     pub(super) fn msg_unlock<P: Port>(&self, mpi: &Mpi<P>, r: u32, t: LockType) -> Result<()> {
         let shared = u64::from(t == LockType::Shared);
-        match self.epoch().deferred[r as usize].take() {
+        let kept = self.epoch().deferred[r as usize].take();
+        match kept {
             Some(ops) if ops.is_empty() => Ok(()),
-            Some(ops) => self.batch(mpi, r, t, ops, true, 0).map(|_| ()),
+            Some(ops) => {
+                self.batch(mpi, r, t, ops, true, 0)?;
+                self.sent_kept(mpi, r)
+            }
             None => self.ask(mpi, r, H_UNLOCK, &[shared], &[], 0).map(|_| ()),
         }
     }
@@ -290,6 +294,7 @@ impl Win {
     /// Keeps a one-way operation under member `r`'s deferred lock if there is one and the
     /// operation fits (`true`); otherwise sends whatever was kept (the lock is then held).
     fn keep<P: Port>(&self, mpi: &Mpi<P>, r: u32, op: (u8, [u64; 3], &[u8])) -> Result<bool> {
+        let typed = op.1[1] == TYPED;
         {
             let mut e = self.epoch();
             let Some(ops) = e.deferred[r as usize].as_mut() else {
@@ -297,11 +302,28 @@ impl Win {
             };
             if ops.len() + 40 + op.2.len() <= AGG_BYTES {
                 encode(ops, op);
-                return Ok(true);
+                e.typed[r as usize] += usize::from(typed);
+            } else {
+                drop(e);
+                self.undefer(mpi, r, true)?;
+                return Ok(false);
             }
         }
-        self.undefer(mpi, r, true)?;
-        Ok(false)
+        if typed {
+            // The program may free the type at once: its forget must wait for this.
+            mpi.engine().with_ep(|ep| {
+                ep.ctx_mut().rma.sent.keep();
+                Ok(())
+            })?;
+        }
+        Ok(true)
+    }
+
+    /// Member `r`'s kept operations were sent: the forgets held back for those on
+    /// described types may go (`types.rs`).
+    fn sent_kept<P: Port>(&self, mpi: &Mpi<P>, r: u32) -> Result<()> {
+        let n = std::mem::take(&mut self.epoch().typed[r as usize]);
+        super::types::sent_kept(mpi, n)
     }
 
     /// Sends member `r`'s deferred lock and the operations kept under it, if any (`true`:
@@ -318,6 +340,7 @@ impl Win {
         };
         let t = self.lock_type(r);
         self.batch(mpi, r, t, ops, false, 0)?;
+        self.sent_kept(mpi, r)?;
         Ok(true)
     }
 
@@ -335,7 +358,9 @@ impl Win {
             Some(mut ops) => {
                 encode(&mut ops, op);
                 let t = self.lock_type(r);
-                self.batch(mpi, r, t, ops, false, len)
+                let got = self.batch(mpi, r, t, ops, false, len)?;
+                self.sent_kept(mpi, r)?;
+                Ok(got)
             }
             None => self.ask(mpi, r, op.0, &op.1, op.2, len),
         }

@@ -35,6 +35,11 @@ pub(crate) const TYPED: u64 = 1 << 63;
 pub(crate) struct Sent {
     next: u64,
     by_type: HashMap<usize, (Datatype, u64, Vec<u32>)>,
+    /// Operations on described types kept under deferred locks (every window), not sent
+    /// yet: while any is, `H_FORGET`s wait in `forgets` (they must not overtake one).
+    kept: usize,
+    /// (world rank, id) of freed types' forgets held back for `kept`.
+    forgets: Vec<(u32, u64)>,
 }
 
 impl Sent {
@@ -53,11 +58,33 @@ impl Sent {
         (e.1, Some(Description::of(dt)))
     }
 
-    /// Forgets `dt`: its id and the peers that know it.
-    pub(crate) fn forget(&mut self, dt: &Datatype) -> Option<(u64, Vec<u32>)> {
-        self.by_type
-            .remove(&dt.identity())
-            .map(|(_, id, peers)| (id, peers))
+    /// Forgets `dt`: the (peer, id) forgets to send now (none while operations on
+    /// described types are kept: they wait for those, [`Sent::sent_kept`]).
+    pub(crate) fn forget(&mut self, dt: &Datatype) -> Vec<(u32, u64)> {
+        let Some((_, id, peers)) = self.by_type.remove(&dt.identity()) else {
+            return Vec::new();
+        };
+        let f = peers.into_iter().map(|p| (p, id));
+        if self.kept > 0 {
+            self.forgets.extend(f);
+            return Vec::new();
+        }
+        f.collect()
+    }
+
+    /// An operation on a described type is kept under a deferred lock.
+    pub(crate) fn keep(&mut self) {
+        self.kept += 1;
+    }
+
+    /// `n` kept operations were sent: the held-back forgets to send once none is left.
+    pub(crate) fn sent_kept(&mut self, n: usize) -> Vec<(u32, u64)> {
+        self.kept = self.kept.saturating_sub(n);
+        if self.kept == 0 {
+            std::mem::take(&mut self.forgets)
+        } else {
+            Vec::new()
+        }
     }
 }
 
@@ -168,12 +195,24 @@ pub fn type_freed<P: Port>(mpi: &Mpi<P>, dt: &Datatype) -> Result<()> {
     if dt.predefined().is_some() {
         return Ok(());
     }
+    forgets(mpi, |s| s.forget(dt))
+}
+
+/// `n` operations on described types kept under a deferred lock were sent (`msg.rs`):
+/// the forgets held back for them go now if none is left.
+pub(crate) fn sent_kept<P: Port>(mpi: &Mpi<P>, n: usize) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    forgets(mpi, |s| s.sent_kept(n))
+}
+
+/// Sends the `H_FORGET`s `which` picks from the origin's cache.
+fn forgets<P: Port>(mpi: &Mpi<P>, which: impl FnOnce(&mut Sent) -> Vec<(u32, u64)>) -> Result<()> {
     mpi.engine().with_ep(|ep| {
-        if let Some((id, peers)) = ep.ctx_mut().rma.sent.forget(dt) {
-            for p in peers {
-                // A lost peer: its descriptions went with it.
-                let _ = ep.send(p, super::served::H_FORGET, 0, &[id], &[]);
-            }
+        for (p, id) in which(&mut ep.ctx_mut().rma.sent) {
+            // A lost peer: its descriptions went with it.
+            let _ = ep.send(p, super::served::H_FORGET, 0, &[id], &[]);
         }
         Ok(())
     })
@@ -197,8 +236,8 @@ mod tests {
         assert!(d.is_some());
         assert!(s.id_for(&t, 1).1.is_none(), "known at rank 1");
         assert!(s.id_for(&t, 2).1.is_some(), "rank 2 is told too");
-        assert_eq!(s.forget(&t), Some((a, vec![1, 2])));
-        assert_eq!(s.forget(&t), None);
+        assert_eq!(s.forget(&t), vec![(1, a), (2, a)]);
+        assert_eq!(s.forget(&t), vec![]);
         let (b, d) = s.id_for(&t, 1);
         assert!(b != a && d.is_some(), "ids are never reused");
     }

@@ -69,6 +69,24 @@ int main(int argc, char **argv) {
         CHECK(MPI_Type_free(&t) == MPI_SUCCESS);
     }
 
+    /* A type freed inside the epoch, right after the put (ComEx's MPI-3 port of Global
+     * Arrays does so): the put kept under the deferred lock still reaches the target,
+     * the forget waits for it (it overtook it: "type 1 of rank 2 was never described"). */
+    for (int k = 0; k < 3; k++) {
+        MPI_Datatype t;
+        CHECK(MPI_Type_vector(2, 1, 2, MPI_INT, &t) == MPI_SUCCESS);
+        CHECK(MPI_Type_commit(&t) == MPI_SUCCESS);
+        int v[2] = {7000 + 10 * rank + k, 7100 + 10 * rank + k}, back[3] = {0, 0, 0};
+        CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w) == MPI_SUCCESS);
+        CHECK(MPI_Put(v, 2, MPI_INT, peer, D + 180, 1, t, w) == MPI_SUCCESS);
+        CHECK(MPI_Type_free(&t) == MPI_SUCCESS);
+        CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
+        CHECK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w) == MPI_SUCCESS);
+        CHECK(MPI_Get(back, 3, MPI_INT, peer, D + 180, 3, MPI_INT, w) == MPI_SUCCESS);
+        CHECK(MPI_Win_unlock(peer, w) == MPI_SUCCESS);
+        CHECK(back[0] == v[0] && back[2] == v[1]);
+    }
+
     /* An indexed type with a negative lower bound (resized). */
     MPI_Datatype ix, rx;
     int bl[2] = {2, 1}, dp[2] = {0, 5};
