@@ -75,6 +75,14 @@ pub enum Red {
     /// A predefined operation on `MPI_LONG_DOUBLE` (`Real`), `MPI_C_LONG_DOUBLE_COMPLEX`
     /// or `MPI_LONG_DOUBLE_INT`, with the x87 unit ([`crate::ldouble`]).
     LongDouble(Op, LdType),
+    /// `MPI_MINLOC`/`MPI_MAXLOC` (`max`) on the Fortran pairs of reals, `MPI_2REAL` or
+    /// (`double`) `MPI_2DOUBLE_PRECISION` (MPI-3.1 §5.9.4: value, then index, both reals).
+    RealPair {
+        /// `MPI_MAXLOC` rather than `MPI_MINLOC`.
+        max: bool,
+        /// 8-byte reals.
+        double: bool,
+    },
     /// The user's function on elements of `elem` bytes.
     User {
         /// The function.
@@ -111,6 +119,43 @@ pub enum LdType {
     Complex,
     /// `struct { long double v; int i; }` (32 bytes with padding).
     Pair,
+}
+
+fn real_pair(dt: &Datatype, o: Op) -> Option<Result<Red>> {
+    let double = match dt.homogeneous()?.0 {
+        Basic::TwoReal => false,
+        Basic::TwoDoublePrecision => true,
+        _ => return None,
+    };
+    Some(match o {
+        Op::MinLoc | Op::MaxLoc => Ok(Red::RealPair {
+            max: o == Op::MaxLoc,
+            double,
+        }),
+        _ => Err(Error::Op(format!(
+            "{o:?} on {}: a pair type takes MPI_MINLOC and MPI_MAXLOC only (MPI-3.1 §5.9.4)",
+            dt.name()
+        ))),
+    })
+}
+
+/// `inout = a ∘ inout` element-wise on (value, index) pairs of `W`-byte reals: the smaller
+/// (`max`: larger) value, the smaller index on a tie (§5.9.4).
+fn real_pair_loc<const W: usize>(max: bool, a: &[u8], inout: &mut [u8]) {
+    let get = |b: &[u8]| -> f64 {
+        if W == 4 {
+            f32::from_le_bytes(b[..4].try_into().expect("4 bytes")) as f64
+        } else {
+            f64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+        }
+    };
+    for (x, y) in a.chunks_exact(2 * W).zip(inout.chunks_exact_mut(2 * W)) {
+        let (xv, yv, xi, yi) = (get(x), get(y), get(&x[W..]), get(&y[W..]));
+        let better = if max { xv > yv } else { xv < yv };
+        if better || (xv == yv && xi < yi) {
+            y.copy_from_slice(x);
+        }
+    }
 }
 
 fn long_double(dt: &Datatype, o: Op) -> Option<Result<Red>> {
@@ -213,7 +258,7 @@ fn apply_ld(o: Op, t: LdType, a: &[u8], inout: &mut [u8]) {
 pub fn reducer(dt: &Datatype, op: &ReduceOp) -> Result<Red> {
     match op {
         ReduceOp::Predefined(o) => {
-            if let Some(r) = long_double(dt, *o) {
+            if let Some(r) = long_double(dt, *o).or_else(|| real_pair(dt, *o)) {
                 return r;
             }
             let double = match dt.homogeneous().map(|(b, n)| (b.c_twin().unwrap_or(b), n)) {
@@ -265,13 +310,14 @@ impl Reducer for Red {
             Red::Kernel(k) => k.elem_size(),
             Red::Complex { double, .. } => 8 << *double as usize,
             Red::LongDouble(_, t) => 16 << (*t != LdType::Real) as usize,
+            Red::RealPair { double, .. } => 8 << *double as usize,
             Red::User { elem, .. } => *elem,
         }
     }
     fn commutative(&self) -> bool {
         match self {
             Red::Kernel(k) => k.commutative(),
-            Red::Complex { .. } | Red::LongDouble(..) => true,
+            Red::Complex { .. } | Red::LongDouble(..) | Red::RealPair { .. } => true,
             Red::User { commutative, .. } => *commutative,
         }
     }
@@ -284,6 +330,8 @@ impl Reducer for Red {
             } => complex::<4>(a, inout, *prod),
             Red::Complex { double: true, prod } => complex::<8>(a, inout, *prod),
             Red::LongDouble(o, t) => apply_ld(*o, *t, a, inout),
+            Red::RealPair { max, double: false } => real_pair_loc::<4>(*max, a, inout),
+            Red::RealPair { max, double: true } => real_pair_loc::<8>(*max, a, inout),
             Red::User {
                 f, elem, ty, typed, ..
             } => with_current(ty, || {

@@ -203,6 +203,14 @@ int main(int argc, char **argv) {
         CHECK(la == 1);
         CHECK(MPI_Allreduce(ints, mn, 1, MPI_2INTEGER, MPI_MINLOC, MPI_COMM_WORLD) == MPI_SUCCESS);
         CHECK(mn[0] == 10 - (size - 1) && mn[1] == size - 1);
+        /* Pairs of reals: value, then index (ties: the smaller index). */
+        float rp[2] = {(float)(rank % 2), (float)rank}, rmin[2];
+        double dp[2] = {(double)(rank % 2), (double)rank}, dmax[2];
+        CHECK(MPI_Allreduce(rp, rmin, 1, MPI_2REAL, MPI_MINLOC, MPI_COMM_WORLD) == MPI_SUCCESS);
+        CHECK(rmin[0] == 0 && rmin[1] == 0);
+        CHECK(MPI_Allreduce(dp, dmax, 1, MPI_2DOUBLE_PRECISION, MPI_MAXLOC, MPI_COMM_WORLD) ==
+              MPI_SUCCESS);
+        CHECK(dmax[0] == 1 && dmax[1] == 1);
         /* A pair of reals is two elements. */
         MPI_Status st;
         float pr[2] = {1, 2}, pg[2];
