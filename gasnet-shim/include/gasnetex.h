@@ -73,7 +73,7 @@ extern "C" {
 #define GASNETC_HAVE_NP_REQ_LONG 0
 #define GASNETC_HAVE_NP_REP_LONG 0
 #define GASNET_SUPPORTS_VIS 1
-#define GASNET_MAXEPS 1
+#define GASNET_MAXEPS 32
 #define GASNET_CONFIG_STRING "RELEASE=2023.9.0,SPEC=0.13,CONDUIT=SKIFCH(SKIFCH-0.1/SKIFCH-0.1),THREADMODEL=" GASNETC_STR(GASNETI_THREAD_MODEL) ",SEGMENT=FAST,PTR=64bit,align,nopshm,nodebug,notrace,nostats,nodebugmalloc,nosrclines,timers_native,membars_native,atomics_native,atomic32_native,atomic64_native"
 #define GASNETC_STR_(x) #x
 #define GASNETC_STR(x) GASNETC_STR_(x)
@@ -170,6 +170,13 @@ typedef struct { void *addr; size_t len; } gasnet_memvec_t;
 #define GEX_FLAG_TM_LOCAL_SCRATCH (1U << 14)
 #define GEX_FLAG_TM_NO_SCRATCH (1U << 15)
 #define GEX_FLAG_SELF_SEG_OFFSET 0
+/* endpoint capabilities (gex_EP_Create) */
+#define GEX_EP_CAPABILITY_RMA    ((gex_EP_Capabilities_t)1)
+#define GEX_EP_CAPABILITY_AM     ((gex_EP_Capabilities_t)2)
+#define GEX_EP_CAPABILITY_VIS    ((gex_EP_Capabilities_t)4)
+#define GEX_EP_CAPABILITY_COLL   ((gex_EP_Capabilities_t)8)
+#define GEX_EP_CAPABILITY_ATOMIC ((gex_EP_Capabilities_t)16)
+#define GEX_EP_CAPABILITY_ALL    ((gex_EP_Capabilities_t)31)
 
 /* ---- core calls ------------------------------------------------------------------- */
 extern int gex_Client_Init(gex_Client_t *client_p, gex_EP_t *ep_p, gex_TM_t *tm_p,
@@ -193,6 +200,11 @@ extern int gex_Segment_Create(gex_Segment_t *segment_p, gex_Client_t client, voi
 extern int gex_EP_Create(gex_EP_t *ep_p, gex_Client_t client, gex_EP_Capabilities_t caps,
                          gex_Flags_t flags);
 extern void gex_EP_BindSegment(gex_EP_t ep, gex_Segment_t segment, gex_Flags_t flags);
+extern gex_Segment_t gex_EP_QuerySegment(gex_EP_t ep);
+extern gex_EP_Index_t gex_EP_QueryIndex(gex_EP_t ep);
+/* The team of job ranks from local_ep to the endpoint of index remote_ep_index of each
+ * rank: AMs and RMA only (no collectives, atomic domains, VIS or negotiated payload). */
+extern gex_TM_t gex_TM_Pair(gex_EP_t local_ep, gex_EP_Index_t remote_ep_index);
 extern int gex_EP_PublishBoundSegment(gex_TM_t tm, gex_EP_t *eps, size_t num_eps, gex_Flags_t flags);
 extern gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank, void **owneraddr_p,
                                               void **localaddr_p, uintptr_t *size_p, gex_Flags_t flags);

@@ -6,11 +6,14 @@
 //!   bits 0-7   GASNet handler index          bits 8-12  GASNet argument count (0..=16)
 //!   bits 13-14 category (0 Short, 1 Medium, 2 Long)          bit 15 reply
 //!   bit 16     the arguments are a prefix of the payload (else in the header's u64 words)
+//!   bits 17-21 the target endpoint's index   bits 22-26 the sender endpoint's (0: the
+//!              primordial one; `crate::eps`, GASNet-EX's `gex_TM_Pair`)
 //! proto u64 arguments: Short/Medium: up to 6 GASNet arguments, two per word (low first);
 //!   Long: [destination address, length], the GASNet arguments always in the prefix.
 //! payload: [arguments as little-endian u32, padded to 8 bytes] ++ data
 //!   (Long: the data inline, or empty when it was written before: by RMA or H_LDATA)
-//! proto handler H_LDATA: u64 argument = destination address, payload = bytes to land there
+//! proto handler H_LDATA: u64 argument = destination address, payload = bytes to land there,
+//!   small argument = the target endpoint's index (whose segment)
 //! ```
 #![allow(unsafe_code)] // Long payloads land in this rank's segment through raw pointers
 
@@ -192,8 +195,13 @@ fn pad8(n: usize) -> usize {
 /// The endpoint's context: what handlers reach without a lock.
 #[derive(Default)]
 pub struct Ctx {
+    /// The handler tables of the endpoints, 256 slots each: endpoint `e`'s index `i` at
+    /// `e << 8 | i` (one lookup for every endpoint, `crate::eps::slot`).
     pub(crate) table: Vec<Option<Entry>>,
+    /// The primordial endpoint's segment.
     pub(crate) segs: Option<Arc<Segs>>,
+    /// The other endpoints' bound segments, by endpoint index (0 unused).
+    pub(crate) ep_segs: Vec<Option<Arc<Segs>>>,
     pub(crate) limits: Option<Limits>,
     /// The first fatal error found by a handler (an AM for an unregistered index, a Long
     /// outside the segment): every wait of the application stops on it.
@@ -208,6 +216,18 @@ pub struct Ctx {
     pub(crate) seq: bool,
     /// Per-feature state of the extended API.
     pub(crate) ext: crate::engine::ExtState,
+}
+
+impl Ctx {
+    /// The segment of endpoint `ep` here.
+    #[inline(always)]
+    pub(crate) fn segs_of(&self, ep: u32) -> Option<&Segs> {
+        if ep == 0 {
+            self.segs.as_deref()
+        } else {
+            self.ep_segs.get(ep as usize)?.as_deref()
+        }
+    }
 }
 
 /// This thread's identity (`pthread_self`: a load from the thread pointer, where a
@@ -321,6 +341,8 @@ pub(crate) struct Msg<'a> {
     /// Long: the destination address in `dst`'s segment.
     pub(crate) dest: usize,
     pub(crate) immediate: bool,
+    /// The endpoints' bits of the small argument ([`crate::eps::Route::bits`]).
+    pub(crate) route: u32,
 }
 
 fn args_bytes(args: &[u32]) -> Vec<u8> {
@@ -380,7 +402,7 @@ pub(crate) fn emit(
         // contract for the client's buffer; the Rust API passes a slice).
         unsafe { std::slice::from_raw_parts(m.src as *const u8, m.len) }
     };
-    let mut meta = meta(m.index, m.args.len(), m.cat, m.reply);
+    let mut meta = meta(m.index, m.args.len(), m.cat, m.reply) | m.route;
     let send = |out: &mut dyn Out, h: u8, meta: u32, pargs: &[u64], d: &[u8]| -> Result<bool> {
         if m.immediate {
             Ok(out.try_send(m.dst, h, meta, pargs, d)?)
@@ -447,12 +469,13 @@ pub(crate) fn emit(
             let mut first = true;
             for (i, c) in data.chunks(chunk).enumerate() {
                 let at = [(m.dest + i * chunk) as u64];
+                let ep = crate::eps::target_ep(m.route);
                 if first && m.immediate {
-                    if !out.try_send(m.dst, H_LDATA, 0, &at, c)? {
+                    if !out.try_send(m.dst, H_LDATA, ep, &at, c)? {
                         return Ok(false);
                     }
                 } else {
-                    out.send(m.dst, H_LDATA, 0, &at, c)?;
+                    out.send(m.dst, H_LDATA, ep, &at, c)?;
                 }
                 first = false;
             }
@@ -471,8 +494,12 @@ pub struct Token<'a> {
     pub(crate) rec: *const EntryRec,
     pub(crate) replied: bool,
     pub(crate) out: &'a mut dyn Out,
+    /// The segment of the requester's endpoint (a Long reply's destination).
     pub(crate) segs: Option<&'a Segs>,
     pub(crate) lim: Limits,
+    /// The endpoints' bits of a reply: to the requester's endpoint, from the one that
+    /// runs the handler ([`crate::eps::Route::reply_bits`]).
+    pub(crate) route: u32,
 }
 
 impl Token<'_> {
@@ -492,6 +519,10 @@ impl Token<'_> {
     pub fn entry(&self) -> *const EntryRec {
         self.rec
     }
+    /// The index of the endpoint that received the AM (0: the primordial one).
+    pub fn ep(&self) -> u32 {
+        crate::eps::source_ep(self.route)
+    }
 
     /// [`Token::reply`] of a Short or Medium with at most 6 arguments, without
     /// `immediate`: the common reply, sent with the arguments in the header, no [`Msg`].
@@ -505,8 +536,8 @@ impl Token<'_> {
     ) -> Result<()> {
         self.may_reply()?;
         medium_fits(cat, args.len(), data.len(), self.lim)?;
-        let (meta, w) = (meta(index, args.len(), cat, true), pack_args(args));
-        let n = args.len().div_ceil(2);
+        let meta = meta(index, args.len(), cat, true) | self.route;
+        let (w, n) = (pack_args(args), args.len().div_ceil(2));
         if data.is_empty() {
             self.out.send_header(self.src, H_AM, meta, &w[..n])?;
         } else {
@@ -552,6 +583,7 @@ impl Token<'_> {
             len: data.len(),
             dest,
             immediate,
+            route: self.route,
         };
         let ok = emit(&mut *self.out, self.segs, self.lim, &m)?;
         self.replied = ok;
@@ -572,10 +604,11 @@ fn fail(ctx: &mut Ctx, e: Error) -> skifch::Result<()> {
     Err(skifch::Error::InvalidArgument(text.into()))
 }
 
-/// Copies `segs` to `dest` in this rank's segment, after checking the range.
-fn land(ctx: &Ctx, dest: usize, parts: [&[u8]; 2]) -> Result<()> {
+/// Copies `parts` to `dest` in the segment of this rank's endpoint `ep`, after checking
+/// the range.
+fn land(ctx: &Ctx, ep: u32, dest: usize, parts: [&[u8]; 2]) -> Result<()> {
     let len = parts[0].len() + parts[1].len();
-    let segs = ctx.segs.as_deref().ok_or(Error::NotAttached)?;
+    let segs = ctx.segs_of(ep).ok_or(Error::NotAttached)?;
     segs.offset(ctx.rank, dest, len)?;
     let mut at = dest;
     for p in parts {
@@ -590,7 +623,7 @@ fn land(ctx: &Ctx, dest: usize, parts: [&[u8]; 2]) -> Result<()> {
 
 fn on_ldata<P: Port>(ctx: &mut Ctx, _io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Result<()> {
     let dest = am.args().first().copied().unwrap_or(0) as usize;
-    match land(ctx, dest, am.payload().segments()) {
+    match land(ctx, am.arg(), dest, am.payload().segments()) {
         Ok(()) => Ok(()),
         Err(e) => fail(ctx, e),
     }
@@ -675,7 +708,7 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
                 if data.len() != len {
                     return fail(ctx, Error::Protocol("Long payload length".into()));
                 }
-                if let Err(e) = land(ctx, dest, [data, &[]]) {
+                if let Err(e) = land(ctx, crate::eps::target_ep(meta), dest, [data, &[]]) {
                     return fail(ctx, e);
                 }
             }
@@ -710,11 +743,22 @@ fn run<P: Port>(
     args: &[u32],
 ) -> skifch::Result<()> {
     let index = meta as u8;
-    let Some(entry) = ctx.table.get(index as usize).and_then(|e| e.as_ref()) else {
-        let rank = ctx.rank;
-        return fail(ctx, Error::Unregistered { index, rank });
+    let Some(entry) = ctx
+        .table
+        .get(crate::eps::slot(meta))
+        .and_then(|e| e.as_ref())
+    else {
+        let (rank, ep) = (ctx.rank, crate::eps::target_ep(meta));
+        return fail(
+            ctx,
+            match ep {
+                0 => Error::Unregistered { index, rank },
+                ep => Error::UnregisteredOn { index, ep, rank },
+            },
+        );
     };
     let lim = ctx.limits.unwrap_or(Limits { max_msg: 4096 });
+    let route = crate::eps::swap(meta);
     let mut tok = Token {
         src,
         is_req: meta & F_REPLY == 0,
@@ -722,8 +766,9 @@ fn run<P: Port>(
         rec: &*entry.rec,
         replied: false,
         out: io,
-        segs: ctx.segs.as_deref(),
+        segs: ctx.segs_of(crate::eps::target_ep(route)),
         lim,
+        route,
     };
     let track = !ctx.seq;
     if track {

@@ -12,8 +12,9 @@ use skifch::rma::{self, MappedWindow, Rma};
 use skifch::wait::Backoff;
 use skifch::{Driver, Job, Port, Waiter};
 
-use crate::am::{self, Category, Ctx, Entry, EntryRec, HandlerFn, Limits, Msg, Segs};
+use crate::am::{self, Category, Ctx, EntryRec, HandlerFn, Limits, Msg, Segs};
 use crate::eplock::{Entered, EpGuard, EpLock, SingleThread};
+use crate::eps::Route;
 use crate::{Error, Result};
 
 /// The port of this library's endpoint (the port table: [`skifch::ports`]).
@@ -107,6 +108,10 @@ pub struct Gasnet<P: Port> {
     lost: P::Waiter,
     /// Every rank's segment, set once by `attach` (read without a lock on every call).
     pub(crate) segs: std::sync::OnceLock<Arc<Segs>>,
+    /// The same for the other endpoints ([`crate::eps`]), by index (0 unused).
+    pub(crate) ep_segs: Vec<std::sync::OnceLock<Arc<Segs>>>,
+    /// Endpoints made here, the primordial one included.
+    pub(crate) n_eps: AtomicU32,
     limits: Limits,
     bar: Mutex<Option<Bar>>,
     bar_seq: AtomicU32,
@@ -202,6 +207,10 @@ impl<P: Port + Send + 'static> Gasnet<P> {
             progress: Mutex::new(None),
             lost,
             segs: std::sync::OnceLock::new(),
+            ep_segs: (0..crate::eps::MAX_EPS)
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+            n_eps: AtomicU32::new(1),
             limits,
             bar: Mutex::new(None),
             bar_seq: AtomicU32::new(0),
@@ -292,32 +301,7 @@ impl<P: Port> Gasnet<P> {
     /// (searching down from 255, as GASNet assigns "don't care" entries). Returns the
     /// indices used. An index registered twice is an error.
     pub fn register(&self, entries: &[(HandlerFn, EntryRec)]) -> Result<Vec<u8>> {
-        let mut ep = self.ep()?;
-        let t = &mut ep.ctx_mut().table;
-        let mut out = Vec::with_capacity(entries.len());
-        for (f, rec) in entries {
-            let idx = if rec.index != 0 {
-                rec.index
-            } else {
-                (1..=255u8)
-                    .rev()
-                    .find(|&i| t[i as usize].is_none())
-                    .ok_or_else(|| Error::BadArgument("all 255 handler indices are taken".into()))?
-            };
-            if t[idx as usize].is_some() {
-                return Err(Error::BadArgument(format!(
-                    "handler index {idx} is already registered"
-                )));
-            }
-            let mut rec = *rec;
-            rec.index = idx;
-            t[idx as usize] = Some(Entry {
-                f: *f,
-                rec: Box::new(rec),
-            });
-            out.push(idx);
-        }
-        Ok(out)
+        self.register_on(0, entries)
     }
 
     /// Whether handler `index` is registered on this rank.
@@ -336,6 +320,9 @@ impl<P: Port> Gasnet<P> {
     /// # Collective Operation
     /// Every rank calls it once; it returns after a barrier, so peers may use the segment.
     pub fn attach(&self, len: usize) -> Result<usize> {
+        if self.segs().is_some() {
+            return Err(Error::BadArgument("a segment is already attached".into()));
+        }
         let s = self.create_segment(len)?;
         self.publish(s)
     }
@@ -343,9 +330,6 @@ impl<P: Port> Gasnet<P> {
     /// Makes this rank's segment of fresh zeroed memory (`len` bytes) without publishing
     /// it (`gex_Segment_Create` with no address).
     pub fn create_segment(&self, len: usize) -> Result<NewSegment> {
-        if self.segs().is_some() {
-            return Err(Error::BadArgument("a segment is already attached".into()));
-        }
         let len = len.max(1).next_multiple_of(4096);
         let local = match &self.rma {
             Some(r) => Local::Rma(r.alloc(len)?),
@@ -369,9 +353,6 @@ impl<P: Port> Gasnet<P> {
     /// and not accessed by other threads during the call.
     #[allow(unsafe_code)] // the client's memory, on the client's contract
     pub unsafe fn create_segment_at(&self, addr: usize, len: usize) -> Result<NewSegment> {
-        if self.segs().is_some() {
-            return Err(Error::BadArgument("a segment is already attached".into()));
-        }
         let local = match &self.rma {
             Some(r) => {
                 if !addr.is_multiple_of(4096)
@@ -393,6 +374,11 @@ impl<P: Port> Gasnet<P> {
     /// Publishes a segment made by [`Gasnet::create_segment`] (collective, as
     /// [`Gasnet::attach`]); returns its base.
     pub fn publish(&self, s: NewSegment) -> Result<usize> {
+        self.publish_segment(0, s)
+    }
+
+    /// [`Gasnet::publish`] for endpoint `idx` ([`crate::eps`]).
+    pub(crate) fn publish_segment(&self, idx: u32, s: NewSegment) -> Result<usize> {
         let mut ep = self.ep()?;
         let (base, len) = (s.base, s.len);
         let (win, mem) = match (s.local, &self.rma) {
@@ -405,7 +391,16 @@ impl<P: Port> Gasnet<P> {
         };
         let mut mine = (base as u64).to_le_bytes().to_vec();
         mine.extend_from_slice(&(len as u64).to_le_bytes());
+        mine.extend_from_slice(&u64::from(idx).to_le_bytes());
         let all = allgather(&mut ep, &mine)?;
+        if let Some(r) = all
+            .iter()
+            .position(|b| skifch::coll::le_word(b, 2) != u64::from(idx))
+        {
+            return Err(Error::BadArgument(format!(
+                "rank {r} published the segment of another endpoint than this rank's {idx}"
+            )));
+        }
         let segs = Arc::new(Segs {
             bases: all
                 .iter()
@@ -419,9 +414,19 @@ impl<P: Port> Gasnet<P> {
             win,
             _mem: mem,
         });
-        ep.ctx_mut().segs = Some(segs.clone());
-        if self.segs.set(segs).is_err() {
-            return Err(Error::BadArgument("a segment is already attached".into()));
+        let slot = if idx == 0 {
+            &self.segs
+        } else {
+            &self.ep_segs[idx as usize]
+        };
+        if slot.set(segs.clone()).is_err() {
+            return Err(Error::BadArgument(format!(
+                "endpoint {idx} already has a published segment"
+            )));
+        }
+        match idx {
+            0 => ep.ctx_mut().segs = Some(segs),
+            i => ep.ctx_mut().ep_segs[i as usize] = Some(segs),
         }
         ep.barrier()?;
         Ok(base)
@@ -432,6 +437,7 @@ impl<P: Port> Gasnet<P> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn request(
         &self,
+        route: Route,
         dst: u32,
         index: u8,
         cat: Category,
@@ -441,8 +447,16 @@ impl<P: Port> Gasnet<P> {
         dest: usize,
         immediate: bool,
     ) -> Result<bool> {
-        let mut ep = self.ep_to(index)?;
-        let segs = self.segs();
+        // Another endpoint's table may differ from this rank's: its rank reports an index
+        // it lacks.
+        let mut ep = if route.remote == 0 {
+            self.ep_to(index)?
+        } else {
+            let mut ep = self.ep()?;
+            self.check_failed(&mut ep)?;
+            ep
+        };
+        let segs = self.segs_of(route.remote);
         let m = Msg {
             dst,
             index,
@@ -453,6 +467,7 @@ impl<P: Port> Gasnet<P> {
             len,
             dest,
             immediate,
+            route: route.bits(),
         };
         let r = am::emit(&mut *ep, segs.map(|s| &**s), self.limits, &m);
         if r.is_err() {

@@ -33,6 +33,7 @@ mod capi;
 pub mod coll;
 pub mod engine;
 mod eplock;
+pub mod eps;
 pub mod event;
 pub mod np;
 pub mod ratomic;
@@ -82,6 +83,17 @@ pub enum Error {
     Unregistered {
         /// The handler index.
         index: u8,
+        /// The rank without it.
+        rank: u32,
+    },
+    /// An AM to a handler index with no handler registered on an endpoint made by
+    /// `gex_EP_Create`, or to an endpoint the rank does not have.
+    #[error("handler index {index} is not registered on endpoint {ep} of rank {rank}")]
+    UnregisteredOn {
+        /// The handler index.
+        index: u8,
+        /// The endpoint's index.
+        ep: u32,
         /// The rank without it.
         rank: u32,
     },

@@ -219,7 +219,8 @@ impl Token<'_> {
     ) -> Result<()> {
         check_commit(p.nargs, p.size(), args, len)?;
         let (meta, w) = header(&p.prep, p.prefix, index, args, true);
-        self.out.commit(p.prep, meta, &w, p.prefix + len);
+        self.out
+            .commit(p.prep, meta | self.route, &w, p.prefix + len);
         self.replied = true;
         Ok(())
     }

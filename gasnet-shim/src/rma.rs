@@ -44,9 +44,10 @@ pub(crate) fn install<P: Port>(ep: &mut Endpoint<P, Ctx>) -> Result<()> {
     Ok(())
 }
 
-/// The range `addr..addr+len` of this rank's segment, checked.
-fn mine(ctx: &Ctx, addr: usize, len: usize) -> Result<()> {
-    let segs = ctx.segs.as_deref().ok_or(Error::NotAttached)?;
+/// The range `addr..addr+len` of the segment of this rank's endpoint `ep` (the
+/// request's small argument), checked.
+fn mine(ctx: &Ctx, ep: u32, addr: usize, len: usize) -> Result<()> {
+    let segs = ctx.segs_of(ep).ok_or(Error::NotAttached)?;
     segs.offset(ctx.rank, addr, len).map(|_| ())
 }
 
@@ -58,7 +59,7 @@ fn on_put<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
     match am.phase() {
         Phase::Whole => {
             let p = am.payload();
-            if let Err(e) = mine(ctx, addr, p.len()) {
+            if let Err(e) = mine(ctx, am.arg(), addr, p.len()) {
                 return io.reply_error(to, &e.to_string());
             }
             let mut at = addr;
@@ -71,7 +72,7 @@ fn on_put<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
             io.reply(to, 0, &[], &[])
         }
         Phase::LongStart { total } => {
-            if let Err(e) = mine(ctx, addr, total as usize) {
+            if let Err(e) = mine(ctx, am.arg(), addr, total as usize) {
                 // Nothing placed: the transfer is dropped; the reply says why.
                 return io.reply_error(to, &e.to_string());
             }
@@ -94,7 +95,7 @@ fn on_get<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
         a.first().copied().unwrap_or(0) as usize,
         a.get(1).copied().unwrap_or(0) as usize,
     );
-    if let Err(e) = mine(ctx, addr, len) {
+    if let Err(e) = mine(ctx, am.arg(), addr, len) {
         return io.reply_error(to, &e.to_string());
     }
     // SAFETY: inside this rank's segment (checked). On the message path the segment is
@@ -160,10 +161,26 @@ impl<P: Port> Gasnet<P> {
         src: *const u8,
         len: usize,
     ) -> Result<Pending> {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.put_on(0, rank, dest, src, len) }
+    }
+
+    /// [`Gasnet::put`] into the segment of endpoint `ep` of `rank` ([`crate::eps`]).
+    ///
+    /// # Safety
+    /// As [`Gasnet::put`].
+    pub unsafe fn put_on(
+        &self,
+        to_ep: u32,
+        rank: u32,
+        dest: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<Pending> {
         if len == 0 {
             return Ok(Pending::default());
         }
-        let segs = self.segs().ok_or(Error::NotAttached)?;
+        let segs = self.segs_of(to_ep).ok_or(Error::NotAttached)?;
         let off = segs.offset(rank, dest, len)?;
         if let Some(w) = &segs.win {
             self.alive()?;
@@ -181,7 +198,7 @@ impl<P: Port> Gasnet<P> {
         let data = unsafe { std::slice::from_raw_parts(src, len) };
         let mut ep = self.ep()?;
         let id = ep
-            .request(rank, H_PUT, 0, &[dest as u64], data, Landing::discard())
+            .request(rank, H_PUT, to_ep, &[dest as u64], data, Landing::discard())
             .or_else(|e| self.alive().and(Err(e.into())))?;
         Ok(Pending(vec![id]))
     }
@@ -192,10 +209,26 @@ impl<P: Port> Gasnet<P> {
     /// `dst` is writable for `len` bytes and not otherwise accessed until the returned
     /// [`Pending`] is complete.
     pub unsafe fn get(&self, dst: *mut u8, rank: u32, src: usize, len: usize) -> Result<Pending> {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.get_on(0, dst, rank, src, len) }
+    }
+
+    /// [`Gasnet::get`] from the segment of endpoint `ep` of `rank` ([`crate::eps`]).
+    ///
+    /// # Safety
+    /// As [`Gasnet::get`].
+    pub unsafe fn get_on(
+        &self,
+        to_ep: u32,
+        dst: *mut u8,
+        rank: u32,
+        src: usize,
+        len: usize,
+    ) -> Result<Pending> {
         if len == 0 {
             return Ok(Pending::default());
         }
-        let segs = self.segs().ok_or(Error::NotAttached)?;
+        let segs = self.segs_of(to_ep).ok_or(Error::NotAttached)?;
         let off = segs.offset(rank, src, len)?;
         if let Some(w) = &segs.win {
             self.alive()?;
@@ -213,7 +246,7 @@ impl<P: Port> Gasnet<P> {
         // SAFETY: the caller's contract: `dst` stays valid and untouched until completion.
         let l = unsafe { Landing::raw(dst, len) };
         let id = ep
-            .request(rank, H_GET, 0, &[src as u64, len as u64], &[], l)
+            .request(rank, H_GET, to_ep, &[src as u64, len as u64], &[], l)
             .or_else(|e| self.alive().and(Err(e.into())))?;
         Ok(Pending(vec![id]))
     }

@@ -30,6 +30,7 @@ use skifch::Port;
 
 use crate::am::{Category, EntryRec, HandlerFn, RustHandler};
 use crate::engine::Gasnet;
+use crate::eps::Route;
 use crate::rma::Pending;
 use crate::{Error, Result};
 
@@ -58,13 +59,24 @@ impl<P: Port> Gasnet<P> {
 
     /// A Short request with `args` (at most 16) to handler `index` of `dst`.
     pub fn request_short(&self, dst: u32, index: u8, args: &[u32]) -> Result<()> {
-        self.request(dst, index, Category::Short, args, 0, 0, 0, false)
-            .map(|_| ())
+        self.request(
+            Route::PRIMORDIAL,
+            dst,
+            index,
+            Category::Short,
+            args,
+            0,
+            0,
+            0,
+            false,
+        )
+        .map(|_| ())
     }
 
     /// A Medium request: `data` is handed to the target's handler in place.
     pub fn request_medium(&self, dst: u32, index: u8, args: &[u32], data: &[u8]) -> Result<()> {
         self.request(
+            Route::PRIMORDIAL,
             dst,
             index,
             Category::Medium,
@@ -88,6 +100,7 @@ impl<P: Port> Gasnet<P> {
         dest: usize,
     ) -> Result<()> {
         self.request(
+            Route::PRIMORDIAL,
             dst,
             index,
             Category::Long,
@@ -103,7 +116,17 @@ impl<P: Port> Gasnet<P> {
     /// A Short request that is sent only if the channel takes it now (`GEX_FLAG_IMMEDIATE`):
     /// `Ok(false)` when it was not injected.
     pub fn try_request_short(&self, dst: u32, index: u8, args: &[u32]) -> Result<bool> {
-        self.request(dst, index, Category::Short, args, 0, 0, 0, true)
+        self.request(
+            Route::PRIMORDIAL,
+            dst,
+            index,
+            Category::Short,
+            args,
+            0,
+            0,
+            0,
+            true,
+        )
     }
 
     /// Puts `src` to `dest` in `rank`'s segment and waits for remote completion.

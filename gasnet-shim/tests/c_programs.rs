@@ -190,6 +190,37 @@ fn client_created_segments() {
     }
 }
 
+/// Endpoints made by `gex_EP_Create`, each with its handler table and bound segment,
+/// addressed through `gex_TM_Pair` (AMs, replies, Longs, puts and gets), on 2-4 ranks over
+/// both paths and fpga-model; a collective on a pair team and an index the target's
+/// endpoint lacks are errors naming what is wrong.
+#[test]
+fn several_endpoints_per_client() {
+    check_program("multiep", "seq");
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("multiep", "seq");
+    for env in [DIRECT, MESSAGES] {
+        let o = run(&exe, 2, "shm", env, &["pair_barrier"]);
+        let what = format!("{env:?}: {}\n{}", o.status, o.text());
+        assert!(!o.status.success(), "{what}");
+        assert!(
+            o.stderr.contains("gasnet: gex_Coll_BarrierNB: ") && o.stderr.contains("gex_TM_Pair"),
+            "{what}"
+        );
+        let o = run(&exe, 2, "shm", env, &["ep_unregistered"]);
+        let what = format!("{env:?}: {}\n{}", o.status, o.text());
+        assert!(!o.status.success(), "{what}");
+        assert!(
+            o.stderr
+                .contains("handler index 222 is not registered on endpoint 1 of rank 1"),
+            "{what}"
+        );
+        assert!(!o.stdout.contains("returned"), "{what}");
+    }
+}
+
 #[test]
 fn gasnet1_interface_and_legacy_barrier() {
     check_program("legacy", "seq");

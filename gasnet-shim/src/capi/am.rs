@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use skifch::wait::Backoff;
 
-use super::{fatal, g, handle, job_rank, ok, world_fast, EP, OK};
+use super::{dest, fatal, g, job_rank, ok, world_fast, OK};
 use crate::am::{Category, EntryRec, Token, MAX_ARGS, MAX_LONG};
 use crate::np::{PreparedAm, PreparedReply};
 use crate::Error;
@@ -199,14 +199,14 @@ unsafe fn request_any<C: std::fmt::Display + ?Sized>(
 ) -> c_int {
     let gn = g(&call);
     let cat = category(&call, at.cat);
-    let r = job_rank(&call, tm, rank);
+    let (r, route) = dest(&call, tm, rank);
     let (buf, len) = (at.buf as usize, at.checked_len(call));
     let args = args(&call, at.nargs, at.a);
     let immediate = at.flags & FLAG_IMMEDIATE != 0;
     let dest = at.dest as usize;
     let sent = ok(
         &call,
-        gn.request(r, at.handler, cat, args, buf, len, dest, immediate),
+        gn.request(route, r, at.handler, cat, args, buf, len, dest, immediate),
     );
     lc_done(at.lc_opt);
     c_int::from(!sent)
@@ -361,7 +361,7 @@ pub unsafe extern "C" fn gex_Token_Info(tok: *mut c_void, info: *mut TokenInfo, 
     unsafe {
         *info = TokenInfo {
             srcrank: t.src(),
-            ep: handle(&EP),
+            ep: super::ep::ep_handle(t.ep()),
             entry: t.entry(),
             is_req: c_int::from(t.is_request()),
             is_long: c_int::from(t.is_long()),

@@ -26,6 +26,7 @@ use crate::Error;
 
 mod am;
 mod coll;
+mod ep;
 mod invoke;
 mod ratomic;
 mod rma;
@@ -46,10 +47,9 @@ static INIT_LOCK: Mutex<()> = Mutex::new(());
 /// `gex_Client_Init` / `gasnet_init` macros before the call).
 static SEQ_CLIENT: AtomicBool = AtomicBool::new(false);
 
-/// The opaque handles of the primordial client, endpoint, team and segment: addresses of
-/// these (never dereferenced by C).
+/// The opaque handles of the primordial client, team and segment: addresses of these
+/// (never dereferenced by C; endpoints: [`ep`]).
 static CLIENT: u8 = 0;
-static EP: u8 = 0;
 static TM: u8 = 0;
 static SEGMENT: u8 = 0;
 
@@ -189,7 +189,7 @@ pub unsafe extern "C" fn gex_Client_Init(
     // SAFETY: checked non-NULL; the caller passes writable handle variables.
     unsafe {
         *client_p = handle(&CLIENT);
-        *ep_p = handle(&EP);
+        *ep_p = ep::ep_handle(0);
         *tm_p = handle(&TM);
     }
     OK
@@ -221,6 +221,14 @@ pub(crate) fn team<C: std::fmt::Display + ?Sized>(call: &C, tm: *mut c_void) -> 
         // SAFETY: set once from a leaked Box, never freed.
         return unsafe { &(*p).world };
     }
+    if ep::pair_of(tm).is_some() {
+        fatal(
+            call,
+            &Error::BadArgument(
+                "a gex_TM_Pair team carries AMs and RMA only (not collectives, atomic domains, VIS or negotiated payload)".into(),
+            ),
+        );
+    }
     let known = TEAMS
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -240,6 +248,19 @@ pub(crate) fn new_team(t: Team) -> *mut c_void {
     let p = Box::into_raw(Box::new(t)) as usize;
     TEAMS.lock().unwrap_or_else(|e| e.into_inner()).push(p);
     p as *mut c_void
+}
+
+/// Job rank and route of `rank` of team `tm` (any team, a `gex_TM_Pair` one too), or a
+/// fatal error naming `call`: the destination of an AM or RMA.
+pub(crate) fn dest<C: std::fmt::Display + ?Sized>(
+    call: &C,
+    tm: *mut c_void,
+    rank: u32,
+) -> (u32, crate::eps::Route) {
+    match ep::pair_of(tm) {
+        Some(route) => (ok(call, g(call).rank(i64::from(rank))), route),
+        None => (job_rank(call, tm, rank), crate::eps::Route::PRIMORDIAL),
+    }
 }
 
 /// Job rank of `rank` of team `tm`, or a fatal error naming `call`.
@@ -320,8 +341,8 @@ pub unsafe extern "C" fn gex_EP_QueryBoundSegmentNB(
 ) -> *mut c_void {
     let call = "gex_EP_QueryBoundSegmentNB";
     let gn = g(call);
-    let r = job_rank(call, tm, rank);
-    let Some(s) = gn.segs() else {
+    let (r, route) = dest(call, tm, rank);
+    let Some(s) = gn.segs_of(route.remote) else {
         fatal(call, &Error::NotAttached)
     };
     let (base, len) = s.bases[r as usize];
@@ -387,7 +408,7 @@ pub extern "C" fn gasnet_getMaxGlobalSegmentSize() -> usize {
 }
 
 /// Reads one C registration record (`gex_AM_Entry_t`, laid out as [`EntryRec`]).
-fn register_c(call: &str, recs: &mut [EntryRec]) -> c_int {
+fn register_c(call: &str, ep: u32, recs: &mut [EntryRec]) -> c_int {
     let gn = g(call);
     if let Some(r) = recs.iter().find(|r| r.fnptr == 0) {
         fatal(
@@ -396,7 +417,7 @@ fn register_c(call: &str, recs: &mut [EntryRec]) -> c_int {
         );
     }
     let entries: Vec<_> = recs.iter().map(|r| (HandlerFn::C(r.fnptr), *r)).collect();
-    let idx = ok(call, gn.register(&entries));
+    let idx = ok(call, gn.register_on(ep, &entries));
     for (r, i) in recs.iter_mut().zip(idx) {
         r.index = i; // GASNet writes the assigned index back for "don't care" entries
     }
@@ -405,7 +426,7 @@ fn register_c(call: &str, recs: &mut [EntryRec]) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn gex_EP_RegisterHandlers(
-    _ep: *mut c_void,
+    ep: *mut c_void,
     table: *mut EntryRec,
     numentries: usize,
 ) -> c_int {
@@ -419,7 +440,7 @@ pub unsafe extern "C" fn gex_EP_RegisterHandlers(
         // SAFETY: the caller's table of `numentries` entries, laid out as EntryRec.
         unsafe { std::slice::from_raw_parts_mut(table, numentries) }
     };
-    register_c(call, recs)
+    register_c(call, ep::ep_index(call, ep), recs)
 }
 
 /// The legacy `gasnet_handlerentry_t`.
@@ -456,7 +477,7 @@ pub unsafe extern "C" fn gasnet_attach(
                 name: 0,
             })
             .collect();
-        register_c(call, &mut recs);
+        register_c(call, 0, &mut recs);
         for (e, r) in t.iter_mut().zip(&recs) {
             e.index = r.index;
         }
@@ -484,15 +505,31 @@ pub extern "C" fn gasnet_nodes() -> u32 {
 }
 #[no_mangle]
 pub extern "C" fn gex_TM_QueryRank(tm: *mut c_void) -> u32 {
-    team("gex_TM_QueryRank", tm).me
+    let call = "gex_TM_QueryRank";
+    match ep::pair_of(tm) {
+        Some(_) => g(call).me(),
+        None => team(call, tm).me,
+    }
 }
 #[no_mangle]
 pub extern "C" fn gex_TM_QuerySize(tm: *mut c_void) -> u32 {
-    team("gex_TM_QuerySize", tm).size()
+    let call = "gex_TM_QuerySize";
+    match ep::pair_of(tm) {
+        Some(_) => g(call).size(),
+        None => team(call, tm).size(),
+    }
 }
+/// The team's local endpoint (a split team's is the primordial one).
 #[no_mangle]
-pub extern "C" fn gex_TM_QueryEP(_tm: *mut c_void) -> *mut c_void {
-    handle(&EP)
+pub extern "C" fn gex_TM_QueryEP(tm: *mut c_void) -> *mut c_void {
+    let call = "gex_TM_QueryEP";
+    match ep::pair_of(tm) {
+        Some(r) => ep::ep_handle(r.local),
+        None => {
+            team(call, tm);
+            ep::ep_handle(0)
+        }
+    }
 }
 #[no_mangle]
 pub extern "C" fn gex_TM_QueryClient(_tm: *mut c_void) -> *mut c_void {
@@ -513,12 +550,20 @@ pub extern "C" fn gex_Client_QueryName(_c: *mut c_void) -> *const c_char {
 /// Team member `rank` as a job rank (the primordial team: the same number).
 #[no_mangle]
 pub extern "C" fn gex_TM_TranslateRankToJobrank(tm: *mut c_void, rank: u32) -> u32 {
-    job_rank("gex_TM_TranslateRankToJobrank", tm, rank)
+    dest("gex_TM_TranslateRankToJobrank", tm, rank).0
 }
 /// Job rank `jobrank` in the team, or `GEX_RANK_INVALID`.
 #[no_mangle]
 pub extern "C" fn gex_TM_TranslateJobrankToRank(tm: *mut c_void, jobrank: u32) -> u32 {
-    let t = team("gex_TM_TranslateJobrankToRank", tm);
+    let call = "gex_TM_TranslateJobrankToRank";
+    if ep::pair_of(tm).is_some() {
+        return if jobrank < g(call).size() {
+            jobrank
+        } else {
+            u32::MAX
+        };
+    }
+    let t = team(call, tm);
     t.members
         .iter()
         .position(|&m| m == jobrank)

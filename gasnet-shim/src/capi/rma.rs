@@ -6,7 +6,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{fatal, g, job_rank, ok, team, world_fast, ERR_NOT_READY, OK};
+use super::{fatal, g, ok, team, world_fast, ERR_NOT_READY, OK};
 use crate::event::Kind;
 use crate::rma::Pending;
 use crate::Error;
@@ -45,20 +45,20 @@ unsafe fn direct(put: bool, tm: Ev, r: u32, remote: Ev, local: *mut c_void, n: u
 
 unsafe fn put(call: &str, tm: Ev, r: u32, dest: Ev, src: *const c_void, n: usize) -> Pending {
     check_buf(call, src, n);
-    let r = job_rank(call, tm, r);
+    let (r, route) = super::dest(call, tm, r);
     // SAFETY: the caller's source buffer of `n` bytes.
     ok(call, unsafe {
-        g(call).put(r, dest as usize, src.cast(), n)
+        g(call).put_on(route.remote, r, dest as usize, src.cast(), n)
     })
 }
 
 unsafe fn get(call: &str, tm: Ev, dest: Ev, r: u32, src: Ev, n: usize) -> Pending {
     check_buf(call, dest, n);
-    let r = job_rank(call, tm, r);
+    let (r, route) = super::dest(call, tm, r);
     // SAFETY: the caller's destination buffer of `n` bytes, untouched until completion
     // (GASNet's rule for NB/NBI gets).
     ok(call, unsafe {
-        g(call).get(dest.cast(), r, src as usize, n)
+        g(call).get_on(route.remote, dest.cast(), r, src as usize, n)
     })
 }
 

@@ -1,15 +1,16 @@
 //! Client-created segments: `gex_Segment_Create`, `gex_EP_BindSegment`,
-//! `gex_EP_PublishBoundSegment` (the alternative to `gex_Segment_Attach`), and
-//! `gex_EP_Create`, which this conduit answers with `GASNET_ERR_RESOURCE`: one endpoint
-//! per process (`GASNET_MAXEPS` is 1).
+//! `gex_EP_PublishBoundSegment` (the alternative to `gex_Segment_Attach`, and the way
+//! endpoints made by `gex_EP_Create` get their segments), `gex_EP_QuerySegment`.
 #![allow(unsafe_code)] // the C ABI: raw pointers from C
 #![allow(clippy::missing_safety_doc)] // documented in the headers and GASNet's specification
 
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
-use super::{fatal, g, handle, ok, team, EP, OK, SEGMENT};
+use super::ep::ep_index;
+use super::{fatal, g, handle, ok, team, OK, SEGMENT};
 use crate::engine::NewSegment;
+use crate::eps::MAX_EPS;
 use crate::Error;
 
 /// A created segment: its place here, and the segment until it is published.
@@ -19,15 +20,15 @@ struct Created {
     new: Option<NewSegment>,
 }
 
-/// Created segments by handle (leaked boxes) and the one bound to the endpoint.
+/// Created segments by handle (leaked boxes) and the one bound to each endpoint.
 struct Table {
     created: Vec<usize>,
-    bound: Option<usize>,
+    bound: [Option<usize>; MAX_EPS as usize],
 }
 
 static TABLE: Mutex<Table> = Mutex::new(Table {
     created: Vec::new(),
-    bound: None,
+    bound: [None; MAX_EPS as usize],
 });
 
 fn table() -> std::sync::MutexGuard<'static, Table> {
@@ -44,9 +45,6 @@ pub(super) fn created(seg: *mut c_void) -> Option<(usize, usize)> {
     let c = c.lock().unwrap_or_else(|p| p.into_inner());
     Some((c.base, c.len))
 }
-
-/// `GASNET_ERR_RESOURCE`.
-const ERR_RESOURCE: c_int = 10002;
 
 #[no_mangle]
 pub unsafe extern "C" fn gex_Segment_Create(
@@ -83,27 +81,10 @@ pub unsafe extern "C" fn gex_Segment_Create(
     OK
 }
 
-/// One endpoint per process: a second one is refused as GASNet refuses beyond
-/// `GASNET_MAXEPS`.
-#[no_mangle]
-pub extern "C" fn gex_EP_Create(
-    _ep_p: *mut *mut c_void,
-    _client: *mut c_void,
-    _caps: u32,
-    _flags: u32,
-) -> c_int {
-    ERR_RESOURCE
-}
-
 #[no_mangle]
 pub extern "C" fn gex_EP_BindSegment(ep: *mut c_void, seg: *mut c_void, _flags: u32) {
     let call = "gex_EP_BindSegment";
-    if ep != handle(&EP) {
-        fatal(
-            call,
-            &Error::BadArgument("not this client's endpoint".into()),
-        );
-    }
+    let i = ep_index(call, ep) as usize;
     if created(seg).is_none() {
         fatal(
             call,
@@ -111,17 +92,33 @@ pub extern "C" fn gex_EP_BindSegment(ep: *mut c_void, seg: *mut c_void, _flags: 
         );
     }
     let mut t = table();
-    if t.bound.is_some() {
+    if t.bound[i].is_some() || (i == 0 && g(call).segs().is_some()) {
         fatal(
             call,
             &Error::BadArgument("the endpoint already has a bound segment".into()),
         );
     }
-    t.bound = Some(seg as usize);
+    t.bound[i] = Some(seg as usize);
 }
 
-/// Collective over `tm` (the primordial team): every rank publishes its bound segment;
-/// from then on it is the segment of RMA and Long AMs, as an attached one.
+/// The segment bound to `ep` (`GEX_SEGMENT_INVALID` for none): a created one, or the
+/// primordial endpoint's attached segment.
+#[no_mangle]
+pub extern "C" fn gex_EP_QuerySegment(ep: *mut c_void) -> *mut c_void {
+    let call = "gex_EP_QuerySegment";
+    let i = ep_index(call, ep) as usize;
+    if let Some(h) = table().bound[i] {
+        return h as *mut c_void;
+    }
+    if i == 0 && g(call).segs().is_some() {
+        return handle(&SEGMENT);
+    }
+    std::ptr::null_mut()
+}
+
+/// Collective over `tm` (the primordial team): every rank publishes the bound segments of
+/// the endpoints `eps` (the same endpoint indices, in the same order, on every rank); from
+/// then on each is its endpoint's segment of RMA and Long AMs, as an attached one.
 #[no_mangle]
 pub unsafe extern "C" fn gex_EP_PublishBoundSegment(
     tm: *mut c_void,
@@ -137,37 +134,34 @@ pub unsafe extern "C" fn gex_EP_PublishBoundSegment(
             &Error::BadArgument("needs the primordial team".into()),
         );
     }
-    if num_eps != 1 || eps.is_null() {
-        fatal(
-            call,
-            &Error::BadArgument(format!("{num_eps} endpoints (this conduit has one)")),
-        );
+    if num_eps > 0 && eps.is_null() {
+        fatal(call, &Error::BadArgument("eps is NULL".into()));
     }
-    // SAFETY: checked non-NULL, one entry.
-    if unsafe { *eps } != handle(&EP) {
-        fatal(
-            call,
-            &Error::BadArgument("not this client's endpoint".into()),
-        );
-    }
-    let Some(h) = table().bound else {
-        fatal(
-            call,
-            &Error::BadArgument("no segment is bound (gex_EP_BindSegment)".into()),
-        )
-    };
-    // SAFETY: a registered handle (BindSegment checked it).
-    let c = unsafe { &*(h as *const Mutex<Created>) };
-    let new = c.lock().unwrap_or_else(|p| p.into_inner()).new.take();
-    let Some(new) = new else {
-        fatal(
-            call,
-            &Error::BadArgument("the bound segment is already published".into()),
-        )
-    };
     let gn = g(call);
-    ok(call, gn.publish(new));
+    for k in 0..num_eps {
+        // SAFETY: checked non-NULL; the caller's array of `num_eps` endpoints.
+        let i = ep_index(call, unsafe { *eps.add(k) });
+        let Some(h) = table().bound[i as usize] else {
+            fatal(
+                call,
+                &Error::BadArgument(format!(
+                    "endpoint {i} has no bound segment (gex_EP_BindSegment)"
+                )),
+            )
+        };
+        // SAFETY: a registered handle (BindSegment checked it).
+        let c = unsafe { &*(h as *const Mutex<Created>) };
+        let new = c.lock().unwrap_or_else(|p| p.into_inner()).new.take();
+        let Some(new) = new else {
+            fatal(
+                call,
+                &Error::BadArgument(format!(
+                    "the segment bound to endpoint {i} is already published"
+                )),
+            )
+        };
+        ok(call, gn.publish_on(i, new));
+    }
     ok(call, gn.start_progress());
-    let _ = handle(&SEGMENT);
     OK
 }
