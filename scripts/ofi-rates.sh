@@ -13,8 +13,8 @@
 # Environment: ROUNDS (default 3), CARGO_TARGET_DIR (where the release build is),
 # LO=1 (instead of namespaces: both ranks in one namespace over its loopback interface),
 # PROVIDER (the ofi driver's provider, e.g. 'tcp;ofi_rxm'; default: the driver's choice),
-# RXM=1 (also raw channels over 'tcp;ofi_rxm', column raw-rxm), BIND=1 (mpi-lite with its
-# default CPU binding instead of unbound as the others), SHMEM=1 (also the peers'
+# RXM=1 (also raw channels over 'tcp;ofi_rxm', column raw-rxm), BIND=0 (mpi-lite unbound
+# as the others, instead of its default CPU binding), SHMEM=1 (also the peers'
 # msgrate_shmem.c over skifshmem, columns shmem-transfers (SKIFSHMEM_RMA=transfers: FI_RMA)
 # and shmem-messages (its default there); needs `cargo build --release -p shmem`).
 # Open MPI runs with --bind-to none: each node's orted binds its one rank to core 0, so
@@ -111,10 +111,12 @@ export SKIFCH_OFI_DOMAIN=$iface
 [ -n "${PROVIDER:-}" ] && export SKIFCH_OFI_PROVIDER=$PROVIDER
 [ "${LO:-0}" = 1 ] && export SKIFCH_DRIVER=ofi
 export UCX_TLS=tcp,self UCX_NET_DEVICES=$iface
-# mpi-lite binds rank r to CPU r by default; the others run unbound here (Open MPI with
-# --bind-to none, hydra and the raw benchmark bind nothing): compare like with like.
-# BIND=1 keeps mpi-lite's default.
-[ "${BIND:-0}" = 1 ] || export SKIFMPI_BIND=none
+# mpi-lite binds by default, the k-th rank on this machine to its k-th CPU: the two
+# namespaces share one kernel, so their ranks take CPUs 0 and 1 (skifch_drivers::place).
+# The others run unbound (Open MPI with --bind-to none, hydra and the raw benchmark bind
+# nothing; binding by the node's rank as they do would put both on CPU 0). BIND=0: mpi-lite
+# unbound too.
+[ "${BIND:-1}" = 1 ] || export SKIFMPI_BIND=none
 
 csv=$out/all.csv
 : >"$csv"

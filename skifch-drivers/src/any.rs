@@ -258,6 +258,23 @@ impl AnyDriver {
         }
     }
 
+    /// This rank's index among the job's ranks on its machine, and their count
+    /// ([`crate::place`]): for binding ranks to CPUs. A job of shm lanes or of the device
+    /// model runs on one machine; the fabric's ranks say where they run. A driver another
+    /// library joined with ([`AnyDriver::Fwd`]) does not say: the whole job counts as one
+    /// machine.
+    pub fn placement(&self) -> crate::place::Placement {
+        use crate::place::Placement;
+        match self {
+            AnyDriver::Ofi(d) => d.placement(),
+            AnyDriver::Hier(d) => d.remote().placement(),
+            AnyDriver::Wrapped(d) => d.inner().inner().placement(),
+            AnyDriver::Shm(_) | AnyDriver::Fpga(_) | AnyDriver::Fwd(_) => {
+                Placement::one_machine(self.rank(), self.size())
+            }
+        }
+    }
+
     /// The status a rank of the job asked it to end with, if any.
     pub fn exit_request(&self) -> Option<i32> {
         match self {

@@ -39,6 +39,8 @@
 //!   One driver per process: the first SkifCh library of a process to join publishes its
 //!   driver, the others (each C library carries its own copy of this crate) forward to it
 //!   ([`share`], [`fwd`]).
+//! * [`place`] — which ranks share this rank's machine (its CPUs), for CPU binding
+//!   ([`AnyDriver::placement`]).
 //!
 //! The helpers that tests use to run real multi-process jobs are the dev-only crate
 //! `skifch-testing` (they panic; they are not part of this library).
@@ -97,6 +99,7 @@ pub mod jobctl;
 pub mod launch;
 #[cfg(not(loom))]
 pub mod ofi;
+pub mod place;
 #[cfg(not(loom))]
 pub mod share;
 pub mod shm;

@@ -7,50 +7,14 @@
 //! the workspace's test-build helper. Needs a C compiler (`cc`); without one the tests
 //! are skipped with a message.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use skifch_testing::{self as testing, have_cc, Outcome};
 
-const JOB_TIMEOUT: Duration = Duration::from_secs(60);
-
-fn mpi_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("capi lives in mpi-lite/")
-}
-
-fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        skifch_testing::c_library_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
-            "skifmpi",
-        )
-    })
-}
-
-/// Compiles `tests/c/<name>.c` with skif-mpicc (`static`: libskifmpi.a); tests running at
-/// once may compile the same program ([`testing::build_exe`]).
-fn compile(name: &str, stat: bool) -> PathBuf {
-    let lib = lib_dir();
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-c");
-    std::fs::create_dir_all(&out_dir).expect("scratch directory");
-    let exe = out_dir.join(format!("{name}-{}", if stat { "static" } else { "shared" }));
-    testing::build_exe(&exe, name, |out| {
-        let mut c = Command::new(mpi_root().join("bin/skif-mpicc"));
-        c.env("SKIFMPI_LIBDIR", lib)
-            .env("SKIFMPI_STATIC", if stat { "1" } else { "0" })
-            .env_remove("SKIFMPI_CC")
-            .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
-            .arg(mpi_root().join(format!("tests/c/{name}.c")))
-            .arg("-o")
-            .arg(out);
-        c
-    })
-}
+mod common;
+use common::{compile, lib_dir, mpi_root, JOB_TIMEOUT};
 
 fn run(exe: &Path, n: u32, env: &[(&str, &str)]) -> Outcome {
     let mut cmd = testing::skifrun_cmd(n, &[], exe);
@@ -695,87 +659,5 @@ fn header_compiles_as_c_and_cpp_with_the_wrappers() {
             }
             Err(e) => panic!("running {wrapper}: {e}"),
         }
-    }
-}
-
-/// The same C programs over the libfabric driver (`skifrun --driver ofi`, `tcp;ofi_rxm` on
-/// the loopback interface): point-to-point, collectives and windows (the driver has no
-/// RMA, so windows take the message path), unchanged.
-#[test]
-fn point_to_point_collectives_and_windows_over_ofi() {
-    if !have_cc() {
-        return;
-    }
-    for (name, env) in [
-        ("p2p", &[][..]),
-        ("coll", &[][..]),
-        ("rma", &[("RMA_TEST_PATH", "messages")][..]),
-    ] {
-        let exe = compile(name, false);
-        let mut cmd = testing::skifrun_cmd(3, &["--driver", "ofi"], &exe);
-        cmd.envs(env.iter().copied()).envs([
-            ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
-            ("SKIFCH_OFI_DOMAIN", "lo"),
-        ]);
-        testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("{name} over ofi, 3 ranks"));
-    }
-}
-
-/// Started by MPICH's `mpiexec.hydra` instead of skifrun (PMI-1; the shm driver's node
-/// segment made by the ranks themselves, `skifch_drivers::shm::node`): point-to-point,
-/// collectives and one-sided programs run unchanged, shared and static.
-#[test]
-fn programs_under_mpiexec_hydra() {
-    if !have_cc() {
-        return;
-    }
-    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
-    let progs = [
-        ("p2p", false, "p2p: 3 ranks ok"),
-        ("coll", false, "coll: 3 ranks ok"),
-        ("rma", false, "rma: ok"),
-        ("p2p", true, "p2p: 3 ranks ok"),
-    ];
-    for (name, stat, ok) in progs {
-        let exe = compile(name, stat);
-        let Some(mut cmd) = testing::hydra_cmd(&["-n", "3"]) else {
-            return;
-        };
-        cmd.arg(&exe);
-        let text = testing::run_job(cmd, limit).expect_ok(&format!("{name} under mpiexec.hydra"));
-        assert!(text.contains(ok), "{name}: {text}");
-    }
-}
-
-/// Ranks on two "nodes" (network namespaces joined by a bridge, 2 ranks each) started by
-/// `mpiexec.hydra`: the default driver is the hierarchy (the node's shm lanes, libfabric's
-/// tcp provider between the namespaces), and the programs run unchanged (windows take the
-/// message path: the hierarchy's RMA reaches the other node by transfers only, and
-/// mpi-lite's direct path needs every member mapped). Skipped where namespaces cannot be made.
-#[test]
-fn programs_across_two_network_namespaces() {
-    if !have_cc() {
-        return;
-    }
-    let Some(nodes) = testing::NetNodes::create(2) else {
-        return;
-    };
-    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
-    let progs = [
-        ("p2p", "p2p: 4 ranks ok"),
-        ("coll", "coll: 4 ranks ok"),
-        ("rma", "rma: ok"),
-    ];
-    for (name, ok) in progs {
-        let exe = compile(name, false);
-        let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
-            return;
-        };
-        // The provider the driver picks by itself (`net` where libfabric has it; the
-        // loopback tests above pin `tcp;ofi_rxm`).
-        cmd.envs([("SKIFCH_OFI_DOMAIN", "eth0"), ("RMA_TEST_PATH", "messages")])
-            .arg(&exe);
-        let text = testing::run_job(cmd, limit).expect_ok(&format!("{name} on 2 × 2 ranks"));
-        assert!(text.contains(ok), "{name}: {text}");
     }
 }

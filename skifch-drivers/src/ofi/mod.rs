@@ -226,6 +226,8 @@ pub struct OfiDriver {
     #[allow(dead_code)] // held: the launcher's connection lives as long as the job
     boot: Option<Arc<dyn Bootstrap>>,
     shm: Option<Arc<crate::shm::ShmDriver>>,
+    /// The ranks sharing this rank's machine ([`crate::place`]).
+    placement: crate::place::Placement,
 }
 
 /// A rank's handle in an ofi job.
@@ -243,6 +245,11 @@ impl OfiDriver {
     /// Bytes a sending port can have in flight to one receiving port (credits × slot).
     pub fn pair_memory(&self) -> usize {
         self.pair_memory
+    }
+    /// This rank's index among the job's ranks on its machine, and their count (from the
+    /// machine keys exchanged with the addresses: [`crate::place`]).
+    pub fn placement(&self) -> crate::place::Placement {
+        self.placement
     }
 }
 
@@ -342,6 +349,10 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         mine.extend_from_slice(&(name.len() as u16).to_le_bytes());
         mine.extend_from_slice(name);
     }
+    // Last, the machine's identity (for CPU binding: crate::place).
+    let key = crate::place::machine_key();
+    mine.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    mine.extend_from_slice(&key);
     let all = boot.allgather(&mine)?;
     if all.len() != size as usize {
         return Err(Error::Bootstrap(
@@ -353,6 +364,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         ));
     }
     let (mut ctl_to, mut ctl_names, mut to) = (Vec::new(), Vec::new(), Vec::new());
+    let mut keys = Vec::with_capacity(all.len());
     for (r, rec) in all.iter().enumerate() {
         let mut b = &rec[..];
         let c = take(&mut b, r)?;
@@ -361,6 +373,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         for _ in 0..ports {
             to.push(net.insert(take(&mut b, r)?)?);
         }
+        keys.push(take(&mut b, r)?);
         if !b.is_empty() {
             return Err(Error::Bootstrap(
                 format!(
@@ -425,6 +438,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         rma: OnceLock::new(),
         boot: keep.boot,
         shm: keep.shm,
+        placement: crate::place::Placement::from_keys(&keys, rank),
     };
     let t0 = Instant::now();
     while !live.heard_all(rank) {

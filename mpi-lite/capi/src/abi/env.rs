@@ -43,7 +43,7 @@ fn init(required: c_int) -> c_int {
         let bind_cores = bind_policy(multiple)?;
         let job = skifch_drivers::init()?;
         let unbound = if bind_cores {
-            bind(job.rank(), job.size())
+            bind(job.driver().placement())
         } else {
             None
         };
@@ -102,13 +102,16 @@ fn bind_policy(multiple: bool) -> mpi_lite::Result<bool> {
     }
 }
 
-/// Binds this process to one CPU, as Open MPI does by default (`--bind-to core` for up to
-/// two ranks): rank r to the r-th CPU it may run on, when the job's ranks fit those CPUs
-/// (the ranks of a `skifrun` job share one host). A waiting rank spins before it sleeps
-/// (the channel's wait policy), so two ranks left to share one CPU pay that spin at every
-/// hand-over. Otherwise, or if the kernel refuses, the inherited affinity stays.
-/// Returns the CPUs the thread could use before, if it bound it.
-fn bind(rank: u32, size: u32) -> Option<libc::cpu_set_t> {
+/// Binds this process to one CPU, as Open MPI's `--bind-to core`: the k-th of the job's
+/// ranks on this machine to the k-th CPU it may run on, when the machine's ranks fit those
+/// CPUs. "This machine" is this kernel ([`skifch_drivers::place`]): on a cluster the ranks
+/// of this node, in job-rank order; nodes that share one kernel (network namespaces,
+/// containers) are numbered together, so their first ranks do not all take CPU 0. A
+/// waiting rank spins before it sleeps (the channel's wait policy), so two ranks left to
+/// share one CPU pay that spin at every hand-over. Otherwise, or if the kernel refuses,
+/// the inherited affinity stays. Returns the CPUs the thread could use before, if it
+/// bound it.
+fn bind(at: skifch_drivers::place::Placement) -> Option<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let n = std::mem::size_of_val(&set);
@@ -120,13 +123,13 @@ fn bind(rank: u32, size: u32) -> Option<libc::cpu_set_t> {
         // SAFETY: `c` < CPU_SETSIZE, inside the set.
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect();
-    if size as usize > allowed.len() || size < 2 {
+    if at.count as usize > allowed.len() || at.count < 2 {
         return None;
     }
     // SAFETY: as above, the empty set.
     let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: an allowed CPU number is < CPU_SETSIZE.
-    unsafe { libc::CPU_SET(allowed[rank as usize], &mut one) };
+    unsafe { libc::CPU_SET(allowed[at.index as usize], &mut one) };
     // The thread calling MPI_Init, usually the only one yet.
     set_affinity(&one);
     Some(set)

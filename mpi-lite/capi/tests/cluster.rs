@@ -1,0 +1,177 @@
+//! mpi-lite's C programs on jobs that libfabric carries: `skifrun --driver ofi`, ranks
+//! started by MPICH's `mpiexec.hydra`, ranks on two "nodes" (network namespaces), and the
+//! CPU binding by the rank within the machine (`tests/c/bind.c`). Needs `cc`; the
+//! namespace tests need root and skip with a message otherwise.
+
+use skifch_testing::{self as testing, have_cc};
+
+mod common;
+use common::{compile, JOB_TIMEOUT};
+
+/// The same C programs over the libfabric driver (`skifrun --driver ofi`, `tcp;ofi_rxm` on
+/// the loopback interface): point-to-point, collectives and windows (the driver has no
+/// RMA, so windows take the message path), unchanged.
+#[test]
+fn point_to_point_collectives_and_windows_over_ofi() {
+    if !have_cc() {
+        return;
+    }
+    for (name, env) in [
+        ("p2p", &[][..]),
+        ("coll", &[][..]),
+        ("rma", &[("RMA_TEST_PATH", "messages")][..]),
+    ] {
+        let exe = compile(name, false);
+        let mut cmd = testing::skifrun_cmd(3, &["--driver", "ofi"], &exe);
+        cmd.envs(env.iter().copied()).envs([
+            ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
+            ("SKIFCH_OFI_DOMAIN", "lo"),
+        ]);
+        testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&format!("{name} over ofi, 3 ranks"));
+    }
+}
+
+/// Started by MPICH's `mpiexec.hydra` instead of skifrun (PMI-1; the shm driver's node
+/// segment made by the ranks themselves, `skifch_drivers::shm::node`): point-to-point,
+/// collectives and one-sided programs run unchanged, shared and static.
+#[test]
+fn programs_under_mpiexec_hydra() {
+    if !have_cc() {
+        return;
+    }
+    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
+    let progs = [
+        ("p2p", false, "p2p: 3 ranks ok"),
+        ("coll", false, "coll: 3 ranks ok"),
+        ("rma", false, "rma: ok"),
+        ("p2p", true, "p2p: 3 ranks ok"),
+    ];
+    for (name, stat, ok) in progs {
+        let exe = compile(name, stat);
+        let Some(mut cmd) = testing::hydra_cmd(&["-n", "3"]) else {
+            return;
+        };
+        cmd.arg(&exe);
+        let text = testing::run_job(cmd, limit).expect_ok(&format!("{name} under mpiexec.hydra"));
+        assert!(text.contains(ok), "{name}: {text}");
+    }
+}
+
+/// Ranks on two "nodes" (network namespaces joined by a bridge, 2 ranks each) started by
+/// `mpiexec.hydra`: the default driver is the hierarchy (the node's shm lanes, libfabric's
+/// tcp provider between the namespaces), and the programs run unchanged (windows take the
+/// message path: the hierarchy's RMA reaches the other node by transfers only, and
+/// mpi-lite's direct path needs every member mapped). Skipped where namespaces cannot be made.
+#[test]
+fn programs_across_two_network_namespaces() {
+    if !have_cc() {
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
+    let progs = [
+        ("p2p", "p2p: 4 ranks ok"),
+        ("coll", "coll: 4 ranks ok"),
+        ("rma", "rma: ok"),
+    ];
+    for (name, ok) in progs {
+        let exe = compile(name, false);
+        let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
+            return;
+        };
+        // The provider the driver picks by itself (`net` where libfabric has it; the
+        // loopback tests above pin `tcp;ofi_rxm`).
+        cmd.envs([("SKIFCH_OFI_DOMAIN", "eth0"), ("RMA_TEST_PATH", "messages")])
+            .arg(&exe);
+        let text = testing::run_job(cmd, limit).expect_ok(&format!("{name} on 2 × 2 ranks"));
+        assert!(text.contains(ok), "{name}: {text}");
+    }
+}
+
+/// The CPUs this process may run on, if they are `0..n` (what `bind.c` expects: the k-th
+/// allowed CPU is CPU k); `None`, said on stderr, otherwise.
+fn cpus_from_zero() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim();
+    let n = match list.split_once('-') {
+        Some(("0", hi)) => hi.parse::<u32>().ok()? + 1,
+        None if list == "0" => 1,
+        _ => {
+            eprintln!("SKIPPED: this process may run on CPUs {list}, not 0..n: bind.c's expectations do not apply");
+            return None;
+        }
+    };
+    Some(n)
+}
+
+/// `skifrun` on one host: the k-th rank on the k-th CPU when the ranks fit the CPUs,
+/// unbound otherwise, and nothing bound with `SKIFMPI_BIND=none`.
+#[test]
+fn ranks_of_one_host_are_bound_by_their_rank() {
+    if !have_cc() {
+        return;
+    }
+    let Some(cpus) = cpus_from_zero() else {
+        return;
+    };
+    let exe = compile("bind", false);
+    for (n, policy) in [(2, "core"), (3, "core"), (2, "none")] {
+        let mut cmd = testing::skifrun_cmd(n, &["--bind-to", policy], &exe);
+        cmd.envs([
+            ("BIND_CPUS", cpus.to_string()),
+            ("BIND_MACHINES", n.to_string()),
+        ]);
+        let text = testing::run_job(cmd, JOB_TIMEOUT)
+            .expect_ok(&format!("bind, {n} ranks, --bind-to {policy}"));
+        assert!(text.contains(&format!("bind: {n} ranks ok")), "{text}");
+    }
+}
+
+/// Ranks on two namespaces of one machine under `mpiexec.hydra`: numbered by the machine
+/// (one kernel), so two nodes' first ranks do not share CPU 0; with `SKIFCH_MACHINE_ID` set
+/// to the namespace's name (as each node of a cluster is its own machine), each node's k-th
+/// rank takes the k-th CPU: Open MPI's `--bind-to core`.
+#[test]
+fn ranks_across_namespaces_are_bound_by_their_rank_on_the_machine() {
+    if !have_cc() {
+        return;
+    }
+    let Some(cpus) = cpus_from_zero() else {
+        return;
+    };
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let exe = compile("bind", false);
+    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
+    // (ranks per node, machine id per node, the machines bind.c expects)
+    for (per_node, by_node, machines) in [(1, false, "2"), (2, false, "4"), (2, true, "2,2")] {
+        let Some(mut cmd) = nodes.hydra_cmd(&[per_node, per_node]) else {
+            return;
+        };
+        cmd.envs([
+            ("SKIFCH_OFI_DOMAIN", "eth0"),
+            ("BIND_CPUS", &cpus.to_string()),
+            ("BIND_MACHINES", machines),
+        ]);
+        if by_node {
+            cmd.args([
+                "sh",
+                "-c",
+                "SKIFCH_MACHINE_ID=$(ip netns identify) exec \"$0\"",
+            ]);
+        }
+        cmd.arg(&exe);
+        let what = format!("bind, 2 × {per_node} ranks, machines {machines}");
+        let text = testing::run_job(cmd, limit).expect_ok(&what);
+        assert!(
+            text.contains(&format!("bind: {} ranks ok", 2 * per_node)),
+            "{what}: {text}"
+        );
+    }
+}
