@@ -130,7 +130,7 @@ plan() {
 lite_run() { # NP PROG ARGS...
     local np=$1
     shift
-    "$lite_bin/mpiexec" -n "$np" --driver "$driver" --timeout "$timeout_s" -- "$@"
+    "$lite_bin/mpiexec" -n "$np" --driver "$driver" --timeout "$timeout_s" -- "$@" </dev/null
 }
 
 echo "# OSU Micro-Benchmarks $version from $src; mpi-lite $(git -C "$root" rev-parse --short HEAD 2>/dev/null), driver $driver; load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -188,8 +188,8 @@ if [ $compare -eq 1 ]; then
         shift 2
         case $impl in
             mpi-lite) lite_run "$np" "$@" ;;
-            openmpi) timeout "$timeout_s" mpirun.openmpi -np "$np" --bind-to core "$@" ;;
-            mpich) timeout "$timeout_s" mpiexec.mpich -np "$np" -bind-to core "$@" ;;
+            openmpi) timeout "$timeout_s" mpirun.openmpi -np "$np" --bind-to core "$@" </dev/null ;;
+            mpich) timeout "$timeout_s" mpiexec.mpich -np "$np" -bind-to core "$@" </dev/null ;;
         esac
     }
     # Each spec: program, size, column of its table (2: latency, bandwidth or the non-blocking
