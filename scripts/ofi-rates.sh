@@ -16,7 +16,11 @@
 # RXM=1 (also raw channels over 'tcp;ofi_rxm', column raw-rxm), BIND=0 (mpi-lite unbound
 # as the others, instead of its default CPU binding), SHMEM=1 (also the peers'
 # msgrate_shmem.c over skifshmem, columns shmem-transfers (SKIFSHMEM_RMA=transfers: FI_RMA)
-# and shmem-messages (its default there); needs `cargo build --release -p shmem`).
+# and shmem-messages (its default there); needs `cargo build --release -p shmem`), RMA=1
+# (also MPI one-sided, benches/c/mpi_rma.c -l: 8 B put/get/accumulate latencies, put rate
+# and a lock-put-unlock epoch on an MPI_Win_allocate window, for mpi-lite by messages (its
+# default over these providers, column mpi-lite) and by transfers (SKIFMPI_RMA=transfers,
+# column lite-transfers: puts and gets by FI_RMA), Open MPI and MPICH).
 # Open MPI runs with --bind-to none: each node's orted binds its one rank to core 0, so
 # the two ranks shared one CPU and took turns at the 4 ms scheduler tick (4 ms latency).
 # Output: OUTDIR/all.csv (impl,test,size,value,unit,round), the load average before each
@@ -88,6 +92,11 @@ mpicc.mpich -O2 "$peers" -o "$tmp/mr_mpich" -lm || exit 1
 mpicc.mpich -O2 benches/c/mpi_bw.c -o "$tmp/bw_mpich" -lm || exit 1
 mpicc.openmpi -O2 "$peers" -o "$tmp/mr_ompi" -lm || exit 1
 mpicc.openmpi -O2 benches/c/mpi_bw.c -o "$tmp/bw_ompi" -lm || exit 1
+if [ "${RMA:-0}" = 1 ]; then
+    SKIFMPI_LIBDIR=$rel mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_rma.c -o "$tmp/rma_lite" || exit 1
+    mpicc.mpich -O2 benches/c/mpi_rma.c -o "$tmp/rma_mpich" || exit 1
+    mpicc.openmpi -O2 benches/c/mpi_rma.c -o "$tmp/rma_ompi" || exit 1
+fi
 if [ "${SHMEM:-0}" = 1 ]; then
     SKIFSHMEM_LIBDIR=$rel shmem/bin/skif-oshcc -O2 "${peers%/*}/msgrate_shmem.c" \
         -o "$tmp/mr_shmem" -lm || exit 1
@@ -141,6 +150,15 @@ for r in $(seq 1 "$rounds"); do
                 { echo "shmem ($v) failed:" >&2; tail -5 "$tmp/shmem.err" >&2; }
         done
     fi
+    if [ "${RMA:-0}" = 1 ]; then # MPI one-sided: mpi-lite both ways, then the MPIs
+        for m in lite:hydra:mpi-lite:messages lite:hydra:lite-transfers:transfers \
+            mpich:hydra:mpich: ompi:ompi:openmpi:; do
+            IFS=: read -r impl run name path <<<"$m"
+            (export SKIFMPI_RMA=$path; $run "$tmp/rma_$impl" -i "$name" -l -r 3) \
+                2>"$tmp/rma.err" | grep -v '^impl' | sed "s/\$/,$r/" >>"$csv" ||
+                { echo "$name one-sided failed:" >&2; tail -5 "$tmp/rma.err" >&2; }
+        done
+    fi
     for m in lite:hydra mpich:hydra ompi:ompi; do
         impl=${m%%:*} run=${m##*:}
         name=$impl; [ $impl = lite ] && name=mpi-lite; [ $impl = ompi ] && name=openmpi
@@ -162,7 +180,8 @@ for impl, test, size, value, unit, rnd in csv.reader(open(sys.argv[1])):
     rows.setdefault((test, int(size), unit), {}).setdefault(impl, []).append(float(value))
 cols = ["skifch-raw"] + (["raw-rxm"] if any("raw-rxm" in by for by in rows.values()) else [])
 cols += ["mpi-lite", "openmpi", "mpich"]
-cols += [c for c in ("shmem-transfers", "shmem-messages") if any(c in by for by in rows.values())]
+cols += [c for c in ("shmem-transfers", "shmem-messages", "lite-transfers")
+         if any(c in by for by in rows.values())]
 # Medians, then each implementation's best round (on a shared machine the closest to its
 # quiet-machine figure: load only ever slows a run down).
 for label, pick in (("median", statistics.median), ("best round", None)):

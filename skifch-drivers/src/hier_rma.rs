@@ -54,6 +54,7 @@ impl Rma for HierRma {
             load_store: false,
             share_in_place: self.local.caps().share_in_place,
             transfers: true,
+            remote_progress: self.remote.caps().remote_progress,
         }
     }
     fn alloc(&self, len: usize) -> Result<Segment> {

@@ -88,6 +88,7 @@ impl Rma for ShmRma {
         RmaCaps {
             load_store: true,
             transfers: false,
+            remote_progress: false,
             share_in_place: true,
         }
     }

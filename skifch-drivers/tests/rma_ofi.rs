@@ -44,6 +44,9 @@ fn puts_and_gets(cfg: Config) {
         };
         let caps = r.caps();
         assert!(caps.transfers && !caps.load_store, "{caps:?}");
+        // The sockets providers apply transfers in the target's calls: libraries keep
+        // their messages unless asked (RmaCaps::remote_progress).
+        assert!(!caps.remote_progress, "{} {caps:?}", d.provider());
         let (me, n) = (job.rank(), job.size());
         let ch = job.open(2)?;
         let bch = job.open(1)?;

@@ -64,6 +64,21 @@ fn programs_under_mpiexec_hydra() {
 /// mpi-lite's direct path needs every member mapped). Skipped where namespaces cannot be made.
 #[test]
 fn programs_across_two_network_namespaces() {
+    let progs = [
+        ("p2p", "p2p: 4 ranks ok"),
+        ("coll", "coll: 4 ranks ok"),
+        ("rma", "rma: ok"),
+    ];
+    // The sockets provider: no transfers unless asked (the test below).
+    let env = [("RMA_TEST_PATH", "messages"), ("RMA_TEST_TRANSFERS", "0")];
+    on_two_namespaces(&progs, &env);
+}
+
+/// Runs each of `progs` (name, what its output must contain) on 2 × 2 ranks in two network
+/// namespaces under `mpiexec.hydra`, with `env`, over the provider the driver picks by
+/// itself (`net` where libfabric has it; the loopback tests above pin `tcp;ofi_rxm`).
+/// Skipped, said on stderr, without `cc`, hydra or namespaces.
+fn on_two_namespaces(progs: &[(&str, &str)], env: &[(&str, &str)]) {
     if !have_cc() {
         return;
     }
@@ -71,22 +86,17 @@ fn programs_across_two_network_namespaces() {
         return;
     };
     let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
-    let progs = [
-        ("p2p", "p2p: 4 ranks ok"),
-        ("coll", "coll: 4 ranks ok"),
-        ("rma", "rma: ok"),
-    ];
-    for (name, ok) in progs {
+    for &(name, ok) in progs {
         let exe = compile(name, false);
         let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
             return;
         };
-        // The provider the driver picks by itself (`net` where libfabric has it; the
-        // loopback tests above pin `tcp;ofi_rxm`).
-        cmd.envs([("SKIFCH_OFI_DOMAIN", "eth0"), ("RMA_TEST_PATH", "messages")])
+        cmd.env("SKIFCH_OFI_DOMAIN", "eth0")
+            .envs(env.iter().copied())
             .arg(&exe);
-        let text = testing::run_job(cmd, limit).expect_ok(&format!("{name} on 2 × 2 ranks"));
-        assert!(text.contains(ok), "{name}: {text}");
+        let what = format!("{name} on 2 × 2 ranks {env:?}");
+        let text = testing::run_job(cmd, limit).expect_ok(&what);
+        assert!(text.contains(ok), "{what}: {text}");
     }
 }
 
@@ -174,4 +184,27 @@ fn ranks_across_namespaces_are_bound_by_their_rank_on_the_machine() {
             "{what}: {text}"
         );
     }
+}
+
+/// Windows of `MPI_Win_allocate` across two namespaces (2 × 2 ranks, `mpiexec.hydra`) with
+/// `SKIFMPI_RMA=transfers`: puts and gets by the fabric's RMA to the other node's ranks
+/// and by copies to the node's own, locks, fences, PSCW and accumulates by messages
+/// (`mpi_lite::win`, `xfer.rs`); each window says it took transfers (`rma.c`), and
+/// `rmapassive.c` checks that a target computing outside MPI still receives them.
+#[test]
+fn windows_across_two_network_namespaces_by_transfers() {
+    let progs = [
+        ("rma", "rma: ok"),
+        ("rma2", "rma2: ok"),
+        // Exits non-zero on a wrong value; prints nothing.
+        ("rmapassive", ""),
+    ];
+    let env = [
+        ("SKIFMPI_RMA", "transfers"),
+        ("RMA_TEST_PATH", "messages"),
+        ("RMA_TEST_TRANSFERS", "1"),
+        // Shared windows need every member's memory mapped: refused across nodes.
+        ("RMA_TEST_NO_SHARED", "1"),
+    ];
+    on_two_namespaces(&progs, &env);
 }

@@ -21,6 +21,11 @@
 //!   endpoint served by the target process's handlers (`msg.rs` the origin side,
 //!   `served.rs` the target side and the wire). Passive-target operations complete when
 //!   the target progresses (any MPI call of it).
+//! * **Messages with transfers** (a job of several hosts whose driver reaches the other
+//!   hosts' memory by transfers, `MPI_Win_allocate`; `xfer.rs`): puts and gets go straight
+//!   to the target's memory — by the fabric's RMA across hosts, by copies within the node —
+//!   while synchronisation and accumulates stay messages. By default only over a NIC that
+//!   applies transfers itself; `SKIFMPI_RMA=transfers` asks for it over any provider.
 //!
 //! ## Memory model
 //! `MPI_WIN_UNIFIED` on both paths: the public and private copies are the same memory.
@@ -35,7 +40,8 @@
 //!
 //! Files: this one (windows, creation, attributes, epochs), `ops.rs` (put, get and the
 //! accumulate family), `sync.rs` (fence, locks, flushes), `mem.rs` (the raw tier),
-//! `msg.rs` and `served.rs` (the message path), `pscw.rs` (post/start/complete/wait).
+//! `msg.rs` and `served.rs` (the message path), `xfer.rs` (its transfers), `pscw.rs`
+//! (post/start/complete/wait).
 
 mod direct;
 mod mem;
@@ -45,6 +51,7 @@ mod pscw;
 mod served;
 mod sync;
 mod types;
+mod xfer;
 
 use std::sync::atomic::AtomicU8;
 use std::sync::Arc;
@@ -132,6 +139,10 @@ pub struct Win {
     atomics: bool,
     /// The message path (module docs).
     msg: bool,
+    /// On the message path, puts and gets by transfers (`xfer.rs`).
+    transfers: bool,
+    /// Transfers were issued since the last [`Win::xfer_quiet`].
+    unquiet: std::sync::atomic::AtomicBool,
     /// The window's id on the wire (its communicator's context).
     id: u32,
     /// Fences called (the message path waits for as many notices from every member).
@@ -201,6 +212,8 @@ impl Win {
                 "{call}: disp_unit 0 (must be positive)"
             )));
         }
+        // Puts and gets by transfers on the message path (`xfer.rs`).
+        let xfer = rma.clone().filter(|r| xfer::wanted(r.caps(), flavor));
         let mapped = rma.filter(|r| r.caps().load_store);
         if flavor == Flavor::Shared && mapped.is_none() {
             return Err(Error::Code {
@@ -227,9 +240,11 @@ impl Win {
                     .ok_or_else(|| Error::NoMem(format!("{call}: the sizes overflow")))?;
             }
         }
-        let (map, base, own) = match &rma {
+        let (map, base, own) = match rma.as_ref().or(xfer.as_ref()) {
             Some(rma) => {
                 let seg_len = match flavor {
+                    // The window's memory alone (its locks are the target's, by messages).
+                    _ if xfer.is_some() => size.max(1),
                     Flavor::Allocate => CTL_BYTES
                         .checked_add(size)
                         .ok_or_else(|| Error::NoMem(format!("{call}: {size} bytes")))?,
@@ -242,6 +257,7 @@ impl Win {
                     Error::NoMem(format!("{call}: {size} bytes of window memory: {e}"))
                 })?;
                 let base = match flavor {
+                    _ if xfer.is_some() => seg.as_ptr() as usize,
                     Flavor::Allocate => seg.as_ptr() as usize + CTL_BYTES,
                     _ => base,
                 };
@@ -270,6 +286,7 @@ impl Win {
             }
         };
         let msg = rma.is_none();
+        let transfers = msg && xfer.is_some();
         let mut desc = Vec::with_capacity(32);
         for v in [
             base as u64,
@@ -354,6 +371,8 @@ impl Win {
             ctls,
             atomics,
             msg,
+            transfers,
+            unquiet: Default::default(),
             id,
             fences: Default::default(),
             sent: Default::default(),
@@ -389,6 +408,7 @@ impl Win {
                 ));
             }
         }
+        self.xfer_quiet()?;
         mpi.barrier(&self.comm)?;
         let id = self.id;
         mpi.engine().with_ep(|ep| {
@@ -449,6 +469,11 @@ impl Win {
     /// Whether operations go as messages (the message path) rather than directly.
     pub fn is_message_path(&self) -> bool {
         self.msg
+    }
+
+    /// Whether puts and gets go by transfers on the message path (`xfer.rs`).
+    pub fn uses_transfers(&self) -> bool {
+        self.transfers
     }
 
     /// Messages this process has sent for the window's operations and synchronisation

@@ -264,6 +264,7 @@ impl Win {
     /// Releases member `r`'s lock once every earlier operation there is done (a deferred
     /// lock: the batch with the release, or nothing if no operation was issued).
     pub(super) fn msg_unlock<P: Port>(&self, mpi: &Mpi<P>, r: u32, t: LockType) -> Result<()> {
+        self.xfer_quiet()?;
         let shared = u64::from(t == LockType::Shared);
         let kept = self.epoch().deferred[r as usize].take();
         match kept {
@@ -279,6 +280,7 @@ impl Win {
     /// Remote completion of every earlier operation to member `r` (a deferred lock with
     /// operations: the batch, after which the lock is held).
     pub(super) fn msg_flush<P: Port>(&self, mpi: &Mpi<P>, r: u32) -> Result<()> {
+        self.xfer_quiet()?;
         if self.undefer(mpi, r, false)? {
             return Ok(());
         }
@@ -344,6 +346,12 @@ impl Win {
         Ok(true)
     }
 
+    /// Takes member `r`'s deferred lock now, if there is one (with the operations kept
+    /// under it): before a transfer, which must land under the lock (`xfer.rs`).
+    pub(super) fn take_deferred_lock<P: Port>(&self, mpi: &Mpi<P>, r: u32) -> Result<()> {
+        self.undefer(mpi, r, true).map(drop)
+    }
+
     /// A request for operation `op` to member `r` and its reply's `len` bytes: with a
     /// deferred lock, the last operation of the batch that takes it.
     fn ask_op<P: Port>(
@@ -390,6 +398,7 @@ impl Win {
     /// sent (they are applied before the notice, FIFO), then waits for every member's
     /// notice of fence number `k` (1-based).
     pub(super) fn msg_fence<P: Port>(&self, mpi: &Mpi<P>, k: u64) -> Result<()> {
+        self.xfer_quiet()?;
         let n = self.members.len() as u64;
         let id = self.id;
         for r in 0..n as u32 {

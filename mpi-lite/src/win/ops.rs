@@ -202,6 +202,9 @@ impl Win {
         };
         same_size(origin.packed_len(), t, call)?;
         let data = crate::coll::bytes(origin)?;
+        if self.transfers {
+            return self.xfer_put(mpi, t.rank as u32, &runs, &data);
+        }
         if self.msg {
             return self.msg_put(mpi, &t, &runs, &data);
         }
@@ -223,6 +226,9 @@ impl Win {
         };
         same_size(origin.packed_len(), t, call)?;
         with_bytes(origin, false, |b| {
+            if self.transfers {
+                return self.xfer_get(mpi, t.rank as u32, &runs, b);
+            }
             if self.msg {
                 return self.msg_get(mpi, &t, &runs, b);
             }

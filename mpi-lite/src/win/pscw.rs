@@ -125,6 +125,7 @@ impl Win {
         let Some(g) = self.epoch().started.take() else {
             return Err(sync_err("MPI_Win_complete without MPI_Win_start".into()));
         };
+        self.xfer_quiet()?;
         fence(Ordering::SeqCst);
         self.notify(mpi, &g, H_DONE)
     }

@@ -4,7 +4,7 @@
  * flushes, every result checked; concurrency (all ranks accumulating into all ranks, a
  * Fetch_and_op counter whose fetched values form a permutation, a spin lock on
  * Compare_and_swap); bad input under MPI_ERRORS_RETURN. 2-4 ranks. */
-#include "check.h"
+#include "rmacount.h"
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +56,13 @@ static void basics(MPI_Win w, int *mem, int flavor) {
     char path[32] = "";
     CHECK(MPI_Info_get(info, "mpi_lite_rma_path", sizeof path - 1, path, &flag) == MPI_SUCCESS && flag);
     CHECK(want == NULL || strcmp(want, path) == 0);
+    /* RMA_TEST_TRANSFERS: "1" if MPI_Win_allocate windows must take puts and gets by the
+     * driver's transfers (a job on several hosts), "0" if none may; windows of the
+     * program's memory never do. */
+    const char *xfer = getenv("RMA_TEST_TRANSFERS");
+    CHECK(MPI_Info_get(info, "mpi_lite_rma_transfers", sizeof path - 1, path, &flag) == MPI_SUCCESS && flag);
+    int by_xfer = xfer != NULL && strcmp(xfer, "1") == 0 && flavor == MPI_WIN_FLAVOR_ALLOCATE;
+    CHECK(xfer == NULL || strcmp(path, by_xfer ? "true" : "false") == 0);
     /* The §11.2.1 hints in effect: defaults, and a set_info changes only its keys. */
     char hv[64] = "";
     CHECK(MPI_Info_get(info, "accumulate_ordering", sizeof hv - 1, hv, &flag) == MPI_SUCCESS && flag);
@@ -269,12 +276,29 @@ static void bad_input(MPI_Win w) {
     CHECK(cls(MPI_Put(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_WIN_NULL)) == MPI_ERR_WIN);
 }
 
+/* RMA_TEST_TRANSFERS=1, MPI_Win_allocate: a put and a get to the next rank go by the
+ * driver's transfers, sending no message (the fences do), and the put lands. */
+static void transfers(MPI_Win w, int *mem, int flavor) {
+    const char *xfer = getenv("RMA_TEST_TRANSFERS");
+    if (!xfer || strcmp(xfer, "1") != 0 || flavor != MPI_WIN_FLAVOR_ALLOCATE) return;
+    int m, v = 4242 + rank, back = -1, next = (rank + 1) % size;
+    CHECK(MPI_Win_fence(0, w) == MPI_SUCCESS);
+    long c0 = rma_messages(w, &m);
+    CHECK(MPI_Put(&v, 1, MPI_INT, next, 0, 1, MPI_INT, w) == MPI_SUCCESS);
+    CHECK(MPI_Get(&back, 1, MPI_INT, next, 1, 1, MPI_INT, w) == MPI_SUCCESS);
+    CHECK(rma_messages(w, &m) == c0);
+    CHECK(MPI_Win_fence(0, w) == MPI_SUCCESS);
+    CHECK(mem[0] == 4242 + (rank + size - 1) % size);
+    CHECK(MPI_Win_fence(0, w) == MPI_SUCCESS);
+}
+
 static void run(MPI_Win w, int *mem, int flavor) {
     basics(w, mem, flavor);
     fence_ops(w, mem);
     typed_accumulates(w, mem);
     passive(w, mem);
     bad_input(w);
+    transfers(w, mem, flavor);
 }
 
 int main(int argc, char **argv) {

@@ -153,12 +153,16 @@ fn do_init(call: &str, requested: c_int) -> c_int {
     // The driver says whether it offers remote memory access (skifch::rma); a driver
     // without it (the FPGA adapter today) gets the message path. SKIFSHMEM_RMA=off forces it.
     // A provider that reaches some PEs only by transfers (a job on several hosts) is used
-    // when SKIFSHMEM_RMA=transfers asks: over the sockets providers the message path is
+    // when SKIFSHMEM_RMA=transfers asks, or by default where the target's hardware applies
+    // them (RmaCaps::remote_progress): over the sockets providers the message path is
     // orders of magnitude faster (README, "Transfers path").
     let mode = std::env::var("SKIFSHMEM_RMA").unwrap_or_default();
     let rma_off = mode == "off" || mode == "0";
     let rma = if rma_off { None } else { job.rma() };
-    let rma = rma.filter(|r| r.caps().load_store || mode == "transfers");
+    let rma = rma.filter(|r| {
+        let c = r.caps();
+        c.load_store || mode == "transfers" || (mode.is_empty() && c.remote_progress)
+    });
     let globals = skifch_drivers::shm_rma::data_segment();
     let progress_thread =
         std::env::var("SKIFSHMEM_PROGRESS_THREAD").is_ok_and(|v| v == "1" || v == "on");

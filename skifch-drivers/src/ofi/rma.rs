@@ -180,6 +180,22 @@ pub fn open(msg: &Net, rank: u32, size: u32, live: Arc<Live>, timeout: Duration)
     })
 }
 
+/// Core providers that move RMA in software, inside the target's libfabric calls (module
+/// docs, "Progress at the target"), whatever progress model they report.
+const SOFTWARE: [&str; 5] = ["tcp", "net", "sockets", "udp", "shm"];
+
+impl Inner {
+    /// Whether a target's provider applies transfers without its calls
+    /// ([`RmaCaps::remote_progress`]): automatic data progress, reported by a provider that
+    /// is not one of the [`SOFTWARE`] ones (`verbs;ofi_rxm` counts by its core, `verbs`).
+    fn remote_progress(&self) -> bool {
+        // SAFETY: the chosen entry's domain attributes, alive with `net`.
+        let auto = unsafe { (*(*self.net.info()).domain_attr).data_progress } == FI_PROGRESS_AUTO;
+        let core = self.net.provider.split(';').next().unwrap_or("");
+        auto && !SOFTWARE.contains(&core)
+    }
+}
+
 /// The progress thread (module docs): ends when the provider and its segments are gone.
 fn progress(inner: Weak<Inner>) {
     loop {
@@ -499,6 +515,7 @@ impl Rma for OfiRma {
             load_store: false,
             share_in_place: true,
             transfers: true,
+            remote_progress: self.inner.remote_progress(),
         }
     }
     fn alloc(&self, len: usize) -> Result<Segment> {

@@ -70,6 +70,7 @@ impl Rma for LocalRma {
         RmaCaps {
             load_store: true,
             transfers: false,
+            remote_progress: false,
             share_in_place: false,
         }
     }

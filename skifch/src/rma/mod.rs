@@ -255,6 +255,11 @@ pub struct RmaCaps {
     /// Peers that are not mapped are reached by transfers ([`RemoteSegment`], module docs
     /// "Peers reached by transfers"): [`expose`] works although `load_store` is false.
     pub transfers: bool,
+    /// With `transfers`: the target's hardware applies them with no call of the target (a
+    /// NIC's RMA engine), so a library may prefer them to its messages by default. False
+    /// where software applies them inside the target's calls (the sockets providers),
+    /// and for providers without transfers.
+    pub remote_progress: bool,
 }
 
 /// The capability: a driver's way of making one rank's memory reachable by the others

@@ -507,6 +507,7 @@ mod tests {
                 load_store: false,
                 share_in_place: false,
                 transfers: true,
+                remote_progress: false,
             }
         }
         fn alloc(&self, len: usize) -> Result<Segment> {

@@ -279,6 +279,9 @@ mpi_fn!(MPI_Win_get_info, PMPI_Win_get_info, (win: c_int, info_used: *mut c_int)
         // The path this window's operations take (mpi-lite's own key, for tests and tools).
         let path = if e.win.is_message_path() { "messages" } else { "direct" };
         v.push(("mpi_lite_rma_path".into(), path.into()));
+        // Puts and gets by the driver's transfers on the message path.
+        let xfer = if e.win.uses_transfers() { "true" } else { "false" };
+        v.push(("mpi_lite_rma_transfers".into(), xfer.into()));
         // Messages this process sent for the window (a debug counter: aggregation tests).
         v.push(("mpi_lite_rma_messages".into(), e.win.messages_sent().to_string()));
         let i = add_info(st, v);
