@@ -74,13 +74,28 @@ impl Rmw {
     }
 }
 
+/// How an allocation's blocks are reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Every rank's mapped (the direct path).
+    Mapped,
+    /// The node's ranks' mapped, the others' by transfers and messages (`transfers.rs`).
+    Transfers,
+    /// By messages.
+    Messages,
+}
+
 /// One collective allocation.
-struct Alloc {
+pub(crate) struct Alloc {
     /// Every rank's block: its address in that rank's address space and its length (0:
     /// that rank asked for no memory and its base is NULL).
-    bases: Vec<(usize, usize)>,
-    /// Every rank's block mapped here (direct path; empty on the message path).
-    win: MappedWindow,
+    pub(crate) bases: Vec<(usize, usize)>,
+    /// Every rank's block mapped here (direct path), or mapped and reached by transfers
+    /// (the message path's transfers: `transfers.rs`); empty on the message path.
+    pub(crate) win: MappedWindow,
+    /// The message path's transfers: the node's ranks mapped in `win`, the others'
+    /// puts and gets by its transfers.
+    xfer: bool,
     /// Accessed through `win`; false: by messages (the message path, and group
     /// allocations, which `rma::expose` cannot make: it is collective over the job).
     direct: bool,
@@ -105,6 +120,9 @@ pub struct Target {
     ptr: usize,
     /// Direct path: mapped bytes from `ptr` to the end of the rank's block.
     room: usize,
+    /// Message path: the allocation whose window reaches `proc` by transfers
+    /// (`transfers.rs`); 0: none.
+    pub(crate) alloc: u64,
 }
 
 impl Target {
@@ -140,6 +158,7 @@ impl Target {
             addr,
             ptr: if ptr == 0 { 0 } else { ptr + off },
             room: if ptr == 0 { 0 } else { len - off },
+            alloc: 0,
         }
     }
 
@@ -160,6 +179,8 @@ pub struct Armci<P: Port> {
     n: u32,
     path: Path,
     rma: Option<Arc<dyn Rma>>,
+    /// The message path's transfers provider (`transfers.rs`).
+    xfer: Option<Arc<dyn Rma>>,
     /// The endpoint, shared with the progress thread.
     ep: Arc<Mutex<Endpoint<P, Ctx>>>,
     progress: Mutex<Option<ProgressThread>>,
@@ -167,7 +188,7 @@ pub struct Armci<P: Port> {
     lost: P::Waiter,
     /// Allocations by sequence number (the same on every rank: allocation is collective).
     /// Every change clears `hints`.
-    allocs: RwLock<BTreeMap<u64, Alloc>>,
+    pub(crate) allocs: RwLock<BTreeMap<u64, Alloc>>,
     /// The block located last in each rank's memory ([`crate::hint`]).
     hints: Hints,
     /// Calls of the fast paths, for the lost-rank check ([`Armci::tick`]);
@@ -213,16 +234,29 @@ where
         let mut ep = Endpoint::open_with(job, PORT, Ctx::default())?;
         msg::install(&mut ep)?;
         ep.barrier()?;
-        // Every rank takes the same path: direct only if every rank has load/store RMA.
+        // Every rank takes the same path: direct only if every rank has load/store RMA;
+        // the message path's transfers only if every rank takes them.
+        let xfer = opts
+            .rma
+            .clone()
+            .filter(|r| crate::transfers::wanted(r.caps()));
         let rma = opts.rma.filter(|r| r.caps().load_store);
-        let votes = allgather(&mut ep, &[u8::from(rma.is_some())])?;
-        let direct = votes.iter().all(|v| v == &[1u8]);
+        let votes = allgather(
+            &mut ep,
+            &[u8::from(rma.is_some()), u8::from(xfer.is_some())],
+        )?;
+        let direct = votes.iter().all(|v| v.first() == Some(&1));
+        let xfer = xfer.filter(|_| !direct && votes.iter().all(|v| v.get(1) == Some(&1)));
         let chunk = ep.max_inline().saturating_sub(64).clamp(64, CHUNK);
         let lost = ep.waiter();
         if std::env::var_os("ARMCI_SHIM_VERBOSE").is_some() {
             crate::say(&format!(
                 "armci: rank {me}: {} path, {chunk}-byte requests (largest inline payload {})",
-                if direct { "direct" } else { "message" },
+                match (direct, &xfer) {
+                    (true, _) => "direct",
+                    (false, Some(_)) => "message (with transfers)",
+                    (false, None) => "message",
+                },
                 ep.max_inline()
             ));
         }
@@ -237,6 +271,7 @@ where
             n,
             path: if direct { Path::Direct } else { Path::Messages },
             rma: if direct { rma } else { None },
+            xfer,
             ep,
             progress: Mutex::new(progress),
             lost,
@@ -302,7 +337,7 @@ impl<P: Port> Armci<P> {
     /// As [`Armci::malloc`], returning every rank's (base, length).
     pub(crate) fn malloc_blocks(&self, len: usize) -> Result<Vec<(usize, usize)>> {
         let mut ep = self.ep();
-        let (win, mem, base) = match &self.rma {
+        let (win, mem, base) = match self.rma.as_ref().or(self.xfer.as_ref()) {
             Some(r) => {
                 let seg = r.alloc(len.max(1))?;
                 let win = rma::expose(r.as_ref(), seg, &mut |b: &[u8]| allgather(&mut ep, b))?;
@@ -330,7 +365,12 @@ impl<P: Port> Armci<P> {
         if len > 0 && self.path == Path::Messages {
             ep.ctx_mut().allocs.push((base, len));
         }
-        self.insert_alloc(bases.clone(), win, mem, self.path == Path::Direct, false);
+        let reach = match self.path {
+            Path::Direct => Reach::Mapped,
+            Path::Messages if self.xfer.is_some() => Reach::Transfers,
+            Path::Messages => Reach::Messages,
+        };
+        self.insert_alloc(bases.clone(), win, mem, reach, false);
         ep.barrier()?;
         Ok(bases)
     }
@@ -341,7 +381,7 @@ impl<P: Port> Armci<P> {
         bases: Vec<(usize, usize)>,
         win: MappedWindow,
         mem: Option<MmapRaw>,
-        direct: bool,
+        reach: Reach,
         group: bool,
     ) {
         // World allocations are numbered alike on every rank (ARMCI_Free compares the
@@ -358,7 +398,8 @@ impl<P: Port> Armci<P> {
             id,
             Alloc {
                 bases,
-                direct,
+                direct: reach == Reach::Mapped,
+                xfer: reach == Reach::Transfers,
                 win,
                 _mem: mem,
             },
@@ -448,7 +489,7 @@ impl<P: Port> Armci<P> {
 
     fn locate_in_table(&self, proc: u32, addr: usize, len: usize) -> Result<Target> {
         let a = self.allocs.read().unwrap_or_else(|p| p.into_inner());
-        for x in a.values().rev() {
+        for (&id, x) in a.iter().rev() {
             let (b, l) = x.bases[proc as usize];
             let off = addr.wrapping_sub(b);
             if l > 0 && off < l && len <= l - off {
@@ -458,6 +499,16 @@ impl<P: Port> Armci<P> {
                 let (direct, ptr) = match x.direct {
                     _ if proc == self.me => (true, b),
                     true => (true, x.win.reach(proc, 0, l).map_or(0, |p| p as usize)),
+                    // The message path's transfers: the node's ranks are mapped.
+                    false if x.xfer => match x.win.reach(proc, 0, l) {
+                        Some(p) => (true, p as usize),
+                        None => {
+                            // (not remembered: a hint carries no allocation)
+                            let mut t = Target::in_block(false, proc, addr, b, l, 0);
+                            t.alloc = id;
+                            return Ok(t);
+                        }
+                    },
                     false => (false, 0),
                 };
                 // (a direct block that could not be reached is not remembered: in a hint,
@@ -506,6 +557,8 @@ impl<P: Port> Armci<P> {
                 unsafe { skifch::mem::copy_move(src, d, len) };
                 Ok(())
             }
+            // SAFETY: the caller's contract; located in a transfers allocation.
+            Path::Messages if t.alloc != 0 => unsafe { self.xfer_put(src, t, len) },
             Path::Messages => {
                 let mut b = Batch::new(self.ep(), t.proc);
                 // SAFETY: the caller's contract.
@@ -532,6 +585,8 @@ impl<P: Port> Armci<P> {
                 unsafe { skifch::mem::copy_move(s, dst, len) };
                 Ok(())
             }
+            // SAFETY: the caller's contract; located in a transfers allocation.
+            Path::Messages if t.alloc != 0 => unsafe { self.xfer_get(t, dst, len) },
             Path::Messages => {
                 let mut b = Batch::new(self.ep(), t.proc);
                 // SAFETY: the caller's contract; the batch ends before this returns.

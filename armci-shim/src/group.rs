@@ -183,7 +183,7 @@ impl<P: Port> Armci<P> {
             bases.clone(),
             MappedWindow::empty(self.me()),
             Some(mem),
-            false,
+            crate::engine::Reach::Messages,
             true,
         );
         self.group_barrier(g)?;

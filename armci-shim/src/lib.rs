@@ -52,6 +52,7 @@ pub mod msg;
 pub mod mutex;
 mod pipe;
 pub mod strided;
+mod transfers;
 pub mod xfer;
 
 /// The channel crate this library is built on: callers name its types (`Job`, the

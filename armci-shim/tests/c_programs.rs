@@ -440,3 +440,42 @@ fn every_declared_call_exists_under_both_names() {
         both.len().to_string()
     );
 }
+
+/// Ranks on two "nodes" (network namespaces joined by a bridge, 2 ranks each, started by
+/// `mpiexec.hydra`; the hierarchy of shm lanes and libfabric's `net` between them): the
+/// message path by default (a sockets provider), and with `ARMCI_SHIM_RMA=transfers` the
+/// node's ranks mapped and the other node's puts and gets by `FI_RMA` (`transfers.rs`),
+/// each rank saying which (`ARMCI_SHIM_VERBOSE`). Skipped where namespaces cannot be made.
+#[test]
+fn programs_across_two_network_namespaces() {
+    if !have_cc() {
+        eprintln!("no C compiler: skipped");
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let limit = JOB_TIMEOUT + Duration::from_secs(60);
+    for (env, path) in [
+        (&[][..], "message path"),
+        (
+            &[("ARMCI_SHIM_RMA", "transfers")][..],
+            "message (with transfers) path",
+        ),
+    ] {
+        for name in ["setup_mem", "strided", "acc_rmw_mutex"] {
+            let exe = compile(name, true);
+            let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
+                return;
+            };
+            cmd.envs([("SKIFCH_OFI_DOMAIN", "eth0"), ("ARMCI_SHIM_VERBOSE", "1")])
+                .envs(env.iter().copied())
+                .arg(&exe);
+            let what = format!("{name} on 2 × 2 ranks {env:?}");
+            let o = testing::run_job(cmd, limit);
+            let said = o.stderr.matches(path).count();
+            o.expect_ok(&what);
+            assert_eq!(said, 4, "{what}: every rank names the {path}");
+        }
+    }
+}
