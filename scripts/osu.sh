@@ -22,10 +22,11 @@
 # build directory and built by `./configure CC=<mpicc> CXX=<mpicxx>` and `make`; without one
 # (a bare checkout of the c/ sources) the util/ files and each program are compiled directly
 # with -DPACKAGE_VERSION from configure.ac. Rank counts: point-to-point 2 (osu_mbw_mr and
-# osu_multi_lat also 4; osu_latency_mt with 2, 4 and 2:2 threads), collectives 2, 3 and 4,
-# startup 2 and 4. Programs whose help lists `-c, --validation` (OMB 6 and later) run with
-# it. Each run has a limit of $OSU_TIMEOUT seconds (default 300). $OSU_VERSION overrides the
-# version (PACKAGE_VERSION) when the tree has no configure.ac.
+# osu_multi_lat also 4; osu_latency_mt with 2, 4 and 2:2 threads), collectives 2, 3 and 4
+# (neighbourhood ones 3 and 4: their default ring needs 3), startup 2 and 4. Programs
+# whose help lists `-c, --validation` (OMB 6 and later) run with it. Each run has a limit of
+# $OSU_TIMEOUT seconds (default 300). $OSU_VERSION overrides the version (PACKAGE_VERSION)
+# when the tree has no configure.ac.
 #
 # Needs the release build (`cargo build --release -p skifmpi -p skifrun`). Prints one line
 # per run and `N passed, M failed`; exits 1 if any build or run failed.
@@ -121,6 +122,9 @@ plan() {
         osu_latency*) echo "2|$lat" ;;
         osu_hello | osu_init) echo "2|"; echo "4|" ;;
         osu_barrier | osu_ibarrier) for n in 2 3 4; do echo "$n|-i $((ci * 5)) -x 5"; done ;;
+        # the default neighbourhood (-N cart:1:1, periodic) needs 3 ranks in a ring: on 2
+        # the program stops with "radius ... greater than the half of the minimum dimension"
+        osu_neighbor* | osu_ineighbor*) for n in 3 4; do echo "$n|-m $((sm < 65536 ? sm : 65536)) -i $ci -x 5"; done ;;
         *) for n in 2 3 4; do echo "$n|-m $((sm < 65536 ? sm : 65536)) -i $ci -x 5"; done ;;
     esac
 }
