@@ -79,6 +79,18 @@ build_tree() {
         [ $rc -eq 0 ] || echo "osu.sh: configure/make with $cc exited $rc (see $dir/*.log); running what was built" >&2
         find "$dir/tree" -type f -perm -u+x -name 'osu_*' -path '*mpi/*' ! -path '*one-sided*' \
             ! -name '*.c' ! -name '*.o' | sort >"$dir/programs"
+        # programs the Makefiles tried to build and could not (make -k went on): a source
+        # named on a compiler error line, or a link (`-o .../osu_x`, or automake's quiet
+        # `CCLD osu_x`) that left no executable; what configure left out is not attempted
+        {
+            grep -oE '[a-z_0-9/]*osu_[a-z_0-9]+\.c:[0-9]+(:[0-9]+)?: error' "$dir/make.log" |
+                sed 's/\.c:.*//'
+            grep -oE '(-o +|CCLD +)[^ ]*osu_[a-z_0-9]+( |$)' "$dir/make.log" |
+                sed -E 's/^(-o|CCLD) +//; s/ $//'
+        } | grep -v one-sided | sort -u | while read -r p; do
+            grep -q "/$(basename "$p")\$" "$dir/programs" || echo "$p"
+        done >"$dir/nobuild"
+        [ -s "$dir/nobuild" ] && return 1
     else
         local util
         util=$(ls -d "$src/c/util" "$src/util" 2>/dev/null | head -1)
