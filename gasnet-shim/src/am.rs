@@ -743,11 +743,15 @@ fn run<P: Port>(
     args: &[u32],
 ) -> skifch::Result<()> {
     let index = meta as u8;
-    let Some(entry) = ctx
-        .table
-        .get(crate::eps::slot(meta))
-        .and_then(|e| e.as_ref())
-    else {
+    // The primordial endpoint's AM (no endpoint bits) takes no endpoint arithmetic.
+    let (slot, route, segs) = if meta >> 17 == 0 {
+        (index as usize, 0, ctx.segs.as_deref())
+    } else {
+        let route = crate::eps::swap(meta);
+        let segs = ctx.segs_of(crate::eps::target_ep(route));
+        (crate::eps::slot(meta), route, segs)
+    };
+    let Some(entry) = ctx.table.get(slot).and_then(|e| e.as_ref()) else {
         let (rank, ep) = (ctx.rank, crate::eps::target_ep(meta));
         return fail(
             ctx,
@@ -758,7 +762,6 @@ fn run<P: Port>(
         );
     };
     let lim = ctx.limits.unwrap_or(Limits { max_msg: 4096 });
-    let route = crate::eps::swap(meta);
     let mut tok = Token {
         src,
         is_req: meta & F_REPLY == 0,
@@ -766,7 +769,7 @@ fn run<P: Port>(
         rec: &*entry.rec,
         replied: false,
         out: io,
-        segs: ctx.segs_of(crate::eps::target_ep(route)),
+        segs,
         lim,
         route,
     };
