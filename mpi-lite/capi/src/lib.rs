@@ -28,6 +28,8 @@ mod active;
 #[allow(unsafe_code)] // calls the program's attribute callbacks (C function pointers)
 mod attrs;
 mod cache;
+#[allow(unsafe_code)] // deferred receives: no lock below THREAD_MULTIPLE, buffers by pointer
+mod defer;
 #[allow(unsafe_code)] // calls the user's error handlers (C function pointers)
 mod errors;
 #[allow(unsafe_code)] // the progress thread reaches the engine through a pointer (state::Served)

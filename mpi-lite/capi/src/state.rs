@@ -100,6 +100,8 @@ pub struct CState {
     /// `mpi`, which may wait, nor across a callback of the program).
     tables: TableCell,
     pub provided: i32,
+    /// Receives `MPI_Irecv` wrote down without posting (`defer`).
+    pub defer: crate::defer::Defer,
     // Dropped after `mpi` (field order): the job outlives its channel.
     pub job: DefaultJob,
 }
@@ -185,6 +187,12 @@ fn enter() -> Option<Guard> {
         return Some(shared());
     }
     STATE.try_lock().map(Guard::Excl)
+}
+
+/// Whether calls share the state (`MPI_THREAD_MULTIPLE`, or before it is known).
+#[inline(always)]
+pub fn shared_level() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
 }
 
 /// Chooses the thread level's locking (`MPI_Init`, holding the state's lock, `g` just
@@ -396,6 +404,7 @@ impl CState {
                 }),
             },
             provided,
+            defer: Default::default(),
             job,
         }
     }
@@ -612,6 +621,27 @@ pub fn call(name: &'static str, comm: i32, f: impl FnOnce(&CState) -> Result<()>
 /// job, instead of `MPI_ERR_INTERN` being returned.
 #[inline]
 pub fn call_hot(name: &'static str, comm: i32, f: impl FnOnce(&CState) -> Result<()>) -> c_int {
+    entry::<true>(name, comm, f)
+}
+
+/// As [`call_hot`] for `MPI_Irecv` and `MPI_Waitall`, which leave the deferred receives
+/// (`defer`) to their body: it defers one more, or drains them, or posts them first.
+#[inline]
+pub fn call_deferring(
+    name: &'static str,
+    comm: i32,
+    f: impl FnOnce(&CState) -> Result<()>,
+) -> c_int {
+    entry::<false>(name, comm, f)
+}
+
+/// [`call_hot`]; `POST`: the deferred receives are posted before the body runs.
+#[inline(always)]
+fn entry<const POST: bool>(
+    name: &'static str,
+    comm: i32,
+    f: impl FnOnce(&CState) -> Result<()>,
+) -> c_int {
     let Some(g) = enter() else {
         return concurrent_entry(name);
     };
@@ -619,7 +649,11 @@ pub fn call_hot(name: &'static str, comm: i32, f: impl FnOnce(&CState) -> Result
         None => Err(not_running(name)),
         Some(st) => {
             let note = PanicNote(name);
-            let r = f(st);
+            let r = if POST && st.defer.pending() {
+                st.defer.flush(&st.mpi).and_then(|()| f(st))
+            } else {
+                f(st)
+            };
             std::mem::forget(note);
             r
         }

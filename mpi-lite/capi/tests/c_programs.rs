@@ -113,6 +113,15 @@ fn matched_probe() {
 }
 
 #[test]
+fn deferred_receives() {
+    check("deferred", &[]);
+    if have_cc() {
+        // Every message rendezvous: the drain hands every one to the general path.
+        run_ok(&compile("deferred", false), 2, &[("SKIFMPI_EAGER", "0")]);
+    }
+}
+
+#[test]
 fn persistent_requests() {
     check("persist", &[]);
 }

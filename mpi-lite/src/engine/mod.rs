@@ -49,6 +49,7 @@
 //! every wait with `PeerLost` (never a hang).
 #![allow(clippy::too_many_arguments)]
 
+mod defer;
 mod direct;
 pub mod lock;
 mod mprobe;
@@ -66,6 +67,7 @@ use skifch::{Driver, Job, Port};
 
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
+pub use defer::Deferred;
 pub use mprobe::MsgId;
 use protocol::{
     env_word, on_message, send_eager, send_reply, H_ACK, H_CANCEL, H_CANCELLED, H_CTS, H_DATA,
@@ -449,7 +451,16 @@ impl<P: Port> Core<P> {
         if env.src == PROC_NULL {
             return Ok(self.done_request());
         }
-        let (id, reply) = {
+        let id = self.st_mut().new_recv(env, buf);
+        self.post_in(env, id)?;
+        Ok(id)
+    }
+
+    /// Posts receive `id` of `env` (its request built, pending): an unexpected message that
+    /// matches is delivered to it at once, else it waits in the posted queues.
+    #[inline(always)]
+    fn post_in(&mut self, env: Envelope, id: ReqId) -> Result<()> {
+        let reply = {
             let s = self.st_mut();
             // Checked here: the call returns a 160-byte `Option<Unex>` even when empty.
             let found = if s.unex_n == 0 {
@@ -457,8 +468,7 @@ impl<P: Port> Core<P> {
             } else {
                 s.take_unexpected(env)
             };
-            let id = s.new_recv(env, buf);
-            let reply = match found {
+            match found {
                 Some(u) => s.deliver_unexpected(id, u),
                 None => {
                     s.posted_n += 1;
@@ -469,13 +479,12 @@ impl<P: Port> Core<P> {
                     }
                     None
                 }
-            };
-            (id, reply)
+            }
         };
         if let Some(r) = reply {
             send_reply(&mut self.ep.io(), r).map_err(|e| self.fail(e))?;
         }
-        Ok(id)
+        Ok(())
     }
 
     /// One round: pushes queued sends and rendezvous data, handles the messages waiting.

@@ -32,7 +32,7 @@ use super::lock::{FlagGuard, FlagLock};
 use super::mprobe::MsgId;
 use super::sched::Sched;
 use super::state::ReqKind;
-use super::{Core, Envelope, Mode, ReqId, State, Status, SENT};
+use super::{Core, Deferred, Envelope, Mode, ReqId, State, Status, SENT};
 use crate::error::{Error, Result};
 use crate::mem::UserBuf;
 
@@ -437,6 +437,42 @@ impl<P: Port> Engine<P> {
     #[inline(never)]
     fn try_send_eager_mt(&self, env: Envelope, dst: u32, data: &[u8]) -> Result<bool> {
         self.serving(|c| c.try_send_eager(env, dst, data))
+    }
+
+    /// Reserves `n` request slots for deferred receives (see [`Core::reserve`]).
+    pub fn reserve(&self, n: usize, out: &mut Vec<ReqId>) -> Result<()> {
+        self.lock()?.reserve(n, out);
+        Ok(())
+    }
+
+    /// Gives reserved slots back (see [`Core::unreserve`]).
+    pub fn unreserve(&self, ids: &[ReqId]) -> Result<()> {
+        self.lock()?.unreserve(ids);
+        Ok(())
+    }
+
+    /// Posts deferred receives, in order (see [`Core::post_reserved`]). Below
+    /// `MPI_THREAD_MULTIPLE` only: the C ABI defers nothing under it.
+    pub fn post_reserved(&self, run: impl IntoIterator<Item = (Deferred, UserBuf)>) -> Result<()> {
+        let mut c = self.lock()?;
+        for (d, buf) in run {
+            c.post_reserved(d, buf)?;
+        }
+        Ok(())
+    }
+
+    /// Drains a run of deferred receives straight from the channel (see
+    /// [`Core::drain_deferred`]); never under `MPI_THREAD_MULTIPLE` (it waits inside the
+    /// channel with the lock held).
+    pub fn drain_deferred(
+        &self,
+        run: &mut [Deferred],
+        put: impl FnMut(usize, [&[u8]; 2]),
+    ) -> Result<bool> {
+        if self.multiple {
+            return Ok(false);
+        }
+        self.lock()?.drain_deferred(run, put)
     }
 
     /// The direct receive into contiguous bytes (see [`Core::try_recv_bytes`]); never

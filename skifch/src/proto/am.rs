@@ -31,6 +31,9 @@ pub enum Phase {
 pub enum Take {
     /// The filter consumed it (its handler is not called); the wait ends.
     Mine,
+    /// The filter consumed it (its handler is not called); keep waiting (a filter that
+    /// takes a run of messages, ending the wait with `Mine` on the last).
+    MineMore,
     /// Dispatch it to its handler as usual; keep waiting.
     Pass,
     /// Dispatch it to its handler, then end the wait (the caller looks at what changed).

@@ -231,6 +231,7 @@ impl<P: Port, C> Parts<'_, P, C> {
                 *stop = true;
                 return Ok(());
             }
+            Take::MineMore => return Ok(()),
             Take::PassStop => *stop = true,
             Take::Pass => {}
         }

@@ -188,8 +188,10 @@ mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
     };
     WORLD_ERRH.store(st.t().comm_entry(h::COMM_WORLD).map_or(h::ERRORS_ARE_FATAL, |c| c.errh), Ordering::Relaxed);
     PHASE.store(2, Ordering::Release);
+    // Receives still deferred are posted (left pending: the program's error, as ever).
+    let posted = st.defer.finish(&st.mpi);
     let CState { mpi, job, .. } = st;
-    let r = mpi.finalize();
+    let r = posted.and(mpi.finalize());
     drop(job);
     drop(g);
     match r {

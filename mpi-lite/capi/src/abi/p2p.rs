@@ -16,7 +16,7 @@ use super::{
     arr_mut, contiguous_bytes, from_c_status, get, mpi_fn, put, put_status, user_buf, MPI_Status,
     STATUS_IGNORE,
 };
-use crate::state::{call, call_hot, h, CState};
+use crate::state::{call, call_deferring, call_hot, h, shared_level, CState};
 
 const UNDEFINED: c_int = -32766;
 
@@ -170,18 +170,27 @@ mpi_fn!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: c_int, s
 
 mpi_fn!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int,
         tag: c_int, comm: c_int, request: *mut c_int) -> c_int {
-    call_hot("MPI_Irecv", comm, |st| {
+    call_deferring("MPI_Irecv", comm, |st| {
         if request.is_null() {
             return Err(Error::Arg("MPI_Irecv: request is NULL".into()));
         }
         if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
             // Plain bytes: no type map consulted per message, no datatype to drop.
-            // SAFETY: MPI contract: the `n` bytes at `p` (one run of `count` elements of
-            // `datatype`) are the library's until the request completes.
-            let b = unsafe { UserBuf::bytes(p, n) };
-            let id = st.with_comm(comm, |c| st.mpi.irecv(c, b, source, tag))?;
+            let id = if shared_level() {
+                // SAFETY: MPI contract: the `n` bytes at `p` (one run of `count` elements
+                // of `datatype`) are the library's until the request completes.
+                let b = unsafe { UserBuf::bytes(p, n) };
+                st.with_comm(comm, |c| st.mpi.irecv(c, b, source, tag))?
+            } else {
+                // Written down, posted by the next other call (`defer`).
+                // SAFETY: as above.
+                st.with_comm(comm, |c| unsafe { st.defer.irecv(&st.mpi, c, p, n, source, tag) })?
+            };
             // SAFETY: checked non-null.
             return unsafe { put(request, req_handle(id), "request") };
+        }
+        if st.defer.pending() {
+            st.defer.flush(&st.mpi)?;
         }
         let c = st.comm(comm)?;
         // SAFETY: MPI contract: the buffer is the library's until the request completes.
@@ -502,10 +511,19 @@ impl Outcomes {
 mpi_fn!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut c_int,
         array_of_statuses: *mut MPI_Status) -> c_int {
     let g = greq::in_array(array_of_requests, count);
-    let rc = call_hot("MPI_Waitall", h::COMM_WORLD, |st| {
+    let rc = call_deferring("MPI_Waitall", h::COMM_WORLD, |st| {
         let n = super::count(count, "MPI_Waitall")?;
         // SAFETY: `count` requests and statuses of the caller.
-        let (reqs, sts) = unsafe { (arr_mut(array_of_requests, n, "array_of_requests")?, statuses(array_of_statuses, n)) };
+        let (reqs, mut sts) = unsafe { (arr_mut(array_of_requests, n, "array_of_requests")?, statuses(array_of_statuses, n)) };
+        if st.defer.pending() {
+            // A window of deferred receives: drained straight from the channel.
+            let is = |i: usize, id: ReqId| reqs[i] == req_handle(id);
+            let put = |i: usize, s: Status| Outcomes::default().record(i, Ok(s), sts.as_deref_mut());
+            if st.defer.waitall(&st.mpi, n, is, put)? {
+                reqs.fill(h::REQUEST_NULL);
+                return Ok(());
+            }
+        }
         view(reqs, |reqs| complete_all(st, reqs, sts, true)).map(|_| ())
     });
     greq::after(rc, "MPI_Waitall", true, |id| slot_at(&g, id, array_of_statuses))
