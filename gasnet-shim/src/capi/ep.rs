@@ -9,7 +9,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{fatal, g, handle, CLIENT, OK};
+use super::{fatal, g, handle, ok, CLIENT, OK};
 use crate::eps::{Route, MAX_EPS};
 use crate::Error;
 
@@ -74,9 +74,11 @@ pub unsafe extern "C" fn gex_EP_Create(
     if caps & !CAPS_ALL != 0 || caps == 0 {
         return ERR_BAD_ARG;
     }
-    let Ok(i) = g(call).create_ep() else {
+    let gn = g(call);
+    if gn.ep_count() >= MAX_EPS {
         return ERR_RESOURCE; // GASNET_MAXEPS reached
-    };
+    }
+    let i = ok(call, gn.create_ep());
     // SAFETY: checked non-NULL; the caller's handle variable.
     unsafe { *ep_p = ep_handle(i) };
     OK

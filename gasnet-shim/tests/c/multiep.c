@@ -5,7 +5,8 @@
  * (local l, remote r), through gex_TM_Pair(ep_l, r): Short, Medium and Long requests run
  * endpoint r's handlers at the peer (gex_Token_Info names endpoint r), the replies run
  * endpoint l's handlers here, Longs land in endpoint r's segment only; puts and gets
- * reach endpoint r's segment, gex_EP_QueryBoundSegmentNB finds it.
+ * reach endpoint r's segment, gex_EP_QueryBoundSegmentNB finds it; endpoints up to
+ * GASNET_MAXEPS, then GASNET_ERR_RESOURCE.
  * argv[1] picks a bad-input case instead: "pair_barrier" (a collective on a pair team),
  * "ep_unregistered" (a handler index endpoint 1 of the peer lacks). */
 #include "check.h"
@@ -164,6 +165,15 @@ int main(int argc, char **argv) {
         for (size_t i = 4096 * (1 + NEP); i < 32768; i++) CHECK(segbase[r][i] == 0);
     }
     BARRIER();
+    /* endpoints up to GASNET_MAXEPS, then GASNET_ERR_RESOURCE */
+    unsigned made = NEP;
+    gex_EP_t more;
+    while (made < 100 && gex_EP_Create(&more, c, GEX_EP_CAPABILITY_AM, 0) == GASNET_OK) {
+        CHECK(gex_EP_QueryIndex(more) == made);
+        made++;
+    }
+    CHECKF(made == GASNET_MAXEPS, "%u endpoints", made);
+    CHECK(gex_EP_Create(&more, c, GEX_EP_CAPABILITY_ALL, 0) == GASNET_ERR_RESOURCE);
     if (me == 0) printf("multiep: ok\n");
     gasnet_exit(0);
     return 1;
