@@ -38,6 +38,11 @@ impl<P: Port> Gasnet<P> {
     /// Registers Rust handlers at the given indices (0: any free index); returns the
     /// indices used.
     pub fn register_rust(&self, handlers: &[(u8, RustHandler)]) -> Result<Vec<u8>> {
+        self.register_rust_on(0, handlers)
+    }
+
+    /// [`Gasnet::register_rust`] on endpoint `ep` ([`Gasnet::create_ep`]).
+    pub fn register_rust_on(&self, ep: u32, handlers: &[(u8, RustHandler)]) -> Result<Vec<u8>> {
         let e: Vec<_> = handlers
             .iter()
             .map(|(i, f)| {
@@ -54,39 +59,25 @@ impl<P: Port> Gasnet<P> {
                 )
             })
             .collect();
-        self.register(&e)
+        self.register_on(ep, &e)
     }
 
     /// A Short request with `args` (at most 16) to handler `index` of `dst`.
     pub fn request_short(&self, dst: u32, index: u8, args: &[u32]) -> Result<()> {
-        self.request(
-            Route::PRIMORDIAL,
-            dst,
-            index,
-            Category::Short,
-            args,
-            0,
-            0,
-            0,
-            false,
-        )
-        .map(|_| ())
+        self.request_on(Route::PRIMORDIAL, dst, index, Category::Short, args, &[], 0)
     }
 
     /// A Medium request: `data` is handed to the target's handler in place.
     pub fn request_medium(&self, dst: u32, index: u8, args: &[u32], data: &[u8]) -> Result<()> {
-        self.request(
+        self.request_on(
             Route::PRIMORDIAL,
             dst,
             index,
             Category::Medium,
             args,
-            data.as_ptr() as usize,
-            data.len(),
+            data,
             0,
-            false,
         )
-        .map(|_| ())
     }
 
     /// A Long request: `data` lands at `dest` (an address in `dst`'s segment) before the
@@ -99,18 +90,43 @@ impl<P: Port> Gasnet<P> {
         data: &[u8],
         dest: usize,
     ) -> Result<()> {
-        self.request(
+        self.request_on(
             Route::PRIMORDIAL,
             dst,
             index,
             Category::Long,
             args,
-            data.as_ptr() as usize,
-            data.len(),
+            data,
             dest,
-            false,
         )
-        .map(|_| ())
+    }
+
+    /// A request of any category along `route`: from this process's endpoint
+    /// `route.local` to the handler `index` of endpoint `route.remote` of `dst` (whose
+    /// segment a Long's `dest` is in); its reply runs on `route.local`'s handlers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn request_on(
+        &self,
+        route: Route,
+        dst: u32,
+        index: u8,
+        cat: Category,
+        args: &[u32],
+        data: &[u8],
+        dest: usize,
+    ) -> Result<()> {
+        self.check_ep(route.local)?;
+        if route.remote >= crate::eps::MAX_EPS {
+            return Err(Error::BadArgument(format!(
+                "endpoint index {} (at most {})",
+                route.remote,
+                crate::eps::MAX_EPS
+            )));
+        }
+        let dst = self.rank(i64::from(dst))?;
+        let (src, len) = (data.as_ptr() as usize, data.len());
+        self.request(route, dst, index, cat, args, src, len, dest, false)
+            .map(|_| ())
     }
 
     /// A Short request that is sent only if the channel takes it now (`GEX_FLAG_IMMEDIATE`):
@@ -151,6 +167,29 @@ impl<P: Port> Gasnet<P> {
         // pending request is cancelled-by-completion before the borrow ends).
         let p = unsafe { self.get(dst.as_mut_ptr(), rank, src, dst.len()) }?;
         self.complete(p)
+    }
+
+    /// Puts `src` to `dest` in the segment of endpoint `ep` of `rank` and waits for
+    /// remote completion.
+    pub fn put_bytes_on(&self, ep: u32, rank: u32, dest: usize, src: &[u8]) -> Result<()> {
+        self.rank(i64::from(rank))?;
+        // SAFETY: a slice is readable for its length.
+        let p = unsafe { self.put_on(ep, rank, dest, src.as_ptr(), src.len()) }?;
+        self.complete(p)
+    }
+
+    /// Gets `dst.len()` bytes from `src` in the segment of endpoint `ep` of `rank`.
+    pub fn get_bytes_on(&self, ep: u32, dst: &mut [u8], rank: u32, src: usize) -> Result<()> {
+        self.rank(i64::from(rank))?;
+        // SAFETY: as in `get_bytes`.
+        let p = unsafe { self.get_on(ep, dst.as_mut_ptr(), rank, src, dst.len()) }?;
+        self.complete(p)
+    }
+
+    /// `rank`'s segment base of endpoint `ep` (in that rank's address space).
+    pub fn segment_on(&self, ep: u32, rank: u32) -> Result<usize> {
+        let s = self.segs_of(ep).ok_or(Error::NotAttached)?;
+        Ok(s.bases[self.rank(i64::from(rank))? as usize].0)
     }
 
     /// This rank's segment: (base, length) in its address space.

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use gasnet::am::RustHandler;
+use gasnet::eps::Route;
 use gasnet::skifch::local;
 use gasnet::{Category, Data, Gasnet, Options, Token};
 
@@ -110,4 +111,113 @@ fn rust_api_message_path() {
     // Separate statics would be cleaner; both tests only ever add, and each waits for at
     // least its own contribution, so running them in either order (or at once) is fine.
     run(false);
+}
+
+/// Per (rank that replied, endpoint that ran the reply handler, endpoint that replied):
+/// replies seen (ranks are threads: each rank reads only its peer's row).
+static EP_REPLIES: [[[AtomicU64; 2]; 2]; 2] =
+    [const { [const { [const { AtomicU64::new(0) }; 2] }; 2] }; 2];
+
+/// Index 210 on endpoint 0 and on endpoint 1 (different functions): replies with the
+/// endpoint's own index, which must be the one the request named.
+fn ep_req0(t: &mut Token<'_>, args: &[u32], _: Data<'_>) {
+    assert_eq!((t.ep(), args[0]), (0, 0));
+    t.reply(211, Category::Short, &[0], &[], 0, false).unwrap();
+}
+fn ep_req1(t: &mut Token<'_>, args: &[u32], d: Data<'_>) {
+    assert_eq!((t.ep(), args[0]), (1, 1));
+    if let Data::Long { len, .. } = d {
+        assert_eq!(len, 3000);
+    }
+    t.reply(211, Category::Short, &[1], &[], 0, false).unwrap();
+}
+/// Index 211: the reply, on the requesting endpoint.
+fn ep_rep(t: &mut Token<'_>, args: &[u32], _: Data<'_>) {
+    assert!(!t.is_request());
+    EP_REPLIES[t.src() as usize][t.ep() as usize][args[0] as usize].fetch_add(1, Ordering::SeqCst);
+}
+
+fn endpoints(direct: bool) {
+    let p = local::Params {
+        nranks: 2,
+        nports: 5,
+        lane_bytes: 1 << 14,
+    };
+    local::run_with(p, move |job| {
+        let rma = if direct { job.rma() } else { None };
+        let opts = Options {
+            rma,
+            progress_thread: false,
+        };
+        let g = Gasnet::new(&job, opts).unwrap();
+        assert_eq!(g.create_ep().unwrap(), 1);
+        g.register_rust_on(0, &[(210, ep_req0 as RustHandler), (211, ep_rep)])
+            .unwrap();
+        g.register_rust_on(1, &[(210, ep_req1 as RustHandler), (211, ep_rep)])
+            .unwrap();
+        assert!(g
+            .register_rust_on(2, &[(210, ep_rep as RustHandler)])
+            .is_err());
+        g.attach(1 << 16).unwrap();
+        let s = g.create_segment(1 << 16).unwrap();
+        g.publish_on(1, s).unwrap();
+        let (me, peer) = (g.me(), 1 - g.me());
+        for (l, r) in [(0, 1), (1, 0), (1, 1)] {
+            let route = Route {
+                local: l,
+                remote: r,
+            };
+            let seen = &EP_REPLIES[peer as usize][l as usize][r as usize];
+            let before = seen.load(Ordering::SeqCst);
+            g.request_on(route, peer, 210, Category::Short, &[r], &[], 0)
+                .unwrap();
+            g.wait_until(|| seen.load(Ordering::SeqCst) > before)
+                .unwrap();
+        }
+        // A Long and a put into endpoint 1's segment, not endpoint 0's.
+        let at = g.segment_on(1, peer).unwrap() + 8192;
+        let route = Route {
+            local: 0,
+            remote: 1,
+        };
+        g.request_on(route, peer, 210, Category::Long, &[1], &[5u8; 3000], at)
+            .unwrap();
+        g.put_bytes_on(1, peer, at + 4096, &[me as u8 + 1; 64])
+            .unwrap();
+        g.barrier().unwrap();
+        let mut back = [0u8; 64];
+        g.get_bytes_on(1, &mut back, peer, at + 4096).unwrap();
+        assert_eq!(back, [me as u8 + 1; 64]);
+        let mine = g.segment_on(1, me).unwrap() + 8192;
+        let mut b = vec![0u8; 3000];
+        // SAFETY: endpoint 1's segment here, whose Long from the peer has landed (its
+        // handler ran before the barrier's messages were dispatched).
+        unsafe { std::ptr::copy_nonoverlapping(mine as *const u8, b.as_mut_ptr(), 3000) };
+        assert!(b.iter().all(|&x| x == 5));
+        // ... and nothing in endpoint 0's segment at the same offset.
+        let zero = g.segment().unwrap().0 + 8192;
+        // SAFETY: this rank's endpoint 0 segment, never written at that offset.
+        unsafe { std::ptr::copy_nonoverlapping(zero as *const u8, b.as_mut_ptr(), 3000) };
+        assert!(b.iter().all(|&x| x == 0));
+        // An endpoint this rank does not have is an error.
+        let bad = Route {
+            local: 5,
+            remote: 0,
+        };
+        assert!(g
+            .request_on(bad, peer, 210, Category::Short, &[0], &[], 0)
+            .is_err());
+        g.barrier().unwrap();
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// Endpoints made by `create_ep`, their handlers and segments, through the Rust API on
+/// both paths (one after the other: they share `EP_REPLIES`, and each waits for its own
+/// counts to grow past what it read before its request).
+#[test]
+fn rust_api_endpoints() {
+    endpoints(true);
+    endpoints(false);
 }
