@@ -103,12 +103,12 @@ if [ "${SHMEM:-0}" = 1 ]; then
 fi
 
 hydra() { # hydra in the switch namespace, one rank per node (both on node 0 with LO=1)
-    ip netns exec "$sw" timeout 600 mpiexec.hydra -iface br0 -launcher ssh \
+    ip netns exec "$sw" timeout "${LIMIT:-600}" mpiexec.hydra -iface br0 -launcher ssh \
         -launcher-exec "$tmp/ssh" -hosts "$hosts" -n 2 "$@"
 }
 ompi() {
     mkdir -p "$tmp/ompi"
-    ip netns exec "$sw" timeout 600 mpirun.openmpi --allow-run-as-root \
+    ip netns exec "$sw" timeout "${LIMIT:-600}" mpirun.openmpi --allow-run-as-root \
         --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh" \
         --mca oob_tcp_if_include 10.10.0.0/24 --mca plm_rsh_no_tree_spawn 1 \
         --mca routed direct --bind-to none --mca pml ob1 --mca btl tcp,self \
@@ -154,7 +154,8 @@ for r in $(seq 1 "$rounds"); do
         for m in lite:hydra:mpi-lite:messages lite:hydra:lite-transfers:transfers \
             mpich:hydra:mpich: ompi:ompi:openmpi:; do
             IFS=: read -r impl run name path <<<"$m"
-            (export SKIFMPI_RMA=$path; $run "$tmp/rma_$impl" -i "$name" -l -r 3) \
+            # (120 s each: Open MPI's osc pt2pt hung in one of three runs here)
+            (export SKIFMPI_RMA=$path LIMIT=120; $run "$tmp/rma_$impl" -i "$name" -l -r 3) \
                 2>"$tmp/rma.err" | grep -v '^impl' | sed "s/\$/,$r/" >>"$csv" ||
                 { echo "$name one-sided failed:" >&2; tail -5 "$tmp/rma.err" >&2; }
         done
