@@ -65,6 +65,7 @@
 //! | `SKIFCH_PORTS` | ports per rank (default 5, one per library of `skifch::ports`; shm: read by the launcher, up to 64; `fpga-model`: read by the rank, 1..=7) |
 //! | `SKIFCH_LANE_KB` | shm lane size (read by the launcher) |
 //! | `SKIFCH_FAULT`, `SKIFCH_TRACE` | wrap the driver in the fault injector / the tracer ([`wrap`]) |
+//! | `SKIFCH_MACHINE_ID` | which ranks share this rank's CPUs, for binding ([`place`]): ranks with equal labels are numbered together (default: the kernel's boot id) |
 //!
 //! ## Environment of the bootstrap ([`boot::from_env`]; set by the launcher, never by hand)
 //! | variable | meaning |
