@@ -22,7 +22,9 @@
 # default over these providers, column mpi-lite) and by transfers (SKIFMPI_RMA=transfers,
 # column lite-transfers: puts and gets by FI_RMA), Open MPI and MPICH).
 # Open MPI runs with --bind-to none: each node's orted binds its one rank to core 0, so
-# the two ranks shared one CPU and took turns at the 4 ms scheduler tick (4 ms latency).
+# the two ranks shared one CPU and took turns at the 4 ms scheduler tick (4 ms latency);
+# and with --mca osc pt2pt: over ob1/tcp no other one-sided component works
+# (MPI_Win_allocate fails with MPI_ERR_WIN).
 # Output: OUTDIR/all.csv (impl,test,size,value,unit,round), the load average before each
 # round in OUTDIR/load.txt, and on stdout a table of the medians over the rounds with the
 # ratio to the best MPI (for latency: best MPI / ours, so above 1 is better too).
@@ -111,7 +113,7 @@ ompi() {
     ip netns exec "$sw" timeout "${LIMIT:-600}" mpirun.openmpi --allow-run-as-root \
         --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh" \
         --mca oob_tcp_if_include 10.10.0.0/24 --mca plm_rsh_no_tree_spawn 1 \
-        --mca routed direct --bind-to none --mca pml ob1 --mca btl tcp,self \
+        --mca routed direct --bind-to none --mca pml ob1 --mca btl tcp,self --mca osc pt2pt \
         --mca btl_tcp_if_include "$ompi_if" -n 2 "$@"
 }
 # SkifCh: the ofi driver between the nodes (the hierarchy routes there: one rank a node;

@@ -234,19 +234,17 @@ where
         let mut ep = Endpoint::open_with(job, PORT, Ctx::default())?;
         msg::install(&mut ep)?;
         ep.barrier()?;
-        // Every rank takes the same path: direct only if every rank has load/store RMA;
-        // the message path's transfers only if every rank takes them.
-        let xfer = opts
-            .rma
-            .clone()
-            .filter(|r| crate::transfers::wanted(r.caps()));
-        let rma = opts.rma.filter(|r| r.caps().load_store);
-        let votes = allgather(
-            &mut ep,
-            &[u8::from(rma.is_some()), u8::from(xfer.is_some())],
-        )?;
-        let direct = votes.iter().all(|v| v.first() == Some(&1));
-        let xfer = xfer.filter(|_| !direct && votes.iter().all(|v| v.get(1) == Some(&1)));
+        // Every rank takes the same path: direct only if every rank has load/store RMA,
+        // the message path's transfers (`transfers.rs`) only if every rank takes them.
+        let choice = std::env::var("ARMCI_SHIM_RMA").ok();
+        let chosen = rma::JobPath::choose(opts.rma, choice.as_deref(), &mut |b: &[u8]| {
+            allgather(&mut ep, b)
+        })?;
+        let (direct, rma, xfer) = match chosen {
+            rma::JobPath::Direct(r) => (true, Some(r), None),
+            rma::JobPath::Transfers(r) => (false, None, Some(r)),
+            rma::JobPath::Messages => (false, None, None),
+        };
         let chunk = ep.max_inline().saturating_sub(64).clamp(64, CHUNK);
         let lost = ep.waiter();
         if std::env::var_os("ARMCI_SHIM_VERBOSE").is_some() {
@@ -270,7 +268,7 @@ where
             me,
             n,
             path: if direct { Path::Direct } else { Path::Messages },
-            rma: if direct { rma } else { None },
+            rma,
             xfer,
             ep,
             progress: Mutex::new(progress),

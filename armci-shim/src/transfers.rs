@@ -11,31 +11,18 @@
 //! operation of the message path does: later requests, fences and barriers need no
 //! extra step.
 //!
-//! Chosen at start-up ([`wanted`], every rank alike): `ARMCI_SHIM_RMA=transfers` asks for
-//! it, and by default a provider whose hardware applies transfers without the target's
+//! Chosen at start-up (`skifch::rma::JobPath::choose`, every rank alike):
+//! `ARMCI_SHIM_RMA=transfers` asks for it, and by default a provider whose hardware applies transfers without the target's
 //! calls (`RmaCaps::remote_progress`: a NIC's RMA) takes it; over the sockets providers
 //! the message path stays, whose requests the target serves at once where a transfer
 //! waits for its provider's next progress tick (`docs/CLUSTER.md`).
 #![allow(unsafe_code)] // the caller's buffers, as raw pointers
 
-use skifch::rma::{RmaCaps, Window as _};
+use skifch::rma::Window as _;
 use skifch::Port;
 
 use crate::engine::Target;
 use crate::{Armci, Error, Result};
-
-/// Whether a provider offering `caps` carries this job's puts and gets to ranks it does
-/// not map (module docs).
-pub(crate) fn wanted(caps: RmaCaps) -> bool {
-    if caps.load_store || !caps.transfers {
-        return false;
-    }
-    match std::env::var("ARMCI_SHIM_RMA").as_deref() {
-        Ok("transfers") => true,
-        Ok("messages") | Ok("off") | Ok("0") => false,
-        _ => caps.remote_progress,
-    }
-}
 
 impl<P: Port> Armci<P> {
     /// Copies `len` bytes from local `src` to `t` by a transfer, complete at the target

@@ -102,6 +102,8 @@ pub struct Gasnet<P: Port> {
     me: u32,
     n: u32,
     path: Path,
+    /// The provider segments are exposed with: a load/store one (the direct path), or on
+    /// the message path one reaching some ranks by transfers (`rma.rs`).
     rma: Option<Arc<dyn Rma>>,
     ep: EpLock<Endpoint<P, Ctx>>,
     progress: Mutex<Option<ProgressThread>>,
@@ -180,9 +182,18 @@ impl<P: Port + Send + 'static> Gasnet<P> {
         crate::rma::install(&mut ep)?;
         crate::ratomic::install(&mut ep)?;
         ep.barrier()?;
-        let rma = opts.rma.filter(|r| r.caps().load_store);
-        let votes = allgather(&mut ep, &[u8::from(rma.is_some())])?;
-        let direct = votes.iter().all(|v| v == &[1u8]);
+        // Direct only if every rank maps every segment; the message path's transfers
+        // (`rma.rs`: segments exposed, the node's ranks mapped, the others' puts and gets
+        // by the driver's transfers) only if every rank takes them.
+        let choice = std::env::var("GASNET_SHIM_RMA").ok();
+        let chosen = rma::JobPath::choose(opts.rma, choice.as_deref(), &mut |b: &[u8]| {
+            allgather(&mut ep, b)
+        })?;
+        let (direct, rma) = match chosen {
+            rma::JobPath::Direct(r) => (true, Some(r)),
+            rma::JobPath::Transfers(r) => (false, Some(r)),
+            rma::JobPath::Messages => (false, None),
+        };
         let limits = Limits {
             max_msg: ep.max_inline() + 8,
         };
@@ -191,7 +202,11 @@ impl<P: Port + Send + 'static> Gasnet<P> {
         if std::env::var_os("GASNET_SHIM_VERBOSE").is_some() {
             skifch::diag::line(&format!(
                 "gasnet: rank {me}: {} path, largest Medium {}",
-                if direct { "direct" } else { "message" },
+                match (direct, &rma) {
+                    (true, _) => "direct",
+                    (false, Some(_)) => "message (with transfers)",
+                    (false, None) => "message",
+                },
                 limits.max_medium(0)
             ));
         }
@@ -199,7 +214,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
             me,
             n,
             path: if direct { Path::Direct } else { Path::Messages },
-            rma: if direct { rma } else { None },
+            rma,
             ep: match seq {
                 Some(one) => EpLock::seq(ep, one),
                 None => EpLock::shared(ep),

@@ -3,6 +3,14 @@
 //! * **Direct** (driver RMA: every segment mapped here): a put or get is a bounds check
 //!   and a copy; it is complete (local and remote) when the call returns, so its event is
 //!   `GEX_EVENT_INVALID` at once.
+//! * **Messages with transfers** (a job of several hosts whose driver reaches the other
+//!   hosts' memory by the fabric's RMA, `RmaCaps::transfers`; `GASNET_SHIM_RMA=transfers`,
+//!   by default only over a NIC that applies transfers itself, `RmaCaps::remote_progress`):
+//!   segments are exposed as on the direct path; the node's ranks are mapped (the direct
+//!   path's copies and atomics), a put or get to another host's rank is one transfer,
+//!   complete (remotely, for a put) when the call returns; AMs, Long payloads and atomics
+//!   to those ranks stay messages (their handlers apply atomics with the same CPU atomics
+//!   as the node's ranks: `crate::ratomic`).
 //! * **Messages**: a put is a request to the target's `H_PUT` handler carrying the data (a
 //!   payload larger than one message is a proto long transfer, whose chunks the handler
 //!   places straight into its segment); a get is a request to `H_GET`, whose reply lands
@@ -15,6 +23,7 @@
 #![allow(unsafe_code)] // user buffers from C and the segment, as raw pointers
 
 use skifch::proto::{Am, Endpoint, Io, Landing, Phase, ReqId};
+use skifch::rma::Window as _;
 use skifch::Port;
 
 use crate::am::Ctx;
@@ -188,6 +197,13 @@ impl<P: Port> Gasnet<P> {
             if unsafe { w.put_raw(rank, off, src, len) } {
                 return Ok(Pending::default());
             }
+            if w.remote(rank).is_some() {
+                // SAFETY: the caller vouches for `src`.
+                let data = unsafe { std::slice::from_raw_parts(src, len) };
+                w.put(rank, off, data)?;
+                w.quiet()?;
+                return Ok(Pending::default());
+            }
         }
         if rank == self.me() {
             // SAFETY: `dest..dest+len` is inside this rank's own segment (checked).
@@ -234,6 +250,12 @@ impl<P: Port> Gasnet<P> {
             self.alive()?;
             // SAFETY: the caller vouches for `dst`; `get_raw` bounds the source.
             if unsafe { w.get_raw(rank, off, dst, len) } {
+                return Ok(Pending::default());
+            }
+            if w.remote(rank).is_some() {
+                // SAFETY: the caller vouches for `dst` (writable, not otherwise accessed).
+                let out = unsafe { std::slice::from_raw_parts_mut(dst, len) };
+                w.get(rank, off, out)?;
                 return Ok(Pending::default());
             }
         }

@@ -347,3 +347,34 @@ fn pkg_config_fragment() {
     let o = run(&exe, 2, "shm", DIRECT, &[]);
     assert!(o.status.success(), "{}", o.text());
 }
+
+/// Over the libfabric driver (`skifrun --driver ofi`, `tcp;ofi_rxm` on the loopback
+/// interface: every rank reached by the fabric, RMA by transfers only): the message path
+/// by default (a sockets provider), and with `GASNET_SHIM_RMA=transfers` segments exposed
+/// and puts and gets by `FI_RMA` (`src/rma.rs`), each rank saying which
+/// (`GASNET_SHIM_VERBOSE`). (Across network namespaces under `mpiexec.hydra` the jobs
+/// run too, but `gasnet_exit` there races hydra's clean-up: `docs/CLUSTER.md`.)
+#[test]
+fn programs_over_ofi_by_messages_and_by_transfers() {
+    if !have_cc() {
+        eprintln!("no C compiler: skipped");
+        return;
+    }
+    for (rma, path) in [
+        ("default", "message path"),
+        ("transfers", "message (with transfers) path"),
+    ] {
+        let env = [
+            ("SKIFCH_OFI_PROVIDER", "tcp;ofi_rxm"),
+            ("SKIFCH_OFI_DOMAIN", "lo"),
+            ("GASNET_SHIM_RMA", rma),
+            ("GASNET_SHIM_VERBOSE", "1"),
+        ];
+        for name in ["am", "rma", "ext"] {
+            let o = run(&compile(name, "seq"), 3, "ofi", &env, &[]);
+            let said = o.stderr.matches(path).count();
+            let text = o.expect_ok(&format!("{name} over ofi, GASNET_SHIM_RMA={rma}"));
+            assert_eq!(said, 3, "{name}: every rank names the {path}: {text}");
+        }
+    }
+}

@@ -34,14 +34,8 @@ use crate::error::Result;
 /// docs). Only `MPI_Win_allocate` windows: the library's memory, exposed at creation
 /// (the program's memory of `MPI_Win_create` is not registered with the fabric).
 pub(super) fn wanted(caps: RmaCaps, flavor: super::Flavor) -> bool {
-    if flavor != super::Flavor::Allocate || caps.load_store || !caps.transfers {
-        return false;
-    }
-    match std::env::var("SKIFMPI_RMA").as_deref() {
-        Ok("transfers") => true,
-        Ok("messages") => false,
-        _ => caps.remote_progress,
-    }
+    flavor == super::Flavor::Allocate
+        && caps.transfers_chosen(std::env::var("SKIFMPI_RMA").ok().as_deref())
 }
 
 impl Win {

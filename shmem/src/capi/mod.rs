@@ -161,7 +161,7 @@ fn do_init(call: &str, requested: c_int) -> c_int {
     let rma = if rma_off { None } else { job.rma() };
     let rma = rma.filter(|r| {
         let c = r.caps();
-        c.load_store || mode == "transfers" || (mode.is_empty() && c.remote_progress)
+        c.load_store || c.transfers_chosen(Some(mode.as_str()).filter(|m| !m.is_empty()))
     });
     let globals = skifch_drivers::shm_rma::data_segment();
     let progress_thread =

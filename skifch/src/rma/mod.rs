@@ -81,6 +81,7 @@
 #![allow(unsafe_code)] // raw access to memory shared with other processes or threads
 
 use std::any::Any;
+use std::sync::Arc;
 
 use crate::Result;
 
@@ -262,6 +263,59 @@ pub struct RmaCaps {
     pub remote_progress: bool,
 }
 
+impl RmaCaps {
+    /// Whether a library reaches the peers it cannot map by transfers (puts and gets by
+    /// [`RemoteSegment`], everything else by its messages), given the value of its
+    /// environment variable (`SKIFMPI_RMA`, `ARMCI_SHIM_RMA`, …; `None`: unset):
+    /// `transfers` asks for them, `messages`, `off` or `0` refuses them, and otherwise a
+    /// provider whose hardware applies them takes them ([`RmaCaps::remote_progress`];
+    /// over software providers a library's own messages are faster). Never where every
+    /// peer is mapped (the direct path) or there are no transfers.
+    pub fn transfers_chosen(self, choice: Option<&str>) -> bool {
+        if self.load_store || !self.transfers {
+            return false;
+        }
+        match choice.map(str::trim) {
+            Some("transfers") => true,
+            Some("messages" | "off" | "0") => false,
+            _ => self.remote_progress,
+        }
+    }
+}
+
+/// The path a library takes for every rank of a job, the same on all ranks.
+pub enum JobPath {
+    /// Every peer mapped: loads, stores and CPU atomics.
+    Direct(Arc<dyn Rma>),
+    /// Messages, with puts and gets to the peers not mapped by transfers of this provider
+    /// (and the mapped ones direct): [`RmaCaps::transfers_chosen`].
+    Transfers(Arc<dyn Rma>),
+    /// Messages only.
+    Messages,
+}
+
+impl JobPath {
+    /// Collective: each rank's vote from its provider `rma` and the library variable's
+    /// value `choice`, exchanged (`exchange`: an all-gather among all ranks); a path is
+    /// taken only if every rank can take it, `Direct` first.
+    pub fn choose(
+        rma: Option<Arc<dyn Rma>>,
+        choice: Option<&str>,
+        exchange: &mut Exchange<'_>,
+    ) -> Result<JobPath> {
+        let caps = rma.as_ref().map(|r| r.caps());
+        let direct = caps.is_some_and(|c| c.load_store);
+        let xfer = caps.is_some_and(|c| c.transfers_chosen(choice));
+        let votes = exchange(&[u8::from(direct), u8::from(xfer)])?;
+        let all = |i: usize| votes.iter().all(|v| v.get(i) == Some(&1));
+        Ok(match rma {
+            Some(r) if all(0) => JobPath::Direct(r),
+            Some(r) if all(1) => JobPath::Transfers(r),
+            _ => JobPath::Messages,
+        })
+    }
+}
+
 /// The capability: a driver's way of making one rank's memory reachable by the others
 /// (obtained from [`crate::Job::rma`]).
 pub trait Rma: Send + Sync {
@@ -346,5 +400,27 @@ mod tests {
             assert_eq!(Amo::decode(c, a, b), Some(op));
         }
         assert_eq!(Amo::decode(8, 0, 0), None);
+    }
+
+    #[test]
+    fn transfers_are_chosen_by_the_variable_else_by_the_hardware() {
+        let caps = |load_store, transfers, remote_progress| RmaCaps {
+            load_store,
+            share_in_place: false,
+            transfers,
+            remote_progress,
+        };
+        let sockets = caps(false, true, false);
+        let nic = caps(false, true, true);
+        assert!(!sockets.transfers_chosen(None));
+        assert!(sockets.transfers_chosen(Some("transfers")));
+        assert!(nic.transfers_chosen(None));
+        assert!(nic.transfers_chosen(Some("")));
+        for no in ["messages", "off", "0"] {
+            assert!(!nic.transfers_chosen(Some(no)));
+        }
+        // Mapped peers take the direct path; no transfers, nothing to choose.
+        assert!(!caps(true, false, false).transfers_chosen(Some("transfers")));
+        assert!(!caps(false, false, true).transfers_chosen(Some("transfers")));
     }
 }
