@@ -30,12 +30,47 @@ use std::cell::UnsafeCell;
 use mpi_lite::comm::CommData;
 use mpi_lite::engine::{Deferred, ReqId, Status, PROC_NULL};
 use mpi_lite::mem::UserBuf;
-use mpi_lite::{Mpi, Result};
+use mpi_lite::{Error, Mpi, Result};
 use skifch::mem::copy_slice;
 use skifch_drivers::DefaultPort;
 
 /// Request slots reserved at a time.
 const RESERVE: usize = 64;
+
+/// Runs posted by another call in a row after which receives are posted at once again
+/// (a program whose receives meet sends or tests before their wait: deferring them only
+/// adds the posting's second step), and how often such a program is tried again.
+const MISSES: u32 = 2;
+const RETRY_EVERY: u32 = 1024;
+
+/// Whether `MPI_Irecv` defers (`SKIFMPI_DEFER`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Defers, stops while runs keep being posted by other calls, tries again later.
+    #[default]
+    Auto,
+    /// Defers every byte receive (tests: every path through a run, whatever came before).
+    Always,
+    /// Posts every receive at once (to measure what deferring saves).
+    Off,
+}
+
+impl Mode {
+    /// From `SKIFMPI_DEFER`: `auto` (or unset), `always` or `off`.
+    pub fn from_env() -> Result<Mode> {
+        match std::env::var("SKIFMPI_DEFER") {
+            Err(_) => Ok(Mode::Auto),
+            Ok(v) => match v.trim() {
+                "auto" | "" => Ok(Mode::Auto),
+                "always" => Ok(Mode::Always),
+                "off" => Ok(Mode::Off),
+                other => Err(Error::Arg(format!(
+                    "SKIFMPI_DEFER={other:?}: expected auto, always or off"
+                ))),
+            },
+        }
+    }
+}
 
 /// The deferred receives of this process (their buffers apart: `bufs[i]` is `run[i]`'s)
 /// and the pool of reserved slots.
@@ -44,6 +79,21 @@ struct Run {
     pool: Vec<ReqId>,
     run: Vec<Deferred>,
     bufs: Vec<*mut u8>,
+    /// Runs posted (not drained) in a row.
+    misses: u32,
+    /// Receives still to post at once before deferring is tried again (0: defer).
+    skip: u32,
+    mode: Mode,
+}
+
+impl Run {
+    /// The run was posted by another call, not drained.
+    fn missed(&mut self) {
+        self.misses = self.misses.saturating_add(1);
+        if self.misses >= MISSES && self.mode == Mode::Auto {
+            self.skip = RETRY_EVERY;
+        }
+    }
 }
 
 /// [`Run`] in the state, reached without a lock (see [`Defer::with`]).
@@ -70,6 +120,14 @@ impl Defer {
         f(unsafe { &mut *self.0.get() })
     }
 
+    /// Sets the mode (`MPI_Init`).
+    pub fn set_mode(&self, mode: Mode) {
+        self.with(|r| {
+            r.mode = mode;
+            r.skip = if mode == Mode::Off { u32::MAX } else { 0 };
+        });
+    }
+
     /// Whether receives are deferred (one load: on every call's entry).
     #[inline(always)]
     pub fn pending(&self) -> bool {
@@ -80,8 +138,27 @@ impl Defer {
     /// Posts every deferred receive, in order.
     #[inline(never)]
     pub fn flush(&self, mpi: &Mpi<DefaultPort>) -> Result<()> {
-        let (run, bufs) = self.with(|r| (std::mem::take(&mut r.run), std::mem::take(&mut r.bufs)));
+        let (run, bufs) = self.with(|r| {
+            r.missed();
+            (std::mem::take(&mut r.run), std::mem::take(&mut r.bufs))
+        });
         self.post(mpi, run, bufs)
+    }
+
+    /// Whether the next `MPI_Irecv` is deferred: yes unless the last [`MISSES`] runs were
+    /// all posted by other calls; then after [`RETRY_EVERY`] receives posted at once it is
+    /// tried again (a program that changed its ways). A run is open only while `skip` is 0.
+    #[inline(always)]
+    pub fn wanted(&self) -> bool {
+        self.with(|r| {
+            if r.skip == 0 {
+                return true;
+            }
+            if r.mode == Mode::Auto {
+                r.skip -= 1;
+            }
+            false
+        })
     }
 
     /// `MPI_Irecv` of the `len` bytes at `buf` from `src` with `tag` on `c`, below
@@ -167,6 +244,8 @@ impl Defer {
                     done(i, d.status().unwrap_or_default());
                 }
                 self.with(|r| {
+                    r.misses = 0;
+                    r.skip = 0;
                     r.pool.extend(run.iter().map(|d| d.id));
                     run.clear();
                     bufs.clear();
@@ -177,6 +256,7 @@ impl Defer {
                 Ok(true)
             }
             Ok(false) => {
+                self.with(Run::missed);
                 self.post(mpi, run, bufs)?;
                 Ok(false)
             }

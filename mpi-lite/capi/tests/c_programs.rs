@@ -115,9 +115,30 @@ fn matched_probe() {
 #[test]
 fn deferred_receives() {
     check("deferred", &[]);
+    // Every receive deferred, whatever the runs before it met (`auto` stops deferring
+    // after runs posted by other calls).
+    check("deferred", &[("SKIFMPI_DEFER", "always")]);
     if have_cc() {
+        let exe = compile("deferred", false);
         // Every message rendezvous: the drain hands every one to the general path.
-        run_ok(&compile("deferred", false), 2, &[("SKIFMPI_EAGER", "0")]);
+        run_ok(&exe, 2, &[("SKIFMPI_EAGER", "0"), ("SKIFMPI_DEFER", "always")]);
+        run_ok(&exe, 3, &[("SKIFMPI_DEFER", "off")]);
+        let out = run(&exe, 2, &[("SKIFMPI_DEFER", "sometimes")]);
+        assert!(
+            !out.status.success() && out.stderr.contains("SKIFMPI_DEFER=\"sometimes\""),
+            "a bad SKIFMPI_DEFER must fail MPI_Init naming it: {}",
+            out.stderr
+        );
+    }
+}
+
+/// The point-to-point, probe, persistent, nonblocking-collective and generalized-request
+/// programs with every byte receive deferred: each call that meets a deferred receive
+/// must see it posted.
+#[test]
+fn deferred_receives_everywhere() {
+    for name in ["p2p", "mprobe", "persist", "nbc", "greq", "intercomm", "userops"] {
+        check(name, &[("SKIFMPI_DEFER", "always")]);
     }
 }
 

@@ -34,6 +34,7 @@ fn init(required: c_int) -> c_int {
             )));
         }
         let progress = crate::progress::wanted()?;
+        let defer = crate::defer::Mode::from_env()?;
         let multiple = required == THREAD_MULTIPLE;
         // A progress thread shares the engine: MPI_THREAD_MULTIPLE's locking there
         // (`progress`); the state keeps the program's level.
@@ -62,6 +63,9 @@ fn init(required: c_int) -> c_int {
         EPOCH.get_or_init(Instant::now);
         MAIN_THREAD.get_or_init(|| std::thread::current().id());
         *g = Some(CState::new(job, mpi, required));
+        if let Some(st) = g.as_ref() {
+            st.defer.set_mode(defer);
+        }
         // MPI_THREAD_SINGLE and FUNNELED: only this thread calls (bound, no atomic
         // read-modify-write per call); a progress thread shares the engine only.
         state::set_level(&mut g, multiple, required <= 1, progress)?;

@@ -176,16 +176,22 @@ mpi_fn!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: c_int,
         }
         if let Some((p, n)) = contiguous_bytes(buf, count, datatype) {
             // Plain bytes: no type map consulted per message, no datatype to drop.
-            let id = if shared_level() {
-                // SAFETY: MPI contract: the `n` bytes at `p` (one run of `count` elements
-                // of `datatype`) are the library's until the request completes.
-                let b = unsafe { UserBuf::bytes(p, n) };
-                st.with_comm(comm, |c| st.mpi.irecv(c, b, source, tag))?
-            } else {
-                // Written down, posted by the next other call (`defer`).
-                // SAFETY: as above.
-                st.with_comm(comm, |c| unsafe { st.defer.irecv(&st.mpi, c, p, n, source, tag) })?
-            };
+            // Written down, posted by the next other call (`defer`), or posted now.
+            let defer = !shared_level() && st.defer.wanted();
+            if !defer && st.defer.pending() {
+                st.defer.flush(&st.mpi)?;
+            }
+            // One call site of `with_comm`'s closure (two cost a call frame).
+            let id = st.with_comm(comm, |c| {
+                if defer {
+                    // SAFETY: MPI contract: the `n` bytes at `p` (one run of `count`
+                    // elements of `datatype`) are the library's until the request completes.
+                    unsafe { st.defer.irecv(&st.mpi, c, p, n, source, tag) }
+                } else {
+                    // SAFETY: as above.
+                    st.mpi.irecv(c, unsafe { UserBuf::bytes(p, n) }, source, tag)
+                }
+            })?;
             // SAFETY: checked non-null.
             return unsafe { put(request, req_handle(id), "request") };
         }
@@ -297,9 +303,20 @@ fn finish(st: &CState, r: &mut c_int, wait: bool) -> Result<Option<Status>> {
 }
 
 mpi_fn!(MPI_Wait, PMPI_Wait, (request: *mut c_int, status: *mut MPI_Status) -> c_int {
-    let rc = call_hot("MPI_Wait", h::COMM_WORLD, |st| {
+    let rc = call_deferring("MPI_Wait", h::COMM_WORLD, |st| {
         // SAFETY: the caller's MPI_Request (checked non-null by arr_mut).
         let r = unsafe { arr_mut(request, 1, "request")? };
+        if st.defer.pending() {
+            // The one deferred receive (`MPI_Irecv` ... `MPI_Wait`): drained from the
+            // channel; anything else is posted first (`defer`).
+            let mut got = None;
+            if st.defer.waitall(&st.mpi, 1, |_, id| r[0] == req_handle(id), |_, s| got = Some(s))? {
+                r[0] = h::REQUEST_NULL;
+                // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
+                unsafe { put_status(status, &got.unwrap_or_default()) };
+                return Ok(());
+            }
+        }
         let s = view(r, |r| finish(st, &mut r[0], true))?.unwrap_or_else(empty_status);
         // SAFETY: NULL, MPI_STATUS_IGNORE or the caller's status.
         unsafe { put_status(status, &s) };
