@@ -15,8 +15,9 @@
 #                    mpirun.openmpi --bind-to core) and MPICH (mpicc.mpich, mpiexec.mpich
 #                    -bind-to core, UCX_TLS=sm,self) and print osu_latency, osu_bw, osu_mbw_mr,
 #                    osu_allreduce, osu_iallreduce and osu_ibarrier of all three side by side
-#                    (median of $REPS runs, default 3; noisy on a shared machine: the load
-#                    average is printed with them)
+#                    (median of $REPS runs, default 3, the three MPIs taking turns; noisy on
+#                    a shared machine: the load average is printed with them, and
+#                    $OSU_QUIET_LOAD makes it wait up to $OSU_QUIET_WAIT s for a lower one)
 #
 # Building: with a `configure` script (every release tarball) the tree is copied to the
 # build directory and built by `./configure CC=<mpicc> CXX=<mpicxx>` and `make`; without one
@@ -212,6 +213,17 @@ if [ $compare -eq 1 ]; then
     # programs' overall time; 3: osu_mbw_mr's messages/s; 4: the non-blocking programs'
     # "Pure Comm." time, that is I<collective> + MPI_Wait with nothing between), unit, args.
     # osu_ibarrier prints no size column: its columns are one to the left.
+    # $OSU_QUIET_LOAD: wait (at most $OSU_QUIET_WAIT seconds, default 1800) for the 1-minute
+    # load average to drop below it before measuring
+    if [ -n "${OSU_QUIET_LOAD:-}" ]; then
+        waited=0
+        while awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v q="$OSU_QUIET_LOAD" 'BEGIN { exit !(l >= q) }' &&
+            [ "$waited" -lt "${OSU_QUIET_WAIT:-1800}" ]; do
+            sleep 10
+            waited=$((waited + 10))
+        done
+        echo "# waited ${waited} s for a load average below $OSU_QUIET_LOAD"
+    fi
     echo
     echo "# comparison, median of $reps runs; load average $(cut -d' ' -f1-3 /proc/loadavg) (noisy: a shared 2-vCPU machine)"
     printf '%-16s %8s %-14s %14s %14s %14s\n' program size unit mpi-lite openmpi mpich
