@@ -2,8 +2,9 @@
  * mpi_window_phases.c -- where the time of a windowed message stream goes (the
  * msgrate_window / osu_mbw_mr pattern: rank 0 64 MPI_Isend + MPI_Waitall then waits for a
  * 4-byte ack; rank 1 64 MPI_Irecv into distinct buffers + MPI_Waitall, then sends the ack).
- * Each phase of every window is timed with MPI_Wtime on both ranks (one machine: one
- * clock), and the averages per window are printed:
+ * Each phase of every window is timed on both ranks with CLOCK_MONOTONIC (one machine: one
+ * clock, comparable between the ranks, which MPI_Wtime need not be), and the averages
+ * per window are printed:
  *   tx isend / waitall / ack   rank 0: posting the sends, completing them, waiting for the ack
  *   rx post / waitall / ack    rank 1: posting the receives, completing them, sending the ack
  *   ack latency                rank 1's Waitall done -> rank 0 past its MPI_Recv of the ack
@@ -16,12 +17,21 @@
  *       mpirun.openmpi -np 2 --bind-to core /tmp/phases.ompi 8
  * Exit status: 0, or non-zero on an MPI error or a bad argument.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define W 64
 #define SLOT 65536
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 int main(int argc, char **argv)
 {
@@ -48,10 +58,10 @@ int main(int argc, char **argv)
     double el = 0;
     for (int pass = 0; pass < 2; pass++) {
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
+        double t0 = now();
         for (long i = 0; i < n; i++) {
             double *s = t + 3 * i;
-            s[0] = MPI_Wtime();
+            s[0] = now();
             for (int w = 0; w < W; w++) {
                 int rc = rank == 0
                     ? MPI_Isend(sbuf, len, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &req[w])
@@ -59,17 +69,17 @@ int main(int argc, char **argv)
                 if (rc != MPI_SUCCESS)
                     MPI_Abort(MPI_COMM_WORLD, 1);
             }
-            s[1] = MPI_Wtime();
+            s[1] = now();
             if (MPI_Waitall(W, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
                 MPI_Abort(MPI_COMM_WORLD, 1);
-            s[2] = MPI_Wtime();
+            s[2] = now();
             int rc = rank == 0
                 ? MPI_Recv(&ack, 4, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
                 : MPI_Send(&ack, 4, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
             if (rc != MPI_SUCCESS)
                 MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        el = MPI_Wtime() - t0;
+        el = now() - t0;
     }
     /* rank 1's stamps to rank 0 */
     double *o = rank == 0 ? malloc(sizeof(double) * 3 * (size_t)n) : NULL;
