@@ -19,6 +19,7 @@
 #   CG_NO_BUILD=1     use what is already built
 #   CG_RX_BATCH [1000], CG_RX_ROUNDS [100]  rx: messages per fill, rounds (and 2x rounds)
 #   CG_MPI_N [20000]  mpi_loop iterations (and 2x)          CG_SHMEM_N [20000]  puts (and 2x)
+#   CG_WIN_N [2000]   mpi_loop windows of 64 messages (and 2x), the `window` rows
 #   CG_REPEAT [5]     repeats of each 2-rank pair: "min (min-max)" is printed
 #   CG_RMA_N [20000]  mpi_putloop operations (and 2x)
 #   CG_ONLY           run only these sections (space-separated of: rx mpi shmem rma; default all)
@@ -42,6 +43,7 @@ mpin=${CG_MPI_N:-20000}
 shn=${CG_SHMEM_N:-20000}
 repeat=${CG_REPEAT:-5}
 rman=${CG_RMA_N:-20000}
+winn=${CG_WIN_N:-2000}
 only=" ${CG_ONLY:-rx mpi shmem rma} "
 want() { [[ $only == *" $1 "* ]]; }
 if [ -n "${CG_OUT:-}" ]; then
@@ -116,7 +118,7 @@ rxall=$(per "$(total "$out/rx.a")" "$(total "$out/rx.b")" $nrx)
 fi
 
 # 2. mpi-lite: self (1-rank job, no launcher) and rate (2 ranks, one file per rank).
-mpiself= rate0= rate1= dir0= msg0= msg1=
+mpiself= rate0= rate1= win0= win1= dir0= msg0= msg1=
 if want mpi; then
 echo "mpi_loop: self and rate, $mpin and $((2 * mpin)) iterations" >&2
 vg "$out/self.a" "$out/mpi_loop" "$mpin" self
@@ -130,15 +132,16 @@ two() { # two LABEL PROGRAM ARGS...: a 2-rank run under skifrun, files LABEL.<ra
         --callgrind-out-file="$out/$label.%q{SKIFCH_RANK}" "$@" >"$out/$label.log" 2>&1 ||
         { cat "$out/$label.log" >&2; fail "skifrun -n 2 $* failed"; }
 }
-# pair LABEL N PROGRAM ARG: "PROGRAM N ARG" and "PROGRAM 2N ARG" as 2-rank jobs, CG_REPEAT
-# times; sets r0 and r1 to rank 0's and rank 1's instructions per operation ("min (range)").
+# pair LABEL N PROGRAM ARG [OPS]: "PROGRAM N ARG" and "PROGRAM 2N ARG" as 2-rank jobs,
+# CG_REPEAT times; sets r0 and r1 to rank 0's and rank 1's instructions per operation
+# ("min (range)"), an iteration being OPS operations (default 1).
 pair() {
-    local label=$1 n=$2 prog=$3 arg=$4 i s0=() s1=()
+    local label=$1 n=$2 prog=$3 arg=$4 ops=${5:-1} i s0=() s1=()
     for ((i = 0; i < repeat; i++)); do
         two "$label.a" "$prog" "$n" "$arg"
         two "$label.b" "$prog" $((2 * n)) "$arg"
-        s0+=("$(per "$(total "$out/$label.a.0")" "$(total "$out/$label.b.0")" "$n")")
-        s1+=("$(per "$(total "$out/$label.a.1")" "$(total "$out/$label.b.1")" "$n")")
+        s0+=("$(per "$(total "$out/$label.a.0")" "$(total "$out/$label.b.0")" $((n * ops)))")
+        s1+=("$(per "$(total "$out/$label.a.1")" "$(total "$out/$label.b.1")" $((n * ops)))")
     done
     r0=$(span "${s0[@]}")
     r1=$(span "${s1[@]}")
@@ -146,6 +149,9 @@ pair() {
 if want mpi; then
 pair rate "$mpin" "$out/mpi_loop" rate
 rate0=$r0 rate1=$r1
+# The osu_mbw_mr window (64 MPI_Isend / MPI_Irecv + MPI_Waitall, then an ack): per message.
+pair window "$winn" "$out/mpi_loop" window 64
+win0=$r0 win1=$r1
 fi
 
 # 3. skifshmem: putloop N 8 and 2N 8, direct (the shm driver's RMA) and message path.
@@ -187,6 +193,8 @@ row "rx whole program per message (the four loops, 2 sends + 2 receives)" "$rxal
 row "mpi-lite self \`MPI_Send\` + \`MPI_Recv\` (\`mpi_loop N self\`, 1 rank)" "$mpiself"
 row "mpi-lite \`rate\`, 2 ranks: sender per \`MPI_Send\`" "$rate0"
 row "mpi-lite \`rate\`, 2 ranks: receiver per \`MPI_Recv\`" "$rate1"
+row "mpi-lite \`window\`, 2 ranks: sender per message (64 \`MPI_Isend\` + \`MPI_Waitall\`, the ack)" "$win0"
+row "mpi-lite \`window\`, 2 ranks: receiver per message (64 \`MPI_Irecv\` + \`MPI_Waitall\`, the ack)" "$win1"
 row "skifshmem \`shmem_putmem\` direct (RMA), PE 0 per put" "$dir0"
 row "skifshmem \`shmem_putmem\` message path (\`SKIFSHMEM_RMA=off\`), PE 0 per put" "$msg0"
 row "skifshmem message path, PE 1 (target applying) per put" "$msg1"
@@ -194,6 +202,6 @@ for op in $rmaops; do
     row "mpi-lite one-sided \`mpi_putloop N $op\`, rank 0 per iteration" "${rma[$op]:-}"
 done
 echo
-echo "(rx: $batch x $rounds vs x $((2 * rounds)) messages; mpi_loop: $mpin vs $((2 * mpin));" \
+echo "(rx: $batch x $rounds vs x $((2 * rounds)) messages; mpi_loop: $mpin vs $((2 * mpin)), window $winn vs $((2 * winn)) windows;" \
     "putloop: $shn vs $((2 * shn)); mpi_putloop: $rman vs $((2 * rman)), one pair;" \
     "2-rank rows: smallest of $repeat (range); sections: $only)"
