@@ -121,7 +121,11 @@ fn deferred_receives() {
     if have_cc() {
         let exe = compile("deferred", false);
         // Every message rendezvous: the drain hands every one to the general path.
-        run_ok(&exe, 2, &[("SKIFMPI_EAGER", "0"), ("SKIFMPI_DEFER", "always")]);
+        run_ok(
+            &exe,
+            2,
+            &[("SKIFMPI_EAGER", "0"), ("SKIFMPI_DEFER", "always")],
+        );
         run_ok(&exe, 3, &[("SKIFMPI_DEFER", "off")]);
         let out = run(&exe, 2, &[("SKIFMPI_DEFER", "sometimes")]);
         assert!(
@@ -137,7 +141,15 @@ fn deferred_receives() {
 /// must see it posted.
 #[test]
 fn deferred_receives_everywhere() {
-    for name in ["p2p", "mprobe", "persist", "nbc", "greq", "intercomm", "userops"] {
+    for name in [
+        "p2p",
+        "mprobe",
+        "persist",
+        "nbc",
+        "greq",
+        "intercomm",
+        "userops",
+    ] {
         check(name, &[("SKIFMPI_DEFER", "always")]);
     }
 }
