@@ -163,11 +163,25 @@ fn namespaces_are_nodes_under_pmix() {
     let Some(nodes) = skifch_testing::NetNodes::create(2) else {
         return;
     };
-    let Some(mut cmd) = nodes.openmpi_cmd(&[2, 2]) else {
+    let job = || {
+        let mut cmd = nodes.openmpi_cmd(&[2, 2])?;
+        cmd.arg(probe()).args(["check", "2"]);
+        Some(run_job(cmd, LIMIT))
+    };
+    let Some(mut out) = job() else {
         return;
     };
-    cmd.arg(probe()).args(["check", "2"]);
-    let text = run_job(cmd, LIMIT).expect_ok("boot_probe over 2 namespaces under mpirun");
+    if out.status.code() == Some(110) {
+        // mpirun's own time limit: its daemons in the namespaces did not wire up (seen once
+        // in a CI run of 2026-11-29; boot_probe had printed nothing). One more try; a hang of ours would
+        // hang again.
+        eprintln!(
+            "mpirun reached its time limit; trying once more:\n{}",
+            out.stderr
+        );
+        out = job().expect("mpirun was there a moment ago");
+    }
+    let text = out.expect_ok("boot_probe over 2 namespaces under mpirun");
     let netns = |r: u32| {
         let want = format!("boot_probe ok rank {r} of 4, nodes 2, node {}, ", r / 2);
         let line = text
