@@ -173,8 +173,8 @@ fn namespaces_are_nodes_under_pmix() {
     };
     if out.status.code() == Some(110) {
         // mpirun's own time limit: its daemons in the namespaces did not wire up (seen once
-        // in a CI run of 2026-11-29; boot_probe had printed nothing). One more try; a hang of ours would
-        // hang again.
+        // in a CI run of 2026-11-29; boot_probe had printed nothing). One more try; a hang
+        // of ours would hang again.
         eprintln!(
             "mpirun reached its time limit; trying once more:\n{}",
             out.stderr
