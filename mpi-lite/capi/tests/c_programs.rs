@@ -276,8 +276,14 @@ fn on_every_path(name: &str) {
     check(name, &[("RMA_TEST_PATH", "direct")]);
     let exe = compile(name, false);
     for n in [2, 3, 4] {
-        let env = [("SKIFMPI_RMA", "messages"), ("RMA_TEST_PATH", "messages")];
-        run_ok(&exe, n, &env);
+        // Every lock hand-over on the message path waits for its target to be scheduled:
+        // rmalock on 4 ranks beside other tests' jobs on 2 CPUs (a debug build) ran past
+        // 60 s once in CI (0.15 s alone, release; slow or stuck is not known: not seen in
+        // 100 runs since), hence a longer limit here.
+        let mut cmd = testing::skifrun_cmd(n, &[], &exe);
+        cmd.envs([("SKIFMPI_RMA", "messages"), ("RMA_TEST_PATH", "messages")]);
+        testing::run_job(cmd, 3 * JOB_TIMEOUT)
+            .expect_ok(&format!("{name} on the message path, {n} ranks"));
     }
     for n in [2, 4] {
         let mut cmd = testing::skifrun_cmd(n, &["--driver", "fpga-model"], &exe);
