@@ -54,17 +54,8 @@ impl<P: Port> Core<P> {
     /// Reserves `n` request slots for deferred receives, appended to `out`: placeholders
     /// that own nothing and complete never until [`Core::post_reserved`] fills them.
     pub fn reserve(&mut self, n: usize, out: &mut Vec<ReqId>) {
-        let s = self.st_mut();
         for _ in 0..n {
-            let seq = s.next_seq();
-            out.push(s.alloc(Req {
-                kind: ReqKind::Nothing,
-                done: false,
-                freed: false,
-                status: Status::default(),
-                err: None,
-                seq,
-            }));
+            out.push(self.nothing_request(false, Status::default()));
         }
     }
 
@@ -87,15 +78,7 @@ impl<P: Port> Core<P> {
         let broken = self.check().err();
         let Deferred { id, env, got, .. } = d;
         let s = self.st_mut();
-        let seq = s.next_seq();
-        let req = Req {
-            kind: ReqKind::Recv { env, buf, total: 0 },
-            done: false,
-            freed: false,
-            status: Status::default(),
-            err: None,
-            seq,
-        };
+        let req = Req::recv(env, buf, s.next_seq());
         let Some(slot @ Some(_)) = s.reqs.get_mut(id as usize) else {
             return Err(Error::Request(format!("request {id} was not reserved")));
         };

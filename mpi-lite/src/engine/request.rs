@@ -15,7 +15,7 @@ impl<P: Port> Core<P> {
     }
 
     /// A request with no communication of its own, complete or not.
-    fn nothing_request(&mut self, done: bool, status: Status) -> ReqId {
+    pub(super) fn nothing_request(&mut self, done: bool, status: Status) -> ReqId {
         let s = self.st_mut();
         let seq = s.next_seq();
         s.alloc(Req {

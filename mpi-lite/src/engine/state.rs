@@ -75,6 +75,21 @@ pub(super) struct Req {
     pub(super) seq: u64,
 }
 
+impl Req {
+    /// A pending receive of `env` into `buf`, posted `seq`-th.
+    #[inline(always)]
+    pub(super) fn recv(env: Envelope, buf: UserBuf, seq: u64) -> Req {
+        Req {
+            kind: ReqKind::Recv { env, buf, total: 0 },
+            done: false,
+            freed: false,
+            status: Status::default(),
+            err: None,
+            seq,
+        }
+    }
+}
+
 /// Empties a released request's slot. A request that owns nothing (no derived type, no
 /// buffer of its own, no error) is forgotten rather than dropped: no drop glue called per
 /// message.
@@ -282,14 +297,7 @@ impl State {
     pub(super) fn new_recv(&mut self, env: Envelope, buf: UserBuf) -> ReqId {
         let seq = self.next_seq();
         // Built whole, in its slot: a request is large, so no second move.
-        self.alloc(Req {
-            kind: ReqKind::Recv { env, buf, total: 0 },
-            done: false,
-            freed: false,
-            status: Status::default(),
-            err: None,
-            seq,
-        })
+        self.alloc(Req::recv(env, buf, seq))
     }
 
     /// A new send request to world rank `dst` holding `bsend` bytes of the Bsend buffer.
