@@ -352,8 +352,7 @@ fn pkg_config_fragment() {
 /// interface: every rank reached by the fabric, RMA by transfers only): the message path
 /// by default (a sockets provider), and with `GASNET_SHIM_RMA=transfers` segments exposed
 /// and puts and gets by `FI_RMA` (`src/rma.rs`), each rank saying which
-/// (`GASNET_SHIM_VERBOSE`). (Across network namespaces under `mpiexec.hydra` the jobs
-/// run too, but `gasnet_exit` there races hydra's clean-up: `docs/CLUSTER.md`.)
+/// (`GASNET_SHIM_VERBOSE`). Across hosts: the next test.
 #[test]
 fn programs_over_ofi_by_messages_and_by_transfers() {
     if !have_cc() {
@@ -377,4 +376,56 @@ fn programs_over_ofi_by_messages_and_by_transfers() {
             assert_eq!(said, 3, "{name}: every rank names the {path}: {text}");
         }
     }
+}
+
+/// Across two "nodes" (network namespaces, 2 ranks each) under MPICH's `mpiexec.hydra`:
+/// the hierarchy (the node's shm lanes, libfabric between the nodes), by messages and with
+/// `GASNET_SHIM_RMA=transfers`, each rank naming its path; then `gasnet_exit(7)` on one
+/// rank ends the ranks of both nodes with 7. Every job ends by `gasnet_exit`, which lets
+/// the rank's messages leave, tells the other host and finalizes the PMI connection
+/// (`AnyDriver::leave`): before, hydra SIGKILLed one node's ranks in about half the runs.
+/// Skipped where namespaces cannot be made or hydra is missing.
+#[test]
+fn programs_across_two_network_namespaces_under_hydra() {
+    if !have_cc() {
+        eprintln!("no C compiler: skipped");
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let limit = JOB_TIMEOUT + Duration::from_secs(60);
+    let hydra = |exe: &Path, args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = nodes.hydra_cmd(&[2, 2])?;
+        cmd.env("SKIFCH_OFI_DOMAIN", "eth0")
+            .envs(env.iter().copied())
+            .arg(exe)
+            .args(args);
+        Some(testing::run_job(cmd, limit))
+    };
+    for (rma, path) in [
+        ("default", "message path"),
+        ("transfers", "message (with transfers) path"),
+    ] {
+        let env = [("GASNET_SHIM_RMA", rma), ("GASNET_SHIM_VERBOSE", "1")];
+        for name in ["am", "rma", "ext"] {
+            let Some(o) = hydra(&compile(name, "seq"), &[], &env) else {
+                return;
+            };
+            let said = o.stderr.matches(path).count();
+            let what = format!("{name} on 2 × 2 ranks under hydra, GASNET_SHIM_RMA={rma}");
+            let text = o.expect_ok(&what);
+            assert!(text.contains(&format!("{name}: ok")), "{what}: {text}");
+            assert_eq!(said, 4, "{what}: every rank names the {path}: {text}");
+        }
+    }
+    let Some(o) = hydra(&compile("legacy", "seq"), &["exit7"], &[]) else {
+        return;
+    };
+    assert_eq!(
+        o.code(),
+        Some(7),
+        "gasnet_exit(7) across hosts: {}",
+        o.text()
+    );
 }

@@ -275,13 +275,34 @@ impl AnyDriver {
         }
     }
 
+    /// Ends this rank's part in the job before the process exits with `status` without
+    /// finalizing (GASNet's `gasnet_exit`, after [`AnyDriver::request_exit`]): the fabric's
+    /// peers are told the request and count this rank lost ([`crate::ofi::OfiDriver::leave`]:
+    /// other hosts have no shared control block to read it from), and the launcher's
+    /// connection is finalized ([`crate::boot::finalize_current`]: hydra kills a node's
+    /// ranks when one of them exits with it open). The driver carries no more messages.
+    pub fn leave(&self, status: i32) {
+        match self {
+            AnyDriver::Ofi(d) => d.leave(status),
+            AnyDriver::Hier(d) => d.remote().leave(status),
+            AnyDriver::Wrapped(d) => d.inner().inner().leave(status),
+            AnyDriver::Shm(_) | AnyDriver::Fpga(_) | AnyDriver::Fwd(_) => {}
+        }
+        crate::boot::finalize_current();
+    }
+
     /// The status a rank of the job asked it to end with, if any.
     pub fn exit_request(&self) -> Option<i32> {
         match self {
             AnyDriver::Shm(d) => d.fabric().ctl().exit_request(),
             AnyDriver::Fpga(d) => d.job_control().exit_request(),
             AnyDriver::Ofi(d) => d.exit_request(),
-            AnyDriver::Hier(d) => d.local().fabric().ctl().exit_request(),
+            AnyDriver::Hier(d) => d
+                .local()
+                .fabric()
+                .ctl()
+                .exit_request()
+                .or_else(|| d.remote().exit_request()),
             AnyDriver::Wrapped(d) => d.inner().inner().exit_request(),
             AnyDriver::Fwd(d) => d.exit_request(),
         }

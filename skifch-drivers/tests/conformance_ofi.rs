@@ -341,3 +341,39 @@ fn ofi_delivers_a_batched_message_while_its_sender_makes_no_call() {
     })
     .expect("delivered");
 }
+
+/// A rank that ends right after its first messages to a peer (the last barrier of a job
+/// whose ranks never talked before) must not take them with it: they wait in the provider
+/// for a connection the receiver accepts only when it next drives its endpoint, here
+/// after a pause. Before `Ports::settle`, the finalize closed the endpoints 50 ms after a
+/// rank's last send and such messages were lost (2 × 2-rank init/finalize jobs across
+/// namespaces hung in about 1 run in 5). Over `tcp;ofi_rxm` and over `net`.
+#[test]
+fn ofi_delivers_the_last_messages_of_a_rank_that_ends_at_once() {
+    use std::io::IoSlice;
+    use std::time::Duration;
+    for provider in [Some("tcp;ofi_rxm"), None] {
+        let cfg = Config {
+            provider: provider.map(Into::into),
+            ..cfg()
+        };
+        threads::run(2, &cfg, |job| {
+            let me = job.rank();
+            let peer = skifch::NetAddr::new((1 - me) as u16, 0);
+            if me == 1 {
+                let ch = job.open(0)?;
+                ch.send_all(peer, &[IoSlice::new(b"first")])?;
+                ch.send_all(peer, &[IoSlice::new(b"last")])?;
+                return Ok(()); // the port and the job close here
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            let ch = job.open(0)?;
+            for want in [&b"first"[..], b"last"] {
+                let m = ch.recv_timeout(Duration::from_secs(60))?;
+                assert_eq!(m.to_vec(), want);
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{provider:?}: {e}"));
+    }
+}

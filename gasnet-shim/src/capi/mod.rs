@@ -72,8 +72,7 @@ const ERR_BARRIER_MISMATCH: c_int = 10005;
 pub(crate) fn fatal<C: std::fmt::Display + ?Sized>(call: &C, e: &dyn std::fmt::Display) -> ! {
     flush_c_stdio();
     if let Some(code) = exit_requested() {
-        // SAFETY: ends the process at once (no atexit handlers: the job is ending).
-        unsafe { libc::_exit(code) }
+        leave(code);
     }
     skifch::diag::line(&format!("gasnet: {call}: {e}"));
     // SAFETY: as above; the launcher stops the other ranks.
@@ -85,6 +84,19 @@ fn flush_c_stdio() {
     let _ = std::io::Write::flush(&mut std::io::stdout());
     // SAFETY: fflush(NULL) flushes every open output stream of the C library.
     unsafe { libc::fflush(std::ptr::null_mut()) };
+}
+
+/// Ends the process with `code` at once (no atexit handlers: the job is ending), this
+/// rank's part in the job ended first ([`skifch_drivers::AnyDriver::leave`]: its messages
+/// leave, peers on other hosts learn the request, the launcher's connection is finalized).
+fn leave(code: i32) -> ! {
+    let p = STATE.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: set by init from a leaked Box, never freed.
+        unsafe { &*p }.job.driver().leave(code);
+    }
+    // SAFETY: ends the process; nothing runs after.
+    unsafe { libc::_exit(code) }
 }
 
 fn exit_requested() -> Option<i32> {
@@ -149,8 +161,12 @@ fn do_init(call: &str) {
         G::new(&job, opts)
     }
     .unwrap_or_else(|e| match job.driver().exit_request() {
-        // SAFETY: a rank that finished first called gasnet_exit: end with its code.
-        Some(code) => unsafe { libc::_exit(code) },
+        // A rank that finished first called gasnet_exit: end with its code.
+        Some(code) => {
+            job.driver().leave(code);
+            // SAFETY: ends the process; nothing runs after.
+            unsafe { libc::_exit(code) }
+        }
         None => fatal(call, &e),
     });
     ok(call, gn.set_c_invoker(invoke::invoke));
@@ -585,8 +601,8 @@ pub extern "C" fn gasnet_exit(code: c_int) {
         let _ = s.g.shutdown();
         s.job.driver().request_exit(code)
     };
-    // SAFETY: ends the process at once (the job must not be finalized rank by rank).
-    unsafe { libc::_exit(code) }
+    // Not finalized rank by rank: the job ends with the first request.
+    leave(code)
 }
 
 #[no_mangle]

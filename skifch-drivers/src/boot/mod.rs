@@ -62,6 +62,11 @@ pub trait Bootstrap: Send + Sync {
             "abort is unsupported by this bootstrap".into(),
         ))
     }
+    /// Leaves the launcher's job now, for a process about to end by `_exit` with its
+    /// bootstrap never dropped (GASNet's `gasnet_exit`): MPICH's hydra SIGKILLs every rank
+    /// of a node when one closes its PMI connection without `cmd=finalize`, as a crashed
+    /// rank does. Collectives fail afterwards. The default does nothing.
+    fn finalize(&self) {}
     /// A short name of the mechanism, for messages (`"pmi1"`, `"pmix"`, `"single"`).
     fn name(&self) -> &'static str {
         "bootstrap"
@@ -161,6 +166,19 @@ pub fn from_env() -> Result<Arc<dyn Bootstrap>> {
     };
     *cur = Some((Arc::downgrade(&boot), boot.name()));
     Ok(boot)
+}
+
+/// Finalizes this process's live bootstrap, if any ([`Bootstrap::finalize`]): for a rank
+/// ending by `_exit` while its drivers (which hold the bootstrap) are never dropped.
+pub fn finalize_current() {
+    let live = CURRENT
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .and_then(|(weak, _)| weak.upgrade());
+    if let Some(b) = live {
+        b.finalize();
+    }
 }
 
 /// Whether a launcher started this process as a rank of a job: `skifrun` (`SKIFCH_RANK`),

@@ -8,12 +8,13 @@
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use skifch::{Error, Result};
 
 use super::ffi::FI_EAGAIN;
 use super::live::broken;
-use super::port::PortState;
+use super::port::{PortState, TX_SLOTS};
 use super::sys;
 use super::wire::{rec_len, Hdr, Kind, HDR, REC};
 
@@ -227,6 +228,57 @@ impl PortState {
     }
 }
 
+impl PortState {
+    /// At the rank's end, to pair `sid`: one header-only `Credit` message by `fi_send`,
+    /// whose completion says that everything sent to the pair before it has left this
+    /// process (the provider's queue is in send order, `FI_ORDER_SAS`; injected batches
+    /// report no completion). True when sent, or not needed (the peer finalized or is
+    /// lost); false when it must be tried again (no send buffer, queue full).
+    fn send_last(&mut self, sid: usize) -> bool {
+        let rank = sid as u32 / self.ports;
+        if self.live.is_lost(rank) || self.live.is_finalized(rank) {
+            return true;
+        }
+        let Some(slot) = self.tx_free.pop() else {
+            return false;
+        };
+        let (h, freed) = self.credit_hdr(sid);
+        let to = self.pairs[sid].to;
+        let buf = self.ep.buf(slot);
+        // SAFETY: send buffer `slot` is free (taken from `tx_free`) and holds at least HDR
+        // bytes; live endpoint; the buffer stays untouched until the send's completion.
+        let ret = unsafe {
+            std::ptr::copy_nonoverlapping(h.as_ptr(), buf, HDR);
+            sys::send(
+                self.ep.ep.0,
+                buf,
+                HDR,
+                self.ep.desc(),
+                to,
+                self.ep.ctx(slot),
+            )
+        };
+        if ret == 0 {
+            self.tx_dst[slot - self.ep.rx] = rank;
+            self.pairs[sid].told = freed;
+            return true;
+        }
+        self.tx_free.push(slot);
+        if ret == -(FI_EAGAIN as isize) {
+            return false;
+        }
+        if broken(ret) {
+            self.live.mark_lost(rank);
+        }
+        true
+    }
+
+    /// Whether nothing of this port is batched or in the provider's hands.
+    fn settled(&self) -> bool {
+        self.open.is_empty() && self.tx_free.len() == TX_SLOTS
+    }
+}
+
 /// One port's state and whether a [`super::port::OfiPort`] holds it.
 pub struct Home {
     st: Mutex<PortState>,
@@ -310,6 +362,35 @@ impl Ports {
     /// wake the owner's waiter.)
     pub fn flush_everything(&self) {
         self.each_open(0, PortState::flush_all);
+    }
+
+    /// When the rank finalizes, before its endpoints close: sends every open batch, then
+    /// drives each port's endpoint until what it sent has left this process, at most
+    /// `limit` in all. A batch sent with `fi_inject` to a peer not connected yet waits in
+    /// the provider's queue for the connection, which only the endpoint's progress makes;
+    /// closed before, it was lost, and a peer waiting for it (the last barrier of a job
+    /// whose ranks had not talked across nodes before) hung. So each peer port this port
+    /// sent to gets a last message whose completion is awaited ([`PortState::send_last`]).
+    pub fn settle(&self, limit: Duration) {
+        let t0 = Instant::now();
+        for p in 0..self.homes.len() {
+            let mut st = self.lock(p);
+            let mut todo: Vec<usize> = (0..st.pairs.len())
+                .filter(|&sid| st.pairs[sid].sent > 0)
+                .collect();
+            loop {
+                st.flush_all();
+                todo.retain(|&sid| !st.send_last(sid));
+                // A broken port (a corrupt peer) has nothing more to send.
+                if st.progress().is_err() || (todo.is_empty() && st.settled()) {
+                    break;
+                }
+                if t0.elapsed() > limit {
+                    return;
+                }
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
     }
 
     /// The heartbeat thread's tick: batches open for more than a tick leave. Returns

@@ -10,7 +10,7 @@
 #![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,8 @@ pub struct Live {
     /// state): read on every check, so a death it saw is reported without waiting for
     /// the heartbeat thread.
     oracle: Option<Oracle>,
+    /// A peer's request to end the job (`EXIT`): `1 << 32 | status`, 0 for none.
+    exit: AtomicU64,
 }
 
 /// A launcher's view of the first rank lost.
@@ -56,7 +58,22 @@ impl Live {
             event: unsafe { OwnedFd::from_raw_fd(fd) },
             heard: (0..size).map(|_| AtomicBool::new(false)).collect(),
             oracle,
+            exit: AtomicU64::new(0),
         })
+    }
+
+    /// Records a peer's request to end the job with `status` (the first one wins).
+    pub fn record_exit(&self, status: i32) {
+        let v = 1u64 << 32 | status as u32 as u64;
+        let _ = self
+            .exit
+            .compare_exchange(0, v, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The status a peer asked the job to end with (its `EXIT`), if any.
+    pub fn exit_request(&self) -> Option<i32> {
+        let v = self.exit.load(Ordering::Acquire);
+        (v != 0).then_some(v as u32 as i32)
     }
 
     /// The first rank lost, if any.
@@ -148,6 +165,9 @@ pub struct Heartbeat {
     pub(super) stop: Arc<AtomicBool>,
     /// Set with `stop` when the rank dies without finalizing (no `BYE`).
     pub(super) abort: Arc<AtomicBool>,
+    /// Set with `stop` by a rank ending the job by `exit`: `1 << 32 | status`; its peers
+    /// are told `EXIT` instead of `BYE`.
+    pub(super) leave: Arc<AtomicU64>,
     pub(super) timeout: Duration,
     /// The rank's ports, whose batches left open too long the thread flushes.
     pub(super) ports: Arc<super::batch::Ports>,
@@ -177,7 +197,7 @@ impl Heartbeat {
             if now >= next_beat {
                 next_beat = now + every;
                 for r in (0..n).filter(|&r| r != self.me && !self.done(r)) {
-                    self.say(r, Kind::Beat);
+                    self.say(r, Kind::Beat, 0);
                 }
             }
             self.drain(&mut ents, &mut last);
@@ -207,11 +227,14 @@ impl Heartbeat {
         if self.abort.load(Ordering::Acquire) {
             return;
         }
-        // Finalize: send what is batched, tell the peers, and keep the endpoint progressing a moment so the
-        // messages leave before it closes.
-        self.ports.flush_everything();
+        // Finalize: send what is batched and wait until it left (at most half the silence
+        // that makes peers count this rank lost), tell the peers, and keep the endpoint
+        // progressing a moment so the messages leave before it closes.
+        self.ports.settle(self.timeout / 2);
+        let leave = self.leave.load(Ordering::Acquire);
+        let kind = if leave == 0 { Kind::Bye } else { Kind::Exit };
         for r in (0..n).filter(|&r| r != self.me && !self.done(r)) {
-            self.say(r, Kind::Bye);
+            self.say(r, kind, leave as u32);
         }
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_millis(50) {
@@ -224,12 +247,13 @@ impl Heartbeat {
         self.live.is_lost(r) || self.live.is_finalized(r)
     }
 
-    fn say(&self, r: u32, kind: Kind) {
+    /// Sends control message `kind` to rank `r` (`seq`: an `EXIT`'s status).
+    fn say(&self, r: u32, kind: Kind, seq: u32) {
         let h = Hdr {
             kind,
             port: 0,
             rank: self.me,
-            seq: 0,
+            seq,
             credit: 0,
         }
         .emit();
@@ -278,6 +302,10 @@ impl Heartbeat {
                                     self.live.heard[r].store(true, Ordering::Release);
                                 }
                                 Kind::Bye => self.live.mark_finalized(h.rank),
+                                Kind::Exit => {
+                                    self.live.record_exit(h.seq as i32);
+                                    self.live.mark_lost(h.rank);
+                                }
                                 _ => {}
                             }
                         }

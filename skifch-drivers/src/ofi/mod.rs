@@ -82,7 +82,7 @@ pub mod sys;
 pub mod threads;
 pub mod wire;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -216,6 +216,8 @@ pub struct OfiDriver {
     live: Arc<Live>,
     stop: Arc<AtomicBool>,
     abort: Arc<AtomicBool>,
+    /// Set by [`OfiDriver::leave`] ([`live::Heartbeat`]'s `leave`).
+    leave: Arc<AtomicU64>,
     beat: Mutex<Option<JoinHandle<()>>>,
     net: Arc<Net>,
     /// Silence after which a peer is lost (`SKIFCH_OFI_TIMEOUT_MS`).
@@ -384,9 +386,10 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         }
     }
     let live = Arc::new(Live::new(size, keep.lost)?);
-    let (stop, abort) = (
+    let (stop, abort, leave) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
     );
     let flags = Arc::new(Flags::default());
     let states = eps
@@ -415,6 +418,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         live: live.clone(),
         stop: stop.clone(),
         abort: abort.clone(),
+        leave: leave.clone(),
         timeout: cfg.timeout,
         ports: homes.clone(),
     };
@@ -432,6 +436,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         live: live.clone(),
         stop,
         abort,
+        leave,
         beat: Mutex::new(Some(beat)),
         net: net.clone(),
         timeout: cfg.timeout,
@@ -462,15 +467,34 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
     Ok(Job::new(Arc::new(drv)))
 }
 
-impl Drop for OfiDriver {
-    fn drop(&mut self) {
-        // A rank unwinding from a panic did not finalize: no `BYE`, its peers see it lost.
-        self.abort
-            .store(std::thread::panicking(), Ordering::Release);
+impl OfiDriver {
+    /// Stops the heartbeat thread, which then lets this rank's messages leave and tells
+    /// the peers `BYE` (or, after [`OfiDriver::leave`], `EXIT`; nothing when `abort`).
+    fn stop_beat(&self, abort: bool) {
+        self.abort.store(abort, Ordering::Release);
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.beat.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = t.join();
         }
+    }
+
+    /// Ends this rank's part in the job before the process exits with `status` without
+    /// finalizing (GASNet's `gasnet_exit`): its messages leave the fabric
+    /// ([`batch::Ports::settle`]), then every peer is told `EXIT` with the status — it
+    /// records the request ([`OfiDriver::exit_request`]) and counts this rank lost, so
+    /// that a peer waiting for it ends too rather than waits. Not collective; the driver
+    /// carries no more messages afterwards.
+    pub fn leave(&self, status: i32) {
+        self.leave
+            .store(1u64 << 32 | status as u32 as u64, Ordering::Release);
+        self.stop_beat(false);
+    }
+}
+
+impl Drop for OfiDriver {
+    fn drop(&mut self) {
+        // A rank unwinding from a panic did not finalize: no `BYE`, its peers see it lost.
+        self.stop_beat(std::thread::panicking());
     }
 }
 
@@ -551,10 +575,12 @@ impl OfiDriver {
             .map_or(status, |d| d.fabric().ctl().request_exit(status))
     }
 
-    /// The status a rank asked the job to end with, if any (`skifrun` jobs).
+    /// The status a rank asked the job to end with, if any: in `skifrun`'s job state, or
+    /// told by a peer that left ([`OfiDriver::leave`]).
     pub fn exit_request(&self) -> Option<i32> {
         self.shm
             .as_ref()
             .and_then(|d| d.fabric().ctl().exit_request())
+            .or_else(|| self.live.exit_request())
     }
 }

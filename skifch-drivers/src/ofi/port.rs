@@ -355,24 +355,29 @@ impl PortState {
         }
     }
 
+    /// A `Credit` header to pair `sid` telling the peer our freed count, and that count.
+    pub(super) fn credit_hdr(&self, sid: usize) -> ([u8; HDR], u64) {
+        let freed = self.pairs[sid].freed.freed();
+        let h = Hdr {
+            kind: Kind::Credit,
+            port: self.me.port() as u16,
+            rank: self.me.rank(),
+            seq: 0,
+            credit: freed as u32,
+        };
+        (h.emit(), freed)
+    }
+
     /// Sends the credit messages that are due (`Credit` headers by `fi_inject`; those
     /// the provider refuses now stay due).
     fn flush_credits(&mut self) {
         let mut k = 0;
         while k < self.dirty.len() {
             let sid = self.dirty[k];
-            let p = &self.pairs[sid as usize];
-            let freed = p.freed.freed();
-            let h = Hdr {
-                kind: Kind::Credit,
-                port: self.me.port() as u16,
-                rank: self.me.rank(),
-                seq: 0,
-                credit: freed as u32,
-            }
-            .emit();
+            let (h, freed) = self.credit_hdr(sid as usize);
+            let to = self.pairs[sid as usize].to;
             // SAFETY: live endpoint; a 16-byte header is within every inject size.
-            let r = unsafe { sys::inject(self.ep.ep.0, h.as_ptr(), HDR, p.to) };
+            let r = unsafe { sys::inject(self.ep.ep.0, h.as_ptr(), HDR, to) };
             if r == -(FI_EAGAIN as isize) {
                 k += 1;
                 continue;

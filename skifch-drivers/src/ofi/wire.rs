@@ -31,6 +31,9 @@ pub enum Kind {
     Beat = 3,
     /// Control endpoint: the sender finalized.
     Bye = 4,
+    /// Control endpoint: the sender ends the job by exiting with status `seq` (GASNet's
+    /// `gasnet_exit`): the receiver records the request and counts the sender lost.
+    Exit = 5,
 }
 
 /// A parsed header.
@@ -69,6 +72,7 @@ impl Hdr {
             (MAGIC, 2) => Kind::Credit,
             (MAGIC, 3) => Kind::Beat,
             (MAGIC, 4) => Kind::Bye,
+            (MAGIC, 5) => Kind::Exit,
             (m, k) => {
                 return Err(Error::Corrupt(
                     format!("ofi: message header with magic {m:#x}, kind {k}").into(),

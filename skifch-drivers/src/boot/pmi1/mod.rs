@@ -454,18 +454,33 @@ impl Bootstrap for Pmi1 {
         })
     }
 
+    fn finalize(&self) {
+        let _ = self.with(|st, origin| {
+            st.finalize(origin);
+            Ok(())
+        });
+    }
+
     fn name(&self) -> &'static str {
         "pmi1"
+    }
+}
+
+impl State {
+    /// `cmd=finalize` once, unless the connection is unusable already.
+    fn finalize(&mut self, origin: &str) {
+        if self.broken.is_none() {
+            // Bounded: a server that stopped answering must not hold up the exit.
+            let _ = self.conn.set_timeout(Some(Duration::from_secs(30)));
+            let _ = self.call(origin, "finalize", &[], "finalize_ack");
+            self.broken = Some("this rank finalized its PMI connection".into());
+        }
     }
 }
 
 impl Drop for Pmi1 {
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if st.broken.is_none() {
-            // Bounded: a server that stopped answering must not hold up the exit.
-            let _ = st.conn.set_timeout(Some(Duration::from_secs(30)));
-            let _ = st.call(&self.origin, "finalize", &[], "finalize_ack");
-        }
+        st.finalize(&self.origin);
     }
 }
