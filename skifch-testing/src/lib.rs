@@ -21,11 +21,13 @@
 //! ```
 mod launchers;
 mod netns;
+mod slurm;
 pub use launchers::{
     hydra_cmd, mpiexec_hydra, mpirun_openmpi, openmpi_cmd, ssh_stand_in, which, ScratchDir,
     LAUNCHER_JOB_LIMIT_SECS,
 };
 pub use netns::NetNodes;
+pub use slurm::Slurm;
 
 use std::collections::HashSet;
 use std::ffi::OsString;

@@ -210,3 +210,38 @@ fn windows_across_two_network_namespaces_by_transfers() {
     ];
     on_two_namespaces(&progs, &env);
 }
+
+/// Slurm across two "nodes" (network namespaces, a `slurmd` in each, the controller in the
+/// switch: `NetNodes::slurm`): `srun --mpi=pmi2 -N 2 -n 4` starts the programs on 2 × 2
+/// ranks, which bootstrap over Slurm's PMI-1 server (its pmi2 plugin serves both) and talk
+/// through the hierarchy. Skipped, saying so, without Slurm, `cc` or namespaces.
+#[test]
+fn programs_under_srun_across_two_network_namespaces() {
+    if !have_cc() {
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let Some(slurm) = nodes.slurm() else {
+        return;
+    };
+    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
+    for (name, ok) in [
+        ("p2p", "p2p: 4 ranks ok"),
+        ("coll", "coll: 4 ranks ok"),
+        ("rma", "rma: ok"),
+    ] {
+        let exe = compile(name, false);
+        let mut cmd = slurm.srun_cmd(&["--mpi=pmi2", "-N", "2", "-n", "4"]);
+        cmd.env("SKIFCH_OFI_DOMAIN", "eth0")
+            .envs([("RMA_TEST_PATH", "messages"), ("RMA_TEST_TRANSFERS", "0")])
+            .arg(&exe);
+        let what = format!("{name} under srun on 2 nodes × 2 ranks");
+        let o = testing::run_job(cmd, limit);
+        if !o.status.success() {
+            panic!("{what}: {}\n{}", o.text(), slurm.logs());
+        }
+        assert!(o.stdout.contains(ok), "{what}: {}", o.text());
+    }
+}
