@@ -36,7 +36,11 @@
 //! of a rank is a reader/writer lock word in its control page: shared requests are granted
 //! while no writer holds or waits, a writer announces itself (new readers then wait) and
 //! takes the lock when the readers are gone (seed 003's reader preference, FIFO once a
-//! writer waits). Waiting for a lock keeps the engine progressing.
+//! writer waits). One exception on the message path, where a lock is sent with the first
+//! operation that waits: the shared locks of an `MPI_Win_lock_all` epoch are held, in
+//! MPI's terms, from the call on, so a writer that asked meanwhile does not hold them back
+//! (`served::LOCK_ALL`; with the plain queue, lock_all holders could wait for each other
+//! through queued writers: a deadlock). Waiting for a lock keeps the engine progressing.
 //!
 //! Files: this one (windows, creation, attributes, epochs), `ops.rs` (put, get and the
 //! accumulate family), `sync.rs` (fence, locks, flushes), `mem.rs` (the raw tier),

@@ -22,7 +22,8 @@ use std::sync::atomic::Ordering;
 
 use super::ops::Target;
 use super::served::{
-    H_ACC, H_BATCH, H_FENCE, H_FLUSH, H_GACC, H_GET, H_LOCK, H_PUT, H_TYPE, H_UNLOCK, OP_CAS,
+    H_ACC, H_BATCH, H_FENCE, H_FLUSH, H_GACC, H_GET, H_LOCK, H_PUT, H_TYPE, H_UNLOCK, LOCK_ALL,
+    OP_CAS,
 };
 use super::types::TYPED;
 use super::{LockType, Win};
@@ -257,8 +258,18 @@ impl Win {
 
     /// Takes member `r`'s lock (waits for the grant).
     pub(super) fn msg_lock_now<P: Port>(&self, mpi: &Mpi<P>, r: u32, t: LockType) -> Result<()> {
-        let shared = u64::from(t == LockType::Shared);
-        self.ask(mpi, r, H_LOCK, &[shared], &[], 0).map(|_| ())
+        let code = self.lock_code(t);
+        self.ask(mpi, r, H_LOCK, &[code], &[], 0).map(|_| ())
+    }
+
+    /// A lock request's `args[0]` (wire in `served.rs`): 0 exclusive, 1 shared,
+    /// [`LOCK_ALL`] shared in a lock_all epoch.
+    fn lock_code(&self, t: LockType) -> u64 {
+        match t {
+            LockType::Exclusive => 0,
+            LockType::Shared if self.epoch().lock_all => LOCK_ALL,
+            LockType::Shared => 1,
+        }
     }
 
     /// Releases member `r`'s lock once every earlier operation there is done (a deferred
@@ -390,8 +401,8 @@ impl Win {
         unlock: bool,
         len: usize,
     ) -> Result<Vec<u8>> {
-        let shared = u64::from(t == LockType::Shared);
-        self.ask(mpi, r, H_BATCH, &[shared, u64::from(unlock)], &ops, len)
+        let code = self.lock_code(t);
+        self.ask(mpi, r, H_BATCH, &[code, u64::from(unlock)], &ops, len)
     }
 
     /// The message part of a fence: tells every member this origin's operations to it are

@@ -11,7 +11,8 @@
 //!   8, data. `H_GET` (request): `args[2]` = length of the single run; the reply is the
 //!   data. `H_GACC` (request): as `H_ACC`, the reply is the old data (compare-and-swap:
 //!   operation 15, data = new value then compare value). `H_LOCK` / `H_UNLOCK` (requests):
-//!   `args[0]` = 0 exclusive, 1 shared; answered when granted / released. `H_FLUSH`
+//!   `args[0]` = 0 exclusive, 1 shared, 2 shared for an `MPI_Win_lock_all` epoch ([`LOCK_ALL`]);
+//!   answered when granted / released. `H_FLUSH`
 //!   (request): answered at once — the channel is FIFO per pair, so every earlier
 //!   operation of that origin has been applied. `H_FENCE`, `H_POST`, `H_DONE` (one-way):
 //!   counted (fence; post/start/complete/wait, per sender).
@@ -55,6 +56,12 @@ pub(crate) const H_BATCH: u8 = 26;
 pub(crate) const H_TYPE: u8 = 27;
 /// Forget a described type (one-way, after `MPI_Type_free` at the origin).
 pub(crate) const H_FORGET: u8 = 28;
+/// `args[0]` of a lock request for an `MPI_Win_lock_all` epoch: a shared lock the origin
+/// holds, in MPI's terms, since its `MPI_Win_lock_all` returned; the message path only
+/// sends it later, with the first operation that waits. So a writer queued meanwhile does
+/// not hold it back (seed 003's queue would: with lock_all holders waiting for each other
+/// through queued writers, 4 ranks of `rmalock.c` deadlocked about 1 run in 60).
+pub(crate) const LOCK_ALL: u64 = 2;
 /// The operation code of compare-and-swap in `H_GACC`.
 pub(crate) const OP_CAS: u64 = 15;
 
@@ -97,6 +104,8 @@ struct Locker {
     /// The origin's world rank.
     src: u32,
     excl: bool,
+    /// Shared, for a lock_all epoch ([`LOCK_ALL`]): not held back by waiting writers.
+    all: bool,
     batch: Option<Batch>,
 }
 
@@ -116,7 +125,7 @@ impl RwQueue {
             self.take(excl);
             return Some(l);
         }
-        if !excl && !self.excl && self.waiting_excl == 0 {
+        if !excl && !self.excl && (self.waiting_excl == 0 || l.all) {
             self.shared += 1;
             return Some(l);
         }
@@ -544,6 +553,7 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
                         to,
                         src,
                         excl: a(0) == 0,
+                        all: a(0) == LOCK_ALL,
                         batch: Some(batch),
                     };
                     return match w.lock.request(l) {
@@ -559,6 +569,7 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
                     to,
                     src,
                     excl: a(0) == 0,
+                    all: a(0) == LOCK_ALL,
                     batch: None,
                 };
                 Ok(w.lock.request(l).map(|_| Vec::new()))
@@ -577,5 +588,39 @@ fn on_rma<P: Port>(s: &mut State, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Re
         (Ok(_), _) => Ok(()),
         (Err(why), Some(t)) => io.reply_error(t, &why),
         (Err(why), None) => Err(bad(why)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn locker(src: u32, excl: bool, all: bool) -> Locker {
+        Locker {
+            to: ReplyTo { rank: src, req: 0 },
+            src,
+            excl,
+            all,
+            batch: None,
+        }
+    }
+
+    /// Seed 003's queue: readers first, FIFO once a writer waits; a lock_all reader is
+    /// not held back by a waiting writer, only by a holding one.
+    #[test]
+    fn lock_all_readers_pass_waiting_writers() {
+        let mut q = RwQueue::default();
+        assert!(q.request(locker(1, false, true)).is_some()); // lock_all reader holds
+        assert!(q.request(locker(2, true, false)).is_none()); // a writer waits
+        assert!(q.request(locker(3, false, false)).is_none()); // a plain reader queues behind it
+        assert!(q.request(locker(4, false, true)).is_some()); // a lock_all reader does not
+        assert!(q.release(false).is_empty()); // one reader left
+        let g = q.release(false);
+        assert_eq!(g.iter().map(|l| l.src).collect::<Vec<_>>(), [2]);
+        // A holding writer keeps lock_all readers out too, then they go in order.
+        assert!(q.request(locker(5, false, true)).is_none());
+        let g = q.release(true);
+        assert_eq!(g.iter().map(|l| l.src).collect::<Vec<_>>(), [3, 5]);
+        assert_eq!((q.shared, q.excl), (2, false));
     }
 }

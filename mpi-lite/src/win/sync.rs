@@ -289,11 +289,20 @@ impl Win {
     /// # One-sided Operation
     /// Only the origin calls it; every operation is complete when it returns.
     pub fn unlock_all<P: Port>(&self, mpi: &Mpi<P>) -> Result<()> {
-        if !std::mem::take(&mut self.epoch().lock_all) {
+        if !self.epoch().lock_all {
             return Err(sync_err(
                 "MPI_Win_unlock_all without MPI_Win_lock_all".into(),
             ));
         }
+        // The epoch ends after the releases: a deferred lock sent with them is still the
+        // lock_all epoch's (`LOCK_ALL` on the message path).
+        let done = self.release_all(mpi);
+        self.epoch().lock_all = false;
+        done
+    }
+
+    /// The releases of [`Win::unlock_all`].
+    fn release_all<P: Port>(&self, mpi: &Mpi<P>) -> Result<()> {
         fence(Ordering::SeqCst);
         let nocheck = self.nocheck_mark(usize::MAX, false);
         if self.msg {
