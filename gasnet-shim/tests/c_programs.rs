@@ -239,6 +239,55 @@ fn gasnet_exit_ends_the_job_with_its_code() {
     }
 }
 
+/// `gasnetrun_skifch`, the conduit's launcher under GASNet's name: `-n` runs the job
+/// (exit status the job's: `gasnet_exit(7)` gives 7), `-t` shows the skifrun command,
+/// `-N` spreads the ranks over GASNET_SSH_SERVERS' hosts, bad options exit 2 saying why.
+#[test]
+fn gasnetrun_skifch_launches_with_gasnet_options() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("legacy", "seq");
+    let launcher = crate_dir().join("bin/gasnetrun_skifch");
+    let cmd = |args: &[&str]| {
+        let mut c = Command::new(&launcher);
+        testing::clean_env(&mut c);
+        c.env("SKIFRUN", testing::skifrun_exe())
+            .env_remove("GASNET_SSH_SERVERS")
+            .env_remove("GASNET_NODEFILE")
+            .args(args);
+        c
+    };
+    let e = exe.to_str().expect("a UTF-8 path");
+    testing::run_job(cmd(&["-n", "3", "-E", "HOME", e]), JOB_TIMEOUT)
+        .expect_ok("gasnetrun_skifch -n 3");
+    let o = testing::run_job(cmd(&["-np", "2", e, "exit7"]), JOB_TIMEOUT);
+    assert_eq!(o.code(), Some(7), "{}", o.text());
+    let mut spread = cmd(&["-t", "-N", "3", "-n", "4", "--", "./prog", "-x"]);
+    spread.env("GASNET_SSH_SERVERS", "a,b c");
+    let o = testing::run_job(spread, JOB_TIMEOUT);
+    assert!(
+        o.status.success()
+            && o.stderr
+                .contains("skifrun --hosts a:2,b:1,c:1 -n 4 -- ./prog -x"),
+        "{}",
+        o.text()
+    );
+    for (args, why) in [
+        (&["-n", "0", "./prog"][..], "-n needs a number"),
+        (&["-q", "-n", "2", "./prog"][..], "unknown option -q"),
+        (&["-n", "2"][..], "no program given"),
+        (&["-N", "2", "-n", "2", "./prog"][..], "only 0 hosts"),
+    ] {
+        let o = testing::run_job(cmd(args), JOB_TIMEOUT);
+        assert!(
+            o.code() == Some(2) && o.stderr.contains(why),
+            "{args:?}: {}",
+            o.text()
+        );
+    }
+}
+
 fn bad_input(case: &str, call: &str) {
     let exe = compile("bad", "seq");
     for env in [DIRECT, MESSAGES] {
