@@ -7,7 +7,10 @@
 # (Debian's is `ch4:ucx`: `UCX_TLS=tcp,self`), in one run: ROUNDS rounds, each running
 # every implementation once, so that the ratios compare runs made minutes apart.
 #
-#   cargo build --release -p skifrun -p skifmpi -p skifch-benches --bin msgrate
+#   cargo build --release -p skifrun -p skifmpi && cargo build --release -p skifch-benches --bin msgrate
+#   (two commands: with `--bin msgrate` in the same command cargo builds no library, and a
+#   stale libskifmpi.so from an older build would be measured; the script refuses programs
+#   older than the sources, STALE_OK=1 overrides)
 #   sudo scripts/ofi-rates.sh [OUTDIR]       # needs root (ip netns), mpiexec.hydra,
 #                                            # mpicc.mpich, mpicc.openmpi, mpirun.openmpi
 # Environment: ROUNDS (default 3), CARGO_TARGET_DIR (where the release build is),
@@ -21,6 +24,10 @@
 # and a lock-put-unlock epoch on an MPI_Win_allocate window, for mpi-lite by messages (its
 # default over these providers, column mpi-lite) and by transfers (SKIFMPI_RMA=transfers,
 # column lite-transfers: puts and gets by FI_RMA), Open MPI and MPICH).
+# LITE_ALT=DIR (also mpi-lite with the libskifmpi.so of DIR, e.g. a copy of main's before a
+# change: column mpi-lite-alt, the same programs through LD_LIBRARY_PATH, in the same round),
+# TESTS (default msgrate,latency,bandwidth: which of the three to run; `latency,bandwidth`
+# makes short rounds for alternating comparisons).
 # Open MPI runs with --bind-to none: each node's orted binds its one rank to core 0, so
 # the two ranks shared one CPU and took turns at the 4 ms scheduler tick (4 ms latency);
 # and with --mca osc pt2pt: over ob1/tcp no other one-sided component works
@@ -53,6 +60,13 @@ for t in mpiexec.hydra mpicc.mpich mpicc.openmpi mpirun.openmpi; do
 done
 for f in "$rel/msgrate" "$rel/libskifmpi.so"; do
     [ -e "$f" ] || { echo "ofi-rates: $f missing (build first, see the header)" >&2; exit 2; }
+    # A source newer than the program: it was not rebuilt (see the header).
+    newer=$(find skifch/src skifch-drivers/src mpi-lite/src mpi-lite/capi/src benches/src \
+        -name '*.rs' -newer "$f" -print -quit)
+    if [ -n "$newer" ] && [ "${STALE_OK:-0}" != 1 ]; then
+        echo "ofi-rates: $f is older than $newer: rebuild (see the header) or STALE_OK=1" >&2
+        exit 2
+    fi
 done
 
 # The nodes: as NetNodes::build (10.10.0.<i+1> on each node's eth0, the bridge in "sw").
@@ -129,12 +143,22 @@ export UCX_TLS=tcp,self UCX_NET_DEVICES=$iface
 # unbound too.
 [ "${BIND:-1}" = 1 ] || export SKIFMPI_BIND=none
 
+tests=,${TESTS:-msgrate,latency,bandwidth},
+has() { [[ $tests == *,$1,* ]]; }
+mr_tests=$(has msgrate && echo msgrate,)$(has latency && echo latency)
+mr_tests=${mr_tests%,}
+lite_runs=lite:hydra
+[ -n "${LITE_ALT:-}" ] && lite_runs="lite:hydra lite-alt:hydra"
+
 csv=$out/all.csv
 : >"$csv"
 : >"$out/load.txt"
 for r in $(seq 1 "$rounds"); do
     echo "round $r: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/load.txt" >&2
-    hydra "$rel/msgrate" --tests msgrate,latency --sizes 8,1048576 --csv "$tmp/raw.csv" \
+    # Raw channels: bandwidth is msgrate's at 1 MiB; the 8 B points as asked.
+    raw_tests=$( (has msgrate || has bandwidth) && echo msgrate,)$(has latency && echo latency)
+    raw_sizes=$( (has msgrate || has latency) && echo 8,)$(has bandwidth && echo 1048576)
+    hydra "$rel/msgrate" --tests "${raw_tests%,}" --sizes "${raw_sizes%,}" --csv "$tmp/raw.csv" \
         >"$tmp/raw.log" 2>&1 || { echo "raw channels failed:" >&2; tail -5 "$tmp/raw.log" >&2; }
     grep -v '^#\|^impl' "$tmp/raw.csv" 2>/dev/null | cut -d, -f1-5 | sed "s/\$/,$r/" >>"$csv"
     if [ "${RXM:-0}" = 1 ]; then # the same over tcp;ofi_rxm, as column raw-rxm
@@ -162,15 +186,22 @@ for r in $(seq 1 "$rounds"); do
                 { echo "$name one-sided failed:" >&2; tail -5 "$tmp/rma.err" >&2; }
         done
     fi
-    for m in lite:hydra mpich:hydra ompi:ompi; do
-        impl=${m%%:*} run=${m##*:}
+    for m in $lite_runs mpich:hydra ompi:ompi; do
+        impl=${m%%:*} run=${m##*:} env=()
         name=$impl; [ $impl = lite ] && name=mpi-lite; [ $impl = ompi ] && name=openmpi
-        $run "$tmp/mr_$impl" -i "$name" -T msgrate,latency -m 8 2>"$tmp/$impl.err" |
-            grep -v '^impl' | sed "s/\$/,$r/" >>"$csv" ||
-            { echo "$name msgrate failed:" >&2; tail -5 "$tmp/$impl.err" >&2; }
-        $run "$tmp/bw_$impl" -i "$name" -m 1048576 2>"$tmp/$impl.bw.err" |
-            grep -v '^impl' | sed "s/\$/,$r/" >>"$csv" ||
-            { echo "$name bandwidth failed:" >&2; tail -5 "$tmp/$impl.bw.err" >&2; }
+        if [ $impl = lite-alt ]; then # the other library under the same programs
+            impl=lite name=mpi-lite-alt env=(-env LD_LIBRARY_PATH "$LITE_ALT")
+        fi
+        if [ -n "$mr_tests" ]; then
+            $run "${env[@]}" "$tmp/mr_$impl" -i "$name" -T "$mr_tests" -m 8 \
+                2>"$tmp/$impl.err" | grep -v '^impl' | sed "s/\$/,$r/" >>"$csv" ||
+                { echo "$name msgrate failed:" >&2; tail -5 "$tmp/$impl.err" >&2; }
+        fi
+        if has bandwidth; then
+            $run "${env[@]}" "$tmp/bw_$impl" -i "$name" -m 1048576 2>"$tmp/$impl.bw.err" |
+                grep -v '^impl' | sed "s/\$/,$r/" >>"$csv" ||
+                { echo "$name bandwidth failed:" >&2; tail -5 "$tmp/$impl.bw.err" >&2; }
+        fi
     done
 done
 echo "CSV: $csv" >&2
@@ -182,7 +213,8 @@ for impl, test, size, value, unit, rnd in csv.reader(open(sys.argv[1])):
     impl = "skifch-raw" if impl.startswith("skifch") else impl
     rows.setdefault((test, int(size), unit), {}).setdefault(impl, []).append(float(value))
 cols = ["skifch-raw"] + (["raw-rxm"] if any("raw-rxm" in by for by in rows.values()) else [])
-cols += ["mpi-lite", "openmpi", "mpich"]
+cols += ["mpi-lite"] + (["mpi-lite-alt"] if any("mpi-lite-alt" in by for by in rows.values()) else [])
+cols += ["openmpi", "mpich"]
 cols += [c for c in ("shmem-transfers", "shmem-messages", "lite-transfers")
          if any(c in by for by in rows.values())]
 # Medians, then each implementation's best round (on a shared machine the closest to its

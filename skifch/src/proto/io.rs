@@ -45,7 +45,10 @@ impl IoState {
             size,
             port,
             max_msg,
-            // Up to 4 chunks in flight per lane, 8-byte multiples.
+            // Up to 4 chunks in flight per lane, 8-byte multiples. (Over the ofi driver on
+            // `net` a chunk of a whole receive buffer, 131048 bytes instead of 32760 of which
+            // three share a buffer, made mpi-lite's 1 MiB bandwidth between two namespaces
+            // lower in 6 of 6 alternating pairs: docs/results-2026-11-29-ofi-speed.)
             chunk: ((max_msg / 4).max(2 * MAX_HDR)) & !7,
             out: (0..size).map(|_| VecDeque::new()).collect(),
             queued: 0,
