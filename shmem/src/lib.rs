@@ -124,6 +124,7 @@ pub(crate) fn fatal(call: &str, e: &dyn std::fmt::Display) -> ! {
         // Another PE called shmem_global_exit: this PE's failure (most likely finding
         // that PE gone) is the job ending, with that PE's status (§9.1.6).
         let _ = std::io::Write::flush(&mut std::io::stdout());
+        capi::leave(status);
         std::process::exit(status)
     }
     say(&format!("skifshmem: {call}: {e}"));

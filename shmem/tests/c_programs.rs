@@ -732,7 +732,10 @@ fn programs_over_ofi() {
 /// `mpiexec.hydra`: the hierarchy's RMA (`skifch_drivers::hier_rma`) maps the node's PEs
 /// and reaches the other node's by the fabric's transfers (`FI_RMA` over the provider the
 /// driver picks, `net`) with `SKIFSHMEM_RMA=transfers`; atomics on those go as messages.
-/// By default the message path. Skipped where namespaces cannot be made.
+/// By default the message path. Then `shmem_global_exit` on PE 1 (on node 0) ends the PEs
+/// of both nodes with its status, 7 and 0, none reporting an error (it leaves the job:
+/// `AnyDriver::leave`; the other node's PEs used to fail with status 1). Skipped where
+/// namespaces cannot be made.
 #[test]
 fn programs_across_two_network_namespaces() {
     if !have_cc() {
@@ -768,6 +771,21 @@ fn programs_across_two_network_namespaces() {
             by_transfers,
             if rma == "transfers" { 4 } else { 0 },
             "{name}: {text}"
+        );
+    }
+    for args in [&["7"][..], &["0"], &["5", "early"]] {
+        let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
+            return;
+        };
+        cmd.env("SKIFCH_OFI_DOMAIN", "eth0")
+            .arg(compile("global_exit", true))
+            .args(args);
+        let o = testing::run_job(cmd, limit);
+        assert!(
+            o.status.code() == args[0].parse().ok() && !o.stderr.contains("skifshmem:"),
+            "shmem_global_exit({args:?}) across namespaces: {}\n{}",
+            o.status,
+            o.text()
         );
     }
 }

@@ -177,7 +177,10 @@ fn do_init(call: &str, requested: c_int) -> c_int {
     )
     .unwrap_or_else(|e| match job.driver().exit_request() {
         // A PE that finished init first called shmem_global_exit: end with its status.
-        Some(status) => std::process::exit(status),
+        Some(status) => {
+            job.driver().leave(status);
+            std::process::exit(status)
+        }
         None => fatal(call, &e),
     });
     let thread_level = requested.clamp(0, max_thread_level(&world));
@@ -281,10 +284,24 @@ pub extern "C" fn pshmem_global_exit(status: c_int) {
         status & 0xff
     } else {
         // SAFETY: as in `st`.
-        unsafe { &*p }._job.driver().request_exit(status)
+        let d = unsafe { &*p }._job.driver();
+        let status = d.request_exit(status);
+        // PEs on other hosts learn it from here, and the launcher sees a clean end.
+        d.leave(status);
+        status
     };
     // SAFETY: _exit ends the process at once (no atexit: the job must not be finalized).
     unsafe { libc::_exit(status) }
+}
+
+/// Ends this PE's part in the job before it exits with `status` after another PE's
+/// `shmem_global_exit` ([`skifch_drivers::AnyDriver::leave`]).
+pub(crate) fn leave(status: i32) {
+    let p = STATE.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: as in `st`.
+        unsafe { &*p }._job.driver().leave(status);
+    }
 }
 
 /// The status another PE asked the job to end with (`shmem_global_exit`), if any: a PE
