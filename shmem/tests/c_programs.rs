@@ -575,6 +575,31 @@ fn oshcc_showme_and_missing_library() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no libskifshmem"));
 }
 
+/// The OpenSHMEM specification's names, `bin/shmem/oshcc` and `oshrun`: a program built by
+/// the one and started by the other (`-np`), as a user's build and job script do.
+#[test]
+fn oshcc_and_oshrun_by_the_specification_names() {
+    if !have_cc() {
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c/rma-oshcc");
+    std::fs::create_dir_all(exe.parent().expect("a directory")).expect("scratch directory");
+    testing::build_exe(&exe, "rma.c (oshcc)", |out| {
+        let mut c = Command::new(crate_dir().join("bin/shmem/oshcc"));
+        c.env("SKIFSHMEM_LIBDIR", lib_dir())
+            .arg(crate_dir().join("tests/c/rma.c"))
+            .arg("-o")
+            .arg(out);
+        c
+    });
+    let mut run = Command::new(crate_dir().join("bin/shmem/oshrun"));
+    testing::clean_env(&mut run);
+    run.env("SKIFRUN", testing::skifrun_exe())
+        .args(["-np", "3"])
+        .arg(&exe);
+    testing::run_job(run, JOB_TIMEOUT).expect_ok("rma.c built by oshcc, run by oshrun -np 3");
+}
+
 /// The Rust self-test as a multi-process job: the shm driver's RMA (`ShmRma`) and the
 /// message path, 2 and 4 PEs.
 #[test]
