@@ -246,6 +246,8 @@ pub struct Pmix {
     nodes: Vec<u32>,
     /// Number of the next all-gather (its key); the lock also keeps collectives in order.
     calls: Mutex<u64>,
+    /// `PMIx_Finalize` was called ([`Bootstrap::finalize`]): not again on drop.
+    finalized: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: `Lib` holds function pointers into a library that is never unloaded, and `Proc`
@@ -276,6 +278,7 @@ impl Pmix {
             size: 0,
             nodes: Vec::new(),
             calls: Mutex::new(0),
+            finalized: std::sync::atomic::AtomicBool::new(false),
         };
         let job = Proc {
             rank: RANK_WILDCARD,
@@ -468,14 +471,32 @@ impl Bootstrap for Pmix {
         self.lib.status("PMIx_Abort", rc)
     }
 
+    fn finalize(&self) {
+        // Open MPI's mpirun reports a rank that exits without it as "exiting improperly"
+        // and ends the job with status 1.
+        self.finalize_once();
+    }
+
     fn name(&self) -> &'static str {
         "pmix"
     }
 }
 
+impl Pmix {
+    /// `PMIx_Finalize`, once.
+    fn finalize_once(&self) {
+        if !self
+            .finalized
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            // SAFETY: PMIx_Init succeeded (a `Pmix` exists only then); no info array.
+            unsafe { (self.lib.finalize)(std::ptr::null(), 0) };
+        }
+    }
+}
+
 impl Drop for Pmix {
     fn drop(&mut self) {
-        // SAFETY: PMIx_Init succeeded (a `Pmix` exists only then); no info array.
-        unsafe { (self.lib.finalize)(std::ptr::null(), 0) };
+        self.finalize_once();
     }
 }
