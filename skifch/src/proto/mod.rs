@@ -140,7 +140,6 @@ use std::time::Duration;
 
 use crate::coll::CollState;
 use crate::driver::Driver;
-use crate::wait::Backoff;
 use crate::{Channel, Error, Job, NetAddr, Port, Result, WaitPolicy};
 use io::{check_user, send_msg, IoState, Out};
 
@@ -390,7 +389,7 @@ impl<P: Port, C> Endpoint<P, C> {
     #[cold]
     fn push_slow(&mut self, dst: u32, hdr: &[u8], data: &[u8]) -> Result<()> {
         let addr = NetAddr::new(dst as u16, self.io.port);
-        let mut idle = Backoff::with(256, 768, Duration::from_micros(50));
+        let mut idle = self.lane_wait();
         loop {
             if !self.io.out[dst as usize].is_empty() {
                 self.io.flush_dst(&self.ch, dst)?;
@@ -405,7 +404,7 @@ impl<P: Port, C> Endpoint<P, C> {
             // blocked sending to us), then back off.
             let did = self.service()?;
             self.io.flush_all(&self.ch);
-            self.backoff(did, &mut idle)?;
+            self.lane_backoff(did, &mut idle)?;
         }
     }
 }
