@@ -25,9 +25,10 @@ const LANE_SPINS: u32 = 256;
 /// round trip over a fabric, nothing on shm), then 768 polls after a yield each, then
 /// 50 us naps. Over a fabric the peer frees room (returns credit) a round trip or more
 /// later and needs nothing from this CPU: a yield there gives the CPU to whatever else
-/// runs, on a loaded machine for a whole time slice (mpi-lite's 1 MiB bandwidth between
-/// two namespaces at load 7-9: median 1702 MB/s with the floor against 822 without, 18
-/// alternating pairs, docs/results-2026-11-29-ofi-speed).
+/// runs, on a loaded machine for a whole time slice — the rule the waits follow too
+/// (`wait_until` spins the floor before sleeping). Its effect on mpi-lite's 1 MiB
+/// bandwidth between two namespaces was not shown either way at load 5-13
+/// (docs/results-2026-11-29-ofi-speed).
 pub(super) struct LaneWait {
     idle: Backoff,
     floor: Duration,
