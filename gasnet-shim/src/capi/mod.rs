@@ -72,6 +72,11 @@ const ERR_BARRIER_MISMATCH: c_int = 10005;
 pub(crate) fn fatal<C: std::fmt::Display + ?Sized>(call: &C, e: &dyn std::fmt::Display) -> ! {
     flush_c_stdio();
     if let Some(code) = exit_requested() {
+        if env_on("GASNET_SHIM_VERBOSE") {
+            skifch::diag::line(&format!(
+                "gasnet: {call}: {e}: ending with status {code}, another rank's gasnet_exit"
+            ));
+        }
         leave(code);
     }
     skifch::diag::line(&format!("gasnet: {call}: {e}"));

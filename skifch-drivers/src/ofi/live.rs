@@ -136,7 +136,7 @@ impl Live {
     }
 
     /// Whether `rank` said `EXIT` and its grace is not over.
-    fn is_exiting(&self, rank: u32) -> bool {
+    pub fn is_exiting(&self, rank: u32) -> bool {
         self.state[rank as usize].load(Ordering::Acquire) == EXITING
     }
 
@@ -281,6 +281,19 @@ impl Heartbeat {
         }
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_millis(50) {
+            self.drain(&mut ents, &mut last);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // A job ending by exit: stay until every peer has ended too (`EXIT`, `BYE` or lost),
+        // at most the loss timeout. A rank that left first was seen gone (by the node's
+        // lanes, or its sockets) by a peer still in the job's last barrier, which then ended
+        // with the exit before finishing it (1 GASNet job in about 250 under hydra). A peer
+        // that goes on computing ends after its grace, and says `EXIT` then.
+        let t0 = Instant::now();
+        while leave != 0
+            && t0.elapsed() < self.timeout
+            && (0..n).any(|r| r != self.me && !self.done(r))
+        {
             self.drain(&mut ents, &mut last);
             std::thread::sleep(Duration::from_millis(2));
         }

@@ -460,14 +460,20 @@ unsafe impl Port for OfiPort {
         if let Some(why) = why {
             return Err(Error::Unreachable { addr: dst, why });
         }
-        if st.live.is_lost(r) {
-            return Err(Error::PeerLost { rank: r });
-        }
         if mode == SendMode::Whole && total > st.max {
             return Err(Error::MessageTooLarge {
                 len: total as u64,
                 max: st.max as u32,
             });
+        }
+        // A rank that said `EXIT` ends the job: what is sent to it is dropped (as the
+        // node's lanes take it until the rank is seen gone); waits for it fail after the
+        // grace (`live`).
+        if st.live.is_exiting(r) {
+            return Ok(total);
+        }
+        if st.live.is_lost(r) {
+            return Err(Error::PeerLost { rank: r });
         }
         // A whole batch is always free at the receiver while credit lasts: a message that
         // does not fit one is cut to a batch (partial send) or refused (`Whole`).
