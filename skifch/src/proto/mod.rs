@@ -140,6 +140,7 @@ use std::time::Duration;
 
 use crate::coll::CollState;
 use crate::driver::Driver;
+use crate::wait::Backoff;
 use crate::{Channel, Error, Job, NetAddr, Port, Result, WaitPolicy};
 use io::{check_user, send_msg, IoState, Out};
 
@@ -389,7 +390,7 @@ impl<P: Port, C> Endpoint<P, C> {
     #[cold]
     fn push_slow(&mut self, dst: u32, hdr: &[u8], data: &[u8]) -> Result<()> {
         let addr = NetAddr::new(dst as u16, self.io.port);
-        let mut idle = self.lane_wait();
+        let mut idle = Backoff::with(256, 768, Duration::from_micros(50));
         loop {
             if !self.io.out[dst as usize].is_empty() {
                 self.io.flush_dst(&self.ch, dst)?;
@@ -401,10 +402,12 @@ impl<P: Port, C> Endpoint<P, C> {
                 }
             }
             // The lane is full: serve our own incoming traffic meanwhile (the receiver may be
-            // blocked sending to us), then back off.
+            // blocked sending to us), then back off. (Spinning the channel's spin floor
+            // before the yields, as `wait_until` does, was measured slower over the fabric
+            // at low load and reverted: docs/results-2026-11-29-ofi-speed.)
             let did = self.service()?;
             self.io.flush_all(&self.ch);
-            self.lane_backoff(did, &mut idle)?;
+            self.backoff(did, &mut idle)?;
         }
     }
 }

@@ -5,7 +5,10 @@
 //! sends it as usual).
 #![allow(unsafe_code)] // the reserved room is receiver memory reached by raw pointer
 
+use std::time::Duration;
+
 use crate::driver::Reserved;
+use crate::wait::Backoff;
 use crate::{Error, NetAddr, Port, Result};
 
 use super::header;
@@ -57,7 +60,7 @@ impl<P: Port, C> Endpoint<P, C> {
     ) -> Result<Option<Prepared>> {
         let want = want(&self.io, dst, h, nargs, max)?;
         let addr = NetAddr::new(dst as u16, self.io.port);
-        let mut idle = self.lane_wait();
+        let mut idle = Backoff::with(256, 768, Duration::from_micros(50));
         loop {
             // Messages queued to `dst` go first.
             if !self.io.out[dst as usize].is_empty() {
@@ -75,7 +78,7 @@ impl<P: Port, C> Endpoint<P, C> {
             }
             let did = self.service()?;
             self.io.flush_all(&self.ch);
-            self.lane_backoff(did, &mut idle)?;
+            self.backoff(did, &mut idle)?;
         }
     }
 

@@ -17,37 +17,6 @@ const PROBE_EVERY: Duration = Duration::from_millis(500);
 /// Group id of [`Endpoint::barrier`] (apart from the world group's `u32::MAX`).
 const BARRIER_GID: u32 = u32::MAX - 1;
 
-/// Busy polls of a blocked send before it yields (at least [`LaneWait::floor`] long).
-const LANE_SPINS: u32 = 256;
-
-/// The back-off of a send blocked on a peer's full lane: [`LANE_SPINS`] polls and at
-/// least the channel's spin floor ([`crate::driver::Waiter::spin_floor`]: about a network
-/// round trip over a fabric, nothing on shm), then 768 polls after a yield each, then
-/// 50 us naps. Over a fabric the peer frees room (returns credit) a round trip or more
-/// later and needs nothing from this CPU: a yield there gives the CPU to whatever else
-/// runs, on a loaded machine for a whole time slice — the rule the waits follow too
-/// (`wait_until` spins the floor before sleeping). Its effect on mpi-lite's 1 MiB
-/// bandwidth between two namespaces was not shown either way at load 5-13
-/// (docs/results-2026-11-29-ofi-speed).
-pub(super) struct LaneWait {
-    idle: Backoff,
-    floor: Duration,
-    /// When the spins ran out (the floor counts from there).
-    since: Option<Instant>,
-}
-
-impl LaneWait {
-    /// Whether the next empty poll spins on although the spins are over: the floor has
-    /// not passed since they ran out.
-    fn holds(&mut self) -> bool {
-        if self.idle.polls() < LANE_SPINS || self.floor.is_zero() {
-            return false;
-        }
-        let t0 = *self.since.get_or_insert_with(Instant::now);
-        t0.elapsed() < self.floor
-    }
-}
-
 impl<P: Port, C> Endpoint<P, C> {
     /// Makes progress (sends queued messages, dispatches incoming ones) until `done` is
     /// true; fixed spin then sleep per the wait policy; `TimedOut` after `timeout`;
@@ -150,30 +119,6 @@ impl<P: Port, C> Endpoint<P, C> {
         }
     }
 
-    /// The back-off of a send blocked on a peer's full lane (see [`LaneWait`]).
-    pub(super) fn lane_wait(&self) -> LaneWait {
-        LaneWait {
-            idle: Backoff::with(LANE_SPINS, 768, Duration::from_micros(50)),
-            floor: self.waiter.spin_floor(),
-            since: None,
-        }
-    }
-
-    /// One round of a blocked send's loop that found `did` messages: [`Self::backoff`],
-    /// except that the spinning lasts at least the channel's spin floor.
-    pub(super) fn lane_backoff(&self, did: usize, w: &mut LaneWait) -> Result<()> {
-        if did > 0 {
-            w.since = None;
-        } else if w.holds() {
-            if let Some(rank) = self.waiter.lost_peer() {
-                return Err(Error::PeerLost { rank });
-            }
-            std::hint::spin_loop();
-            return Ok(());
-        }
-        self.backoff(did, &mut w.idle)
-    }
-
     /// One round of a poll loop that found `did` messages: resets or snoozes `idle`,
     /// and every 64 empty rounds checks for a lost rank.
     pub(super) fn backoff(&self, did: usize, idle: &mut Backoff) -> Result<()> {
@@ -198,37 +143,5 @@ impl<P: Port, C> Endpoint<P, C> {
         let members = (0..self.io.size).collect();
         let g = ProtoGroup::new(self, BARRIER_GID, members)?;
         crate::coll::barrier(&g.on(self))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Backoff, LaneWait, LANE_SPINS};
-    use std::time::Duration;
-
-    fn lane(floor: Duration, polls: u32) -> LaneWait {
-        let mut idle = Backoff::with(LANE_SPINS, 768, Duration::from_micros(50));
-        idle.set_polls(polls);
-        LaneWait {
-            idle,
-            floor,
-            since: None,
-        }
-    }
-
-    #[test]
-    fn a_blocked_send_spins_for_the_floor_before_it_yields() {
-        // During the counted spins the back-off itself spins.
-        assert!(!lane(Duration::from_secs(60), LANE_SPINS - 1).holds());
-        // Then it holds for the floor, however many polls that takes ...
-        let mut w = lane(Duration::from_secs(60), LANE_SPINS);
-        assert!((0..1000).all(|_| w.holds()));
-        // ... and no longer.
-        let mut w = lane(Duration::from_millis(20), LANE_SPINS);
-        assert!(w.holds());
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(!w.holds());
-        // A channel without a floor (shm) yields after the spins, as before.
-        assert!(!lane(Duration::ZERO, LANE_SPINS).holds());
     }
 }
