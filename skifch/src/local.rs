@@ -570,7 +570,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "timing: a 1 s deadline is meaningless at Miri's speed")]
+    #[cfg_attr(miri, ignore = "timing: a deadline is meaningless at Miri's speed")]
     fn a_panicking_rank_is_reported_lost() {
         let p = Params {
             nranks: 3,
@@ -579,7 +579,10 @@ mod tests {
         };
         let r = run_with(p, |job| {
             let mut s = conformance::Suite::new(&job, conformance::Config::small())?;
-            conformance::peer_failure(&mut s, Duration::from_secs(1), || {
+            // The victim's panic marks it lost at once; the bound is for a survivor
+            // thread that a loaded 2-CPU machine does not schedule for a while (1 s
+            // failed once beside other tests' jobs).
+            conformance::peer_failure(&mut s, Duration::from_secs(5), || {
                 panic!("rank dies on purpose")
             })
         });
