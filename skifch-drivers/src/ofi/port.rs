@@ -466,13 +466,13 @@ unsafe impl Port for OfiPort {
                 max: st.max as u32,
             });
         }
-        // A rank that said `EXIT` ends the job: what is sent to it is dropped (as the
-        // node's lanes take it until the rank is seen gone); waits for it fail after the
-        // grace (`live`).
-        if st.live.is_exiting(r) {
-            return Ok(total);
-        }
         if st.live.is_lost(r) {
+            // A rank that said `EXIT` ends the job: what is sent to it is dropped (as the
+            // node's lanes take it until the rank is seen gone); waits for it fail after
+            // the grace (`live`).
+            if st.live.is_exiting(r) {
+                return Ok(total);
+            }
             return Err(Error::PeerLost { rank: r });
         }
         // A whole batch is always free at the receiver while credit lasts: a message that
