@@ -446,10 +446,7 @@ fn programs_across_two_network_namespaces_under_hydra() {
     let limit = JOB_TIMEOUT + Duration::from_secs(60);
     let hydra = |exe: &Path, args: &[&str], env: &[(&str, &str)]| {
         let mut cmd = nodes.hydra_cmd(&[2, 2])?;
-        cmd.env("SKIFCH_OFI_DOMAIN", "eth0")
-            .envs(env.iter().copied())
-            .arg(exe)
-            .args(args);
+        cmd.envs(env.iter().copied()).arg(exe).args(args);
         Some(testing::run_job(cmd, limit))
     };
     for (rma, path) in [

@@ -52,7 +52,7 @@ fn c_abi_programs_across_two_network_namespaces() {
         let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
             return;
         };
-        cmd.env("SKIFCH_OFI_DOMAIN", "eth0").arg(&exe);
+        cmd.arg(&exe);
         let what = format!("{src} on 2 × 2 ranks under mpiexec.hydra");
         let out = testing::run_job(cmd, JOB_TIMEOUT).expect_ok(&what);
         if src.ends_with("hello.c") {
@@ -63,7 +63,7 @@ fn c_abi_programs_across_two_network_namespaces() {
     let Some(mut cmd) = nodes.skifrun_cmd(&[2, 2]) else {
         return;
     };
-    cmd.env("SKIFCH_OFI_DOMAIN", "eth0").arg(&hello);
+    cmd.arg(&hello);
     let out = testing::run_job(cmd, JOB_TIMEOUT).expect_ok("hello on 2 × 2 ranks, skifrun --hosts");
     check_hello(&out, 4);
 }

@@ -308,8 +308,8 @@ fn hierarchy_across_network_namespaces_passes_the_suite() {
     let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
         return;
     };
-    // The provider the driver picks by itself on eth0 (`net` where libfabric has it).
-    cmd.env("SKIFCH_OFI_DOMAIN", "eth0");
+    // The provider the driver picks by itself on eth0 (`net` where libfabric has it; the
+    // nodes' interface is set by `NetNodes`).
     cmd.arg(conformance_exe())
         .args(["--messages", "1000", "--pair-kb", PAIR_KB]);
     let text = skifch_testing::run_job(cmd, HYDRA_LIMIT).expect_ok("conformance across namespaces");
@@ -364,8 +364,7 @@ fn hierarchy_ranks_see_a_link_taken_down_mid_stream() {
         return;
     };
     let dir = nodes.scratch();
-    cmd.env("SKIFCH_OFI_DOMAIN", "eth0")
-        .env("SKIFCH_OFI_TIMEOUT_MS", "2000");
+    cmd.env("SKIFCH_OFI_TIMEOUT_MS", "2000");
     cmd.args(["-disable-auto-cleanup", "-prepend-rank"])
         .args(survivor_script_of(
             &skifch_testing::example_exe("fault_probe").to_string_lossy(),

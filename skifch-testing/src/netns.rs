@@ -29,6 +29,10 @@ use crate::ScratchDir;
 /// Prefix of every namespace this harness creates: `skn-<pid>-<k>-<node|sw>`.
 const PREFIX: &str = "skn-";
 
+/// The variable and value that point the fabric driver (`skifch_drivers::ofi`) at the
+/// nodes' interface: every job command of [`NetNodes`] and [`crate::Slurm`] sets it.
+pub const OFI_DOMAIN: (&str, &str) = ("SKIFCH_OFI_DOMAIN", "eth0");
+
 /// 2–4 (or more, up to 250) network namespaces joined by a bridge; see the module docs.
 pub struct NetNodes {
     nodes: Vec<String>,
@@ -286,17 +290,26 @@ impl NetNodes {
         hosts.join(",")
     }
 
-    /// `inner` (its program, arguments and environment) run in the switch namespace.
+    /// `inner` (its program, arguments and environment) run in the switch namespace, with
+    /// the nodes' interface as the fabric driver's ([`OFI_DOMAIN`]) unless `inner` names
+    /// another.
     fn in_switch(&self, inner: Command) -> Command {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.switch])
             .arg(inner.get_program())
             .args(inner.get_args());
+        let mut domain = false;
         for (k, v) in inner.get_envs() {
             match v {
-                Some(v) => cmd.env(k, v),
+                Some(v) => {
+                    domain |= k == OFI_DOMAIN.0;
+                    cmd.env(k, v)
+                }
                 None => cmd.env_remove(k),
             };
+        }
+        if !domain {
+            cmd.env(OFI_DOMAIN.0, OFI_DOMAIN.1);
         }
         cmd
     }

@@ -135,6 +135,7 @@ impl Slurm<'_> {
         cmd.args(["netns", "exec", self.nodes.switch(), prog])
             .env("SLURM_CONF", &self.conf);
         crate::clean_env(&mut cmd);
+        cmd.env(crate::netns::OFI_DOMAIN.0, crate::netns::OFI_DOMAIN.1);
         cmd
     }
 

@@ -91,9 +91,7 @@ fn on_two_namespaces(progs: &[(&str, &str)], env: &[(&str, &str)]) {
         let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
             return;
         };
-        cmd.env("SKIFCH_OFI_DOMAIN", "eth0")
-            .envs(env.iter().copied())
-            .arg(&exe);
+        cmd.envs(env.iter().copied()).arg(&exe);
         let what = format!("{name} on 2 × 2 ranks {env:?}");
         let text = testing::run_job(cmd, limit).expect_ok(&what);
         assert!(text.contains(ok), "{what}: {text}");
@@ -166,11 +164,8 @@ fn ranks_across_namespaces_are_bound_by_their_rank_on_the_machine() {
         let Some(mut cmd) = nodes.hydra_cmd(&[per_node, per_node]) else {
             return;
         };
-        cmd.envs([
-            ("SKIFCH_OFI_DOMAIN", "eth0"),
-            ("BIND_CPUS", &cpus.to_string()),
-            ("BIND_MACHINES", machines),
-        ]);
+        cmd.env("BIND_CPUS", cpus.to_string())
+            .env("BIND_MACHINES", machines);
         if by_node {
             cmd.args([
                 "sh",
@@ -234,8 +229,7 @@ fn programs_under_srun_across_two_network_namespaces() {
     ] {
         let exe = compile(name, false);
         let mut cmd = slurm.srun_cmd(&["--mpi=pmi2", "-N", "2", "-n", "4"]);
-        cmd.env("SKIFCH_OFI_DOMAIN", "eth0")
-            .envs([("RMA_TEST_PATH", "messages"), ("RMA_TEST_TRANSFERS", "0")])
+        cmd.envs([("RMA_TEST_PATH", "messages"), ("RMA_TEST_TRANSFERS", "0")])
             .arg(&exe);
         let what = format!("{name} under srun on 2 nodes × 2 ranks");
         let o = testing::run_job(cmd, limit);
