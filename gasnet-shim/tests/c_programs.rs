@@ -475,3 +475,37 @@ fn programs_across_two_network_namespaces_under_hydra() {
         o.text()
     );
 }
+
+/// Under Open MPI's `mpirun` (PMIx) across two "nodes" (network namespaces, 2 ranks each):
+/// `gasnet_exit(7)` on the last rank ends the ranks of both nodes and the job with 7 (what
+/// `mpirun` reports: the first rank's non-zero status), and a job whose ranks all call
+/// `gasnet_exit(0)` ends with 0 (it leaves the PMIx server finalized: `mpirun` ended a job
+/// with a rank that did not with 1). Nothing is left in the namespaces
+/// (`NetNodes::openmpi_job`). Skipped where namespaces cannot be made, Open MPI is missing
+/// or its `mpirun` cannot start jobs across the namespaces (said on stderr).
+#[test]
+fn exits_across_two_network_namespaces_under_mpirun() {
+    if !have_cc() {
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let exe = compile("legacy", "seq");
+    for (args, code) in [(&["exit7"][..], 7), (&[][..], 0)] {
+        let Some(job) = nodes.openmpi_job(&[2, 2], &[], &exe, args, 120) else {
+            return;
+        };
+        let o = &job.outcome;
+        assert_eq!(
+            o.code(),
+            Some(code),
+            "legacy {args:?} on 2 × 2 ranks under mpirun, {:?}: {}",
+            job.elapsed,
+            o.text()
+        );
+        if code == 0 {
+            assert!(o.stdout.contains("legacy: ok"), "{}", o.text());
+        }
+    }
+}

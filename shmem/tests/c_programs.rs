@@ -7,67 +7,13 @@
 //!
 //! Needs a C compiler (`cc`); without one the tests are skipped with a message.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
-use std::time::Duration;
 
-use skifch_testing::{self as testing, have_cc, Outcome, STATIC_LIBS};
+use skifch_testing::{self as testing, have_cc, Outcome};
 
-/// Each job must finish within this (they take about a second).
-const JOB_TIMEOUT: Duration = Duration::from_secs(60);
-
-fn crate_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The directory holding `libskifshmem.so`/`.a`, built if missing or stale.
-fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| skifch_testing::c_library_dir(&crate_dir().join("Cargo.toml"), "skifshmem"))
-}
-
-/// Compiles `tests/c/<name>.c` with skif-oshcc (shared) or cc + the static library.
-/// Tests running at once may compile the same program (the fpga-model test and the
-/// program's own): [`testing::build_exe`].
-fn compile(name: &str, shared: bool) -> PathBuf {
-    compile_with(name, shared, "", &[])
-}
-
-/// As [`compile`] with extra compiler arguments, to `<name><tag>-so`/`-a`.
-fn compile_with(name: &str, shared: bool, tag: &str, extra: &[&str]) -> PathBuf {
-    let lib = lib_dir();
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c");
-    std::fs::create_dir_all(&out_dir).expect("scratch directory");
-    let exe = out_dir.join(format!("{name}{tag}-{}", if shared { "so" } else { "a" }));
-    let src = crate_dir().join(format!("tests/c/{name}.c"));
-    let flags = ["-Wall", "-Wextra", "-Werror", "-O1", "-g"];
-    testing::build_exe(&exe, name, |out| {
-        if shared {
-            let mut c = Command::new(crate_dir().join("bin/skif-oshcc"));
-            c.env("SKIFSHMEM_LIBDIR", lib)
-                .args(flags)
-                .args(extra)
-                .arg(&src)
-                .arg("-o")
-                .arg(out);
-            c
-        } else {
-            let mut c = Command::new("cc");
-            c.arg("-std=gnu11")
-                .arg("-I")
-                .arg(crate_dir().join("include"))
-                .args(flags)
-                .args(extra)
-                .arg(&src)
-                .arg("-o")
-                .arg(out)
-                .arg(lib.join("libskifshmem.a"))
-                .args(STATIC_LIBS);
-            c
-        }
-    })
-}
+mod common;
+use common::{compile, compile_with, crate_dir, lib_dir, JOB_TIMEOUT};
 
 /// Runs `exe args` under `skifrun -n <n>` with extra environment, killed after JOB_TIMEOUT.
 fn run(exe: &Path, n: u32, env: &[(&str, &str)], args: &[&str]) -> Outcome {
@@ -750,61 +696,5 @@ fn programs_over_ofi() {
                 o.stderr
             );
         }
-    }
-}
-
-/// PEs on two "nodes" (network namespaces joined by a bridge, 2 PEs each) started by
-/// `mpiexec.hydra`: the hierarchy's RMA (`skifch_drivers::hier_rma`) maps the node's PEs
-/// and reaches the other node's by the fabric's transfers (`FI_RMA` over the provider the
-/// driver picks, `net`) with `SKIFSHMEM_RMA=transfers`; atomics on those go as messages.
-/// By default the message path. Then `shmem_global_exit` on PE 1 (on node 0) ends the PEs
-/// of both nodes with its status, 7 and 0, none reporting an error (it leaves the job:
-/// `AnyDriver::leave`; the other node's PEs used to fail with status 1). Skipped where
-/// namespaces cannot be made.
-#[test]
-fn programs_across_two_network_namespaces() {
-    if !have_cc() {
-        return;
-    }
-    let Some(nodes) = testing::NetNodes::create(2) else {
-        return;
-    };
-    let limit = JOB_TIMEOUT + Duration::from_secs(60);
-    for (name, rma) in [
-        ("rma", "transfers"),
-        ("amo", "transfers"),
-        ("sync", "transfers"),
-        ("setup_heap", "transfers"),
-        ("coll", "transfers"),
-        ("rma", "default"),
-    ] {
-        let exe = compile(name, true);
-        let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
-            return;
-        };
-        cmd.envs([("SKIFSHMEM_VERBOSE", "1"), ("SKIFSHMEM_RMA", rma)])
-            .arg(&exe);
-        let o = testing::run_job(cmd, limit);
-        let text = format!("{}{}", o.stdout, o.stderr);
-        o.expect_ok(&format!("{name} on 2 × 2 PEs, SKIFSHMEM_RMA={rma}"));
-        let by_transfers = text.matches("by transfers").count();
-        assert_eq!(
-            by_transfers,
-            if rma == "transfers" { 4 } else { 0 },
-            "{name}: {text}"
-        );
-    }
-    for args in [&["7"][..], &["0"], &["5", "early"]] {
-        let Some(mut cmd) = nodes.hydra_cmd(&[2, 2]) else {
-            return;
-        };
-        cmd.arg(compile("global_exit", true)).args(args);
-        let o = testing::run_job(cmd, limit);
-        assert!(
-            o.status.code() == args[0].parse().ok() && !o.stderr.contains("skifshmem:"),
-            "shmem_global_exit({args:?}) across namespaces: {}\n{}",
-            o.status,
-            o.text()
-        );
     }
 }

@@ -60,6 +60,12 @@ fn ip(args: &[&str]) -> Result<(), String> {
 
 /// Kills every process in namespace `ns` and deletes it.
 fn remove_namespace(ns: &str) {
+    kill_processes_in(ns);
+    let _ = ip(&["netns", "del", ns]);
+}
+
+/// Kills every process in namespace `ns` (SIGKILL, until none is left or for about 1 s).
+pub(crate) fn kill_processes_in(ns: &str) {
     for _ in 0..50 {
         let pids = Command::new("ip")
             .args(["netns", "pids", ns])
@@ -77,7 +83,6 @@ fn remove_namespace(ns: &str) {
             .status();
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let _ = ip(&["netns", "del", ns]);
 }
 
 /// Deletes the namespaces of test processes that no longer exist.

@@ -1,6 +1,6 @@
 //! mpi-lite's C programs on jobs that libfabric carries: `skifrun --driver ofi`, ranks
-//! started by MPICH's `mpiexec.hydra`, ranks on two "nodes" (network namespaces), and the
-//! CPU binding by the rank within the machine (`tests/c/bind.c`). Needs `cc`; the
+//! started by MPICH's `mpiexec.hydra`, ranks on two "nodes" (network namespaces) under
+//! hydra, Slurm's `srun` and Open MPI's `mpirun` (`MPI_Abort` there), and the CPU binding by the rank within the machine (`tests/c/bind.c`). Needs `cc`; the
 //! namespace tests need root and skip with a message otherwise.
 
 use skifch_testing::{self as testing, have_cc};
@@ -238,4 +238,32 @@ fn programs_under_srun_across_two_network_namespaces() {
         }
         assert!(o.stdout.contains(ok), "{what}: {}", o.text());
     }
+}
+
+/// `MPI_Abort(MPI_COMM_WORLD, 7)` under Open MPI's `mpirun` (PMIx) on 2 × 2 ranks in two
+/// network namespaces, called by rank 3 (node 1) while the others wait for it: the job
+/// ends with 7 (what `mpirun` reports: the first rank's non-zero status), no rank passes
+/// its receive, nothing is left behind (`NetNodes::openmpi_job`). Skipped where namespaces
+/// cannot be made, Open MPI is missing or its `mpirun` cannot start jobs across the
+/// namespaces (said on stderr).
+#[test]
+fn abort_across_two_network_namespaces_under_mpirun() {
+    if !have_cc() {
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let exe = compile("fatal", false);
+    let Some(job) = nodes.openmpi_job(&[2, 2], &[], &exe, &["abort"], 120) else {
+        return;
+    };
+    let o = &job.outcome;
+    let ctx = format!("{:?}: {}\n{}", job.elapsed, o.status, o.text());
+    assert_eq!(o.code(), Some(7), "{ctx}");
+    assert!(o.stderr.contains("rank 3: MPI_Abort(7) called"), "{ctx}");
+    assert!(
+        !o.stdout.contains("received from the aborting rank"),
+        "{ctx}"
+    );
 }
