@@ -9,6 +9,11 @@
  *                   larger job, ranks 2.. only join the barriers: the node-local pair of
  *                   a multi-node job)
  *        pingpong   8-byte ping-pong (2 ranks)
+ *        pingdelay  the ping-pong, rank 1 sleeping MPI_LOOP_DELAY_US (default 300) before
+ *                   each reply: rank 0's receives poll while it sleeps (under callgrind rank 0
+ *                   is slow enough that a plain ping-pong's replies are often there at its
+ *                   first poll); two delays separate the empty polls from the rest
+ *                   (scripts/ofi-callgrind.sh)
  *        barrier    MPI_Barrier x N
  *        allreduce  MPI_Allreduce of one double (MPI_SUM) x N
  *        wself      a window to itself: 64 MPI_Irecv, 64 MPI_Isend, MPI_Waitall of the 128
@@ -32,11 +37,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: mpi_loop N self|rate|pingpong|barrier|allreduce|wself|window|ibarrier|iallreduce\n");
+        fprintf(stderr, "usage: mpi_loop N self|rate|pingpong|pingdelay|barrier|allreduce|wself|window|ibarrier|iallreduce\n");
         return 1;
     }
     long n = atol(argv[1]);
@@ -48,6 +54,8 @@ int main(int argc, char **argv)
     MPI_Request req[2 * W];
     double x = 1, y = 0;
     const char *lv = getenv("MPI_LOOP_THREAD_LEVEL");
+    const char *dl = getenv("MPI_LOOP_DELAY_US");
+    useconds_t delay = dl ? (useconds_t)atol(dl) : 300;
     if (lv) {
         int provided = -1;
         MPI_Init_thread(&argc, &argv, atoi(lv), &provided);
@@ -58,11 +66,11 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int peer = 1 - rank;
     static const char *MODES[] = {"self",  "rate",   "pingpong", "barrier",   "allreduce",
-                                  "wself", "window", "ibarrier", "iallreduce"};
+                                  "wself", "window", "ibarrier", "iallreduce", "pingdelay"};
     int m = -1;
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 10; i++)
         if (strcmp(mode, MODES[i]) == 0) m = i;
-    int pair = m == 1 || m == 2 || m == 6; /* ranks 0 and 1 only; others wait in the barriers */
+    int pair = m == 1 || m == 2 || m == 6 || m == 9; /* ranks 0 and 1 only; others wait in the barriers */
     if (m < 0 || (pair && size < 2)) {
         fprintf(stderr, "mpi_loop: mode %s unknown or needs 2 ranks\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -81,12 +89,14 @@ int main(int argc, char **argv)
                            : MPI_Recv(b, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             break;
         case 2:
+        case 9:
             if (rank == 0) {
                 rc = MPI_Send(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
                 if (rc == MPI_SUCCESS)
                     rc = MPI_Recv(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             } else {
                 rc = MPI_Recv(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                if (m == 9) usleep(delay);
                 if (rc == MPI_SUCCESS) rc = MPI_Send(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
             }
             break;

@@ -10,8 +10,9 @@
 //! message, also within the node, through the remote driver (for testing the fabric on
 //! one machine); the default `auto` chooses per destination.
 //!
-//! Receiving polls the local port, and the remote port when the node has nothing; one
-//! receive in [`REMOTE_EVERY`] to [`REMOTE_EVERY_MAX`] (and the one after a remote message)
+//! Receiving polls the local port, and the remote port when the node has nothing (a
+//! waiting receiver whose last message came from the node: on one empty poll in
+//! [`REMOTE_IDLE`]); one receive in [`REMOTE_EVERY`] to [`REMOTE_EVERY_MAX`] (and the one after a remote message)
 //! polls the remote port first, so a node whose lanes are never empty cannot starve the
 //! fabric's messages (nor hold back the credits their completion returns). The interval
 //! doubles each time such a poll finds nothing and drops back at a remote message: a fabric
@@ -53,6 +54,9 @@ use crate::boot::Bootstrap;
 pub const REMOTE_EVERY: u32 = 8;
 /// ... growing to one in this many while those polls find nothing.
 pub const REMOTE_EVERY_MAX: u32 = 256;
+/// A waiting receiver whose last message came from the node polls the fabric on one
+/// empty poll in this many ([`HierPort`]'s `ready`).
+pub const REMOTE_IDLE: u32 = 16;
 /// Longest sleep on one side's wake-up before looking at the other's.
 pub const SLICE: Duration = Duration::from_micros(200);
 const REMOTE_BIT: u64 = 1 << 63;
@@ -232,9 +236,10 @@ impl<L: Driver, R: Driver> Driver for HierDriver<L, R> {
             remote,
             turn: 0,
             every: REMOTE_EVERY,
-            remote_last: false,
             // A rank alone on its node hears its peers only through the fabric.
+            remote_last: self.to_global.len() <= 1,
             remote_first: Arc::new(AtomicBool::new(self.to_global.len() <= 1)),
+            idle: 0,
             addr: NetAddr::new(self.rank as u16, port as u16),
         })
     }
@@ -269,6 +274,8 @@ pub struct HierPort<L: Driver, R: Driver> {
     /// here and mirrored into `remote_first` only when it changes.
     remote_last: bool,
     remote_first: Arc<AtomicBool>,
+    /// Empty polls of the node's side (`ready`), for [`REMOTE_IDLE`].
+    idle: u32,
     addr: NetAddr,
 }
 
@@ -376,11 +383,24 @@ unsafe impl<L: Driver, R: Driver> Port for HierPort<L, R> {
     }
 
     fn ready(&mut self) -> Result<bool> {
-        Ok(self
+        if self
             .local
             .ready()
             .map_err(|e| self.drv.local_err(e, None))?
-            || self.remote.ready()?)
+        {
+            return Ok(true);
+        }
+        // Nothing on the node. After a node message, only one such poll in REMOTE_IDLE
+        // looks at the fabric (its poll costs ~20 node polls and a system call: a waiting
+        // node-local receiver saw its lane that much less often); after a fabric message,
+        // every one does (a remote reply is not held behind node polls).
+        if !self.remote_last {
+            self.idle = self.idle.wrapping_add(1);
+            if !self.idle.is_multiple_of(REMOTE_IDLE) {
+                return Ok(false);
+            }
+        }
+        self.remote.ready()
     }
 
     unsafe fn complete(&mut self, token: Token) {

@@ -16,7 +16,35 @@ use super::ffi::FI_EAGAIN;
 use super::live::broken;
 use super::port::{PortState, TX_SLOTS};
 use super::sys;
-use super::wire::{rec_len, Hdr, Kind, HDR, REC};
+use super::wire::{rec_len, Kind, HDR, REC};
+
+/// Largest lone message (header and record) sent from the stack ([`PortState::append`]).
+const LONE: usize = 128;
+
+/// Writes the record of a `len`-byte message, a prefix of `iov`, at `rec`: its length, 4
+/// zero bytes, the payload, zero padding to [`REC`].
+///
+/// # Safety
+/// `rec` is valid for `rec_len(len)` bytes of writes, and `len <= iov_total(iov)`.
+unsafe fn write_record(rec: *mut u8, iov: &[IoSlice<'_>], len: usize) {
+    let need = rec_len(len);
+    // SAFETY: the caller's contract; the iovec parts are the caller's slices. The padding
+    // is zeroed, the payload copied over (never zeroed first: large messages).
+    unsafe {
+        let word = (len as u64).to_le_bytes();
+        std::ptr::copy_nonoverlapping(word.as_ptr(), rec, REC);
+        std::ptr::write_bytes(rec.add(REC + len), 0, need - REC - len);
+        let mut w = REC;
+        for s in iov {
+            let n = s.len().min(REC + len - w);
+            std::ptr::copy_nonoverlapping(s.as_ptr(), rec.add(w), n);
+            w += n;
+            if w == REC + len {
+                break;
+            }
+        }
+    }
+}
 
 /// An open batch: `len` bytes (header included) in send buffer `slot` for pair `sid`,
 /// opened in heartbeat tick `tick`.
@@ -62,6 +90,18 @@ impl PortState {
         // of a burst). Messages behind one in flight are batched (Nagle's rule, with the
         // receiver's credit return as the acknowledgement).
         let lone = self.pairs[sid].sent == self.pairs[sid].acked;
+        if lone && self.open.is_empty() && HDR + need <= LONE.min(self.ep.net.inject_size) {
+            // The latency path: header and record built on the stack and injected, no
+            // send buffer or open batch (callgrind: ~400 fewer instructions per message
+            // than through them). Refused, it takes the batch path, whose flush retries.
+            let mut b = [0u8; LONE];
+            // SAFETY: `HDR + need <= LONE`: the record fits behind the header in `b`.
+            unsafe { write_record(b.as_mut_ptr().add(HDR), iov, len) };
+            if self.send_lone(sid, &mut b[..HDR + need]) {
+                self.sends += 1;
+                return Ok(len);
+            }
+        }
         let k = match self.open.iter().position(|o| o.sid == sid as u32) {
             Some(k) if self.open[k].len as usize + need <= self.ep.slot => k,
             Some(k) => {
@@ -74,24 +114,8 @@ impl PortState {
         let at = o.len as usize;
         let buf = self.ep.buf(o.slot as usize);
         // SAFETY: send buffer `o.slot` is this batch's (not posted to the provider until
-        // the flush) and `at + need <= slot`; the iovec parts are the caller's slices.
-        unsafe {
-            let rec = buf.add(at);
-            // The record header (length, 4 zero bytes) and the padding after the payload
-            // are zeroed; the payload is copied over (never zeroed first: large messages).
-            let word = (len as u64).to_le_bytes();
-            std::ptr::copy_nonoverlapping(word.as_ptr(), rec, REC);
-            std::ptr::write_bytes(rec.add(REC + len), 0, need - REC - len);
-            let mut w = 8;
-            for s in iov {
-                let n = s.len().min(8 + len - w);
-                std::ptr::copy_nonoverlapping(s.as_ptr(), rec.add(w), n);
-                w += n;
-                if w == 8 + len {
-                    break;
-                }
-            }
-        }
+        // the flush) and `at + need <= slot`.
+        unsafe { write_record(buf.add(at), iov, len) };
         let alone = o.len == HDR as u32;
         o.len += need as u32;
         self.sends += 1;
@@ -100,6 +124,21 @@ impl PortState {
             let _ = self.flush(k);
         }
         Ok(len)
+    }
+
+    /// Injects `b` (room for the header, then records) as pair `sid`'s next batch; false
+    /// when the provider did not take it.
+    fn send_lone(&mut self, sid: usize, b: &mut [u8]) -> bool {
+        let (h, freed) = self.hdr(sid, Kind::Data);
+        b[..HDR].copy_from_slice(&h);
+        let p = &mut self.pairs[sid];
+        // SAFETY: live endpoint; `b` is within the inject size and copied before return.
+        if unsafe { sys::inject(self.ep.ep.0, b.as_ptr(), b.len(), p.to) } != 0 {
+            return false;
+        }
+        p.sent += 1;
+        p.told = freed;
+        true
     }
 
     /// Opens a batch to pair `sid` (with a credit and a send buffer) or `WouldBlock`.
@@ -141,16 +180,8 @@ impl PortState {
     fn flush(&mut self, k: usize) -> Result<()> {
         let o = self.open[k];
         let (sid, slot, n) = (o.sid as usize, o.slot as usize, o.len as usize);
-        let p = &self.pairs[sid];
-        let freed = p.freed.freed();
-        let h = Hdr {
-            kind: Kind::Data,
-            port: self.me.port() as u16,
-            rank: self.me.rank(),
-            seq: p.sent as u32,
-            credit: freed as u32,
-        }
-        .emit();
+        let (h, freed) = self.hdr(sid, Kind::Data);
+        let to = self.pairs[sid].to;
         let buf = self.ep.buf(slot);
         let inject = n <= self.ep.net.inject_size;
         // SAFETY: the batch's send buffer holds `n <= slot` bytes; its first HDR bytes are
@@ -159,16 +190,9 @@ impl PortState {
         let ret = unsafe {
             std::ptr::copy_nonoverlapping(h.as_ptr(), buf, HDR);
             if inject {
-                sys::inject(self.ep.ep.0, buf, n, p.to)
+                sys::inject(self.ep.ep.0, buf, n, to)
             } else {
-                sys::send(
-                    self.ep.ep.0,
-                    buf,
-                    n,
-                    self.ep.desc(),
-                    p.to,
-                    self.ep.ctx(slot),
-                )
+                sys::send(self.ep.ep.0, buf, n, self.ep.desc(), to, self.ep.ctx(slot))
             }
         };
         let rank = sid as u32 / self.ports;
@@ -242,7 +266,7 @@ impl PortState {
         let Some(slot) = self.tx_free.pop() else {
             return false;
         };
-        let (h, freed) = self.credit_hdr(sid);
+        let (h, freed) = self.hdr(sid, Kind::Credit);
         let to = self.pairs[sid].to;
         let buf = self.ep.buf(slot);
         // SAFETY: send buffer `slot` is free (taken from `tx_free`) and holds at least HDR

@@ -5,6 +5,7 @@
 
 use std::alloc::Layout;
 use std::ffi::{c_void, CString};
+use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
@@ -467,6 +468,16 @@ impl Ep {
     /// Reads completions into `out`: the count, 0 when none, or a negative error code
     /// (`-FI_EAVAIL`: an error entry waits, see [`Ep::read_error`]).
     pub fn read(&self, out: &mut [fi_cq_data_entry]) -> isize {
+        // SAFETY: the same memory seen as possibly uninitialized: the provider only writes
+        // whole entries of plain data into it.
+        self.read_uninit(unsafe {
+            &mut *(out as *mut [fi_cq_data_entry] as *mut [MaybeUninit<fi_cq_data_entry>])
+        })
+    }
+
+    /// As [`Ep::read`], into entries not initialized before (no zeroing per poll); the
+    /// first `count` are initialized after it.
+    pub fn read_uninit(&self, out: &mut [MaybeUninit<fi_cq_data_entry>]) -> isize {
         // SAFETY: live CQ of format DATA.
         match unsafe { sys::cq_read(self.cq.0, out) } {
             r if r == -(FI_EAGAIN as isize) => 0,

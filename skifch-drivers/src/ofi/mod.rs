@@ -59,7 +59,7 @@
 //! addresses of the ranks never heard from — never a hang.
 //!
 //! # Limits
-//! Receive memory per port is `size × ports × (credits + 2) × slot` (4 ranks × 5 ports:
+//! Receive memory per port is `(size × ports × (credits + 2) + 4) × slot` (4 ranks × 5 ports:
 //! 2.9 MiB over `ofi_rxm`; 15 MiB of address space over `net`, of which messages touch only
 //! the pages they fill); large jobs lower `SKIFCH_OFI_CREDITS` or the slot size. The provider's
 //! receive queue is asked for that many posted buffers (`rx_attr.size`). Remote memory
@@ -298,7 +298,7 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
     }
     let senders = (size * ports) as usize;
     // The receive queue asked of the provider: enough for either default sizing.
-    let rx_hint = senders * (cfg.credits.max(16) as usize + 2);
+    let rx_hint = senders * (cfg.credits.max(16) as usize + 2) + port::DEFER;
     let net = Arc::new(Net::open(cfg, (size * (ports + 1)) as usize, rx_hint, 0)?);
     let rxm = net.provider.contains("ofi_rxm");
     let (slot0, credits0) = default_sizing(rxm, net.mr_local);
@@ -324,7 +324,9 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
         credits,
         ..cfg.clone()
     };
-    let rx = senders * (credits as usize + 2);
+    // `DEFER` more than the credits need: buffers a port holds back until its next empty
+    // poll ([`port`]).
+    let rx = senders * (credits as usize + 2) + port::DEFER;
     let ctl = Ep::open(&net, 4 * size as usize + 16, 0, 64)?;
     let mut eps = Vec::new();
     for _ in 0..ports {
@@ -334,10 +336,11 @@ pub fn init_with(boot: &dyn Bootstrap, cfg: &Config, keep: Keep) -> Result<OfiJo
             if r != 0 {
                 return Err(Error::Bootstrap(
                     format!(
-                        "ofi: provider {} on {} takes only {i} posted receives, the driver needs {rx} ({size} ranks × {ports} ports × (SKIFCH_OFI_CREDITS {} + 2)): {}",
+                        "ofi: provider {} on {} takes only {i} posted receives, the driver needs {rx} ({size} ranks × {ports} ports × (SKIFCH_OFI_CREDITS {} + 2) + {}): {}",
                         net.provider,
                         net.domain_name,
                         cfg.credits,
+                        port::DEFER,
                         sys::strerror(r)
                     )
                     .into(),

@@ -14,7 +14,10 @@
 //! otherwise after one or two ticks of the heartbeat thread (1 ms) — a message is never
 //! held waiting for the sender's next call. The receiver walks the records in place: each
 //! is one message that `recv` hands out from the posted buffer, which is reposted when its
-//! last message is completed.
+//! last message is completed — or, for up to [`DEFER`] buffers, at the port's next poll
+//! that finds nothing (the receiver is waiting then: the provider call, ~230 instructions,
+//! leaves the latency path of a ping-pong; the endpoint has [`DEFER`] buffers more than
+//! the credits need, so the credit bound below holds with them withheld).
 //!
 //! # Credits (what makes a send non-buffering and every queue bounded)
 //! Each receiving port grants every sending port (`rank × port` pairs, itself included)
@@ -43,6 +46,7 @@
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
+use std::mem::MaybeUninit;
 use std::sync::{Arc, MutexGuard};
 
 use skifch::driver::{
@@ -59,6 +63,13 @@ use super::wire::{rec_len, Hdr, Kind, HDR, REC};
 
 /// Send buffers per port (open batches and batches between a send and its completion).
 pub const TX_SLOTS: usize = 64;
+
+/// Completed receive buffers a port may hold back until its next empty poll (receive
+/// buffers an endpoint has beyond `senders × (credits + 2)`).
+pub const DEFER: usize = 4;
+
+/// Completions read per `fi_cq_read`.
+const CQ_BATCH: usize = 16;
 
 /// One (sender port, receiver port) pair as one side sees it.
 pub(super) struct Pair {
@@ -101,6 +112,8 @@ pub struct PortState {
     /// Per receive buffer: its messages not completed yet.
     refs: Vec<u32>,
     repost: Vec<usize>,
+    /// Completed receive buffers not posted again yet (at most [`DEFER`]).
+    deferred: Vec<usize>,
     pub(super) tx_free: Vec<usize>,
     pub(super) tx_dst: Vec<u32>,
     dirty: Vec<u32>,
@@ -164,6 +177,7 @@ impl PortState {
             ready: VecDeque::with_capacity(rx),
             refs: vec![0; rx],
             repost: Vec::with_capacity(rx),
+            deferred: Vec::with_capacity(DEFER),
             tx_free: slots.rev().collect(),
             tx_dst: vec![0; TX_SLOTS],
             dirty: Vec::with_capacity(to.len()),
@@ -194,9 +208,9 @@ impl PortState {
             }
             self.repost.pop();
         }
-        let mut ents = [NONE; 16];
+        let mut ents = [const { MaybeUninit::<fi_cq_data_entry>::uninit() }; CQ_BATCH];
         loop {
-            let k = self.ep.read(&mut ents);
+            let k = self.ep.read_uninit(&mut ents);
             if k == -(FI_EAVAIL as isize) {
                 self.on_error()?;
                 continue;
@@ -208,13 +222,16 @@ impl PortState {
                 ));
             }
             for e in &ents[..k as usize] {
-                self.on_completion(e)?;
+                // SAFETY: the provider wrote the first `k` entries.
+                self.on_completion(unsafe { e.assume_init_ref() })?;
             }
             if (k as usize) < ents.len() {
                 break;
             }
         }
-        self.flush_credits();
+        if !self.dirty.is_empty() {
+            self.flush_credits();
+        }
         Ok(())
     }
 
@@ -355,14 +372,33 @@ impl PortState {
         }
     }
 
-    /// A `Credit` header to pair `sid` telling the peer our freed count, and that count.
-    pub(super) fn credit_hdr(&self, sid: usize) -> ([u8; HDR], u64) {
-        let freed = self.pairs[sid].freed.freed();
+    /// Buffer `i`, whose messages are all completed, back to the provider: at the next
+    /// empty poll while fewer than [`DEFER`] wait, else now.
+    fn release(&mut self, i: usize) {
+        if self.deferred.len() < DEFER {
+            self.deferred.push(i);
+        } else {
+            self.post(i);
+        }
+    }
+
+    /// Posts the buffers [`PortState::release`] held back.
+    fn post_deferred(&mut self) {
+        while let Some(i) = self.deferred.pop() {
+            self.post(i);
+        }
+    }
+
+    /// A header of `kind` to pair `sid` telling the peer our freed count (a `Data` header
+    /// numbers the pair's next batch; a `Credit` header carries 0), and that count.
+    pub(super) fn hdr(&self, sid: usize, kind: Kind) -> ([u8; HDR], u64) {
+        let p = &self.pairs[sid];
+        let freed = p.freed.freed();
         let h = Hdr {
-            kind: Kind::Credit,
+            kind,
             port: self.me.port() as u16,
             rank: self.me.rank(),
-            seq: 0,
+            seq: if kind == Kind::Data { p.sent as u32 } else { 0 },
             credit: freed as u32,
         };
         (h.emit(), freed)
@@ -374,7 +410,7 @@ impl PortState {
         let mut k = 0;
         while k < self.dirty.len() {
             let sid = self.dirty[k];
-            let (h, freed) = self.credit_hdr(sid as usize);
+            let (h, freed) = self.hdr(sid as usize, Kind::Credit);
             let to = self.pairs[sid as usize].to;
             // SAFETY: live endpoint; a 16-byte header is within every inject size.
             let r = unsafe { sys::inject(self.ep.ep.0, h.as_ptr(), HDR, to) };
@@ -396,6 +432,9 @@ impl PortState {
     fn poll(&mut self) -> Result<()> {
         if self.ready.is_empty() {
             self.progress()?;
+            if self.ready.is_empty() && !self.deferred.is_empty() {
+                self.post_deferred();
+            }
         }
         if !self.open.is_empty() {
             self.idle_flush();
@@ -420,6 +459,14 @@ impl OfiPort {
 
     fn st(&self) -> MutexGuard<'_, PortState> {
         self.ports.lock(self.idx)
+    }
+
+    /// Receive buffers not with the provider now: holding messages not completed, held
+    /// back until the next empty poll ([`DEFER`]), or refused by the provider's queue.
+    /// Once every message is completed and a receive found nothing, 0.
+    pub fn unposted(&self) -> usize {
+        let st = self.st();
+        st.refs.iter().filter(|&&r| r > 0).count() + st.deferred.len() + st.repost.len()
     }
 }
 
@@ -542,7 +589,7 @@ unsafe impl Port for OfiPort {
         if st.refs[slot] > 0 {
             return;
         }
-        st.post(slot);
+        st.release(slot);
         let half = st.credits.div_ceil(2);
         let p = &mut st.pairs[sid];
         if p.freed.complete(token.b, token.b + 1) && p.freed.freed() - p.told >= half && !p.dirty {

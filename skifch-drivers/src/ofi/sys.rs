@@ -405,7 +405,10 @@ pub unsafe fn inject(ep: *mut fid_ep, buf: *const u8, len: usize, dst: fi_addr_t
 ///
 /// # Safety
 /// `cq` is a live CQ of format `FI_CQ_FORMAT_DATA`.
-pub unsafe fn cq_read(cq: *mut fid_cq, out: &mut [fi_cq_data_entry]) -> isize {
+pub unsafe fn cq_read(
+    cq: *mut fid_cq,
+    out: &mut [std::mem::MaybeUninit<fi_cq_data_entry>],
+) -> isize {
     // SAFETY: the caller's contract; `out` holds `out.len()` entries of the CQ's format.
     unsafe { op!((*cq).ops, read(cq, out.as_mut_ptr().cast(), out.len())) }
 }

@@ -1,0 +1,113 @@
+#!/bin/bash
+# ofi-callgrind.sh: instructions per 8-byte message of a ping-pong over the fabric between
+# two network namespaces (the layout of skifch_testing::NetNodes and scripts/ofi-rates.sh),
+# rank 0 under callgrind, rank 1 native: mpi-lite (benches/c/mpi_loop.c, mode pingdelay: rank
+# 1 sleeps before each reply, so that rank 0's receives poll while the reply is not there, as
+# in a native ping-pong) over the hierarchy and the ofi driver on the nodes' eth0. Counts are
+# exact, whatever the load.
+#
+#   cargo build --release -p skifrun -p skifmpi
+#   sudo scripts/ofi-callgrind.sh [OUTDIR]
+# Prints MPI_Send's instructions per call, MPI_Recv's split into e (one empty poll) and s
+# (everything else: the poll that finds the reply, the receive, the buffer's completion),
+# and the inclusive counts per iteration and per call of the transport's functions.
+# LOCAL=1 instead: mpi_loop rate between the two ranks of node 0 in a 3-rank job (rank 2 on
+# node 1), both under callgrind, against the same pair as a one-node job (no hierarchy):
+# instructions per MPI_Send (rank 0) and per MPI_Recv (rank 1, its waiting polls included). Environment: N (default 2000), PROVIDER (SKIFCH_OFI_PROVIDER), LIB (the
+# directory of the libskifmpi.so to measure; default the release build), MPICH=1 (also
+# MPICH over ch4:ucx, UCX_TLS=tcp,self), any SKIFCH_* variable is passed on.
+set -u
+cd "$(dirname "$0")/.."
+rel=${CARGO_TARGET_DIR:-$PWD/target}/release
+lib=${LIB:-$rel}
+n=${N:-2000}
+out=${1:-$(mktemp -d /tmp/ofi-cg.XXXXXX)}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+base=skc-$$
+sw=$base-sw
+nodes=("$base-n0" "$base-n1")
+cleanup() {
+    for ns in "${nodes[@]}" "$sw"; do
+        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+        ip netns del "$ns" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+ip netns add "$sw" || { echo "ofi-callgrind: cannot create network namespaces (root?)" >&2; exit 2; }
+ip -n "$sw" link set lo up
+ip -n "$sw" link add br0 type bridge
+ip -n "$sw" addr add 10.10.0.254/24 dev br0
+ip -n "$sw" link set br0 up
+for i in 0 1; do
+    nd=${nodes[$i]}
+    ip netns add "$nd"
+    ip -n "$nd" link set lo up
+    ip link add name eth0 netns "$nd" type veth peer name "v$i" netns "$sw"
+    ip -n "$sw" link set "v$i" master br0
+    ip -n "$sw" link set "v$i" up
+    ip -n "$nd" addr add "10.10.0.$((i + 1))/24" dev eth0
+    ip -n "$nd" link set eth0 up
+done
+cat >"$tmp/ssh" <<'EOS'
+#!/bin/sh
+while [ "${1#-}" != "$1" ]; do shift; done
+host=$1; shift
+exec ip netns exec "$host" sh -c "$*"
+EOS
+# the ranks in CG_RANKS under callgrind (output file $1.RANK), the others as they are
+cat >"$tmp/cg" <<'EOS'
+#!/bin/sh
+f=$1; shift
+case " ${CG_RANKS:-0} " in *" ${PMI_RANK:-0} "*)
+    exec valgrind --tool=callgrind --callgrind-out-file="$f.${PMI_RANK:-0}" "$@" 2>"$f.log" ;;
+esac
+exec "$@"
+EOS
+chmod +x "$tmp/ssh" "$tmp/cg"
+SKIFMPI_LIBDIR=$lib mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_loop.c -o "$tmp/loop_lite" || exit 1
+hydra() {
+    ip netns exec "$sw" timeout "${LIMIT:-900}" mpiexec.hydra -iface br0 -launcher ssh \
+        -launcher-exec "$tmp/ssh" -hosts "${hosts:-${nodes[0]}:1,${nodes[1]}:1}" -n "${np:-2}" "$@"
+}
+# Both ranks spin (a rank waiting for the slow callgrind rank must not sleep: its wake-up
+# would make rank 0 poll more).
+export SKIFCH_OFI_DOMAIN=eth0 UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 SKIFCH_WAIT=${SKIFCH_WAIT:-spin}
+[ -n "${PROVIDER:-}" ] && export SKIFCH_OFI_PROVIDER=$PROVIDER
+impls=lite
+if [ "${MPICH:-0}" = 1 ]; then
+    mpicc.mpich -O2 benches/c/mpi_loop.c -o "$tmp/loop_mpich" || exit 1
+    impls="lite mpich"
+fi
+if [ "${LOCAL:-0}" = 1 ]; then
+    for job in "one-node ${nodes[0]}:2 2" "two-nodes ${nodes[0]}:2,${nodes[1]}:1 3"; do
+        read -r name h np <<<"$job"
+        hosts=$h np=$np hydra -env LD_LIBRARY_PATH "$lib" -env CG_RANKS "${CG_LOCAL:-0 1}" "$tmp/cg" \
+            "$out/local.$name" "$tmp/loop_lite" "$n" rate >"$out/local.$name.out" 2>&1 ||
+            { echo "local ($name): failed" >&2; tail -5 "$out/local.$name.out" >&2; }
+        echo "$name: rank 0 $(python3 scripts/cg-calls.py "$out/local.$name.0" "$n" MPI_Send |
+            head -1 | awk '{print "MPI_Send", $6}'), rank 1 $(python3 scripts/cg-calls.py \
+            "$out/local.$name.1" "$n" MPI_Recv | head -1 | awk '{print "MPI_Recv", $6}')"
+    done
+    exit 0
+fi
+# Per implementation: two runs of N iterations, rank 1 sleeping DELAY1 and DELAY2 us (default
+# 200, 1000) before each reply. A receive costs s + (P - 1) e: P polls per receive, e an
+# empty poll, s the rest; the runs' P differ, which gives e and s (scripts/cg-calls.py:
+# calls and inclusive counts per function).
+poll_fn() { [ "$1" = lite ] && echo 'HierAnyPort as skifch::driver::Port>::ready' || echo 'ucp_worker_progress'; }
+for impl in $impls; do
+    for d in ${DELAY1:-200} ${DELAY2:-1000}; do
+        hydra -env LD_LIBRARY_PATH "$lib" -env MPI_LOOP_DELAY_US $d "$tmp/cg" "$out/$impl.$d.x" \
+            "$tmp/loop_$impl" "$n" pingdelay >"$out/$impl.$d.out" 2>&1 ||
+            { echo "$impl ($d us): failed" >&2; tail -5 "$out/$impl.$d.out" >&2; }
+        mv "$out/$impl.$d.x.0" "$out/$impl.$d"
+    done
+    python3 scripts/cg-calls.py --solve "$n" "$(poll_fn $impl)" "$out/$impl.${DELAY1:-200}" \
+        "$out/$impl.${DELAY2:-1000}" | sed "s/^/$impl: /"
+    echo "$impl, per iteration of the ${DELAY1:-200} us run (inclusive, calls):"
+    python3 scripts/cg-calls.py "$out/$impl.${DELAY1:-200}" "$n" MPI_Send MPI_Recv 'Port>::send' \
+        'Port>::ready' '::recv_into' 'Port>::complete' PortState::progress flush_others \
+        ucp_tag_send_nbx uct_tcp_ep_am_short ucp_worker_progress | head -${TOP:-30}
+done
