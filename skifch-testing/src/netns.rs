@@ -245,16 +245,27 @@ impl NetNodes {
     }
 
     /// Open MPI's `mpirun` (a PMIx server) run in the switch namespace, starting
-    /// `ranks[i]` ranks on node `i`: its daemons (`orted`) are started through the same
-    /// ssh stand-in (`--mca plm_rsh_agent`) and talk over the bridge
+    /// `ranks[i]` ranks on node `i`: its daemons (`orted`) are started through an ssh
+    /// stand-in (`--mca plm_rsh_agent`) that enters the node's network namespace and a UTS
+    /// namespace of its own whose host name is the node's, and talk over the bridge
     /// (`--mca oob_tcp_if_include 10.10.0.0/24`), each to `mpirun` directly (no tree
     /// spawn, `routed direct`); add the program and its arguments.
     /// `None` (skipped, said on stderr) without Open MPI.
+    ///
+    /// Daemons that shared the machine's host name failed now and then to start the job:
+    /// one of them never reported to `mpirun`, which waited until its time limit (3 of 25
+    /// jobs at load 13-15; 0 of 80 beside them with a host name per node).
     pub fn openmpi_cmd(&self, ranks: &[u32]) -> Option<Command> {
         crate::mpirun_openmpi()?;
         let hosts = self.host_list(ranks);
         let total: u32 = ranks.iter().sum();
-        let ssh = crate::ssh_stand_in(self.scratch.path(), "ip netns exec {host}");
+        // A directory of its own: hydra's stand-in (`hydra_cmd`) has the same file name.
+        let agent = self.scratch.path().join("ompi-agent");
+        std::fs::create_dir_all(&agent).expect("the Open MPI agent directory");
+        let ssh = crate::ssh_stand_in(
+            &agent,
+            "ip netns exec {host} unshare --uts sh -c 'hostname \"$0\" && exec \"$@\"' {host}",
+        );
         let session = self.scratch.path().join("ompi");
         std::fs::create_dir_all(&session).expect("the Open MPI session directory");
         let inner = crate::openmpi_cmd(
