@@ -230,10 +230,7 @@ impl Raised {
     pub fn now(self) -> c_int {
         match self {
             Raised::Return(c) => c,
-            Raised::Fatal(msg, status) => {
-                say(&msg);
-                std::process::exit(status)
-            }
+            Raised::Fatal(msg, status) => crate::ending::fatal(&msg, status),
             Raised::User(f, mut handle, mut code) => {
                 let ret = code;
                 // SAFETY: `f` is the function the program registered as an error handler of

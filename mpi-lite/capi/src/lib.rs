@@ -10,6 +10,8 @@
 //!   lock per call below `MPI_THREAD_MULTIPLE`, the state shared by the calls under it).
 //! * `errors` — error codes (predefined, user-added, one per unsupported call) and
 //!   error handlers (predefined and the user's, called with the state lock released).
+//! * `ending` — how a rank ends the job: `MPI_Abort`'s exit request to the driver, and
+//!   fatal errors that end quietly with the requested code after another rank's abort.
 //! * `active` — which threads are inside a call under `MPI_THREAD_MULTIPLE` (a flag
 //!   per thread, for `MPI_Finalize`).
 //! * `cache` — a thread's last handle of a table (communicators, windows), used without a
@@ -30,6 +32,8 @@ mod attrs;
 mod cache;
 #[allow(unsafe_code)] // deferred receives: no lock below THREAD_MULTIPLE, buffers by pointer
 mod defer;
+#[allow(unsafe_code)] // flushes the C stdio streams and _exits (MPI_Abort)
+mod ending;
 #[allow(unsafe_code)] // calls the user's error handlers (C function pointers)
 mod errors;
 #[allow(unsafe_code)] // the progress thread reaches the engine through a pointer (state::Served)

@@ -527,6 +527,47 @@ fn errors_are_fatal_by_default_and_name_the_call() {
     }
 }
 
+/// `MPI_Abort(MPI_COMM_WORLD, 7)` on the last rank while the others wait for it in a
+/// receive ends every rank with 7 and the job with 7, the others quietly (no error of
+/// their own, though their receive fails on the aborting rank's loss: the driver's exit
+/// request tells them the job is ending), over shm (2 and 4 ranks, shared and static),
+/// fpga-model and ofi (where peers learn the request by message). Survivors get a long
+/// `--grace`: each must end by itself and record its status.
+#[test]
+fn abort_ends_every_rank_with_its_code() {
+    if !have_cc() {
+        return;
+    }
+    let ofi = [
+        "--driver",
+        "ofi",
+        "-x",
+        "SKIFCH_OFI_PROVIDER=tcp;ofi_rxm",
+        "-x",
+        "SKIFCH_OFI_DOMAIN=lo",
+    ];
+    for (n, stat, driver) in [
+        (2, false, &["--driver", "shm"][..]),
+        (4, false, &["--driver", "shm"][..]),
+        (3, true, &["--driver", "shm"][..]),
+        (3, false, &["--driver", "fpga-model"][..]),
+        (3, false, &ofi[..]),
+    ] {
+        let dir = common::job_dir("abort");
+        let mut cmd = Command::new(testing::skifrun_exe());
+        cmd.args(["-n", &n.to_string(), "--grace", "60"])
+            .args(driver)
+            .arg("--")
+            .args(common::status_recorder(&dir))
+            .arg(compile("fatal", stat))
+            .arg("abort");
+        testing::clean_env(&mut cmd);
+        let o = testing::run_job(cmd, JOB_TIMEOUT + Duration::from_secs(60));
+        let what = format!("MPI_Abort on {n} ranks {driver:?}, static {stat}");
+        common::expect_abort_7(&o, &dir, n, true, &what);
+    }
+}
+
 #[test]
 fn threads_take_turns_and_an_overlapping_call_fails_instead_of_deadlocking() {
     // Issue 16 defect 6: a call entered while another thread blocks inside one used to wait

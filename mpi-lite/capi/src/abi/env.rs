@@ -43,6 +43,7 @@ fn init(required: c_int) -> c_int {
         // had), so the program's thread may be.
         let bind_cores = bind_policy(multiple)?;
         let job = skifch_drivers::init()?;
+        crate::ending::set_driver(job.driver());
         let unbound = if bind_cores {
             bind(job.driver().placement())
         } else {
@@ -84,7 +85,12 @@ fn init(required: c_int) -> c_int {
         Err(e) => {
             let r = state::raise_later(g.as_ref(), h::COMM_WORLD, name, &e);
             drop(g);
-            r.now()
+            let code = r.now();
+            // Not fatal: the failed job's driver goes with it.
+            if PHASE.load(Ordering::Acquire) == 0 {
+                crate::ending::forget_driver();
+            }
+            code
         }
     }
 }
@@ -196,6 +202,7 @@ mpi_fn!(MPI_Finalize, PMPI_Finalize, () -> c_int {
     let posted = st.defer.finish(&st.mpi);
     let CState { mpi, job, .. } = st;
     let r = posted.and(mpi.finalize());
+    crate::ending::forget_driver();
     drop(job);
     drop(g);
     match r {
@@ -217,9 +224,7 @@ mpi_fn!(MPI_Finalized, PMPI_Finalized, (flag: *mut c_int) -> c_int {
 });
 
 mpi_fn!(MPI_Abort, PMPI_Abort, (_comm: c_int, errorcode: c_int) -> c_int {
-    crate::errors::say(&format!("MPI_Abort({errorcode}) called: aborting the job"));
-    // skifrun ends the other ranks when one fails.
-    std::process::exit(if errorcode == 0 { 1 } else { errorcode & 0xff })
+    crate::ending::abort(errorcode)
 });
 
 mpi_fn!(MPI_Query_thread, PMPI_Query_thread, (provided: *mut c_int) -> c_int {
