@@ -35,11 +35,15 @@ pub fn forget_driver() {
 }
 
 /// `MPI_Abort(comm, code)`: the whole job ends with `code` (its low 8 bits; 0 is 1: an
-/// aborted job does not report success). Only `MPI_COMM_WORLD` is supported as the group
-/// to abort (§8.7 allows it), whatever `comm` is. Prints one line naming the rank.
+/// aborted job does not report success), whatever `comm` is: MPI-3.1 §8.7 lets an
+/// implementation abort every process. Prints one line naming the rank.
 pub fn abort(errorcode: i32) -> ! {
     crate::errors::say(&format!("MPI_Abort({errorcode}) called: aborting the job"));
-    let code = if errorcode & 0xff == 0 { 1 } else { errorcode & 0xff };
+    let code = if errorcode & 0xff == 0 {
+        1
+    } else {
+        errorcode & 0xff
+    };
     let code = driver().map_or(code, |d| d.request_exit(code));
     leave(code)
 }

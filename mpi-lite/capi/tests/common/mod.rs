@@ -83,8 +83,17 @@ pub fn recorded_statuses(dir: &Path) -> std::collections::BTreeMap<u32, i32> {
     entries
         .filter_map(|e| {
             let e = e.ok()?;
-            let rank = e.file_name().to_str()?.strip_prefix("status.")?.parse().ok()?;
-            let status = std::fs::read_to_string(e.path()).ok()?.trim().parse().ok()?;
+            let rank = e
+                .file_name()
+                .to_str()?
+                .strip_prefix("status.")?
+                .parse()
+                .ok()?;
+            let status = std::fs::read_to_string(e.path())
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
             Some((rank, status))
         })
         .collect()
@@ -99,7 +108,11 @@ pub fn recorded_statuses(dir: &Path) -> std::collections::BTreeMap<u32, i32> {
 /// finding that rank gone is the job ending, not an error of theirs).
 pub fn expect_abort_7(o: &testing::Outcome, dir: &Path, n: u32, every_rank: bool, what: &str) {
     let statuses = recorded_statuses(dir);
-    let ctx = format!("{what}: {}, rank statuses {statuses:?}\n{}", o.status, o.text());
+    let ctx = format!(
+        "{what}: {}, rank statuses {statuses:?}\n{}",
+        o.status,
+        o.text()
+    );
     assert_eq!(o.code(), Some(7), "{ctx}");
     assert!(statuses.values().all(|&s| s == 7), "{ctx}");
     if every_rank {
@@ -114,6 +127,9 @@ pub fn expect_abort_7(o: &testing::Outcome, dir: &Path, n: u32, every_rank: bool
         .lines()
         .filter(|l| l.contains("mpi-lite:") || l.contains("MPI_ERRORS_ARE_FATAL"))
         .collect();
-    let abort = format!("mpi-lite: rank {}: MPI_Abort(7) called: aborting the job", n - 1);
+    let abort = format!(
+        "mpi-lite: rank {}: MPI_Abort(7) called: aborting the job",
+        n - 1
+    );
     assert!(said.len() == 1 && said[0].contains(&abort), "{ctx}");
 }
