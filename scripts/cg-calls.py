@@ -10,7 +10,10 @@
 """
 import collections
 import re
+import signal
 import sys
+
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # output cut by `head`: no traceback
 
 
 def parse(path):

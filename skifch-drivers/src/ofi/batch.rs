@@ -92,8 +92,8 @@ impl PortState {
         let lone = self.pairs[sid].sent == self.pairs[sid].acked;
         if lone && self.open.is_empty() && HDR + need <= LONE.min(self.ep.net.inject_size) {
             // The latency path: header and record built on the stack and injected, no
-            // send buffer or open batch (callgrind: ~400 fewer instructions per message
-            // than through them). Refused, it takes the batch path, whose flush retries.
+            // send buffer or open batch (callgrind: 168 fewer instructions per 8-byte
+            // MPI_Send over `net`). Refused, it takes the batch path, whose flush retries.
             let mut b = [0u8; LONE];
             // SAFETY: `HDR + need <= LONE`: the record fits behind the header in `b`.
             unsafe { write_record(b.as_mut_ptr().add(HDR), iov, len) };
