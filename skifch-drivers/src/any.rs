@@ -347,6 +347,30 @@ impl Driver for AnyDriver {
     }
 }
 
+/// The hot calls of every driver but shm, out of line (see `impl Port for AnyPort`).
+impl AnyPort {
+    #[inline(never)]
+    fn send_other(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
+        each3!(self, p => p.send(dst, iov, mode))
+    }
+    #[inline(never)]
+    fn recv_other(&mut self, out: &mut RawMessage) -> Result<()> {
+        each3!(self, p => p.recv_into(out))
+    }
+    #[inline(never)]
+    fn ready_other(&mut self) -> Result<bool> {
+        each3!(self, p => p.ready())
+    }
+    /// # Safety
+    /// As [`Port::complete`].
+    #[inline(never)]
+    unsafe fn complete_other(&mut self, token: Token) {
+        // SAFETY: the caller's contract (a token of this port's `recv`, once) is the
+        // wrapped port's contract.
+        each3!(self, p => unsafe { p.complete(token) })
+    }
+}
+
 // SAFETY: every call forwards to the wrapped port, whose own `Port` promise (obligation 5)
 // covers the segments and tokens it hands out; tokens never cross variants because a
 // port's variant never changes.
@@ -355,22 +379,38 @@ unsafe impl Port for AnyPort {
     fn addr(&self) -> NetAddr {
         each3!(self, p => p.addr())
     }
-    #[inline]
+    // The shm arm of the hot calls inline in the caller (as a concrete port is), the other
+    // drivers' out of line: one compare more than a concrete shm port, not a call.
+    #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
-        each3!(self, p => p.send(dst, iov, mode))
+        match self {
+            AnyPort::Shm(p) => p.send(dst, iov, mode),
+            other => other.send_other(dst, iov, mode),
+        }
     }
-    #[inline]
+    #[inline(always)]
     fn recv_into(&mut self, out: &mut RawMessage) -> Result<()> {
-        each3!(self, p => p.recv_into(out))
+        match self {
+            AnyPort::Shm(p) => p.recv_into(out),
+            other => other.recv_other(out),
+        }
     }
+    #[inline(always)]
     fn ready(&mut self) -> Result<bool> {
-        each3!(self, p => p.ready())
+        match self {
+            AnyPort::Shm(p) => p.ready(),
+            other => other.ready_other(),
+        }
     }
-    #[inline]
+    #[inline(always)]
     unsafe fn complete(&mut self, token: Token) {
-        // SAFETY: the caller's contract (a token of this port's `recv`, once) is the
-        // wrapped port's contract.
-        each3!(self, p => unsafe { p.complete(token) })
+        match self {
+            // SAFETY: the caller's contract (a token of this port's `recv`, once) is the
+            // wrapped port's contract.
+            AnyPort::Shm(p) => unsafe { p.complete(token) },
+            // SAFETY: as above.
+            other => unsafe { other.complete_other(token) },
+        }
     }
     fn waiter(&self) -> AnyWaiter {
         match self {
