@@ -97,7 +97,11 @@ echo "| AM Short: requester \`gasnetc_am_request\` | $(nowake short 0 ':gasnetc_
 echo "| AM Short: target's dispatch (\`on_am\`, handler and its \`ReplyShort0\`) | $(nowake short 1 "$on_am") |"
 echo "| AM Short: … of which \`gasnetc_am_reply\` | $(nowake short 1 ':gasnetc_am_reply(_fast)?$') |"
 echo "| AM Short: requester's dispatch of the reply (\`on_am\`) | $(fn short 0 "$on_am") |"
-echo "| AM Short: requester's poll that dispatched the reply (receive, \`on_am\`, RecvComp) | $(fn short 0 "$rpoll") |"
+# Since GASNET_BLOCKUNTIL's step receives without asking the driver first (2026-11-29),
+# that poll is inlined into the wait step with the empty ones: no function to count.
+rp=$(fn short 0 "$rpoll")
+[ "$rp" = 0 ] && rp='— (inlined into the wait step with its empty polls)'
+echo "| AM Short: requester's poll that dispatched the reply (receive, \`on_am\`, RecvComp) | $rp |"
 echo "| AM Medium 8 B: sender \`gasnetc_am_request\` | $(nowake med 0 ':gasnetc_am_request(_fast)?$') |"
 echo "| AM Medium 8 B: target's dispatch (\`on_am\` with the handler) | $(fn med 1 "$on_am") |"
 echo "| 8 B \`gex_RMA_PutBlocking\` (inclusive; rank 0 whole program) | $(fn put 0 ':gex_RMA_PutBlocking$') ($(whole put)) |"

@@ -1,0 +1,131 @@
+//! Round-trip medians of an 8-byte ping-pong, raw channel and `skifch::proto` header-only
+//! active messages, each over the concrete shm port and over `AnyPort` (what the C ABIs
+//! use), alternated in rounds, as a 2-rank job (self-launched, shm only):
+//! `cargo run --release -p skifch-benches --example rt_medians -- [rounds]`
+//! (`PC`/`PA`: the ports of the two raw channels, default 0 and 1).
+//!
+//! One clock reading per round trip and the median of 20000 round trips: a round trip
+//! that another process preempted moves the median little, so on a loaded machine this
+//! still reads what one round trip costs (where a timed loop's mean reads the load). What
+//! it cannot see past is the placement of the two CPUs (see `../shared/peers` "Noise"):
+//! compare rounds of one placement only.
+use std::io::IoSlice;
+use std::time::Instant;
+
+use skifch::proto::{Am, Endpoint, Io};
+use skifch::{Error, NetAddr, Port, WaitPolicy};
+
+/// Nanoseconds since `t0`.
+fn ns(t0: Instant) -> u64 {
+    t0.elapsed().as_nanos() as u64
+}
+
+fn med(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+const N: usize = 20000;
+
+fn raw<P: Port>(ch: &skifch::Channel<P>, me: u32, port: u16) -> u64 {
+    let to = NetAddr::new((1 - me) as u16, port);
+    let msg = [7u8; 8];
+    let send = || while ch.send(to, &[IoSlice::new(&msg)]).is_err() {};
+    let recv = || loop {
+        match ch.try_recv_with(|m| std::hint::black_box(m.len())) {
+            Ok(_) => break,
+            Err(Error::WouldBlock) => std::hint::spin_loop(),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let (mut t, t0) = (Vec::with_capacity(N + 1), Instant::now());
+    for _ in 0..N {
+        if me == 0 {
+            t.push(ns(t0));
+            send();
+            recv();
+        } else {
+            recv();
+            send();
+        }
+    }
+    t.push(ns(t0));
+    if me == 0 {
+        med(t.windows(2).skip(100).map(|w| w[1] - w[0]).collect())
+    } else {
+        0
+    }
+}
+
+fn am<P: Port>(ep: &mut Endpoint<P, u64>, me: u32) -> u64 {
+    let peer = 1 - me;
+    let base = *ep.ctx();
+    let wait = |ep: &mut Endpoint<P, u64>, k: u64| {
+        while *ep.ctx() < k {
+            ep.poll_ready_one().expect("poll");
+        }
+    };
+    let (mut t, t0) = (Vec::with_capacity(N + 1), Instant::now());
+    for k in base + 1..=base + N as u64 {
+        if me == 0 {
+            t.push(ns(t0));
+            ep.send_header(peer, 1, 0, &[]).expect("send");
+            wait(ep, k);
+        } else {
+            wait(ep, k);
+            ep.send_header(peer, 1, 0, &[]).expect("send");
+        }
+    }
+    t.push(ns(t0));
+    if me == 0 {
+        med(t.windows(2).skip(100).map(|w| w[1] - w[0]).collect())
+    } else {
+        0
+    }
+}
+
+fn endpoint<P: Port>(p: P, max: usize) -> Endpoint<P, u64> {
+    let mut ep = Endpoint::new(p, 2, max, WaitPolicy::Spin, 0u64).expect("endpoint");
+    ep.register(1, |got: &mut u64, _: &mut Io<'_, _>, am: &Am<'_>| {
+        std::hint::black_box(am.payload().len());
+        *got += 1;
+        Ok(())
+    })
+    .expect("register");
+    ep.barrier().expect("barrier");
+    ep
+}
+
+fn main() {
+    if let Some(c) = skifch_drivers::launch::self_launch(2) {
+        std::process::exit(c)
+    }
+    let any = skifch_drivers::init().expect("job");
+    let skifch_drivers::ConcreteJob::Shm(conc) = skifch_drivers::concrete(&any) else {
+        panic!("shm only")
+    };
+    let me = any.rank();
+    let rounds: usize = std::env::args().nth(1).map_or(5, |s| s.parse().unwrap());
+    let pc: u16 = std::env::var("PC").map_or(0, |v| v.parse().unwrap());
+    let pa: u16 = std::env::var("PA").map_or(1, |v| v.parse().unwrap());
+    let ch_c = conc.open(pc as u32).expect("port c");
+    let ch_a = any.open(pa as u32).expect("port a");
+    let mut ep_c = endpoint(
+        skifch::Driver::open_port(conc.driver(), 2).unwrap(),
+        conc.max_message(),
+    );
+    let mut ep_a = endpoint(
+        skifch::Driver::open_port(any.driver(), 3).unwrap(),
+        any.max_message(),
+    );
+    for r in 0..rounds {
+        let a = raw(&ch_c, me, pc);
+        let b = raw(&ch_a, me, pa);
+        let c = am(&mut ep_c, me);
+        let d = am(&mut ep_a, me);
+        ep_c.barrier().unwrap();
+        if me == 0 {
+            println!("round {r}: round trip median, ns: raw-concrete {a} raw-any {b} proto-concrete {c} proto-any {d}");
+        }
+    }
+}
