@@ -309,6 +309,30 @@ impl AnyDriver {
     }
 }
 
+/// Flushes Rust's stdout and the C program's stdio streams: `_exit` (and a process killed
+/// by its launcher) drops what they buffer. For the C ABIs' fatal errors and job-ending
+/// calls, before their last line on stderr.
+pub fn flush_stdio() {
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    // SAFETY: fflush(NULL) flushes every open output stream of the C library.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+}
+
+/// Ends this process at once with `status`, as the C ABIs' job-ending calls do
+/// (`gasnet_exit`, `MPI_Abort`, their fatal errors): output flushed ([`flush_stdio`]),
+/// this rank's part in the job ended first when `driver` is given ([`AnyDriver::leave`]:
+/// its messages leave, peers on other hosts learn an exit request, the launcher's
+/// connection is finalized), no atexit handlers (the job is ending; a C program's
+/// handlers would call the library).
+pub fn end_process(driver: Option<&AnyDriver>, status: i32) -> ! {
+    flush_stdio();
+    if let Some(d) = driver {
+        d.leave(status);
+    }
+    // SAFETY: ends the process; nothing runs after.
+    unsafe { libc::_exit(status) }
+}
+
 impl Driver for AnyDriver {
     type Port = AnyPort;
     fn name(&self) -> &'static str {

@@ -113,8 +113,8 @@ pub mod wrap;
 
 #[cfg(not(loom))]
 pub use any::{
-    concrete, init, init_concrete, AnyDriver, AnyPort, AnyWaiter, ConcreteJob, DynPort, FPGA_MODEL,
-    OFI,
+    concrete, end_process, flush_stdio, init, init_concrete, AnyDriver, AnyPort, AnyWaiter,
+    ConcreteJob, DynPort, FPGA_MODEL, OFI,
 };
 #[cfg(not(loom))]
 pub use fpga::remote::{RemoteDriver, RemoteJob};

@@ -70,7 +70,7 @@ const ERR_BARRIER_MISMATCH: c_int = 10005;
 #[cold]
 #[inline(never)]
 pub(crate) fn fatal<C: std::fmt::Display + ?Sized>(call: &C, e: &dyn std::fmt::Display) -> ! {
-    flush_c_stdio();
+    skifch_drivers::flush_stdio();
     if let Some(code) = exit_requested() {
         if env_on("GASNET_SHIM_VERBOSE") {
             skifch::diag::line(&format!(
@@ -80,28 +80,17 @@ pub(crate) fn fatal<C: std::fmt::Display + ?Sized>(call: &C, e: &dyn std::fmt::D
         leave(code);
     }
     skifch::diag::line(&format!("gasnet: {call}: {e}"));
-    // SAFETY: as above; the launcher stops the other ranks.
-    unsafe { libc::_exit(1) }
+    // The launcher stops the other ranks.
+    skifch_drivers::end_process(None, 1)
 }
 
-/// Flushes the C program's stdio streams (and Rust's stdout): `_exit` does not.
-fn flush_c_stdio() {
-    let _ = std::io::Write::flush(&mut std::io::stdout());
-    // SAFETY: fflush(NULL) flushes every open output stream of the C library.
-    unsafe { libc::fflush(std::ptr::null_mut()) };
-}
-
-/// Ends the process with `code` at once (no atexit handlers: the job is ending), this
-/// rank's part in the job ended first ([`skifch_drivers::AnyDriver::leave`]: its messages
-/// leave, peers on other hosts learn the request, the launcher's connection is finalized).
+/// Ends the process with `code` at once, this rank's part in the job ended first
+/// ([`skifch_drivers::end_process`]).
 fn leave(code: i32) -> ! {
     let p = STATE.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: set by init from a leaked Box, never freed.
-        unsafe { &*p }.job.driver().leave(code);
-    }
-    // SAFETY: ends the process; nothing runs after.
-    unsafe { libc::_exit(code) }
+    // SAFETY: set by init from a leaked Box, never freed.
+    let driver = (!p.is_null()).then(|| unsafe { &*p }.job.driver());
+    skifch_drivers::end_process(driver.map(|d| &**d), code)
 }
 
 fn exit_requested() -> Option<i32> {
@@ -167,11 +156,7 @@ fn do_init(call: &str) {
     }
     .unwrap_or_else(|e| match job.driver().exit_request() {
         // A rank that finished first called gasnet_exit: end with its code.
-        Some(code) => {
-            job.driver().leave(code);
-            // SAFETY: ends the process; nothing runs after.
-            unsafe { libc::_exit(code) }
-        }
+        Some(code) => skifch_drivers::end_process(Some(job.driver()), code),
         None => fatal(call, &e),
     });
     ok(call, gn.set_c_invoker(invoke::invoke));
@@ -596,7 +581,7 @@ pub extern "C" fn gex_TM_TranslateJobrankToRank(tm: *mut c_void, jobrank: u32) -
 /// once they find this one gone ([`fatal`]).
 #[no_mangle]
 pub extern "C" fn gasnet_exit(code: c_int) {
-    flush_c_stdio();
+    skifch_drivers::flush_stdio();
     let p = STATE.load(Ordering::Acquire);
     let code = if p.is_null() {
         code & 0xff

@@ -60,17 +60,7 @@ pub fn fatal(msg: &str, status: i32) -> ! {
 }
 
 /// Ends the process with `code` at once, this rank's part in the job ended first
-/// ([`AnyDriver::leave`]: peers on other hosts learn the request, the launcher's
-/// connection is finalized). No atexit handlers: the job is being aborted, and
-/// the program's would call MPI.
+/// ([`skifch_drivers::end_process`]).
 fn leave(code: i32) -> ! {
-    let _ = std::io::Write::flush(&mut std::io::stdout());
-    // SAFETY: fflush(NULL) flushes every open output stream of the C library (the
-    // program's printf output, which _exit would drop).
-    unsafe { libc::fflush(std::ptr::null_mut()) };
-    if let Some(d) = driver() {
-        d.leave(code);
-    }
-    // SAFETY: ends the process; nothing runs after.
-    unsafe { libc::_exit(code) }
+    skifch_drivers::end_process(driver().as_deref(), code)
 }
