@@ -32,11 +32,13 @@
 //! Cost (callgrind, 8 B `mpi_loop rate` between the two ranks of one node in a 3-rank job
 //! on two network namespaces under hydra, main thread, 3 runs): sender 482-488 / receiver
 //! 669-688 instructions per message, against 389-401 / 609-614 over the shm driver alone
-//! (`skifrun -n 2`); before the fabric poll's back-off the receiver paid 771. The
+//! (`skifrun -n 2`); before the fabric poll's back-off the receiver paid 771; with
+//! [`REMOTE_IDLE`] 642 → 610 against 550-587 alone (`docs/results-2026-11-29-ofi-latency`,
+//! `scripts/ofi-callgrind.sh LOCAL=1`: the receiver's waiting polls 582 → 306 each). The
 //! hierarchy rides `AnyPort`'s vtable arm, so jobs on one node pay nothing for it; ranks of
 //! a node inside a hierarchy pay the vtable and the routing on each call, and the
-//! fabric's poll when the node is empty (a waiting receiver, a sender waiting for lane
-//! space) and on one receive in 8 to 256. A hierarchy arm of its own in `AnyPort` would
+//! fabric's poll when the node is empty (a sender waiting for lane space; a waiting
+//! receiver on one empty poll in 16 after a node message) and on one receive in 8 to 256. A hierarchy arm of its own in `AnyPort` would
 //! take the vtable off but costs every single-node job (`crate::any::HierAnyPort`).
 #![allow(unsafe_code)] // `unsafe impl Port` and the forwarding of `unsafe fn complete`
 
