@@ -1,10 +1,13 @@
-/* crit1.c: AM Short RT median in TSC ticks, one stamp per RT; target in gasnet_AMPoll loop or barrier. */
+/* crit1.c: AM Short RT median in TSC ticks, one stamp per RT; the target waits in a
+ * gasnet_AMPoll loop ("poll"), in gex_Event_Wait of a broadcast ("event", as
+ * benches/c/gasnet_bench.c), or in gasnet_barrier ("barrier"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
 #include <x86intrin.h>
 #include <gasnetex.h>
+#include <gasnet_coll.h>
 enum { H_PING = 200, H_PONG, H_STOP };
 #define N 20000
 static gex_TM_t tm; static int me;
@@ -37,12 +40,15 @@ int main(int argc, char **argv) {
                 GASNET_BLOCKUNTIL(pongs == i + 1);
             }
             T0[N] = __rdtsc();
-            if (strcmp(tmode, "barrier")) gex_AM_RequestShort0(tm, 1, H_STOP, 0);
+            if (!strcmp(tmode, "poll")) gex_AM_RequestShort0(tm, 1, H_STOP, 0);
             static int64_t d[N]; int k = 0;
             for (long i = 100; i < N; i++) d[k++] = T0[i + 1] - T0[i];
             qsort(d, k, sizeof d[0], cmp);
             printf("crit1-%s RT %ld\n", tmode, d[k / 2]);
         } else if (!strcmp(tmode, "poll")) { while (!stop) gasnet_AMPoll(); stop = 0; }
+        if (!strcmp(tmode, "event")) { /* the target waits in a broadcast's event, as benches/c/gasnet_bench.c */
+            double v = 1; gex_Event_Wait(gex_Coll_BroadcastNB(tm, 0, &v, &v, sizeof v, 0));
+        }
         gasnet_barrier(0, GASNET_BARRIERFLAG_ANONYMOUS);
     }
     gasnet_exit(0);

@@ -8,8 +8,8 @@ use super::io::Out;
 use super::{Endpoint, H_NOP};
 use crate::coll::ProtoGroup;
 use crate::driver::Waiter;
-use crate::wait::Backoff;
-use crate::{Error, Port, Result};
+use crate::wait::{Backoff, HOT_POLLS};
+use crate::{Error, Port, Result, WaitPolicy};
 
 /// How often an idle wait on one peer checks that its endpoint is still open.
 const PROBE_EVERY: Duration = Duration::from_millis(500);
@@ -79,6 +79,15 @@ impl<P: Port, C> Endpoint<P, C> {
         let mut idle = Backoff::new();
         // Read the clock only once idle: a wait served by the first poll costs no syscall.
         let mut probed: Option<Instant> = None;
+        // Empty receives left before the channel's wait: the hot phase polls with the
+        // receive itself, so a message that arrives is taken in one look at the lane (the
+        // channel's wait asks `ready`, then this loop receives: two looks on a round
+        // trip's critical path).
+        let hot_polls = match self.ch.wait_policy() {
+            WaitPolicy::Block => 0,
+            _ => HOT_POLLS,
+        };
+        let mut hot = hot_polls;
         loop {
             if done(self) {
                 return Ok(());
@@ -88,11 +97,17 @@ impl<P: Port, C> Endpoint<P, C> {
             if stop || done(self) {
                 return Ok(());
             }
+            if n == 0 && hot > 0 && self.io.queued == 0 {
+                // Bounded, so the deadline is read at most `HOT_POLLS` polls late.
+                hot -= 1;
+                continue;
+            }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Error::TimedOut);
             }
             if n > 0 {
                 idle.reset();
+                hot = hot_polls;
                 continue;
             }
             if let Some(p) = peer {
