@@ -23,39 +23,9 @@ lib=${LIB:-$rel}
 n=${N:-2000}
 out=${1:-$(mktemp -d /tmp/ofi-cg.XXXXXX)}
 mkdir -p "$out"
-tmp=$(mktemp -d)
-base=skc-$$
-sw=$base-sw
-nodes=("$base-n0" "$base-n1")
-cleanup() {
-    for ns in "${nodes[@]}" "$sw"; do
-        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-        ip netns del "$ns" 2>/dev/null
-    done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-ip netns add "$sw" || { echo "ofi-callgrind: cannot create network namespaces (root?)" >&2; exit 2; }
-ip -n "$sw" link set lo up
-ip -n "$sw" link add br0 type bridge
-ip -n "$sw" addr add 10.10.0.254/24 dev br0
-ip -n "$sw" link set br0 up
-for i in 0 1; do
-    nd=${nodes[$i]}
-    ip netns add "$nd"
-    ip -n "$nd" link set lo up
-    ip link add name eth0 netns "$nd" type veth peer name "v$i" netns "$sw"
-    ip -n "$sw" link set "v$i" master br0
-    ip -n "$sw" link set "v$i" up
-    ip -n "$nd" addr add "10.10.0.$((i + 1))/24" dev eth0
-    ip -n "$nd" link set eth0 up
-done
-cat >"$tmp/ssh" <<'EOS'
-#!/bin/sh
-while [ "${1#-}" != "$1" ]; do shift; done
-host=$1; shift
-exec ip netns exec "$host" sh -c "$*"
-EOS
+. scripts/netns-nodes.sh
+netns_nodes skc-$$ ofi-callgrind
+netns_up || exit 2
 # the ranks in CG_RANKS under callgrind (output file $1.RANK), the others as they are
 cat >"$tmp/cg" <<'EOS'
 #!/bin/sh

@@ -41,19 +41,8 @@ rel=${CARGO_TARGET_DIR:-$PWD/target}/release
 rounds=${ROUNDS:-3}
 out=${1:-$(mktemp -d /tmp/ofi-rates.XXXXXX)}
 mkdir -p "$out"
-tmp=$(mktemp -d)
-base=skr-$$
-sw=$base-sw
-nodes=("$base-n0" "$base-n1")
-
-cleanup() {
-    for ns in "${nodes[@]}" "$sw"; do
-        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-        ip netns del "$ns" 2>/dev/null
-    done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+. scripts/netns-nodes.sh
+netns_nodes skr-$$ ofi-rates
 
 for t in mpiexec.hydra mpicc.mpich mpicc.openmpi mpirun.openmpi; do
     command -v $t >/dev/null || { echo "ofi-rates: $t is not on PATH" >&2; exit 2; }
@@ -70,28 +59,7 @@ for f in "$rel/msgrate" "$rel/libskifmpi.so"; do
 done
 
 # The nodes: as NetNodes::build (10.10.0.<i+1> on each node's eth0, the bridge in "sw").
-ip netns add "$sw" || { echo "ofi-rates: cannot create network namespaces (root?)" >&2; exit 2; }
-ip -n "$sw" link set lo up
-ip -n "$sw" link add br0 type bridge
-ip -n "$sw" addr add 10.10.0.254/24 dev br0
-ip -n "$sw" link set br0 up
-for i in 0 1; do
-    n=${nodes[$i]}
-    ip netns add "$n"
-    ip -n "$n" link set lo up
-    ip link add name eth0 netns "$n" type veth peer name "v$i" netns "$sw"
-    ip -n "$sw" link set "v$i" master br0
-    ip -n "$sw" link set "v$i" up
-    ip -n "$n" addr add "10.10.0.$((i + 1))/24" dev eth0
-    ip -n "$n" link set eth0 up
-done
-cat >"$tmp/ssh" <<'EOF'
-#!/bin/sh
-while [ "${1#-}" != "$1" ]; do shift; done
-host=$1; shift
-exec ip netns exec "$host" sh -c "$*"
-EOF
-chmod +x "$tmp/ssh"
+netns_up || exit 2
 
 if [ "${LO:-0}" = 1 ]; then
     hosts="${nodes[0]}:2" iface=lo ompi_if=127.0.0.1/32
