@@ -83,14 +83,7 @@ impl NetNodes {
                 return Some(OpenmpiJob { outcome, elapsed });
             }
             // mpirun's failure: what it left is its own, or ranks it never let run.
-            for ns in self
-                .names()
-                .iter()
-                .map(String::as_str)
-                .chain([self.switch()])
-            {
-                crate::netns::kill_processes_in(ns);
-            }
+            self.kill_processes_left();
             eprintln!(
                 "mpirun reached its time limit with {} of {total} ranks started (its daemons \
                  in the namespaces did not wire up){}:\n{}",
