@@ -1,8 +1,13 @@
-//! Round-trip medians of an 8-byte ping-pong, raw channel and `skifch::proto` header-only
-//! active messages, each over the concrete shm port and over `AnyPort` (what the C ABIs
-//! use), alternated in rounds, as a 2-rank job (self-launched, shm only):
+//! Round-trip medians of an 8-byte ping-pong, each over the concrete shm port and over
+//! `AnyPort` (what the C ABIs use), alternated in rounds, as a 2-rank job (self-launched,
+//! shm only): the raw channel; a record dispatched through a table of function pointers
+//! with the reply sent from inside the receive (`rec`: the floor of an active message
+//! without `skifch::proto`); proto header-only active messages, the reply sent after the
+//! poll and from inside the handler (`in`, as GASNet's AM Short reply).
 //! `cargo run --release -p skifch-benches --example rt_medians -- [rounds]`
-//! (`PC`/`PA`: the ports of the two raw channels, default 0 and 1).
+//! (`PC`/`PA`: the ports of the two raw channels, default 0 and 1; `TSC=1`: time-stamp
+//! counter ticks instead of ns; `ONLY=rec-a|rec-c|raw-a|pro-in-a|pro-in-c`: that one
+//! alone, for callgrind).
 //!
 //! One clock reading per round trip and the median of 20000 round trips: a round trip
 //! that another process preempted moves the median little, so on a loaded machine this
@@ -15,8 +20,15 @@ use std::time::Instant;
 use skifch::proto::{Am, Endpoint, Io};
 use skifch::{Error, NetAddr, Port, WaitPolicy};
 
-/// Nanoseconds since `t0`.
+/// Nanoseconds since `t0`, or with `TSC` set the time-stamp counter (finer than this
+/// VM's clock: 26 ticks against ~10 ns).
 fn ns(t0: Instant) -> u64 {
+    static TSC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    #[cfg(target_arch = "x86_64")]
+    if *TSC.get_or_init(|| std::env::var_os("TSC").is_some()) {
+        // SAFETY: rdtsc has no preconditions on x86_64.
+        return unsafe { core::arch::x86_64::_rdtsc() };
+    }
     t0.elapsed().as_nanos() as u64
 }
 
@@ -57,7 +69,57 @@ fn raw<P: Port>(ch: &skifch::Channel<P>, me: u32, port: u16) -> u64 {
     }
 }
 
-fn am<P: Port>(ep: &mut Endpoint<P, u64>, me: u32) -> u64 {
+type RecFn<P> = fn(&skifch::Channel<P>, &[u8], &mut u64);
+
+fn rec_ping<P: Port>(ch: &skifch::Channel<P>, b: &[u8], _: &mut u64) {
+    let to = NetAddr::new(u16::from(b[1]), b[2] as u16 | (b[3] as u16) << 8);
+    let msg = [1u8, 1 - b[1], b[2], b[3], 0, 0, 0, 0];
+    while ch.send(to, &[IoSlice::new(&msg)]).is_err() {}
+}
+
+fn rec_pong<P: Port>(_: &skifch::Channel<P>, _: &[u8], got: &mut u64) {
+    *got += 1;
+}
+
+/// A record dispatched through a table of plain function pointers, the reply sent from
+/// inside the receive (the floor of an AM path without proto).
+fn rec<P: Port>(ch: &skifch::Channel<P>, me: u32, port: u16) -> u64 {
+    let table: [RecFn<P>; 2] = std::hint::black_box([rec_ping::<P>, rec_pong::<P>]);
+    let to = NetAddr::new((1 - me) as u16, port);
+    let msg = [0u8, me as u8, port as u8, (port >> 8) as u8, 0, 0, 0, 0];
+    let mut got = 0u64;
+    let poll = |got: &mut u64| loop {
+        match ch.try_recv_with(|m| {
+            if let Some(b) = m.as_contiguous() {
+                table[b[0] as usize & 1](ch, b, got)
+            }
+        }) {
+            Ok(()) => break,
+            Err(Error::WouldBlock) => std::hint::spin_loop(),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let (mut t, t0) = (Vec::with_capacity(N + 1), Instant::now());
+    for k in 1..=N as u64 {
+        if me == 0 {
+            t.push(ns(t0));
+            while ch.send(to, &[IoSlice::new(&msg)]).is_err() {}
+            while got < k {
+                poll(&mut got);
+            }
+        } else {
+            poll(&mut got);
+        }
+    }
+    t.push(ns(t0));
+    if me == 0 {
+        med(t.windows(2).skip(100).map(|w| w[1] - w[0]).collect())
+    } else {
+        0
+    }
+}
+
+fn am<P: Port>(ep: &mut Endpoint<P, u64>, me: u32, inside: bool) -> u64 {
     let peer = 1 - me;
     let base = *ep.ctx();
     let wait = |ep: &mut Endpoint<P, u64>, k: u64| {
@@ -69,7 +131,10 @@ fn am<P: Port>(ep: &mut Endpoint<P, u64>, me: u32) -> u64 {
     for k in base + 1..=base + N as u64 {
         if me == 0 {
             t.push(ns(t0));
-            ep.send_header(peer, 1, 0, &[]).expect("send");
+            ep.send_header(peer, if inside { 2 } else { 1 }, 0, &[])
+                .expect("send");
+            wait(ep, k);
+        } else if inside {
             wait(ep, k);
         } else {
             wait(ep, k);
@@ -90,6 +155,11 @@ fn endpoint<P: Port>(p: P, max: usize) -> Endpoint<P, u64> {
         std::hint::black_box(am.payload().len());
         *got += 1;
         Ok(())
+    })
+    .expect("register");
+    ep.register(2, |got: &mut u64, io: &mut Io<'_, _>, am: &Am<'_>| {
+        *got += 1;
+        io.send_header(am.src(), 1, 0, &[])
     })
     .expect("register");
     ep.barrier().expect("barrier");
@@ -119,13 +189,28 @@ fn main() {
         any.max_message(),
     );
     for r in 0..rounds {
+        if let Ok(m) = std::env::var("ONLY") {
+            // One kind only (instruction counts under callgrind).
+            match m.as_str() {
+                "rec-a" => rec(&ch_a, me, pa),
+                "rec-c" => rec(&ch_c, me, pc),
+                "raw-a" => raw(&ch_a, me, pa),
+                "pro-in-a" => am(&mut ep_a, me, true),
+                _ => am(&mut ep_c, me, true),
+            };
+            continue;
+        }
         let a = raw(&ch_c, me, pc);
         let b = raw(&ch_a, me, pa);
-        let c = am(&mut ep_c, me);
-        let d = am(&mut ep_a, me);
+        let e = rec(&ch_c, me, pc);
+        let f = rec(&ch_a, me, pa);
+        let c = am(&mut ep_c, me, false);
+        let d = am(&mut ep_a, me, false);
+        let g = am(&mut ep_c, me, true);
+        let h = am(&mut ep_a, me, true);
         ep_c.barrier().unwrap();
         if me == 0 {
-            println!("round {r}: round trip median, ns: raw-concrete {a} raw-any {b} proto-concrete {c} proto-any {d}");
+            println!("round {r}: round trip median: raw-concrete {a} raw-any {b} rec-concrete {e} rec-any {f} proto-concrete {c} proto-any {d} proto-in-c {g} proto-in-a {h}");
         }
     }
 }

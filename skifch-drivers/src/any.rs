@@ -416,7 +416,14 @@ unsafe impl Port for AnyPort {
     fn recv_into(&mut self, out: &mut RawMessage) -> Result<()> {
         match self {
             AnyPort::Shm(p) => p.recv_into(out),
-            other => other.recv_other(out),
+            other => {
+                // Into a local first: `out`'s address never escapes into an opaque call,
+                // so the shm arm's message can stay in registers in the caller.
+                let mut m = RawMessage::EMPTY;
+                let r = other.recv_other(&mut m);
+                *out = m;
+                r
+            }
         }
     }
     #[inline(always)]

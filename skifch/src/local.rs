@@ -593,6 +593,30 @@ mod tests {
     }
 
     #[test]
+    fn a_panicking_receive_closure_still_completes_its_message() {
+        let p = Params {
+            nranks: 1,
+            nports: 1,
+            lane_bytes: 64,
+        };
+        let out = run_with(p, |job| {
+            let ch = job.open(0)?;
+            let msg = [7u8; 32];
+            for _ in 0..3 {
+                // The lane holds one such message: the next send finds room only if the
+                // panicking closure's message was completed.
+                ch.send(ch.addr(), &[IoSlice::new(&msg)])?;
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    ch.try_recv_with(|m| -> () { panic!("closure fails on {} bytes", m.len()) })
+                }));
+                assert!(r.is_err());
+            }
+            Ok(())
+        });
+        out.unwrap();
+    }
+
+    #[test]
     fn zero_length_messages_and_bad_parameters() {
         let out = run(2, |job| {
             let ch = job.open(0)?;

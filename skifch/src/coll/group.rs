@@ -34,6 +34,9 @@ pub(crate) struct CollState {
     /// Messages that came before their receive, in order; `None` while a long one arrives.
     unexpected: HashMap<Key, VecDeque<Option<Vec<u8>>>>,
     posted: HashMap<Key, Posted>,
+    /// Posted receives completed so far: a wait looks its own up only after this moved
+    /// (a hashed lookup on every poll lengthened the loop that serves AMs while waiting).
+    done: u64,
 }
 
 impl CollState {
@@ -49,6 +52,7 @@ impl CollState {
                 if let Some(Posted::Waiting(mut l)) = st.posted.remove(&key) {
                     l.write_segs(0, am.payload().segments());
                     let truncated = l.truncated();
+                    st.done += 1;
                     st.posted.insert(
                         key,
                         Posted::Done {
@@ -79,6 +83,7 @@ impl CollState {
                 let l = am.take_landing();
                 if matches!(st.posted.get(&key), Some(Posted::Landing)) {
                     let truncated = l.as_ref().is_none_or(|l| l.truncated());
+                    st.done += 1;
                     st.posted.insert(
                         key,
                         Posted::Done {
@@ -123,7 +128,8 @@ pub struct GroupOn<'a, P: Port, C = ()> {
 enum Recv {
     /// Not matched yet, nothing posted (an earlier long message is still arriving).
     Pending,
-    Posted,
+    /// Posted; the completion count last seen.
+    Posted(u64),
     Done(usize),
 }
 
@@ -242,7 +248,8 @@ fn step(
 ) -> Result<bool> {
     match state {
         Recv::Done(_) => Ok(true),
-        Recv::Posted => match st.posted.get(&key) {
+        Recv::Posted(seen) if *seen == st.done => Ok(false),
+        Recv::Posted(seen) => match st.posted.get(&key) {
             Some(Posted::Done { len, truncated }) => {
                 let (len, truncated) = (*len, *truncated);
                 st.posted.remove(&key);
@@ -252,7 +259,10 @@ fn step(
                 *state = Recv::Done(len as usize);
                 Ok(true)
             }
-            _ => Ok(false),
+            _ => {
+                *seen = st.done;
+                Ok(false)
+            }
         },
         Recv::Pending => {
             let q = st.unexpected.entry(key).or_default();
@@ -275,7 +285,7 @@ fn step(
                 None => {
                     let d = dest.take().unwrap_or_else(Landing::discard);
                     st.posted.insert(key, Posted::Waiting(d));
-                    *state = Recv::Posted;
+                    *state = Recv::Posted(st.done);
                     Ok(false)
                 }
             }
