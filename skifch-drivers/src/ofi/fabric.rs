@@ -298,6 +298,9 @@ pub struct Ep {
     pub rx: usize,
     /// The CQ's wait descriptor (`FI_WAIT_FD`), or -1 where the provider has none.
     pub fd: RawFd,
+    /// What a waiter sleeps on: [`Ep::fd`], or over `net` the provider's progress set
+    /// inside it ([`progress_set`]).
+    pub sleep_fd: RawFd,
     /// This endpoint's address (`fi_getname`).
     pub name: Vec<u8>,
     pub(super) net: Arc<Net>,
@@ -346,6 +349,7 @@ impl Ep {
             slot,
             rx,
             fd: -1,
+            sleep_fd: -1,
             name: Vec::new(),
             net: net.clone(),
         };
@@ -401,6 +405,11 @@ impl Ep {
             ) == 0
             {
                 me.fd = fd;
+                me.sleep_fd = if net.provider == "net" {
+                    progress_set(fd).unwrap_or(fd)
+                } else {
+                    fd
+                };
             }
         }
         if net.mr_local {
@@ -496,6 +505,37 @@ impl Ep {
         // SAFETY: live fabric and CQ.
         unsafe { sys::trywait(self.net.fabric.0, self.cq.fid()) }
     }
+}
+
+/// The epoll set nested in the `net` provider's CQ wait descriptor `fd`: the domain's
+/// progress set, readable while one of its sockets has data.
+///
+/// Why not `fd` itself: `fd` is an epoll set of that progress set and the CQ's signal
+/// socket, which `net` writes on the first completion and which stays readable from then
+/// on, as libfabric 1.17's `net` `fi_trywait` never reads it (only `fi_cq_sread` and
+/// `fi_wait` do). A waiter sleeping on `fd` then returned at once, every time: a rank
+/// waiting for a late peer spun through its sleep path, two system calls and the
+/// hierarchy's heavy barrier a turn, instead of sleeping
+/// (`docs/results-2026-11-29-ofi-syscalls`). The set is found in `/proc/self/fdinfo`
+/// (the descriptors an epoll set watches, `tfd:`); `None` when that does not name
+/// exactly one epoll set.
+fn progress_set(fd: RawFd) -> Option<RawFd> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+    let mut sets = info
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("tfd:")?
+                .split_whitespace()
+                .next()?
+                .parse::<RawFd>()
+                .ok()
+        })
+        .filter(|t| {
+            std::fs::read_link(format!("/proc/self/fd/{t}"))
+                .is_ok_and(|l| l.as_os_str() == "anon_inode:[eventpoll]")
+        });
+    let set = sets.next()?;
+    sets.next().is_none().then_some(set)
 }
 
 impl Drop for Ep {

@@ -398,6 +398,9 @@ pub fn broken(ret: isize) -> bool {
 /// The fixed-spin policy's least spin on a fabric port ([`Waiter::spin_floor`]).
 pub const SPIN_FLOOR: Duration = Duration::from_micros(200);
 
+/// The longest sleep on `net`'s progress set ([`OfiWaiter::sleep`]).
+const NET_SLEEP_CAP: Duration = Duration::from_millis(1);
+
 /// Sleeps on a port's CQ wait descriptor and the loss event.
 #[derive(Clone)]
 pub struct OfiWaiter {
@@ -419,8 +422,14 @@ impl Waiter for OfiWaiter {
         self.ports.flush_everything();
         // Woken by the CQ descriptor only after fi_trywait said nothing is pending (the
         // provider's rule for blocking on it); capped so that a provider whose descriptor
-        // misses an event costs a short delay, never a hang.
-        let cap = timeout.min(Duration::from_millis(100));
+        // misses an event costs a short delay, never a hang. Over `net` the progress set
+        // wakes it (`Ep::sleep_fd`): a completion another thread's progress writes into
+        // this CQ does not, so its cap is short.
+        let cap = timeout.min(if self.ep.sleep_fd == self.ep.fd {
+            Duration::from_millis(100)
+        } else {
+            NET_SLEEP_CAP
+        });
         if self.ep.fd < 0 {
             std::thread::sleep(cap.min(Duration::from_millis(1)));
             return;
@@ -430,7 +439,7 @@ impl Waiter for OfiWaiter {
         }
         let mut fds = [
             libc::pollfd {
-                fd: self.ep.fd,
+                fd: self.ep.sleep_fd,
                 events: libc::POLLIN,
                 revents: 0,
             },

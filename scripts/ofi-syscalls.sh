@@ -1,0 +1,80 @@
+#!/bin/bash
+# ofi-syscalls.sh: system calls per round trip of an 8-byte ping-pong between two network
+# namespaces (the layout of skifch_testing::NetNodes, scripts/netns-nodes.sh), rank 0
+# counted: mpi-lite over the hierarchy and the ofi driver (benches/c/mpi_loop.c pingpong),
+# MPICH (ch4:ucx, UCX_TLS=tcp,self) and Open MPI (ob1, btl tcp) with the same program.
+#
+#   cargo build --release -p skifrun -p skifmpi
+#   sudo scripts/ofi-syscalls.sh [OUTDIR]
+# Two counts per implementation, both of rank 0 and all its threads:
+# - perf stat on the syscalls:sys_enter_* tracepoints (no ptrace: the ranks run at their
+#   own pace), runs of N and 2N iterations; the difference / N is per round trip, so
+#   start-up and finalize cancel out. Prints the calls per round trip by kind, and the
+#   context switches.
+# - strace -f (futex left out), runs of N and 2N iterations (OUTDIR/IMPL.strace.{1,2}): per
+#   round trip the calls by kind and result (EAGAIN, 0 events, data), from the difference.
+# A poll that finds nothing is a system call on some paths, so how many happen per round
+# trip depends on how long the reply takes (the load, and strace's own slowness): the
+# tables split the calls that find something from those that do not.
+# Environment: N (default 2000), STRACE=0 (perf only), IMPLS (default "lite mpich ompi"), LIB (directory of the
+# libskifmpi.so to measure; default the release build), any SKIFCH_* variable is passed on.
+set -u
+cd "$(dirname "$0")/.."
+rel=${CARGO_TARGET_DIR:-$PWD/target}/release
+lib=${LIB:-$rel}
+n=${N:-2000}
+out=${1:-$(mktemp -d /tmp/ofi-sys.XXXXXX)}
+mkdir -p "$out"
+. scripts/netns-nodes.sh
+netns_nodes sks-$$ ofi-syscalls
+netns_up || exit 2
+# Rank 0 (hydra's PMI_RANK, Open MPI's OMPI_COMM_WORLD_RANK) under TOOL, the other as is.
+cat >"$tmp/wrap" <<'EOS'
+#!/bin/sh
+f=$1; shift
+r=${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-0}}
+[ "$r" = 0 ] || exec "$@"
+case $TOOL in
+perf) exec perf stat -x, -o "$f" -e task-clock,context-switches,cpu-migrations -e 'syscalls:sys_enter_*' -- "$@" ;;
+record) exec perf record -q ${REC_G:-} -o "$f" -e "${REC_EV:-syscalls:sys_enter_membarrier,syscalls:sys_enter_ppoll,syscalls:sys_exit_ppoll,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom}" -- "$@" ;;
+strace) exec strace -f -qq -e 'trace=!futex' -o "$f" "$@" ;;
+esac
+EOS
+chmod +x "$tmp/wrap"
+cc_log=$out/compile.log
+SKIFMPI_LIBDIR=$lib mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_loop.c -o "$tmp/loop_lite" 2>"$cc_log" || exit 1
+mpicc.mpich -O2 benches/c/mpi_loop.c -o "$tmp/loop_mpich" 2>>"$cc_log" || exit 1
+mpicc.openmpi -O2 benches/c/mpi_loop.c -o "$tmp/loop_ompi" 2>>"$cc_log" || exit 1
+hosts="${nodes[0]}:1,${nodes[1]}:1"
+hydra() {
+    ip netns exec "$sw" timeout "${LIMIT:-300}" mpiexec.hydra -iface br0 -launcher ssh \
+        -launcher-exec "$tmp/ssh" -hosts "$hosts" -n 2 "$@"
+}
+ompi() {
+    mkdir -p "$tmp/ompi"
+    ip netns exec "$sw" timeout "${LIMIT:-300}" mpirun.openmpi --allow-run-as-root \
+        --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh" \
+        --mca oob_tcp_if_include 10.10.0.0/24 --mca plm_rsh_no_tree_spawn 1 \
+        --mca routed direct --bind-to none --mca pml ob1 --mca btl tcp,self \
+        --mca btl_tcp_if_include 10.10.0.0/24 -n 2 -x TOOL "$@"
+}
+export SKIFCH_OFI_DOMAIN=eth0 UCX_TLS=tcp,self UCX_NET_DEVICES=eth0
+run() { # run IMPL TOOL FILE ITERATIONS
+    local impl=$1
+    if [ "$impl" = ompi ]; then
+        TOOL=$2 ompi "$tmp/wrap" "$3" "$tmp/loop_ompi" "$4" pingpong
+    else
+        TOOL=$2 hydra -env LD_LIBRARY_PATH "$lib" -env TOOL "$2" "$tmp/wrap" "$3" \
+            "$tmp/loop_$impl" "$4" pingpong
+    fi >"$3.out" 2>&1 || { echo "$impl ($2, $4): failed" >&2; tail -5 "$3.out" >&2; }
+}
+for impl in ${IMPLS:-lite mpich ompi}; do
+    run "$impl" perf "$out/$impl.perf.1" "$n"
+    run "$impl" perf "$out/$impl.perf.2" $((2 * n))
+    if [ "${STRACE:-1}" = 1 ]; then
+        run "$impl" strace "$out/$impl.strace.1" "$n"
+        run "$impl" strace "$out/$impl.strace.2" $((2 * n))
+    fi
+    echo "== $impl"
+    python3 scripts/syscalls.py "$n" "$out/$impl".{perf,strace}.{1,2}
+done
