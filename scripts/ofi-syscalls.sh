@@ -2,7 +2,8 @@
 # ofi-syscalls.sh: system calls per round trip of an 8-byte ping-pong between two network
 # namespaces (the layout of skifch_testing::NetNodes, scripts/netns-nodes.sh), rank 0
 # counted: mpi-lite over the hierarchy and the ofi driver (benches/c/mpi_loop.c pingpong),
-# MPICH (ch4:ucx, UCX_TLS=tcp,self) and Open MPI (ob1, btl tcp) with the same program.
+# MPICH (ch4:ucx, UCX_TLS=tcp,self) and Open MPI (ob1, btl tcp) with the same program;
+# IMPLS=raw: raw channels (msgrate's 8-byte latency test), counted per message rank 0 sent.
 #
 #   cargo build --release -p skifrun -p skifmpi
 #   sudo scripts/ofi-syscalls.sh [OUTDIR]
@@ -61,7 +62,10 @@ ompi() {
 export SKIFCH_OFI_DOMAIN=eth0 UCX_TLS=tcp,self UCX_NET_DEVICES=eth0
 run() { # run IMPL TOOL FILE ITERATIONS
     local impl=$1
-    if [ "$impl" = ompi ]; then
+    if [ "$impl" = raw ]; then # msgrate's latency test: its own number of round trips
+        TOOL=$2 hydra -env TOOL "$2" "$tmp/wrap" "$3" "$rel/msgrate" --tests latency \
+            --sizes 8 --csv "$3.csv"
+    elif [ "$impl" = ompi ]; then
         TOOL=$2 ompi "$tmp/wrap" "$3" "$tmp/loop_ompi" "$4" pingpong
     else
         TOOL=$2 hydra -env LD_LIBRARY_PATH "$lib" -env TOOL "$2" "$tmp/wrap" "$3" \
@@ -69,6 +73,13 @@ run() { # run IMPL TOOL FILE ITERATIONS
     fi >"$3.out" 2>&1 || { echo "$impl ($2, $4): failed" >&2; tail -5 "$3.out" >&2; }
 }
 for impl in ${IMPLS:-lite mpich ompi}; do
+    if [ "$impl" = raw ]; then # per message rank 0 sent (sendto), one run of each tool
+        run raw perf "$out/raw.perf" 0
+        [ "${STRACE:-1}" = 1 ] && run raw strace "$out/raw.strace" 0
+        echo "== raw (per sendto)"
+        python3 scripts/syscalls.py --per-send "$out/raw.perf" "$out/raw.strace"
+        continue
+    fi
     run "$impl" perf "$out/$impl.perf.1" "$n"
     run "$impl" perf "$out/$impl.perf.2" $((2 * n))
     if [ "${STRACE:-1}" = 1 ]; then

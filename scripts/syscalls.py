@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """System calls per iteration from two runs of N and 2N iterations (scripts/ofi-syscalls.sh).
 
-  syscalls.py N PERF1 PERF2 STRACE1 STRACE2
+  syscalls.py N PERF1 PERF2 [STRACE1 STRACE2]
+  syscalls.py --per-send PERF [STRACE]    one run each, per sendto call
 PERF*: `perf stat -x,` output with syscalls:sys_enter_* and context-switches;
 STRACE*: `strace -f -o` output. Prints (2N run - N run) / N per kind; for strace by kind and
 result: `EAGAIN` (or another errno), `=0` (nothing: 0 events, 0 bytes), `>0` (something).
@@ -51,9 +52,27 @@ def diff(a, b, n):
     return {k: (b[k] - a[k]) / n for k in set(a) | set(b)}
 
 
+def per_send(c):
+    """Counts divided by the sendto calls (one per round trip on rank 0)."""
+    sends = sum(v for k, v in c.items() if (k[0] if isinstance(k, tuple) else k) == "sendto")
+    return {k: v / sends for k, v in c.items()} if sends else {}
+
+
 def main():
+    if sys.argv[1] == "--per-send":  # one run each: PERF [STRACE]
+        p = per_send(perf(sys.argv[2]))
+        s = per_send(strace(sys.argv[3])) if len(sys.argv) > 3 and os.path.exists(sys.argv[3]) else None
+        report(p, s)
+        return
     n = int(sys.argv[1])
     p = diff(perf(sys.argv[2]), perf(sys.argv[3]), n)
+    s = None
+    if len(sys.argv) >= 6 and all(os.path.exists(f) for f in sys.argv[4:6]):
+        s = diff(strace(sys.argv[4]), strace(sys.argv[5]), n)
+    report(p, s)
+
+
+def report(p, s):
     print("perf stat, per round trip (rank 0, all threads):")
     tot = 0.0
     for k, v in sorted(p.items(), key=lambda kv: -kv[1]):
@@ -66,9 +85,8 @@ def main():
     polls = p.get("epoll_wait", 0.0)
     if polls > 0:
         print("  %-20s %8.3f" % ("CPU us per epoll_wait", p.get("task-clock", 0.0) / polls))
-    if len(sys.argv) < 6 or not all(os.path.exists(f) for f in sys.argv[4:6]):
+    if s is None:
         return
-    s = diff(strace(sys.argv[4]), strace(sys.argv[5]), n)
     print("strace -f (no futex), per round trip by result:")
     tot = 0.0
     for k, v in sorted(s.items(), key=lambda kv: (kv[0][0], kv[0][1])):

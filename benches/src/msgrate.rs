@@ -193,6 +193,10 @@ pub fn run_rank<D: Driver>(job: &Job<D>, cfg: &Config) -> Result<Option<Report>>
     }
     cfg.plan.validate()?;
     let mut notes = Vec::new();
+    // Before pinning: a pinned rank sees one allowed CPU, and took itself for one of
+    // several threads sharing it (a yield every 64 empty polls, a system call each, and
+    // the CPU given away where another task is runnable).
+    let patience = Spinner::patience_for(n as usize);
     if cfg.pin {
         match affinity::plan_pinning(n as usize)
             .map_err(|e| BenchError::io("sched_getaffinity", e))?
@@ -219,7 +223,7 @@ pub fn run_rank<D: Driver>(job: &Job<D>, cfg: &Config) -> Result<Option<Report>>
         bar: Barrier::new(me, n),
         src: LinePattern::new(maxsize.max(8)),
         inbox: Inbox::new(n),
-        patience: Spinner::patience_for(n as usize),
+        patience,
     };
     if me != 0 {
         r.follow()?;
