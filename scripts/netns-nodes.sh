@@ -7,6 +7,7 @@
 #   netns_nodes PREFIX NAME      # sets $sw, $nodes (two), $tmp; removes them all at exit
 #   netns_up || exit 2           # creates them; says why not on stderr
 #   "$tmp/ssh" NODE CMD...       # what mpiexec.hydra's -launcher-exec runs: CMD in NODE
+#   "$tmp/ssh-uts" NODE CMD...   # the same in a UTS namespace named NODE (Open MPI's agent)
 
 netns_nodes() { # netns_nodes PREFIX NAME
     tmp=$(mktemp -d)
@@ -47,5 +48,14 @@ while [ "${1#-}" != "$1" ]; do shift; done
 host=$1; shift
 exec ip netns exec "$host" sh -c "$*"
 EOS
-    chmod +x "$tmp/ssh"
+    # For Open MPI's daemons: each in a UTS namespace named after its node (daemons that
+    # shared the machine's host name now and then never reported to mpirun;
+    # NetNodes::openmpi_cmd).
+    cat >"$tmp/ssh-uts" <<'EOS'
+#!/bin/sh
+while [ "${1#-}" != "$1" ]; do shift; done
+host=$1; shift
+exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"
+EOS
+    chmod +x "$tmp/ssh" "$tmp/ssh-uts"
 }

@@ -54,7 +54,7 @@ hydra() {
 ompi() {
     mkdir -p "$tmp/ompi"
     ip netns exec "$sw" timeout "${LIMIT:-300}" mpirun.openmpi --allow-run-as-root \
-        --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh" \
+        --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh-uts" \
         --mca oob_tcp_if_include 10.10.0.0/24 --mca plm_rsh_no_tree_spawn 1 \
         --mca routed direct --bind-to none --mca pml ob1 --mca btl tcp,self \
         --mca btl_tcp_if_include 10.10.0.0/24 -n 2 -x TOOL "$@"

@@ -82,9 +82,9 @@ def report(p, s):
     print("  %-20s %8.3f" % ("all system calls", tot))
     for k in ("context-switches", "cpu-migrations", "time (us)", "task-clock"):
         print("  %-20s %8.3f" % (k + (" (us)" if k == "task-clock" else ""), p.get(k, 0.0)))
-    polls = p.get("epoll_wait", 0.0)
+    polls = p.get("epoll_wait", 0.0) + p.get("poll", 0.0)
     if polls > 0:
-        print("  %-20s %8.3f" % ("CPU us per epoll_wait", p.get("task-clock", 0.0) / polls))
+        print("  %-20s %8.3f" % ("CPU us per (e)poll", p.get("task-clock", 0.0) / polls))
     if s is None:
         return
     print("strace -f (no futex), per round trip by result:")
