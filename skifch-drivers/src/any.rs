@@ -371,7 +371,7 @@ impl Driver for AnyDriver {
     }
 }
 
-/// The hot calls of every driver but shm, out of line (see `impl Port for AnyPort`).
+/// The hot calls of the FPGA and fabric drivers, out of line (see `impl Port for AnyPort`).
 impl AnyPort {
     #[inline(never)]
     fn send_other(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
@@ -404,11 +404,16 @@ unsafe impl Port for AnyPort {
         each3!(self, p => p.addr())
     }
     // The shm arm of the hot calls inline in the caller (as a concrete port is), the other
-    // drivers' out of line: one compare more than a concrete shm port, not a call.
+    // drivers' out of line: one compare more than a concrete shm port, not a call. The
+    // vtable arm (the hierarchy's ports) is called from here too: through `*_other` it
+    // paid that function's frame, ~24 instructions a call (its other arms inline the fabric
+    // driver's and spill every callee-saved register), 18 % of a node-local `MPI_Send` in a
+    // multi-node job (`docs/results-2026-11-29-hier-send`).
     #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
         match self {
             AnyPort::Shm(p) => p.send(dst, iov, mode),
+            AnyPort::Wrapped(p) => p.send(dst, iov, mode),
             other => other.send_other(dst, iov, mode),
         }
     }
@@ -420,7 +425,10 @@ unsafe impl Port for AnyPort {
                 // Into a local first: `out`'s address never escapes into an opaque call,
                 // so the shm arm's message can stay in registers in the caller.
                 let mut m = RawMessage::EMPTY;
-                let r = other.recv_other(&mut m);
+                let r = match other {
+                    AnyPort::Wrapped(p) => p.recv_into(&mut m),
+                    other => other.recv_other(&mut m),
+                };
                 *out = m;
                 r
             }
@@ -430,6 +438,7 @@ unsafe impl Port for AnyPort {
     fn ready(&mut self) -> Result<bool> {
         match self {
             AnyPort::Shm(p) => p.ready(),
+            AnyPort::Wrapped(p) => p.ready(),
             other => other.ready_other(),
         }
     }
@@ -439,6 +448,8 @@ unsafe impl Port for AnyPort {
             // SAFETY: the caller's contract (a token of this port's `recv`, once) is the
             // wrapped port's contract.
             AnyPort::Shm(p) => unsafe { p.complete(token) },
+            // SAFETY: as above.
+            AnyPort::Wrapped(p) => unsafe { p.complete(token) },
             // SAFETY: as above.
             other => unsafe { other.complete_other(token) },
         }

@@ -29,17 +29,23 @@
 //! Remote memory access ([`Driver::rma`]): [`crate::hier_rma`], node peers mapped, the
 //! others reached by the fabric's transfers, when both drivers offer it.
 //!
+//! Sending: each port keeps a route per job rank (the node's rank, or the fabric), made at
+//! open, and the node's port is held to the job's message limit then ([`NodePort`]), so
+//! a send to a node peer is one look-up and two compares before the node's own send.
+//!
 //! Cost (callgrind, 8 B `mpi_loop rate` between the two ranks of one node in a 3-rank job
-//! on two network namespaces under hydra, main thread, 3 runs): sender 482-488 / receiver
-//! 669-688 instructions per message, against 389-401 / 609-614 over the shm driver alone
-//! (`skifrun -n 2`); before the fabric poll's back-off the receiver paid 771; with
-//! [`REMOTE_IDLE`] 642 → 610 against 550-587 alone (`docs/results-2026-11-29-ofi-latency`,
-//! `scripts/ofi-callgrind.sh LOCAL=1`: the receiver's waiting polls 582 → 306 each). The
+//! on two network namespaces under hydra, `scripts/ofi-callgrind.sh LOCAL=1`): `MPI_Send`
+//! 416 instructions against 342 over the shm driver alone (489 before the route table,
+//! the held node port and `AnyPort`'s inline vtable call:
+//! `docs/results-2026-11-29-hier-send`); the receiver ~600 against ~540, plus its waiting
+//! polls. Before the fabric poll's back-off the receiver paid 771; with [`REMOTE_IDLE`] its
+//! waiting polls went 582 → 306 each (`docs/results-2026-11-29-ofi-latency`). The
 //! hierarchy rides `AnyPort`'s vtable arm, so jobs on one node pay nothing for it; ranks of
 //! a node inside a hierarchy pay the vtable and the routing on each call, and the
 //! fabric's poll when the node is empty (a sender waiting for lane space; a waiting
-//! receiver on one empty poll in 16 after a node message) and on one receive in 8 to 256. A hierarchy arm of its own in `AnyPort` would
-//! take the vtable off but costs every single-node job (`crate::any::HierAnyPort`).
+//! receiver on one empty poll in 16 after a node message) and on one receive in 8 to 256.
+//! A hierarchy arm of its own in `AnyPort` would take the vtable off but costs every
+//! single-node job (`crate::any::HierAnyPort`).
 #![allow(unsafe_code)] // `unsafe impl Port` and the forwarding of `unsafe fn complete`
 
 use std::io::IoSlice;
@@ -62,6 +68,8 @@ pub const REMOTE_IDLE: u32 = 16;
 /// Longest sleep on one side's wake-up before looking at the other's.
 pub const SLICE: Duration = Duration::from_micros(200);
 const REMOTE_BIT: u64 = 1 << 63;
+/// The route entry of a rank reached through the fabric ([`HierPort`]'s `route`).
+const ROUTE_REMOTE: u32 = u32::MAX;
 
 /// How messages are routed (`SKIFCH_ROUTE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +93,16 @@ impl Route {
     }
 }
 
+/// The node side of a hierarchy: a port whose largest message the hierarchy lowers to the
+/// job's (the smaller of its two drivers'), so that the port's own size check, made on
+/// every send anyway, is the job's, and a send through the node's lanes checks nothing more.
+pub trait NodePort: Port {
+    /// Holds this port's sends to at most `max` bytes: a whole message above it gets
+    /// `MessageTooLarge` naming `max`, a prefix send at most `max` bytes sent. Never raises
+    /// the port's own limit.
+    fn hold_to(&mut self, max: usize);
+}
+
 /// A rank's attachment to a job of several nodes (see the module docs).
 pub struct HierDriver<L: Driver, R: Driver> {
     local: Arc<L>,
@@ -95,12 +113,12 @@ pub struct HierDriver<L: Driver, R: Driver> {
     to_local: Vec<Option<u16>>,
     /// Local job's rank → global rank.
     to_global: Vec<u32>,
-    /// The job's largest message: the smaller of the two drivers'. Sends through the
-    /// driver whose own limit is larger are held to it ([`clip`]).
+    /// The job's largest message: the smaller of the two drivers'. The node's ports are
+    /// held to it at open ([`NodePort::hold_to`]); sends through the fabric, when its
+    /// limit is the larger, by [`clip`].
     max: usize,
     /// Ports per rank: the smaller of the two drivers' counts.
     ports: u32,
-    clip_local: bool,
     clip_remote: bool,
 }
 
@@ -176,7 +194,6 @@ impl<L: Driver, R: Driver> HierDriver<L, R> {
             to_global: nodes,
             max,
             ports,
-            clip_local: lmax > max,
             clip_remote: rmax > max,
         })
     }
@@ -189,6 +206,14 @@ impl<L: Driver, R: Driver> HierDriver<L, R> {
     /// The job-wide driver.
     pub fn remote(&self) -> &Arc<R> {
         &self.remote
+    }
+
+    /// Each job rank's route for [`HierPort`]'s send: its node rank, or [`ROUTE_REMOTE`].
+    fn routes(&self) -> Box<[u32]> {
+        self.to_local
+            .iter()
+            .map(|l| l.map_or(ROUTE_REMOTE, u32::from))
+            .collect()
     }
 
     fn global(&self, a: NetAddr) -> NetAddr {
@@ -215,7 +240,10 @@ impl<L: Driver, R: Driver> HierDriver<L, R> {
     }
 }
 
-impl<L: Driver, R: Driver> Driver for HierDriver<L, R> {
+impl<L: Driver, R: Driver> Driver for HierDriver<L, R>
+where
+    L::Port: NodePort,
+{
     type Port = HierPort<L, R>;
     fn name(&self) -> &'static str {
         "hier"
@@ -230,7 +258,8 @@ impl<L: Driver, R: Driver> Driver for HierDriver<L, R> {
         self.ports
     }
     fn open_port(self: &Arc<Self>, port: u32) -> Result<HierPort<L, R>> {
-        let local = self.local.open_port(port)?;
+        let mut local = self.local.open_port(port)?;
+        local.hold_to(self.max);
         let remote = self.remote.open_port(port)?;
         Ok(HierPort {
             drv: self.clone(),
@@ -243,6 +272,8 @@ impl<L: Driver, R: Driver> Driver for HierDriver<L, R> {
             remote_first: Arc::new(AtomicBool::new(self.to_global.len() <= 1)),
             idle: 0,
             addr: NetAddr::new(self.rank as u16, port as u16),
+            route: self.routes(),
+            ports: self.ports,
         })
     }
     fn max_message(&self) -> usize {
@@ -279,9 +310,29 @@ pub struct HierPort<L: Driver, R: Driver> {
     /// Empty polls of the node's side (`ready`), for [`REMOTE_IDLE`].
     idle: u32,
     addr: NetAddr,
+    /// Each job rank's route, decided at open (`HierDriver::routes`).
+    route: Box<[u32]>,
+    /// The job's ports per rank ([`Driver::max_ports`]), here for the send's check.
+    ports: u32,
 }
 
 impl<L: Driver, R: Driver> HierPort<L, R> {
+    /// A send through the fabric, or to a port the job does not offer.
+    #[inline(never)]
+    fn send_remote(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
+        if dst.port() >= self.ports {
+            // One driver may have more ports than the job offers.
+            let why = skifch::error::Unreachable::NoSuchPort;
+            return Err(Error::Unreachable { addr: dst, why });
+        }
+        let held = if self.drv.clip_remote && over(iov, self.drv.max) {
+            clip(iov, self.drv.max, mode)?
+        } else {
+            None
+        };
+        self.remote.send(dst, held.as_deref().unwrap_or(iov), mode)
+    }
+
     fn recv_remote(&mut self, out: &mut RawMessage) -> Result<()> {
         self.remote.recv_into(out)?;
         debug_assert_eq!(
@@ -313,36 +364,22 @@ unsafe impl<L: Driver, R: Driver> Port for HierPort<L, R> {
 
     #[inline]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
-        if dst.port() >= self.drv.ports {
-            // One driver may have more ports than the job offers.
-            let why = skifch::error::Unreachable::NoSuchPort;
-            return Err(Error::Unreachable { addr: dst, why });
-        }
-        let local = self
-            .drv
-            .to_local
+        // One look-up and two compares on the node's path; the fabric's (and a port the
+        // job does not offer) out of line.
+        let route = self
+            .route
             .get(dst.rank() as usize)
             .copied()
-            .flatten();
-        let clips = if local.is_some() {
-            self.drv.clip_local
+            .unwrap_or(ROUTE_REMOTE);
+        if route != ROUTE_REMOTE && dst.port() < self.ports {
+            // The node's port checks the size against the job's limit ([`NodePort`]).
+            let to = NetAddr::new(route as u16, dst.port() as u16);
+            match self.local.send(to, iov, mode) {
+                Ok(n) => Ok(n),
+                Err(e) => Err(self.drv.local_err(e, Some(dst))),
+            }
         } else {
-            self.drv.clip_remote
-        };
-        // Summing the lengths inline keeps small sends off `clip` (which costs ~120
-        // instructions per message: measured on the node's lanes inside a hierarchy).
-        let held = if clips && over(iov, self.drv.max) {
-            clip(iov, self.drv.max, mode)?
-        } else {
-            None
-        };
-        let iov = held.as_deref().unwrap_or(iov);
-        match local {
-            Some(l) => self
-                .local
-                .send(NetAddr::new(l, dst.port() as u16), iov, mode)
-                .map_err(|e| self.drv.local_err(e, Some(dst))),
-            None => self.remote.send(dst, iov, mode),
+            self.send_remote(dst, iov, mode)
         }
     }
 

@@ -5,7 +5,7 @@
 //! in-memory bootstrap); the launcher tests run them across processes.
 use std::sync::{Arc, Mutex};
 
-use skifch::{conformance, Channel, Result};
+use skifch::{conformance, Channel, Driver, Result};
 use skifch_drivers::boot::threads::ThreadBoot;
 use skifch_drivers::boot::Bootstrap;
 use skifch_drivers::hier::{HierDriver, Route};
@@ -131,6 +131,40 @@ fn hierarchical_sources_are_global_ranks_on_both_paths() {
             from,
             (0..4u8).filter(|&d| d as u32 != me).collect::<Vec<_>>()
         );
+        Ok(())
+    });
+}
+
+/// The node's lanes take larger messages than this job's fabric (16 KiB lanes): a send to a
+/// node peer is held to the job's limit all the same (the node's ports are held to it at
+/// open, `hier::NodePort`): a whole message above it is refused naming the job's limit, a
+/// prefix send sends exactly that much, and the peer receives it.
+#[test]
+fn node_sends_are_held_to_the_jobs_limit() {
+    hier(4, 2, Route::Auto, |job| {
+        let max = job.max_message();
+        assert!(
+            job.driver().local().max_message() > max,
+            "the node's lanes must take more than the job for this test"
+        );
+        let ch = job.open(0)?;
+        let peer = skifch::NetAddr::new(((job.rank() + 2) % 4) as u16, 0); // node r % 2
+        let big = vec![7u8; max + 1];
+        let iov = [std::io::IoSlice::new(&big)];
+        match ch.send_whole(peer, &iov) {
+            Err(skifch::Error::MessageTooLarge { max: m, .. }) if m as usize == max => {}
+            r => panic!("a whole message of {} bytes to a node peer: {r:?}", max + 1),
+        }
+        let sent = loop {
+            match ch.send(peer, &iov) {
+                Err(skifch::Error::WouldBlock) => std::thread::yield_now(),
+                r => break r?,
+            }
+        };
+        assert_eq!(sent, max);
+        let m = ch.recv()?;
+        assert_eq!((m.len(), m.src()), (max, peer));
+        m.complete();
         Ok(())
     });
 }

@@ -139,6 +139,12 @@ impl<R: Region> Driver for RingDriver<R> {
     }
 }
 
+impl<R: Region> crate::hier::NodePort for RingPort<R> {
+    fn hold_to(&mut self, max: usize) {
+        self.max_msg = self.max_msg.min(max);
+    }
+}
+
 /// One open channel on a [`Fabric`].
 pub struct RingPort<R: Region> {
     drv: Arc<RingDriver<R>>,
