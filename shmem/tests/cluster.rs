@@ -65,6 +65,41 @@ fn programs_across_two_network_namespaces() {
     }
 }
 
+/// Uneven layouts (issue 21): 2+1 PEs under `mpiexec.hydra` and 1+2 under `skifrun
+/// --hosts`, with `SKIFSHMEM_RMA=transfers`: the node's PEs mapped, the other node's reached
+/// by the fabric's transfers, each PE saying it took that path; `rma` (puts and gets to its
+/// right neighbour: node-local for some PEs, across for others) and `amo`. Skipped where
+/// namespaces cannot be made.
+#[test]
+fn uneven_layouts_across_network_namespaces() {
+    if !have_cc() {
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let limit = JOB_TIMEOUT + Duration::from_secs(60);
+    for name in ["rma", "amo"] {
+        let exe = compile(name, true);
+        for (ranks, by_hydra) in [(&[2, 1], true), (&[1, 2], false)] {
+            let cmd = if by_hydra {
+                nodes.hydra_cmd(ranks)
+            } else {
+                nodes.skifrun_cmd(ranks)
+            };
+            let Some(mut cmd) = cmd else {
+                return;
+            };
+            cmd.envs([("SKIFSHMEM_VERBOSE", "1"), ("SKIFSHMEM_RMA", "transfers")])
+                .arg(&exe);
+            let o = testing::run_job(cmd, limit);
+            let text = o.text();
+            o.expect_ok(&format!("{name} on {ranks:?} PEs, hydra {by_hydra}"));
+            assert_eq!(text.matches("by transfers").count(), 3, "{name}: {text}");
+        }
+    }
+}
+
 /// `shmem_global_exit` under Open MPI's `mpirun` (PMIx) on 2 × 2 PEs in two namespaces:
 /// PE 1 (node 0) ends the PEs of both nodes, and the job ends with its status as `mpirun`
 /// reports it (a non-zero one: the first PE's non-zero status; 0: every PE ended with 0,

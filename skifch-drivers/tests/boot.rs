@@ -319,34 +319,50 @@ fn malformed_environment_is_a_clear_error() {
 
 // ---- Ranks on several "nodes": network namespaces (skifch_testing::NetNodes) ----
 
-/// 2 namespaces × 2 ranks, then 4 × 1: each rank runs in its node's namespace and
-/// `node_of` names one node per namespace.
+/// Each rank runs in its node's namespace and `node_of` names one node per namespace, the
+/// ranks placed as the launcher placed them: 2 namespaces × 2 ranks, 4 × 1, and the
+/// uneven layouts of a real cluster (issue 21) — 2+1 and 1+2 ranks (`host:N` slots), 3+1
+/// through a hosts file, 4 ranks dealt round-robin to 2 nodes (hydra's mapping
+/// `(vector,(0,2,1))`: node 0 holds ranks 0 and 2), 1+2+1 on 3 — under hydra, and 2+1
+/// under `skifrun --hosts`.
 #[test]
 fn namespaces_are_nodes() {
-    for layout in [&[2, 2][..], &[1, 1, 1, 1]] {
-        let Some(nodes) = NetNodes::create(layout.len()) else {
+    use skifch_testing::Layout;
+    let layouts: [(usize, Layout, bool); 7] = [
+        (2, Layout::Slots(&[2, 2]), true),
+        (4, Layout::Slots(&[1, 1, 1, 1]), true),
+        (2, Layout::Slots(&[2, 1]), true),
+        (2, Layout::Slots(&[1, 2]), false),
+        (2, Layout::File(&[3, 1]), true),
+        (2, Layout::RoundRobin(4), true),
+        (3, Layout::Slots(&[1, 2, 1]), true),
+    ];
+    for (count, layout, by_hydra) in layouts {
+        let Some(nodes) = NetNodes::create(count) else {
             return;
         };
-        let Some(mut cmd) = nodes.hydra_cmd(layout) else {
+        let cmd = if by_hydra {
+            nodes.hydra_cmd_in(layout)
+        } else {
+            nodes.skifrun_cmd_in(layout)
+        };
+        let Some(mut cmd) = cmd else {
             return;
         };
-        cmd.arg(probe()).args(["check", &layout.len().to_string()]);
-        let n = layout.iter().sum();
-        let seen = expect_ranks_ok(run_job(cmd, LIMIT), n, layout.len() as u32, "pmi1");
+        cmd.arg(probe()).args(["check", &count.to_string()]);
+        let seen = expect_ranks_ok(run_job(cmd, LIMIT), layout.size(), count as u32, "pmi1");
         let mine = std::fs::read_link("/proc/self/ns/net").unwrap();
-        let mut rank = 0;
-        for (node, &count) in layout.iter().enumerate() {
-            let first = rank;
-            for _ in 0..count {
-                assert_eq!(seen[rank].0, node.to_string(), "{seen:?}");
-                assert_eq!(seen[rank].1, seen[first].1, "{seen:?}");
-                assert_ne!(seen[rank].1, mine.display().to_string(), "{seen:?}");
-                rank += 1;
-            }
+        let want = layout.node_of(count);
+        for (rank, &node) in want.iter().enumerate() {
+            let first = want.iter().position(|&n| n == node).unwrap();
+            assert_eq!(seen[rank].0, node.to_string(), "{layout:?}: {seen:?}");
+            assert_eq!(seen[rank].1, seen[first].1, "{layout:?}: {seen:?}");
+            assert_ne!(seen[rank].1, mine.display().to_string(), "{seen:?}");
         }
         let mut spaces: Vec<&String> = seen.iter().map(|s| &s.1).collect();
+        spaces.sort();
         spaces.dedup();
-        assert_eq!(spaces.len(), layout.len(), "{seen:?}");
+        assert_eq!(spaces.len(), count, "{layout:?}: {seen:?}");
     }
 }
 

@@ -27,7 +27,7 @@ pub use launchers::{
     hydra_cmd, mpiexec_hydra, mpirun_openmpi, openmpi_cmd, ssh_stand_in, which, ScratchDir,
     LAUNCHER_JOB_LIMIT_SECS,
 };
-pub use netns::NetNodes;
+pub use netns::{Layout, NetNodes};
 pub use ompi::{OpenmpiJob, OPENMPI_TIMED_OUT};
 pub use slurm::Slurm;
 

@@ -214,13 +214,16 @@ impl NetNodes {
     /// `-launcher ssh -launcher-exec`, `-hosts <node>:<ranks>,…`, `-iface br0`); add the
     /// program and its arguments. `None` (skipped, said on stderr) without hydra.
     pub fn hydra_cmd(&self, ranks: &[u32]) -> Option<Command> {
-        let hosts = self.host_list(ranks);
-        let total: u32 = ranks.iter().sum();
+        self.hydra_cmd_in(Layout::Slots(ranks))
+    }
+
+    /// [`NetNodes::hydra_cmd`] with the ranks placed as `layout` says (`-hosts` or `-f`).
+    pub fn hydra_cmd_in(&self, layout: Layout<'_>) -> Option<Command> {
         let ssh = crate::ssh_stand_in(self.scratch.path(), "ip netns exec {host}");
         let mut inner = crate::hydra_cmd(&["-iface", "br0", "-launcher", "ssh", "-launcher-exec"])?;
         inner
             .arg(&ssh)
-            .args(["-hosts", &hosts, "-n", &total.to_string()]);
+            .args(self.layout_args(layout, "-hosts", "-f"));
         Some(self.in_switch(inner))
     }
 
@@ -229,19 +232,41 @@ impl NetNodes {
     /// limit as `--timeout`); add the program and its arguments. `None` (skipped, said on
     /// stderr) without hydra.
     pub fn skifrun_cmd(&self, ranks: &[u32]) -> Option<Command> {
+        self.skifrun_cmd_in(Layout::Slots(ranks))
+    }
+
+    /// [`NetNodes::skifrun_cmd`] with the ranks placed as `layout` says (`--hosts` or
+    /// `--hostfile`).
+    pub fn skifrun_cmd_in(&self, layout: Layout<'_>) -> Option<Command> {
         crate::mpiexec_hydra()?;
-        let hosts = self.host_list(ranks);
-        let total: u32 = ranks.iter().sum();
         let ssh = crate::ssh_stand_in(self.scratch.path(), "ip netns exec {host}");
         let mut inner = Command::new(crate::skifrun_exe());
         crate::clean_env(&mut inner);
         inner
-            .args(["--hosts", &hosts, "--launcher-exec"])
+            .arg("--launcher-exec")
             .arg(&ssh)
             .args(["--iface", "br0", "--timeout"])
             .arg(crate::LAUNCHER_JOB_LIMIT_SECS.to_string())
-            .args(["-n", &total.to_string(), "--"]);
+            .args(self.layout_args(layout, "--hosts", "--hostfile"))
+            .arg("--");
         Some(self.in_switch(inner))
+    }
+
+    /// The launcher's arguments for `layout`: `<list> <hosts>` or `<file> <hosts file>`,
+    /// then `-n <ranks>`.
+    fn layout_args(&self, layout: Layout<'_>, list: &str, file: &str) -> Vec<String> {
+        let (opt, hosts) = match layout {
+            Layout::Slots(ranks) => (list, self.host_list(ranks)),
+            Layout::File(ranks) => {
+                let path = self.scratch.path().join("hosts");
+                let lines = self.host_slots(ranks).join("\n");
+                let text = format!("# the test's nodes, ranks per node\n{lines}\n");
+                std::fs::write(&path, text).expect("writing the hosts file");
+                (file, path.display().to_string())
+            }
+            Layout::RoundRobin(_) => (list, self.nodes.join(",")),
+        };
+        vec![opt.into(), hosts, "-n".into(), layout.size().to_string()]
     }
 
     /// Open MPI's `mpirun` (a PMIx server) run in the switch namespace, starting
@@ -296,14 +321,17 @@ impl NetNodes {
 
     /// `<node>:<ranks>,…` for hydra's `-hosts` and Open MPI's `--host`.
     fn host_list(&self, ranks: &[u32]) -> String {
+        self.host_slots(ranks).join(",")
+    }
+
+    /// `<node>:<ranks>` for each node.
+    fn host_slots(&self, ranks: &[u32]) -> Vec<String> {
         assert_eq!(ranks.len(), self.nodes.len(), "one rank count per node");
-        let hosts: Vec<String> = self
-            .nodes
+        self.nodes
             .iter()
             .zip(ranks)
             .map(|(n, r)| format!("{n}:{r}"))
-            .collect();
-        hosts.join(",")
+            .collect()
     }
 
     /// `inner` (its program, arguments and environment) run in the switch namespace, with
@@ -333,6 +361,43 @@ impl NetNodes {
     /// A directory for the test's files, removed with the nodes.
     pub fn scratch(&self) -> PathBuf {
         self.scratch.path().to_path_buf()
+    }
+}
+
+/// How [`NetNodes::hydra_cmd_in`] and [`NetNodes::skifrun_cmd_in`] place a job's ranks.
+/// Each puts them in job-rank order: [`Layout::node_of`].
+#[derive(Clone, Copy, Debug)]
+pub enum Layout<'a> {
+    /// `ranks[i]` ranks on node `i`, in blocks: `-hosts <node>:<ranks>,…` (hydra's
+    /// `host:N` slots; `skifrun --hosts`).
+    Slots(&'a [u32]),
+    /// The same through a hosts file of `<node>:<ranks>` lines (hydra's `-f`, `skifrun
+    /// --hostfile`).
+    File(&'a [u32]),
+    /// `n` ranks dealt to the nodes in turn: `-hosts <node>,…` (one slot each; the
+    /// launcher wraps around).
+    RoundRobin(u32),
+}
+
+impl Layout<'_> {
+    /// The job's rank count.
+    pub fn size(&self) -> u32 {
+        match self {
+            Layout::Slots(r) | Layout::File(r) => r.iter().sum(),
+            Layout::RoundRobin(n) => *n,
+        }
+    }
+
+    /// The node of each rank, by rank, on `nodes` nodes.
+    pub fn node_of(&self, nodes: usize) -> Vec<usize> {
+        match self {
+            Layout::Slots(r) | Layout::File(r) => r
+                .iter()
+                .enumerate()
+                .flat_map(|(i, &k)| std::iter::repeat_n(i, k as usize))
+                .collect(),
+            Layout::RoundRobin(n) => (0..*n as usize).map(|r| r % nodes).collect(),
+        }
     }
 }
 

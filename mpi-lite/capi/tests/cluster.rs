@@ -101,6 +101,69 @@ fn on_two_namespaces(progs: &[(&str, &str)], env: &[(&str, &str)]) {
     }
 }
 
+/// Uneven layouts (issue 21): 2+1, 1+2 and 3+1 ranks on two namespaces, 4 ranks dealt
+/// round-robin on two (node 0 holds ranks 0 and 2), 1+1+1 and 1+2+1 on three, under
+/// `mpiexec.hydra` (`host:N` slots, a hosts file) and `skifrun --hosts` / `--hostfile`:
+/// `layout.c` reports each rank's node (its namespace) as the launcher placed it, every
+/// ordered pair of ranks exchanges a small and a 256 KiB message, every rank sends a burst
+/// to every other, and the collectives run with every root. The node map the ranks take
+/// from the launcher is checked in `skifch-drivers/tests/boot.rs` (`namespaces_are_nodes`).
+/// Skipped, saying so, where namespaces cannot be made or hydra is missing.
+#[test]
+fn uneven_layouts_across_network_namespaces() {
+    use testing::Layout;
+    if !have_cc() {
+        return;
+    }
+    let exe = compile("layout", false);
+    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
+    let two: [(Layout, bool); 6] = [
+        (Layout::Slots(&[2, 1]), true),
+        (Layout::Slots(&[1, 2]), false),
+        (Layout::File(&[3, 1]), true),
+        (Layout::File(&[2, 1]), false),
+        (Layout::RoundRobin(4), true),
+        (Layout::Slots(&[3, 1]), false),
+    ];
+    let three: [(Layout, bool); 2] = [
+        (Layout::Slots(&[1, 1, 1]), true),
+        (Layout::Slots(&[1, 2, 1]), false),
+    ];
+    for (count, layouts) in [(2, &two[..]), (3, &three[..])] {
+        let Some(nodes) = testing::NetNodes::create(count) else {
+            return;
+        };
+        for &(layout, by_hydra) in layouts {
+            let (launcher, cmd) = if by_hydra {
+                ("mpiexec.hydra", nodes.hydra_cmd_in(layout))
+            } else {
+                ("skifrun", nodes.skifrun_cmd_in(layout))
+            };
+            let Some(mut cmd) = cmd else {
+                return;
+            };
+            cmd.arg(&exe);
+            let what = format!("layout.c, {layout:?} on {count} namespaces under {launcher}");
+            let text = testing::run_job(cmd, limit).expect_ok(&what);
+            let n = layout.size();
+            let want: Vec<String> = layout
+                .node_of(count)
+                .iter()
+                .map(|i| i.to_string())
+                .collect();
+            let want = format!("layout: {n} ranks, nodes {}\n", want.join(","));
+            assert!(
+                text.contains(&want),
+                "{what}: expected {want:?} in:\n{text}"
+            );
+            assert!(
+                text.contains(&format!("layout: {n} ranks ok")),
+                "{what}: {text}"
+            );
+        }
+    }
+}
+
 /// The CPUs this process may run on, if they are `0..n` (what `bind.c` expects: the k-th
 /// allowed CPU is CPU k); `None`, said on stderr, otherwise.
 fn cpus_from_zero() -> Option<u32> {

@@ -248,6 +248,70 @@ mod tests {
         }
     }
 
+    /// What MPICH 4.0's hydra sent for uneven layouts (its `--pmi-process-mapping`, seen
+    /// with `-v`; hosts `n0`, `n1`, `n2`), and the nodes its ranks ran on.
+    #[test]
+    fn mapping_of_uneven_layouts_as_hydra_writes_them() {
+        for (launch, text, size, nodes) in [
+            (
+                "-hosts n0:2,n1:1 -n 3",
+                "(vector,(0,1,2),(1,1,1))",
+                3,
+                &[0, 0, 1][..],
+            ),
+            (
+                "-hosts n0:1,n1:2 -n 3",
+                "(vector,(0,1,1),(1,1,2))",
+                3,
+                &[0, 1, 1],
+            ),
+            (
+                "-hosts n0:3,n1:1 -n 4",
+                "(vector,(0,1,3),(1,1,1))",
+                4,
+                &[0, 0, 0, 1],
+            ),
+            ("-hosts n0:2,n1:2 -n 3", "(vector,(0,2,2))", 3, &[0, 0, 1]),
+            ("-hosts n0,n1,n2 -n 3", "(vector,(0,3,1))", 3, &[0, 1, 2]),
+            (
+                "-hosts n0,n1 -n 4 -ppn 1",
+                "(vector,(0,2,1))",
+                4,
+                &[0, 1, 0, 1],
+            ),
+            (
+                "-hosts n0,n1 -n 5 -ppn 2",
+                "(vector,(0,2,2))",
+                5,
+                &[0, 0, 1, 1, 0],
+            ),
+            // More ranks than slots: hydra starts over at the first host.
+            (
+                "-hosts n0:2,n1:1 -n 5",
+                "(vector,(0,1,2),(1,1,1))",
+                5,
+                &[0, 0, 1, 0, 0],
+            ),
+            (
+                "-hosts n0:1,n1:2,n2:1 -n 6",
+                "(vector,(0,1,1),(1,1,2),(2,1,1))",
+                6,
+                &[0, 1, 1, 2, 0, 1],
+            ),
+        ] {
+            assert_eq!(parse_mapping(text, size).unwrap(), nodes, "{launch}");
+        }
+        // Slurm's block distribution of 5 tasks on 2 nodes, and a node listed twice.
+        assert_eq!(
+            parse_mapping("(vector,(0,1,3),(1,1,2))", 5).unwrap(),
+            [0, 0, 0, 1, 1]
+        );
+        assert_eq!(
+            parse_mapping("(vector,(0,1,1),(1,1,1),(0,1,1))", 3).unwrap(),
+            [0, 1, 0]
+        );
+    }
+
     #[test]
     fn chunks_fit_the_limit() {
         let data: Vec<u8> = (0..=255).cycle().take(5000).collect();
