@@ -155,45 +155,55 @@ fn declared_layouts_match_the_headers() {
     );
 }
 
-/// 2 network namespaces × 2 ranks under Open MPI (its daemons started in the namespaces):
-/// `node_of` from PMIx names two nodes, one per namespace.
+/// 2 network namespaces under Open MPI (its daemons started in the namespaces), 2 + 2 ranks
+/// and the uneven 2 + 1 and 1 + 2 (issue 21): `node_of` from PMIx names one node per
+/// namespace, each rank's the one it runs in.
 #[test]
 fn namespaces_are_nodes_under_pmix() {
     let _alone = one_at_a_time();
     let Some(nodes) = skifch_testing::NetNodes::create(2) else {
         return;
     };
-    let job = || {
-        let mut cmd = nodes.openmpi_cmd(&[2, 2])?;
-        cmd.arg(probe()).args(["check", "2"]);
-        Some(run_job(cmd, LIMIT))
-    };
-    let Some(mut out) = job() else {
-        return;
-    };
-    if out.status.code() == Some(110) {
-        // mpirun's own time limit: its daemons in the namespaces did not wire up (seen once
-        // in a CI run of 2026-11-29; boot_probe had printed nothing). One more try; a hang
-        // of ours would hang again.
-        eprintln!(
-            "mpirun reached its time limit; trying once more:\n{}",
-            out.stderr
-        );
-        out = job().expect("mpirun was there a moment ago");
+    for ranks in [&[2, 2][..], &[2, 1], &[1, 2]] {
+        let n: u32 = ranks.iter().sum();
+        let job = || {
+            let mut cmd = nodes.openmpi_cmd(ranks)?;
+            cmd.arg(probe()).args(["check", "2"]);
+            Some(run_job(cmd, LIMIT))
+        };
+        let Some(mut out) = job() else {
+            return;
+        };
+        if out.status.code() == Some(110) {
+            // mpirun's own time limit: its daemons in the namespaces did not wire up (seen
+            // once in a CI run of 2026-11-29; boot_probe had printed nothing). One more
+            // try; a hang of ours would hang again.
+            eprintln!(
+                "mpirun reached its time limit; trying once more:\n{}",
+                out.stderr
+            );
+            out = job().expect("mpirun was there a moment ago");
+        }
+        let what = format!("boot_probe over 2 namespaces, {ranks:?} ranks, under mpirun");
+        let text = out.expect_ok(&what);
+        let node_of: Vec<usize> = skifch_testing::Layout::Slots(ranks).node_of(2);
+        let netns = |r: u32| {
+            let node = node_of[r as usize];
+            let want = format!("boot_probe ok rank {r} of {n}, nodes 2, node {node}, ");
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&want) && l.ends_with("via pmix"))
+                .unwrap_or_else(|| panic!("{what}: no {want:?} via pmix in:\n{text}"));
+            line.split(", ")
+                .find_map(|f| f.strip_prefix("netns "))
+                .unwrap()
+                .to_owned()
+        };
+        for a in 0..n {
+            for b in 0..n {
+                let same = node_of[a as usize] == node_of[b as usize];
+                assert_eq!(netns(a) == netns(b), same, "{what}: ranks {a} and {b}");
+            }
+        }
     }
-    let text = out.expect_ok("boot_probe over 2 namespaces under mpirun");
-    let netns = |r: u32| {
-        let want = format!("boot_probe ok rank {r} of 4, nodes 2, node {}, ", r / 2);
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(&want) && l.ends_with("via pmix"))
-            .unwrap_or_else(|| panic!("no {want:?} via pmix in:\n{text}"));
-        line.split(", ")
-            .find_map(|f| f.strip_prefix("netns "))
-            .unwrap()
-            .to_owned()
-    };
-    assert_eq!(netns(0), netns(1));
-    assert_eq!(netns(2), netns(3));
-    assert_ne!(netns(0), netns(2));
 }

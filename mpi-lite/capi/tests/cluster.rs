@@ -103,12 +103,14 @@ fn on_two_namespaces(progs: &[(&str, &str)], env: &[(&str, &str)]) {
 
 /// Uneven layouts (issue 21): 2+1, 1+2 and 3+1 ranks on two namespaces, 4 ranks dealt
 /// round-robin on two (node 0 holds ranks 0 and 2), 1+1+1 and 1+2+1 on three, under
-/// `mpiexec.hydra` (`host:N` slots, a hosts file) and `skifrun --hosts` / `--hostfile`:
-/// `layout.c` reports each rank's node (its namespace) as the launcher placed it, every
+/// `mpiexec.hydra` (`host:N` slots, a hosts file) and `skifrun --hosts` / `--hostfile`,
+/// and 2+1 and 1+2 under Open MPI's `mpirun` (PMIx; `NetNodes::openmpi_job`): `layout.c`
+/// reports each rank's node (its namespace) as the launcher placed it, every
 /// ordered pair of ranks exchanges a small and a 256 KiB message, every rank sends a burst
 /// to every other, and the collectives run with every root. The node map the ranks take
 /// from the launcher is checked in `skifch-drivers/tests/boot.rs` (`namespaces_are_nodes`).
-/// Skipped, saying so, where namespaces cannot be made or hydra is missing.
+/// Skipped, saying so, where namespaces cannot be made or a launcher is missing (or
+/// `mpirun` cannot start jobs across the namespaces).
 #[test]
 fn uneven_layouts_across_network_namespaces() {
     use testing::Layout;
@@ -144,24 +146,39 @@ fn uneven_layouts_across_network_namespaces() {
             };
             cmd.arg(&exe);
             let what = format!("layout.c, {layout:?} on {count} namespaces under {launcher}");
-            let text = testing::run_job(cmd, limit).expect_ok(&what);
-            let n = layout.size();
-            let want: Vec<String> = layout
-                .node_of(count)
-                .iter()
-                .map(|i| i.to_string())
-                .collect();
-            let want = format!("layout: {n} ranks, nodes {}\n", want.join(","));
-            assert!(
-                text.contains(&want),
-                "{what}: expected {want:?} in:\n{text}"
-            );
-            assert!(
-                text.contains(&format!("layout: {n} ranks ok")),
-                "{what}: {text}"
-            );
+            expect_layout(&testing::run_job(cmd, limit), layout, count, &what);
+        }
+        // Open MPI's mpirun (PMIx), 2 + 1 and 1 + 2.
+        for ranks in [&[2, 1][..], &[1, 2]].into_iter().filter(|_| count == 2) {
+            let Some(job) = nodes.openmpi_job(ranks, &[], &exe, &[], 120) else {
+                break;
+            };
+            let what = format!("layout.c, {ranks:?} on 2 namespaces under mpirun");
+            expect_layout(&job.outcome, Layout::Slots(ranks), 2, &what);
         }
     }
+}
+
+/// `layout.c`'s job ended well and reported the ranks' nodes as `layout` places them.
+fn expect_layout(o: &testing::Outcome, layout: testing::Layout, nodes: usize, what: &str) {
+    assert!(o.status.success(), "{what}: {}\n{}", o.status, o.text());
+    let n = layout.size();
+    let want: Vec<String> = layout
+        .node_of(nodes)
+        .iter()
+        .map(|i| i.to_string())
+        .collect();
+    let want = format!("layout: {n} ranks, nodes {}\n", want.join(","));
+    assert!(
+        o.stdout.contains(&want),
+        "{what}: expected {want:?} in:\n{}",
+        o.text()
+    );
+    assert!(
+        o.stdout.contains(&format!("layout: {n} ranks ok")),
+        "{what}: {}",
+        o.text()
+    );
 }
 
 /// The CPUs this process may run on, if they are `0..n` (what `bind.c` expects: the k-th
