@@ -17,7 +17,8 @@
 # A poll that finds nothing is a system call on some paths, so how many happen per round
 # trip depends on how long the reply takes (the load, and strace's own slowness): the
 # tables split the calls that find something from those that do not.
-# Environment: N (default 2000), STRACE=0 (perf only), IMPLS (default "lite mpich ompi"), LIB (directory of the
+# Environment: N (default 2000), STRACE=0 (perf only), DELAY_US (a ping-pong whose rank 1
+# sleeps that long before each reply: rank 0's waits), IMPLS (default "lite mpich ompi"), LIB (directory of the
 # libskifmpi.so to measure; default the release build), any SKIFCH_* variable is passed on.
 set -u
 cd "$(dirname "$0")/.."
@@ -60,16 +61,20 @@ ompi() {
         --mca btl_tcp_if_include 10.10.0.0/24 -n 2 -x TOOL "$@"
 }
 export SKIFCH_OFI_DOMAIN=eth0 UCX_TLS=tcp,self UCX_NET_DEVICES=eth0
+# DELAY_US: rank 1 sleeps that long before each reply (mpi_loop pingdelay), so that rank 0
+# waits longer than its spin (200 us over the fabric) and goes to sleep.
+mode=pingpong
+[ -n "${DELAY_US:-}" ] && mode=pingdelay && export MPI_LOOP_DELAY_US=$DELAY_US
 run() { # run IMPL TOOL FILE ITERATIONS
     local impl=$1
     if [ "$impl" = raw ]; then # msgrate's latency test: its own number of round trips
         TOOL=$2 hydra -env TOOL "$2" "$tmp/wrap" "$3" "$rel/msgrate" --tests latency \
             --sizes 8 --csv "$3.csv"
     elif [ "$impl" = ompi ]; then
-        TOOL=$2 ompi "$tmp/wrap" "$3" "$tmp/loop_ompi" "$4" pingpong
+        TOOL=$2 ompi ${MPI_LOOP_DELAY_US:+-x MPI_LOOP_DELAY_US} "$tmp/wrap" "$3" "$tmp/loop_ompi" "$4" "$mode"
     else
         TOOL=$2 hydra -env LD_LIBRARY_PATH "$lib" -env TOOL "$2" "$tmp/wrap" "$3" \
-            "$tmp/loop_$impl" "$4" pingpong
+            "$tmp/loop_$impl" "$4" "$mode"
     fi >"$3.out" 2>&1 || { echo "$impl ($2, $4): failed" >&2; tail -5 "$3.out" >&2; }
 }
 for impl in ${IMPLS:-lite mpich ompi}; do

@@ -299,7 +299,7 @@ pub struct Ep {
     /// The CQ's wait descriptor (`FI_WAIT_FD`), or -1 where the provider has none.
     pub fd: RawFd,
     /// What a waiter sleeps on: [`Ep::fd`], or over `net` the provider's progress set
-    /// inside it ([`progress_set`]).
+    /// inside it (`progress_set`).
     pub sleep_fd: RawFd,
     /// This endpoint's address (`fi_getname`).
     pub name: Vec<u8>,

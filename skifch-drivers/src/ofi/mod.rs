@@ -45,6 +45,14 @@
 //! above 16 KiB, no wait-descriptor write and read per completion). On this machine:
 //! `net`, interface `eth0`.
 //!
+//! # Waiting
+//! A waiter that has spun its while sleeps on the CQ's wait descriptor once `fi_trywait`
+//! allows it (at most 100 ms a sleep) and on the loss eventfd. Over `net` it sleeps on the
+//! domain's progress set inside that descriptor instead, at most 1 ms a sleep
+//! ([`fabric::Ep::sleep_fd`]): libfabric 1.17's `net` never drains the CQ's own signal,
+//! which left the descriptor readable for good after the first completion, so a wait for
+//! a late peer spun through its sleep path (`docs/results-2026-11-29-ofi-syscalls`).
+//!
 //! # Failure (driver obligation 6)
 //! A peer process that dies closes its connections: sends to it fail at once and the
 //! heartbeat (every `timeout/10`, at most 200 ms) sees the error, so the loss is reported
