@@ -24,7 +24,8 @@
 //! it clear). A blocked receiver sleeps on both wake-up mechanisms in turn, each for at
 //! most [`SLICE`], then polls again: a message waits at most about one slice to be seen
 //! by a sleeping receiver (spinning receivers, the default policy's first phase, see it
-//! at once).
+//! at once). A rank alone on its node sleeps on the fabric only, in slices of
+//! [`ALONE_SLICE`], without arming the node's side (its `membarrier`).
 //!
 //! Remote memory access ([`Driver::rma`]): [`crate::hier_rma`], node peers mapped, the
 //! others reached by the fabric's transfers, when both drivers offer it.
@@ -67,6 +68,9 @@ pub const REMOTE_EVERY_MAX: u32 = 256;
 pub const REMOTE_IDLE: u32 = 16;
 /// Longest sleep on one side's wake-up before looking at the other's.
 pub const SLICE: Duration = Duration::from_micros(200);
+/// The fabric's slice for a rank alone on its node: what delays another thread's
+/// self-send to a sleeping receiver of that rank.
+pub const ALONE_SLICE: Duration = Duration::from_millis(1);
 const REMOTE_BIT: u64 = 1 << 63;
 /// The route entry of a rank reached through the fabric ([`HierPort`]'s `route`).
 const ROUTE_REMOTE: u32 = u32::MAX;
@@ -482,7 +486,15 @@ pub struct HierWaiter<A: Waiter, B: Waiter> {
 }
 
 impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
+    /// Arms the node's side; not for a rank alone on its node, which never sleeps on it:
+    /// arming is a heavy barrier (`membarrier`, an IPI to every CPU running one of the
+    /// job's processes) that only orders a sender's look at the sleeper count against
+    /// this rank's last poll before a futex sleep. Without it, another thread's self-send
+    /// through the lanes is seen by the poll after the fabric slice, as before.
     fn arm(&self) -> u32 {
+        if self.alone {
+            return 0;
+        }
         self.local.arm()
     }
     /// At most two slices: the local side's (armed by the caller), then the remote
@@ -495,8 +507,11 @@ impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
             // The side a message is expected from first: a fabric reply is not held a
             // whole local slice (a ping-pong between nodes under the default fixed-spin
             // policy sleeps on every message).
+            // Alone on its node, only its own threads' self-sends come through the lanes:
+            // a longer slice (fewer wake-ups of a blocked rank, each ~10 us of CPU).
+            let slice = if self.alone { ALONE_SLICE } else { SLICE };
             let t = self.remote.arm();
-            self.remote.sleep(t, timeout.min(SLICE));
+            self.remote.sleep(t, timeout.min(slice));
             self.remote.disarm();
             let spent = t0.elapsed();
             if self.alone || spent < SLICE / 2 || spent >= timeout {
@@ -515,7 +530,9 @@ impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
         self.remote.disarm();
     }
     fn disarm(&self) {
-        self.local.disarm()
+        if !self.alone {
+            self.local.disarm()
+        }
     }
     fn spin_floor(&self) -> Duration {
         self.local.spin_floor().max(self.remote.spin_floor())
@@ -552,4 +569,61 @@ pub fn join(boot: Arc<dyn Bootstrap>) -> Result<skifch::Job<ShmOfi>> {
         route,
     )?;
     Ok(skifch::Job::new(Arc::new(drv)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A waiter that records its arms and the timeouts it was asked to sleep.
+    #[derive(Clone, Default)]
+    struct Log {
+        arms: Arc<Mutex<u32>>,
+        sleeps: Arc<Mutex<Vec<Duration>>>,
+    }
+
+    impl Waiter for Log {
+        fn arm(&self) -> u32 {
+            *self.arms.lock().unwrap() += 1;
+            0
+        }
+        fn sleep(&self, _ticket: u32, timeout: Duration) {
+            self.sleeps.lock().unwrap().push(timeout);
+        }
+        fn disarm(&self) {}
+        fn lost_peer(&self) -> Option<u32> {
+            None
+        }
+    }
+
+    fn waiter(alone: bool) -> (HierWaiter<Log, Log>, Log, Log) {
+        let (local, remote) = (Log::default(), Log::default());
+        let w = HierWaiter {
+            local: local.clone(),
+            remote: remote.clone(),
+            to_global: Arc::from(vec![0u32]),
+            remote_first: Arc::new(AtomicBool::new(true)),
+            alone,
+        };
+        (w, local, remote)
+    }
+
+    /// A rank alone on its node never sleeps on the node's lanes: it does not arm them
+    /// (a `membarrier` each time), and sleeps on the fabric in longer slices.
+    #[test]
+    fn a_rank_alone_on_its_node_sleeps_on_the_fabric_only() {
+        let (w, local, remote) = waiter(true);
+        let t = w.arm();
+        w.sleep(t, Duration::from_secs(1));
+        w.disarm();
+        assert_eq!(*local.arms.lock().unwrap(), 0);
+        assert!(local.sleeps.lock().unwrap().is_empty());
+        assert_eq!(*remote.sleeps.lock().unwrap(), [ALONE_SLICE]);
+        // With node peers the node's side is armed (their sends wake it).
+        let (w, local, _) = waiter(false);
+        w.arm();
+        w.disarm();
+        assert_eq!(*local.arms.lock().unwrap(), 1);
+    }
 }

@@ -78,7 +78,8 @@ const SPINS_BEFORE_YIELD: u32 = 1 << 14;
 /// arrives. `pause` takes ~110-130 cycles here (≈ 45 ns, AMD EPYC under KVM), so a
 /// `pause` per empty poll added half of that on average to every hand-over; 512 polls of
 /// a few loads are a few microseconds, after which the wait pauses, yields and sleeps as
-/// its policy says.
+/// its policy says. Not for a waiter with a spin floor ([`Waiter::spin_floor`], a fabric),
+/// whose polls are system calls: its spin is timed from the first poll.
 pub const HOT_POLLS: u32 = 512;
 
 /// Waits until `ready()` says yes, following `policy`; `deadline` bounds the wait.
@@ -104,7 +105,10 @@ pub fn wait_until_by<W: Waiter>(
     if ready()? {
         return Ok(());
     }
-    if policy != WaitPolicy::Block {
+    // A transport with a spin floor (a fabric, whose poll is a system call of ~0.4 us) has
+    // no hot phase: its spin is timed from the first poll, else 512 polls (0.2-0.5 ms)
+    // came on top of the floor before a blocked rank slept.
+    if policy != WaitPolicy::Block && waiter.spin_floor().is_zero() {
         for _ in 0..HOT_POLLS {
             if ready()? {
                 return Ok(());
@@ -271,5 +275,56 @@ impl Backoff {
 impl Default for Backoff {
     fn default() -> Self {
         Backoff::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    /// A fabric's waiter as the wait sees it: a spin floor, and arms counted.
+    #[derive(Clone)]
+    struct Fabric {
+        arms: Arc<AtomicU32>,
+    }
+
+    impl Waiter for Fabric {
+        fn arm(&self) -> u32 {
+            self.arms.fetch_add(1, Ordering::Relaxed)
+        }
+        fn sleep(&self, _ticket: u32, timeout: Duration) {
+            std::thread::sleep(timeout.min(Duration::from_millis(1)));
+        }
+        fn disarm(&self) {}
+        fn lost_peer(&self) -> Option<u32> {
+            None
+        }
+        fn spin_floor(&self) -> Duration {
+            Duration::from_millis(1)
+        }
+    }
+
+    /// Over a fabric the fixed spin is timed from the first poll: the hot phase's 512
+    /// polls (0.2-0.5 ms of system calls over `net`) do not come on top of the floor.
+    #[test]
+    fn a_wait_with_a_spin_floor_has_no_hot_phase() {
+        let w = Fabric {
+            arms: Arc::default(),
+        };
+        let mut polls = 0u32;
+        wait_until(WaitPolicy::Fixed(Duration::ZERO), &w, None, || {
+            if w.arms.load(Ordering::Relaxed) > 0 {
+                return Ok(true);
+            }
+            polls += 1;
+            // A poll of at least 100 us: the floor is over at the first clock read.
+            std::thread::sleep(Duration::from_micros(100));
+            Ok(false)
+        })
+        .unwrap();
+        // The first poll, then 64 before the clock is read (1 + 512 + 64 with a hot phase).
+        assert_eq!(polls, 65);
     }
 }
