@@ -95,3 +95,17 @@ END {
     if (sh) printf "get 8 B latency / skifshmem direct get 8 B: %.2f\n", gl / sh
     if (sh) printf "put 8 B latency (blocking) / skifshmem direct get 8 B: %.2f\n", pl / sh
 }' "$out/all.csv" | sort
+# The latency ratios per round too: a round's programs ran minutes apart, each in one vCPU
+# placement (../shared/peers/README.md, "Noise"), so the medians above can pair a near
+# figure with a far one; a round whose two figures are both near reads the code.
+for r in $(seq 1 "$rounds"); do
+    awk -F, -v r="$r" '
+    { v[$1 "," $2 "," $3] = $4 }
+    END {
+        s = v["gasnet-shim,am_short_lat,0"]; u = v["ucx-am,latency,8"]; w = v["skifch-shm,latency,8"]
+        printf "# round %s: AM Short %s us, UCX %s us, raw %s us", r, s, u, w
+        if (s && u) printf "; / UCX %.2f", s / u
+        if (s && w) printf "; / raw %.2f", s / w
+        printf "\n"
+    }' "$out/round-$r.csv"
+done
