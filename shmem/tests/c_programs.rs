@@ -291,7 +291,8 @@ fn bad_input_is_a_clear_error() {
 
 /// Issue 16 defect 3: every call that must not succeed once its target PE is gone —
 /// `quiet`, `fence`, barriers, fetching calls and atomics — fails naming the call and
-/// the lost PE, within the 1.5 s that `dead_peer.c` gives it, on both paths (the direct
+/// the lost PE, within the 30 s that `dead_peer.c` gives it (under a second when the
+/// machine is idle; the limit only ends a failing run), on both paths (the direct
 /// path used to run them on the dead PE's still-mapped memory: 9.57 M calls a second),
 /// and a few of them over fpga-model.
 #[test]

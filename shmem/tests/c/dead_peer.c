@@ -1,8 +1,10 @@
 /* Calls aimed at a dead PE must fail, not run on its still-mapped memory (issue 16
  * defect 3). PE 1 leaves without finalizing 0.2 s after a barrier; PE 0 repeats the
- * call named by argv[1] at PE 1 for 1.5 s from the barrier. The library must end
- * PE 0 with "skifshmem: <call>: peer lost: rank 1"; if the call still succeeds after
- * 1.5 s, PE 0 says so and exits 3. */
+ * call named by argv[1] at PE 1 for up to 30 s from the barrier. The library must end
+ * PE 0 with "skifshmem: <call>: peer lost: rank 1" (within its loss-detection time, well
+ * under a second on an idle machine); if the call still succeeds after 30 s, PE 0 says so
+ * and exits 3. The limit only bounds a failing run: 1.5 s was once too short for PE 1's
+ * exit and its detection on a machine loaded with other jobs. */
 #include <shmem.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,7 +37,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     double t0 = now();
-    while (now() - t0 < 1.5) {
+    while (now() - t0 < 30.0) {
         if (!strcmp(what, "quiet")) {
             shmem_putmem(sym, local, sizeof local, 1);
             shmem_quiet();
@@ -53,6 +55,6 @@ int main(int argc, char **argv) {
         else if (!strcmp(what, "set")) shmem_long_atomic_set(&flag[2], 1, 1);
         else { fprintf(stderr, "dead_peer: unknown mode %s\n", what); return 4; }
     }
-    fprintf(stderr, "PE 0: %s still succeeds 1.5 s after PE 1 died (%ld)\n", what, sink);
+    fprintf(stderr, "PE 0: %s still succeeds 30 s after PE 1 left (%ld)\n", what, sink);
     return 3;
 }
