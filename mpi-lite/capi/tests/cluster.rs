@@ -101,6 +101,30 @@ fn on_two_namespaces(progs: &[(&str, &str)], env: &[(&str, &str)]) {
     }
 }
 
+/// A rank blocked in `MPI_Recv` for 2 s while its peer on the other namespace holds the
+/// reply sleeps (the fixed-spin wait, SKIFCH-SPEC "Waiting without burning a core"):
+/// `blocked.c` fails above 30 % of a CPU over the wait (every thread of the process). A
+/// regression guard, generous for a loaded machine: a waiter that never slept used 100 %,
+/// the measured share is ~1-2 % (`docs/results-2026-11-29-fabric-wait`). Skipped, saying
+/// so, where namespaces cannot be made.
+#[test]
+fn a_rank_blocked_across_namespaces_sleeps() {
+    if !have_cc() {
+        return;
+    }
+    let Some(nodes) = testing::NetNodes::create(2) else {
+        return;
+    };
+    let exe = compile("blocked", false);
+    let Some(mut cmd) = nodes.hydra_cmd(&[1, 1]) else {
+        return;
+    };
+    cmd.arg(&exe);
+    let limit = JOB_TIMEOUT + std::time::Duration::from_secs(60);
+    let text = testing::run_job(cmd, limit).expect_ok("blocked.c on 1 + 1 ranks");
+    assert!(text.contains("blocked: "), "{text}");
+}
+
 /// Uneven layouts (issue 21): 2+1, 1+2 and 3+1 ranks on two namespaces, 4 ranks dealt
 /// round-robin on two (node 0 holds ranks 0 and 2), 1+1+1 and 1+2+1 on three, under
 /// `mpiexec.hydra` (`host:N` slots, a hosts file) and `skifrun --hosts` / `--hostfile`,
