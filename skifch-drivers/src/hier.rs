@@ -212,6 +212,12 @@ impl<L: Driver, R: Driver> HierDriver<L, R> {
         &self.remote
     }
 
+    /// The job ranks of this rank's node (the launcher's node map), ascending; whatever
+    /// the route (`SKIFCH_ROUTE=fabric` still has nodes).
+    pub fn node_ranks(&self) -> &[u32] {
+        &self.to_global
+    }
+
     /// Each job rank's route for [`HierPort`]'s send: its node rank, or [`ROUTE_REMOTE`].
     fn routes(&self) -> Box<[u32]> {
         self.to_local

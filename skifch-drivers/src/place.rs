@@ -16,6 +16,24 @@
 //! numbered together. For nodes of one kernel that do not share CPUs (containers, each
 //! with its own cpuset): `SKIFCH_MACHINE_ID=$(hostname)` numbers each by its own ranks.
 
+use crate::AnyDriver;
+
+/// This rank's node as the job's driver knows it, named by the node's lowest job rank:
+/// a hierarchical job's node map (the launcher's: `PMI_process_mapping`, PMIx, `skifrun
+/// --hosts`; [`crate::hier::HierDriver::node_ranks`]), rank 0 for a job of one node's
+/// lanes (shm, the device model). `None` where the driver keeps no node map (the fabric
+/// alone, a driver another library joined with): the caller's own guess then (mpi-lite's
+/// `MPI_COMM_TYPE_SHARED`: the host name). A node is the launcher's, not the machine's
+/// ([`Placement`]): network namespaces on one host are nodes of their own.
+pub fn node_leader(d: &AnyDriver) -> Option<u32> {
+    match d {
+        AnyDriver::Hier(h) => h.node_ranks().first().copied(),
+        AnyDriver::Shm(_) | AnyDriver::Fpga(_) => Some(0),
+        AnyDriver::Wrapped(w) => node_leader(w.inner().inner()),
+        AnyDriver::Ofi(_) | AnyDriver::Fwd(_) => None,
+    }
+}
+
 /// This process's index among the job's ranks on its machine, and their count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placement {

@@ -20,7 +20,8 @@ use skifch_drivers::AnyDriver;
 /// The job's driver from `MPI_Init` to `MPI_Finalize`.
 static DRIVER: Mutex<Option<Arc<AnyDriver>>> = Mutex::new(None);
 
-fn driver() -> Option<Arc<AnyDriver>> {
+/// The job's driver (also for its node map: `MPI_COMM_TYPE_SHARED`).
+pub(crate) fn driver() -> Option<Arc<AnyDriver>> {
     DRIVER.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 

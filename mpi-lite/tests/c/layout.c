@@ -5,8 +5,8 @@
  * every ordered pair of ranks exchanges a small and a 256 KiB message (both orders, in
  * rounds of Sendrecv: rank r sends to r+k and receives from r-k), every rank sends a burst
  * to every other with nonblocking calls (order kept per pair, any-source receives), and the
- * collectives run with every root. Exits non-zero on any wrong value; prints
- * "layout: N ranks ok". */
+ * collectives run with every root; MPI_COMM_TYPE_SHARED must give each rank's node. Exits
+ * non-zero on any wrong value; prints "layout: N ranks ok". */
 #define _DEFAULT_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +47,29 @@ int main(int argc, char **argv) {
         fflush(stdout);
         free(label);
     }
+    /* MPI_COMM_TYPE_SHARED: exactly the ranks of this rank's node (the launcher's node map;
+     * the namespaces share the host name), in world order for equal keys. */
+    MPI_Comm node;
+    CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS);
+    int nsize, nrank, same = 0, before = 0;
+    MPI_Comm_size(node, &nsize);
+    MPI_Comm_rank(node, &nrank);
+    for (int r = 0; r < size; r++)
+        if (strcmp(all + r * sizeof ns, ns) == 0) {
+            same++;
+            before += r < rank;
+        }
+    char *mates = malloc((size_t)nsize * sizeof ns);
+    CHECK(mates);
+    CHECK(MPI_Allgather(ns, sizeof ns, MPI_CHAR, mates, sizeof ns, MPI_CHAR, node) == MPI_SUCCESS);
+    for (int r = 0; r < nsize; r++) CHECK(strcmp(mates + r * sizeof ns, ns) == 0);
+    if (nsize != same || nrank != before) {
+        fprintf(stderr, "layout: rank %d: MPI_COMM_TYPE_SHARED has %d ranks (rank %d), its node %d (rank %d)\n",
+                rank, nsize, nrank, same, before);
+        CHECK(0);
+    }
+    free(mates);
+    CHECK(MPI_Comm_free(&node) == MPI_SUCCESS);
     free(all);
 
     /* Every ordered pair, small then big, in rounds. */

@@ -95,12 +95,17 @@ mpi_fn!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm: c_int, split_type: c_i
         const SHARED: c_int = 1;
         let c = st.comm(comm)?;
         let color = match split_type {
-            // Processes of one host share memory: the color is the host name's hash.
-            SHARED => {
-                let hash = super::env::host_name().bytes()
-                    .fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
-                (hash & 0x3fff_ffff) as c_int
-            }
+            // Processes of one node share memory: the color is the node's lowest rank in
+            // the driver's node map (the launcher's: namespaces, containers and hosts of
+            // one name are nodes of their own), else a hash of the host name.
+            SHARED => match crate::ending::driver().as_deref().and_then(skifch_drivers::place::node_leader) {
+                Some(leader) => (leader & 0x3fff_ffff) as c_int,
+                None => {
+                    let hash = super::env::host_name().bytes()
+                        .fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
+                    (hash & 0x3fff_ffff) as c_int
+                }
+            },
             UNDEFINED => UNDEFINED,
             t => return Err(Error::Arg(format!("MPI_Comm_split_type: split type {t}"))),
         };

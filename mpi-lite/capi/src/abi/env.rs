@@ -248,8 +248,9 @@ mpi_fn!(MPI_Wtick, PMPI_Wtick, () -> f64 {
     1e-9
 });
 
-/// This host's name (`localhost` if the system will not say): the processor name, the
-/// key of `MPI_COMM_TYPE_SHARED`, `MPI_INFO_ENV`'s `host`.
+/// This host's name (`localhost` if the system will not say): the processor name,
+/// `MPI_INFO_ENV`'s `host`, the key of `MPI_COMM_TYPE_SHARED` when the driver has no node
+/// map.
 pub(crate) fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: `buf` is writable for its length; gethostname NUL-terminates within it or
