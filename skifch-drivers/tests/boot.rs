@@ -532,8 +532,8 @@ fn skifrun_hosts_over_namespaces() {
     expect_nothing_left(&nodes);
 }
 
-/// `skifrun --hosts` with two host names on this machine (an ssh stand-in), and the
-/// options it refuses.
+/// `skifrun --hosts` with two host names on this machine (an ssh stand-in), `--ppn`, and
+/// the options it refuses.
 #[test]
 fn skifrun_hosts_on_this_machine() {
     if skifch_testing::mpiexec_hydra().is_none() {
@@ -549,11 +549,42 @@ fn skifrun_hosts_on_this_machine() {
         .arg(probe())
         .args(["check", "2"]);
     expect_ranks_ok(run_job(cmd, LIMIT), 4, 2, "pmi1");
+    // --ppn N (hydra's -ppn, both spellings): N consecutive ranks per host, wrapping
+    // around, whatever the hosts' counts.
+    for (ppn, n, list, want) in [
+        (
+            ["--ppn", "2"],
+            "4",
+            "nodea,nodeb",
+            &["0", "0", "1", "1"][..],
+        ),
+        (["-ppn", "1"], "4", "nodea:3,nodeb:1", &["0", "1", "0", "1"]),
+        (
+            ["--ppn", "2"],
+            "6",
+            "nodea,nodeb",
+            &["0", "0", "1", "1", "0", "0"],
+        ),
+    ] {
+        let mut cmd = Command::new(skifch_testing::skifrun_exe());
+        clean_env(&mut cmd)
+            .args(["--hosts", list, "--launcher-exec"])
+            .arg(&ssh)
+            .args(ppn)
+            .args(["-n", n, "--timeout", "150", "--"])
+            .arg(probe())
+            .args(["check", "2"]);
+        let seen = expect_ranks_ok(run_job(cmd, LIMIT), n.parse().unwrap(), 2, "pmi1");
+        let nodes: Vec<&str> = seen.iter().map(|(node, _)| node.as_str()).collect();
+        assert_eq!(nodes, want, "{ppn:?} on {list}");
+    }
     for bad in [
         &["--hosts", "", "-n", "2"][..],
         &["--hosts", "a:0", "-n", "2"],
         &["--hosts", "a", "--driver", "fpga-model", "-n", "2"],
         &["--iface", "eth0", "-n", "2"],
+        &["--hosts", "a", "--ppn", "0", "-n", "2"],
+        &["-ppn", "2", "-n", "2"],
     ] {
         let mut cmd = Command::new(skifch_testing::skifrun_exe());
         clean_env(&mut cmd).args(bad).args(["--", "true"]);

@@ -27,7 +27,8 @@ enum Driver {
 /// PMI_SIZE, OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK and _LOCAL_SIZE, and PMI_FD, a
 /// PMI-1 server's socket (programs that bootstrap through PMI run as under
 /// mpiexec.hydra). Ranks die with the launcher.
-/// With --hosts or --hostfile the job runs on several hosts through mpiexec.hydra.
+/// With --hosts or --hostfile the job runs on several hosts through mpiexec.hydra
+/// (--ppn N: N consecutive ranks per host, as hydra's -ppn).
 /// With --driver fpga-model, skifrun runs the FPGA adapter's device model (X*Y*Z torus,
 /// --torus or the most cube-like one for N) in its own threads; rank r is torus node r
 /// and gets its adapter's registers and DMA memory as SKIFCH_FPGA_FD. The same program
@@ -112,6 +113,10 @@ struct Cli {
     /// With --hosts: the network interface through which the hosts reach this one
     #[arg(long, value_name = "NAME")]
     iface: Option<String>,
+    /// With --hosts: N consecutive ranks on each host in turn, wrapping around after the
+    /// last (hydra's -ppn; overrides the hosts' :ranks counts; also -ppn)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    ppn: Option<u32>,
     /// The program and its arguments
     #[arg(
         required = true,
@@ -157,10 +162,12 @@ const VALUED: &[&str] = &[
     "--hostfile",
     "--launcher-exec",
     "--iface",
+    "--ppn",
 ];
 
-/// The command line with mpirun's `-np N` / `--np N` spelled `-n N` (clap has no
-/// single-dash long options); words from the program on are left alone.
+/// The command line with mpirun's `-np N` / `--np N` spelled `-n N` and hydra's `-ppn N`
+/// spelled `--ppn N` (clap has no single-dash long options); words from the program on
+/// are left alone.
 fn mpirun_spellings(args: impl Iterator<Item = OsString>) -> Vec<OsString> {
     let mut out: Vec<OsString> = Vec::new();
     let mut in_options = true;
@@ -180,6 +187,10 @@ fn mpirun_spellings(args: impl Iterator<Item = OsString>) -> Vec<OsString> {
             in_options = false;
         } else if s == "-np" || s == "--np" {
             out.push("-n".into());
+            value_next = true;
+            continue;
+        } else if s == "-ppn" {
+            out.push("--ppn".into());
             value_next = true;
             continue;
         } else {
@@ -238,6 +249,7 @@ fn main() {
             file: cli.hostfile,
             launcher_exec: cli.launcher_exec,
             iface: cli.iface,
+            ppn: cli.ppn,
         };
         match hosts::hydra_command(&opts, &hosts) {
             Ok(mut cmd) => {
@@ -251,8 +263,8 @@ fn main() {
             }
         }
     }
-    if cli.launcher_exec.is_some() || cli.iface.is_some() {
-        eprintln!("skifrun: --launcher-exec and --iface need --hosts or --hostfile");
+    if cli.launcher_exec.is_some() || cli.iface.is_some() || cli.ppn.is_some() {
+        eprintln!("skifrun: --launcher-exec, --iface and --ppn need --hosts or --hostfile");
         std::process::exit(2);
     }
     let status = match launch(&opts) {

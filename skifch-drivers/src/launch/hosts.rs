@@ -6,11 +6,14 @@
 //! skifrun --hosts node1:2,node2:2 -n 4 -- prog args        # ssh to node1 and node2
 //! skifrun --hostfile hosts -n 8 -- prog                    # lines: host[:ranks]
 //! skifrun --hosts a,b --launcher-exec ./my-ssh -n 4 -- prog
+//! skifrun --hosts a,b --ppn 2 -n 8 -- prog                 # a: 0,1,4,5  b: 2,3,6,7
 //! ```
 //! `skifrun` replaces itself with `mpiexec.hydra` (or the program `SKIFRUN_HYDRA`
 //! names), so signals, output, failure handling and the exit status are hydra's. The
 //! options map as follows: `-n` → `-n`; `--hosts` → `-hosts`; `--hostfile` → `-f`;
-//! `--launcher-exec` → `-launcher ssh -launcher-exec`; `--iface` → `-iface`; `-x`,
+//! `--launcher-exec` → `-launcher ssh -launcher-exec`; `--iface` → `-iface`; `--ppn` →
+//! `-ppn` (hydra's meaning: that many consecutive ranks per host, in the list's order,
+//! wrapping around after the last host; it overrides the hosts' `:ranks` counts); `-x`,
 //! `--wait`, `--ports`, `--lane-kb` → `-genv` of the variables they set; `--timeout` →
 //! `MPIEXEC_TIMEOUT`; `--tag-output`/`-l` → `-l`. `--driver fpga-model` (one machine
 //! hosting the device model) and `--torus` are refused; `--grace` has no equivalent
@@ -38,6 +41,8 @@ pub struct Hosts {
     pub launcher_exec: Option<OsString>,
     /// The network interface the hosts reach this one through (hydra's `-iface`).
     pub iface: Option<String>,
+    /// Ranks per host (hydra's `-ppn`), instead of the hosts' `:ranks` counts.
+    pub ppn: Option<u32>,
 }
 
 impl Hosts {
@@ -61,6 +66,11 @@ impl Hosts {
 /// let cmd = hosts::hydra_command(&LaunchOptions::new(4, "prog"), &hosts::Hosts::list("a:2,b:2"))?;
 /// let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
 /// assert_eq!(args, ["-hosts", "a:2,b:2", "-n", "4", "prog"]);
+/// let mut two_each = hosts::Hosts::list("a,b");
+/// two_each.ppn = Some(2);
+/// let cmd = hosts::hydra_command(&LaunchOptions::new(8, "prog"), &two_each)?;
+/// let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+/// assert_eq!(args, ["-hosts", "a,b", "-ppn", "2", "-n", "8", "prog"]);
 /// # Ok::<(), skifch::Error>(())
 /// ```
 pub fn hydra_command(opts: &LaunchOptions, hosts: &Hosts) -> Result<Command> {
@@ -96,6 +106,13 @@ pub fn hydra_command(opts: &LaunchOptions, hosts: &Hosts) -> Result<Command> {
     }
     if let Some(iface) = &hosts.iface {
         cmd.args(["-iface", iface]);
+    }
+    match hosts.ppn {
+        Some(0) => return bad("--ppn 0: at least one rank per host".into()),
+        Some(n) => {
+            cmd.arg("-ppn").arg(n.to_string());
+        }
+        None => {}
     }
     let mut genv: Vec<(OsString, OsString)> = opts.env.clone();
     if let Some(w) = opts.wait {
