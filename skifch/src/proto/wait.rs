@@ -14,6 +14,9 @@ use crate::{Error, Port, Result, WaitPolicy};
 /// How often an idle wait on one peer checks that its endpoint is still open.
 const PROBE_EVERY: Duration = Duration::from_millis(500);
 
+/// The hot phase of a wait over a transport with a spin floor (see `wait_loop`).
+const HOT_POLLS_FLOOR: u32 = 64;
+
 /// Group id of [`Endpoint::barrier`] (apart from the world group's `u32::MAX`).
 const BARRIER_GID: u32 = u32::MAX - 1;
 
@@ -83,13 +86,15 @@ impl<P: Port, C> Endpoint<P, C> {
         // receive itself, so a message that arrives is taken in one look at the lane (the
         // channel's wait asks `ready`, then this loop receives: two looks on a round
         // trip's critical path).
-        // Not over a transport whose poll is a system call (a spin floor: a fabric): the
-        // channel's wait spins timed from its first poll, and 512 receives first were
-        // ~0.12 ms of system calls on top of it in every wait (`ready` takes a fabric's
-        // completions into the port, so the receive after it makes no second call).
+        // Over a transport whose poll is a system call (a spin floor: a fabric) a short
+        // hot phase: the channel's wait spins timed from its first poll, and 512 receives
+        // first were ~0.12 ms of system calls on top of it in every wait; 64 still take a
+        // node peer's reply inside a hierarchy (a few microseconds) and a fabric reply of
+        // a ping-pong in one look (`ready` takes a fabric's completions into the port, so
+        // the receive after it makes no second call anyway).
         let hot_polls = match self.ch.wait_policy() {
             WaitPolicy::Block => 0,
-            _ if !self.waiter.spin_floor().is_zero() => 0,
+            _ if !self.waiter.spin_floor().is_zero() => HOT_POLLS_FLOOR,
             _ => HOT_POLLS,
         };
         let mut hot = hot_polls;
