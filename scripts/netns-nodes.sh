@@ -8,6 +8,10 @@
 #   netns_up || exit 2           # creates them; says why not on stderr
 #   "$tmp/ssh" NODE CMD...       # what mpiexec.hydra's -launcher-exec runs: CMD in NODE
 #   "$tmp/ssh-uts" NODE CMD...   # the same in a UTS namespace named NODE (Open MPI's agent)
+#   netns_hydra ARGS...          # mpiexec.hydra -n ${np:-2} over $hosts (default one slot
+#                                # a node) from the switch namespace, LIMIT s at most (600)
+#   netns_ompi IF ARGS...        # Open MPI's mpirun the same way, 2 ranks, ob1 + btl tcp
+#                                # on interface/subnet IF
 
 netns_nodes() { # netns_nodes PREFIX NAME
     tmp=$(mktemp -d)
@@ -58,4 +62,20 @@ host=$1; shift
 exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"
 EOS
     chmod +x "$tmp/ssh" "$tmp/ssh-uts"
+}
+
+netns_hydra() {
+    ip netns exec "$sw" timeout "${LIMIT:-600}" mpiexec.hydra -iface br0 -launcher ssh \
+        -launcher-exec "$tmp/ssh" -hosts "${hosts:-${nodes[0]}:1,${nodes[1]}:1}" -n "${np:-2}" "$@"
+}
+
+netns_ompi() { # netns_ompi BTL_TCP_IF ARGS...
+    local btl_if=$1
+    shift
+    mkdir -p "$tmp/ompi"
+    ip netns exec "$sw" timeout "${LIMIT:-600}" mpirun.openmpi --allow-run-as-root \
+        --mca orte_tmpdir_base "$tmp/ompi" --host "${hosts:-${nodes[0]}:1,${nodes[1]}:1}" \
+        --mca plm_rsh_agent "$tmp/ssh-uts" --mca oob_tcp_if_include 10.10.0.0/24 \
+        --mca plm_rsh_no_tree_spawn 1 --mca routed direct --bind-to none --mca pml ob1 \
+        --mca btl tcp,self --mca btl_tcp_if_include "$btl_if" -n 2 "$@"
 }

@@ -26,9 +26,7 @@ for hold in ${HOLDS:-1 10 300 2000}; do
     waits=$(( ${WAITS:-3000} / hold )); [ "$waits" -ge 1 ] || waits=1
     for impl in ${IMPLS:-lite mpich}; do
         printf '%-6s hold %5s ms x %4s: ' "$impl" "$hold" "$waits"
-        ip netns exec "$sw" timeout 300 mpiexec.hydra -iface br0 -launcher ssh \
-            -launcher-exec "$tmp/ssh" -hosts "${nodes[0]}:1,${nodes[1]}:1" -n 2 \
-            -env LD_LIBRARY_PATH "$lib" -env BLOCKED_MS "$hold" -env BLOCKED_WAITS "$waits" \
+        LIMIT=300 netns_hydra -env LD_LIBRARY_PATH "$lib" -env BLOCKED_MS "$hold" -env BLOCKED_WAITS "$waits" \
             "$tmp/$impl" 2>&1 | grep -E 'blocked|rror' || echo failed
     done
 done

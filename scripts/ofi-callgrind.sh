@@ -37,10 +37,8 @@ exec "$@"
 EOS
 chmod +x "$tmp/ssh" "$tmp/cg"
 SKIFMPI_LIBDIR=$lib mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_loop.c -o "$tmp/loop_lite" || exit 1
-hydra() {
-    ip netns exec "$sw" timeout "${LIMIT:-900}" mpiexec.hydra -iface br0 -launcher ssh \
-        -launcher-exec "$tmp/ssh" -hosts "${hosts:-${nodes[0]}:1,${nodes[1]}:1}" -n "${np:-2}" "$@"
-}
+: "${LIMIT:=900}"
+hydra() { netns_hydra "$@"; }
 # Both ranks spin (a rank waiting for the slow callgrind rank must not sleep: its wake-up
 # would make rank 0 poll more).
 export SKIFCH_OFI_DOMAIN=eth0 UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 SKIFCH_WAIT=${SKIFCH_WAIT:-spin}

@@ -86,18 +86,9 @@ if [ "${SHMEM:-0}" = 1 ]; then
         -o "$tmp/mr_shmem" -lm || exit 1
 fi
 
-hydra() { # hydra in the switch namespace, one rank per node (both on node 0 with LO=1)
-    ip netns exec "$sw" timeout "${LIMIT:-600}" mpiexec.hydra -iface br0 -launcher ssh \
-        -launcher-exec "$tmp/ssh" -hosts "$hosts" -n 2 "$@"
-}
-ompi() {
-    mkdir -p "$tmp/ompi"
-    ip netns exec "$sw" timeout "${LIMIT:-600}" mpirun.openmpi --allow-run-as-root \
-        --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh-uts" \
-        --mca oob_tcp_if_include 10.10.0.0/24 --mca plm_rsh_no_tree_spawn 1 \
-        --mca routed direct --bind-to none --mca pml ob1 --mca btl tcp,self --mca osc pt2pt \
-        --mca btl_tcp_if_include "$ompi_if" -n 2 "$@"
-}
+# hydra in the switch namespace, one rank per node (both on node 0 with LO=1)
+hydra() { netns_hydra "$@"; }
+ompi() { netns_ompi "$ompi_if" --mca osc pt2pt "$@"; }
 # SkifCh: the ofi driver between the nodes (the hierarchy routes there: one rank a node;
 # with LO=1 SKIFCH_DRIVER=ofi forces it between the two ranks of one node).
 export SKIFCH_OFI_DOMAIN=$iface

@@ -48,18 +48,9 @@ SKIFMPI_LIBDIR=$lib mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_loop.c -o "$tmp/lo
 mpicc.mpich -O2 benches/c/mpi_loop.c -o "$tmp/loop_mpich" 2>>"$cc_log" || exit 1
 mpicc.openmpi -O2 benches/c/mpi_loop.c -o "$tmp/loop_ompi" 2>>"$cc_log" || exit 1
 hosts="${nodes[0]}:1,${nodes[1]}:1"
-hydra() {
-    ip netns exec "$sw" timeout "${LIMIT:-300}" mpiexec.hydra -iface br0 -launcher ssh \
-        -launcher-exec "$tmp/ssh" -hosts "$hosts" -n 2 "$@"
-}
-ompi() {
-    mkdir -p "$tmp/ompi"
-    ip netns exec "$sw" timeout "${LIMIT:-300}" mpirun.openmpi --allow-run-as-root \
-        --mca orte_tmpdir_base "$tmp/ompi" --host "$hosts" --mca plm_rsh_agent "$tmp/ssh-uts" \
-        --mca oob_tcp_if_include 10.10.0.0/24 --mca plm_rsh_no_tree_spawn 1 \
-        --mca routed direct --bind-to none --mca pml ob1 --mca btl tcp,self \
-        --mca btl_tcp_if_include 10.10.0.0/24 -n 2 -x TOOL "$@"
-}
+: "${LIMIT:=300}"
+hydra() { netns_hydra "$@"; }
+ompi() { netns_ompi 10.10.0.0/24 -x TOOL "$@"; }
 export SKIFCH_OFI_DOMAIN=eth0 UCX_TLS=tcp,self UCX_NET_DEVICES=eth0
 # DELAY_US: rank 1 sleeps that long before each reply (mpi_loop pingdelay), so that rank 0
 # waits longer than its spin (200 us over the fabric) and goes to sleep.
