@@ -16,6 +16,7 @@
 //! numbered together. For nodes of one kernel that do not share CPUs (containers, each
 //! with its own cpuset): `SKIFCH_MACHINE_ID=$(hostname)` numbers each by its own ranks.
 
+#[cfg(not(loom))]
 use crate::AnyDriver;
 
 /// This rank's node as the job's driver knows it, named by the node's lowest job rank:
@@ -25,6 +26,7 @@ use crate::AnyDriver;
 /// alone, a driver another library joined with): the caller's own guess then (mpi-lite's
 /// `MPI_COMM_TYPE_SHARED`: the host name). A node is the launcher's, not the machine's
 /// ([`Placement`]): network namespaces on one host are nodes of their own.
+#[cfg(not(loom))]
 pub fn node_leader(d: &AnyDriver) -> Option<u32> {
     match d {
         AnyDriver::Hier(h) => h.node_ranks().first().copied(),

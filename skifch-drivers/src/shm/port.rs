@@ -139,6 +139,7 @@ impl<R: Region> Driver for RingDriver<R> {
     }
 }
 
+#[cfg(not(loom))]
 impl<R: Region> crate::hier::NodePort for RingPort<R> {
     fn hold_to(&mut self, max: usize) {
         self.max_msg = self.max_msg.min(max);
