@@ -472,7 +472,6 @@ unsafe impl<L: Driver, R: Driver> Port for HierPort<L, R> {
             remote: self.remote.waiter(),
             to_global: self.drv.to_global.clone().into(),
             remote_first: self.remote_first.clone(),
-            alone: self.drv.to_global.len() <= 1,
         }
     }
 }
@@ -486,9 +485,15 @@ pub struct HierWaiter<A: Waiter, B: Waiter> {
     /// Sleep on the fabric's side first (the port's last message came from there, or the
     /// rank is alone on its node).
     remote_first: Arc<AtomicBool>,
-    /// The rank is alone on its node: only its own threads' self-sends use the node's
-    /// lanes, so it never sleeps on them (a poll after each fabric slice sees those).
-    alone: bool,
+}
+
+impl<A: Waiter, B: Waiter> HierWaiter<A, B> {
+    /// The rank is alone on its node (its node map has one rank): only its own threads'
+    /// self-sends use the node's lanes, so it never sleeps on them (a poll after each
+    /// fabric slice sees those).
+    fn alone(&self) -> bool {
+        self.to_global.len() <= 1
+    }
 }
 
 impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
@@ -498,7 +503,7 @@ impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
     /// this rank's last poll before a futex sleep. Without it, another thread's self-send
     /// through the lanes is seen by the poll after the fabric slice, as before.
     fn arm(&self) -> u32 {
-        if self.alone {
+        if self.alone() {
             return 0;
         }
         self.local.arm()
@@ -515,12 +520,12 @@ impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
             // policy sleeps on every message).
             // Alone on its node, only its own threads' self-sends come through the lanes:
             // a longer slice (fewer wake-ups of a blocked rank, each ~10 us of CPU).
-            let slice = if self.alone { ALONE_SLICE } else { SLICE };
+            let slice = if self.alone() { ALONE_SLICE } else { SLICE };
             let t = self.remote.arm();
             self.remote.sleep(t, timeout.min(slice));
             self.remote.disarm();
             let spent = t0.elapsed();
-            if self.alone || spent < SLICE / 2 || spent >= timeout {
+            if self.alone() || spent < SLICE / 2 || spent >= timeout {
                 return;
             }
             self.local.sleep(ticket, (timeout - spent).min(SLICE));
@@ -536,7 +541,7 @@ impl<A: Waiter, B: Waiter> Waiter for HierWaiter<A, B> {
         self.remote.disarm();
     }
     fn disarm(&self) {
-        if !self.alone {
+        if !self.alone() {
             self.local.disarm()
         }
     }
@@ -608,9 +613,9 @@ mod tests {
         let w = HierWaiter {
             local: local.clone(),
             remote: remote.clone(),
-            to_global: Arc::from(vec![0u32]),
+            // Alone: the node map is this rank; else a node peer (rank 1) too.
+            to_global: Arc::from(if alone { vec![0u32] } else { vec![0u32, 1] }),
             remote_first: Arc::new(AtomicBool::new(true)),
-            alone,
         };
         (w, local, remote)
     }
