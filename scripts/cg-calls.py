@@ -21,6 +21,7 @@ def parse(path):
     excluded), from the `calls=` lines of a callgrind file (name compression resolved)."""
     names, calls, incl = {}, collections.Counter(), collections.Counter()
     fn = cfn = pending = None
+    npos = 1  # position columns before the cost ("positions: instr line" with --dump-instr)
 
     def name(s):
         m = re.match(r"\((\d+)\)(?: (.*))?", s)
@@ -31,7 +32,9 @@ def parse(path):
         return names.get(m.group(1), s)
 
     for line in open(path):
-        if line.startswith("fn="):
+        if line.startswith("positions:"):
+            npos = len(line.split()) - 1
+        elif line.startswith("fn="):
             fn = name(line[3:].rstrip("\n"))
         elif line.startswith("cfn="):
             cfn = name(line[4:].rstrip("\n"))
@@ -39,9 +42,9 @@ def parse(path):
             pending = int(line[6:].split()[0])
         elif pending is not None:
             parts = line.split()
-            if len(parts) >= 2 and cfn != fn:
+            if len(parts) > npos and cfn != fn:
                 calls[cfn] += pending
-                incl[cfn] += int(parts[1])
+                incl[cfn] += int(parts[npos])
             pending = None
     return calls, incl
 

@@ -10,12 +10,15 @@
 #   sudo scripts/ofi-callgrind.sh [OUTDIR]
 # Prints MPI_Send's instructions per call, MPI_Recv's split into e (one empty poll) and s
 # (everything else: the poll that finds the reply, the receive, the buffer's completion),
-# and the inclusive counts per iteration and per call of the transport's functions.
+# and the inclusive counts per iteration and per call of the transport's functions; then the
+# latency path alone (mode pingfirst: the reply is there at rank 0's first poll).
 # LOCAL=1 instead: mpi_loop rate between the two ranks of node 0 in a 3-rank job (rank 2 on
 # node 1), both under callgrind, against the same pair as a one-node job (no hierarchy):
 # instructions per MPI_Send (rank 0) and per MPI_Recv (rank 1, its waiting polls included). Environment: N (default 2000), PROVIDER (SKIFCH_OFI_PROVIDER), LIB (the
 # directory of the libskifmpi.so to measure; default the release build), MPICH=1 (also
-# MPICH over ch4:ucx, UCX_TLS=tcp,self), any SKIFCH_* variable is passed on.
+# MPICH over ch4:ucx, UCX_TLS=tcp,self), CG_OPTS (more valgrind options, e.g. "--collect-atstart=no
+# --toggle-collect=PMPI_Send --toggle-collect=PMPI_Recv --dump-instr=yes" for a profile of the
+# loop alone, per source line with callgrind_annotate), any SKIFCH_* variable is passed on.
 set -u
 cd "$(dirname "$0")/.."
 rel=${CARGO_TARGET_DIR:-$PWD/target}/release
@@ -31,7 +34,7 @@ cat >"$tmp/cg" <<'EOS'
 #!/bin/sh
 f=$1; shift
 case " ${CG_RANKS:-0} " in *" ${PMI_RANK:-0} "*)
-    exec valgrind --tool=callgrind --callgrind-out-file="$f.${PMI_RANK:-0}" "$@" 2>"$f.log" ;;
+    exec valgrind --tool=callgrind ${CG_OPTS:-} --callgrind-out-file="$f.${PMI_RANK:-0}" "$@" 2>"$f.log" ;;
 esac
 exec "$@"
 EOS
@@ -64,7 +67,7 @@ fi
 # 200, 1000) before each reply. A receive costs s + (P - 1) e: P polls per receive, e an
 # empty poll, s the rest; the runs' P differ, which gives e and s (scripts/cg-calls.py:
 # calls and inclusive counts per function).
-poll_fn() { [ "$1" = lite ] && echo 'HierAnyPort as skifch::driver::Port>::ready' || echo 'ucp_worker_progress'; }
+poll_fn() { [ "$1" = lite ] && echo 'HierAnyPort as skifch::driver::Port>::recv_into' || echo 'ucp_worker_progress'; }
 for impl in $impls; do
     for d in ${DELAY1:-200} ${DELAY2:-1000}; do
         hydra -env LD_LIBRARY_PATH "$lib" -env MPI_LOOP_DELAY_US $d "$tmp/cg" "$out/$impl.$d.x" \
@@ -74,6 +77,26 @@ for impl in $impls; do
     done
     python3 scripts/cg-calls.py --solve "$n" "$(poll_fn $impl)" "$out/$impl.${DELAY1:-200}" \
         "$out/$impl.${DELAY2:-1000}" | sed "s/^/$impl: /"
+    # The latency path alone: rank 0 sleeps after each send (mode pingfirst), so its receive
+    # finds the reply at the first poll. Counted: MPI_Send and MPI_Recv without the waits a
+    # late reply would cost (the sleep outlasts rank 1's reply but for a descheduled rank 1;
+    # then the receive's hot polls before its wait show as more than 1 poll per receive).
+    nf=${N_FIRST:-500}
+    CG_OPTS="--collect-atstart=no --toggle-collect=PMPI_Send --toggle-collect=PMPI_Recv
+        --toggle-collect=*wait_until_by* ${CG_OPTS:-}" hydra -env LD_LIBRARY_PATH "$lib" \
+        -env MPI_LOOP_DELAY_US ${FIRST_DELAY:-20000} "$tmp/cg" "$out/$impl.first.x" \
+        "$tmp/loop_$impl" "$nf" pingfirst >"$out/$impl.first.out" 2>&1 ||
+        { echo "$impl (pingfirst): failed" >&2; tail -5 "$out/$impl.first.out" >&2; }
+    mv "$out/$impl.first.x.0" "$out/$impl.first"
+    total=$(sed -n 's/^totals: *//p; s/^summary: *//p' "$out/$impl.first" | head -1)
+    # (calls are recorded outside the counted functions too: mpi_loop's MPI_Iprobe, one a
+    # iteration, is not a poll of the receive)
+    polls=$(python3 scripts/cg-calls.py "$out/$impl.first" "$nf" "$(poll_fn $impl)" | awk '{print $4 - 1; exit}')
+    # A poll beyond the first is an empty one: its cost taken from the DELAY2 run (where
+    # nearly every poll is empty) and subtracted.
+    e=$(python3 scripts/cg-calls.py "$out/$impl.${DELAY2:-1000}" "$n" "$(poll_fn $impl)" | awk '{print $6; exit}')
+    awk -v i="$impl" -v t="$total" -v n="$nf" -v p="$polls" -v e="$e" 'BEGIN {
+        printf "%s: latency path (reply there at the first poll): MPI_Send + MPI_Recv %.0f instructions (%.0f per iteration with %.2f polls per receive, less %.2f empty polls of %.0f)\n", i, t / n - (p - 1) * e, t / n, p, p - 1, e }'
     echo "$impl, per iteration of the ${DELAY1:-200} us run (inclusive, calls):"
     python3 scripts/cg-calls.py "$out/$impl.${DELAY1:-200}" "$n" MPI_Send MPI_Recv 'Port>::send' \
         'Port>::ready' '::recv_into' 'Port>::complete' PortState::progress flush_others \

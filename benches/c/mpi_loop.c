@@ -14,6 +14,11 @@
  *                   is slow enough that a plain ping-pong's replies are often there at its
  *                   first poll); two delays separate the empty polls from the rest
  *                   (scripts/ofi-callgrind.sh)
+ *        pingfirst  the ping-pong, rank 0 sleeping MPI_LOOP_DELAY_US after each send: its
+ *                   receive finds the reply at its first poll, so MPI_Send + MPI_Recv is the
+ *                   latency path alone (the reply's arrival to the next send). Before each
+ *                   send an MPI_Iprobe that finds nothing (nothing is in flight to rank 0):
+ *                   the empty poll a natively waiting receiver makes (scripts/ofi-callgrind.sh)
  *        barrier    MPI_Barrier x N
  *        allreduce  MPI_Allreduce of one double (MPI_SUM) x N
  *        wself      a window to itself: 64 MPI_Irecv, 64 MPI_Isend, MPI_Waitall of the 128
@@ -42,7 +47,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: mpi_loop N self|rate|pingpong|pingdelay|barrier|allreduce|wself|window|ibarrier|iallreduce\n");
+        fprintf(stderr, "usage: mpi_loop N self|rate|pingpong|pingdelay|pingfirst|barrier|allreduce|wself|window|ibarrier|iallreduce\n");
         return 1;
     }
     long n = atol(argv[1]);
@@ -66,11 +71,11 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int peer = 1 - rank;
     static const char *MODES[] = {"self",  "rate",   "pingpong", "barrier",   "allreduce",
-                                  "wself", "window", "ibarrier", "iallreduce", "pingdelay"};
+                                  "wself", "window", "ibarrier", "iallreduce", "pingdelay", "pingfirst"};
     int m = -1;
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 11; i++)
         if (strcmp(mode, MODES[i]) == 0) m = i;
-    int pair = m == 1 || m == 2 || m == 6 || m == 9; /* ranks 0 and 1 only; others wait in the barriers */
+    int pair = m == 1 || m == 2 || m == 6 || m == 9 || m == 10; /* ranks 0 and 1 only; others wait in the barriers */
     if (m < 0 || (pair && size < 2)) {
         fprintf(stderr, "mpi_loop: mode %s unknown or needs 2 ranks\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -90,8 +95,12 @@ int main(int argc, char **argv)
             break;
         case 2:
         case 9:
+        case 10:
             if (rank == 0) {
+                int flag;
+                if (m == 10) MPI_Iprobe(peer, 1, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
                 rc = MPI_Send(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+                if (m == 10) usleep(delay);
                 if (rc == MPI_SUCCESS)
                     rc = MPI_Recv(b, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             } else {

@@ -31,8 +31,12 @@
 //!
 //! A sender counts its batches to each pair and the receiver's cumulative "freed" count,
 //! which comes back in the header of every batch from that port (piggybacked) or in a
-//! `Credit` message. A batch is opened only with a credit left; without one, `send`
-//! returns `WouldBlock`. The receiver frees in the spec's any-order sense (SKIFCH-SPEC
+//! `Credit` message. A credit message due at a completion leaves at once only when the
+//! sender may be short of credit (more than half its batches unfreed as far as the
+//! receiver knows); otherwise at the port's next empty poll, before a waiter sleeps, or at
+//! the heartbeat thread's next tick, unless a batch to the sender carried the count first
+//! (a ping-pong's replies: no credit message at all). A batch is opened only with a credit
+//! left; without one, `send` returns `WouldBlock`. The receiver frees in the spec's any-order sense (SKIFCH-SPEC
 //! "Where this project goes beyond the paper"): a buffer is reposted as soon as all its
 //! messages are completed, but credit is returned only up to the oldest batch of that
 //! sender still held ([`skifch::driver::Reclaim`] over the pair's batch numbers).
@@ -89,8 +93,10 @@ pub(super) struct Pair {
     dirty: bool,
 }
 
-/// A received message: `len` bytes at `off` in receive buffer `slot`, of batch `seq`.
+/// A received message: `len` bytes at `off` in receive buffer `slot`, of batch `seq` from
+/// pair `sid` (peer port `src`: kept, not divided out of `sid` per message).
 struct Ready {
+    src: NetAddr,
     slot: u32,
     sid: u32,
     off: u32,
@@ -117,6 +123,8 @@ pub struct PortState {
     pub(super) tx_free: Vec<usize>,
     pub(super) tx_dst: Vec<u32>,
     dirty: Vec<u32>,
+    /// Credit-only messages sent (`Credit` headers; [`OfiPort::credit_messages`]).
+    credit_msgs: u64,
     broken: Option<String>,
     pub(super) live: Arc<Live>,
     /// Open batches (at most one per pair).
@@ -181,6 +189,7 @@ impl PortState {
             tx_free: slots.rev().collect(),
             tx_dst: vec![0; TX_SLOTS],
             dirty: Vec::with_capacity(to.len()),
+            credit_msgs: 0,
             broken: None,
             live,
             open: Vec::new(),
@@ -230,7 +239,7 @@ impl PortState {
             }
         }
         if !self.dirty.is_empty() {
-            self.flush_credits();
+            self.flush_credits(false);
         }
         Ok(())
     }
@@ -277,7 +286,8 @@ impl PortState {
             Kind::Data if h.seq == p.next_in as u32 => {
                 let seq = p.next_in;
                 p.next_in += 1;
-                self.records(i, sid, seq, e.len)
+                let src = NetAddr::new(h.rank as u16, h.port);
+                self.records(i, src, sid, seq, e.len)
             }
             Kind::Credit if e.len == HDR => {
                 self.post(i);
@@ -294,7 +304,8 @@ impl PortState {
     }
 
     /// Walks the records of batch `seq` in receive buffer `i` (`len` bytes) into `ready`.
-    fn records(&mut self, i: usize, sid: u32, seq: u64, len: usize) -> Result<()> {
+    #[inline]
+    fn records(&mut self, i: usize, src: NetAddr, sid: u32, seq: u64, len: usize) -> Result<()> {
         let (mut at, mut count) = (HDR, 0u32);
         while at < len {
             let mut w = [0u8; 4];
@@ -311,6 +322,7 @@ impl PortState {
                 )));
             }
             self.ready.push_back(Ready {
+                src,
                 slot: i as u32,
                 sid,
                 off: (at + REC) as u32,
@@ -382,6 +394,11 @@ impl PortState {
         }
     }
 
+    /// Whether no credit message is owed.
+    pub(super) fn dirty_is_empty(&self) -> bool {
+        self.dirty.is_empty()
+    }
+
     /// Posts the buffers [`PortState::release`] held back.
     fn post_deferred(&mut self) {
         while let Some(i) = self.deferred.pop() {
@@ -405,27 +422,42 @@ impl PortState {
     }
 
     /// Sends the credit messages that are due (`Credit` headers by `fi_inject`; those
-    /// the provider refuses now stay due).
-    fn flush_credits(&mut self) {
+    /// the provider refuses now stay due): with `all`, every pair owed credit; otherwise
+    /// only those whose sender has, as far as this port knows, more than half its credit
+    /// (or all of it) in use. The others wait for the port's next empty poll, a waiter's
+    /// sleep or the heartbeat thread's tick, and are dropped when a batch to the pair
+    /// carried the count meanwhile: in a ping-pong the reply carries it, and no credit
+    /// message is sent at all (with 2 credits one was sent before every reply).
+    pub(super) fn flush_credits(&mut self, all: bool) {
+        let half = self.credits.div_ceil(2);
         let mut k = 0;
         while k < self.dirty.len() {
-            let sid = self.dirty[k];
-            let (h, freed) = self.hdr(sid as usize, Kind::Credit);
-            let to = self.pairs[sid as usize].to;
-            // SAFETY: live endpoint; a 16-byte header is within every inject size.
-            let r = unsafe { sys::inject(self.ep.ep.0, h.as_ptr(), HDR, to) };
-            if r == -(FI_EAGAIN as isize) {
+            let sid = self.dirty[k] as usize;
+            let p = &self.pairs[sid];
+            let used = p.next_in - p.told;
+            if p.freed.freed() != p.told && !all && used <= half && used < self.credits {
                 k += 1;
                 continue;
             }
-            if r != 0 && broken(r) {
-                self.live.mark_lost(sid / self.ports);
+            if p.freed.freed() != p.told {
+                let (h, freed) = self.hdr(sid, Kind::Credit);
+                // SAFETY: live endpoint; a 16-byte header is within every inject size.
+                let r = unsafe { sys::inject(self.ep.ep.0, h.as_ptr(), HDR, p.to) };
+                if r == -(FI_EAGAIN as isize) {
+                    k += 1;
+                    continue;
+                }
+                if r != 0 && broken(r) {
+                    self.live.mark_lost(sid as u32 / self.ports);
+                }
+                self.credit_msgs += 1;
+                self.pairs[sid].told = freed;
             }
-            let p = &mut self.pairs[sid as usize];
-            p.told = freed;
-            p.dirty = false;
+            self.pairs[sid].dirty = false;
             self.dirty.swap_remove(k);
         }
+        self.flags
+            .set_credit(self.me.port(), !self.dirty.is_empty());
     }
 
     /// A poll: completions in, then batches out if the port is idle.
@@ -434,6 +466,9 @@ impl PortState {
             self.progress()?;
             if self.ready.is_empty() && !self.deferred.is_empty() {
                 self.post_deferred();
+            }
+            if self.ready.is_empty() && !self.dirty.is_empty() {
+                self.flush_credits(true);
             }
         }
         if !self.open.is_empty() {
@@ -467,6 +502,12 @@ impl OfiPort {
     pub fn unposted(&self) -> usize {
         let st = self.st();
         st.refs.iter().filter(|&&r| r > 0).count() + st.deferred.len() + st.repost.len()
+    }
+
+    /// Credit-only messages this port has sent (credit that no batch to the pair carried
+    /// back in time).
+    pub fn credit_messages(&self) -> u64 {
+        self.st().credit_msgs
     }
 }
 
@@ -554,7 +595,7 @@ unsafe impl Port for OfiPort {
         };
         out.len = m.len as usize;
         out.count = (m.len > 0) as u32;
-        out.src = NetAddr::new((m.sid / st.ports) as u16, (m.sid % st.ports) as u16);
+        out.src = m.src;
         out.token = Token {
             a: (m.slot as u64) | ((m.sid as u64) << 32),
             b: m.seq,
@@ -595,7 +636,7 @@ unsafe impl Port for OfiPort {
         if p.freed.complete(token.b, token.b + 1) && p.freed.freed() - p.told >= half && !p.dirty {
             p.dirty = true;
             st.dirty.push(sid as u32);
-            st.flush_credits();
+            st.flush_credits(false);
         }
     }
 
