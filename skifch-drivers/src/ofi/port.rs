@@ -94,11 +94,11 @@ pub(super) struct Pair {
 }
 
 /// A received message: `len` bytes at `off` in receive buffer `slot`, of batch `seq` from
-/// pair `sid` (peer port `src`: kept, not divided out of `sid` per message).
+/// peer port `src` (kept rather than the pair number, which would be divided per message;
+/// 24 bytes: a batch of small messages fills the queue with thousands).
 struct Ready {
     src: NetAddr,
     slot: u32,
-    sid: u32,
     off: u32,
     len: u32,
     seq: u64,
@@ -324,7 +324,6 @@ impl PortState {
             self.ready.push_back(Ready {
                 src,
                 slot: i as u32,
-                sid,
                 off: (at + REC) as u32,
                 len: n as u32,
                 seq,
@@ -596,8 +595,9 @@ unsafe impl Port for OfiPort {
         out.len = m.len as usize;
         out.count = (m.len > 0) as u32;
         out.src = m.src;
+        let sid = m.src.rank() * st.ports + m.src.port();
         out.token = Token {
-            a: (m.slot as u64) | ((m.sid as u64) << 32),
+            a: (m.slot as u64) | ((sid as u64) << 32),
             b: m.seq,
         };
         Ok(())
