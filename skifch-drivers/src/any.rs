@@ -93,8 +93,59 @@ pub enum AnyPort {
     /// A libfabric port.
     Ofi(<OfiDriver as Driver>::Port),
     /// A port of the wrapped driver, a forwarded port ([`crate::fwd`]) or a port of the
-    /// hierarchy ([`HierAnyPort`]), behind a vtable ([`DynPort`]).
-    Wrapped(Box<dyn DynPort>),
+    /// hierarchy ([`crate::hier`]), behind a vtable ([`DynPort`]); the hierarchy's send
+    /// inline ([`DynBox`]).
+    Wrapped(DynBox),
+}
+
+/// The port of [`AnyPort::Wrapped`]: behind the vtable, and known to be the hierarchy's
+/// ([`HierAnyPort`]) for an inline send. The hierarchy is not a variant of its own: any
+/// arm of its own in `AnyPort`'s receive or completion (inline, a direct call, or the
+/// vtable arm's call reached through a second tag) cost the shm arm 9-18 instructions per
+/// `MPI_Recv` (the caller's message then built in memory before every receive;
+/// `docs/results-2026-11-29-hier-local`).
+pub struct DynBox {
+    port: Box<dyn DynPort>,
+    /// `port` is a [`HierAnyPort`]: set by [`DynBox::hier`] only.
+    hier: bool,
+}
+
+impl DynBox {
+    fn new(port: Box<dyn DynPort>) -> DynBox {
+        DynBox { port, hier: false }
+    }
+
+    fn hier(p: HierAnyPort) -> DynBox {
+        DynBox {
+            port: Box::new(p),
+            hier: true,
+        }
+    }
+
+    /// The hierarchy's port, for its inline send.
+    #[inline(always)]
+    fn hier_port(&mut self) -> Option<&mut <ShmOfi as Driver>::Port> {
+        if !self.hier {
+            return None;
+        }
+        let p: *mut dyn DynPort = &mut *self.port;
+        // SAFETY: `hier` is set only by `DynBox::hier`, which boxed a `HierAnyPort` (the
+        // fields are private): the data pointer is that port's, borrowed as `self` is.
+        Some(unsafe { &mut (*(p as *mut HierAnyPort)).0 })
+    }
+}
+
+impl std::ops::Deref for DynBox {
+    type Target = dyn DynPort;
+    fn deref(&self) -> &(dyn DynPort + 'static) {
+        &*self.port
+    }
+}
+
+impl std::ops::DerefMut for DynBox {
+    fn deref_mut(&mut self) -> &mut (dyn DynPort + 'static) {
+        &mut *self.port
+    }
 }
 
 /// The port of [`AnyDriver::Wrapped`] as a trait object. The wrapped port holds an
@@ -156,10 +207,8 @@ impl<P: Port<Waiter = AnyWaiter>> DynPort for P {
     }
 }
 
-/// A port of the hierarchy ([`crate::hier`]) as an [`AnyPort`] hands it out: behind the
-/// vtable arm, with [`AnyWaiter`] as its waiter. Not a variant of its own: a fifth arm in
-/// every `AnyPort` call cost the shm path 9-23 instructions per `MPI_Send`/`MPI_Recv`
-/// (callgrind, `scripts/callgrind.sh`); the vtable costs only the hierarchy's calls.
+/// A port of the hierarchy ([`crate::hier`]) as an [`AnyPort`] holds it: behind the vtable
+/// ([`DynBox`]), with [`AnyWaiter`] as its waiter.
 pub struct HierAnyPort(<ShmOfi as Driver>::Port);
 
 // SAFETY: every call forwards to the hierarchy's port, whose own `Port` promise covers the
@@ -354,13 +403,13 @@ impl Driver for AnyDriver {
             AnyDriver::Ofi(d) => d.open_port(port).map(AnyPort::Ofi),
             AnyDriver::Hier(d) => d
                 .open_port(port)
-                .map(|p| AnyPort::Wrapped(Box::new(HierAnyPort(p)) as Box<dyn DynPort>)),
+                .map(|p| AnyPort::Wrapped(DynBox::hier(HierAnyPort(p)))),
             AnyDriver::Wrapped(d) => d
                 .open_port(port)
-                .map(|p| AnyPort::Wrapped(Box::new(p) as Box<dyn DynPort>)),
+                .map(|p| AnyPort::Wrapped(DynBox::new(Box::new(p)))),
             AnyDriver::Fwd(d) => d
                 .open_port(port)
-                .map(|p| AnyPort::Wrapped(Box::new(p) as Box<dyn DynPort>)),
+                .map(|p| AnyPort::Wrapped(DynBox::new(Box::new(p)))),
         }
     }
     fn max_message(&self) -> usize {
@@ -405,15 +454,20 @@ unsafe impl Port for AnyPort {
     }
     // The shm arm of the hot calls inline in the caller (as a concrete port is), the other
     // drivers' out of line: one compare more than a concrete shm port, not a call. The
-    // vtable arm (the hierarchy's ports) is called from here too: through `*_other` it
-    // paid that function's frame, ~24 instructions a call (its other arms inline the fabric
-    // driver's and spill every callee-saved register), 18 % of a node-local `MPI_Send` in a
-    // multi-node job (`docs/results-2026-11-29-hier-send`).
+    // vtable arm is called from here too: through `*_other` it paid that function's frame,
+    // ~24 instructions a call (its other arms inline the fabric driver's and spill every
+    // callee-saved register; `docs/results-2026-11-29-hier-send`). The hierarchy's send
+    // is inline ([`DynBox`]: the node's shm send specialised to the caller's iovec, as the
+    // shm arm's; 419 -> 362 instructions per node-local `MPI_Send`); its receive and
+    // completion stay the vtable arm's (`docs/results-2026-11-29-hier-local`).
     #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
         match self {
             AnyPort::Shm(p) => p.send(dst, iov, mode),
-            AnyPort::Wrapped(p) => p.send(dst, iov, mode),
+            AnyPort::Wrapped(p) => match p.hier_port() {
+                Some(h) => h.send(dst, iov, mode),
+                None => p.send(dst, iov, mode),
+            },
             other => other.send_other(dst, iov, mode),
         }
     }

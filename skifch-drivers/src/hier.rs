@@ -12,12 +12,16 @@
 //!
 //! Receiving polls the local port, and the remote port when the node has nothing (a
 //! waiting receiver whose last message came from the node: on one empty poll in
-//! [`REMOTE_IDLE`]); one receive in [`REMOTE_EVERY`] to [`REMOTE_EVERY_MAX`] (and the one after a remote message)
-//! polls the remote port first, so a node whose lanes are never empty cannot starve the
-//! fabric's messages (nor hold back the credits their completion returns). The interval
-//! doubles each time such a poll finds nothing and drops back at a remote message: a fabric
-//! poll costs a provider call (about 2000 instructions over `net`, a system call included),
-//! which node-local traffic then pays once per 256 messages. A fabric's provider may progress only
+//! [`REMOTE_IDLE`] to [`REMOTE_IDLE_MAX`], the interval doubling while the fabric has
+//! nothing); one receive in [`REMOTE_EVERY`] to [`REMOTE_EVERY_MAX`] (and the one after a
+//! remote message) polls the remote port first, so a node whose lanes are never empty
+//! cannot starve the fabric's messages (nor hold back the credits their completion
+//! returns). Both intervals drop back at a remote message: a fabric poll costs a provider
+//! call (about 2000 instructions over `net`, a system call included), which node-local
+//! traffic then pays once per 256 messages, and a waiting node-local receiver once per
+//! 1024 empty polls. A fabric message is thus seen within [`REMOTE_EVERY_MAX`] receives,
+//! or [`REMOTE_IDLE_MAX`] empty polls (`tests/node_hier.rs`
+//! `fabric_messages_are_seen_within_bounded_polls`). A fabric's provider may progress only
 //! inside its calls (libfabric's tcp provider does): polling it only on some turns left
 //! a request of mpi-lite's one-sided test unsent for good (found with `rma.c` on 2 × 2
 //! ranks). Tokens of remote messages carry bit 63 of `Token::a` (drivers' tokens keep
@@ -35,18 +39,14 @@
 //! a send to a node peer is one look-up and two compares before the node's own send.
 //!
 //! Cost (callgrind, 8 B `mpi_loop rate` between the two ranks of one node in a 3-rank job
-//! on two network namespaces under hydra, `scripts/ofi-callgrind.sh LOCAL=1`): `MPI_Send`
-//! 416 instructions against 342 over the shm driver alone (489 before the route table,
-//! the held node port and `AnyPort`'s inline vtable call:
-//! `docs/results-2026-11-29-hier-send`); the receiver ~600 against ~540, plus its waiting
-//! polls. Before the fabric poll's back-off the receiver paid 771; with [`REMOTE_IDLE`] its
-//! waiting polls went 582 → 306 each (`docs/results-2026-11-29-ofi-latency`). The
-//! hierarchy rides `AnyPort`'s vtable arm, so jobs on one node pay nothing for it; ranks of
-//! a node inside a hierarchy pay the vtable and the routing on each call, and the
-//! fabric's poll when the node is empty (a sender waiting for lane space; a waiting
-//! receiver on one empty poll in 16 after a node message) and on one receive in 8 to 256.
-//! A hierarchy arm of its own in `AnyPort` would take the vtable off but costs every
-//! single-node job (`crate::any::HierAnyPort`).
+//! on two network namespaces under hydra, `scripts/ofi-callgrind.sh LOCAL=1`;
+//! `docs/results-2026-11-29-hier-local`): `MPI_Send` 362 instructions against 346 over
+//! the shm driver alone (`AnyPort` inlines the hierarchy's send, [`crate::any::DynBox`];
+//! 419 before), `MPI_Recv` 604 against 526 (the receive and completion behind
+//! `AnyPort`'s vtable arm: any arm of the hierarchy's own there cost every one-node job
+//! 9-18 instructions per receive). Wall clock (`scripts/hier-local.sh`): raw channels
+//! at par, mpi-lite's 8 B latency 0.31 against 0.29 us (0.38 before the idle polls'
+//! back-off), its rate at par.
 #![allow(unsafe_code)] // `unsafe impl Port` and the forwarding of `unsafe fn complete`
 
 use std::io::IoSlice;
@@ -64,8 +64,10 @@ pub const REMOTE_EVERY: u32 = 8;
 /// ... growing to one in this many while those polls find nothing.
 pub const REMOTE_EVERY_MAX: u32 = 256;
 /// A waiting receiver whose last message came from the node polls the fabric on one
-/// empty poll in this many ([`HierPort`]'s `ready`).
+/// empty poll in this many ([`HierPort`]'s `ready` and `recv_into`) ...
 pub const REMOTE_IDLE: u32 = 16;
+/// ... growing to one in this many while those polls find nothing.
+pub const REMOTE_IDLE_MAX: u32 = 1024;
 /// Longest sleep on one side's wake-up before looking at the other's.
 pub const SLICE: Duration = Duration::from_micros(200);
 /// The fabric's slice for a rank alone on its node: what delays another thread's
@@ -281,8 +283,14 @@ where
             remote_last: self.to_global.len() <= 1,
             remote_first: Arc::new(AtomicBool::new(self.to_global.len() <= 1)),
             idle: 0,
+            idle_every: REMOTE_IDLE,
             addr: NetAddr::new(self.rank as u16, port as u16),
             route: self.routes(),
+            global: self
+                .to_global
+                .iter()
+                .map(|&g| u32::from(NetAddr::new(g as u16, 0)))
+                .collect(),
             ports: self.ports,
         })
     }
@@ -317,19 +325,54 @@ pub struct HierPort<L: Driver, R: Driver> {
     /// here and mirrored into `remote_first` only when it changes.
     remote_last: bool,
     remote_first: Arc<AtomicBool>,
-    /// Empty polls of the node's side (`ready`), for [`REMOTE_IDLE`].
+    /// Empty polls of the node's side since the fabric's last such poll.
     idle: u32,
+    /// The current interval of those polls ([`REMOTE_IDLE`]..=[`REMOTE_IDLE_MAX`]).
+    idle_every: u32,
     addr: NetAddr,
     /// Each job rank's route, decided at open (`HierDriver::routes`).
     route: Box<[u32]>,
+    /// Node rank → job rank shifted as in a [`NetAddr`], for a node message's source
+    /// (`HierDriver::to_global`, here to skip the driver's `Arc` and `Vec` on each receive).
+    global: Box<[u32]>,
     /// The job's ports per rank ([`Driver::max_ports`]), here for the send's check.
     ports: u32,
 }
 
 impl<L: Driver, R: Driver> HierPort<L, R> {
+    /// `dst` as the node's port names it, when it is a node peer on a port the job offers
+    /// (one look-up and two compares); `None`: [`HierPort::send_remote`]'s.
+    #[inline(always)]
+    pub(crate) fn node_route(&self, dst: NetAddr) -> Option<NetAddr> {
+        let route = self
+            .route
+            .get(dst.rank() as usize)
+            .copied()
+            .unwrap_or(ROUTE_REMOTE);
+        if route != ROUTE_REMOTE && dst.port() < self.ports {
+            Some(NetAddr::new(route as u16, dst.port() as u16))
+        } else {
+            None
+        }
+    }
+
+    /// An error of the node port's send to `dst` (a job address), as the job names it.
+    #[inline(always)]
+    pub(crate) fn node_send_err(&self, e: Error, dst: NetAddr) -> Error {
+        match e {
+            Error::WouldBlock => e,
+            e => self.drv.local_err(e, Some(dst)),
+        }
+    }
+
     /// A send through the fabric, or to a port the job does not offer.
     #[inline(never)]
-    fn send_remote(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
+    pub(crate) fn send_remote(
+        &mut self,
+        dst: NetAddr,
+        iov: &[IoSlice<'_>],
+        mode: SendMode,
+    ) -> Result<usize> {
         if dst.port() >= self.ports {
             // One driver may have more ports than the job offers.
             let why = skifch::error::Unreachable::NoSuchPort;
@@ -355,12 +398,100 @@ impl<L: Driver, R: Driver> HierPort<L, R> {
         // is not slowed down to one message per REMOTE_EVERY local polls.
         self.turn = 0;
         self.every = REMOTE_EVERY;
+        self.idle_every = REMOTE_IDLE;
         if !self.remote_last {
             self.remote_last = true;
             self.remote_first.store(true, Ordering::Relaxed);
         }
         Ok(())
     }
+
+    /// # Safety
+    /// As [`Port::complete`], for a token of the remote port (its tag taken off).
+    #[inline(never)]
+    unsafe fn complete_remote(&mut self, t: Token) {
+        // SAFETY: the caller's contract.
+        unsafe { self.remote.complete(t) }
+    }
+
+    /// The fabric's turn of a receive (see `recv_into`): `Some` unless the fabric had
+    /// nothing, in which case the interval to the next turn doubles.
+    #[inline(never)]
+    fn remote_turn(&mut self, out: &mut RawMessage) -> Option<Result<()>> {
+        match self.recv_remote(out) {
+            Err(Error::WouldBlock) => {
+                self.every = (self.every * 2).min(REMOTE_EVERY_MAX);
+                self.turn = self.every - 1;
+                None
+            }
+            r => Some(r),
+        }
+    }
+
+    /// Whether a poll that found the node empty looks at the fabric: each one after a
+    /// fabric message (a remote reply is not held behind node polls); after a node
+    /// message one in [`REMOTE_IDLE`], the interval doubling up to [`REMOTE_IDLE_MAX`]
+    /// while the fabric has nothing (it drops back at a fabric message, `recv_remote`).
+    /// A fabric poll costs ~20 node polls and often a system call: a node-local
+    /// ping-pong's receiver that met one per wait took ~0.3 us longer per message
+    /// (`docs/results-2026-11-29-hier-local`).
+    fn idle_looks_remote(&mut self) -> bool {
+        if self.remote_last {
+            return true;
+        }
+        self.idle += 1;
+        if self.idle < self.idle_every {
+            return false;
+        }
+        self.idle = 0;
+        self.idle_every = (self.idle_every * 2).min(REMOTE_IDLE_MAX);
+        true
+    }
+
+    /// A node receive that failed: nothing on the node (the fabric, unless this receive
+    /// looked there already or the node's traffic holds it back: `idle_looks_remote`), or
+    /// a node error, reported once the fabric has nothing either.
+    #[inline(never)]
+    fn node_recv_failed(&mut self, e: Error, out: &mut RawMessage, looked: bool) -> Result<()> {
+        match e {
+            Error::WouldBlock if looked || !self.idle_looks_remote() => Err(Error::WouldBlock),
+            Error::WouldBlock => self.recv_remote(out),
+            // A lost node peer: the fabric may still hold messages.
+            e => match self.recv_remote(out) {
+                Err(Error::WouldBlock) => Err(self.drv.local_err(e, None)),
+                r => r,
+            },
+        }
+    }
+
+    /// A node message's source as the job names it; the waiters sleep on the node's side
+    /// first again.
+    #[inline(always)]
+    fn node_recv_done(&mut self, out: &mut RawMessage) {
+        let src = u32::from(out.src);
+        let rank = self
+            .global
+            .get(out.src.rank() as usize)
+            .copied()
+            .unwrap_or(u32::from(NetAddr::new(u16::MAX, 0)));
+        out.src = NetAddr::from(rank | (src & 0xffff));
+        if self.remote_last {
+            self.node_again();
+        }
+    }
+
+    #[cold]
+    fn node_again(&mut self) {
+        self.remote_last = false;
+        self.remote_first
+            .store(self.drv.to_global.len() <= 1, Ordering::Relaxed);
+    }
+}
+
+/// Whether `token` is one of the node port's (else the fabric's: `recv_remote` tags them).
+#[inline(always)]
+fn is_node_token(token: Token) -> bool {
+    token.a & REMOTE_BIT == 0
 }
 
 // SAFETY: every message comes from `local` or `remote`, whose own contracts keep its
@@ -372,62 +503,37 @@ unsafe impl<L: Driver, R: Driver> Port for HierPort<L, R> {
         self.addr
     }
 
-    #[inline]
+    #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
-        // One look-up and two compares on the node's path; the fabric's (and a port the
-        // job does not offer) out of line.
-        let route = self
-            .route
-            .get(dst.rank() as usize)
-            .copied()
-            .unwrap_or(ROUTE_REMOTE);
-        if route != ROUTE_REMOTE && dst.port() < self.ports {
-            // The node's port checks the size against the job's limit ([`NodePort`]).
-            let to = NetAddr::new(route as u16, dst.port() as u16);
-            match self.local.send(to, iov, mode) {
+        // The node's port checks the size against the job's limit ([`NodePort`]).
+        match self.node_route(dst) {
+            Some(to) => match self.local.send(to, iov, mode) {
                 Ok(n) => Ok(n),
-                Err(e) => Err(self.drv.local_err(e, Some(dst))),
-            }
-        } else {
-            self.send_remote(dst, iov, mode)
+                Err(e) => Err(self.node_send_err(e, dst)),
+            },
+            None => self.send_remote(dst, iov, mode),
         }
     }
 
-    #[inline]
+    /// The node's receive inline, the fabric's and the failures out of line.
+    #[inline(always)]
     fn recv_into(&mut self, out: &mut RawMessage) -> Result<()> {
         // Every REMOTE_EVERY-th receive looks at the fabric first, whatever the node's
         // lanes hold: a busy node cannot starve the fabric's messages (nor its credits).
-        let remote_turn = self.turn == 0;
-        if remote_turn {
-            match self.recv_remote(out) {
-                Err(Error::WouldBlock) => {
-                    self.every = (self.every * 2).min(REMOTE_EVERY_MAX);
-                    self.turn = self.every - 1;
-                }
-                r => return r,
+        let looked = self.turn == 0;
+        if looked {
+            if let Some(r) = self.remote_turn(out) {
+                return r;
             }
         } else {
             self.turn -= 1;
         }
         match self.local.recv_into(out) {
             Ok(()) => {
-                out.src = self.drv.global(out.src);
-                if self.remote_last {
-                    self.remote_last = false;
-                    self.remote_first
-                        .store(self.drv.to_global.len() <= 1, Ordering::Relaxed);
-                }
+                self.node_recv_done(out);
                 Ok(())
             }
-            // Nothing on the node: the fabric (unless this turn looked there already).
-            Err(Error::WouldBlock) if !remote_turn => self.recv_remote(out),
-            Err(Error::WouldBlock) => Err(Error::WouldBlock),
-            // A lost node peer, reported once nothing is waiting locally: the fabric may
-            // still hold messages.
-            Err(e) => match self.recv_remote(out) {
-                Err(Error::WouldBlock) => Err(self.drv.local_err(e, None)),
-                r => r,
-            },
+            Err(e) => self.node_recv_failed(e, out, looked),
         }
     }
 
@@ -439,30 +545,24 @@ unsafe impl<L: Driver, R: Driver> Port for HierPort<L, R> {
         {
             return Ok(true);
         }
-        // Nothing on the node. After a node message, only one such poll in REMOTE_IDLE
-        // looks at the fabric (its poll costs ~20 node polls and a system call: a waiting
-        // node-local receiver saw its lane that much less often); after a fabric message,
-        // every one does (a remote reply is not held behind node polls).
-        if !self.remote_last {
-            self.idle = self.idle.wrapping_add(1);
-            if !self.idle.is_multiple_of(REMOTE_IDLE) {
-                return Ok(false);
-            }
+        if !self.idle_looks_remote() {
+            return Ok(false);
         }
         self.remote.ready()
     }
 
+    #[inline(always)]
     unsafe fn complete(&mut self, token: Token) {
-        if token.a & REMOTE_BIT != 0 {
+        if is_node_token(token) {
+            // SAFETY: an untagged token came from the local port, completed once.
+            unsafe { self.local.complete(token) }
+        } else {
             let t = Token {
                 a: token.a & !REMOTE_BIT,
                 b: token.b,
             };
             // SAFETY: a token `recv_remote` tagged: the remote port's, completed once.
-            unsafe { self.remote.complete(t) }
-        } else {
-            // SAFETY: an untagged token came from the local port, completed once.
-            unsafe { self.local.complete(token) }
+            unsafe { self.complete_remote(t) }
         }
     }
 

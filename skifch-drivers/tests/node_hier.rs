@@ -135,6 +135,103 @@ fn hierarchical_sources_are_global_ranks_on_both_paths() {
     });
 }
 
+/// Polls `ch` until a message from `from` comes (every other is from the node's peer):
+/// how many receives that took.
+fn polls_until<P: skifch::driver::Port>(ch: &Channel<P>, from: u32) -> Result<usize> {
+    for n in 1..100_000 {
+        match ch.try_recv() {
+            Ok(m) => {
+                let src = m.src().rank();
+                m.complete();
+                if src == from {
+                    return Ok(n);
+                }
+            }
+            Err(skifch::Error::WouldBlock) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    panic!("no message from rank {from} in 100000 polls");
+}
+
+/// A fabric message is seen within a bounded number of polls however the node's traffic
+/// goes (`hier::HierPort`): behind a node lane that is never empty, within
+/// `REMOTE_EVERY_MAX` receives once the fabric polls have backed off to that; on an empty
+/// node after node messages (and many empty polls), within `REMOTE_IDLE_MAX` polls.
+#[test]
+fn fabric_messages_are_seen_within_bounded_polls() {
+    use skifch_drivers::hier::{REMOTE_EVERY_MAX, REMOTE_IDLE_MAX};
+    // Rank r on node r % 2: 0 and 2 share node 0, rank 1 is on the other node.
+    let bar = Arc::new(std::sync::Barrier::new(4));
+    hier(4, 2, Route::Auto, move |job| {
+        let ch = job.open(0)?;
+        let to0 = skifch::NetAddr::new(0, 0);
+        let b = [0u8; 8];
+        let node_burst = |n: usize| -> Result<()> {
+            for _ in 0..n {
+                ch.send_whole_wait(to0, &[std::io::IoSlice::new(&b)])?;
+            }
+            Ok(())
+        };
+        // Node traffic only, until rank 0's fabric polls have backed off fully.
+        let warm = 4 * REMOTE_EVERY_MAX as usize;
+        match job.rank() {
+            0 => {
+                for _ in 0..warm {
+                    let m = ch.recv()?;
+                    assert_eq!(m.src().rank(), 2);
+                    m.complete();
+                }
+            }
+            2 => node_burst(warm)?,
+            _ => {}
+        }
+        bar.wait();
+        // A fabric message behind more node messages than one back-off interval.
+        let behind = REMOTE_EVERY_MAX as usize + 64;
+        match job.rank() {
+            2 => node_burst(behind)?,
+            1 => ch.send_whole_wait(to0, &[std::io::IoSlice::new(&b)])?,
+            _ => {}
+        }
+        bar.wait();
+        if job.rank() == 0 {
+            let n = polls_until(&ch, 1)?;
+            assert!(
+                n <= REMOTE_EVERY_MAX as usize,
+                "the fabric's message came after {n} receives from a busy node"
+            );
+            // Drain the node's rest; its last message came from the node.
+            for _ in 0..behind - (n - 1) {
+                ch.recv_timeout(std::time::Duration::from_secs(60))?
+                    .complete();
+            }
+        }
+        bar.wait();
+        // The node is empty now: rank 0's empty polls back the fabric's off fully, then
+        // a fabric message within REMOTE_IDLE_MAX polls.
+        if job.rank() == 0 {
+            for _ in 0..4 * REMOTE_IDLE_MAX {
+                assert!(matches!(ch.try_recv(), Err(skifch::Error::WouldBlock)));
+            }
+        }
+        bar.wait();
+        if job.rank() == 1 {
+            ch.send_whole_wait(to0, &[std::io::IoSlice::new(&b)])?;
+        }
+        bar.wait();
+        if job.rank() == 0 {
+            let n = polls_until(&ch, 1)?;
+            assert!(
+                n <= REMOTE_IDLE_MAX as usize,
+                "the fabric's message came after {n} polls of an empty node"
+            );
+        }
+        bar.wait();
+        Ok(())
+    });
+}
+
 /// The node's lanes take larger messages than this job's fabric (16 KiB lanes): a send to a
 /// node peer is held to the job's limit all the same (the node's ports are held to it at
 /// open, `hier::NodePort`): a whole message above it is refused naming the job's limit, a
