@@ -167,7 +167,7 @@ pub(super) trait Out {
 
     /// Sends one active message: inline with the header built in place (the fast path),
     /// else through [`Out::emit`].
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn emit_fields(
         &mut self,

@@ -420,7 +420,9 @@ impl<P: Port, C> Out for Endpoint<P, C> {
     fn st_mut(&mut self) -> &mut IoState {
         &mut self.io
     }
-    #[inline]
+    // Always: out of line, an AM Medium's send paid a frame and its `Result` through memory
+    // (GASNet's 8 B Medium rate +15 % windowed, +45 % streamed with `emit_fields` inline too).
+    #[inline(always)]
     fn push(&mut self, dst: u32, hdr: &[u8], data: &[u8]) -> Result<()> {
         if self.io.queued == 0 {
             // Fast path: nothing queued anywhere, so nothing to keep order behind.
