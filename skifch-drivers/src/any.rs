@@ -135,6 +135,20 @@ impl DynBox {
     }
 }
 
+impl DynBox {
+    /// The vtable arm's send: the hierarchy's directly, any other through the vtable. Out
+    /// of line: inline, the hierarchy's node send beside the shm arm's in every caller cost
+    /// one-node jobs (GASNet's AM Medium 8 B rate 53 -> 51 M msg/s windowed, 79 -> 66 M
+    /// streamed, alternated).
+    #[inline(never)]
+    fn send_wrapped(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
+        match self.hier_port() {
+            Some(h) => h.send(dst, iov, mode),
+            None => self.port.send(dst, iov, mode),
+        }
+    }
+}
+
 impl std::ops::Deref for DynBox {
     type Target = dyn DynPort;
     fn deref(&self) -> &(dyn DynPort + 'static) {
@@ -464,10 +478,7 @@ unsafe impl Port for AnyPort {
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
         match self {
             AnyPort::Shm(p) => p.send(dst, iov, mode),
-            AnyPort::Wrapped(p) => match p.hier_port() {
-                Some(h) => h.send(dst, iov, mode),
-                None => p.send(dst, iov, mode),
-            },
+            AnyPort::Wrapped(p) => p.send_wrapped(dst, iov, mode),
             other => other.send_other(dst, iov, mode),
         }
     }
