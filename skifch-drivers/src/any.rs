@@ -471,9 +471,9 @@ unsafe impl Port for AnyPort {
     // vtable arm is called from here too: through `*_other` it paid that function's frame,
     // ~24 instructions a call (its other arms inline the fabric driver's and spill every
     // callee-saved register; `docs/results-2026-11-29-hier-send`). The hierarchy's send
-    // is inline ([`DynBox`]: the node's shm send specialised to the caller's iovec, as the
-    // shm arm's; 419 -> 362 instructions per node-local `MPI_Send`); its receive and
-    // completion stay the vtable arm's (`docs/results-2026-11-29-hier-local`).
+    // is called directly, out of line ([`DynBox::send_wrapped`]: inline it cost one-node
+    // jobs' sends); its receive and completion stay the vtable arm's
+    // (`docs/results-2026-11-29-hier-local`).
     #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
         match self {
