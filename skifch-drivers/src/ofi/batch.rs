@@ -467,7 +467,7 @@ impl Ports {
     /// the provider's queue for the connection, which only the endpoint's progress makes;
     /// closed before, it was lost, and a peer waiting for it (the last barrier of a job
     /// whose ranks had not talked across nodes before) hung. So each peer port this port
-    /// sent to gets a last message whose completion is awaited ([`PortState::send_last`]).
+    /// sent to gets a last message whose completion is awaited (`PortState::send_last`).
     pub fn settle(&self, limit: Duration) {
         let t0 = Instant::now();
         for p in 0..self.homes.len() {
