@@ -93,73 +93,8 @@ pub enum AnyPort {
     /// A libfabric port.
     Ofi(<OfiDriver as Driver>::Port),
     /// A port of the wrapped driver, a forwarded port ([`crate::fwd`]) or a port of the
-    /// hierarchy ([`crate::hier`]), behind a vtable ([`DynPort`]); the hierarchy's send
-    /// inline ([`DynBox`]).
-    Wrapped(DynBox),
-}
-
-/// The port of [`AnyPort::Wrapped`]: behind the vtable, and known to be the hierarchy's
-/// ([`HierAnyPort`]) for an inline send. The hierarchy is not a variant of its own: any
-/// arm of its own in `AnyPort`'s receive or completion (inline, a direct call, or the
-/// vtable arm's call reached through a second tag) cost the shm arm 9-18 instructions per
-/// `MPI_Recv` (the caller's message then built in memory before every receive;
-/// `docs/results-2026-11-29-hier-local`).
-pub struct DynBox {
-    port: Box<dyn DynPort>,
-    /// `port` is a [`HierAnyPort`]: set by [`DynBox::hier`] only.
-    hier: bool,
-}
-
-impl DynBox {
-    fn new(port: Box<dyn DynPort>) -> DynBox {
-        DynBox { port, hier: false }
-    }
-
-    fn hier(p: HierAnyPort) -> DynBox {
-        DynBox {
-            port: Box::new(p),
-            hier: true,
-        }
-    }
-
-    /// The hierarchy's port, for its inline send.
-    #[inline(always)]
-    fn hier_port(&mut self) -> Option<&mut <ShmOfi as Driver>::Port> {
-        if !self.hier {
-            return None;
-        }
-        let p: *mut dyn DynPort = &mut *self.port;
-        // SAFETY: `hier` is set only by `DynBox::hier`, which boxed a `HierAnyPort` (the
-        // fields are private): the data pointer is that port's, borrowed as `self` is.
-        Some(unsafe { &mut (*(p as *mut HierAnyPort)).0 })
-    }
-}
-
-impl DynBox {
-    /// The vtable arm's send: the hierarchy's directly, any other through the vtable. Out
-    /// of line: inline, the hierarchy's node send beside the shm arm's in every caller cost
-    /// one-node jobs (GASNet's AM Medium 8 B rate 53 -> 51 M msg/s windowed, 79 -> 66 M
-    /// streamed, alternated).
-    #[inline(never)]
-    fn send_wrapped(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
-        match self.hier_port() {
-            Some(h) => h.send(dst, iov, mode),
-            None => self.port.send(dst, iov, mode),
-        }
-    }
-}
-
-impl std::ops::Deref for DynBox {
-    type Target = dyn DynPort;
-    fn deref(&self) -> &(dyn DynPort + 'static) {
-        &*self.port
-    }
-}
-
-impl std::ops::DerefMut for DynBox {
-    fn deref_mut(&mut self) -> &mut (dyn DynPort + 'static) {
-        &mut *self.port
-    }
+    /// hierarchy ([`HierAnyPort`]), behind a vtable ([`DynPort`]).
+    Wrapped(Box<dyn DynPort>),
 }
 
 /// The port of [`AnyDriver::Wrapped`] as a trait object. The wrapped port holds an
@@ -221,8 +156,13 @@ impl<P: Port<Waiter = AnyWaiter>> DynPort for P {
     }
 }
 
-/// A port of the hierarchy ([`crate::hier`]) as an [`AnyPort`] holds it: behind the vtable
-/// ([`DynBox`]), with [`AnyWaiter`] as its waiter.
+/// A port of the hierarchy ([`crate::hier`]) as an [`AnyPort`] hands it out: behind the
+/// vtable arm, with [`AnyWaiter`] as its waiter. Not a variant of its own: a fifth arm in
+/// every `AnyPort` call cost the shm path 9-23 instructions per `MPI_Send`/`MPI_Recv`
+/// (callgrind, `scripts/callgrind.sh`); the vtable costs only the hierarchy's calls. Its
+/// send inline beside the shm arm's cost one-node jobs too (GASNet's streamed AM Medium
+/// rate −16 %), and a direct call out of line saved the node-local send 2 instructions
+/// against the vtable (`docs/results-2026-11-29-hier-local`).
 pub struct HierAnyPort(<ShmOfi as Driver>::Port);
 
 // SAFETY: every call forwards to the hierarchy's port, whose own `Port` promise covers the
@@ -417,13 +357,13 @@ impl Driver for AnyDriver {
             AnyDriver::Ofi(d) => d.open_port(port).map(AnyPort::Ofi),
             AnyDriver::Hier(d) => d
                 .open_port(port)
-                .map(|p| AnyPort::Wrapped(DynBox::hier(HierAnyPort(p)))),
+                .map(|p| AnyPort::Wrapped(Box::new(HierAnyPort(p)) as Box<dyn DynPort>)),
             AnyDriver::Wrapped(d) => d
                 .open_port(port)
-                .map(|p| AnyPort::Wrapped(DynBox::new(Box::new(p)))),
+                .map(|p| AnyPort::Wrapped(Box::new(p) as Box<dyn DynPort>)),
             AnyDriver::Fwd(d) => d
                 .open_port(port)
-                .map(|p| AnyPort::Wrapped(DynBox::new(Box::new(p)))),
+                .map(|p| AnyPort::Wrapped(Box::new(p) as Box<dyn DynPort>)),
         }
     }
     fn max_message(&self) -> usize {
@@ -468,17 +408,15 @@ unsafe impl Port for AnyPort {
     }
     // The shm arm of the hot calls inline in the caller (as a concrete port is), the other
     // drivers' out of line: one compare more than a concrete shm port, not a call. The
-    // vtable arm is called from here too: through `*_other` it paid that function's frame,
-    // ~24 instructions a call (its other arms inline the fabric driver's and spill every
-    // callee-saved register; `docs/results-2026-11-29-hier-send`). The hierarchy's send
-    // is called directly, out of line ([`DynBox::send_wrapped`]: inline it cost one-node
-    // jobs' sends); its receive and completion stay the vtable arm's
-    // (`docs/results-2026-11-29-hier-local`).
+    // vtable arm (the hierarchy's ports) is called from here too: through `*_other` it
+    // paid that function's frame, ~24 instructions a call (its other arms inline the fabric
+    // driver's and spill every callee-saved register), 18 % of a node-local `MPI_Send` in a
+    // multi-node job (`docs/results-2026-11-29-hier-send`).
     #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
         match self {
             AnyPort::Shm(p) => p.send(dst, iov, mode),
-            AnyPort::Wrapped(p) => p.send_wrapped(dst, iov, mode),
+            AnyPort::Wrapped(p) => p.send(dst, iov, mode),
             other => other.send_other(dst, iov, mode),
         }
     }

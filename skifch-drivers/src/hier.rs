@@ -40,9 +40,9 @@
 //!
 //! Cost (callgrind, 8 B `mpi_loop rate` between the two ranks of one node in a 3-rank job
 //! on two network namespaces under hydra, `scripts/ofi-callgrind.sh LOCAL=1`;
-//! `docs/results-2026-11-29-hier-local`): `MPI_Send` 362 instructions against 346 over
-//! the shm driver alone (`AnyPort` inlines the hierarchy's send, [`crate::any::DynBox`];
-//! 419 before), `MPI_Recv` 604 against 526 (the receive and completion behind
+//! `docs/results-2026-11-29-hier-local`): `MPI_Send` 406 instructions against 315 over
+//! the shm driver alone (the send behind `AnyPort`'s vtable arm: inline it was 362, and
+//! cost one-node jobs' sends), `MPI_Recv` 604 against 526 (the receive and completion behind
 //! `AnyPort`'s vtable arm: any arm of the hierarchy's own there cost every one-node job
 //! 9-18 instructions per receive). Wall clock (`scripts/hier-local.sh`): raw channels
 //! at par, mpi-lite's 8 B latency 0.31 against 0.29 us (0.38 before the idle polls'
