@@ -30,10 +30,10 @@ const LONE: usize = 128;
 #[inline]
 unsafe fn write_record(rec: *mut u8, iov: &[IoSlice<'_>], len: usize) {
     let need = rec_len(len);
-    // SAFETY: the caller's contract; the iovec parts are the caller's slices. The last
-    // REC bytes are zeroed first (the padding; the payload is copied over the rest of
-    // them), then the length word, then the payload: no memset call per message, and
-    // large payloads are never zeroed first.
+    // The last REC bytes are zeroed first (the padding; the payload is copied over the
+    // rest of them), then the length word, then the payload: no memset call per message,
+    // and large payloads are never zeroed first.
+    // SAFETY: the caller's contract; the iovec parts are the caller's slices.
     unsafe {
         rec.add(need - REC).cast::<u64>().write_unaligned(0);
         rec.cast::<u64>().write_unaligned((len as u64).to_le());
