@@ -12,9 +12,10 @@ use skifch_drivers::ofi::{threads, Config};
 const WAIT: Duration = Duration::from_secs(60);
 
 /// Rank 0 sends `count` messages of `len` bytes (a sequence number, then filler) to rank 1,
-/// which holds up to `hold` of them and completes each held group in reverse order.
-fn stream(cfg: &Config, count: u32, len: Option<usize>, hold: usize) {
-    threads::run(2, cfg, move |job| {
+/// which holds up to `hold` of them and completes each held group in reverse order. Rank
+/// 1's credit messages ([`skifch_drivers::ofi::OfiPort::credit_messages`]).
+fn stream(cfg: &Config, count: u32, len: Option<usize>, hold: usize) -> u64 {
+    let r = threads::run(2, cfg, move |job| {
         let len = len.unwrap_or(job.driver().max_message());
         let ch = job.open(0)?;
         let peer = NetAddr::new((1 - job.rank()) as u16, 0);
@@ -26,7 +27,7 @@ fn stream(cfg: &Config, count: u32, len: Option<usize>, hold: usize) {
             }
             // Wait for the receiver's word that it has everything (the rank then ends).
             ch.recv_timeout(WAIT)?.complete();
-            return Ok(());
+            return Ok(0);
         }
         let mut held = Vec::with_capacity(hold);
         for i in 0..count {
@@ -48,9 +49,10 @@ fn stream(cfg: &Config, count: u32, len: Option<usize>, hold: usize) {
         ch.send_whole_wait(peer, &[IoSlice::new(b"done")])?;
         let port = ch.into_port();
         assert_eq!(port.unposted(), 0, "receive buffers not posted again");
-        Ok(())
+        Ok(port.credit_messages())
     })
     .expect("every message arrives and every buffer comes back");
+    r[1]
 }
 
 fn over(provider: Option<&str>) -> Config {
@@ -80,4 +82,25 @@ fn many_small_messages_over_rxm() {
 #[test]
 fn messages_of_the_largest_size_over_rxm() {
     stream(&over(Some("tcp;ofi_rxm")), 500, None, 15);
+}
+
+/// Rank 1 sends nothing but credit: a one-way stream of the largest messages (one batch
+/// each) gets its credit back by credit messages, or the sender would stall.
+#[test]
+fn a_one_way_stream_gets_its_credit_back() {
+    for credits in [2, 16] {
+        let msgs = stream(
+            &Config {
+                credits,
+                ..over(None)
+            },
+            300,
+            None,
+            1,
+        );
+        assert!(
+            msgs > 0,
+            "{credits} credits: no credit message in a one-way stream"
+        );
+    }
 }
