@@ -14,6 +14,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
+# Disk: a full run builds every crate's tests, five C libraries (static and shared) and
+# the C test programs linked against them; with full debug info and incremental state that
+# was over 9 GB of target/ before clippy, Miri and loom, more than a CI machine's disk
+# holds. Line tables keep backtraces' file:line; a one-shot build has no use for
+# incremental state. Both are inherited by the nested cargo builds of skifch-testing, so
+# they reuse these artifacts. A caller's own settings win.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
 step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - t0)); }
 
 step "cargo test --workspace"
