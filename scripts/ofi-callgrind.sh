@@ -16,7 +16,12 @@
 # node 1), both under callgrind, against the same pair as a one-node job (no hierarchy):
 # instructions per MPI_Send (rank 0) and per MPI_Recv (rank 1, its waiting polls included). Environment: N (default 2000), PROVIDER (SKIFCH_OFI_PROVIDER), LIB (the
 # directory of the libskifmpi.so to measure; default the release build), MPICH=1 (also
-# MPICH over ch4:ucx, UCX_TLS=tcp,self), CG_OPTS (more valgrind options, e.g. "--collect-atstart=no
+# MPICH over ch4:ucx, UCX_TLS=tcp,self), RATE=1 (mpi_loop rate across the two nodes instead:
+# instructions per MPI_Send of rank 0, per MPI_Recv of rank 1, each under callgrind in its
+# own run), FIRST_ONLY=1 (only the latency path, by layer: scripts/cg-layers.py),
+# OTHER_PREFIX (a command the ranks not under callgrind run under, e.g. "env
+# SKIFCH_WAIT=block nice -n -19": a rank 1 that sleeps until the ping and then runs first
+# replies before rank 0's first poll on a loaded machine), CG_OPTS (more valgrind options, e.g. "--collect-atstart=no
 # --toggle-collect=PMPI_Send --toggle-collect=PMPI_Recv --dump-instr=yes" for a profile of the
 # loop alone, per source line with callgrind_annotate), any SKIFCH_* variable is passed on.
 set -u
@@ -36,7 +41,7 @@ f=$1; shift
 case " ${CG_RANKS:-0} " in *" ${PMI_RANK:-0} "*)
     exec valgrind --tool=callgrind ${CG_OPTS:-} --callgrind-out-file="$f.${PMI_RANK:-0}" "$@" 2>"$f.log" ;;
 esac
-exec "$@"
+exec ${OTHER_PREFIX:-} "$@"
 EOS
 chmod +x "$tmp/ssh" "$tmp/cg"
 SKIFMPI_LIBDIR=$lib mpi-lite/bin/skif-mpicc -O2 benches/c/mpi_loop.c -o "$tmp/loop_lite" || exit 1
@@ -63,6 +68,19 @@ if [ "${LOCAL:-0}" = 1 ]; then
     done
     exit 0
 fi
+if [ "${RATE:-0}" = 1 ]; then
+    # Streaming across the two nodes (batched): mpi_loop rate, rank 0 (the sender) under
+    # callgrind in one run, rank 1 (the receiver) in the other, the other rank native.
+    for r in 0 1; do
+        hosts=${nodes[0]}:1,${nodes[1]}:1 np=2 hydra -env LD_LIBRARY_PATH "$lib" -env CG_RANKS $r \
+            "$tmp/cg" "$out/rate" "$tmp/loop_lite" "$n" rate >"$out/rate.$r.out" 2>&1 ||
+            { echo "rate (rank $r): failed" >&2; tail -5 "$out/rate.$r.out" >&2; }
+    done
+    echo "rate across the nodes: rank 0 $(python3 scripts/cg-calls.py "$out/rate.0" "$n" MPI_Send |
+        head -1 | awk '{print "MPI_Send", $6}'), rank 1 $(python3 scripts/cg-calls.py \
+        "$out/rate.1" "$n" MPI_Recv | head -1 | awk '{print "MPI_Recv", $6}')"
+    exit 0
+fi
 # Per implementation: two runs of N iterations, rank 1 sleeping DELAY1 and DELAY2 us (default
 # 200, 1000) before each reply. A receive costs s + (P - 1) e: P polls per receive, e an
 # empty poll, s the rest; the runs' P differ, which gives e and s (scripts/cg-calls.py:
@@ -70,12 +88,13 @@ fi
 poll_fn() { [ "$1" = lite ] && echo 'HierAnyPort as skifch::driver::Port>::recv_into' || echo 'ucp_worker_progress'; }
 for impl in $impls; do
     for d in ${DELAY1:-200} ${DELAY2:-1000}; do
+        [ "${FIRST_ONLY:-0}" = 1 ] && break
         hydra -env LD_LIBRARY_PATH "$lib" -env MPI_LOOP_DELAY_US $d "$tmp/cg" "$out/$impl.$d.x" \
             "$tmp/loop_$impl" "$n" pingdelay >"$out/$impl.$d.out" 2>&1 ||
             { echo "$impl ($d us): failed" >&2; tail -5 "$out/$impl.$d.out" >&2; }
         mv "$out/$impl.$d.x.0" "$out/$impl.$d"
     done
-    python3 scripts/cg-calls.py --solve "$n" "$(poll_fn $impl)" "$out/$impl.${DELAY1:-200}" \
+    [ "${FIRST_ONLY:-0}" = 1 ] || python3 scripts/cg-calls.py --solve "$n" "$(poll_fn $impl)" "$out/$impl.${DELAY1:-200}" \
         "$out/$impl.${DELAY2:-1000}" | sed "s/^/$impl: /"
     # The latency path alone: rank 0 sleeps after each send (mode pingfirst), so its receive
     # finds the reply at the first poll. Counted: MPI_Send and MPI_Recv without the waits a
@@ -94,9 +113,15 @@ for impl in $impls; do
     polls=$(python3 scripts/cg-calls.py "$out/$impl.first" "$nf" "$(poll_fn $impl)" | awk '{print $4 - 1; exit}')
     # A poll beyond the first is an empty one: its cost taken from the DELAY2 run (where
     # nearly every poll is empty) and subtracted.
-    e=$(python3 scripts/cg-calls.py "$out/$impl.${DELAY2:-1000}" "$n" "$(poll_fn $impl)" | awk '{print $6; exit}')
+    e=0
+    [ "${FIRST_ONLY:-0}" = 1 ] ||
+        e=$(python3 scripts/cg-calls.py "$out/$impl.${DELAY2:-1000}" "$n" "$(poll_fn $impl)" | awk '{print $6; exit}')
     awk -v i="$impl" -v t="$total" -v n="$nf" -v p="$polls" -v e="$e" 'BEGIN {
         printf "%s: latency path (reply there at the first poll): MPI_Send + MPI_Recv %.0f instructions (%.0f per iteration with %.2f polls per receive, less %.2f empty polls of %.0f)\n", i, t / n - (p - 1) * e, t / n, p, p - 1, e }'
+    if [ "${FIRST_ONLY:-0}" = 1 ]; then
+        python3 scripts/cg-layers.py "$out/$impl.first" "$nf" 0 | sed "s/^/$impl: /"
+        continue
+    fi
     echo "$impl, per iteration of the ${DELAY1:-200} us run (inclusive, calls):"
     python3 scripts/cg-calls.py "$out/$impl.${DELAY1:-200}" "$n" MPI_Send MPI_Recv 'Port>::send' \
         'Port>::ready' '::recv_into' 'Port>::complete' PortState::progress flush_others \

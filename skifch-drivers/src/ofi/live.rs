@@ -114,6 +114,13 @@ impl Live {
         )
     }
 
+    /// Whether `rank` is alive as far as this rank knows, by one load: false also when
+    /// a launcher's oracle must be asked ([`Live::is_lost`]).
+    #[inline]
+    pub fn is_alive(&self, rank: u32) -> bool {
+        self.oracle.is_none() && self.state[rank as usize].load(Ordering::Acquire) == ALIVE
+    }
+
     /// Whether `rank` has finalized.
     pub fn is_finalized(&self, rank: u32) -> bool {
         self.state[rank as usize].load(Ordering::Acquire) == FINALIZED

@@ -51,14 +51,14 @@
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::mem::MaybeUninit;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 use skifch::driver::{
     iov_total, partial_prefix, Port, RawMessage, RawSeg, Reclaim, SendMode, Token,
 };
 use skifch::{Error, NetAddr, Result, Unreachable};
 
-use super::batch::{Flags, Open, Ports};
+use super::batch::{Flags, Home, Open, Ports, StGuard};
 use super::fabric::Ep;
 use super::ffi::{fi_addr_t, fi_cq_data_entry, FI_EAGAIN, FI_EAVAIL, FI_ECANCELED};
 use super::live::{broken, Live, OfiWaiter};
@@ -459,7 +459,35 @@ impl PortState {
             .set_credit(self.me.port(), !self.dirty.is_empty());
     }
 
+    /// [`OfiPort::send`]'s checks for a peer not known alive, in their order: finalized
+    /// (`Closed`), the size, lost (a peer that said `EXIT`: the message is taken and
+    /// dropped, as the node's lanes take it until the rank is seen gone; waits for it fail
+    /// after the grace, `live`). `None`: send.
+    #[cold]
+    #[inline(never)]
+    fn not_alive(&self, dst: NetAddr, total: usize, mode: SendMode) -> Option<Result<usize>> {
+        let r = dst.rank();
+        if self.live.is_finalized(r) {
+            let why = Unreachable::Closed;
+            return Some(Err(Error::Unreachable { addr: dst, why }));
+        }
+        if mode == SendMode::Whole && total > self.max {
+            return Some(Err(Error::MessageTooLarge {
+                len: total as u64,
+                max: self.max as u32,
+            }));
+        }
+        if self.live.is_lost(r) {
+            if self.live.is_exiting(r) {
+                return Some(Ok(total));
+            }
+            return Some(Err(Error::PeerLost { rank: r }));
+        }
+        None
+    }
+
     /// A poll: completions in, then batches out if the port is idle.
+    #[inline(always)]
     fn poll(&mut self) -> Result<()> {
         if self.ready.is_empty() {
             self.progress()?;
@@ -481,6 +509,8 @@ impl PortState {
 /// each call (the heartbeat thread and other ports' polls flush batches the owner left).
 pub struct OfiPort {
     ports: Arc<Ports>,
+    /// Port `idx`'s home in `ports`, locked directly by each call.
+    home: Arc<Home>,
     idx: usize,
     me: NetAddr,
 }
@@ -488,11 +518,17 @@ pub struct OfiPort {
 impl OfiPort {
     /// Port `idx` of `ports`, which the caller marked taken.
     pub(super) fn new(ports: Arc<Ports>, idx: usize, me: NetAddr) -> Self {
-        OfiPort { ports, idx, me }
+        OfiPort {
+            home: ports.home(idx),
+            ports,
+            idx,
+            me,
+        }
     }
 
-    fn st(&self) -> MutexGuard<'_, PortState> {
-        self.ports.lock(self.idx)
+    #[inline]
+    fn st(&self) -> StGuard<'_> {
+        self.home.lock()
     }
 
     /// Receive buffers not with the provider now: holding messages not completed, held
@@ -528,7 +564,14 @@ unsafe impl Port for OfiPort {
     }
 
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
-        let total = iov_total(iov)?;
+        // One or two parts (a payload, an envelope and a payload) cannot overflow: each is
+        // at most `isize::MAX` bytes.
+        let total = match iov {
+            [] => 0,
+            [a] => a.len(),
+            [a, b] => a.len() + b.len(),
+            _ => iov_total(iov)?,
+        };
         let mut g = self.st();
         let st = &mut *g;
         if let Some(b) = &st.broken {
@@ -539,28 +582,23 @@ unsafe impl Port for OfiPort {
             Some(Unreachable::NoSuchRank)
         } else if pt >= st.ports {
             Some(Unreachable::NoSuchPort)
-        } else if st.live.is_finalized(r) {
-            Some(Unreachable::Closed)
         } else {
             None
         };
         if let Some(why) = why {
             return Err(Error::Unreachable { addr: dst, why });
         }
-        if mode == SendMode::Whole && total > st.max {
+        // A live peer (one load; without a launcher's oracle) skips the other checks'
+        // order, which is the same for it: not finalized, not lost.
+        if !st.live.is_alive(r) {
+            if let Some(e) = st.not_alive(dst, total, mode) {
+                return e;
+            }
+        } else if mode == SendMode::Whole && total > st.max {
             return Err(Error::MessageTooLarge {
                 len: total as u64,
                 max: st.max as u32,
             });
-        }
-        if st.live.is_lost(r) {
-            // A rank that said `EXIT` ends the job: what is sent to it is dropped (as the
-            // node's lanes take it until the rank is seen gone); waits for it fail after
-            // the grace (`live`).
-            if st.live.is_exiting(r) {
-                return Ok(total);
-            }
-            return Err(Error::PeerLost { rank: r });
         }
         // A whole batch is always free at the receiver while credit lasts: a message that
         // does not fit one is cut to a batch (partial send) or refused (`Whole`).
