@@ -508,7 +508,7 @@ fn wait_files(
 /// A link pulled mid-stream: 2 × 2 ranks in two network namespaces stream in a ring
 /// (`fault_probe ring`; the edges 1 → 2 and 3 → 0 cross the nodes), then node 1's link
 /// goes down. Every rank, on both sides, gets "peer lost" within a few seconds (heartbeat
-/// silence: 2 s here; the check allows 20 s on a loaded machine), none hangs; with the link
+/// silence: 4 s here; the check allows 20 s on a loaded machine), none hangs; with the link
 /// back up every rank ends (status 42: it saw the loss) and no process is left in the
 /// namespaces. The ranks write their statuses into files: hydra's own connection to node
 /// 1's proxy crosses the pulled link, and under load it failed now and then (`control_cb:
@@ -526,7 +526,9 @@ fn hierarchy_ranks_see_a_link_taken_down_mid_stream() {
     let dir = nodes.scratch();
     let d = dir.display();
     let probe = skifch_testing::example_exe("fault_probe");
-    cmd.env("SKIFCH_OFI_TIMEOUT_MS", "2000");
+    // Not 2 s: at load 6+ (a CI run beside two callgrind jobs) a 2 s silence was heard
+    // before the link went down, every rank losing every other.
+    cmd.env("SKIFCH_OFI_TIMEOUT_MS", "4000");
     cmd.args(["-disable-auto-cleanup", "-prepend-rank", "sh", "-c"])
         .arg(format!(
             "trap '' USR1; {} ring {d}; s=$?; echo \"exit $s\" > {d}/tmp.$PMI_RANK; \
