@@ -111,10 +111,13 @@ def polls(calls, n, pat):
 
 def main():
     path, n = sys.argv[1], float(sys.argv[2])
-    pat = "HierAnyPort as skifch::driver::Port>::recv_into"
     sf, cf = parse(path)
-    # mpi_loop's MPI_Iprobe: one uncounted poll an iteration (its call is recorded)
-    print("polls per receive: %.2f" % (polls(cf, n, pat) - 1))
+    # mpi_loop's MPI_Iprobe: one uncounted poll an iteration (its call is recorded). The
+    # hierarchy's receive was a function of its own before this pass's dispatch change (its
+    # calls counted), the ofi port's since (every poll of a rank alone on its node reaches it).
+    p = max(polls(cf, n, "HierAnyPort as skifch::driver::Port>::recv_into"),
+            polls(cf, n, "OfiPort as skifch::driver::Port>::recv_into"))
+    print("polls per receive: %.2f" % (p - 1))
     lf = by_layer(sf, n)
     tot = 0
     for k in sorted(lf, key=lambda k: -lf[k]):

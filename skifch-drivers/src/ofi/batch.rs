@@ -22,7 +22,7 @@ use super::sys;
 use super::wire::{rec_len, Kind, HDR, REC};
 
 /// Largest lone message (header and record) sent from the stack ([`PortState::append`]).
-const LONE: usize = 128;
+pub(super) const LONE: usize = 128;
 
 /// Writes the record of a `len`-byte message, a prefix of `iov`, at `rec`: its length, 4
 /// zero bytes, the payload, zero padding to [`REC`]. Every byte of the record is written.
@@ -143,7 +143,7 @@ impl PortState {
         // of a burst). Messages behind one in flight are batched (Nagle's rule, with the
         // receiver's credit return as the acknowledgement).
         let lone = self.pairs[sid].sent == self.pairs[sid].acked;
-        if lone && self.open.is_empty() && HDR + need <= LONE.min(self.ep.net.inject_size) {
+        if lone && self.open.is_empty() && HDR + need <= self.lone {
             // The latency path: header and record built on the stack and injected, no
             // send buffer or open batch (callgrind: 168 fewer instructions per 8-byte
             // MPI_Send over `net`). Refused, it takes the batch path, whose flush retries.

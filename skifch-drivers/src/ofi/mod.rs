@@ -85,6 +85,7 @@ pub mod fabric;
 pub mod ffi;
 pub mod live;
 pub mod port;
+pub mod ring;
 pub mod rma;
 pub mod sys;
 pub mod threads;

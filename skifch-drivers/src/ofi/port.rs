@@ -48,7 +48,6 @@
 //! that overrun their message, and a batch without records.
 #![allow(unsafe_code)]
 
-use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -62,6 +61,7 @@ use super::batch::{Flags, Home, Open, Ports, StGuard};
 use super::fabric::Ep;
 use super::ffi::{fi_addr_t, fi_cq_data_entry, FI_EAGAIN, FI_EAVAIL, FI_ECANCELED};
 use super::live::{broken, Live, OfiWaiter};
+use super::ring::Ring;
 use super::sys;
 use super::wire::{rec_len, Hdr, Kind, HDR, REC};
 
@@ -96,6 +96,7 @@ pub(super) struct Pair {
 /// A received message: `len` bytes at `off` in receive buffer `slot`, of batch `seq` from
 /// peer port `src` (kept rather than the pair number, which would be divided per message;
 /// 24 bytes: a batch of small messages fills the queue with thousands).
+#[derive(Clone, Copy, Default)]
 struct Ready {
     src: NetAddr,
     slot: u32,
@@ -112,9 +113,14 @@ pub struct PortState {
     size: u32,
     pub(super) ports: u32,
     pub(super) credits: u64,
+    /// `credits.div_ceil(2)`.
+    half: u64,
+    /// The largest lone message sent from the stack, header included
+    /// ([`super::batch::LONE`] or the provider's inject size if smaller).
+    pub(super) lone: usize,
     max: usize,
     pub(super) pairs: Vec<Pair>,
-    ready: VecDeque<Ready>,
+    ready: Ring<Ready>,
     /// Per receive buffer: its messages not completed yet.
     refs: Vec<u32>,
     repost: Vec<usize>,
@@ -162,6 +168,7 @@ impl PortState {
         batch: bool,
     ) -> Self {
         let rx = ep.rx;
+        let lone = super::batch::LONE.min(ep.net.inject_size);
         let slots = ep.rx..ep.rx + TX_SLOTS;
         PortState {
             max: ep.slot - HDR - REC,
@@ -170,6 +177,8 @@ impl PortState {
             size,
             ports,
             credits: credits as u64,
+            half: (credits as u64).div_ceil(2),
+            lone,
             pairs: to
                 .iter()
                 .map(|&to| Pair {
@@ -182,7 +191,7 @@ impl PortState {
                     dirty: false,
                 })
                 .collect(),
-            ready: VecDeque::with_capacity(rx),
+            ready: Ring::with_capacity(rx),
             refs: vec![0; rx],
             repost: Vec::with_capacity(rx),
             deferred: Vec::with_capacity(DEFER),
@@ -304,7 +313,7 @@ impl PortState {
     }
 
     /// Walks the records of batch `seq` in receive buffer `i` (`len` bytes) into `ready`.
-    #[inline]
+    #[inline(always)]
     fn records(&mut self, i: usize, src: NetAddr, sid: u32, seq: u64, len: usize) -> Result<()> {
         let (mut at, mut count) = (HDR, 0u32);
         while at < len {
@@ -428,7 +437,7 @@ impl PortState {
     /// carried the count meanwhile: in a ping-pong the reply carries it, and no credit
     /// message is sent at all (with 2 credits one was sent before every reply).
     pub(super) fn flush_credits(&mut self, all: bool) {
-        let half = self.credits.div_ceil(2);
+        let half = self.half;
         let mut k = 0;
         while k < self.dirty.len() {
             let sid = self.dirty[k] as usize;
@@ -661,15 +670,19 @@ unsafe impl Port for OfiPort {
         let mut g = self.st();
         let st = &mut *g;
         let (slot, sid) = ((token.a & 0xffff_ffff) as usize, (token.a >> 32) as usize);
-        if slot >= st.ep.rx || sid >= st.pairs.len() || st.refs[slot] == 0 {
+        // (`refs` has one entry per receive buffer)
+        let Some(r) = st.refs.get_mut(slot) else {
             return; // not a token of this port (the contract excludes it)
+        };
+        if *r == 0 || sid >= st.pairs.len() {
+            return;
         }
-        st.refs[slot] -= 1;
-        if st.refs[slot] > 0 {
+        *r -= 1;
+        if *r > 0 {
             return;
         }
         st.release(slot);
-        let half = st.credits.div_ceil(2);
+        let half = st.half;
         let p = &mut st.pairs[sid];
         if p.freed.complete(token.b, token.b + 1) && p.freed.freed() - p.told >= half && !p.dirty {
             p.dirty = true;
