@@ -377,9 +377,9 @@ impl PortState {
 /// (send, receive, completion), and the standard lock's poisoning checks (the thread's
 /// panic count read at lock and at unlock) and its unlock's swap cost ~17 instructions a
 /// time (callgrind). Here taking it is one compare-exchange and giving it back one release
-/// store. Only the owner ever waits for it, and only for the heartbeat thread's tick or
-/// another port's flush, which never wait themselves (`try_lock`) and hold it for a flush:
-/// a short spin, then yields. A panic while holding it releases it (the guard's drop) and
+/// store. It is waited for only by the owner's calls (for the heartbeat thread's tick or
+/// another port's flush, which never wait themselves, `try_lock`, and hold it for a flush)
+/// and by the rank's last settle at finalize (`Ports::settle`): a short spin, then yields. A panic while holding it releases it (the guard's drop) and
 /// leaves the state consistent: every update is completed before anything that can panic.
 pub struct Home {
     held: AtomicBool,
