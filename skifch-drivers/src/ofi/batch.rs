@@ -379,8 +379,9 @@ impl PortState {
 /// time (callgrind). Here taking it is one compare-exchange and giving it back one release
 /// store. It is waited for only by the owner's calls (for the heartbeat thread's tick or
 /// another port's flush, which never wait themselves, `try_lock`, and hold it for a flush)
-/// and by the rank's last settle at finalize (`Ports::settle`): a short spin, then yields. A panic while holding it releases it (the guard's drop) and
-/// leaves the state consistent: every update is completed before anything that can panic.
+/// and by the rank's last settle at finalize (`Ports::settle`): a short spin, then yields.
+/// A panic while holding it releases it (the guard's drop) and leaves the state
+/// consistent: every update is completed before anything that can panic.
 pub struct Home {
     held: AtomicBool,
     st: UnsafeCell<PortState>,
