@@ -455,6 +455,10 @@ impl<L: Driver, R: Driver> HierPort<L, R> {
                 self.node_recv_done(out);
                 Ok(())
             }
+            // The fabric was looked at already: nothing on either side (a waiting fabric
+            // receiver's empty poll) needs no `node_recv_failed` frame (~25 instructions
+            // an empty poll). `looked` is a constant at each inlined call.
+            Err(Error::WouldBlock) if looked => Err(Error::WouldBlock),
             Err(e) => self.node_recv_failed(e, out, looked),
         }
     }
@@ -474,17 +478,7 @@ impl<L: Driver, R: Driver> HierPort<L, R> {
             Err(Error::WouldBlock) => self.remote_missed(due),
             Err(e) => return Err(e),
         }
-        // The node's receive; nothing there either (a waiting fabric receiver's empty
-        // poll) answers `WouldBlock` here, without `node_recv_failed`'s frame (~25
-        // instructions an empty poll).
-        match self.local.recv_into(out) {
-            Ok(()) => {
-                self.node_recv_done(out);
-                Ok(())
-            }
-            Err(Error::WouldBlock) => Err(Error::WouldBlock),
-            Err(e) => self.node_recv_failed(e, out, true),
-        }
+        self.recv_node(out, true)
     }
 
     /// Whether a poll that found the node empty looks at the fabric: each one after a
