@@ -467,7 +467,8 @@ impl<L: Driver, R: Driver> HierPort<L, R> {
     /// the last message came from the fabric. Out of line: the node's receive stays
     /// inline in `recv_into`, and a frame of this size costs the fabric's path less than
     /// the node's receive out of line would cost the node's (callgrind, this pass: +20
-    /// instructions per node receive).
+    /// instructions per node receive). The ofi port's receive is inlined here
+    /// (`docs/results-2026-11-29-ofi-latency4`): the fabric's receive is this one frame.
     #[inline(never)]
     fn recv_fabric_first(&mut self, out: &mut RawMessage, due: bool) -> Result<()> {
         match self.remote.recv_into(out) {

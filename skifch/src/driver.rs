@@ -287,6 +287,14 @@ impl Reclaim {
         self.freed
     }
 
+    /// Whether a message starting at `start` is the next in order: [`Reclaim::complete`]
+    /// of it then moves [`Reclaim::freed`] without its out-of-order path (a caller's fast
+    /// path can leave that path, a call, out).
+    #[inline(always)]
+    pub fn in_order(&self, start: u64) -> bool {
+        start == self.next
+    }
+
     /// Messages completed out of order, waiting for an older one.
     pub fn waiting(&self) -> usize {
         self.ooo.len()

@@ -43,6 +43,16 @@ impl<T: Copy + Default> Ring<T> {
         self.len += 1;
     }
 
+    /// Puts `v` in front of the oldest item (a message taken and given back).
+    pub fn push_front(&mut self, v: T) {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        self.head = self.head.wrapping_sub(1) & self.mask;
+        self.buf[self.head] = v;
+        self.len += 1;
+    }
+
     /// Takes the oldest item.
     #[inline(always)]
     pub fn pop_front(&mut self) -> Option<T> {
@@ -96,5 +106,20 @@ mod tests {
         }
         assert_eq!(want, next);
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn an_item_pushed_in_front_comes_out_first() {
+        let mut r = Ring::with_capacity(2);
+        for round in 0..20u32 {
+            for v in 1..=(round % 5) {
+                r.push_back(v);
+            }
+            r.push_front(0);
+            for want in 0..=(round % 5) {
+                assert_eq!(r.pop_front(), Some(want));
+            }
+            assert!(r.is_empty());
+        }
     }
 }
