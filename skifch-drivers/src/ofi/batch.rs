@@ -29,7 +29,7 @@ pub(super) const LONE: usize = 128;
 ///
 /// # Safety
 /// `rec` is valid for `rec_len(len)` bytes of writes, and `len <= iov_total(iov)`.
-#[inline]
+#[inline(always)]
 unsafe fn write_record(rec: *mut u8, iov: &[IoSlice<'_>], len: usize) {
     let need = rec_len(len);
     // The last REC bytes are zeroed first (the padding; the payload is copied over the
@@ -39,6 +39,16 @@ unsafe fn write_record(rec: *mut u8, iov: &[IoSlice<'_>], len: usize) {
     unsafe {
         rec.add(need - REC).cast::<u64>().write_unaligned(0);
         rec.cast::<u64>().write_unaligned((len as u64).to_le());
+        // The usual shapes, whole, without the loop (~25 instructions less for an MPI
+        // envelope and its payload): one part, or two.
+        match iov {
+            [a] if a.len() == len => return copy_small(a.as_ptr(), rec.add(REC), len),
+            [a, b] if a.len() + b.len() == len => {
+                copy_small(a.as_ptr(), rec.add(REC), a.len());
+                return copy_small(b.as_ptr(), rec.add(REC + a.len()), b.len());
+            }
+            _ => {}
+        }
         let mut w = REC;
         for s in iov {
             let n = s.len().min(REC + len - w);

@@ -108,6 +108,17 @@ struct Ready {
     seq: u64,
 }
 
+/// Why a received header is refused ([`PortState::bad_hdr`]).
+#[derive(Clone, Copy)]
+enum Bad {
+    /// A sender outside the job.
+    Outside,
+    /// Credit for batches never sent.
+    Credit,
+    /// Not the pair's next batch, or not a kind a port receives.
+    Order { exp: u64, len: usize },
+}
+
 /// A port's state; it stays with the driver when the port is closed, so credits and
 /// sequence numbers stay consistent across close and reopen.
 pub struct PortState {
@@ -296,19 +307,13 @@ impl PortState {
             Err(e) => return Err(self.corrupt(e.to_string())),
         };
         if h.rank >= self.size || h.port as u32 >= self.ports {
-            return Err(self.corrupt(format!(
-                "a message from {}:{}, outside the job",
-                h.rank, h.port
-            )));
+            return Err(self.bad_hdr(h, Bad::Outside));
         }
         let sid = h.rank * self.ports + h.port as u32;
         let p = &mut self.pairs[sid as usize];
         let adv = h.credit.wrapping_sub(p.acked as u32) as u64;
         if adv > p.sent - p.acked {
-            return Err(self.corrupt(format!(
-                "credit for batches never sent to {}:{}",
-                h.rank, h.port
-            )));
+            return Err(self.bad_hdr(h, Bad::Credit));
         }
         p.acked += adv;
         match h.kind {
@@ -324,12 +329,25 @@ impl PortState {
             }
             _ => {
                 let exp = p.next_in;
-                Err(self.corrupt(format!(
-                    "from {}:{}: {:?} message, batch {} (expected {exp}), {} bytes",
-                    h.rank, h.port, h.kind, h.seq, e.len
-                )))
+                Err(self.bad_hdr(h, Bad::Order { exp, len: e.len }))
             }
         }
+    }
+
+    /// The error of a header that [`PortState::on_completion`] refuses (out of line: its
+    /// text's arguments would otherwise be kept in memory on the receive's path).
+    #[cold]
+    #[inline(never)]
+    fn bad_hdr(&mut self, h: Hdr, why: Bad) -> Error {
+        let what = match why {
+            Bad::Outside => format!("a message from {}:{}, outside the job", h.rank, h.port),
+            Bad::Credit => format!("credit for batches never sent to {}:{}", h.rank, h.port),
+            Bad::Order { exp, len } => format!(
+                "from {}:{}: {:?} message, batch {} (expected {exp}), {len} bytes",
+                h.rank, h.port, h.kind, h.seq
+            ),
+        };
+        self.corrupt(what)
     }
 
     /// Walks the records of batch `seq` in receive buffer `i` (`len` bytes) into `ready`
