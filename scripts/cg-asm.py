@@ -10,47 +10,49 @@ node's receive in `HierAnyPort::recv_into` of a LOCAL=1 run of scripts/ofi-callg
 (CG_OPTS=--dump-instr=yes), counted in docs/results-2026-11-29-ofi-latency4.
 """
 import collections
+import importlib.util
+import os
 import re
 import subprocess
 import sys
 
+_spec = importlib.util.spec_from_file_location(
+    "cg_calls", os.path.join(os.path.dirname(os.path.abspath(__file__)), "cg-calls.py"))
+cg_calls = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cg_calls)
 
-def resolve(s, table):
-    m = re.match(r"\((\d+)\)(?: (.*))?", s)
-    if not m:
-        return s
-    if m.group(2):
-        table[m.group(1)] = m.group(2)
-    return table.get(m.group(1), s)
+
+def counts(path, pat):
+    """{instruction address: self count} of the functions whose name contains `pat`
+    (relative positions resolved; the cost lines after `calls=` are inclusive, skipped)."""
+    names, fn, skip, npos, pos = {}, None, False, 1, [0, 0]
+    cnt = collections.Counter()
+    for line in open(path):
+        head = line[:4]
+        if head == "posi":
+            npos = len(line.split()) - 1
+        elif head[:3] == "fn=" or head == "cfn=":
+            f = cg_calls.resolve(line[line.index("=") + 1:].rstrip("\n"), names)
+            fn = f if head[:3] == "fn=" else fn
+        elif head == "call":
+            skip = True
+        elif line[:1].isdigit() or line[:1] in ("+", "-", "*"):
+            parts = line.split()
+            for k, p in enumerate(parts[:npos]):
+                if p[0] in "+-":
+                    pos[k] += int(p[0] + str(int(p[1:], 0)))
+                elif p != "*":
+                    pos[k] = int(p, 0)
+            if not skip and fn is not None and len(parts) > npos and pat in fn:
+                cnt[pos[0]] += int(parts[npos])
+            skip = False
+    return cnt
 
 
 def main():
     path, n, lib, pat = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
     least = float(sys.argv[5]) if len(sys.argv) > 5 else 0.5
-    names, fn, after, npos, pos = {}, None, False, 1, [0, 0]
-    cnt = collections.Counter()
-    for line in open(path):
-        if line.startswith("positions:"):
-            npos = len(line.split()) - 1
-        elif line.startswith("fn="):
-            fn = resolve(line[3:].rstrip("\n"), names)
-        elif line.startswith("cfn="):
-            resolve(line[4:].rstrip("\n"), names)
-        elif line.startswith("calls="):
-            after = True
-        elif line and (line[0].isdigit() or line[0] in "+-*") and fn is not None:
-            parts = line.split()
-            for k in range(min(npos, len(parts))):
-                p = parts[k]
-                if p[0] in "+-":
-                    pos[k] += int(p[0] + str(int(p[1:], 0)))
-                elif p != "*":
-                    pos[k] = int(p, 0)
-            if after:
-                after = False
-                continue
-            if len(parts) > npos and pat in fn:
-                cnt[pos[0]] += int(parts[npos])
+    cnt = counts(path, pat)
     cnt = {a: c for a, c in cnt.items() if a >= 0x1000}
     if not cnt:
         sys.exit("no instruction counts (written without --dump-instr=yes?)")
