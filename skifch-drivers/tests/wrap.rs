@@ -218,7 +218,7 @@ fn conformance_over_the_tracer_and_the_fault_injector() {
 #[test]
 fn fault_and_trace_specs_parse() {
     let c = FaultConfig::parse(
-        "seed=9, partial=0.25,wouldblock=every:7,recv_wouldblock=never,slow=always,recv_delay=50,complete_delay=5,lose=3@100,death=panic",
+        "seed=9, partial=0.25,wouldblock=every:7,recv_wouldblock=never,slow=always,recv_delay=50,complete_delay=5,recv_hold=7,lose=3@100,death=panic",
     )
     .unwrap();
     assert_eq!(
@@ -231,6 +231,7 @@ fn fault_and_trace_specs_parse() {
             slow: Trigger::Every(1),
             recv_delay: Duration::from_micros(50),
             complete_delay: Duration::from_micros(5),
+            recv_hold: Duration::from_micros(7),
             lose: Some(Loss {
                 rank: 3,
                 after: 100,
@@ -317,4 +318,49 @@ fn conformance_over_the_in_process_lanes_and_a_rank_lost_there() {
     // Rank 0's error comes first (rank order): PeerLost, not a timeout.
     assert_eq!(e.to_string(), Error::PeerLost { rank: 1 }.to_string());
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+}
+
+/// A peer's last message still in flight when its goodbye is seen (a fabric's goodbye on
+/// its control connection can overtake the data): a wait on that peer takes the message
+/// instead of ending `Unreachable` at the first probe that finds the peer closed
+/// (`skifch::proto`'s wait looks a second time, a probe period later). The message is held
+/// 0.75 s: past the first probe (0.5 s into the wait), before the second (1 s). Checked
+/// to fail with the second look removed.
+#[test]
+fn a_wait_takes_a_closed_peers_last_message_still_in_flight() {
+    use skifch::proto::{Am, Endpoint, Io};
+    const H_LAST: u8 = 1;
+    let cfg = FaultConfig {
+        recv_hold: Duration::from_millis(750),
+        ..FaultConfig::none()
+    };
+    let seen = Arc::new(Mutex::new(None));
+    let out = seen.clone();
+    local::run(2, move |plain: LocalJob| {
+        let job = FaultDriver::wrap(&plain, cfg.clone());
+        let mut ep = Endpoint::open_with(&job, 3, 0u32)?;
+        ep.register(H_LAST, |n: &mut u32, _: &mut Io<'_, _>, _: &Am<'_>| {
+            *n += 1;
+            Ok(())
+        })?;
+        // Both endpoints open and registered (a barrier on another port, nothing held).
+        Endpoint::open(&plain, 2)?.barrier()?;
+        if job.rank() == 1 {
+            // The last message, then the goodbye: the port closes with the endpoint.
+            ep.send(0, H_LAST, 0, &[], b"last")?;
+            return Ok(());
+        }
+        let t0 = Instant::now();
+        let r = ep.progress_until_peer(|ep| *ep.ctx() == 1, Some(Duration::from_secs(10)), Some(1));
+        *out.lock().unwrap() = Some((r, t0.elapsed(), job.driver().stats().held));
+        Ok(())
+    })
+    .unwrap();
+    let (r, took, held) = seen.lock().unwrap().take().expect("rank 0 waited");
+    r.unwrap_or_else(|e| panic!("the held message was lost: {e} after {took:?} ({held} held)"));
+    assert_eq!(held, 1, "the last message was held");
+    assert!(
+        took >= Duration::from_millis(700),
+        "taken before it was released: {took:?}"
+    );
 }

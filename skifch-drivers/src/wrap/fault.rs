@@ -1,13 +1,14 @@
 //! The fault injector: a driver that wraps another and makes it misbehave in the ways the
 //! contract allows ([`skifch::driver`] obligations 1, 2 and 6), so that the conformance
 //! suite and the libraries show they tolerate them: forced partial sends, forced
-//! would-block, a slow consumer, and the loss of a rank at a chosen message.
+//! would-block, a slow consumer, messages held in flight, and the loss of a rank at a
+//! chosen message.
 //!
 //! Every fault is deterministic for a given [`FaultConfig`]: triggers fire every k-th call
 //! or with a rate drawn from a per-port generator seeded by `seed`, rank and port.
 //!
 //! ```
-//! use std::time::Duration;
+//! use std::time::{Duration, Instant};
 //! use skifch::local;
 //! use skifch_drivers::wrap::{FaultConfig, FaultDriver, Trigger};
 //! let cfg = FaultConfig {
@@ -27,7 +28,7 @@
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use skifch::driver::{Driver, Port, RawMessage, SendMode, Token};
 use skifch::{Error, Job, NetAddr, Result};
@@ -115,6 +116,12 @@ pub struct FaultConfig {
     pub recv_delay: Duration,
     /// A slow consumer: sleep this long before completing a message (RecvComp).
     pub complete_delay: Duration,
+    /// Messages in flight: each received message is withheld this long after the inner
+    /// port delivered it (receives meanwhile find nothing, `ready` says no), and the ones
+    /// behind it wait behind it. What a network's latency allows, e.g. a peer's last data
+    /// arriving after the goodbye it sent on another connection (a fabric's control
+    /// endpoint) was seen.
+    pub recv_hold: Duration,
     /// A rank lost at a chosen message.
     pub lose: Option<Loss>,
 }
@@ -139,6 +146,7 @@ impl FaultConfig {
             slow: Trigger::Every(1),
             recv_delay: Duration::ZERO,
             complete_delay: Duration::ZERO,
+            recv_hold: Duration::ZERO,
             lose: None,
         }
     }
@@ -150,6 +158,7 @@ impl FaultConfig {
             && self.recv_would_block.is_never()
             && (self.slow.is_never()
                 || (self.recv_delay.is_zero() && self.complete_delay.is_zero()))
+            && self.recv_hold.is_zero()
             && self.lose.is_none()
     }
 
@@ -163,6 +172,7 @@ impl FaultConfig {
     /// | `recv_wouldblock` | trigger | [`FaultConfig::recv_would_block`] |
     /// | `slow` | trigger | [`FaultConfig::slow`] |
     /// | `recv_delay`, `complete_delay` | microseconds | the slow consumer's delays |
+    /// | `recv_hold` | microseconds | [`FaultConfig::recv_hold`] |
     /// | `lose` | `RANK@N` | rank `RANK` is lost after `N` messages ([`Loss`]) |
     /// | `death` | `kill` (default) or `panic` | how the lost rank ends ([`Death`]) |
     ///
@@ -187,6 +197,7 @@ impl FaultConfig {
                 "slow" => c.slow = Trigger::parse(v)?,
                 "recv_delay" => c.recv_delay = Duration::from_micros(num(v)?),
                 "complete_delay" => c.complete_delay = Duration::from_micros(num(v)?),
+                "recv_hold" => c.recv_hold = Duration::from_micros(num(v)?),
                 "lose" => {
                     let (r, n) = v
                         .split_once('@')
@@ -243,6 +254,8 @@ pub struct FaultStats {
     pub recv_would_block: u64,
     /// Receives and completions delayed.
     pub delayed: u64,
+    /// Messages held in flight ([`FaultConfig::recv_hold`]).
+    pub held: u64,
 }
 
 #[derive(Default)]
@@ -253,6 +266,7 @@ struct Counters {
     would_block: AtomicU64,
     recv_would_block: AtomicU64,
     delayed: AtomicU64,
+    held: AtomicU64,
 }
 
 fn bump(c: &AtomicU64) {
@@ -301,6 +315,7 @@ impl<D: Driver> FaultDriver<D> {
             would_block: c.would_block.load(Ordering::Relaxed),
             recv_would_block: c.recv_would_block.load(Ordering::Relaxed),
             delayed: c.delayed.load(Ordering::Relaxed),
+            held: c.held.load(Ordering::Relaxed),
         }
     }
 }
@@ -331,6 +346,7 @@ impl<D: Driver> Driver for FaultDriver<D> {
             recvs: 0,
             delivered: 0,
             recv_blocked: false,
+            held: None,
         })
     }
 }
@@ -353,7 +369,17 @@ pub struct FaultPort<P: Port> {
     delivered: u64,
     /// The previous receive was a forced would-block (the next one is not).
     recv_blocked: bool,
+    /// A message held in flight and when the inner port delivered it.
+    held: Option<Held>,
 }
+
+/// A message [`FaultConfig::recv_hold`] withholds, and when the inner port delivered it.
+struct Held(RawMessage, Instant);
+
+// SAFETY: the segments point into the inner port's memory, which stays valid until the
+// token is completed and moves with the port (obligation 5); the fault port owns both and
+// reads nothing through them.
+unsafe impl Send for Held {}
 
 impl<P: Port> FaultPort<P> {
     /// The wrapped port.
@@ -395,6 +421,28 @@ impl<P: Port> FaultPort<P> {
                 die(how, after);
             }
         }
+    }
+
+    /// A receive under [`FaultConfig::recv_hold`]: the held message once its time is up;
+    /// else the inner port's next message is taken and held, and nothing is delivered.
+    fn recv_held(&mut self, out: &mut RawMessage) -> Result<()> {
+        let m = match self.held.take() {
+            Some(Held(m, since)) if since.elapsed() >= self.cfg.recv_hold => m,
+            Some(h) => {
+                self.held = Some(h);
+                return Err(Error::WouldBlock);
+            }
+            None => {
+                self.inner.recv_into(out)?;
+                bump(&self.counts.held);
+                self.held = Some(Held(*out, Instant::now()));
+                return Err(Error::WouldBlock);
+            }
+        };
+        *out = m;
+        self.passed_one();
+        self.delivered += 1;
+        Ok(())
     }
 
     fn passed_one(&self) {
@@ -475,6 +523,9 @@ unsafe impl<P: Port> Port for FaultPort<P> {
             return Err(Error::WouldBlock);
         }
         self.recv_blocked = false;
+        if !self.cfg.recv_hold.is_zero() {
+            return self.recv_held(out);
+        }
         self.inner.recv_into(out)?;
         self.passed_one();
         self.delivered += 1;
@@ -486,7 +537,10 @@ unsafe impl<P: Port> Port for FaultPort<P> {
     }
 
     fn ready(&mut self) -> Result<bool> {
-        self.inner.ready()
+        match &self.held {
+            Some(Held(_, since)) => Ok(since.elapsed() >= self.cfg.recv_hold),
+            None => self.inner.ready(),
+        }
     }
 
     unsafe fn complete(&mut self, token: Token) {
