@@ -509,6 +509,9 @@ impl<P: Port> Gasnet<P> {
         let n = args.len().div_ceil(2);
         let r = if data.is_empty() {
             ep.send_header(dst, am::H_AM, meta, &w[..n])
+        } else if n == 0 {
+            // A Medium without arguments (the common message-rate case): the 8-byte header.
+            ep.send_short(dst, am::H_AM, meta, data)
         } else {
             ep.send(dst, am::H_AM, meta, &w[..n], data)
         };
