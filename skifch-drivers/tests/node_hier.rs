@@ -403,17 +403,19 @@ fn hierarchy_on_two_hosts_passes_the_suite() {
 }
 
 /// A rank killed on the other host: its node peer sees it through the node's watcher, the
-/// other host's ranks through the fabric (heartbeat silence of 2 s here): every survivor
-/// gets an error within a few seconds, none hangs.
+/// other host's ranks through the fabric (its connections break; else heartbeat silence,
+/// 4 s here): every survivor gets an error within a few seconds, none hangs.
 #[test]
 fn hierarchy_survivors_see_a_killed_rank_on_the_other_host() {
     let dir = skifch_testing::ScratchDir::new("hier-kill");
     let Some(mut cmd) = two_hosts(&dir, &["-disable-auto-cleanup", "-prepend-rank"]) else {
         return;
     };
-    cmd.env("SKIFCH_OFI_TIMEOUT_MS", "2000");
+    // Not 2 s: at load 3-4 (beside callgrind runs) a 2 s silence between live ranks was
+    // heard now and then (1 run in 5), every rank then losing a different live peer.
+    cmd.env("SKIFCH_OFI_TIMEOUT_MS", "4000");
     cmd.args(survivor_script(&format!(
-        "--kill --messages 300 --pair-kb {PAIR_KB} --within 5000"
+        "--kill --messages 300 --pair-kb {PAIR_KB} --within 9000"
     )));
     let text = skifch_testing::run_job(cmd, HYDRA_LIMIT).text();
     for r in 0..3 {
