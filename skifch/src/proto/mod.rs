@@ -305,7 +305,7 @@ impl<P: Port, C> Endpoint<P, C> {
 
     /// [`Endpoint::send`] without extra arguments (the 8-byte header): the shortest path,
     /// for a library's per-message sends (an MPI eager message).
-    #[inline]
+    #[inline(always)]
     pub fn send_short(&mut self, dst: u32, h: u8, arg: u32, data: &[u8]) -> Result<()> {
         if h < FIRST_RESERVED && dst < self.io.size && 8 + data.len() <= self.io.max_msg {
             let w = header::word(h, 0, 0, arg).to_le_bytes();
