@@ -363,7 +363,12 @@ pub(crate) fn meta(index: u8, nargs: usize, cat: Category, reply: bool) -> u32 {
 /// paths: [`Token::reply_inline`], `Gasnet::request_inline`).
 #[inline(always)]
 pub(crate) fn medium_fits(cat: Category, nargs: usize, len: usize, lim: Limits) -> Result<()> {
-    if cat == Category::Medium && len > lim.max_medium(nargs) {
+    // Within the limit of 6 header arguments, every count up to 6 fits: no per-count
+    // arithmetic on the common message.
+    if cat != Category::Medium || (nargs <= 6 && len <= lim.max_medium(6)) {
+        return Ok(());
+    }
+    if len > lim.max_medium(nargs) {
         return Err(Error::TooLarge {
             len,
             max: lim.max_medium(nargs),
