@@ -425,14 +425,16 @@ impl<P: Port, C> Out for Endpoint<P, C> {
     #[inline(always)]
     fn push(&mut self, dst: u32, hdr: &[u8], data: &[u8]) -> Result<()> {
         if self.io.queued == 0 {
-            // Fast path: nothing queued anywhere, so nothing to keep order behind.
+            // Fast path: nothing queued anywhere, so nothing to keep order behind. (`Ok`
+            // first: a catch-all arm made the compiler copy the result between slots.)
             let addr = NetAddr::new(dst as u16, self.io.port);
             match self
                 .ch
                 .send_whole(addr, &[IoSlice::new(hdr), IoSlice::new(data)])
             {
+                Ok(()) => return Ok(()),
                 Err(Error::WouldBlock) => {}
-                r => return r,
+                Err(e) => return Err(e),
             }
         }
         self.push_slow(dst, hdr, data)
