@@ -33,6 +33,7 @@ fn selftest_over(n: u32, cfg: FaultConfig, progress_thread: bool) -> FaultStats 
             would_block: a.would_block + s.would_block,
             recv_would_block: a.recv_would_block + s.recv_would_block,
             delayed: a.delayed + s.delayed,
+            held: a.held + s.held,
         })
 }
 
