@@ -637,19 +637,6 @@ fn on_ldata<P: Port>(ctx: &mut Ctx, _io: &mut Io<'_, P>, am: &Am<'_>) -> skifch:
 /// A Short with its arguments in the header words (every Short of at most 6 arguments):
 /// no payload to look at (bits 13-14 and 16 of the small argument clear).
 const SHORT_MASK: u32 = 3 << 13 | F_PREFIX;
-/// `meta & SHORT_MASK` of a Medium with its arguments in the header words.
-const MEDIUM_INLINE: u32 = 1 << 13;
-
-/// Up to 6 arguments from the header's `u64` words (two per word, low first).
-#[inline(always)]
-fn header_args(am: &Am<'_>, nargs: usize) -> [u32; 6] {
-    let mut args = [0u32; 6];
-    let w = am.args();
-    for (i, a) in args[..nargs.min(6)].iter_mut().enumerate() {
-        *a = (w.get(i / 2).copied().unwrap_or(0) >> (32 * (i % 2))) as u32;
-    }
-    args
-}
 
 fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Result<()> {
     let meta = am.arg();
@@ -660,7 +647,11 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
         if nargs > 6 {
             return fail(ctx, Error::Protocol(format!("{nargs} AM header arguments")));
         }
-        let args = header_args(am, nargs);
+        let mut args = [0u32; 6];
+        let w = am.args();
+        for (i, a) in args[..nargs].iter_mut().enumerate() {
+            *a = (w.get(i / 2).copied().unwrap_or(0) >> (32 * (i % 2))) as u32;
+        }
         return run(
             ctx,
             io,
@@ -671,26 +662,6 @@ fn on_am<P: Port>(ctx: &mut Ctx, io: &mut Io<'_, P>, am: &Am<'_>) -> skifch::Res
             (0, 0),
             &args[..nargs],
         );
-    }
-    if meta & SHORT_MASK == MEDIUM_INLINE {
-        // The Medium fast path: arguments in the header words, the payload in one piece
-        // of the receive ring (every Medium that did not wrap the ring's end).
-        let nargs = ((meta >> 8) & 31) as usize;
-        let pl = am.payload();
-        if let Some(data) = pl.as_contiguous().filter(|_| nargs <= 6) {
-            let args = header_args(am, nargs);
-            let buf = (data.as_ptr() as usize, data.len());
-            return run(
-                ctx,
-                io,
-                am.src(),
-                meta,
-                Category::Medium,
-                data,
-                buf,
-                &args[..nargs],
-            );
-        }
     }
     let nargs = ((meta >> 8) & 31) as usize;
     let Some(cat) = Category::from_code((meta >> 13) & 3) else {

@@ -505,15 +505,15 @@ impl<P: Port> Gasnet<P> {
     ) -> Result<()> {
         let mut ep = self.ep_to(index)?;
         am::medium_fits(cat, args.len(), data.len(), self.limits)?;
-        let meta = am::meta(index, args.len(), cat, false);
+        let (meta, w) = (am::meta(index, args.len(), cat, false), am::pack_args(args));
         let n = args.len().div_ceil(2);
         let r = if data.is_empty() {
-            ep.send_header(dst, am::H_AM, meta, &am::pack_args(args)[..n])
+            ep.send_header(dst, am::H_AM, meta, &w[..n])
         } else if n == 0 {
             // A Medium without arguments (the common message-rate case): the 8-byte header.
             ep.send_short(dst, am::H_AM, meta, data)
         } else {
-            ep.send(dst, am::H_AM, meta, &am::pack_args(args)[..n], data)
+            ep.send(dst, am::H_AM, meta, &w[..n], data)
         };
         if let Err(e) = r {
             self.alive()?;
