@@ -115,6 +115,15 @@ impl Head {
     /// with [`Head::decode`]).
     #[inline(always)]
     pub fn decode_plain(b: &[u8]) -> Option<(Head, usize)> {
+        let mut h = Head::default();
+        h.decode_plain_into(b).map(|n| (h, n))
+    }
+
+    /// [`Head::decode_plain`] into `self` (left as it was on `None`), returning the
+    /// header's length: the receive path decodes in place, without moving the 56-byte
+    /// header through an `Option` (~20 instructions of copies a message).
+    #[inline(always)]
+    pub fn decode_plain_into(&mut self, b: &[u8]) -> Option<usize> {
         let w = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
         let (handler, flags) = (w as u8, (w >> 8) as u8);
         if handler >= FIRST_RESERVED || flags & !F_NARGS != 0 {
@@ -122,19 +131,15 @@ impl Head {
         }
         let n = (flags & F_NARGS) as usize;
         let words = b.get(8..8 + 8 * n)?;
-        let mut args = [0u64; 3];
-        for (a, c) in args.iter_mut().zip(words.chunks_exact(8)) {
+        for (a, c) in self.args.iter_mut().zip(words.chunks_exact(8)) {
             *a = u64::from_le_bytes(c.try_into().ok()?);
         }
-        let h = Head {
-            handler,
-            flags,
-            id: (w >> 16) as u16,
-            arg: (w >> 32) as u32,
-            args,
-            long: None,
-        };
-        Some((h, 8 + 8 * n))
+        self.handler = handler;
+        self.flags = flags;
+        self.id = (w >> 16) as u16;
+        self.arg = (w >> 32) as u32;
+        self.long = None;
+        Some(8 + 8 * n)
     }
 
     /// Decodes the header at the start of `b` (which holds at least the first

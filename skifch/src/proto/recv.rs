@@ -169,7 +169,8 @@ impl<P: Port, C> Parts<'_, P, C> {
     ) -> Result<()> {
         let src = m.src().rank();
         if let Some(b) = m.as_contiguous() {
-            if let Some((head, hl)) = Head::decode_plain(b) {
+            let mut head = Head::default();
+            if let Some(hl) = head.decode_plain_into(b) {
                 // A plain user message in one piece (every AM of a library's hot path:
                 // GASNet's AMs, MPI's eager sends): no segment split, no general decode.
                 let payload = Payload {
