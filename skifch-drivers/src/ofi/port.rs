@@ -663,15 +663,7 @@ unsafe impl Port for OfiPort {
             return complete_waiting(&self.home, slot, sid, token.b);
         };
         let st = &mut *g;
-        // (`refs` has one entry per receive buffer)
-        let Some(r) = st.refs.get_mut(slot) else {
-            return; // not a token of this port (the contract excludes it)
-        };
-        if *r == 0 || sid >= st.pairs.len() {
-            return;
-        }
-        *r -= 1;
-        if *r > 0 {
+        if !st.last_ref(slot, sid) {
             return;
         }
         let seq = token.b;

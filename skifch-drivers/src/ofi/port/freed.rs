@@ -10,6 +10,21 @@ use super::{PortState, DEFER};
 use crate::ofi::ffi::FI_EAGAIN;
 
 impl PortState {
+    /// Counts one message of receive buffer `slot` (pair `sid`) completed: whether it was
+    /// the buffer's last. `false` too for a token that is not this port's (`refs` has one
+    /// entry per receive buffer; the contract excludes such tokens).
+    #[inline(always)]
+    pub(super) fn last_ref(&mut self, slot: usize, sid: usize) -> bool {
+        let Some(r) = self.refs.get_mut(slot) else {
+            return false;
+        };
+        if *r == 0 || sid >= self.pairs.len() {
+            return false;
+        }
+        *r -= 1;
+        *r == 0
+    }
+
     pub(super) fn post(&mut self, i: usize) {
         if self.ep.post(i) != 0 {
             self.repost.push(i);
@@ -100,15 +115,7 @@ impl PortState {
 #[inline(never)]
 pub(super) fn complete_waiting(home: &Home, slot: usize, sid: usize, seq: u64) {
     let mut g = home.lock();
-    let st = &mut *g;
-    let Some(r) = st.refs.get_mut(slot) else {
-        return;
-    };
-    if *r == 0 || sid >= st.pairs.len() {
-        return;
-    }
-    *r -= 1;
-    if *r == 0 {
+    if g.last_ref(slot, sid) {
         completed_slow(g, slot, sid, seq);
     }
 }
