@@ -106,6 +106,7 @@ END {
     if (lw) printf "like for like: AM Medium 8 B rate, window 64 / UCX AM API, window 64 (ucx_am_bench.c): %.2f\n", mr / lw
     if (ls && ms) printf "like for like: AM Medium 8 B rate, streamed / UCX AM API, streamed (ucx_am_bench.c): %.2f\n", ms / ls
     if (ll && ml) printf "like for like: AM Medium 8 B round trip / UCX AM API 8 B round trip (ucx_am_bench.c): %.2f\n", ml / ll
+    if (ll) printf "like for like: AM Short latency / UCX AM API 8 B latency (ucx_am_bench.c): %.2f\n", s / ll
     if (sh) printf "get 8 B latency / skifshmem direct get 8 B: %.2f\n", gl / sh
     if (sh) printf "put 8 B latency (blocking) / skifshmem direct get 8 B: %.2f\n", pl / sh
 }' "$out/all.csv" | sort

@@ -37,6 +37,7 @@
 enum { WINDOW = 64, AM_PING = 1, AM_PONG, AM_RATE, AM_ACK, AM_STREAM };
 enum { T_LAT, T_RATE, T_STREAM, T_EXIT };
 
+static ucp_context_h ctx;
 static ucp_worker_h worker;
 static ucp_ep_h ep;
 static volatile long pongs, acks, got, bad;
@@ -135,7 +136,6 @@ static void xread(int fd, void *b, size_t n) {
 static void setup(int to, int from) {
     ucp_params_t cp = {.field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_AM};
     ucp_config_t *cfg;
-    ucp_context_h ctx;
     ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
     if (st != UCS_OK) die("ucp_config_read", st);
     st = ucp_init(&cp, cfg, &ctx);
@@ -162,6 +162,19 @@ static void setup(int to, int from) {
     if ((st = ucp_ep_create(worker, &ep_p, &ep)) != UCS_OK) die("ucp_ep_create", st);
     ucp_worker_release_address(worker, addr);
     free(peer);
+}
+
+/* Closes the endpoint (forced: the peer may have closed already), worker and context. */
+static void teardown(void) {
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &p);
+    if (UCS_PTR_IS_PTR(r)) {
+        while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker);
+        ucp_request_free(r);
+    }
+    ucp_worker_destroy(worker);
+    ucp_cleanup(ctx);
 }
 
 static void pin(int cpu) {
@@ -263,6 +276,7 @@ int main(int argc, char **argv) {
         pin(1);
         setup(up[1], down[0]);
         serve(up[1], down[0]);
+        teardown();
         _exit(bad ? 1 : 0);
     }
     pin(0);
@@ -274,6 +288,7 @@ int main(int argc, char **argv) {
     xwrite(down[1], cmd, sizeof cmd);
     int status = 0;
     waitpid(child, &status, 0);
+    teardown();
     if (bad || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "ucx_am_bench: a payload arrived wrong or rank 1 failed\n");
         return 1;
