@@ -7,7 +7,7 @@ use std::alloc::Layout;
 use std::ffi::{c_void, CString};
 use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use skifch::{Error, Result};
 
@@ -32,6 +32,8 @@ pub struct Net {
     pub mr_local: bool,
     /// The domain's memory-registration mode (`FI_MR_*` bits, `fi_mr(3)`).
     pub mr_mode: u32,
+    /// Over `net`: the domain's progress set (`progress_set`), found once.
+    progress: OnceLock<Option<RawFd>>,
 }
 
 fn set_str(slot: &mut *mut libc::c_char, v: &str) -> Result<()> {
@@ -259,6 +261,40 @@ impl Net {
             inject_size,
             mr_local,
             mr_mode,
+            progress: OnceLock::new(),
+        })
+    }
+
+    /// Over `net`, the domain's progress set: the epoll set of every socket of the domain,
+    /// readable while one has data — what a waiter sleeps on. Found once, through the wait
+    /// descriptor of a CQ opened for that and closed again, so that the endpoints' own CQs
+    /// need none: each CQ wait descriptor is an epoll set holding the progress set, and
+    /// every arriving message ran the kernel's wakeup through each of them (one per
+    /// endpoint, seven a rank), in the sender's system call: 0.2-0.3 us of every hop
+    /// (`docs/results-2026-11-29-fabric-gap`). `None` elsewhere, or when not found.
+    fn progress_fd(&self) -> Option<RawFd> {
+        if self.provider != "net" {
+            return None;
+        }
+        *self.progress.get_or_init(|| {
+            let mut cq: *mut fid_cq = std::ptr::null_mut();
+            // SAFETY: all-zero is fi_cq_attr's default; the domain is live; the CQ is
+            // closed by `Owned` when this block ends.
+            unsafe {
+                let mut attr: fi_cq_attr = std::mem::zeroed();
+                attr.size = 1;
+                attr.format = FI_CQ_FORMAT_DATA;
+                attr.wait_obj = FI_WAIT_FD;
+                if sys::cq_open(self.domain.0, &mut attr, &mut cq) != 0 {
+                    return None;
+                }
+                let cq = Owned(cq);
+                let mut fd: libc::c_int = -1;
+                if sys::control(cq.fid(), FI_GETWAIT, (&mut fd as *mut libc::c_int).cast()) != 0 {
+                    return None;
+                }
+                progress_set(fd)
+            }
         })
     }
 
@@ -296,10 +332,11 @@ pub struct Ep {
     pub slot: usize,
     /// Receive buffers (the first `rx` slots).
     pub rx: usize,
-    /// The CQ's wait descriptor (`FI_WAIT_FD`), or -1 where the provider has none.
+    /// The CQ's wait descriptor (`FI_WAIT_FD`), or -1 where it has none (over `net`
+    /// always: `Net::progress_fd`).
     pub fd: RawFd,
-    /// What a waiter sleeps on: [`Ep::fd`], or over `net` the provider's progress set
-    /// inside it (`progress_set`).
+    /// What a waiter sleeps on: [`Ep::fd`], or over `net` the domain's progress set
+    /// (`progress_set`); -1 when neither is there.
     pub sleep_fd: RawFd,
     /// This endpoint's address (`fi_getname`).
     pub name: Vec<u8>,
@@ -359,7 +396,15 @@ impl Ep {
             ));
         }
         let mut cq: *mut fid_cq = std::ptr::null_mut();
-        for wait in [FI_WAIT_FD, FI_WAIT_NONE] {
+        // Over `net` a waiter sleeps on the domain's progress set: the CQ needs no wait
+        // descriptor of its own (`Net::progress_fd`).
+        let progress = net.progress_fd();
+        let waits: &[fi_wait_obj] = if progress.is_some() {
+            &[FI_WAIT_NONE]
+        } else {
+            &[FI_WAIT_FD, FI_WAIT_NONE]
+        };
+        for &wait in waits {
             // SAFETY: all-zero is fi_cq_attr's default; the domain is live.
             let r = unsafe {
                 let mut attr: fi_cq_attr = std::mem::zeroed();
@@ -398,7 +443,9 @@ impl Ep {
                 return Err(err("fi_enable", r));
             }
             let mut fd: libc::c_int = -1;
-            if sys::control(
+            if let Some(p) = progress {
+                me.sleep_fd = p;
+            } else if sys::control(
                 me.cq.fid(),
                 FI_GETWAIT,
                 (&mut fd as *mut libc::c_int).cast(),

@@ -437,11 +437,14 @@ impl Waiter for OfiWaiter {
         } else {
             NET_SLEEP_CAP
         });
-        if self.ep.fd < 0 {
+        if self.ep.sleep_fd < 0 {
             std::thread::sleep(cap.min(Duration::from_millis(1)));
             return;
         }
-        if self.ep.trywait() != 0 {
+        // Over `net` the CQ has no descriptor to try (`Net::progress_fd`): the wait's last
+        // receive found nothing, and a message arriving since makes the progress set
+        // readable.
+        if self.ep.fd >= 0 && self.ep.trywait() != 0 {
             return;
         }
         let mut fds = [

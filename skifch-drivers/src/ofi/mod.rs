@@ -48,10 +48,14 @@
 //! # Waiting
 //! A waiter that has spun its while sleeps on the CQ's wait descriptor once `fi_trywait`
 //! allows it (at most 100 ms a sleep) and on the loss eventfd. Over `net` it sleeps on the
-//! domain's progress set inside that descriptor instead, at most 1 ms a sleep
-//! ([`fabric::Ep::sleep_fd`]): libfabric 1.17's `net` never drains the CQ's own signal,
-//! which left the descriptor readable for good after the first completion, so a wait for
-//! a late peer spun through its sleep path (`docs/results-2026-11-29-ofi-syscalls`).
+//! domain's progress set instead, at most 1 ms a sleep ([`fabric::Ep::sleep_fd`]):
+//! libfabric 1.17's `net` never drains the CQ's own signal, which left the descriptor
+//! readable for good after the first completion, so a wait for a late peer spun through
+//! its sleep path (`docs/results-2026-11-29-ofi-syscalls`). And there the CQs have no wait
+//! descriptor at all: each is an epoll set holding the progress set, and every arriving
+//! message ran the kernel's wakeup through all of them (seven a rank) inside the sender's
+//! `sendto`, ~0.35 us of it (`docs/results-2026-11-29-fabric-gap`); the progress set is
+//! found once, through a CQ opened for that and closed.
 //!
 //! # Failure (driver obligation 6)
 //! A peer process that dies closes its connections: sends to it fail at once and the
