@@ -1,4 +1,7 @@
-import sys, bisect, statistics as st
+# ana2.py TSC_GHZ FILE...: per-hop phases of a ping-pong from ldtrace.so's stamps of its
+# two processes (the two files with the most stamps: a launcher or `timeout` process under
+# the same preload leaves an empty one)
+import os, sys, bisect, statistics as st
 ghz=float(sys.argv[1])
 def load(f):
     ev={1:[],2:[],3:[],4:[]}
@@ -6,7 +9,8 @@ def load(f):
         if l.startswith('#'): continue
         t,k=l.split(); ev[int(k)].append(int(t))
     return ev
-A=load(sys.argv[2]); B=load(sys.argv[3])
+files=sorted(sys.argv[2:], key=os.path.getsize, reverse=True)[:2]
+A=load(files[0]); B=load(files[1])
 def med(v):
     v=sorted(v); k=len(v)//10; v=v[k:len(v)-k]; return st.median(v) if v else float('nan')
 for name,(P,Q) in (("A->B",(A,B)),("B->A",(B,A))):
