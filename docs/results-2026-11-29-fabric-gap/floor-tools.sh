@@ -25,9 +25,9 @@ in_node() { local i=$1; shift; ip netns exec "${nodes[$i]}" "$@"; }
 # the client's half round trip (us)
 fipp() {
     local n=$1; shift
-    in_node 1 ${SERVER_PREFIX:-} taskset -c 1 fi_pingpong -p net -e rdm -I "$n" -S 8 -B 47611 >/dev/null 2>&1 &
+    in_node 1 taskset -c 1 ${SERVER_PREFIX:-} fi_pingpong -p net -e rdm -I "$n" -S 8 -B 47611 >/dev/null 2>&1 &
     sleep 0.5
-    in_node 0 "$@" taskset -c 0 timeout 300 fi_pingpong -p net -e rdm -I "$n" -S 8 -P 47611 10.10.0.2 \
+    in_node 0 taskset -c 0 timeout 300 "$@" fi_pingpong -p net -e rdm -I "$n" -S 8 -P 47611 10.10.0.2 \
         2>/dev/null | awk '$1 == 8 { print $7 }'
     wait
 }
