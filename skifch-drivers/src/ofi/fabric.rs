@@ -270,7 +270,7 @@ impl Net {
     /// descriptor of a CQ opened for that and closed again, so that the endpoints' own CQs
     /// need none: each CQ wait descriptor is an epoll set holding the progress set, and
     /// every arriving message ran the kernel's wakeup through each of them (one per
-    /// endpoint, seven a rank), in the sender's system call: 0.2-0.3 us of every hop
+    /// endpoint, seven a rank) inside the sender's `sendto`: 0.25-0.35 us of every send
     /// (`docs/results-2026-11-29-fabric-gap`). `None` elsewhere, or when not found.
     fn progress_fd(&self) -> Option<RawFd> {
         if self.provider != "net" {
