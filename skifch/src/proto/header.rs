@@ -121,9 +121,11 @@ impl Head {
 
     /// [`Head::decode_plain`] into `self` (left as it was on `None`), returning the
     /// header's length: the receive path decodes in place, without moving the 56-byte
-    /// header through an `Option` (~20 instructions of copies a message).
+    /// header through an `Option` (~20 instructions of copies a message). Arguments past
+    /// the decoded count are not written (only the first `nargs()` are meaningful), so
+    /// `self` is a fresh `Head::default()` wherever the whole array is read.
     #[inline(always)]
-    pub fn decode_plain_into(&mut self, b: &[u8]) -> Option<usize> {
+    pub(crate) fn decode_plain_into(&mut self, b: &[u8]) -> Option<usize> {
         let w = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
         let (handler, flags) = (w as u8, (w >> 8) as u8);
         if handler >= FIRST_RESERVED || flags & !F_NARGS != 0 {
