@@ -505,15 +505,17 @@ impl<P: Port> Gasnet<P> {
     ) -> Result<()> {
         let mut ep = self.ep_to(index)?;
         am::medium_fits(cat, args.len(), data.len(), self.limits)?;
-        let (meta, w) = (am::meta(index, args.len(), cat, false), am::pack_args(args));
+        let meta = am::meta(index, args.len(), cat, false);
         let n = args.len().div_ceil(2);
+        // The arguments are packed only where they go (a packed array stored for a
+        // message without arguments was three stores of a Medium's request).
         let r = if data.is_empty() {
-            ep.send_header(dst, am::H_AM, meta, &w[..n])
+            ep.send_header(dst, am::H_AM, meta, &am::pack_args(args)[..n])
         } else if n == 0 {
             // A Medium without arguments (the common message-rate case): the 8-byte header.
             ep.send_short(dst, am::H_AM, meta, data)
         } else {
-            ep.send(dst, am::H_AM, meta, &w[..n], data)
+            ep.send(dst, am::H_AM, meta, &am::pack_args(args)[..n], data)
         };
         if let Err(e) = r {
             self.alive()?;

@@ -421,6 +421,13 @@ unsafe impl Port for AnyPort {
         }
     }
     #[inline(always)]
+    fn try_send_word(&mut self, dst: NetAddr, word: u64, data: &[u8]) -> bool {
+        match self {
+            AnyPort::Shm(p) => p.try_send_word(dst, word, data),
+            _ => false,
+        }
+    }
+    #[inline(always)]
     fn recv_into(&mut self, out: &mut RawMessage) -> Result<()> {
         match self {
             AnyPort::Shm(p) => p.recv_into(out),

@@ -97,11 +97,18 @@ fn bytes(m: &RawMessage) -> Vec<u8> {
     v
 }
 
-/// Sends each of `lens` whole to `dst`, polling (yielding) while the lane is full.
+/// Sends each of `lens` whole to `dst`, polling (yielding) while the lane is full; the
+/// odd ones of 8 bytes or more first as a word and the rest (`Port::try_send_word`).
 fn send_all(port: &mut P, src: u32, dst: NetAddr, lens: &[usize]) {
     for (id, &len) in lens.iter().enumerate() {
         let data = payload(src, id as u32, len);
         loop {
+            if id % 2 == 1 && len >= 8 {
+                let w = u64::from_le_bytes(data[..8].try_into().unwrap());
+                if port.try_send_word(dst, w, &data[8..]) {
+                    break;
+                }
+            }
             match port.send(dst, &[IoSlice::new(&data)], SendMode::Whole) {
                 Ok(n) => {
                     assert_eq!(n, len);

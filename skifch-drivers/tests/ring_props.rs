@@ -118,12 +118,15 @@ const MAX_MSG: usize = LANE - REC_HDR - TERM;
 
 #[derive(Clone, Debug)]
 enum Op {
-    /// Channel `s` sends `size` bytes to channel `d`: all or nothing, or a prefix.
+    /// Channel `s` sends `size` bytes to channel `d`: all or nothing, or a prefix; `word`
+    /// (with `whole`, from 8 bytes): first as a word and the rest (`Channel::try_send_word`),
+    /// whole if that declines — the outcome of a whole send either way.
     Send {
         s: usize,
         d: usize,
         size: usize,
         whole: bool,
+        word: bool,
     },
     /// Channel `d` polls once; a message received is held or completed at once.
     Recv { d: usize, hold: bool },
@@ -153,8 +156,13 @@ fn op(lane: usize) -> impl Strategy<Value = Op> {
         .boxed()
     };
     prop_oneof![
-        4 => (0usize..4, 0usize..4, size, any::<bool>())
-            .prop_map(|(s, d, size, whole)| Op::Send { s, d, size, whole }),
+        4 => (0usize..4, 0usize..4, size, 0u8..3).prop_map(|(s, d, size, kind)| Op::Send {
+            s,
+            d,
+            size,
+            whole: kind > 0,
+            word: kind == 2
+        }),
         3 => (0usize..4, any::<bool>()).prop_map(|(d, hold)| Op::Recv { d, hold }),
         2 => (0usize..4, any::<usize>()).prop_map(|(d, k)| Op::Complete { d, k }),
     ]
@@ -299,7 +307,13 @@ fn run_model(nranks: u32, lane_bytes: usize, ops: &[Op]) -> Result<(), TestCaseE
 
     for op in ops {
         match *op {
-            Op::Send { s, d, size, whole } => {
+            Op::Send {
+                s,
+                d,
+                size,
+                whole,
+                word,
+            } => {
                 let (s, d) = (s % n, d % n);
                 let id = next_id;
                 next_id += 1;
@@ -307,7 +321,16 @@ fn run_model(nranks: u32, lane_bytes: usize, ops: &[Op]) -> Result<(), TestCaseE
                 let to = chans[d].addr();
                 let lm = &mut lanes[lane(s, d)];
                 let want = size.min(max_msg);
-                let r = if whole {
+                let r = if word && size >= 8 {
+                    let w = u64::from_le_bytes(data[..8].try_into().unwrap());
+                    if chans[s].try_send_word(to, w, &data[8..]) {
+                        Ok(size)
+                    } else {
+                        chans[s]
+                            .send_whole(to, &[IoSlice::new(&data)])
+                            .map(|()| size)
+                    }
+                } else if whole {
                     chans[s]
                         .send_whole(to, &[IoSlice::new(&data)])
                         .map(|()| size)
@@ -667,11 +690,23 @@ proptest! {
         for (i, cop) in ops.iter().enumerate() {
             match cop {
                 COp::Poke(p) => poke(reg, &lay, n, &heads, p),
-                COp::Op(Op::Send { s, d, size, whole }) => {
+                COp::Op(Op::Send {
+                    s,
+                    d,
+                    size,
+                    whole,
+                    word,
+                }) => {
                     let (s, d) = (s % n, d % n);
                     let data = payload(i as u64, *size);
                     let iov = [IoSlice::new(&data)];
-                    let r = if *whole {
+                    let w = |x: &[u8]| u64::from_le_bytes(x[..8].try_into().unwrap());
+                    let r = if *word
+                        && *size >= 8
+                        && chans[s].try_send_word(chans[d].addr(), w(&data), &data[8..])
+                    {
+                        Ok(*size)
+                    } else if *whole {
                         chans[s].send_whole(chans[d].addr(), &iov).map(|()| *size)
                     } else {
                         chans[s].send(chans[d].addr(), &iov)

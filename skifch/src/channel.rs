@@ -95,6 +95,13 @@ impl<P: Port> Channel<P> {
         self.port().send(dst, iov, SendMode::Whole).map(|_| ())
     }
 
+    /// [`Port::try_send_word`]: `word` then `data` as one message if the driver can send it
+    /// at once; `false` (nothing sent) sends nothing: use [`Channel::send_whole`].
+    #[inline(always)]
+    pub fn try_send_word(&self, dst: NetAddr, word: u64, data: &[u8]) -> bool {
+        self.port().try_send_word(dst, word, data)
+    }
+
     /// Negotiated payload ([`Port::reserve`]): room for one message of up to `max` bytes
     /// to `dst` in the receiver's memory, or `None` where the driver cannot offer it.
     pub fn reserve(&self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {

@@ -156,6 +156,19 @@ pub unsafe trait Port: Send {
     fn addr(&self) -> NetAddr;
     /// Spec "Send": forms one message from (a prefix of) `iov`, returns its length.
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize>;
+    /// Sends the message `word` (8 bytes, little-endian) followed by `data` now, whole, if
+    /// that is quick: `true` when sent; `false` when nothing was done and the caller
+    /// sends it with [`Port::send`] instead (which waits, or says why it cannot). The
+    /// message most library sends are, a protocol header word and a short payload,
+    /// without an iovec or a `Result` to pass through memory: on a path that stores
+    /// nothing it does not have to, a sender racing its receiver through the same cache
+    /// lines keeps its pace (docs/results-2026-11-30-sender-stores). Drivers that write
+    /// the receiver's memory directly implement it; the default is `false`.
+    #[inline(always)]
+    fn try_send_word(&mut self, dst: NetAddr, word: u64, data: &[u8]) -> bool {
+        let _ = (dst, word, data);
+        false
+    }
     /// Spec "Recv": the next message, in place; `WouldBlock` when none is waiting;
     /// `PeerLost` when none is waiting and a rank of the job is lost.
     fn recv(&mut self) -> Result<RawMessage> {

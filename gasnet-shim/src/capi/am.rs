@@ -158,6 +158,13 @@ impl std::fmt::Display for KeyName {
     }
 }
 
+/// A fast request's fatal error, named from its key.
+#[cold]
+#[inline(never)]
+fn fast_fatal(key: u32, e: Error) -> ! {
+    fatal(&KeyName(key, false), &e)
+}
+
 /// `gasnetc_am_request` of a Short or Medium with at most 6 arguments and without
 /// `GEX_FLAG_IMMEDIATE` (the headers handle `lc_opt`): six register arguments, no call
 /// name (made from `key` if an error needs it) — the common request's C entry.
@@ -170,19 +177,35 @@ pub unsafe extern "C" fn gasnetc_am_request_fast(
     nbytes: usize,
     a: *const i32,
 ) -> c_int {
-    let call = KeyName(key, false);
+    // The call's name is made only where an error needs it (out of line): one kept for
+    // them cost two stores a request.
     let (cat, nargs) = (key_cat(key), key_nargs(key));
     if let Some(gn) = world_fast(tm, rank) {
         if let Some(cat) = inline_cat(cat, nargs, 0) {
-            let data = payload(&call, cat, buf, nbytes);
-            let args = args(&call, nargs, a);
-            ok(&call, gn.request_inline(rank, key as u8, cat, args, data));
+            let data = if cat == Category::Short || nbytes == 0 {
+                &[][..]
+            } else if buf.is_null() {
+                fast_fatal(key, Error::BadArgument("a NULL payload".into()))
+            } else {
+                // SAFETY: the client's payload of `nbytes` bytes (the AM calls' contract).
+                unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), nbytes) }
+            };
+            // Without arguments (the message-rate case) none are read or packed.
+            let r = if nargs == 0 {
+                gn.request_inline(rank, key as u8, cat, &[], data)
+            } else {
+                let args = args(&KeyName(key, false), nargs, a);
+                gn.request_inline(rank, key as u8, cat, args, data)
+            };
+            if let Err(e) = r {
+                fast_fatal(key, e);
+            }
             return 0;
         }
     }
     let at = Inj::of_key(key, buf, nbytes, a);
     // SAFETY: the caller's contract (the headers' arguments), forwarded.
-    unsafe { request_any(&call, tm, rank, &at) }
+    unsafe { request_any(&KeyName(key, false), tm, rank, &at) }
 }
 
 /// Every AM request the inline paths do not take (other teams, Long, more than 6

@@ -138,7 +138,8 @@ impl Tx {
 
     /// Writes a record of the first `n` bytes of `iov` at `head`, ending at `end` (`head +`
     /// [`record_size`]`(head, n)`, room checked by the caller against the validated tail)
-    /// and publishes it; then wakes a sleeping receiver. The one place a record is written.
+    /// and publishes it; then wakes a sleeping receiver. The one place a record is written
+    /// (and [`Tx::put_word`], the same from a header word and a payload).
     #[inline(always)]
     pub(super) fn put(&mut self, cap: u64, asym: bool, iov: &[IoSlice<'_>], n: usize, end: u64) {
         let data = self.data.as_ptr();
@@ -167,6 +168,36 @@ impl Tx {
             }
         }
         self.publish_record(asym, cap, n, end);
+    }
+
+    /// [`Tx::put`] of the message `word` then `data` (`8 + data.len()` bytes, room checked
+    /// by the caller up to `end`), when the record does not wrap the lane end: `false`
+    /// (nothing written) when it would.
+    #[inline(always)]
+    pub(super) fn put_word(
+        &mut self,
+        cap: u64,
+        asym: bool,
+        word: u64,
+        data: &[u8],
+        end: u64,
+    ) -> bool {
+        let at = ((self.head + REC_HDR as u64) & (cap - 1)) as usize;
+        let n = 8 + data.len();
+        if at + n > cap as usize {
+            return false;
+        }
+        // SAFETY: as in `put`: `head..end+TERM` is free space of this lane owned by this
+        // producer until its header is stored, and `at..at+n` lies within the lane.
+        unsafe {
+            let p = self.data.as_ptr().add(at);
+            p.cast::<u64>().write_unaligned(word.to_le());
+            copy_small(data.as_ptr(), p.add(8), data.len());
+            #[cfg(loom)]
+            sync::payload_written(p, n);
+        }
+        self.publish_record(asym, cap, n, end);
+        true
     }
 
     /// Publishes the record of `n` payload bytes at `head` (already written), ending at

@@ -541,6 +541,26 @@ unsafe impl<R: Region> Port for RingPort<R> {
         Ok(want)
     }
 
+    /// The last destination's lane, open, with room by the cached tail, a record that does
+    /// not wrap the lane end: the word and the payload written in place. Anything else
+    /// (a new destination, a closed or lost channel, a full lane, a message too large)
+    /// goes through `send`.
+    #[inline(always)]
+    fn try_send_word(&mut self, dst: NetAddr, word: u64, data: &[u8]) -> bool {
+        if u32::from(dst) as u64 != self.last_dst {
+            return false;
+        }
+        let (cap, asym, n) = (self.cap, self.asym, 8 + data.len());
+        let Some(tx) = self.tx.get_mut(self.last_d) else {
+            return false;
+        };
+        if tx.state.get().load(Ordering::Relaxed) != chan_state::OPEN || n > self.max_msg {
+            return false;
+        }
+        let end = tx.head + record_size(tx.head, n);
+        end <= tx.limit && tx.put_word(cap, asym, word, data, end)
+    }
+
     fn reserve(&mut self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {
         self.reserve_lane(dst, max)
     }
