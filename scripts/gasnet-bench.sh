@@ -19,6 +19,11 @@
 #   PEERS [../shared/peers]  (run.sh installs ucx-utils with apt when root)
 #   WAIT_NEAR_US [0]  run.sh's c2c gate for the UCX tests (0: off; a loaded machine never
 #                     passes it and each test then waits GATE_WAIT_S)
+#   GATE_US [0]       before each program of a round, wait (at most GATE_MAX_S [60]) until
+#                     the 8-byte channel ping-pong (the msgrate tool's probe) is below
+#                     GATE_US, e.g. 0.1: the vCPUs' placement moves every figure 2-4x
+#                     (../shared/peers/README.md, "Noise"); 0: off. The probe's last
+#                     value is in the round's log line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -53,8 +58,25 @@ shmem_ok=1
 SKIFSHMEM_LIBDIR="$rel" shmem/bin/skif-oshcc -O2 benches/c/shmem_lat.c -o "$out/shmem_lat" \
     >"$out/build-shmem.log" 2>&1 || { shmem_ok=0; note "skifshmem build failed (see $out/build-shmem.log)"; }
 
+# probe: the 8-byte channel ping-pong now (us); gate: wait until it is below GATE_US
+probe() {
+    "$rel/msgrate" --tests latency --sizes 8 --target-s 0.05 --reps 3 --csv "$out/probe.csv" \
+        --svg "$out/probe.svg" >/dev/null 2>&1 && awk -F, '$2 == "latency" { print $4 }' "$out/probe.csv"
+}
+gate() {
+    local t0=$SECONDS v
+    while :; do
+        v=$(probe)
+        awk -v v="$v" -v t="$GATE_US" 'BEGIN { exit !(v != "" && v + 0 < t + 0) }' && break
+        [ $((SECONDS - t0)) -ge "${GATE_MAX_S:-60}" ] && break
+        sleep 2
+    done
+    echo "${v:-?}"
+}
+
 run_one() { # run_one GROUP ROUND: its CSV lines appended to the round's file
-    local g=$1 r=$2 f=$out/r$2-$1.csv t0=$SECONDS
+    local g=$1 r=$2 f=$out/r$2-$1.csv t0=$SECONDS p=off
+    [ "${GATE_US:-0}" != 0 ] && p=$(gate)
     case $g in
         gasnet-shim)
             "$rel/skifrun" -n 2 -- "$out/gasnet_bench" -i gasnet-shim -t "$ts" -r "$reps" >"$f" 2>"$out/r$r-$g.log" ;;
@@ -70,7 +92,7 @@ run_one() { # run_one GROUP ROUND: its CSV lines appended to the round's file
                 2>"$out/r$r-$g.log" | grep '^ucx-am,' >"$f" ;;
     esac || { note "round $r: $g FAILED (see $out/r$r-$g.log)"; return 0; }
     grep -v '^#' "$f" >>"$out/round-$r.csv" || true
-    note "round $r: $g: $(grep -vc '^#' "$f") points in $((SECONDS - t0)) s, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    note "round $r: $g: $(grep -vc '^#' "$f") points in $((SECONDS - t0)) s, load $(cut -d' ' -f1-3 /proc/loadavg), probe before $p us"
 }
 
 groups="gasnet-shim ucx-am ucx-am-lean skifch-shm skifshmem"
