@@ -270,8 +270,9 @@ impl Net {
     /// descriptor of a CQ opened for that and closed again, so that the endpoints' own CQs
     /// need none: each CQ wait descriptor is an epoll set holding the progress set, and
     /// every arriving message ran the kernel's wakeup through each of them (one per
-    /// endpoint, seven a rank) inside the sender's `sendto`: 0.25-0.35 us of every send
-    /// (`docs/results-2026-11-29-fabric-gap`). `None` elsewhere, or when not found.
+    /// endpoint: six a rank, seven with RMA) inside the sender's `sendto`: 0.25-0.35 us of
+    /// every send (`docs/results-2026-11-29-fabric-gap`). `None` elsewhere, or when not
+    /// found.
     fn progress_fd(&self) -> Option<RawFd> {
         if self.provider != "net" {
             return None;

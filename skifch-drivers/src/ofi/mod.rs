@@ -53,9 +53,9 @@
 //! readable for good after the first completion, so a wait for a late peer spun through
 //! its sleep path (`docs/results-2026-11-29-ofi-syscalls`). And there the CQs have no wait
 //! descriptor at all: each is an epoll set holding the progress set, and every arriving
-//! message ran the kernel's wakeup through all of them (seven a rank) inside the sender's
-//! `sendto`, ~0.35 us of it (`docs/results-2026-11-29-fabric-gap`); the progress set is
-//! found once, through a CQ opened for that and closed.
+//! message ran the kernel's wakeup through all of them (six a rank, seven with RMA)
+//! inside the sender's `sendto`, ~0.35 us of it (`docs/results-2026-11-29-fabric-gap`);
+//! the progress set is found once, through a CQ opened for that and closed.
 //!
 //! # Failure (driver obligation 6)
 //! A peer process that dies closes its connections: sends to it fail at once and the
