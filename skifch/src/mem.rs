@@ -44,7 +44,8 @@ pub unsafe fn copy_mem(src: *const u8, dst: *mut u8, n: usize) {
 /// A copy between non-overlapping ranges that makes no call for the short lengths of
 /// message-rate traffic (a `memcpy` call costs about as much as the rest of a send): two
 /// overlapping word moves up to 16 bytes, [`copy_mem`] above. The one small-copy routine of
-/// the stack (lane sends, skifshmem's aggregated puts, mpi-lite's direct receive).
+/// the stack (lane sends, the fabric driver's records, skifshmem's aggregated puts,
+/// mpi-lite's direct receive).
 ///
 /// # Safety
 /// As [`std::ptr::copy_nonoverlapping`].

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use skifch::mem::copy_small;
 use skifch::{Error, Result};
 
 use super::ffi::FI_EAGAIN;
@@ -57,38 +58,6 @@ unsafe fn write_record(rec: *mut u8, iov: &[IoSlice<'_>], len: usize) {
             if w == REC + len {
                 break;
             }
-        }
-    }
-}
-
-/// `copy_nonoverlapping` of `n` bytes, without a `memcpy` call for the few bytes of a
-/// small message's parts (an MPI envelope, an 8-byte payload).
-///
-/// # Safety
-/// As `copy_nonoverlapping(src, dst, n)`.
-#[inline]
-unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY: the caller's contract; the two (possibly overlapping) unaligned words of a
-    // copy of 8..=16 bytes, or 4..8 bytes, stay within `src..src+n` and `dst..dst+n`.
-    unsafe {
-        match n {
-            8..=16 => {
-                let (a, b) = (
-                    src.cast::<u64>().read_unaligned(),
-                    src.add(n - 8).cast::<u64>().read_unaligned(),
-                );
-                dst.cast::<u64>().write_unaligned(a);
-                dst.add(n - 8).cast::<u64>().write_unaligned(b);
-            }
-            4..8 => {
-                let (a, b) = (
-                    src.cast::<u32>().read_unaligned(),
-                    src.add(n - 4).cast::<u32>().read_unaligned(),
-                );
-                dst.cast::<u32>().write_unaligned(a);
-                dst.add(n - 4).cast::<u32>().write_unaligned(b);
-            }
-            _ => std::ptr::copy_nonoverlapping(src, dst, n),
         }
     }
 }
