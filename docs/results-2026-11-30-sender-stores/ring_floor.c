@@ -11,10 +11,12 @@
  * K: extra work per message in the sender, before the record is written: K iterations of
  * four register operations, and (built -DSTORE=1, the default) one store to the stack,
  * the mix of a library's send path (docs/results-2026-11-30-sender-stores/README.md).
- * RK: the same extra work in the reader, per message.
+ * RK: the same extra work in the reader, per message. P: the reader pauses P times
+ * (`pause`) when, after a message, its first look at the next header finds nothing. PW:
+ * the sender prefetches the line of the record it will write (for writing) before its work.
  *
  *   cc -O2 ring_floor.c -o ring_floor && cc -O2 -DSTORE=0 ring_floor.c -o ring_floor_nostore
- *   ./ring_floor [W=64] [SIZE=16] [WINDOWS=4000] [PASSES=11] [K=0] [RK=0]
+ *   ./ring_floor [W=64] [SIZE=16] [WINDOWS=4000] [PASSES=11] [K=0] [RK=0] [P=0] [PW=0]
  * Prints the median of PASSES passes (after one warm-up pass), in M msg/s.
  */
 #define _GNU_SOURCE
@@ -53,6 +55,7 @@ int main(int argc, char **argv) {
     long wins = argc > 3 ? atol(argv[3]) : 4000;
     int passes = argc > 4 ? atoi(argv[4]) : 11;
     int K = argc > 5 ? atoi(argv[5]) : 0, RK = argc > 6 ? atoi(argv[6]) : 0;
+    int P = argc > 7 ? atoi(argv[7]) : 0, PW = argc > 8 ? atoi(argv[8]) : 0;
     if (passes < 1 || passes > 64 || size > 256 || w < 1) { fprintf(stderr, "ring_floor: bad arguments\n"); return 2; }
     volatile uint64_t stk[8];
     (void)stk;
@@ -71,8 +74,11 @@ int main(int argc, char **argv) {
         for (long i = 0; i < total; i++) {
             for (int j = 0; j < w; j++) {
                 uint64_t *h = &s->ring[(pos % RING) / 8], v;
-                while (!((v = __atomic_load_n(h, __ATOMIC_ACQUIRE)) & 1) || (v >> 32) != (uint32_t)(pos >> 3))
-                    ;
+                int first = 1;
+                while (!((v = __atomic_load_n(h, __ATOMIC_ACQUIRE)) & 1) || (v >> 32) != (uint32_t)(pos >> 3)) {
+                    if (first && j > 0) for (int q = 0; q < P; q++) __builtin_ia32_pause();
+                    first = 0;
+                }
                 size_t len = (v >> 1) & 0x7fffffff;
                 WORK(RK);
                 for (size_t k = 0; k < (len + 7) / 8; k++) sink += s->ring[((pos + 8 + 8 * k) % RING) / 8];
@@ -89,6 +95,7 @@ int main(int argc, char **argv) {
         double t0 = now();
         for (long i = 0; i < wins; i++) {
             for (int j = 0; j < w; j++) {
+                if (PW) __builtin_prefetch(&s->ring[(pos % RING) / 8], 1, 3);
                 WORK(K);
                 while (pos + rec + 8 - tail > RING) tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
                 for (size_t k = 0; k < (size + 7) / 8; k++) s->ring[((pos + 8 + 8 * k) % RING) / 8] = payload[k];
@@ -104,7 +111,7 @@ int main(int argc, char **argv) {
         if (p) r[p - 1] = wins * w / t;
     }
     qsort(r, passes, sizeof r[0], cmp);
-    printf("ring_floor store=%d K=%d RK=%d w=%d size=%zu: %.2f M msg/s median (min %.2f, max %.2f) [%lu]\n", STORE, K, RK, w, size,
+    printf("P=%d PW=%d ring_floor store=%d K=%d RK=%d w=%d size=%zu: %.2f M msg/s median (min %.2f, max %.2f) [%lu]\n", P, PW, STORE, K, RK, w, size,
            r[passes / 2] / 1e6, r[0] / 1e6, r[passes - 1] / 1e6, (unsigned long)((a0 + a1 + a2 + a3) & 1));
     waitpid(pid, 0, 0);
     return 0;

@@ -13,7 +13,7 @@ for r in $(seq 1 "$reps"); do
         for b in ring_floor ring_floor_nostore; do
             per=10; [ $b = ring_floor_nostore ] && per=7
             K=$(( (i + per / 2) / per ))
-            echo "$r,$b,$i,$(/tmp/$b 64 16 4000 11 $K 0 | awk '{print $7}')" >> "$out"
+            echo "$r,$b,$i,$(/tmp/$b 64 16 4000 11 $K 0 | awk '{print $9}')" >> "$out"
         done
     done
 done
