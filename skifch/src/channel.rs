@@ -96,7 +96,7 @@ impl<P: Port> Channel<P> {
     }
 
     /// [`Port::try_send_word`]: `word` then `data` as one message if the driver can send it
-    /// at once; `false` (nothing sent) sends nothing: use [`Channel::send_whole`].
+    /// at once; `false`: nothing was sent, send it with [`Channel::send_whole`].
     #[inline(always)]
     pub fn try_send_word(&self, dst: NetAddr, word: u64, data: &[u8]) -> bool {
         self.port().try_send_word(dst, word, data)
