@@ -443,7 +443,7 @@ impl Tools {
     }
 
     /// Builds the layer's extra programs for a peer library (`mpicc.openmpi`, `oshcc`,
-    /// ARMCI-MPI's libraries), in the order of [`Layer::extra_sources`] (`None`: one the
+    /// ARMCI-MPI's libraries), in the order of `Layer::extra_sources` (`None`: one the
     /// peer does not run, [`PeerBuild::only`]).
     pub fn build_peer_extra(&self, layer: Layer, peer: &PeerBuild) -> Result<Vec<Option<PathBuf>>> {
         let mut out = Vec::new();

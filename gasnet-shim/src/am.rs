@@ -530,7 +530,7 @@ impl Token<'_> {
     }
 
     /// [`Token::reply`] of a Short or Medium with at most 6 arguments, without
-    /// `immediate`: the common reply, sent with the arguments in the header, no [`Msg`].
+    /// `immediate`: the common reply, sent with the arguments in the header, no `Msg`.
     #[inline(always)]
     pub fn reply_inline(
         &mut self,

@@ -18,7 +18,7 @@
 //!   remote completion. Local completion is at return (the data was copied into the
 //!   channel or its queue).
 //!
-//! An event ([`Event`]) names a slot of the event table: the outstanding requests of one
+//! An event (`Event`) names a slot of the event table: the outstanding requests of one
 //! NB operation or access region, or a non-blocking barrier.
 #![allow(unsafe_code)] // user buffers from C and the segment, as raw pointers
 

@@ -32,6 +32,8 @@
 //! engine), [`coll`] (byte slices lent to the engine) and the engine's lock (`engine::lock`, a
 //! flag beside the value), each with its contract.
 #![deny(unsafe_code)]
+// The docs name internal items for readers of the source; `cargo doc --document-private-items` resolves them.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod datatype;
 pub mod engine;

@@ -44,6 +44,9 @@ enum Driver {
 /// itself was signalled (130 for Ctrl-C); 124 if the time limit (--timeout,
 /// SKIFRUN_TIMEOUT or MPIEXEC_TIMEOUT) ended the job; 127/126 if the program cannot be
 /// found/executed; 2 for bad arguments.
+// These doc comments are clap's `--help` text, printed as written: they keep their plain
+// `[1,RANK]<stdout>:`-style text rather than rustdoc escapes that `--help` would show.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #[derive(Parser, Debug)]
 #[command(
     name = "skifrun",

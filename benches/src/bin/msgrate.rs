@@ -30,6 +30,9 @@ const QUICK_SIZES: &str = "8,256,4096,65536";
 /// The peers' kept results, relative to the workspace root (only for a hint).
 const PEERS_HINT: &str = "../shared/peers/results-2026-11-22.csv";
 
+// These doc comments are clap's `--help` text, printed as written: they keep their plain
+// `THR_US[:MAXWAIT_S[:LO_US]]`-style text rather than rustdoc escapes that `--help` would show.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #[derive(Parser, Debug)]
 #[command(
     name = "msgrate",

@@ -7,7 +7,7 @@ use super::topology::{Dims, NodeId, Port};
 use crate::{Error, Result};
 
 /// A traffic pattern. Every sender streams its messages back to back (or one per interval,
-/// see [`report::Spec`](super::report::Spec)).
+/// see `torus_sim::report::Spec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pattern {
     /// The paper's MsgRate test: node `i` of the first half streams to node `i + N/2`.

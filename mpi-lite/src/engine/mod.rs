@@ -33,8 +33,8 @@
 //!   the ring into the receive buffer (or an unexpected-queue copy);
 //! * rendezvous: RTS (envelope, length, send request) → matched: CTS (receive request) →
 //!   the data as one proto *long* message whose chunks land straight in the user's receive
-//!   buffer (a proto [`Landing`] over it; noncontiguous types land in a temporary and are
-//!   unpacked); the send completes when its data is out;
+//!   buffer (a proto [`Landing`](skifch::proto::Landing) over it; noncontiguous types land
+//!   in a temporary and are unpacked); the send completes when its data is out;
 //! * `MPI_Ssend` below the eager limit: eager with an ACK on match.
 //! * [`Engine::sendrecv`] (`MPI_Sendrecv`, barriers, the collectives' exchanges): an
 //!   eager send goes first without a request, then the (direct) receive.

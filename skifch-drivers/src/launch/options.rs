@@ -73,7 +73,7 @@ impl DriverKind {
     }
 }
 
-/// What to launch and how (the options of `skifrun`; see the [module docs](self)).
+/// What to launch and how (the options of `skifrun`; see the [module docs](super)).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct LaunchOptions {

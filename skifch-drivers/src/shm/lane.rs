@@ -53,7 +53,7 @@
 //!   its futex word and wake it.
 //! * **Reserve / publish** ([`skifch::Port::reserve`]): the room of a record at the lane's
 //!   head is handed to the sender to write in place (only if its payload does not wrap the
-//!   lane end); publishing writes the header as a send does ([`Tx::publish_record`]), with
+//!   lane end); publishing writes the header as a send does (`Tx::publish_record`), with
 //!   the length actually written. Meanwhile the port refuses its other sends to that lane.
 //! * **Recv**: stay on the lane that delivered last (up to [`super::port::BURST`] messages, for
 //!   fairness), else scan the lanes named in the channel's summary bitmap. Idle lanes'

@@ -17,7 +17,7 @@ pub struct MemfdRegion {
 }
 
 impl MemfdRegion {
-    /// Creates an anonymous segment of `len` zeroed bytes ([`sealed_memfd`]: mode 0600,
+    /// Creates an anonymous segment of `len` zeroed bytes (`sealed_memfd`: mode 0600,
     /// size sealed, close-on-exec; the launcher clears that flag on the copy it passes to
     /// ranks).
     pub fn create(len: usize) -> Result<Self> {
