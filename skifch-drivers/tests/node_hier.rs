@@ -135,6 +135,47 @@ fn hierarchical_sources_are_global_ranks_on_both_paths() {
     });
 }
 
+/// Messages of an 8-byte slice and a payload (the shape of `proto`'s short send, which the
+/// hierarchy's node route sends through the node port's word path) arrive whole and in
+/// order, node-local and across the fabric, payloads of 0 bytes and up.
+#[test]
+fn hierarchical_word_shaped_messages_arrive_whole() {
+    hier(4, 2, Route::Auto, |job| {
+        let ch = job.open(0)?;
+        let me = job.rank();
+        let sizes = [0usize, 1, 7, 8, 9, 23, 64, 200, 1000];
+        let msg = |src: u32, dst: u32, n: usize| -> Vec<u8> {
+            (0..8 + n)
+                .map(|i| (i as u32 * 7 + src * 31 + dst * 5) as u8)
+                .collect()
+        };
+        for dst in (0..4).filter(|&d| d != me) {
+            for &n in &sizes {
+                let m = msg(me, dst, n);
+                let iov = [
+                    std::io::IoSlice::new(&m[..8]),
+                    std::io::IoSlice::new(&m[8..]),
+                ];
+                ch.send_whole_wait(skifch::NetAddr::new(dst as u16, 0), &iov)?;
+            }
+        }
+        let mut next = [0usize; 4];
+        for _ in 0..3 * sizes.len() {
+            let m = ch.recv()?;
+            let src = m.src().rank();
+            let n = sizes[next[src as usize]];
+            next[src as usize] += 1;
+            assert_eq!(
+                m.to_vec(),
+                msg(src, me, n),
+                "from {src}, {n} bytes after the word"
+            );
+            m.complete();
+        }
+        Ok(())
+    });
+}
+
 /// Polls `ch` until a message from `from` comes (every other is from the node's peer):
 /// how many receives that took.
 fn polls_until<P: skifch::driver::Port>(ch: &Channel<P>, from: u32) -> Result<usize> {
