@@ -3,7 +3,8 @@
 #   1. cargo test --workspace: unit, doc and integration tests, including real multi-process
 #      jobs through skifrun (conformance suite on shm, launcher, faults, C programs compiled
 #      with cc against include/skifch.h and run under skifrun);
-#   1b. clippy with the workspace lints as errors (SAFETY comments, safety docs, docs);
+#   1b. clippy with the workspace lints as errors (SAFETY comments, safety docs, docs),
+#       and rustdoc with warnings as errors (broken links);
 #   2. Miri on the shm lanes (skifch-drivers: ring_props, corrupt, conformance_local) and
 #      on the core crate (channel layer, loopback job, proto) with small counts;
 #   3. loom model of the lane code itself: publication, wrap, back-pressure, lazy tail
@@ -35,6 +36,10 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
     step "clippy SKIPPED: run 'rustup component add clippy' to enable it"
 fi
+
+# The API docs as a reader gets them (`cargo doc`): broken and private links are errors.
+step "rustdoc (warnings as errors)"
+RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings" cargo doc --workspace --no-deps
 
 # Client software built against mpi-lite as a user would (mpi4py from source, a crate on
 # rsmpi; Global Arrays on armci-shim and mpi-lite): minutes of downloads and builds,
