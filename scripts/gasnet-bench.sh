@@ -58,25 +58,13 @@ shmem_ok=1
 SKIFSHMEM_LIBDIR="$rel" shmem/bin/skif-oshcc -O2 benches/c/shmem_lat.c -o "$out/shmem_lat" \
     >"$out/build-shmem.log" 2>&1 || { shmem_ok=0; note "skifshmem build failed (see $out/build-shmem.log)"; }
 
-# probe: the 8-byte channel ping-pong now (us); gate: wait until it is below GATE_US
-probe() {
-    "$rel/msgrate" --tests latency --sizes 8 --target-s 0.05 --reps 3 --csv "$out/probe.csv" \
-        --svg "$out/probe.svg" >/dev/null 2>&1 && awk -F, '$2 == "latency" { print $4 }' "$out/probe.csv"
-}
-gate() {
-    local t0=$SECONDS v
-    while :; do
-        v=$(probe)
-        awk -v v="$v" -v t="$GATE_US" 'BEGIN { exit !(v != "" && v + 0 < t + 0) }' && break
-        [ $((SECONDS - t0)) -ge "${GATE_MAX_S:-60}" ] && break
-        sleep 2
-    done
-    echo "${v:-?}"
-}
+# the near-placement gate (GATE_US)
+gate_dir=$out
+. scripts/near-gate.sh
 
 run_one() { # run_one GROUP ROUND: its CSV lines appended to the round's file
     local g=$1 r=$2 f=$out/r$2-$1.csv t0=$SECONDS p=off
-    [ "${GATE_US:-0}" != 0 ] && p=$(gate)
+    [ "${GATE_US:-0}" != 0 ] && p=$(near_gate "$GATE_US")
     case $g in
         gasnet-shim)
             "$rel/skifrun" -n 2 -- "$out/gasnet_bench" -i gasnet-shim -t "$ts" -r "$reps" >"$f" 2>"$out/r$r-$g.log" ;;

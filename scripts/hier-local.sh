@@ -14,7 +14,8 @@
 #   sudo scripts/hier-local.sh [OUTDIR]
 # Environment: ROUNDS (default 5), LIB (the directory of the libskifmpi.so to measure;
 # default the release build), MSGRATE (the raw tool; default the release build), PROVIDER
-# (SKIFCH_OFI_PROVIDER).
+# (SKIFCH_OFI_PROVIDER), GATE_US (each layout's programs start when the 8-byte channel
+# ping-pong is below it, e.g. 0.1: scripts/near-gate.sh; the probe goes to OUTDIR/probes.txt).
 set -u
 cd "$(dirname "$0")/.."
 rel=${CARGO_TARGET_DIR:-$PWD/target}/release
@@ -39,8 +40,11 @@ hosts="${nodes[0]}:2" np=2
 csv=$out/all.csv
 : >"$csv"
 : >"$out/load.txt"
+gate_dir=$tmp
+. scripts/near-gate.sh
 run_layout() { # run_layout LAYOUT ROUND
     local env=(-env LD_LIBRARY_PATH "$lib")
+    [ "${GATE_US:-0}" != 0 ] && echo "round $2 $1: probe $(near_gate "$GATE_US") us" >>"$out/probes.txt"
     [ "$1" = hier ] && env+=(-env SKIFCH_DRIVER hier)
     netns_hydra "${env[@]}" "$msgrate" --tests msgrate,latency --sizes 8 --csv "$tmp/raw.csv" \
         >"$tmp/raw.log" 2>&1 || { echo "raw ($1) failed:" >&2; tail -5 "$tmp/raw.log" >&2; }
