@@ -6,9 +6,10 @@
 //! order: [`crate::shm::node::node_job`]) and a *remote* job over every rank of the job
 //! (numbered as the job: the fabric driver). Addresses above are global: a send to a rank
 //! of this node goes to the local port with the rank translated, any other to the remote
-//! port; a message's source is translated back. `SKIFCH_ROUTE=fabric` sends every
-//! message, also within the node, through the remote driver (for testing the fabric on
-//! one machine); the default `auto` chooses per destination.
+//! port; a node message's source is named by its job rank from the start (the node port
+//! is told its lanes' job ranks at open, [`NodePort::name_sources`]). `SKIFCH_ROUTE=fabric`
+//! sends every message, also within the node, through the remote driver (for testing the
+//! fabric on one machine); the default `auto` chooses per destination.
 //!
 //! Receiving polls the local port, and the remote port when the node has nothing (a
 //! waiting receiver whose last message came from the node: on one empty poll in
@@ -107,6 +108,9 @@ pub trait NodePort: Port {
     /// `MessageTooLarge` naming `max`, a prefix send at most `max` bytes sent. Never raises
     /// the port's own limit.
     fn hold_to(&mut self, max: usize);
+    /// Names each message's source as the job does: `job(r)` is node rank `r`'s job rank.
+    /// Set once at open, so that a node message needs no translation when received.
+    fn name_sources(&mut self, job: &dyn Fn(u32) -> u32);
 }
 
 /// A rank's attachment to a job of several nodes (see the module docs).
@@ -272,6 +276,12 @@ where
     fn open_port(self: &Arc<Self>, port: u32) -> Result<HierPort<L, R>> {
         let mut local = self.local.open_port(port)?;
         local.hold_to(self.max);
+        local.name_sources(&|r| {
+            self.to_global
+                .get(r as usize)
+                .copied()
+                .unwrap_or(u32::from(u16::MAX))
+        });
         let remote = self.remote.open_port(port)?;
         Ok(HierPort {
             drv: self.clone(),
@@ -286,11 +296,6 @@ where
             idle_every: REMOTE_IDLE,
             addr: NetAddr::new(self.rank as u16, port as u16),
             route: self.routes(),
-            global: self
-                .to_global
-                .iter()
-                .map(|&g| u32::from(NetAddr::new(g as u16, 0)))
-                .collect(),
             ports: self.ports,
             clip_remote: self.clip_remote,
         })
@@ -333,9 +338,6 @@ pub struct HierPort<L: Driver, R: Driver> {
     addr: NetAddr,
     /// Each job rank's route, decided at open (`HierDriver::routes`).
     route: Box<[u32]>,
-    /// Node rank → job rank shifted as in a [`NetAddr`], for a node message's source
-    /// (`HierDriver::to_global`, here to skip the driver's `Arc` and `Vec` on each receive).
-    global: Box<[u32]>,
     /// The job's ports per rank ([`Driver::max_ports`]), here for the send's check.
     ports: u32,
     /// `HierDriver::clip_remote`, here to skip the driver's `Arc` on each fabric send.
@@ -454,7 +456,7 @@ impl<L: Driver, R: Driver> HierPort<L, R> {
     fn recv_node(&mut self, out: &mut RawMessage, looked: bool) -> Result<()> {
         match self.local.recv_into(out) {
             Ok(()) => {
-                self.node_recv_done(out);
+                self.node_recv_done();
                 Ok(())
             }
             // The fabric was looked at already: nothing on either side (a waiting fabric
@@ -520,17 +522,10 @@ impl<L: Driver, R: Driver> HierPort<L, R> {
         }
     }
 
-    /// A node message's source as the job names it; the waiters sleep on the node's side
-    /// first again.
+    /// A node message came (its source is the job's name already: `NodePort::name_sources`
+    /// at open); the waiters sleep on the node's side first again.
     #[inline(always)]
-    fn node_recv_done(&mut self, out: &mut RawMessage) {
-        let src = u32::from(out.src);
-        let rank = self
-            .global
-            .get(out.src.rank() as usize)
-            .copied()
-            .unwrap_or(u32::from(NetAddr::new(u16::MAX, 0)));
-        out.src = NetAddr::from(rank | (src & 0xffff));
+    fn node_recv_done(&mut self) {
         if self.remote_last {
             self.node_again();
         }

@@ -144,6 +144,11 @@ impl<R: Region> crate::hier::NodePort for RingPort<R> {
     fn hold_to(&mut self, max: usize) {
         self.max_msg = self.max_msg.min(max);
     }
+    fn name_sources(&mut self, job: &dyn Fn(u32) -> u32) {
+        for rx in self.rx.iter_mut() {
+            rx.src = NetAddr::new(job(rx.src.rank()) as u16, rx.src.port() as u16);
+        }
+    }
 }
 
 /// One open channel on a [`Fabric`].
