@@ -66,10 +66,14 @@ pub fn init() -> Result<OfiJob> {
     if std::env::var_os("SKIFCH_FD").is_some() {
         let shm = crate::shm::init()?;
         let boot = Arc::new(ShmBoot::new(&shm)?);
-        let drv = shm.driver().clone();
+        // The segment only, not the driver: the driver's drop marks this rank finalized,
+        // and it must come with the job's (`Keep::shm`), not with the last holder of the
+        // liveness table — the RMA progress thread may hold that a moment longer, and a
+        // rank whose process ended first was counted as leaving without finalizing.
+        let fab = shm.driver().fabric().clone();
         let keep = Keep {
             boot: Some(boot.clone()),
-            lost: Some(Box::new(move || drv.fabric().ctl().lost())),
+            lost: Some(Box::new(move || fab.ctl().lost())),
             shm: Some(shm.driver().clone()),
         };
         super::init_with(&*boot, &cfg, keep)
