@@ -21,10 +21,10 @@ const COPY_SPLIT_MAX: usize = 512 << 10;
 /// puts and gets). glibc 2.36's `memmove` copies a few KiB and more with `rep
 /// movsb`, which on this machine's AMD EPYC runs at ~2 GB/s instead of ~30 GB/s when the
 /// destination lies 1–31 bytes past the source modulo 4096 (64 KiB copies, every offset
-/// measured; from 512 KiB on glibc takes another path and is fast again). A `get` into a
+/// measured; from `COPY_SPLIT_MAX`, 512 KiB, on glibc takes another path and is fast again). A `get` into a
 /// `malloc` buffer (16 bytes into its page) from a page-aligned symmetric buffer is exactly
 /// that case. Such copies (skews up to a cache line, 1–63, are treated alike), when the
-/// ranges do not overlap, go as 2 KiB `memcpy` calls, which glibc does with
+/// ranges do not overlap, go as `COPY_CHUNK`-byte `memcpy` calls, which glibc does with
 /// vector loops at full speed (~29 GB/s measured). Short copies: [`copy_small`].
 ///
 /// # Safety
