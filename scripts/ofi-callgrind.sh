@@ -85,7 +85,7 @@ fi
 # 200, 1000) before each reply. A receive costs s + (P - 1) e: P polls per receive, e an
 # empty poll, s the rest; the runs' P differ, which gives e and s (scripts/cg-calls.py:
 # calls and inclusive counts per function).
-poll_fn() { [ "$1" = lite ] && echo 'HierAnyPort as skifch::driver::Port>::recv_into' || echo 'ucp_worker_progress'; }
+poll_fn() { [ "$1" = lite ] && echo 'RingPort<R>>::far_turn' || echo 'ucp_worker_progress'; }
 for impl in $impls; do
     for d in ${DELAY1:-200} ${DELAY2:-1000}; do
         [ "${FIRST_ONLY:-0}" = 1 ] && break

@@ -92,8 +92,8 @@ pub enum AnyPort {
     Fpga(<RemoteDriver as Driver>::Port),
     /// A libfabric port.
     Ofi(<OfiDriver as Driver>::Port),
-    /// A port of the wrapped driver, a forwarded port ([`crate::fwd`]) or a port of the
-    /// hierarchy ([`HierAnyPort`]), behind a vtable ([`DynPort`]).
+    /// A port of the wrapped driver or a forwarded port ([`crate::fwd`]), behind a
+    /// vtable ([`DynPort`]). (The hierarchy's ports are shm ports: [`crate::shm::far`].)
     Wrapped(Box<dyn DynPort>),
 }
 
@@ -156,40 +156,6 @@ impl<P: Port<Waiter = AnyWaiter>> DynPort for P {
     }
 }
 
-/// A port of the hierarchy ([`crate::hier`]) as an [`AnyPort`] hands it out: behind the
-/// vtable arm, with [`AnyWaiter`] as its waiter. Not a variant of its own: a fifth arm in
-/// every `AnyPort` call cost the shm path 9-23 instructions per `MPI_Send`/`MPI_Recv`
-/// (callgrind, `scripts/callgrind.sh`); the vtable costs only the hierarchy's calls. Its
-/// send inline beside the shm arm's cost one-node jobs too (GASNet's streamed AM Medium
-/// rate −16 %), and a direct call out of line saved the node-local send 2 instructions
-/// against the vtable (`docs/results-2026-11-29-hier-local`).
-pub struct HierAnyPort(<ShmOfi as Driver>::Port);
-
-// SAFETY: every call forwards to the hierarchy's port, whose own `Port` promise covers the
-// segments and tokens it hands out.
-unsafe impl Port for HierAnyPort {
-    type Waiter = AnyWaiter;
-    fn addr(&self) -> NetAddr {
-        self.0.addr()
-    }
-    fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
-        self.0.send(dst, iov, mode)
-    }
-    fn recv_into(&mut self, out: &mut RawMessage) -> Result<()> {
-        self.0.recv_into(out)
-    }
-    fn ready(&mut self) -> Result<bool> {
-        self.0.ready()
-    }
-    unsafe fn complete(&mut self, token: Token) {
-        // SAFETY: the caller's contract is the hierarchy port's.
-        unsafe { self.0.complete(token) }
-    }
-    fn waiter(&self) -> AnyWaiter {
-        AnyWaiter::Hier(self.0.waiter())
-    }
-}
-
 /// The waiter of an [`AnyPort`].
 #[derive(Clone)]
 pub enum AnyWaiter {
@@ -199,8 +165,6 @@ pub enum AnyWaiter {
     Fpga(<<RemoteDriver as Driver>::Port as Port>::Waiter),
     /// A libfabric waiter.
     Ofi(<<OfiDriver as Driver>::Port as Port>::Waiter),
-    /// The hierarchy's waiter.
-    Hier(<<ShmOfi as Driver>::Port as Port>::Waiter),
     /// The waiter of a forwarded port.
     Fwd(FwdWaiter),
 }
@@ -211,7 +175,6 @@ macro_rules! each {
             Self::Shm($x) => $e,
             Self::Fpga($x) => $e,
             Self::Ofi($x) => $e,
-            Self::Hier($x) => $e,
             Self::Fwd($x) => $e,
         }
     };
@@ -355,9 +318,9 @@ impl Driver for AnyDriver {
             AnyDriver::Shm(d) => d.open_port(port).map(AnyPort::Shm),
             AnyDriver::Fpga(d) => d.open_port(port).map(AnyPort::Fpga),
             AnyDriver::Ofi(d) => d.open_port(port).map(AnyPort::Ofi),
-            AnyDriver::Hier(d) => d
-                .open_port(port)
-                .map(|p| AnyPort::Wrapped(Box::new(HierAnyPort(p)) as Box<dyn DynPort>)),
+            // The hierarchy's port is the node's shm port holding the fabric's half
+            // (`shm::far`): node-local traffic runs the shm arm's inline code.
+            AnyDriver::Hier(d) => d.open_port(port).map(AnyPort::Shm),
             AnyDriver::Wrapped(d) => d
                 .open_port(port)
                 .map(|p| AnyPort::Wrapped(Box::new(p) as Box<dyn DynPort>)),
@@ -407,11 +370,11 @@ unsafe impl Port for AnyPort {
         each3!(self, p => p.addr())
     }
     // The shm arm of the hot calls inline in the caller (as a concrete port is), the other
-    // drivers' out of line: one compare more than a concrete shm port, not a call. The
-    // vtable arm (the hierarchy's ports) is called from here too: through `*_other` it
-    // paid that function's frame, ~24 instructions a call (its other arms inline the fabric
-    // driver's and spill every callee-saved register), 18 % of a node-local `MPI_Send` in a
-    // multi-node job (`docs/results-2026-11-29-hier-send`).
+    // drivers' out of line: one compare more than a concrete shm port, not a call (the
+    // hierarchy's ports are shm ports, `shm::far`). The vtable arm (wrapped and forwarded
+    // ports) is called from here too: through `*_other` it paid that function's frame, ~24
+    // instructions a call (its other arms inline the fabric driver's and spill every
+    // callee-saved register; `docs/results-2026-11-29-hier-send`).
     #[inline(always)]
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
         match self {

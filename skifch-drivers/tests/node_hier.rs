@@ -196,12 +196,13 @@ fn polls_until<P: skifch::driver::Port>(ch: &Channel<P>, from: u32) -> Result<us
 }
 
 /// A fabric message is seen within a bounded number of polls however the node's traffic
-/// goes (`hier::HierPort`): behind a node lane that is never empty, within
-/// `REMOTE_EVERY_MAX` receives once the fabric polls have backed off to that; on an empty
-/// node after node messages (and many empty polls), within `REMOTE_IDLE_MAX` polls.
+/// goes (`hier`, `shm::far`): behind a node lane that is never empty, within
+/// `FABRIC_LOOK_MAX + BURST` receives once the fabric's turns have backed off to that; on
+/// an empty node after node messages (and many empty polls), within `FABRIC_LOOK_MAX` polls.
 #[test]
 fn fabric_messages_are_seen_within_bounded_polls() {
-    use skifch_drivers::hier::{REMOTE_EVERY_MAX, REMOTE_IDLE_MAX};
+    use skifch_drivers::hier::FABRIC_LOOK_MAX;
+    use skifch_drivers::shm::BURST;
     // Rank r on node r % 2: 0 and 2 share node 0, rank 1 is on the other node.
     let bar = Arc::new(std::sync::Barrier::new(4));
     hier(4, 2, Route::Auto, move |job| {
@@ -215,7 +216,7 @@ fn fabric_messages_are_seen_within_bounded_polls() {
             Ok(())
         };
         // Node traffic only, until rank 0's fabric polls have backed off fully.
-        let warm = 4 * REMOTE_EVERY_MAX as usize;
+        let warm = 4 * FABRIC_LOOK_MAX as usize;
         match job.rank() {
             0 => {
                 for _ in 0..warm {
@@ -229,7 +230,7 @@ fn fabric_messages_are_seen_within_bounded_polls() {
         }
         bar.wait();
         // A fabric message behind more node messages than one back-off interval.
-        let behind = REMOTE_EVERY_MAX as usize + 64;
+        let behind = (FABRIC_LOOK_MAX + 2 * BURST) as usize;
         match job.rank() {
             2 => node_burst(behind)?,
             1 => ch.send_whole_wait(to0, &[std::io::IoSlice::new(&b)])?,
@@ -239,7 +240,7 @@ fn fabric_messages_are_seen_within_bounded_polls() {
         if job.rank() == 0 {
             let n = polls_until(&ch, 1)?;
             assert!(
-                n <= REMOTE_EVERY_MAX as usize,
+                n <= (FABRIC_LOOK_MAX + BURST) as usize,
                 "the fabric's message came after {n} receives from a busy node"
             );
             // Drain the node's rest; its last message came from the node.
@@ -252,7 +253,7 @@ fn fabric_messages_are_seen_within_bounded_polls() {
         // The node is empty now: rank 0's empty polls back the fabric's off fully, then
         // a fabric message within REMOTE_IDLE_MAX polls.
         if job.rank() == 0 {
-            for _ in 0..4 * REMOTE_IDLE_MAX {
+            for _ in 0..4 * FABRIC_LOOK_MAX {
                 assert!(matches!(ch.try_recv(), Err(skifch::Error::WouldBlock)));
             }
         }
@@ -264,7 +265,7 @@ fn fabric_messages_are_seen_within_bounded_polls() {
         if job.rank() == 0 {
             let n = polls_until(&ch, 1)?;
             assert!(
-                n <= REMOTE_IDLE_MAX as usize,
+                n <= FABRIC_LOOK_MAX as usize,
                 "the fabric's message came after {n} polls of an empty node"
             );
         }

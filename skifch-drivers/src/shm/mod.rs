@@ -17,6 +17,7 @@
 //! * [`fabric`] — the segment's memory ([`Region`]) and [`Fabric`], a validated segment;
 //! * [`lane`] — the lane protocol (design, measurements, trust) and a lane's two ends;
 //! * [`port`] — [`RingDriver`], [`RingPort`], [`RingWaiter`] over the lanes;
+//! * [`far`] — a port's far half (the hierarchy's fabric), reached from its cold paths;
 //! * `memfd` — the shm driver's memory: [`MemfdRegion`], [`init`], [`join_segment`];
 //! * [`node`] — the segment of one node's ranks when a PMI/PMIx launcher, not `skifrun`,
 //!   started the job ([`node::node_job`] over a [`crate::boot::Bootstrap`]).
@@ -24,6 +25,7 @@
 //! The in-process job runs the same lanes on heap memory ([`crate::inproc`]).
 
 pub mod fabric;
+pub mod far;
 pub mod lane;
 pub mod layout;
 #[cfg(not(loom))]

@@ -16,6 +16,7 @@ use skifch::error::Unreachable;
 use skifch::{Error, NetAddr, Result};
 
 use super::fabric::{Fabric, Region};
+use super::far::{Far, FarWaiter, FAR_LANE};
 use super::lane::{header_word, Rx, Shared, Tx};
 use super::layout::{fit, record_size, REC_HDR, TERM};
 use crate::jobctl::{chan_state, C_SEQ, C_SLEEPERS, C_STATE};
@@ -129,6 +130,9 @@ impl<R: Region> Driver for RingDriver<R> {
             last_d: 0,
             asym: sys::asymmetric(),
             reserved: None,
+            far: None,
+            far_due: 1,
+            far_msg: RawMessage::EMPTY,
         })
     }
     fn max_message(&self) -> usize {
@@ -149,37 +153,44 @@ impl<R: Region> crate::hier::NodePort for RingPort<R> {
             rx.src = NetAddr::new(job(rx.src.rank()) as u16, rx.src.port() as u16);
         }
     }
+    fn hold_far(&mut self, addr: NetAddr, far: Box<dyn Far>) {
+        self.addr = addr;
+        self.far = Some(far);
+        self.far_due = 1;
+        self.last_dst = u64::MAX;
+    }
 }
 
 /// One open channel on a [`Fabric`].
 pub struct RingPort<R: Region> {
     drv: Arc<RingDriver<R>>,
     me: usize,
-    addr: NetAddr,
-    nports: u32,
+    pub(super) addr: NetAddr,
+    pub(super) nports: u32,
     nranks: u32,
     cap: u64,
     /// [`max_message`]`(cap)`, kept: a load, not a computation, on every send.
     max_msg: usize,
     tx: Box<[Tx]>,
-    rx: Box<[Rx]>,
+    pub(super) rx: Box<[Rx]>,
     /// This channel's summary bitmap (`sum_words` words, kept alive like every `Shared`)
     /// and the job's lost-rank count.
     summary: NonNull<u8>,
     sum_words: usize,
-    lost: Shared<AtomicU32>,
+    pub(super) lost: Shared<AtomicU32>,
     /// Lane served last (sticky fast path); `usize::MAX` after a full burst and once the
     /// port is broken, so that the fast path needs no other test.
-    cur: usize,
-    /// Messages `cur` may still deliver before the scan moves on ([`BURST`] per turn).
-    burst: u32,
+    pub(super) cur: usize,
+    /// Messages `cur` may still deliver before the scan moves on ([`BURST`] per turn);
+    /// [`AFTER_FAR`](super::far::AFTER_FAR) after a far message.
+    pub(super) burst: u32,
     /// Where the last scan stopped (round-robin start).
-    last_scan: usize,
+    pub(super) last_scan: usize,
     broken: Option<Error>,
     /// The destination of the last send (`u64::MAX`, which no address is: none, or the
     /// port is broken) and its channel index: a stream to one peer resolves its address
     /// with one compare.
-    last_dst: u64,
+    pub(super) last_dst: u64,
     last_d: usize,
     /// The asymmetric barrier is on: senders need no fence ([`sys::light_barrier`]).
     asym: bool,
@@ -187,6 +198,13 @@ pub struct RingPort<R: Region> {
     /// set aside meanwhile: the lane's limit is its head, so every other send to it takes
     /// the cold path ([`RingPort::send_when_full`]), which refuses it.
     reserved: Option<(usize, u64)>,
+    /// The hierarchy's far half ([`super::far`]), reached from the cold paths only.
+    pub(super) far: Option<Box<dyn Far>>,
+    /// Looks beyond the current lane until the far half's next turn (with a far half).
+    pub(super) far_due: u32,
+    /// Where the far half's receive writes its message (never `recv_into`'s `out`: see
+    /// `scan`).
+    pub(super) far_msg: RawMessage,
 }
 
 // SAFETY: the raw pointers point into the fabric, which is Send + Sync and kept alive by
@@ -201,15 +219,27 @@ impl<R: Region> RingPort<R> {
         if self.broken.is_some() {
             return Err(self.broken());
         }
+        // The far half's turn (a hierarchy's: `super::far`); its message comes through a
+        // local, so that `out` never escapes into an opaque call (see `scan`).
+        if self.far.is_some() {
+            self.far_due -= 1;
+            if self.far_due == 0 {
+                if let Some(r) = self.far_turn() {
+                    r?;
+                    *out = self.far_msg;
+                    return Ok(());
+                }
+            }
+        }
         // No other lane has ever carried a message (one sender, the common case of a
         // polling loop): the empty poll ends here, without the out-of-line scan — a
         // spinning receiver then takes few issue slots from a sender on a sibling
         // hyperthread.
         if self.sum_words == 1 && self.summary_bits(0) == 0 {
-            return Err(self.nothing());
+            return self.empty(out);
         }
         let Some(i) = self.scan()? else {
-            return Err(self.nothing());
+            return self.empty(out);
         };
         let (cap, rx) = (self.cap, &mut self.rx[i]);
         let word = header_word(rx.data, cap, rx.consumed).load(Ordering::Acquire);
@@ -229,6 +259,21 @@ impl<R: Region> RingPort<R> {
     fn end_burst(&mut self) {
         self.last_scan = self.cur;
         self.cur = usize::MAX;
+        self.far_burst_ended();
+    }
+
+    /// An empty poll: "would block", or a lost peer once the far half (if any) has no
+    /// message left either.
+    #[inline(always)]
+    fn empty(&mut self, out: &mut RawMessage) -> Result<()> {
+        if !self.any_lost() {
+            return Err(Error::WouldBlock);
+        }
+        if self.far_before_loss() {
+            *out = self.far_msg;
+            return Ok(());
+        }
+        Err(self.lost_peer())
     }
 
     /// Finds a lane with a message among those that have ever carried one (the summary
@@ -321,7 +366,7 @@ impl<R: Region> RingPort<R> {
     /// What an empty poll reports: a lost peer, else "would block".
     #[inline(always)]
     fn nothing(&self) -> Error {
-        if self.lost.get().load(Ordering::Relaxed) == 0 {
+        if !self.any_lost() {
             Error::WouldBlock
         } else {
             self.lost_peer()
@@ -331,7 +376,9 @@ impl<R: Region> RingPort<R> {
     #[cold]
     fn lost_peer(&self) -> Error {
         match self.drv.fab.ctl().lost() {
-            Some(rank) => Error::PeerLost { rank },
+            Some(rank) => Error::PeerLost {
+                rank: self.job_rank(rank),
+            },
             None => Error::WouldBlock,
         }
     }
@@ -352,11 +399,16 @@ impl<R: Region> RingPort<R> {
         if self.broken.is_some() {
             return Err(self.broken());
         }
-        let (r, pt) = (dst.rank(), dst.port());
-        if r >= self.nranks || pt >= self.nports {
-            return Err(self.bad_address(dst));
-        }
-        let d = (r * self.nports + pt) as usize;
+        let d = match self.resolve_far(dst)? {
+            Some(d) => d,
+            None => {
+                let (r, pt) = (dst.rank(), dst.port());
+                if r >= self.nranks || pt >= self.nports {
+                    return Err(self.bad_address(dst));
+                }
+                (r * self.nports + pt) as usize
+            }
+        };
         self.last_dst = u32::from(dst) as u64;
         self.last_d = d;
         Ok(d)
@@ -369,7 +421,7 @@ impl<R: Region> RingPort<R> {
 
     /// An address outside the job, off the hot path.
     #[cold]
-    fn bad_address(&self, dst: NetAddr) -> Error {
+    pub(super) fn bad_address(&self, dst: NetAddr) -> Error {
         Error::Unreachable {
             addr: dst,
             why: if dst.rank() >= self.nranks {
@@ -449,6 +501,9 @@ impl<R: Region> RingPort<R> {
     /// lies before the lane end (a payload that wraps could not be written in place).
     fn reserve_lane(&mut self, dst: NetAddr, max: usize) -> Result<Option<Reserved>> {
         let d = self.resolve(dst)?;
+        if d == FAR_LANE {
+            return Ok(None); // the far half writes no lane: the caller sends a copy
+        }
         if self.reserved.is_some() {
             return Err(Error::InvalidArgument(
                 "reserve: this port already holds an unpublished reservation".into(),
@@ -507,10 +562,7 @@ unsafe impl<R: Region> Port for RingPort<R> {
         };
         let asym = self.asym;
         let Some(tx) = self.tx.get_mut(d) else {
-            return Err(Error::Unreachable {
-                addr: dst,
-                why: Unreachable::NoSuchPort,
-            }); // not reached: `d < nranks * nports`
+            return self.send_far(dst, iov, mode); // `FAR_LANE`
         };
         // One word says closed, lost (see `JobCtl::mark_lost`) or never opened.
         let st = tx.state.get().load(Ordering::Relaxed);
@@ -618,8 +670,11 @@ unsafe impl<R: Region> Port for RingPort<R> {
                 return Ok(true);
             }
         }
+        if self.far.is_some() && self.far_ready()? {
+            return Ok(true);
+        }
         // Without building (and dropping, out of line) an `Error` on every empty look.
-        if self.lost.get().load(Ordering::Relaxed) == 0 {
+        if !self.any_lost() {
             return Ok(false);
         }
         match self.lost_peer() {
@@ -634,7 +689,9 @@ unsafe impl<R: Region> Port for RingPort<R> {
         let i = (t.a >> 32) as usize;
         let (end, cap) = (t.b + (t.a & 0xffff_ffff), self.cap);
         let Some(rx) = self.rx.get_mut(i) else {
-            return; // not a token of this port (the caller's contract rules it out)
+            // SAFETY: the caller's contract: a token of this port naming no lane is the
+            // far half's.
+            return unsafe { self.complete_far(t) };
         };
         if rx.done.complete(t.b, end) && rx.done.freed() >= rx.publish_at {
             rx.publish(cap);
@@ -645,6 +702,7 @@ unsafe impl<R: Region> Port for RingPort<R> {
         RingWaiter {
             drv: self.drv.clone(),
             chan: self.me,
+            far: self.far.as_ref().map(|f| f.waiter()),
         }
     }
 }
@@ -679,10 +737,12 @@ impl<R: Region> Drop for RingPort<R> {
     }
 }
 
-/// Sleeps on a channel's futex word (see the module docs for the wake-up protocol).
+/// Sleeps on a channel's futex word (see the module docs for the wake-up protocol), and,
+/// for a port with a far half, on that half's wake-up in turn ([`FarWaiter`]).
 pub struct RingWaiter<R: Region> {
     drv: Arc<RingDriver<R>>,
     chan: usize,
+    far: Option<Arc<dyn FarWaiter>>,
 }
 
 impl<R: Region> Clone for RingWaiter<R> {
@@ -690,12 +750,31 @@ impl<R: Region> Clone for RingWaiter<R> {
         RingWaiter {
             drv: self.drv.clone(),
             chan: self.chan,
+            far: self.far.clone(),
         }
+    }
+}
+
+impl<R: Region> RingWaiter<R> {
+    /// The node's side is never armed nor slept on (a rank alone on its node).
+    fn alone(&self) -> bool {
+        self.far.as_ref().is_some_and(|f| f.alone())
+    }
+
+    fn sleep_node(&self, ticket: u32, timeout: Duration) {
+        sys::futex_wait(
+            self.drv.fab.ctl().chan(self.chan, C_SEQ),
+            ticket,
+            timeout.min(MAX_SLEEP),
+        );
     }
 }
 
 impl<R: Region> Waiter for RingWaiter<R> {
     fn arm(&self) -> u32 {
+        if self.alone() {
+            return 0;
+        }
         let fab = &*self.drv.fab;
         let t = fab.ctl().chan(self.chan, C_SEQ).load(Ordering::Acquire);
         fab.ctl()
@@ -705,20 +784,29 @@ impl<R: Region> Waiter for RingWaiter<R> {
         t
     }
     fn sleep(&self, ticket: u32, timeout: Duration) {
-        sys::futex_wait(
-            self.drv.fab.ctl().chan(self.chan, C_SEQ),
-            ticket,
-            timeout.min(MAX_SLEEP),
-        );
+        match &self.far {
+            None => self.sleep_node(ticket, timeout),
+            Some(far) => far.sleep(&|t| self.sleep_node(ticket, t), timeout),
+        }
     }
     fn disarm(&self) {
+        if self.alone() {
+            return;
+        }
         self.drv
             .fab
             .ctl()
             .chan(self.chan, C_SLEEPERS)
             .fetch_sub(1, Ordering::Relaxed);
     }
+    fn spin_floor(&self) -> Duration {
+        self.far.as_ref().map_or(Duration::ZERO, |f| f.spin_floor())
+    }
     fn lost_peer(&self) -> Option<u32> {
-        self.drv.fab.ctl().lost()
+        let node = self.drv.fab.ctl().lost();
+        match &self.far {
+            None => node,
+            Some(far) => far.lost_peer(node),
+        }
     }
 }
