@@ -7,7 +7,8 @@ offsets in LIB, the shared object the function is in).
 Prints the instructions executed at least MIN times (default 0.5) per N. With N = 1 and
 MIN = the messages of a run, what is left is the path every message takes: e.g. the
 node's receive in `HierAnyPort::recv_into` of a LOCAL=1 run of scripts/ofi-callgrind.sh
-(CG_OPTS=--dump-instr=yes), counted in docs/results-2026-11-29-ofi-latency4.
+(CG_OPTS=--dump-instr=yes), counted in docs/results-2026-11-29-ofi-latency4 (since the far
+half, docs/results-2026-11-30-far-half, that receive is inline in mpi-lite's).
 """
 import collections
 import importlib.util

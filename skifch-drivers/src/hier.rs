@@ -232,7 +232,7 @@ impl<L: Driver, R: Driver> HierDriver<L, R> {
         &self.to_global
     }
 
-    /// Each job rank's route for [`HierPort`]'s send: its node rank, or [`ROUTE_REMOTE`].
+    /// Each job rank's route for the far half's `route`: its node rank, or [`ROUTE_REMOTE`].
     fn routes(&self) -> Box<[u32]> {
         self.to_local
             .iter()

@@ -251,7 +251,7 @@ fn fabric_messages_are_seen_within_bounded_polls() {
         }
         bar.wait();
         // The node is empty now: rank 0's empty polls back the fabric's off fully, then
-        // a fabric message within REMOTE_IDLE_MAX polls.
+        // a fabric message within FABRIC_LOOK_MAX polls.
         if job.rank() == 0 {
             for _ in 0..4 * FABRIC_LOOK_MAX {
                 assert!(matches!(ch.try_recv(), Err(skifch::Error::WouldBlock)));
@@ -268,6 +268,69 @@ fn fabric_messages_are_seen_within_bounded_polls() {
                 n <= FABRIC_LOOK_MAX as usize,
                 "the fabric's message came after {n} polls of an empty node"
             );
+        }
+        bar.wait();
+        Ok(())
+    });
+}
+
+/// A receiver blocked in `recv` (spinning, then sleeping on both sides in turn) sees a
+/// fabric message within a few sleeps, also after node traffic backed the fabric's turns
+/// off: each sleep makes the next `ready` look at the fabric (`hier::FabricWaiter`), and a
+/// fabric message found ready makes the next receive take it (`shm::far`). Counted in
+/// `ready` calls alone, the backed-off turns left it ~0.2 s (512 sleeps of two slices).
+#[test]
+fn a_blocked_receiver_sees_a_fabric_message_within_a_few_sleeps() {
+    use skifch_drivers::hier::FABRIC_LOOK_MAX;
+    use std::time::{Duration, Instant};
+    let bar = Arc::new(std::sync::Barrier::new(4));
+    let sent: Arc<Mutex<Option<Instant>>> = Arc::default();
+    hier(4, 2, Route::Auto, move |job| {
+        let ch = job.open(0)?;
+        let to0 = skifch::NetAddr::new(0, 0);
+        let b = [0u8; 8];
+        // Node traffic, then empty polls: rank 0's fabric turns backed off fully.
+        match job.rank() {
+            0 => {
+                for _ in 0..4 * FABRIC_LOOK_MAX {
+                    ch.recv()?.complete();
+                }
+                for _ in 0..4 * FABRIC_LOOK_MAX {
+                    assert!(matches!(ch.try_recv(), Err(skifch::Error::WouldBlock)));
+                    assert!(!ch.ready()?);
+                }
+            }
+            2 => {
+                for _ in 0..4 * FABRIC_LOOK_MAX {
+                    ch.send_whole_wait(to0, &[std::io::IoSlice::new(&b)])?;
+                }
+            }
+            _ => {}
+        }
+        bar.wait();
+        match job.rank() {
+            0 => {
+                let m = ch.recv_timeout(Duration::from_secs(20))?;
+                let late = sent
+                    .lock()
+                    .unwrap()
+                    .expect("sent before received")
+                    .elapsed();
+                assert_eq!(m.src().rank(), 1);
+                m.complete();
+                assert!(
+                    // Seen in 0.03-0.3 ms; without the look after a sleep, 50-300 ms.
+                    late < Duration::from_millis(20),
+                    "a blocked receiver took {late:?} to see a fabric message"
+                );
+            }
+            1 => {
+                // Long enough for rank 0 to be asleep (its spin is the fabric's floor).
+                std::thread::sleep(Duration::from_millis(30));
+                *sent.lock().unwrap() = Some(Instant::now());
+                ch.send_whole_wait(to0, &[std::io::IoSlice::new(&b)])?;
+            }
+            _ => {}
         }
         bar.wait();
         Ok(())
