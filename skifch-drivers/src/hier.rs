@@ -60,7 +60,7 @@ use skifch::driver::{Driver, Port, RawMessage, SendMode, Token, Waiter};
 use skifch::{Error, NetAddr, Result};
 
 use crate::boot::Bootstrap;
-use crate::shm::far::{Far, FarWaiter};
+use crate::shm::far::{Far, FarWaiter, FAILED, TOOK};
 
 /// After a node message, the fabric's turn comes every this many looks beyond the node
 /// port's current lane (an empty poll, a new lane, a burst's end weighing `BURST` looks:
@@ -388,7 +388,7 @@ where
     /// Every look while the last message came from the fabric (or the rank is alone on
     /// its node); else one in `every` looks, doubling from [`FABRIC_LOOK`] to
     /// [`FABRIC_LOOK_MAX`] while the fabric has nothing, back at a fabric message.
-    fn look(&mut self, node_came: bool, into: &mut RawMessage) -> (Option<Result<()>>, u32) {
+    fn look(&mut self, node_came: bool, into: &mut RawMessage) -> u32 {
         if node_came {
             self.set_remote_last(false);
         }
@@ -396,15 +396,15 @@ where
             Ok(()) => {
                 self.every = FABRIC_LOOK;
                 self.set_remote_last(true);
-                (Some(Ok(())), 1)
+                TOOK
             }
-            Err(Error::WouldBlock) if self.remote_last || self.alone => (None, 1),
+            Err(Error::WouldBlock) if self.remote_last || self.alone => 1,
             Err(Error::WouldBlock) => {
                 let due = self.every;
                 self.every = (self.every * 2).min(FABRIC_LOOK_MAX);
-                (None, due)
+                due
             }
-            Err(e) => (Some(Err(e)), 1),
+            Err(_) => FAILED,
         }
     }
 

@@ -33,6 +33,11 @@ use crate::sync::Ordering;
 /// The lane index a far destination resolves to: no lane has it, so a send there leaves the
 /// shm port's inline path at its lane look-up.
 pub(super) const FAR_LANE: usize = usize::MAX;
+/// [`Far::look`]: a message was taken.
+pub const TOOK: u32 = 0;
+/// [`Far::look`]: the receive failed.
+pub const FAILED: u32 = u32::MAX;
+
 /// `RingPort::burst` after a far message: no node message came since (a node message
 /// resets it, a scan's to `BURST - 1`, a burst's end leaves 0).
 pub(super) const AFTER_FAR: u32 = u32::MAX;
@@ -48,10 +53,11 @@ pub trait Far: Send {
     /// [`skifch::driver::Port::send`] to a destination routed here.
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize>;
     /// A receive's look beyond the node's current lane, the far half's turn: `node_came`,
-    /// a node message came since the last turn. Receives from this half into `into` when
-    /// its policy says so; returns what that gave (`None`: not looked, or nothing there)
-    /// and the looks until its next turn (at least 1).
-    fn look(&mut self, node_came: bool, into: &mut RawMessage) -> (Option<Result<()>>, u32);
+    /// a node message came since the last turn. Receives from this half into `into`:
+    /// [`TOOK`] (a message there), [`FAILED`] (the receive failed: [`Far::recv`] says
+    /// why), else nothing there and the looks until its next turn (at least 1). A word,
+    /// not a `Result`: the fabric's receive path returns in a register.
+    fn look(&mut self, node_came: bool, into: &mut RawMessage) -> u32;
     /// Receives from this half into `into` now (a node peer is lost: this half may still
     /// hold messages, delivered before the loss is reported).
     fn recv(&mut self, into: &mut RawMessage) -> Result<()>;
@@ -84,6 +90,7 @@ pub trait FarWaiter: Send + Sync {
 }
 
 impl<R: Region> RingPort<R> {
+
     /// A send that found no lane: to the far half (`FAR_LANE`).
     #[cold]
     #[inline(never)]
@@ -111,19 +118,44 @@ impl<R: Region> RingPort<R> {
         }))
     }
 
-    /// The far half's turn (see [`Far::look`]), out of line: a message taken there is in
-    /// `far_msg` (the far port writes it there once; the caller copies it out) and leaves
-    /// the current lane (the next receive looks beyond it).
+    /// The far half's turn (see [`Far::look`]), out of line: the message taken there, or
+    /// the error; `None`: nothing there (the node's lanes are looked at). A message taken
+    /// leaves the current lane (the next receive looks beyond it). Returned by value, not
+    /// written through a pointer from the caller: a local of the caller's, initialised
+    /// there, was merged with `AnyPort`'s and initialised on every receive (one-node
+    /// `MPI_Recv` +16 instructions), and the port's own slot, copied from, +18.
     #[inline(never)]
-    pub(super) fn far_turn(&mut self) -> Option<Result<()>> {
+    pub(super) fn far_turn(&mut self) -> Option<Result<RawMessage>> {
         let node_came = self.burst != AFTER_FAR;
         let far = self.far.as_mut()?;
-        let (got, due) = far.look(node_came, &mut self.far_msg);
-        self.far_due = due;
-        if let Some(Ok(())) = got {
+        let mut m = RawMessage::EMPTY;
+        let got = far.look(node_came, &mut m);
+        if got == TOOK {
+            self.far_due = 1;
             self.far_taken();
+            return Some(Ok(m));
         }
-        got
+        if got != FAILED {
+            self.far_due = got;
+            return None;
+        }
+        self.far_due = 1;
+        self.far_failed()
+    }
+
+    /// A failed turn: the far half's receive again, for its error (or a message after all).
+    #[cold]
+    fn far_failed(&mut self) -> Option<Result<RawMessage>> {
+        let far = self.far.as_mut()?;
+        let mut m = RawMessage::EMPTY;
+        match far.recv(&mut m) {
+            Ok(()) => {
+                self.far_taken();
+                Some(Ok(m))
+            }
+            Err(skifch::Error::WouldBlock) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// A far message was taken: the next receive looks beyond the current lane, at the far
@@ -145,19 +177,16 @@ impl<R: Region> RingPort<R> {
         }
     }
 
-    /// An empty poll while a node peer is lost: the far half's messages first (into
-    /// `far_msg`).
+    /// An empty poll while a node peer is lost: the far half's messages first (by value,
+    /// as for `far_turn`).
     #[cold]
     #[inline(never)]
-    pub(super) fn far_before_loss(&mut self) -> bool {
-        let Some(far) = self.far.as_mut() else {
-            return false;
-        };
-        let got = far.recv(&mut self.far_msg).is_ok();
-        if got {
-            self.far_taken();
-        }
-        got
+    pub(super) fn far_before_loss(&mut self) -> Option<RawMessage> {
+        let far = self.far.as_mut()?;
+        let mut m = RawMessage::EMPTY;
+        far.recv(&mut m).ok()?;
+        self.far_taken();
+        Some(m)
     }
 
     /// [`skifch::driver::Port::ready`]'s look at the far half, when the lanes had nothing.
@@ -165,10 +194,10 @@ impl<R: Region> RingPort<R> {
     /// a waiter could be told "ready" a thousand times before a receive takes it).
     #[cold]
     pub(super) fn far_ready(&mut self) -> Result<bool> {
-        let ready = match self.far.as_mut() {
-            Some(far) => far.ready()?,
-            None => false,
+        let Some(far) = self.far.as_mut() else {
+            return Ok(false);
         };
+        let ready = far.ready()?;
         if ready {
             self.far_due = 1;
         }

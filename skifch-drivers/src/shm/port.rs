@@ -132,7 +132,6 @@ impl<R: Region> Driver for RingDriver<R> {
             reserved: None,
             far: None,
             far_due: 1,
-            far_msg: RawMessage::EMPTY,
         })
     }
     fn max_message(&self) -> usize {
@@ -202,9 +201,6 @@ pub struct RingPort<R: Region> {
     pub(super) far: Option<Box<dyn Far>>,
     /// Looks beyond the current lane until the far half's next turn (with a far half).
     pub(super) far_due: u32,
-    /// Where the far half's receive writes its message (never `recv_into`'s `out`: see
-    /// `scan`).
-    pub(super) far_msg: RawMessage,
 }
 
 // SAFETY: the raw pointers point into the fabric, which is Send + Sync and kept alive by
@@ -225,8 +221,7 @@ impl<R: Region> RingPort<R> {
             self.far_due -= 1;
             if self.far_due == 0 {
                 if let Some(r) = self.far_turn() {
-                    r?;
-                    *out = self.far_msg;
+                    *out = r?;
                     return Ok(());
                 }
             }
@@ -269,8 +264,8 @@ impl<R: Region> RingPort<R> {
         if !self.any_lost() {
             return Err(Error::WouldBlock);
         }
-        if self.far_before_loss() {
-            *out = self.far_msg;
+        if let Some(m) = self.far_before_loss() {
+            *out = m;
             return Ok(());
         }
         Err(self.lost_peer())
