@@ -17,7 +17,8 @@
 #
 #   scripts/gasnet-callgrind.sh        # build (release, $CARGO_TARGET_DIR or target/), run, print
 #
-# Environment: CG_NO_BUILD=1 (use what is built), CG_N [4000], CG_OUT (keep the files there).
+# Environment: CG_NO_BUILD=1 (use what is built), CG_N [4000], CG_OUT (keep the files there),
+# CG_OPTS (more valgrind options, e.g. --dump-instr=yes for scripts/cg-asm.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -48,7 +49,7 @@ fail() { echo "gasnet-callgrind.sh: $*" >&2; exit 1; }
 two() { # two LABEL ARGS...: a 2-rank run of the probe under callgrind, files LABEL.<rank>
     local label=$1
     shift
-    "$rel/skifrun" -n 2 --timeout 600 -- valgrind --tool=callgrind \
+    "$rel/skifrun" -n 2 --timeout 600 -- valgrind --tool=callgrind ${CG_OPTS:-} \
         --callgrind-out-file="$out/$label.%q{SKIFCH_RANK}" "$out/np_loop" "$@" \
         >"$out/$label.log" 2>&1 || { cat "$out/$label.log" >&2; fail "np_loop $* failed"; }
 }
