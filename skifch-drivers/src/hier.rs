@@ -44,11 +44,13 @@
 //!
 //! Cost (callgrind, `scripts/ofi-callgrind.sh LOCAL=1`: 8 B `mpi_loop rate` between the two
 //! ranks of one node in a 3-rank job on two network namespaces under hydra;
-//! `docs/results-2026-11-30-far-half`): node-local `MPI_Send` and `MPI_Recv` execute the
-//! one-node job's instructions. Before, with a port of its own behind `AnyPort`'s vtable
-//! arm, they executed 385 and 582 against 310 and 514, and mpi-lite's node-local latency
-//! and rate were 0.84-0.89 and 0.79-0.81 of the one-node job's
-//! (`docs/results-2026-11-30-hier-word`).
+//! `docs/results-2026-11-30-far-half`): node-local `MPI_Send` 310 instructions as in a
+//! one-node job, `MPI_Recv` 528 against 514 with its waiting polls (the path is the
+//! one-node job's but for the fabric's spin floor, read through the far waiter); near-gated
+//! wall clock 0.91-0.99 of the one-node latency, 0.92-0.97 of its rate. Before, with a port
+//! of its own behind `AnyPort`'s vtable arm: 385 and 582 instructions, 0.84-0.89 and
+//! 0.79-0.81 (`docs/results-2026-11-30-hier-word`). The fabric's latency path pays ~100
+//! instructions for the far half's vtable (2176 against 2077).
 #![allow(unsafe_code)] // the forwarding of `unsafe fn complete` to the fabric's port
 
 use std::io::IoSlice;

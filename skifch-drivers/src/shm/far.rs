@@ -90,7 +90,6 @@ pub trait FarWaiter: Send + Sync {
 }
 
 impl<R: Region> RingPort<R> {
-
     /// A send that found no lane: to the far half (`FAR_LANE`).
     #[cold]
     #[inline(never)]
