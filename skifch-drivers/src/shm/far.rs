@@ -16,7 +16,13 @@
 //! - the waiter sleeps on both sides ([`FarWaiter`]).
 //!
 //! Without a far half (a one-node job) these branches cost a receive's look beyond the
-//! current lane one compare; the send, the current lane's receive and `complete` nothing.
+//! current lane one compare, and nothing on the paths of the send, the current lane's
+//! receive and `complete` (their code around the call to the far half moved one spill
+//! into GASNet's AM request: 184 -> 186 instructions; mpi-lite's `MPI_Send` 310 and
+//! `MPI_Recv` 513.6 as before, `docs/results-2026-11-30-far-half`). The far half's state
+//! is two plain fields of the port and its message comes back by value: a slot behind a
+//! pointer, or the message kept in the port, cost the one-node `MPI_Recv` 15-18
+//! instructions (the optimizer kept field addresses in stack slots for every receive).
 #![allow(unsafe_code)] // `Far::complete` carries `Port::complete`'s contract
 
 use std::io::IoSlice;

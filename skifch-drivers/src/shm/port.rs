@@ -215,8 +215,8 @@ impl<R: Region> RingPort<R> {
         if self.broken.is_some() {
             return Err(self.broken());
         }
-        // The far half's turn (a hierarchy's: `super::far`); its message comes through a
-        // local, so that `out` never escapes into an opaque call (see `scan`).
+        // The far half's turn (a hierarchy's: `super::far`); its message comes back by
+        // value, so that `out` never escapes into an opaque call (see `scan`).
         if self.far.is_some() {
             self.far_due -= 1;
             if self.far_due == 0 {
