@@ -142,6 +142,12 @@ pub struct HierDriver<L: Driver, R: Driver> {
     clip_remote: bool,
 }
 
+/// Node rank `r`'s job rank by the node map `to_global` (`r` itself outside it: not a
+/// node rank, which the node's driver never names).
+fn job_rank(to_global: &[u32], r: u32) -> u32 {
+    to_global.get(r as usize).copied().unwrap_or(r)
+}
+
 /// Whether `iov` holds more than `max` bytes (a saturating sum: the driver that sends it
 /// checks the iovec itself).
 #[inline]
@@ -265,12 +271,7 @@ where
     fn open_port(self: &Arc<Self>, port: u32) -> Result<L::Port> {
         let mut local = self.local.open_port(port)?;
         local.hold_to(self.max);
-        local.name_sources(&|r| {
-            self.to_global
-                .get(r as usize)
-                .copied()
-                .unwrap_or(u32::from(u16::MAX))
-        });
+        local.name_sources(&|r| job_rank(&self.to_global, r));
         let remote = self.remote.open_port(port)?;
         // A rank alone on its node hears its peers only through the fabric.
         let alone = self.to_global.len() <= 1;
@@ -376,7 +377,7 @@ where
     }
 
     fn job_rank(&self, r: u32) -> u32 {
-        self.to_global.get(r as usize).copied().unwrap_or(r)
+        job_rank(&self.to_global, r)
     }
 
     fn send(&mut self, dst: NetAddr, iov: &[IoSlice<'_>], mode: SendMode) -> Result<usize> {
@@ -476,7 +477,7 @@ impl<W: Waiter> FarWaiter for FabricWaiter<W> {
         self.slept.store(true, Ordering::Relaxed);
     }
     fn lost_peer(&self, node: Option<u32>) -> Option<u32> {
-        node.map(|r| self.to_global.get(r as usize).copied().unwrap_or(r))
+        node.map(|r| job_rank(&self.to_global, r))
             .or_else(|| self.remote.lost_peer())
     }
     fn spin_floor(&self) -> Duration {

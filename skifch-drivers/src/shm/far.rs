@@ -34,7 +34,6 @@ use skifch::{NetAddr, Result};
 
 use super::fabric::Region;
 use super::port::{RingPort, BURST};
-use crate::sync::Ordering;
 
 /// The lane index a far destination resolves to: no lane has it, so a send there leaves the
 /// shm port's inline path at its lane look-up.
@@ -126,9 +125,9 @@ impl<R: Region> RingPort<R> {
     /// The far half's turn (see [`Far::look`]), out of line: the message taken there, or
     /// the error; `None`: nothing there (the node's lanes are looked at). A message taken
     /// leaves the current lane (the next receive looks beyond it). Returned by value, not
-    /// written through a pointer from the caller: a local of the caller's, initialised
-    /// there, was merged with `AnyPort`'s and initialised on every receive (one-node
-    /// `MPI_Recv` +16 instructions), and the port's own slot, copied from, +18.
+    /// written through a pointer from the caller: into a local of the caller's, the
+    /// one-node `MPI_Recv` took 16 instructions more, into a slot of the port's, 18
+    /// (`docs/results-2026-11-30-far-half`).
     #[inline(never)]
     pub(super) fn far_turn(&mut self) -> Option<Result<RawMessage>> {
         let node_came = self.burst != AFTER_FAR;
@@ -225,11 +224,5 @@ impl<R: Region> RingPort<R> {
     /// A node rank (of a lost peer) named as the job names it.
     pub(super) fn job_rank(&self, r: u32) -> u32 {
         self.far.as_ref().map_or(r, |f| f.job_rank(r))
-    }
-
-    /// The lost-rank count says someone was lost.
-    #[inline(always)]
-    pub(super) fn any_lost(&self) -> bool {
-        self.lost.get().load(Ordering::Relaxed) != 0
     }
 }

@@ -176,7 +176,7 @@ pub struct RingPort<R: Region> {
     /// and the job's lost-rank count.
     summary: NonNull<u8>,
     sum_words: usize,
-    pub(super) lost: Shared<AtomicU32>,
+    lost: Shared<AtomicU32>,
     /// Lane served last (sticky fast path); `usize::MAX` after a full burst and once the
     /// port is broken, so that the fast path needs no other test.
     pub(super) cur: usize,
@@ -366,6 +366,12 @@ impl<R: Region> RingPort<R> {
         } else {
             self.lost_peer()
         }
+    }
+
+    /// The lost-rank count says someone was lost.
+    #[inline(always)]
+    fn any_lost(&self) -> bool {
+        self.lost.get().load(Ordering::Relaxed) != 0
     }
 
     #[cold]
