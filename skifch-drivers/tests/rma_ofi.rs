@@ -175,3 +175,49 @@ fn ofi_rma_to_a_rank_gone_is_an_error_not_a_hang() {
     })
     .expect("every rank passes");
 }
+
+/// Over `net` a target that makes no call (here: blocked in a receive on its message
+/// port) serves a peer's transfer when it arrives, not at its progress thread's next tick
+/// (`ofi::rma::PROGRESS_EVERY`, 1 ms): the median put-and-quiet round trip stays well
+/// under the tick (with the tick alone every one took ~1.09 ms).
+#[test]
+fn ofi_rma_a_quiet_target_serves_a_put_when_it_arrives() {
+    let cfg = Config {
+        domain: Some("lo".into()),
+        ..Config::default()
+    };
+    threads::run(2, &cfg, |job| {
+        let d = job.driver();
+        let Some(r) = d.rma() else {
+            eprintln!("skipped: no RMA over {}", d.provider());
+            return Ok(());
+        };
+        let me = job.rank();
+        let ch = job.open(2)?;
+        let w = rma::expose(r.as_ref(), r.alloc(4096)?, &mut |b: &[u8]| {
+            allgather(&job, &ch, b)
+        })?;
+        if me == 1 {
+            // no RMA call until rank 0 is done
+            ch.recv()?;
+            return Ok(());
+        }
+        let mut took = Vec::new();
+        for k in 0..41u64 {
+            let t0 = std::time::Instant::now();
+            w.put(1, 8, &k.to_le_bytes())?;
+            w.quiet()?;
+            took.push(t0.elapsed());
+        }
+        ch.send_all(job.addr(1, 2), &[IoSlice::new(b"done")])?;
+        took.sort();
+        let median = took[took.len() / 2];
+        eprintln!("put + quiet to a target in a receive: median {median:?}, {took:?}");
+        assert!(
+            median < std::time::Duration::from_micros(400),
+            "median {median:?}: the target served the puts at its ticks"
+        );
+        Ok(())
+    })
+    .expect("every rank passes");
+}

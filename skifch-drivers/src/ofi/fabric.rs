@@ -8,6 +8,7 @@ use std::ffi::{c_void, CString};
 use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use skifch::{Error, Result};
 
@@ -351,6 +352,13 @@ unsafe impl Send for Ep {}
 unsafe impl Sync for Ep {}
 
 impl Ep {
+    /// The domain's progress set when this endpoint's waits sleep on it (over `net`):
+    /// readable when data arrives on any of the domain's connections, a peer's transfer
+    /// included, unlike a CQ's descriptor, which only completions wake.
+    pub fn progress_set(&self) -> Option<RawFd> {
+        (self.sleep_fd >= 0 && self.sleep_fd != self.fd).then_some(self.sleep_fd)
+    }
+
     /// Opens an endpoint with `rx` receive and `tx` send buffers of `slot` bytes, bound to
     /// a fresh CQ (with a wait descriptor where the provider has one) and to the AV.
     pub fn open(net: &Arc<Net>, rx: usize, tx: usize, slot: usize) -> Result<Ep> {
@@ -567,6 +575,23 @@ impl Ep {
 /// (`docs/results-2026-11-29-ofi-syscalls`). The set is found in `/proc/self/fdinfo`
 /// (the descriptors an epoll set watches, `tfd:`); `None` when that does not name
 /// exactly one epoll set.
+/// Sleeps until one of `fds` is readable or `cap` has passed (`ppoll`: microsecond caps,
+/// which `poll`'s milliseconds would stretch); whether one was readable.
+pub fn wait_readable<const N: usize>(fds: [RawFd; N], cap: Duration) -> bool {
+    let mut set = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    let ts = libc::timespec {
+        tv_sec: cap.as_secs() as libc::time_t,
+        tv_nsec: cap.subsec_nanos().max(1000) as libc::c_long,
+    };
+    // SAFETY: N valid pollfd entries (a closed descriptor reports POLLNVAL, not undefined
+    // behaviour), a valid timespec, no mask.
+    unsafe { libc::ppoll(set.as_mut_ptr(), N as libc::nfds_t, &ts, std::ptr::null()) > 0 }
+}
+
 fn progress_set(fd: RawFd) -> Option<RawFd> {
     let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
     let mut sets = info

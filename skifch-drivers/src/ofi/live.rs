@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use skifch::driver::Waiter;
 use skifch::{Error, Result};
 
-use super::fabric::Ep;
+use super::fabric::{wait_readable, Ep};
 use super::ffi::{fi_addr_t, fi_cq_data_entry, FI_EAGAIN, FI_RECV};
 use super::wire::{Hdr, Kind, HDR};
 
@@ -432,7 +432,7 @@ impl Waiter for OfiWaiter {
         // misses an event costs a short delay, never a hang. Over `net` the progress set
         // wakes it (`Ep::sleep_fd`): a completion another thread's progress writes into
         // this CQ does not, so its cap is short.
-        let cap = timeout.min(if self.ep.sleep_fd == self.ep.fd {
+        let cap = timeout.min(if self.ep.progress_set().is_none() {
             Duration::from_millis(100)
         } else {
             NET_SLEEP_CAP
@@ -447,26 +447,8 @@ impl Waiter for OfiWaiter {
         if self.ep.fd >= 0 && self.ep.trywait() != 0 {
             return;
         }
-        let mut fds = [
-            libc::pollfd {
-                fd: self.ep.sleep_fd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: self.live.event.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // ppoll: the hierarchy sleeps here in slices of 200 us, which poll's milliseconds
-        // would stretch to 1 ms.
-        let ts = libc::timespec {
-            tv_sec: cap.as_secs() as libc::time_t,
-            tv_nsec: cap.subsec_nanos().max(1000) as libc::c_long,
-        };
-        // SAFETY: two valid pollfd entries on live descriptors, a valid timespec, no mask.
-        unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        // (the hierarchy sleeps here in slices of 200 us)
+        wait_readable([self.ep.sleep_fd, self.live.event.as_raw_fd()], cap);
     }
 
     fn disarm(&self) {}

@@ -25,12 +25,19 @@
 //! `tcp;ofi_rxm` says so (`FI_PROGRESS_MANUAL`), and `net` in libfabric 1.17, though it
 //! reports `FI_PROGRESS_AUTO`, served no get while its target made no RMA call (tried:
 //! the test over `net` hung without this thread). A thread per rank (started with the
-//! rank's first segment peers can reach) therefore reads the RMA completion queue every
-//! [`PROGRESS_EVERY`] when no call of this rank holds it (reaping its puts in flight), so
-//! a target busy computing, or waiting on its own memory, still serves its peers — within
-//! a tick: over the sockets providers a transfer takes up to a millisecond, which is why
-//! skifshmem uses this only when asked (`docs/CLUSTER.md`, "Remote memory access across
-//! hosts").
+//! rank's first segment peers can reach) therefore reads the RMA completion queue when no
+//! call of this rank holds it (reaping its puts in flight), so a target busy computing,
+//! or waiting on its own memory, still serves its peers. Over `net` the thread sleeps on
+//! the RMA domain's progress set ([`Ep::progress_set`]: the domain holds only RMA
+//! connections, so message traffic never wakes it) and reads when a peer's transfer
+//! arrives: a put with its remote completion takes a wake-up, not a tick (8 B put + quiet
+//! between two namespaces 1.09 ms -> see `docs/results-2026-11-30-rma-wake`). A set
+//! found readable [`HOT_WAKES`] times in a row (data the provider leaves unread, or this
+//! rank's own call reading meanwhile) costs one tick's sleep, so the thread never spins.
+//! Elsewhere a CQ's descriptor would not wake for a peer's transfer (no completion at
+//! the target), so the thread reads every [`PROGRESS_EVERY`]: there a transfer can take
+//! up to a millisecond, which is why skifshmem uses this only when asked
+//! (`docs/CLUSTER.md`, "Remote memory access across hosts").
 //!
 //! ## Failure
 //! A transfer to a rank the message driver reports lost (heartbeats, `SKIFCH_OFI_TIMEOUT_MS`)
@@ -56,14 +63,15 @@ use memmap2::{MmapOptions, MmapRaw};
 use skifch::rma::{PeerMapping, RemoteSegment, Rma, RmaCaps, Segment};
 use skifch::{Error, Result};
 
-use super::fabric::{Ep, Net};
+use super::fabric::{wait_readable, Ep, Net};
 use super::ffi::*;
 use super::live::Live;
 use super::port::NONE;
 use super::sys::{self, Owned};
 use super::Config;
 
-/// Interval of the progress thread's reads (module docs, "Progress at the target").
+/// Interval of the progress thread's reads without a progress set, and its longest
+/// sleep on one (module docs, "Progress at the target").
 pub const PROGRESS_EVERY: Duration = Duration::from_millis(1);
 
 /// The capabilities asked of the RMA domain.
@@ -196,11 +204,29 @@ impl Inner {
     }
 }
 
+/// Wakes in a row that found the progress set readable at once, after which the thread
+/// sleeps a tick (module docs, "Progress at the target").
+const HOT_WAKES: u32 = 16;
+
 /// The progress thread (module docs): ends when the provider and its segments are gone.
 fn progress(inner: Weak<Inner>) {
+    let mut hot = 0u32;
     loop {
-        std::thread::sleep(PROGRESS_EVERY);
         let Some(i) = inner.upgrade() else { return };
+        let set = i.ep.progress_set().filter(|_| hot < HOT_WAKES);
+        match set {
+            // (the provider stays alive while the thread sleeps on its descriptor)
+            Some(fd) if wait_readable([fd], PROGRESS_EVERY) => hot += 1,
+            Some(_) => hot = 0,
+            None => {
+                drop(i);
+                hot = 0;
+                std::thread::sleep(PROGRESS_EVERY);
+                let Some(i) = inner.upgrade() else { return };
+                i.progress();
+                continue;
+            }
+        }
         i.progress();
     }
 }
