@@ -9,6 +9,12 @@ MIN = the messages of a run, what is left is the path every message takes: e.g. 
 node's receive in `HierAnyPort::recv_into` of a LOCAL=1 run of scripts/ofi-callgrind.sh
 (CG_OPTS=--dump-instr=yes), counted in docs/results-2026-11-29-ofi-latency4 (since the far
 half, docs/results-2026-11-30-far-half, that receive is inline in mpi-lite's).
+
+  cg-asm.py --lines FILE N [MIN] [OBJ]
+The code's footprint instead: per shared object, the distinct 64-byte lines holding an
+instruction executed at least MIN times per N (default 0.9: every iteration's path), and
+with OBJ (a part of an object's name) per function of that object
+(docs/results-2026-11-30-fabric-footprint).
 """
 import collections
 import importlib.util
@@ -23,15 +29,19 @@ cg_calls = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cg_calls)
 
 
-def counts(path, pat):
-    """{instruction address: self count} of the functions whose name contains `pat`
-    (relative positions resolved; the cost lines after `calls=` are inclusive, skipped)."""
-    names, fn, skip, npos, pos = {}, None, False, 1, [0, 0]
+def counts(path, pat=""):
+    """{(object, function, instruction address): self count} of the functions whose name
+    contains `pat` (relative positions resolved; the cost lines after `calls=` are
+    inclusive, skipped)."""
+    names, obs, fn, ob, skip, npos, pos = {}, {}, None, None, False, 1, [0, 0]
     cnt = collections.Counter()
     for line in open(path):
         head = line[:4]
         if head == "posi":
             npos = len(line.split()) - 1
+        elif head[:3] == "ob=" or head == "cob=":
+            o = cg_calls.resolve(line[line.index("=") + 1:].rstrip("\n"), obs)
+            ob = o if head[:3] == "ob=" else ob
         elif head[:3] == "fn=" or head == "cfn=":
             f = cg_calls.resolve(line[line.index("=") + 1:].rstrip("\n"), names)
             fn = f if head[:3] == "fn=" else fn
@@ -45,16 +55,43 @@ def counts(path, pat):
                 elif p != "*":
                     pos[k] = int(p, 0)
             if not skip and fn is not None and len(parts) > npos and pat in fn:
-                cnt[pos[0]] += int(parts[npos])
+                cnt[(ob, fn, pos[0])] += int(parts[npos])
             skip = False
     return cnt
 
 
+def lines(path, n, least, obj):
+    """The --lines mode (module docs)."""
+    per_ob, per_fn = collections.defaultdict(set), collections.defaultdict(set)
+    ins_ob, ins_fn = collections.Counter(), collections.Counter()
+    for (ob, fn, a), c in counts(path).items():
+        if c / n < least:
+            continue
+        o = os.path.basename(ob or "?")
+        per_ob[o].add(a >> 6)
+        ins_ob[o] += c / n
+        if obj and obj in o:
+            per_fn[fn].add(a >> 6)
+            ins_fn[fn] += c / n
+    for o in sorted(per_ob, key=lambda o: -len(per_ob[o])):
+        print("%-40s %5d lines %8.1f instructions" % (o, len(per_ob[o]), ins_ob[o]))
+    print("%-40s %5d lines %8.1f instructions" % ("total", sum(map(len, per_ob.values())),
+                                                 sum(ins_ob.values())))
+    for f in sorted(per_fn, key=lambda f: -len(per_fn[f])):
+        print("%5d lines %8.1f instructions  %s" % (len(per_fn[f]), ins_fn[f], f[:140]))
+
+
 def main():
+    if sys.argv[1] == "--lines":
+        a = sys.argv[2:]
+        return lines(a[0], float(a[1]), float(a[2]) if len(a) > 2 else 0.9,
+                     a[3] if len(a) > 3 else None)
     path, n, lib, pat = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
     least = float(sys.argv[5]) if len(sys.argv) > 5 else 0.5
-    cnt = counts(path, pat)
-    cnt = {a: c for a, c in cnt.items() if a >= 0x1000}
+    cnt = collections.Counter()
+    for (_, _, a), c in counts(path, pat).items():
+        if a >= 0x1000:
+            cnt[a] += c
     if not cnt:
         sys.exit("no instruction counts (written without --dump-instr=yes?)")
     lo, hi = min(cnt), max(cnt)
