@@ -27,6 +27,35 @@ fn allgather(
     Ok(all)
 }
 
+/// Runs `f` on each of `n` ranks (threads) with a 4 KiB window every rank exposes (over
+/// channel port 2, which `f` gets too); a provider without RMA skips.
+fn with_window(
+    n: u32,
+    cfg: &Config,
+    f: impl Fn(
+            &OfiJob,
+            &skifch::Channel<skifch_drivers::ofi::port::OfiPort>,
+            &rma::MappedWindow,
+        ) -> Result<()>
+        + Send
+        + Sync
+        + 'static,
+) {
+    threads::run(n, cfg, move |job| {
+        let d = job.driver();
+        let Some(r) = d.rma() else {
+            eprintln!("skipped: no RMA over {}", d.provider());
+            return Ok(());
+        };
+        let ch = job.open(2)?;
+        let w = rma::expose(r.as_ref(), r.alloc(4096)?, &mut |b: &[u8]| {
+            allgather(&job, &ch, b)
+        })?;
+        f(&job, &ch, &w)
+    })
+    .expect("every rank passes");
+}
+
 fn pattern(rank: u32, len: usize) -> Vec<u8> {
     (0..len).map(|i| (i as u32 * 7 + rank * 31) as u8).collect()
 }
@@ -135,19 +164,10 @@ fn ofi_rma_to_a_rank_gone_is_an_error_not_a_hang() {
         timeout: std::time::Duration::from_millis(1000),
         ..Config::default()
     };
-    threads::run(3, &cfg, |job| {
-        let d = job.driver();
-        let Some(r) = d.rma() else {
-            eprintln!("skipped: no RMA over {}", d.provider());
-            return Ok(());
-        };
+    with_window(3, &cfg, |job, _, w| {
         let me = job.rank();
-        let ch = job.open(2)?;
         let bch = job.open(1)?;
         let mut bar = skifch::coll::Barrier::new(me, job.size());
-        let w = rma::expose(r.as_ref(), r.alloc(4096)?, &mut |b: &[u8]| {
-            allgather(&job, &ch, b)
-        })?;
         bar.wait(&bch)?;
         if me == 2 {
             return Ok(()); // leaves: its window, endpoint and job close
@@ -172,8 +192,7 @@ fn ofi_rma_to_a_rank_gone_is_an_error_not_a_hang() {
         // which it reports as an error, not a hang)
         let _ = w.put(other, 8, &[1; 8]);
         Ok(())
-    })
-    .expect("every rank passes");
+    });
 }
 
 /// Over `net` a target that makes no call (here: blocked in a receive on its message
@@ -186,17 +205,8 @@ fn ofi_rma_a_quiet_target_serves_a_put_when_it_arrives() {
         domain: Some("lo".into()),
         ..Config::default()
     };
-    threads::run(2, &cfg, |job| {
-        let d = job.driver();
-        let Some(r) = d.rma() else {
-            eprintln!("skipped: no RMA over {}", d.provider());
-            return Ok(());
-        };
+    with_window(2, &cfg, |job, ch, w| {
         let me = job.rank();
-        let ch = job.open(2)?;
-        let w = rma::expose(r.as_ref(), r.alloc(4096)?, &mut |b: &[u8]| {
-            allgather(&job, &ch, b)
-        })?;
         if me == 1 {
             // no RMA call until rank 0 is done
             ch.recv()?;
@@ -218,6 +228,5 @@ fn ofi_rma_a_quiet_target_serves_a_put_when_it_arrives() {
             "median {median:?}: the target served the puts at its ticks"
         );
         Ok(())
-    })
-    .expect("every rank passes");
+    });
 }

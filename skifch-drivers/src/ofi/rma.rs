@@ -32,7 +32,7 @@
 //! connections, so message traffic never wakes it) and reads when a peer's transfer
 //! arrives: a put with its remote completion takes a wake-up, not a tick (8 B put + quiet
 //! between two namespaces 1.10 ms -> 0.10 ms, `docs/results-2026-11-30-rma-wake`). A set
-//! found readable [`HOT_WAKES`] times in a row (data the provider leaves unread, or this
+//! found readable `HOT_WAKES` (16) times in a row (data the provider leaves unread, or this
 //! rank's own call reading meanwhile) costs one tick's sleep, so the thread never spins.
 //! Elsewhere a CQ's descriptor would not wake for a peer's transfer (no completion at
 //! the target), so the thread reads every [`PROGRESS_EVERY`]: there a transfer can take
