@@ -215,19 +215,19 @@ fn progress(inner: Weak<Inner>) {
     loop {
         let Some(i) = inner.upgrade() else { return };
         let set = i.ep.progress_set().filter(|_| hot < HOT_WAKES);
+        // Not kept while asleep: the provider's last holder closes it, not this thread.
+        // (Its descriptor closed meanwhile wakes the sleep; the upgrade then ends the
+        // thread.)
+        drop(i);
         match set {
-            // (the provider stays alive while the thread sleeps on its descriptor)
             Some(fd) if wait_readable([fd], PROGRESS_EVERY) => hot += 1,
             Some(_) => hot = 0,
             None => {
-                drop(i);
                 hot = 0;
                 std::thread::sleep(PROGRESS_EVERY);
-                let Some(i) = inner.upgrade() else { return };
-                i.progress();
-                continue;
             }
         }
+        let Some(i) = inner.upgrade() else { return };
         i.progress();
     }
 }
