@@ -216,8 +216,8 @@ fn progress(inner: Weak<Inner>) {
         let Some(i) = inner.upgrade() else { return };
         let set = i.ep.progress_set().filter(|_| hot < HOT_WAKES);
         // Not kept while asleep: the provider's last holder closes it, not this thread.
-        // (Its descriptor closed meanwhile wakes the sleep; the upgrade then ends the
-        // thread.)
+        // (Its descriptor closed meanwhile ends the sleep within the cap, or at once as
+        // POLLNVAL; the upgrade then ends the thread.)
         drop(i);
         match set {
             Some(fd) if wait_readable([fd], PROGRESS_EVERY) => hot += 1,
