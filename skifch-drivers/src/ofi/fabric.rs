@@ -563,6 +563,38 @@ impl Ep {
     }
 }
 
+/// Sleeps until one of `fds` is readable or `cap` has passed (`ppoll`: microsecond caps,
+/// which `poll`'s milliseconds would stretch; at least 1 us); whether one was readable.
+pub fn wait_readable<const N: usize>(fds: [RawFd; N], cap: Duration) -> bool {
+    let ts = libc::timespec {
+        tv_sec: cap.as_secs() as libc::time_t,
+        tv_nsec: cap.subsec_nanos().max(1000) as libc::c_long,
+    };
+    ppoll(fds, &ts)
+}
+
+/// Whether `fd` is readable now (a look, no sleep).
+pub fn readable_now(fd: RawFd) -> bool {
+    ppoll(
+        [fd],
+        &libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+    )
+}
+
+fn ppoll<const N: usize>(fds: [RawFd; N], ts: &libc::timespec) -> bool {
+    let mut set = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    // SAFETY: N valid pollfd entries (a closed descriptor reports POLLNVAL, not undefined
+    // behaviour), a valid timespec, no mask.
+    unsafe { libc::ppoll(set.as_mut_ptr(), N as libc::nfds_t, ts, std::ptr::null()) > 0 }
+}
+
 /// The epoll set nested in the `net` provider's CQ wait descriptor `fd`: the domain's
 /// progress set, readable while one of its sockets has data.
 ///
@@ -575,23 +607,6 @@ impl Ep {
 /// (`docs/results-2026-11-29-ofi-syscalls`). The set is found in `/proc/self/fdinfo`
 /// (the descriptors an epoll set watches, `tfd:`); `None` when that does not name
 /// exactly one epoll set.
-/// Sleeps until one of `fds` is readable or `cap` has passed (`ppoll`: microsecond caps,
-/// which `poll`'s milliseconds would stretch); whether one was readable.
-pub fn wait_readable<const N: usize>(fds: [RawFd; N], cap: Duration) -> bool {
-    let mut set = fds.map(|fd| libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    });
-    let ts = libc::timespec {
-        tv_sec: cap.as_secs() as libc::time_t,
-        tv_nsec: cap.subsec_nanos().max(1000) as libc::c_long,
-    };
-    // SAFETY: N valid pollfd entries (a closed descriptor reports POLLNVAL, not undefined
-    // behaviour), a valid timespec, no mask.
-    unsafe { libc::ppoll(set.as_mut_ptr(), N as libc::nfds_t, &ts, std::ptr::null()) > 0 }
-}
-
 fn progress_set(fd: RawFd) -> Option<RawFd> {
     let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
     let mut sets = info

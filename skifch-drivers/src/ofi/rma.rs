@@ -32,8 +32,9 @@
 //! connections, so message traffic never wakes it) and reads when a peer's transfer
 //! arrives: a put with its remote completion takes a wake-up, not a tick (8 B put + quiet
 //! between two namespaces 1.10 ms -> 0.10 ms, `docs/results-2026-11-30-rma-wake`). A set
-//! found readable `HOT_WAKES` (16) times in a row (data the provider leaves unread, or this
-//! rank's own call reading meanwhile) costs one tick's sleep, so the thread never spins.
+//! found readable before the thread could sleep `HOT_WAKES` (16) times in a row (this
+//! rank's own call holding the queue, data the provider leaves unread, or a stream of
+//! transfers) costs one tick's sleep, so the thread never spins.
 //! Elsewhere a CQ's descriptor would not wake for a peer's transfer (no completion at
 //! the target), so the thread reads every [`PROGRESS_EVERY`]: there a transfer can take
 //! up to a millisecond. Over either, transfers stay slower than the message path's
@@ -64,7 +65,7 @@ use memmap2::{MmapOptions, MmapRaw};
 use skifch::rma::{PeerMapping, RemoteSegment, Rma, RmaCaps, Segment};
 use skifch::{Error, Result};
 
-use super::fabric::{wait_readable, Ep, Net};
+use super::fabric::{readable_now, wait_readable, Ep, Net};
 use super::ffi::*;
 use super::live::Live;
 use super::port::NONE;
@@ -205,8 +206,8 @@ impl Inner {
     }
 }
 
-/// Wakes in a row that found the progress set readable at once, after which the thread
-/// sleeps a tick (module docs, "Progress at the target").
+/// Reads in a row that found the progress set readable before the thread slept, after
+/// which it sleeps a tick (module docs, "Progress at the target").
 const HOT_WAKES: u32 = 16;
 
 /// The progress thread (module docs): ends when the provider and its segments are gone.
@@ -220,8 +221,13 @@ fn progress(inner: Weak<Inner>) {
         // POLLNVAL; the upgrade then ends the thread.)
         drop(i);
         match set {
-            Some(fd) if wait_readable([fd], PROGRESS_EVERY) => hot += 1,
-            Some(_) => hot = 0,
+            // Data there already: the last read left it (this rank's own call holds the
+            // queue) or more came meanwhile.
+            Some(fd) if readable_now(fd) => hot += 1,
+            Some(fd) => {
+                hot = 0;
+                wait_readable([fd], PROGRESS_EVERY);
+            }
             None => {
                 hot = 0;
                 std::thread::sleep(PROGRESS_EVERY);
