@@ -23,6 +23,9 @@ cg_calls = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cg_calls)
 
 LAYERS = [
+    # `HierAnyPort` and `DynPort` name the hierarchy's frames in files written before the far
+    # half (docs/results-2026-11-30-far-half); since then `DynPort` is only a wrapped or
+    # forwarded port's (the fault injector, `fwd`), which these jobs do not have.
     ("hierarchy", lambda f, o: "HierAnyPort" in f or "skifch_drivers::hier" in f or "DynPort" in f
      or "skifch_drivers::shm::far" in f),
     ("ofi driver", lambda f, o: "skifch_drivers::ofi" in f or "PortState>" in f),
