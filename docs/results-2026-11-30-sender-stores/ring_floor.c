@@ -14,9 +14,13 @@
  * RK: the same extra work in the reader, per message. P: the reader pauses P times
  * (`pause`) when, after a message, its first look at the next header finds nothing. PW:
  * the sender prefetches the line of the record it will write (for writing) before its work.
+ * CALL (docs/results-2026-11-30-lane-call): 1, the record is written by a function that is
+ * not inlined (a library's send: one call a message); 2, an empty function is called
+ * before the record is written inline. NS: that many stores a message to a private
+ * line before the record's (in the function with CALL=1).
  *
  *   cc -O2 ring_floor.c -o ring_floor && cc -O2 -DSTORE=0 ring_floor.c -o ring_floor_nostore
- *   ./ring_floor [W=64] [SIZE=16] [WINDOWS=4000] [PASSES=11] [K=0] [RK=0] [P=0] [PW=0]
+ *   ./ring_floor [W=64] [SIZE=16] [WINDOWS=4000] [PASSES=11] [K=0] [RK=0] [P=0] [PW=0] [CALL=0] [NS=0]
  * Prints the median of PASSES passes (after one warm-up pass), in M msg/s.
  */
 #define _GNU_SOURCE
@@ -33,6 +37,18 @@
 #define STORE 1
 #endif
 enum { RING = 1 << 16 };
+static volatile uint64_t priv[16] __attribute__((aligned(64)));
+__attribute__((noinline)) static void nothing(void) { __asm__ volatile("" ::: "memory"); }
+/* One record: NS private stores, the payload, the next header zeroed, the header released. */
+__attribute__((always_inline)) static inline void put_rec(uint64_t *ring, uint64_t pos, size_t size, size_t rec, const uint64_t *payload, int ns) {
+    for (int q = 0; q < ns; q++) priv[q & 7] = pos;
+    for (size_t k = 0; k < (size + 7) / 8; k++) ring[((pos + 8 + 8 * k) % RING) / 8] = payload[k];
+    __atomic_store_n(&ring[((pos + rec) % RING) / 8], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ring[(pos % RING) / 8], (uint64_t)(uint32_t)(pos >> 3) << 32 | size << 1 | 1, __ATOMIC_RELEASE);
+}
+__attribute__((noinline)) static void put(uint64_t *ring, uint64_t pos, size_t size, size_t rec, const uint64_t *payload, int ns) {
+    put_rec(ring, pos, size, rec, payload, ns);
+}
 struct sh {
     _Alignas(64) uint64_t ring[RING / 8];
     _Alignas(64) uint64_t tail;
@@ -56,6 +72,7 @@ int main(int argc, char **argv) {
     int passes = argc > 4 ? atoi(argv[4]) : 11;
     int K = argc > 5 ? atoi(argv[5]) : 0, RK = argc > 6 ? atoi(argv[6]) : 0;
     int P = argc > 7 ? atoi(argv[7]) : 0, PW = argc > 8 ? atoi(argv[8]) : 0;
+    int CALL = argc > 9 ? atoi(argv[9]) : 0, NS = argc > 10 ? atoi(argv[10]) : 0;
     if (passes < 1 || passes > 64 || size > 256 || w < 1) { fprintf(stderr, "ring_floor: bad arguments\n"); return 2; }
     volatile uint64_t stk[8];
     (void)stk;
@@ -98,9 +115,12 @@ int main(int argc, char **argv) {
                 if (PW) __builtin_prefetch(&s->ring[(pos % RING) / 8], 1, 3);
                 WORK(K);
                 while (pos + rec + 8 - tail > RING) tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-                for (size_t k = 0; k < (size + 7) / 8; k++) s->ring[((pos + 8 + 8 * k) % RING) / 8] = payload[k];
-                __atomic_store_n(&s->ring[((pos + rec) % RING) / 8], 0, __ATOMIC_RELAXED);
-                __atomic_store_n(&s->ring[(pos % RING) / 8], (uint64_t)(uint32_t)(pos >> 3) << 32 | size << 1 | 1, __ATOMIC_RELEASE);
+                if (CALL == 1) {
+                    put(s->ring, pos, size, rec, payload, NS);
+                } else {
+                    if (CALL == 2) nothing();
+                    put_rec(s->ring, pos, size, rec, payload, NS);
+                }
                 pos += rec;
             }
             uint64_t want = (uint64_t)p * wins + i + 1;
@@ -111,7 +131,7 @@ int main(int argc, char **argv) {
         if (p) r[p - 1] = wins * w / t;
     }
     qsort(r, passes, sizeof r[0], cmp);
-    printf("P=%d PW=%d ring_floor store=%d K=%d RK=%d w=%d size=%zu: %.2f M msg/s median (min %.2f, max %.2f) [%lu]\n", P, PW, STORE, K, RK, w, size,
+    printf("CALL=%d NS=%d P=%d PW=%d ring_floor store=%d K=%d RK=%d w=%d size=%zu: %.2f M msg/s median (min %.2f, max %.2f) [%lu]\n", CALL, NS, P, PW, STORE, K, RK, w, size,
            r[passes / 2] / 1e6, r[0] / 1e6, r[passes - 1] / 1e6, (unsigned long)((a0 + a1 + a2 + a3) & 1));
     waitpid(pid, 0, 0);
     return 0;
