@@ -11,15 +11,16 @@
 //! and both sides of the asymmetric barrier for `fence(SeqCst)`, the guarantee the pair
 //! gives. `MIN_LANE` is 64 bytes under loom: three 8-byte messages fill a lane.
 //!
-//! Covered: publication (the header is the flag, the terminator word after each record),
-//! wrap-around (a payload crossing the lane end comes out as two segments), back-pressure
-//! (a full lane, the producer re-reading the tail), messages held while later ones are
-//! completed, completion out of order, lazy tail publication (every `lane/16` bytes, or when
-//! the lane is found empty: a 256-byte lane there), the wake-up protocol (`arm`, a last look, `sleep`, `disarm`),
-//! two senders into one receiving channel (the summary bitmap's scan). Payload bytes are
-//! checked on receipt and again before completion: a producer writing over a message
-//! still held shows as changed bytes. Not covered: several receiving channels, peer loss,
-//! corrupt segments (the property and corrupt-segment tests), the scan's fairness.
+//! Covered: publication (the header is the flag; free space, zeroed by the consumer before
+//! it publishes the tail past it, reads "not yet"), wrap-around (a payload crossing the
+//! lane end comes out as two segments), back-pressure (a full lane, the producer re-reading
+//! the tail), messages held while later ones are completed, completion out of order, lazy
+//! tail publication (every `lane/16` bytes, or when the lane is found empty: a 256-byte
+//! lane there), the wake-up protocol (`arm`, a last look, `sleep`, `disarm`), two senders
+//! into one receiving channel (the summary bitmap's scan). Payload bytes are checked on
+//! receipt and again before completion: a producer writing over a message still held shows
+//! as changed bytes. Not covered: several receiving channels, peer loss, corrupt segments
+//! (the property and corrupt-segment tests), the scan's fairness.
 //!
 //! A deliberately wrong use of the waiter (arming after the last look) shows that the model
 //! finds a lost wake-up.

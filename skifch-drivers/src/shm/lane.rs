@@ -36,14 +36,19 @@
 //!
 //! * **The header is the flag** (layout version 2; 3 made its check word a position tag).
 //!   The consumer polls the word where the
-//!   next header goes: zero means "nothing yet". The producer writes the payload, then a
-//!   zero into the word after the record (the next record's flag; it always keeps these
-//!   [`super::layout::TERM`] bytes free), then the header with a release store. A consumer that sees a
-//!   header (acquire) therefore also sees the zero after it, never a stale word of an
-//!   earlier lap. There is no shared head index on the message path: a message costs the
-//!   lines it occupies and nothing else, and the receiver notices it with one cache-line
-//!   transfer (the shared `head` is written only when a sending port closes, so that a
-//!   port reopened later continues there).
+//!   next header goes: zero means "nothing yet". **Free space is zero**: a lane starts
+//!   zeroed, and the consumer zeroes what it gives back before it publishes the tail past
+//!   it ([`Rx::publish`]), so the word after a record (the producer always keeps these
+//!   [`super::layout::TERM`] bytes free) reads zero until the next header is stored,
+//!   never a stale word of an earlier lap. The producer writes the payload, then the
+//!   header with a release store, and nothing else: it used to zero the next header word
+//!   itself, a second store into the line the consumer is polling on every message, which
+//!   cost raw channels ~3× at 64 B and ~2× at 4 KiB in message rate and 18 % of the 8-byte
+//!   ping-pong (`docs/results-2026-11-30-lane-call/`). The consumer zeroes each byte once,
+//!   in the lines it has just read, off the producer's path. There is no shared head index
+//!   on the message path: a message costs the lines it occupies and nothing else, and the
+//!   receiver notices it with one cache-line transfer (the shared `head` is written only
+//!   when a sending port closes, so that a port reopened later continues there).
 //! * **Send** (no atomic read-modify-write, no fence): the destination of the previous
 //!   send is recognised with one compare (a new one is range-checked once, off the hot
 //!   path); one word of the receiving channel says open, closed, never opened or lost
@@ -209,10 +214,8 @@ impl Tx {
             self.announce();
         }
         let head = self.head;
-        // Payload, then the next record's flag (zero: "not yet"), then this record's flag:
-        // a consumer that sees this header (acquire) also sees the zero after the record,
-        // never a stale word of an earlier lap.
-        header_word(self.data, cap, end).store(0, Ordering::Relaxed);
+        // Payload, then this record's flag. The word after the record (the next flag) is
+        // free space, which the consumer zeroed before giving it back (`Rx::publish`).
         header_word(self.data, cap, head).store(encode_rec(n as u32, head), Ordering::Release);
         self.head = end;
         sys::light_barrier(asym);
@@ -312,13 +315,40 @@ impl Rx {
         Ok(())
     }
 
-    /// Stores the shared tail; the next lazy publication is due `cap / 16` bytes later.
+    /// Gives back the space of the messages completed since the last call: zeroes it
+    /// (free space reads "nothing yet", see the module docs), then stores the shared tail
+    /// (release: the producer that reads it also sees the zeros). The next lazy
+    /// publication is due `cap / 16` bytes later.
     #[inline]
     pub(super) fn publish(&mut self, cap: u64) {
         let freed = self.done.freed();
+        zero(self.data, cap, self.published, freed);
         self.tail.get().store(freed, Ordering::Release);
         self.published = freed;
         self.publish_at = freed + cap / 16;
+    }
+}
+
+/// Zeroes positions `from..to` (`to - from <= cap`) of the lane at `data` of `cap` bytes,
+/// wrapping at the end: space the consumer holds (consumed, completed, tail not yet
+/// published past it), which no other process writes until that publication.
+#[inline]
+fn zero(data: NonNull<u8>, cap: u64, from: u64, to: u64) {
+    debug_assert!(from <= to && to - from <= cap);
+    let at = (from & (cap - 1)) as usize;
+    let n = (to - from) as usize;
+    let first = n.min(cap as usize - at);
+    // SAFETY: `at + first <= cap` and `n - first <= cap - first`: both ranges lie in the
+    // lane, which lives as long as the port; they are the consumer's own until it stores
+    // the tail past them (the lane protocol), so nothing writes them concurrently.
+    unsafe {
+        std::ptr::write_bytes(data.as_ptr().add(at), 0, first);
+        std::ptr::write_bytes(data.as_ptr(), 0, n - first);
+        #[cfg(loom)]
+        {
+            sync::payload_written(data.as_ptr().add(at), first);
+            sync::payload_written(data.as_ptr(), n - first);
+        }
     }
 }
 

@@ -12,8 +12,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"SKIFCH\0\x01");
 /// Layout version; bumped on any change to this file or to the lane protocol
 /// (2: record headers are the consumer's ready flag, no per-message `head` store;
 /// 3: the header's check word is a position tag, see [`encode_rec`];
-/// 4: payloads above [`ALIGN_ABOVE`] bytes start on a cache line, see [`record_size`]).
-pub const VERSION: u32 = 4;
+/// 4: payloads above [`ALIGN_ABOVE`] bytes start on a cache line, see [`record_size`];
+/// 5: free space is zero — the consumer zeroes what it gives back, the producer no longer
+/// zeroes the next header word, see [`super::lane`]).
+pub const VERSION: u32 = 5;
 /// Cache line size assumed for padding.
 pub const LINE: usize = 64;
 /// Most ports (channels) one rank may have open in the shm/in-process transport.
@@ -32,8 +34,8 @@ pub const MIN_LANE: usize = 1 << 6;
 pub const MAX_LANE: usize = 1 << 28;
 /// Bytes of the per-message record header in a lane.
 pub const REC_HDR: usize = 8;
-/// Bytes a producer keeps free after its last record: the zeroed word where the next
-/// header will go (the consumer's "not yet" flag, see [`super::lane`]).
+/// Bytes a producer keeps free after its last record: the word where the next header
+/// will go, zero as all free space is (the consumer's "not yet" flag, see [`super::lane`]).
 pub const TERM: usize = 8;
 /// Payloads longer than this are placed on a cache line (see [`record_size`]).
 pub const ALIGN_ABOVE: usize = 2048;
