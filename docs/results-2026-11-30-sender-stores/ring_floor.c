@@ -17,10 +17,14 @@
  * CALL (docs/results-2026-11-30-lane-call): 1, the record is written by a function that is
  * not inlined (a library's send: one call a message); 2, an empty function is called
  * before the record is written inline. NS: that many stores a message to a private
- * line before the record's (in the function with CALL=1).
+ * line before the record's (in the function with CALL=1); 3, a leaf function that takes
+ * the two payload words in registers writes the record (16-byte payloads only); 10, the
+ * same without zeroing the next record's header word (a correct lane only with RZ=1).
+ * RZ=1: the reader zeroes the space it gives back before publishing its tail (layout
+ * version 5 of skifch-drivers' lanes), on a line boundary.
  *
  *   cc -O2 ring_floor.c -o ring_floor && cc -O2 -DSTORE=0 ring_floor.c -o ring_floor_nostore
- *   ./ring_floor [W=64] [SIZE=16] [WINDOWS=4000] [PASSES=11] [K=0] [RK=0] [P=0] [PW=0] [CALL=0] [NS=0]
+ *   ./ring_floor [W=64] [SIZE=16] [WINDOWS=4000] [PASSES=11] [K=0] [RK=0] [P=0] [PW=0] [CALL=0] [NS=0] [RZ=0]
  * Prints the median of PASSES passes (after one warm-up pass), in M msg/s.
  */
 #define _GNU_SOURCE
@@ -46,6 +50,15 @@ __attribute__((always_inline)) static inline void put_rec(uint64_t *ring, uint64
     __atomic_store_n(&ring[((pos + rec) % RING) / 8], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ring[(pos % RING) / 8], (uint64_t)(uint32_t)(pos >> 3) << 32 | size << 1 | 1, __ATOMIC_RELEASE);
 }
+/* CALL=3 (zero=1) and CALL=10 (zero=0): a 16-byte record from two register words. */
+__attribute__((always_inline)) static inline void put_regs(uint64_t *ring, uint64_t pos, uint64_t w0, uint64_t w1, size_t rec, int zero) {
+    ring[((pos + 8) % RING) / 8] = w0;
+    ring[((pos + 16) % RING) / 8] = w1;
+    if (zero) __atomic_store_n(&ring[((pos + rec) % RING) / 8], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ring[(pos % RING) / 8], (uint64_t)(uint32_t)(pos >> 3) << 32 | 16 << 1 | 1, __ATOMIC_RELEASE);
+}
+__attribute__((noinline)) static void put3(uint64_t *ring, uint64_t pos, uint64_t w0, uint64_t w1, size_t rec) { put_regs(ring, pos, w0, w1, rec, 1); }
+__attribute__((noinline)) static void put10(uint64_t *ring, uint64_t pos, uint64_t w0, uint64_t w1, size_t rec) { put_regs(ring, pos, w0, w1, rec, 0); }
 __attribute__((noinline)) static void put(uint64_t *ring, uint64_t pos, size_t size, size_t rec, const uint64_t *payload, int ns) {
     put_rec(ring, pos, size, rec, payload, ns);
 }
@@ -72,8 +85,8 @@ int main(int argc, char **argv) {
     int passes = argc > 4 ? atoi(argv[4]) : 11;
     int K = argc > 5 ? atoi(argv[5]) : 0, RK = argc > 6 ? atoi(argv[6]) : 0;
     int P = argc > 7 ? atoi(argv[7]) : 0, PW = argc > 8 ? atoi(argv[8]) : 0;
-    int CALL = argc > 9 ? atoi(argv[9]) : 0, NS = argc > 10 ? atoi(argv[10]) : 0;
-    if (passes < 1 || passes > 64 || size > 256 || w < 1) { fprintf(stderr, "ring_floor: bad arguments\n"); return 2; }
+    int CALL = argc > 9 ? atoi(argv[9]) : 0, NS = argc > 10 ? atoi(argv[10]) : 0, RZ = argc > 11 ? atoi(argv[11]) : 0;
+    if (passes < 1 || passes > 64 || size > 256 || w < 1 || ((CALL == 3 || CALL == 10) && size != 16)) { fprintf(stderr, "ring_floor: bad arguments\n"); return 2; }
     volatile uint64_t stk[8];
     (void)stk;
     uint64_t a0 = 1, a1 = 2, a2 = 3, a3 = 4;
@@ -100,7 +113,12 @@ int main(int argc, char **argv) {
                 WORK(RK);
                 for (size_t k = 0; k < (len + 7) / 8; k++) sink += s->ring[((pos + 8 + 8 * k) % RING) / 8];
                 pos += 8 + ((len + 7) & ~(size_t)7);
-                if (pos - published >= RING / 16) { __atomic_store_n(&s->tail, pos, __ATOMIC_RELEASE); published = pos; }
+                if (pos - published >= RING / 16) {
+                    uint64_t upto = RZ ? pos & ~(uint64_t)63 : pos;
+                    for (uint64_t z = published; RZ && z < upto; z += 8) s->ring[(z % RING) / 8] = 0;
+                    __atomic_store_n(&s->tail, upto, __ATOMIC_RELEASE);
+                    published = upto;
+                }
             }
             __atomic_store_n(&s->ack, ++acks, __ATOMIC_RELEASE);
         }
@@ -115,7 +133,9 @@ int main(int argc, char **argv) {
                 if (PW) __builtin_prefetch(&s->ring[(pos % RING) / 8], 1, 3);
                 WORK(K);
                 while (pos + rec + 8 - tail > RING) tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-                if (CALL == 1) {
+                if (CALL == 3 || CALL == 10) {
+                    (CALL == 3 ? put3 : put10)(s->ring, pos, payload[0], payload[1], rec);
+                } else if (CALL == 1) {
                     put(s->ring, pos, size, rec, payload, NS);
                 } else {
                     if (CALL == 2) nothing();
@@ -131,7 +151,7 @@ int main(int argc, char **argv) {
         if (p) r[p - 1] = wins * w / t;
     }
     qsort(r, passes, sizeof r[0], cmp);
-    printf("CALL=%d NS=%d P=%d PW=%d ring_floor store=%d K=%d RK=%d w=%d size=%zu: %.2f M msg/s median (min %.2f, max %.2f) [%lu]\n", CALL, NS, P, PW, STORE, K, RK, w, size,
+    printf("RZ=%d CALL=%d NS=%d P=%d PW=%d ring_floor store=%d K=%d RK=%d w=%d size=%zu: %.2f M msg/s median (min %.2f, max %.2f) [%lu]\n", RZ, CALL, NS, P, PW, STORE, K, RK, w, size,
            r[passes / 2] / 1e6, r[0] / 1e6, r[passes - 1] / 1e6, (unsigned long)((a0 + a1 + a2 + a3) & 1));
     waitpid(pid, 0, 0);
     return 0;
