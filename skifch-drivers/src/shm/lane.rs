@@ -38,7 +38,7 @@
 //!   The consumer polls the word where the
 //!   next header goes: zero means "nothing yet". **Free space is zero**: a lane starts
 //!   zeroed, and the consumer zeroes what it gives back before it publishes the tail past
-//!   it ([`Rx::publish`]), so the word after a record (the producer always keeps these
+//!   it (`Rx::publish`), so the word after a record (the producer always keeps these
 //!   [`super::layout::TERM`] bytes free) reads zero until the next header is stored,
 //!   never a stale word of an earlier lap. The producer writes the payload, then the
 //!   header with a release store, and nothing else: it used to zero the next header word
