@@ -185,3 +185,58 @@ fn proto_prepare_and_commit_between_two_ranks() {
     .unwrap();
     assert!(out.iter().all(|&n| n > 100), "prepared in place: {out:?}");
 }
+
+/// A reservation written in full and published shorter (GASNet-EX's Prepare for up to
+/// `most_payload`, then Commit with less): the bytes written past the published length
+/// are the lane's free space again, where the next headers go — they must read "nothing
+/// yet" (layout version 5: free space is zero), not the sender's leftovers.
+#[test]
+fn a_reservation_published_shorter_than_written_leaves_nothing_behind() {
+    let params = Params {
+        nranks: 1,
+        nports: 2,
+        lane_bytes: 4096,
+    };
+    let job = inproc::job(params).unwrap().remove(0);
+    let (a, b) = (job.open(0).unwrap(), job.open(1).unwrap());
+    let to_b = b.addr();
+    let mut published = 0;
+    for round in 0..300u32 {
+        let max = 64 + (round as usize * 37) % 700;
+        let Some(r) = a.reserve(to_b, max).unwrap() else {
+            a.send_whole(to_b, &[IoSlice::new(&[9u8; 8])]).unwrap();
+            assert_eq!(b.try_recv().unwrap().to_vec(), [9u8; 8]);
+            continue;
+        };
+        // Everything reserved is written, with words that are not zero.
+        for k in 0..max {
+            // SAFETY: `k < r.max`: the reserved room, written before publishing.
+            unsafe { r.ptr.add(k).write(0xa5 ^ k as u8) };
+        }
+        let len = (round as usize * 7) % 48;
+        // SAFETY: this channel's reservation, published once, `len <= max`.
+        unsafe { a.publish(r, len) };
+        published += 1;
+        // Short messages whose headers land where the leftovers were.
+        for k in 0..4u8 {
+            a.send_whole(to_b, &[IoSlice::new(&[k; 8])]).unwrap();
+        }
+        let m = b.try_recv().unwrap();
+        let want: Vec<u8> = (0..len).map(|k| 0xa5 ^ k as u8).collect();
+        assert_eq!(m.to_vec(), want, "round {round}");
+        drop(m);
+        for k in 0..4u8 {
+            let m = b
+                .try_recv()
+                .unwrap_or_else(|e| panic!("round {round}, message {k}: {e}"));
+            assert_eq!(m.to_vec(), [k; 8], "round {round}");
+        }
+        // The word after the last record: free space, "nothing yet".
+        match b.try_recv() {
+            Err(Error::WouldBlock) => {}
+            Err(e) => panic!("round {round}: {e}"),
+            Ok(m) => panic!("round {round}: a message of {} bytes from nowhere", m.len()),
+        }
+    }
+    assert!(published > 100);
+}

@@ -38,7 +38,8 @@
 //!   The consumer polls the word where the
 //!   next header goes: zero means "nothing yet". **Free space is zero**: a lane starts
 //!   zeroed, and the consumer zeroes what it gives back before it publishes the tail past
-//!   it (`Rx::publish`), so the word after a record (the producer always keeps these
+//!   it (`Rx::publish`; a reservation published shorter than written zeroes the rest,
+//!   `RingPort::publish`), so the word after a record (the producer always keeps these
 //!   [`super::layout::TERM`] bytes free) reads zero until the next header is stored,
 //!   never a stale word of an earlier lap. The producer writes the payload, then the
 //!   header with a release store, and nothing else: it used to zero the next header word
@@ -330,17 +331,18 @@ impl Rx {
 }
 
 /// Zeroes positions `from..to` (`to - from <= cap`) of the lane at `data` of `cap` bytes,
-/// wrapping at the end: space the consumer holds (consumed, completed, tail not yet
-/// published past it), which no other process writes until that publication.
+/// wrapping at the end: space that one side owns and no other process writes meanwhile —
+/// the consumer's given-back space before it publishes the tail past it ([`Rx::publish`]),
+/// the producer's free space past a reservation published shorter than written.
 #[inline]
-fn zero(data: NonNull<u8>, cap: u64, from: u64, to: u64) {
+pub(super) fn zero(data: NonNull<u8>, cap: u64, from: u64, to: u64) {
     debug_assert!(from <= to && to - from <= cap);
     let at = (from & (cap - 1)) as usize;
     let n = (to - from) as usize;
     let first = n.min(cap as usize - at);
     // SAFETY: `at + first <= cap` and `n - first <= cap - first`: both ranges lie in the
-    // lane, which lives as long as the port; they are the consumer's own until it stores
-    // the tail past them (the lane protocol), so nothing writes them concurrently.
+    // lane, which lives as long as the port; they are the caller's own (its contract,
+    // the lane protocol), so nothing writes them concurrently.
     unsafe {
         std::ptr::write_bytes(data.as_ptr().add(at), 0, first);
         std::ptr::write_bytes(data.as_ptr(), 0, n - first);

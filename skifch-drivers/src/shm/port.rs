@@ -17,7 +17,7 @@ use skifch::{Error, NetAddr, Result};
 
 use super::fabric::{Fabric, Region};
 use super::far::{Far, FarWaiter, FAR_LANE};
-use super::lane::{header_word, Rx, Shared, Tx};
+use super::lane::{header_word, zero, Rx, Shared, Tx};
 use super::layout::{fit, record_size, REC_HDR, TERM};
 use crate::jobctl::{chan_state, C_SEQ, C_SLEEPERS, C_STATE};
 use crate::sync::{self, AtomicU32, AtomicU64, Ordering};
@@ -633,6 +633,12 @@ unsafe impl<R: Region> Port for RingPort<R> {
         tx.limit = limit;
         let n = len.min(r.max);
         let end = tx.head + record_size(tx.head, n);
+        // The caller may have written up to `r.max` bytes: what lies past this record is
+        // free space again, which must read zero (see the lane module docs).
+        let written = (tx.head + (REC_HDR + r.max) as u64).next_multiple_of(8);
+        if written > end {
+            zero(tx.data, cap, end, written);
+        }
         tx.publish_record(asym, cap, n, end);
     }
 
