@@ -44,12 +44,13 @@
 //!   never a stale word of an earlier lap. The producer writes the payload, then the
 //!   header with a release store, and nothing else: it used to zero the next header word
 //!   itself, a second store into the line the consumer is polling on every message, which
-//!   cost raw channels ~3× at 64 B and ~2× at 4 KiB in message rate and 18 % of the 8-byte
-//!   ping-pong (`docs/results-2026-11-30-lane-call/`). The consumer zeroes each byte once,
-//!   in the lines it has just read, off the producer's path. There is no shared head index
-//!   on the message path: a message costs the lines it occupies and nothing else, and the
-//!   receiver notices it with one cache-line transfer (the shared `head` is written only
-//!   when a sending port closes, so that a port reopened later continues there).
+//!   cost raw channels 2× in message rate at 64 B, 3-4× from 256 B to 4 KiB, and 8-12 % of
+//!   the 8-byte ping-pong (`docs/results-2026-11-30-lane-call/`). The consumer zeroes
+//!   each byte once, in the lines it has just read, off the producer's path. There is no
+//!   shared head index on the message path: a message costs the lines it occupies and
+//!   nothing else, and the receiver notices it with one cache-line transfer (the shared
+//!   `head` is written only when a sending port closes, so that a port reopened later
+//!   continues there).
 //! * **Send** (no atomic read-modify-write, no fence): the destination of the previous
 //!   send is recognised with one compare (a new one is range-checked once, off the hot
 //!   path); one word of the receiving channel says open, closed, never opened or lost
@@ -323,26 +324,31 @@ impl Rx {
     #[inline]
     pub(super) fn publish(&mut self, cap: u64) {
         let freed = self.done.freed();
-        zero(self.data, cap, self.published, freed);
+        // SAFETY: `published..freed` (at most a lap) of this live lane is consumed and
+        // completed, not yet given back: the producer does not write it until the store below.
+        unsafe { zero(self.data, cap, self.published, freed) };
         self.tail.get().store(freed, Ordering::Release);
         self.published = freed;
         self.publish_at = freed + cap / 16;
     }
 }
 
-/// Zeroes positions `from..to` (`to - from <= cap`) of the lane at `data` of `cap` bytes,
-/// wrapping at the end: space that one side owns and no other process writes meanwhile —
+/// Zeroes positions `from..to` of the lane at `data` of `cap` bytes, wrapping at the end:
 /// the consumer's given-back space before it publishes the tail past it ([`Rx::publish`]),
 /// the producer's free space past a reservation published shorter than written.
+///
+/// # Safety
+/// `data` is a live lane of `cap` bytes (a power of two); `from <= to <= from + cap`; the
+/// positions belong to the caller under the lane protocol, so no process writes them
+/// meanwhile.
 #[inline]
-pub(super) fn zero(data: NonNull<u8>, cap: u64, from: u64, to: u64) {
+pub(super) unsafe fn zero(data: NonNull<u8>, cap: u64, from: u64, to: u64) {
     debug_assert!(from <= to && to - from <= cap);
     let at = (from & (cap - 1)) as usize;
     let n = (to - from) as usize;
     let first = n.min(cap as usize - at);
     // SAFETY: `at + first <= cap` and `n - first <= cap - first`: both ranges lie in the
-    // lane, which lives as long as the port; they are the caller's own (its contract,
-    // the lane protocol), so nothing writes them concurrently.
+    // lane, and are the caller's (the contract above).
     unsafe {
         std::ptr::write_bytes(data.as_ptr().add(at), 0, first);
         std::ptr::write_bytes(data.as_ptr(), 0, n - first);

@@ -637,7 +637,9 @@ unsafe impl<R: Region> Port for RingPort<R> {
         // free space again, which must read zero (see the lane module docs).
         let written = (tx.head + (REC_HDR + r.max) as u64).next_multiple_of(8);
         if written > end {
-            zero(tx.data, cap, end, written);
+            // SAFETY: `end..written` lies in the reserved room (`reserve_lane` checked it
+            // against the tail; it does not wrap), this producer's until published.
+            unsafe { zero(tx.data, cap, end, written) };
         }
         tx.publish_record(asym, cap, n, end);
     }
