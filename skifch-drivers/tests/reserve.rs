@@ -9,6 +9,16 @@ use skifch::{Error, NetAddr};
 use skifch_drivers::inproc;
 use skifch_drivers::shm::Params;
 
+/// A one-rank in-process job with two ports and 4 KiB lanes.
+fn one_rank_two_ports() -> inproc::InprocJob {
+    let params = Params {
+        nranks: 1,
+        nports: 2,
+        lane_bytes: 4096,
+    };
+    inproc::job(params).unwrap().remove(0)
+}
+
 #[test]
 fn a_reserved_message_is_written_in_place_and_keeps_its_order() {
     let params = Params {
@@ -79,12 +89,7 @@ fn a_reserved_message_is_written_in_place_and_keeps_its_order() {
 
 #[test]
 fn a_reservation_waits_for_room() {
-    let params = Params {
-        nranks: 1,
-        nports: 2,
-        lane_bytes: 4096,
-    };
-    let job = inproc::job(params).unwrap().remove(0);
+    let job = one_rank_two_ports();
     let (a, b) = (job.open(0).unwrap(), job.open(1).unwrap());
     // Fill the lane; the reservation finds no room until the receiver completes.
     let mut sent = 0;
@@ -192,12 +197,7 @@ fn proto_prepare_and_commit_between_two_ranks() {
 /// yet" (layout version 5: free space is zero), not the sender's leftovers.
 #[test]
 fn a_reservation_published_shorter_than_written_leaves_nothing_behind() {
-    let params = Params {
-        nranks: 1,
-        nports: 2,
-        lane_bytes: 4096,
-    };
-    let job = inproc::job(params).unwrap().remove(0);
+    let job = one_rank_two_ports();
     let (a, b) = (job.open(0).unwrap(), job.open(1).unwrap());
     let to_b = b.addr();
     let mut published = 0;
