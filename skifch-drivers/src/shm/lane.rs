@@ -351,10 +351,14 @@ pub(super) unsafe fn zero(data: NonNull<u8>, cap: u64, from: u64, to: u64) {
     // lane, and are the caller's (the contract above).
     unsafe {
         std::ptr::write_bytes(data.as_ptr().add(at), 0, first);
-        std::ptr::write_bytes(data.as_ptr(), 0, n - first);
         #[cfg(loom)]
-        {
-            sync::payload_written(data.as_ptr().add(at), first);
+        sync::payload_written(data.as_ptr().add(at), first);
+        if n > first {
+            // Rare: the range wraps the lane end (no second `memset` call on every
+            // publication, which is on the receive path when a lane is found empty).
+            std::hint::cold_path();
+            std::ptr::write_bytes(data.as_ptr(), 0, n - first);
+            #[cfg(loom)]
             sync::payload_written(data.as_ptr(), n - first);
         }
     }
