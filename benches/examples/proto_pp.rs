@@ -1,6 +1,10 @@
 //! 8-byte ping-pong over the raw channel and over `skifch::proto` active messages, as a
 //! 2-rank job (self-launched), to measure what the protocol layer adds to latency.
-//! `cargo run --release -p skifch-benches --example proto_pp -- [raw|am] [round trips] [passes]`
+//! `cargo run --release -p skifch-benches --example proto_pp -- [MODE] [round trips] [passes]`
+//! MODE: `raw` (8-byte channel messages), `raw16` (16 bytes: a record that straddles a
+//! cache line now and then), `am` (`Endpoint::send` of 8 bytes, `poll`), `short`
+//! (`send_short` of 8 bytes, `poll_ready_one`: MPI eager's path), `hdr` (`send_header`
+//! without payload, `poll_ready_one`: GASNet's AM Short).
 //! (both pin rank r to CPU r and spin; on a shared machine run each a few times, or give
 //! `am` several passes: the fastest pass is printed, the one with the least of other
 //! processes' time in it).
@@ -37,10 +41,12 @@ fn run<D: skifch::Driver>(job: skifch::Job<D>) {
     let peer = 1 - me;
     let msg = [7u8; 8];
     let t0;
-    if mode == "raw" {
+    if mode.starts_with("raw") {
         let ch = job.open(0).expect("port");
         let to = NetAddr::new(peer as u16, 0);
-        let send = || while ch.send(to, &[IoSlice::new(&msg)]).is_err() {};
+        let big = [7u8; 16];
+        let m: &[u8] = if mode == "raw16" { &big } else { &msg };
+        let send = || while ch.send(to, &[IoSlice::new(m)]).is_err() {};
         let recv = || loop {
             match ch.try_recv_with(|m| std::hint::black_box(m.len())) {
                 Ok(_) => break,
@@ -75,10 +81,26 @@ fn run<D: skifch::Driver>(job: skifch::Job<D>) {
         })
         .expect("register");
         ep.barrier().expect("barrier");
+        let one = mode == "short" || mode == "hdr";
+        let hdr = mode == "hdr";
         let wait = |ep: &mut Endpoint<_, u64>, k: u64| {
             while *ep.ctx() < k {
-                ep.poll().expect("poll");
+                if one {
+                    ep.poll_ready_one().expect("poll");
+                } else {
+                    ep.poll().expect("poll");
+                }
             }
+        };
+        let send = |ep: &mut Endpoint<_, u64>| {
+            let r = if hdr {
+                ep.send_header(peer, 1, 0, &[])
+            } else if one {
+                ep.send_short(peer, 1, 0, &msg)
+            } else {
+                ep.send(peer, 1, 0, &[], &msg)
+            };
+            r.expect("send");
         };
         let passes: u64 = std::env::args()
             .nth(3)
@@ -88,11 +110,11 @@ fn run<D: skifch::Driver>(job: skifch::Job<D>) {
             let t = Instant::now();
             for k in p * n + 1..=(p + 1) * n {
                 if me == 0 {
-                    ep.send(peer, 1, 0, &[], &msg).expect("send");
+                    send(&mut ep);
                     wait(&mut ep, k);
                 } else {
                     wait(&mut ep, k);
-                    ep.send(peer, 1, 0, &[], &msg).expect("send");
+                    send(&mut ep);
                 }
             }
             fastest = fastest.min(t.elapsed().as_secs_f64());

@@ -380,6 +380,18 @@ impl<P: Port> Io<'_, P> {
     #[inline(always)]
     pub fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
         if h < FIRST_RESERVED && args.len() <= 3 && dst < self.st.size {
+            // As `Endpoint::send_header`: the word alone into the lane when nothing is
+            // queued for `dst` (GASNet's AM Short reply without arguments).
+            if args.is_empty()
+                && (self.st.queued == 0 || self.st.out[dst as usize].is_empty())
+                && self.ch.try_send_word(
+                    NetAddr::new(dst as u16, self.st.port),
+                    header::word(h, 0, 0, arg),
+                    &[],
+                )
+            {
+                return Ok(());
+            }
             let (hb, n) = header_in_place(h, 0, 0, arg, args);
             let msg = [IoSlice::new(&hb[..n])];
             return self.st.push_or_queue(self.ch, dst, &msg);

@@ -326,8 +326,13 @@ impl<P: Port, C> Endpoint<P, C> {
     #[inline(always)]
     pub fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
         if h < FIRST_RESERVED && args.len() <= 3 && dst < self.io.size && self.io.queued == 0 {
-            let (hb, n) = io::header_in_place(h, 0, 0, arg, args);
             let addr = NetAddr::new(dst as u16, self.io.port);
+            // The header word alone straight into the lane where the driver can: no header
+            // array, no iovec (GASNet's AM Short request without arguments).
+            if args.is_empty() && self.ch.try_send_word(addr, header::word(h, 0, 0, arg), &[]) {
+                return Ok(());
+            }
+            let (hb, n) = io::header_in_place(h, 0, 0, arg, args);
             match self.ch.send_whole(addr, &[IoSlice::new(&hb[..n])]) {
                 Err(Error::WouldBlock) => {}
                 r => return r,
