@@ -10,6 +10,13 @@ node's receive in `HierAnyPort::recv_into` of a LOCAL=1 run of scripts/ofi-callg
 (CG_OPTS=--dump-instr=yes), counted in docs/results-2026-11-29-ofi-latency4 (since the far
 half, docs/results-2026-11-30-far-half, that receive is inline in mpi-lite's).
 
+  cg-asm.py --path FILE N
+A spinning program's path apart from its polling: the instructions executed 0.95-1.6 times
+per N (once per operation: the path a message takes) and those executed more often (the
+empty polls of its waits), per function. For a ping-pong whose loops are inlined, e.g.
+benches/examples/proto_pp under callgrind with N its round trips
+(docs/results-2026-11-30-am-short-layers).
+
   cg-asm.py --lines FILE N [MIN] [OBJ]
 The code's footprint instead: per shared object, the distinct 64-byte lines holding an
 instruction executed at least MIN times per N (default 0.9: every iteration's path), and
@@ -81,7 +88,28 @@ def lines(path, n, least, obj):
         print("%5d lines %8.1f instructions  %s" % (len(per_fn[f]), ins_fn[f], f[:140]))
 
 
+def path_and_loop(path, n):
+    """The --path mode (module docs)."""
+    once, loop, distinct = (collections.Counter() for _ in range(3))
+    for (_, fn, _), c in counts(path).items():
+        r = c / n
+        if 0.95 <= r <= 1.6:
+            once[fn] += r
+        elif r > 1.6:
+            loop[fn] += r
+            distinct[fn] += 1
+    print("path (0.95-1.6 per op): %.0f instructions" % sum(once.values()))
+    for f, v in once.most_common(12):
+        print("   %6.1f  %s" % (v, f[:110]))
+    print("loop (> 1.6 per op): %.0f executed, %d distinct" % (sum(loop.values()),
+                                                               sum(distinct.values())))
+    for f, v in loop.most_common(5):
+        print("   %6.1f %4d  %s" % (v, distinct[f], f[:100]))
+
+
 def main():
+    if sys.argv[1] == "--path":
+        return path_and_loop(sys.argv[2], float(sys.argv[3]))
     if sys.argv[1] == "--lines":
         a = sys.argv[2:]
         return lines(a[0], float(a[1]), float(a[2]) if len(a) > 2 else 0.9,
