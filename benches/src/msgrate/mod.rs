@@ -24,10 +24,17 @@ use indicatif::{ProgressBar, ProgressStyle};
 use skifch::coll::Barrier;
 use skifch::{Channel, Driver, Error, Job, NetAddr, Port, WaitPolicy};
 
-use crate::check::{sum64, sum64_whole, LinePattern, Sum64};
+use crate::check::{sum64, LinePattern};
 use crate::measure::{measure, Measured, Plan};
 use crate::results::Row;
 use crate::{affinity, BenchError, Result, Spinner};
+
+mod table;
+mod wire;
+
+pub use table::{table, MPI_IMPLS, RAWRING};
+pub use wire::{send_msg, Inbox};
+use wire::{send_n, take_n};
 
 /// Port of the measured traffic.
 pub const DATA_PORT: u32 = 0;
@@ -253,190 +260,6 @@ struct Rank<P: Port> {
     inbox: Inbox,
     /// Spins before a yield while waiting ([`Spinner`]).
     patience: u32,
-}
-
-/// Receive side: reassembles messages that arrived as several partial sends (per sender:
-/// fragments of one sender never interleave with each other) and checks their sums.
-pub struct Inbox {
-    size: usize,
-    expect: u64,
-    /// Per sending rank: the running sum and bytes so far of its current message.
-    acc: Vec<(Sum64, usize)>,
-    /// Senders with a message in progress (fragments received, not all of it).
-    pending: usize,
-}
-
-impl Inbox {
-    /// An inbox for messages from `n` ranks.
-    pub fn new(n: u32) -> Self {
-        Inbox {
-            size: 0,
-            expect: 0,
-            acc: vec![(Sum64::default(), 0); n as usize],
-            pending: 0,
-        }
-    }
-
-    /// Expects `size`-byte messages whose [`sum64`] is `expect`.
-    pub fn start(&mut self, size: usize, expect: u64) {
-        self.size = size;
-        self.expect = expect;
-        self.acc.fill((Sum64::default(), 0));
-        self.pending = 0;
-    }
-
-    /// A message that is not a whole, contiguous data message with no fragment of any
-    /// sender pending (one that wraps the lane end, a fragment of a partial send; from
-    /// `src`, in segments `a` and `b`): summed in place into its sender's running sum, then
-    /// reassembly bookkeeping and the same checks as the fast path. `true` when it completed
-    /// a message. Out of line and cold. Never copied out: copying out the messages that wrap
-    /// (one in 64 at 16 KiB in 1 MiB lanes, one in 252 at 4 KiB) made the whole stream
-    /// bimodal, at times a third as fast (`docs/results-2026-11-22-v5`).
-    #[cold]
-    #[inline(never)]
-    fn piece(&mut self, src: NetAddr, a: &[u8], b: &[u8]) -> Result<bool> {
-        let len = a.len() + b.len();
-        let acc = match self.acc.get_mut(src.rank() as usize) {
-            Some(acc) if src.port() == DATA_PORT => acc,
-            _ => {
-                return Err(BenchError::Check(format!(
-                    "a message from {src}, which is not a data port of this job"
-                )))
-            }
-        };
-        acc.0.update(a);
-        acc.0.update(b);
-        if acc.1 == 0 {
-            self.pending += 1;
-        }
-        acc.1 += len;
-        if acc.1 < self.size {
-            return Ok(false);
-        }
-        let (sum, got) = (acc.0.finish(), acc.1);
-        *acc = (Sum64::default(), 0);
-        self.pending -= 1;
-        if got != self.size {
-            return Err(BenchError::Check(format!(
-                "from {src}: {got} bytes where a {}-byte message was due",
-                self.size
-            )));
-        }
-        if sum != self.expect {
-            return Err(self.bad_sum(src, sum));
-        }
-        Ok(true)
-    }
-
-    #[cold]
-    fn bad_sum(&self, src: NetAddr, sum: u64) -> BenchError {
-        BenchError::Check(format!(
-            "from {src}: payload sum {sum:#x}, expected {:#x}",
-            self.expect
-        ))
-    }
-
-    /// Receives `count` whole messages (from anyone).
-    #[inline(always)]
-    pub fn take<P: Port>(&mut self, ch: &Channel<P>, count: u64, patience: u32) -> Result<()> {
-        let mut done = 0;
-        let (size, expect) = (self.size, self.expect);
-        // Made at the first idle round of a wait, dropped on progress.
-        let mut sp: Option<Spinner> = None;
-        while done < count {
-            let m = match ch.try_recv() {
-                Ok(m) => m,
-                Err(Error::WouldBlock) => {
-                    sp.get_or_insert_with(|| Spinner::new(patience)).idle()?;
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            };
-            sp = None;
-            // Fast path, the shape of the raw ring's consumer: a whole message in one
-            // segment from a data port, with no fragment of any sender pending. Every byte
-            // is still summed and checked; only the reassembly bookkeeping is skipped.
-            if m.len() == size && m.src().port() == DATA_PORT && self.pending == 0 {
-                if let Some(p) = m.as_contiguous() {
-                    let sum = sum64_whole(p);
-                    let src = m.src();
-                    m.complete();
-                    if sum != expect {
-                        return Err(self.bad_sum(src, sum));
-                    }
-                    done += 1;
-                    continue;
-                }
-            }
-            // Anything else: a message that wraps the lane end, a fragment of a partial send.
-            // No drop glue across the call (a panic there leaks the guard, and the job ends):
-            // a guard that must be dropped on unwinding lives in memory, on every receive.
-            let m = std::mem::ManuallyDrop::new(m);
-            let mut segs = m.segments();
-            let (a, b) = (segs.next().unwrap_or(&[]), segs.next().unwrap_or(&[]));
-            let piece = self.piece(m.src(), a, b);
-            std::mem::ManuallyDrop::into_inner(m).complete();
-            if piece? {
-                done += 1;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Sends `msg` whole, as several partial sends if needed, spinning while the lane is full
-/// (the MsgRate sender's loop body).
-/// The first attempt is inlined into the test loops; the rest is out of line.
-#[inline(always)]
-pub fn send_msg<P: Port>(ch: &Channel<P>, dst: NetAddr, msg: &[u8], patience: u32) -> Result<()> {
-    match ch.send(dst, &[IoSlice::new(msg)]) {
-        Ok(k) if k == msg.len() => Ok(()),
-        Ok(k) => send_rest(ch, dst, msg, patience, k),
-        Err(Error::WouldBlock) => send_rest(ch, dst, msg, patience, 0),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// [`send_msg`] after a first attempt that sent only `sent` bytes (maybe none: the lane
-/// was full); the error, if any, is not passed on: an error value passed to a call would
-/// live in memory on every send.
-#[inline(never)]
-fn send_rest<P: Port>(
-    ch: &Channel<P>,
-    dst: NetAddr,
-    msg: &[u8],
-    patience: u32,
-    sent: usize,
-) -> Result<()> {
-    let mut off = sent;
-    let mut sp: Option<Spinner> = None;
-    while off < msg.len() {
-        match ch.send(dst, &[IoSlice::new(&msg[off..])]) {
-            Ok(k) => {
-                off += k;
-                sp = None;
-            }
-            Err(Error::WouldBlock) => sp.get_or_insert_with(|| Spinner::new(patience)).idle()?,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-/// The MsgRate sender's loop, in a function of its own: inlined into the pass that
-/// dispatches every test, its registers were shared with the other tests' code.
-#[inline(never)]
-fn send_n<P: Port>(ch: &Channel<P>, to: NetAddr, msg: &[u8], n: u64, patience: u32) -> Result<()> {
-    for _ in 0..n {
-        send_msg(ch, to, msg, patience)?;
-    }
-    Ok(())
-}
-
-/// The MsgRate receiver's loop, on its own for the same reason as [`send_n`].
-#[inline(never)]
-fn take_n<P: Port>(inbox: &mut Inbox, ch: &Channel<P>, n: u64, patience: u32) -> Result<()> {
-    inbox.take(ch, n, patience)
 }
 
 impl<P: Port> Rank<P> {
@@ -704,86 +527,9 @@ fn verbose_line(test: Test, size: usize, m: &Measured, pb: Option<f64>, pa: Opti
     );
 }
 
-/// MPI implementations among the peers (`../shared/peers`), for the "best MPI" column.
-pub const MPI_IMPLS: [&str; 3] = ["openmpi", "openmpi-ucx", "mpich"];
-/// The peers' raw ring, the physical limit.
-pub const RAWRING: &str = "rawring";
-
-/// The terminal table: one line per size with our msg/s, MB/s, latency (and n2one), and,
-/// when `peers` has them, the best MPI `msgrate` and `rawring` `msgrate` with our ratio.
-pub fn table(ours: &[Row], peers: &[Row]) -> String {
-    use std::fmt::Write as _;
-    let get = |rows: &[Row], imp: Option<&str>, test: &str, size: u64| {
-        rows.iter()
-            .find(|r| imp.iter().all(|i| r.imp == *i) && r.test == test && r.size == size)
-            .map(|r| r.value)
-    };
-    let mut sizes: Vec<u64> = ours.iter().map(|r| r.size).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    let has = |test: &str| ours.iter().any(|r| r.test == test);
-    let with_peers = !peers.is_empty();
-    let mut head = vec!["size", "msg/s", "MB/s", "lat us"];
-    if has("n2one") {
-        head.push("n2one msg/s");
-    }
-    if with_peers {
-        head.extend([
-            "best MPI msg/s",
-            "skifch/best MPI",
-            "rawring msg/s",
-            "skifch/rawring",
-        ]);
-    }
-    let dash = || "-".to_string();
-    let mut lines: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
-    for &size in &sizes {
-        let rate = get(ours, None, "msgrate", size);
-        let mut l = vec![
-            size.to_string(),
-            rate.map_or_else(dash, crate::results::si),
-            rate.map_or_else(dash, |r| format!("{:.1}", r * size as f64 / 1e6)),
-            get(ours, None, "latency", size).map_or_else(dash, |v| format!("{v:.3}")),
-        ];
-        if has("n2one") {
-            l.push(get(ours, None, "n2one", size).map_or_else(dash, crate::results::si));
-        }
-        if with_peers {
-            let mpi = MPI_IMPLS
-                .iter()
-                .filter_map(|i| get(peers, Some(i), "msgrate", size).map(|v| (v, *i)))
-                .max_by(|a, b| a.0.total_cmp(&b.0));
-            let raw = get(peers, Some(RAWRING), "msgrate", size);
-            let ratio = |p: Option<f64>| match (rate, p) {
-                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-                _ => dash(),
-            };
-            l.push(mpi.map_or_else(dash, |(v, i)| format!("{} ({i})", crate::results::si(v))));
-            l.push(ratio(mpi.map(|m| m.0)));
-            l.push(raw.map_or_else(dash, crate::results::si));
-            l.push(ratio(raw));
-        }
-        lines.push(l);
-    }
-    let widths: Vec<usize> = (0..head.len())
-        .map(|c| lines.iter().map(|l| l[c].len()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for l in &lines {
-        let cells: Vec<String> = l
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:>w$}"))
-            .collect();
-        let _ = writeln!(out, "{}", cells.join("  "));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::pattern;
     use crate::measure::Stat;
     use skifch_drivers::inproc as local;
     use skifch_drivers::shm::Params;
@@ -877,103 +623,5 @@ mod tests {
         .unwrap();
         let e = run_rank(&two[0], &cfg).unwrap_err();
         assert!(e.to_string().contains("SKIFCH_PORTS"), "{e}");
-    }
-
-    #[test]
-    fn table_ratios_against_the_best_mpi_and_the_raw_ring() {
-        let ours = vec![
-            Row::new("skifch-shm", "msgrate", 8, 30e6, "msg/s"),
-            Row::new("skifch-shm", "latency", 8, 0.2, "us"),
-        ];
-        let peers = vec![
-            Row::new("openmpi", "msgrate", 8, 10e6, "msg/s"),
-            Row::new("mpich", "msgrate", 8, 15e6, "msg/s"),
-            Row::new("rawring", "msgrate", 8, 60e6, "msg/s"),
-            Row::new("rawring", "latency", 8, 0.1, "us"),
-        ];
-        let t = table(&ours, &peers);
-        let line = t.lines().nth(1).unwrap();
-        assert!(line.contains("15.0M (mpich)"), "{t}");
-        assert!(line.contains("2.00"), "{t}");
-        assert!(line.contains("0.50"), "{t}");
-        assert!(line.contains("0.200"), "{t}");
-        assert!(!table(&ours, &[]).contains("rawring"));
-    }
-
-    type LocalPort = <local::InprocDriver as Driver>::Port;
-
-    /// Two ranks in one process, one port each, 4 KiB lanes: the jobs and the two channels.
-    fn pair() -> (
-        Vec<local::InprocJob>,
-        Channel<LocalPort>,
-        Channel<LocalPort>,
-    ) {
-        let jobs = local::job(Params {
-            nranks: 2,
-            nports: 1,
-            lane_bytes: 4096,
-        })
-        .unwrap();
-        let (a, b) = (jobs[0].open(0).unwrap(), jobs[1].open(0).unwrap());
-        (jobs, a, b)
-    }
-
-    #[test]
-    fn messages_that_wrap_are_checked_in_place() {
-        let good = pattern(1400);
-        let mut bad = good.clone();
-        // The flipped byte is in the second segment of a message that wraps.
-        bad[1399] ^= 1;
-        // Which of 24 alternating good and bad messages wrap the 4 KiB lane's end: seen on a
-        // raw channel (the lane layout is deterministic).
-        let (_j, a, b) = pair();
-        let mut wraps = Vec::new();
-        for i in 0..24 {
-            send_msg(&a, b.addr(), if i % 2 == 0 { &good } else { &bad }, 1).unwrap();
-            let m = b.try_recv().unwrap();
-            if m.segments().count() == 2 {
-                wraps.push(i);
-            }
-        }
-        assert!(wraps.iter().any(|i| i % 2 == 0) && wraps.iter().any(|i| i % 2 == 1));
-        // The same sequence through the inbox: every good one passes, every bad one is caught.
-        let (_j, a, b) = pair();
-        let mut inbox = Inbox::new(2);
-        inbox.start(1400, sum64(&good));
-        for i in 0..24 {
-            send_msg(&a, b.addr(), if i % 2 == 0 { &good } else { &bad }, 1).unwrap();
-            let r = inbox.take(&b, 1, 1);
-            assert_eq!(
-                r.is_ok(),
-                i % 2 == 0,
-                "message {i} (wrapping: {wraps:?}): {r:?}"
-            );
-        }
-        assert!(matches!(b.try_recv(), Err(Error::WouldBlock)));
-    }
-
-    #[test]
-    fn wrong_data_is_detected() {
-        let mut inbox = Inbox::new(2);
-        let (_j, a, b) = pair();
-        let good = pattern(16);
-        inbox.start(16, sum64(&good));
-        let mut bad = good.clone();
-        bad[3] ^= 1;
-        send_msg(&a, b.addr(), &good, 1).unwrap();
-        inbox.take(&b, 1, 1).unwrap();
-        // In two pieces (as partial sends deliver it): reassembled and checked.
-        a.send_whole(b.addr(), &[IoSlice::new(&good[..5])]).unwrap();
-        a.send_whole(b.addr(), &[IoSlice::new(&good[5..])]).unwrap();
-        inbox.take(&b, 1, 1).unwrap();
-        send_msg(&a, b.addr(), &bad, 1).unwrap();
-        assert!(matches!(inbox.take(&b, 1, 1), Err(BenchError::Check(_))));
-        a.send_whole(b.addr(), &[IoSlice::new(&bad[..5])]).unwrap();
-        a.send_whole(b.addr(), &[IoSlice::new(&bad[5..])]).unwrap();
-        assert!(matches!(inbox.take(&b, 1, 1), Err(BenchError::Check(_))));
-        // A message longer than the size in force is caught too.
-        send_msg(&a, b.addr(), &pattern(24), 1).unwrap();
-        assert!(matches!(inbox.take(&b, 1, 1), Err(BenchError::Check(_))));
-        assert!(matches!(b.try_recv(), Err(Error::WouldBlock)));
     }
 }
