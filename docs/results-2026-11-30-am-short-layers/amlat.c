@@ -1,5 +1,7 @@
 /* AM Short ping-pong latency with the target waiting in a BLOCKUNTIL (mode b) or a barrier (mode w). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +44,6 @@ int main(int argc, char **argv) {
         } else if (mode == 'b') {
             GASNET_BLOCKUNTIL(stop == p + 1);
         }
-        if (mode != 'b' || me == 0) {} 
     }
     if (me == 0) printf("%c: half-rtt %.4f us\n", mode, bestt / n / 2 * 1e6);
     gasnet_barrier(0, GASNET_BARRIERFLAG_ANONYMOUS);

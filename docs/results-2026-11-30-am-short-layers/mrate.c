@@ -1,21 +1,23 @@
 /* AM Medium 8 B rate: windows of 64 requests then one Short ack (gasnet_bench's msgrate);
- * prints the median and best of P passes of N messages. */
+ * prints the median and best of P passes of W windows; rank 1 serves from the barrier's wait
+ * (as gasnet_bench's target serves from gex_Event_Wait). Usage: skifrun -n 2 ./mrate [W] [P] */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <gasnetex.h>
 #include <gasnet_tools.h>
-enum { H_RATE = 200, H_ACK, H_STOP };
+enum { H_RATE = 200, H_ACK };
 enum { WINDOW = 64 };
-static volatile long got, acks, stop, bad;
+static volatile long got, acks, bad;
 static void rate(gex_Token_t t, void *buf, size_t n) {
     if (n != 8 || ((unsigned char *)buf)[0] != 1) bad = 1;
     if (++got % WINDOW == 0) gex_AM_ReplyShort0(t, H_ACK, 0);
 }
 static void ack(gex_Token_t t) { (void)t; acks++; }
-static void stp(gex_Token_t t) { (void)t; stop++; }
 static double now(void) { return (double)gasnett_ticks_to_ns(gasnett_ticks_now()) * 1e-9; }
 static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
 int main(int argc, char **argv) {
@@ -28,9 +30,8 @@ int main(int argc, char **argv) {
     gex_AM_Entry_t t[] = {
         {H_RATE, (gex_AM_Fn_t)rate, GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST, 0, 0, 0},
         {H_ACK, (gex_AM_Fn_t)ack, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 0, 0, 0},
-        {H_STOP, (gex_AM_Fn_t)stp, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 0, 0, 0},
     };
-    gex_EP_RegisterHandlers(ep, t, 3);
+    gex_EP_RegisterHandlers(ep, t, 2);
     unsigned char buf[64]; memset(buf, 1, sizeof buf);
     double v[64];
     for (int p = 0; p < passes && p < 64; p++) {
