@@ -36,6 +36,26 @@ impl Config {
 
 const H_DATA: u8 = 1;
 const H_GET: u8 = 2;
+const H_HDR: u8 = 3;
+const H_HDR_ACK: u8 = 4;
+
+/// Checks a header-only message of the suite: no payload, and argument `i` is
+/// `arg * 7 + i` (none, or up to three).
+fn check_header(what: &str, am: &Am<'_>) -> Result<()> {
+    let ok = am.payload().is_empty()
+        && am
+            .args()
+            .iter()
+            .enumerate()
+            .all(|(i, &a)| a == u64::from(am.arg()) * 7 + i as u64);
+    if !ok {
+        return Err(fail(
+            what,
+            format!("bad header-only message from {}", am.src()),
+        ));
+    }
+    Ok(())
+}
 
 fn fail(what: &str, why: String) -> Error {
     Error::InvalidArgument(format!("proto suite: {what}: {why}").into())
@@ -82,6 +102,23 @@ pub fn run<D: Driver>(job: &Job<D>, port: u32, cfg: &Config) -> Result<()> {
         let me = io.rank();
         io.reply(to, me, &[], &pattern(me as usize, len))
     })?;
+    // Header-only messages (`send_header`, a driver's word path where it has one), and
+    // replies to them from the handler (`Io::send_header`), with 0 to 3 arguments.
+    ep.register(H_HDR, |got: &mut usize, io: &mut Io<'_, _>, am: &Am<'_>| {
+        check_header("header-only message", am)?;
+        *got += 1;
+        io.send_header(am.src(), H_HDR_ACK, am.arg(), am.args())
+    })?;
+    ep.register(
+        H_HDR_ACK,
+        |got: &mut usize, _: &mut Io<'_, _>, am: &Am<'_>| {
+            check_header("header-only reply", am)?;
+            // Counts its argument too: a reply with a wrong one (nothing to check it
+            // against when it has no arguments) leaves the total short or long.
+            *got += am.arg() as usize + 1;
+            Ok(())
+        },
+    )?;
     ep.barrier()?;
 
     // Active messages: everyone to everyone at sizes from 0 to beyond one channel message,
@@ -99,6 +136,12 @@ pub fn run<D: Driver>(job: &Job<D>, port: u32, cfg: &Config) -> Result<()> {
                 &pattern(me as usize * 1000 + k as usize, len),
             )?;
         }
+        for d in 0..n {
+            let args: Vec<u64> = (0..(k + d) as u64 % 4)
+                .map(|i| u64::from(k) * 7 + i)
+                .collect();
+            ep.send_header((me + d) % n, H_HDR, k, &args)?;
+        }
         let peer = (me + 1 + k) % n;
         let len = sizes[k as usize % sizes.len()];
         let mut buf = vec![0u8; len];
@@ -107,7 +150,10 @@ pub fn run<D: Driver>(job: &Job<D>, port: u32, cfg: &Config) -> Result<()> {
             return Err(fail("get", format!("bad reply from {peer} ({len} bytes)")));
         }
     }
-    let want = (cfg.rounds * n) as usize;
+    // Each rank gets rounds * n data messages and header-only messages, and n replies to
+    // its own of round k, each counted k + 1.
+    let (rounds, ranks) = (cfg.rounds as usize, n as usize);
+    let want = 2 * rounds * ranks + ranks * rounds * (rounds + 1) / 2;
     ep.progress_until(|ep| *ep.ctx() == want, Some(Duration::from_secs(120)))?;
     if let Some(e) = ep.take_error() {
         return Err(e);
