@@ -39,6 +39,26 @@ pub(super) struct IoState {
 }
 
 impl IoState {
+    /// A user message of handler `h` with `arg` and no extra arguments — its header word
+    /// and `data` — to `dst` through the driver's word path ([`Channel::try_send_word`]):
+    /// `false` (nothing sent) where the driver does not take it now. The caller keeps
+    /// per-destination order (nothing queued for `dst`).
+    #[inline(always)]
+    pub(super) fn try_word<P: Port>(
+        &self,
+        ch: &Channel<P>,
+        dst: u32,
+        h: u8,
+        arg: u32,
+        data: &[u8],
+    ) -> bool {
+        ch.try_send_word(
+            NetAddr::new(dst as u16, self.port),
+            header::word(h, 0, 0, arg),
+            data,
+        )
+    }
+
     pub(super) fn new(rank: u32, size: u32, port: u16, max_msg: usize) -> IoState {
         IoState {
             rank,
@@ -384,11 +404,7 @@ impl<P: Port> Io<'_, P> {
             // queued for `dst` (GASNet's AM Short reply without arguments).
             if args.is_empty()
                 && (self.st.queued == 0 || self.st.out[dst as usize].is_empty())
-                && self.ch.try_send_word(
-                    NetAddr::new(dst as u16, self.st.port),
-                    header::word(h, 0, 0, arg),
-                    &[],
-                )
+                && self.st.try_word(self.ch, dst, h, arg, &[])
             {
                 return Ok(());
             }

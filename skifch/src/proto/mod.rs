@@ -308,14 +308,12 @@ impl<P: Port, C> Endpoint<P, C> {
     #[inline(always)]
     pub fn send_short(&mut self, dst: u32, h: u8, arg: u32, data: &[u8]) -> Result<()> {
         if h < FIRST_RESERVED && dst < self.io.size && 8 + data.len() <= self.io.max_msg {
-            let w = header::word(h, 0, 0, arg);
-            let addr = NetAddr::new(dst as u16, self.io.port);
-            if self.io.queued == 0 && self.ch.try_send_word(addr, w, data) {
+            if self.io.queued == 0 && self.io.try_word(&self.ch, dst, h, arg, data) {
                 return Ok(());
             }
             // The general send, inline as before for the drivers that do not offer the
             // word path (the fabric's, whose every send comes here).
-            return self.push(dst, &w.to_le_bytes(), data);
+            return self.push(dst, &header::word(h, 0, 0, arg).to_le_bytes(), data);
         }
         self.send(dst, h, arg, &[], data)
     }
@@ -326,13 +324,13 @@ impl<P: Port, C> Endpoint<P, C> {
     #[inline(always)]
     pub fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
         if h < FIRST_RESERVED && args.len() <= 3 && dst < self.io.size && self.io.queued == 0 {
-            let addr = NetAddr::new(dst as u16, self.io.port);
             // The header word alone straight into the lane where the driver can: no header
             // array, no iovec (GASNet's AM Short request without arguments).
-            if args.is_empty() && self.ch.try_send_word(addr, header::word(h, 0, 0, arg), &[]) {
+            if args.is_empty() && self.io.try_word(&self.ch, dst, h, arg, &[]) {
                 return Ok(());
             }
             let (hb, n) = io::header_in_place(h, 0, 0, arg, args);
+            let addr = NetAddr::new(dst as u16, self.io.port);
             match self.ch.send_whole(addr, &[IoSlice::new(&hb[..n])]) {
                 Err(Error::WouldBlock) => {}
                 r => return r,
