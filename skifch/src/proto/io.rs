@@ -395,8 +395,9 @@ impl<P: Port> Io<'_, P> {
     }
 
     /// [`Io::send`] of a message that is its header alone (no payload, at most 3
-    /// arguments): built in place and handed to the channel as one buffer, inline in the
-    /// caller — a handler's AM Short reply (GASNet) without the general encoder.
+    /// arguments): without arguments the header word through the driver's word path where
+    /// it takes it, else built in place and handed to the channel as one buffer, inline in
+    /// the caller — a handler's AM Short reply (GASNet) without the general encoder.
     #[inline(always)]
     pub fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
         if h < FIRST_RESERVED && args.len() <= 3 && dst < self.st.size {

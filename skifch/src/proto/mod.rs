@@ -319,8 +319,10 @@ impl<P: Port, C> Endpoint<P, C> {
     }
 
     /// [`Endpoint::send`] of a message that is its header alone (no payload, at most 3
-    /// arguments): built in place and handed to the channel as one buffer, inline in the
-    /// caller, the general encoder only when the lane is full (GASNet's AM Short request).
+    /// arguments): without arguments the header word through the driver's word path
+    /// ([`crate::Channel::try_send_word`]) where it takes it, else built in place and
+    /// handed to the channel as one buffer, inline in the caller; the general encoder only
+    /// when the lane is full (GASNet's AM Short request).
     #[inline(always)]
     pub fn send_header(&mut self, dst: u32, h: u8, arg: u32, args: &[u64]) -> Result<()> {
         if h < FIRST_RESERVED && args.len() <= 3 && dst < self.io.size && self.io.queued == 0 {
