@@ -10,19 +10,10 @@ use mpi_lite::{Error, Result};
 use skifch_drivers::DefaultPort;
 
 use super::greq::{self, Slot};
-use super::p2p::req_handle;
+use super::p2p::{req_handle, req_id};
 use super::persist::{self, view};
 use super::{arr_mut, get, mpi_fn, put, put_status, MPI_Status, STATUS_IGNORE};
 use crate::state::{call, call_deferring, call_hot, h, CState};
-
-fn req_id(r: c_int) -> Result<ReqId> {
-    if r <= 0 {
-        return Err(Error::Request(format!(
-            "request handle {r} is not an active request"
-        )));
-    }
-    Ok((r - 1) as ReqId)
-}
 
 fn empty_status() -> Status {
     Status {

@@ -19,6 +19,16 @@ pub(crate) fn req_handle(id: ReqId) -> c_int {
     id as c_int + 1
 }
 
+/// The engine request of handle `r` (the inverse of [`req_handle`]).
+pub(super) fn req_id(r: c_int) -> Result<ReqId> {
+    if r <= 0 {
+        return Err(Error::Request(format!(
+            "request handle {r} is not an active request"
+        )));
+    }
+    Ok((r - 1) as ReqId)
+}
+
 /// # Safety
 /// MPI buffer contract (see `user_buf`).
 pub(crate) unsafe fn start_send(
