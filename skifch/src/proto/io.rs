@@ -39,6 +39,14 @@ pub(super) struct IoState {
 }
 
 impl IoState {
+    /// Nothing waits in the queue for `dst`: a message to it may go to the channel now
+    /// without overtaking one (per-destination order). The total is tested first, the
+    /// common case of no queue at all.
+    #[inline(always)]
+    pub(super) fn nothing_queued_for(&self, dst: u32) -> bool {
+        self.queued == 0 || self.out[dst as usize].is_empty()
+    }
+
     /// A user message of handler `h` with `arg` and no extra arguments — its header word
     /// and `data` — to `dst` through the driver's word path ([`Channel::try_send_word`]):
     /// `false` (nothing sent) where the driver does not take it now. The caller keeps
@@ -151,7 +159,7 @@ impl IoState {
         dst: u32,
         iov: &[IoSlice<'_>],
     ) -> Result<()> {
-        if self.queued == 0 || self.out[dst as usize].is_empty() {
+        if self.nothing_queued_for(dst) {
             let addr = NetAddr::new(dst as u16, self.port);
             match ch.send_whole(addr, iov) {
                 Err(Error::WouldBlock) => {}
@@ -404,7 +412,7 @@ impl<P: Port> Io<'_, P> {
             // As `Endpoint::send_header`: the word alone into the lane when nothing is
             // queued for `dst` (GASNet's AM Short reply without arguments).
             if args.is_empty()
-                && (self.st.queued == 0 || self.st.out[dst as usize].is_empty())
+                && self.st.nothing_queued_for(dst)
                 && self.st.try_word(self.ch, dst, h, arg, &[])
             {
                 return Ok(());
@@ -429,7 +437,7 @@ impl<P: Port> Io<'_, P> {
         check_user(h, args)?;
         self.st.check_dst(dst)?;
         let n = 8 + 8 * args.len();
-        if n + data.len() > self.st.max_msg || !self.st.out[dst as usize].is_empty() {
+        if n + data.len() > self.st.max_msg || !self.st.nothing_queued_for(dst) {
             return Ok(false);
         }
         let (hb, n) = header_in_place(h, 0, 0, arg, args);
