@@ -5,8 +5,8 @@
 //!
 //! # Collective Operation
 //! Every member of the team calls each collective, in the same order as every other
-//! collective of the team. A collective completes inside the initiating call (the
-//! `*NB` calls return an event that is already complete).
+//! collective of the team. The calls here complete inside the initiating call; the C
+//! API's `*NB` calls run as schedules instead (`crate::nbcoll`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -27,6 +27,8 @@ pub struct Team {
     pub me: u32,
     /// Splits of this team so far (names the next child).
     splits: AtomicU32,
+    /// Non-blocking collectives started on this team so far (`crate::nbcoll`).
+    nb: AtomicU32,
 }
 
 /// The group id `ProtoGroup::world` uses.
@@ -40,11 +42,17 @@ impl Team {
             members: (0..n).collect(),
             me,
             splits: AtomicU32::new(0),
+            nb: AtomicU32::new(0),
         }
     }
     /// Members.
     pub fn size(&self) -> u32 {
         self.members.len() as u32
+    }
+    /// The sequence number of the next non-blocking collective (every member starts the
+    /// team's collectives in the same order).
+    pub(crate) fn next_nb(&self) -> u32 {
+        self.nb.fetch_add(1, Ordering::Relaxed)
     }
     /// The job rank of team rank `r`, checked.
     pub fn job_rank(&self, r: u32) -> Result<u32> {
@@ -169,7 +177,8 @@ impl Reducer for User<'_> {
     }
 }
 
-fn kernel(dt: Dt, op: RedOp) -> Result<Kernel> {
+/// The predefined reduction of `op` over `dt`.
+pub(crate) fn kernel(dt: Dt, op: RedOp) -> Result<Kernel> {
     if dt.is_float() && matches!(op, RedOp::And | RedOp::Or | RedOp::Xor) {
         return Err(Error::BadArgument(format!(
             "a bitwise reduction ({op:?}) on floating-point data"
@@ -210,6 +219,13 @@ impl<P: Port> Gasnet<P> {
             return Ok(ProtoGroup::world(ep));
         }
         Ok(ProtoGroup::new(ep, t.gid, t.members.clone())?)
+    }
+
+    /// Team `t`'s group and its next non-blocking sequence number, for a schedule
+    /// (`crate::nbcoll`).
+    pub(crate) fn nb_group(&self, t: &Team) -> Result<(ProtoGroup, u32)> {
+        let ep = self.ep()?;
+        Ok((self.group(t, &ep)?, t.next_nb()))
     }
 
     /// Barrier of team `t`.
@@ -310,6 +326,7 @@ impl<P: Port> Gasnet<P> {
             members,
             me: me as u32,
             splits: AtomicU32::new(0),
+            nb: AtomicU32::new(0),
         }))
     }
 }

@@ -121,6 +121,8 @@ pub struct Gasnet<P: Port> {
     pub(crate) events: Mutex<crate::event::Events>,
     /// The endpoint context's `running` (read without the lock).
     running: Arc<std::sync::atomic::AtomicUsize>,
+    /// Non-blocking collectives in progress (`crate::nbcoll`).
+    pub(crate) nbc: crate::nbcoll::Running,
 }
 
 /// All-gather of one descriptor per rank over the world group (set-up exchanges).
@@ -232,6 +234,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
             want_progress: opts.progress_thread,
             events: Mutex::new(Default::default()),
             running,
+            nbc: Default::default(),
         }))
     }
 
@@ -283,6 +286,11 @@ impl<P: Port> Gasnet<P> {
             Entered::Busy if self.running.load(Ordering::Relaxed) == am::this_thread() => Ok(None),
             Entered::Busy => Ok(self.ep.lock()),
         }
+    }
+
+    /// Whether this thread runs a handler (it holds the endpoint).
+    pub(crate) fn in_handler(&self) -> Result<bool> {
+        Ok(self.ep_or_handler()?.is_none())
     }
 
     /// `Err(PeerLost)` once the job has lost a rank.
@@ -562,7 +570,11 @@ impl<P: Port> Gasnet<P> {
     /// Runs handlers of arrived AMs once, without waiting (`gasnet_AMPoll`); returns how
     /// many messages were dispatched. A no-op inside a handler.
     pub fn poll(&self) -> Result<usize> {
-        self.poll_with(|ep| ep.poll_ready())
+        let n = self.poll_with(|ep| ep.poll_ready())?;
+        if self.nbc_active() {
+            self.nbc_progress()?;
+        }
+        Ok(n)
     }
 
     /// [`Gasnet::poll`] through `f`, the endpoint's poll to use.
@@ -591,6 +603,9 @@ impl<P: Port> Gasnet<P> {
         // One message per step: the caller's condition is tested between steps, so the
         // answer of a round trip ends the wait without a second, empty receive.
         let n = self.poll_with(|ep| ep.poll_ready_one())?;
+        if self.nbc_active() {
+            self.nbc_progress()?;
+        }
         if n > 0 {
             idle.reset();
             return Ok(());

@@ -18,8 +18,10 @@ const BASE: usize = 16;
 pub(crate) enum Kind {
     /// Requests of RMA operations.
     Ops(Pending),
-    /// A non-blocking barrier (`gex_Coll_BarrierNB`).
+    /// A non-blocking barrier of the primordial team (`gex_Coll_BarrierNB`).
     Barrier,
+    /// A non-blocking collective's schedule (`crate::nbcoll`), by its slot.
+    Coll(usize),
 }
 
 /// The event table and the implicit-operation lists.
@@ -65,6 +67,11 @@ const NBI_MAX: usize = 4096;
 impl<P: Port> Gasnet<P> {
     fn events(&self) -> std::sync::MutexGuard<'_, Events> {
         self.events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An event for a collective started by [`Gasnet::nbc_start`] (0 when it finished).
+    pub(crate) fn coll_event(&self, slot: Option<usize>) -> usize {
+        slot.map_or(0, |i| self.new_event(Kind::Coll(i)))
     }
 
     /// An event for `p` (0, `GEX_EVENT_INVALID`, when nothing is outstanding).
@@ -134,6 +141,13 @@ impl<P: Port> Gasnet<P> {
                 }
                 Ok(done)
             }
+            Kind::Coll(i) => {
+                let done = self.nbc_test(i)?;
+                if !done {
+                    self.put_back(h, Kind::Coll(i));
+                }
+                Ok(done)
+            }
         }
     }
 
@@ -147,6 +161,13 @@ impl<P: Port> Gasnet<P> {
             Kind::Barrier => self
                 .barrier_finish(0, barrier_flags::ANONYMOUS, true)
                 .map(|_| ()),
+            Kind::Coll(i) => {
+                let mut idle = skifch::wait::Backoff::new();
+                while !self.nbc_test(i)? {
+                    self.wait_step(&mut idle)?;
+                }
+                Ok(())
+            }
         }
     }
 

@@ -35,6 +35,7 @@ pub mod engine;
 mod eplock;
 pub mod eps;
 pub mod event;
+mod nbcoll;
 pub mod np;
 pub mod ratomic;
 pub mod rma;

@@ -120,6 +120,13 @@ fn collectives_teams_atomics_vis_and_tools() {
     check_program("ext", "seq");
 }
 
+/// The `*NB` collectives return before the other members enter them and progress while
+/// a member only polls (`tests/c/nbcoll.c`: each case hangs if a call blocks).
+#[test]
+fn non_blocking_collectives_do_not_wait_for_the_team() {
+    check_program("nbcoll", "seq");
+}
+
 /// GASNet inside an MPI job (mpi-lite's `libskifmpi.so`), each library initialising first
 /// in turn, over shm and over fpga-model (one driver per process: `skifch_drivers::share`).
 #[test]

@@ -5,8 +5,11 @@
 
 use std::ffi::{c_int, c_void};
 
+use skifch::coll::Reducer;
+
 use super::{fatal, g, new_team, ok, team};
-use crate::coll::{Dt, RedOp, Reduction};
+use crate::coll::{Dt, RedOp};
+use crate::nbcoll::{Deliver, NbColl};
 use crate::Error;
 
 type Ev = *mut c_void;
@@ -65,17 +68,95 @@ pub unsafe extern "C" fn gex_Coll_BroadcastNB(
     if nbytes == 0 {
         return std::ptr::null_mut();
     }
+    if root >= t.size() {
+        fatal(
+            call,
+            &Error::BadRank {
+                rank: i64::from(root),
+                n: t.size(),
+            },
+        );
+    }
     if dst.is_null() || (t.me == root && src.is_null()) {
         fatal(call, &Error::BadArgument("a NULL buffer".into()));
     }
-    // SAFETY: the caller's destination of `nbytes` bytes.
-    let buf = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), nbytes) };
-    if t.me == root && src != dst.cast_const() {
-        // SAFETY: the root's source of `nbytes` bytes (may not overlap dst but be it).
-        unsafe { std::ptr::copy(src.cast::<u8>(), buf.as_mut_ptr(), nbytes) };
+    let data = if t.me == root {
+        // SAFETY: the root's source of `nbytes` bytes, copied now.
+        unsafe { std::slice::from_raw_parts(src.cast::<u8>(), nbytes) }.to_vec()
+    } else {
+        vec![0u8; nbytes]
+    };
+    // SAFETY: the caller's destination of `nbytes` bytes, the library's until the event
+    // completes.
+    let deliver = unsafe { into_dst(dst, nbytes) };
+    let gn = g(call);
+    let c = NbColl::bcast(
+        ok(call, gn.nb_group(t)),
+        t.me,
+        t.size(),
+        root,
+        &data,
+        deliver,
+    );
+    start(call, c)
+}
+
+/// Starts a schedule; its event (NULL when it finished at once).
+fn start(call: &str, c: NbColl) -> Ev {
+    let gn = g(call);
+    let slot = ok(call, gn.nbc_start(c));
+    gn.coll_event(slot) as Ev
+}
+
+/// The caller's destination, written when the collective finishes.
+struct Dst(*mut u8, usize);
+// SAFETY: the client's buffer, handed to the library until the event completes; written
+// once, by whichever thread advances the collective to its end.
+unsafe impl Send for Dst {}
+
+/// # Safety
+/// `dst` holds `len` bytes and stays valid until the collective's event completes.
+unsafe fn into_dst(dst: *mut c_void, len: usize) -> Deliver {
+    let d = Dst(dst.cast(), len);
+    Box::new(move |r: &[u8]| {
+        let d = &d;
+        // SAFETY: the caller's contract: `d.1` bytes at `d.0`, not overlapping the
+        // library's scratch.
+        unsafe { std::ptr::copy_nonoverlapping(r.as_ptr(), d.0, r.len().min(d.1)) }
+    })
+}
+
+/// A user reduction (`GEX_OP_USER`/`_NC`): the client's function over elements of `size`.
+struct CUser {
+    f: unsafe extern "C" fn(*const c_void, *mut c_void, usize, *const c_void),
+    cdata: *const c_void,
+    size: usize,
+    commutative: bool,
+}
+// SAFETY: GASNet calls a collective's reduction function on whichever thread advances the
+// collective; the client's function and data are for that.
+unsafe impl Send for CUser {}
+
+impl Reducer for CUser {
+    fn elem_size(&self) -> usize {
+        self.size
     }
-    ok(call, g(call).bcast(t, root, buf));
-    std::ptr::null_mut() // complete
+    fn commutative(&self) -> bool {
+        self.commutative
+    }
+    fn apply(&self, a: &[u8], inout: &mut [u8]) {
+        let count = inout.len() / self.size.max(1);
+        // SAFETY: the client's reduction function over `count` elements of its type; `a`
+        // and `inout` hold that many.
+        unsafe {
+            (self.f)(
+                a.as_ptr().cast(),
+                inout.as_mut_ptr().cast(),
+                count,
+                self.cdata,
+            )
+        }
+    }
 }
 
 fn dt(call: &str, d: u32) -> Option<Dt> {
@@ -139,49 +220,55 @@ unsafe fn reduce(
     if n == 0 {
         return std::ptr::null_mut();
     }
+    if let Some(r) = root.filter(|&r| r >= t.size()) {
+        fatal(
+            call,
+            &Error::BadRank {
+                rank: i64::from(r),
+                n: t.size(),
+            },
+        );
+    }
     let here = root.is_none_or(|r| r == t.me);
     if src.is_null() || (here && dst.is_null()) {
         fatal(call, &Error::BadArgument("a NULL buffer".into()));
     }
-    // SAFETY: the caller's source of dt_sz * dt_cnt bytes.
-    let send = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) }.to_vec();
-    let mut none = [];
-    let recv: &mut [u8] = if here {
-        // SAFETY: the caller's destination (at the root, or everywhere for ToAll).
-        unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) }
-    } else {
-        &mut none
-    };
-    let user = |a: &[u8], inout: &mut [u8], count: usize| {
-        if let Some(f) = user_op {
-            // SAFETY: the client's reduction function over `count` elements of its type;
-            // `a` and `inout` hold that many.
-            unsafe { f(a.as_ptr().cast(), inout.as_mut_ptr().cast(), count, cdata) }
-        }
-    };
-    let red = if op == OP_USER || op == OP_USER_NC {
-        if user_op.is_none() {
+    // SAFETY: the caller's source of dt_sz * dt_cnt bytes, copied now.
+    let send = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
+    let red: Box<dyn Reducer + Send> = if op == OP_USER || op == OP_USER_NC {
+        let Some(f) = user_op else {
             fatal(
                 call,
                 &Error::BadArgument("GEX_OP_USER without a function".into()),
             );
-        }
-        Reduction::User {
+        };
+        Box::new(CUser {
+            f,
+            cdata,
             size,
             commutative: op == OP_USER,
-            f: &user,
-        }
+        })
     } else {
         match d {
-            Some(d) => Reduction::Predefined(d, red_op(call, op)),
+            Some(d) => Box::new(ok(call, crate::coll::kernel(d, red_op(call, op)))),
             None => fatal(
                 call,
                 &Error::BadArgument("GEX_DT_USER needs GEX_OP_USER".into()),
             ),
         }
     };
-    ok(call, g(call).reduce(t, root, &send, recv, &red));
-    std::ptr::null_mut()
+    let deliver: Deliver = if here {
+        // SAFETY: the caller's destination (at the root, or everywhere for ToAll), the
+        // library's until the event completes.
+        unsafe { into_dst(dst, n) }
+    } else {
+        Box::new(|_| {})
+    };
+    let group = ok(call, g(call).nb_group(t));
+    start(
+        call,
+        NbColl::reduce(group, t.me, t.size(), root, send, red, deliver),
+    )
 }
 
 #[no_mangle]

@@ -362,9 +362,10 @@ pub extern "C" fn gex_Coll_BarrierNB(tm: Ev, _f: u32) -> Ev {
     let t = team(call, tm);
     let gn = g(call);
     if t.gid != u32::MAX {
-        // A split team: the collective layer's barrier, complete at return.
-        ok(call, gn.team_barrier(t));
-        return std::ptr::null_mut();
+        // A split team: a schedule of its own (`crate::nbcoll`).
+        let c = crate::nbcoll::NbColl::barrier(ok(call, gn.nb_group(t)), t.me, t.size());
+        let slot = ok(call, gn.nbc_start(c));
+        return gn.coll_event(slot) as Ev;
     }
     ok(
         call,

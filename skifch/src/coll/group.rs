@@ -184,6 +184,43 @@ impl ProtoGroup {
         self.members[i]
     }
 
+    /// Sends `data` to member `to` under `tag` (at or above 2³¹: tags below are the
+    /// blocking algorithms'), for a collective of the caller's that runs as a schedule of
+    /// sends and [`ProtoGroup::try_take`]s instead of waiting in a call.
+    pub fn send_to<P: Port, C>(
+        &self,
+        ep: &mut Endpoint<P, C>,
+        to: usize,
+        tag: u32,
+        data: &[u8],
+    ) -> Result<()> {
+        let (_, dst, _) = self.key(to, tag)?;
+        ep.send_reserved(dst, H_COLL, tag, &[self.gid as u64], data)
+    }
+
+    /// The next message from member `from` under `tag` if it has arrived whole (kept by
+    /// the collective layer until taken; nothing is posted, so it never lands in place).
+    pub fn try_take<P: Port, C>(
+        &self,
+        ep: &mut Endpoint<P, C>,
+        from: usize,
+        tag: u32,
+    ) -> Result<Option<Vec<u8>>> {
+        let key = self.key(from, tag)?;
+        let st = ep.coll_state();
+        let Some(q) = st.unexpected.get_mut(&key) else {
+            return Ok(None);
+        };
+        if !matches!(q.front(), Some(Some(_))) {
+            return Ok(None); // none, or a long one still arriving
+        }
+        let v = q.pop_front().flatten();
+        if q.is_empty() {
+            st.unexpected.remove(&key);
+        }
+        Ok(v)
+    }
+
     fn key(&self, from: usize, tag: u32) -> Result<Key> {
         let src = *self.members.get(from).ok_or_else(|| {
             Error::InvalidArgument(format!("no member {from} in group {}", self.gid).into())
