@@ -573,16 +573,21 @@ impl<P: Port> Gasnet<P> {
         // Tested first, so that the usual poll stays the call it was (a test after it
         // made its frame save registers: an empty poll +21 instructions).
         if self.nbc_active() {
-            return self.poll_advancing();
+            return self.poll_advancing(false);
         }
         self.poll_with(|ep| ep.poll_ready())
     }
 
-    /// [`Gasnet::poll`] while non-blocking collectives run: then it advances them too.
+    /// [`Gasnet::poll`] (`one`: [`Gasnet::wait_step`]'s poll of one message) while
+    /// non-blocking collectives run: then it advances them too.
     #[cold]
     #[inline(never)]
-    fn poll_advancing(&self) -> Result<usize> {
-        let n = self.poll_with(|ep| ep.poll_ready())?;
+    fn poll_advancing(&self, one: bool) -> Result<usize> {
+        let n = if one {
+            self.poll_with(|ep| ep.poll_ready_one())?
+        } else {
+            self.poll_with(|ep| ep.poll_ready())?
+        };
         self.nbc_progress()?;
         Ok(n)
     }
@@ -613,7 +618,7 @@ impl<P: Port> Gasnet<P> {
         // One message per step: the caller's condition is tested between steps, so the
         // answer of a round trip ends the wait without a second, empty receive.
         let n = if self.nbc_active() {
-            self.poll_one_advancing()?
+            self.poll_advancing(true)?
         } else {
             self.poll_with(|ep| ep.poll_ready_one())?
         };
@@ -626,15 +631,6 @@ impl<P: Port> Gasnet<P> {
         }
         idle.snooze();
         Ok(())
-    }
-
-    /// A wait step's poll while non-blocking collectives run: it advances them too.
-    #[cold]
-    #[inline(never)]
-    fn poll_one_advancing(&self) -> Result<usize> {
-        let n = self.poll_with(|ep| ep.poll_ready_one())?;
-        self.nbc_progress()?;
-        Ok(n)
     }
 
     /// Waits with progress until `done` (checked between polls) is true.
