@@ -159,13 +159,15 @@ pub enum Reduction<'a> {
     },
 }
 
-struct User<'a> {
-    size: usize,
-    commutative: bool,
-    f: UserFn<'a>,
+/// A user reduction as a [`Reducer`]: `f(a, inout, count)` over elements of `size` bytes
+/// (a borrowed closure for the blocking calls, an owned one for a schedule's).
+pub(crate) struct User<F> {
+    pub(crate) size: usize,
+    pub(crate) commutative: bool,
+    pub(crate) f: F,
 }
 
-impl Reducer for User<'_> {
+impl<F: Fn(&[u8], &mut [u8], usize)> Reducer for User<F> {
     fn elem_size(&self) -> usize {
         self.size
     }

@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 use skifch::coll::Reducer;
 
 use super::{fatal, g, new_team, ok, team};
-use crate::coll::{Dt, RedOp};
+use crate::coll::{Dt, RedOp, User};
 use crate::nbcoll::{Deliver, NbColl};
 use crate::Error;
 
@@ -126,38 +126,14 @@ unsafe fn into_dst(dst: *mut c_void, len: usize) -> Deliver {
     })
 }
 
-/// A user reduction (`GEX_OP_USER`/`_NC`): the client's function over elements of `size`.
-struct CUser {
+/// The client's reduction function (`GEX_OP_USER`/`_NC`) and its data.
+struct CFn {
     f: unsafe extern "C" fn(*const c_void, *mut c_void, usize, *const c_void),
     cdata: *const c_void,
-    size: usize,
-    commutative: bool,
 }
 // SAFETY: GASNet calls a collective's reduction function on whichever thread advances the
 // collective; the client's function and data are for that.
-unsafe impl Send for CUser {}
-
-impl Reducer for CUser {
-    fn elem_size(&self) -> usize {
-        self.size
-    }
-    fn commutative(&self) -> bool {
-        self.commutative
-    }
-    fn apply(&self, a: &[u8], inout: &mut [u8]) {
-        let count = inout.len() / self.size.max(1);
-        // SAFETY: the client's reduction function over `count` elements of its type; `a`
-        // and `inout` hold that many.
-        unsafe {
-            (self.f)(
-                a.as_ptr().cast(),
-                inout.as_mut_ptr().cast(),
-                count,
-                self.cdata,
-            )
-        }
-    }
-}
+unsafe impl Send for CFn {}
 
 fn dt(call: &str, d: u32) -> Option<Dt> {
     if d == 64 {
@@ -242,11 +218,16 @@ unsafe fn reduce(
                 &Error::BadArgument("GEX_OP_USER without a function".into()),
             );
         };
-        Box::new(CUser {
-            f,
-            cdata,
+        let c = CFn { f, cdata };
+        Box::new(User {
             size,
             commutative: op == OP_USER,
+            f: move |a: &[u8], inout: &mut [u8], count: usize| {
+                let c = &c;
+                // SAFETY: the client's reduction function over `count` elements of its
+                // type; `a` and `inout` hold that many.
+                unsafe { (c.f)(a.as_ptr().cast(), inout.as_mut_ptr().cast(), count, c.cdata) }
+            },
         })
     } else {
         match d {
