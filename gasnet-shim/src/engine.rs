@@ -594,7 +594,7 @@ impl<P: Port> Gasnet<P> {
 
     /// [`Gasnet::poll`] through `f`, the endpoint's poll to use.
     #[inline(always)]
-    fn poll_with(
+    pub(crate) fn poll_with(
         &self,
         f: impl FnOnce(&mut Endpoint<P, Ctx>) -> skifch::Result<usize>,
     ) -> Result<usize> {
@@ -622,6 +622,13 @@ impl<P: Port> Gasnet<P> {
         } else {
             self.poll_with(|ep| ep.poll_ready_one())?
         };
+        self.idle_step(n, idle)
+    }
+
+    /// The end of a wait loop's step that dispatched `n` messages: when none, backs off on
+    /// `idle` and checks every 64 idle steps that no rank is lost.
+    #[inline(always)]
+    pub(crate) fn idle_step(&self, n: usize, idle: &mut Backoff) -> Result<()> {
         if n > 0 {
             idle.reset();
             return Ok(());

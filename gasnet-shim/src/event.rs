@@ -162,11 +162,14 @@ impl<P: Port> Gasnet<P> {
                 .barrier_finish(0, barrier_flags::ANONYMOUS, true)
                 .map(|_| ()),
             Kind::Coll(i) => {
+                // `nbc_test` polls and advances every running collective.
                 let mut idle = skifch::wait::Backoff::new();
-                while !self.nbc_test(i)? {
-                    self.wait_step(&mut idle)?;
+                loop {
+                    match self.nbc_step(i)? {
+                        (true, _) => return Ok(()),
+                        (false, moved) => self.idle_step(moved, &mut idle)?,
+                    }
                 }
-                Ok(())
             }
         }
     }

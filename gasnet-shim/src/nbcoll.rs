@@ -12,9 +12,10 @@
 //! entered a collective keeps what arrives for it until it does. The source is copied at
 //! the call; the destination belongs to the library until the event completes.
 //!
-//! Algorithms (binomial trees, ⌈log₂ n⌉ rounds): broadcast from the root; reductions
-//! toward team rank 0 in rank order (so `GEX_OP_USER_NC` is right), then to the root
-//! (`ReduceToOne`) or broadcast back (`ReduceToAll`); the barrier by dissemination.
+//! Algorithms (⌈log₂ n⌉ rounds): a binomial broadcast from the root; reductions in rank
+//! order (so `GEX_OP_USER_NC` is right): `ReduceToAll` by recursive doubling when the
+//! team's size is a power of two, else — and `ReduceToOne` — a binomial reduction toward
+//! team rank 0, then to the root or broadcast back; the barrier by dissemination.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -39,14 +40,19 @@ const TAG_BAR: u32 = 0x50; // + round: dissemination
 
 /// One step of a schedule (members are team ranks).
 #[derive(Clone, Copy, Debug)]
-enum Step {
+pub(crate) enum Step {
     /// Send a range of the scratch.
     Send { to: u32, tag: u32, from: Range },
     /// Wait for the message of `tag` from a member, into a range (its length must be the
     /// message's).
     Recv { from: u32, tag: u32, into: Range },
-    /// `acc = acc ∘ src` (acc holds the lower ranks' part, and lies below src).
-    Fold { src: Range, acc: Range },
+    /// `acc = acc ∘ src`, or `acc = src ∘ acc` when `src_first` (src came from lower
+    /// ranks); acc lies below src in the scratch.
+    Fold {
+        src: Range,
+        acc: Range,
+        src_first: bool,
+    },
 }
 
 /// What a finished schedule hands to the caller: the result's bytes.
@@ -65,10 +71,33 @@ pub(crate) struct NbColl {
     deliver: Option<Deliver>,
 }
 
+/// Finished schedules' step lists and scratch kept for reuse (a small collective then
+/// allocates neither), and the largest scratch kept.
+const SPARE: usize = 4;
+const SPARE_SCRATCH: usize = 64 << 10;
+
+/// A schedule's step list and scratch.
+pub(crate) type Parts = (Vec<Step>, Vec<u8>);
+
+/// The running schedules, and spare parts.
+#[derive(Default)]
+struct Slots {
+    run: Vec<Option<NbColl>>,
+    spare: Vec<Parts>,
+}
+
+impl Slots {
+    fn recycle(&mut self, c: NbColl) {
+        if self.spare.len() < SPARE && c.buf.capacity() <= SPARE_SCRATCH {
+            self.spare.push((c.steps, c.buf));
+        }
+    }
+}
+
 /// The running schedules of a rank, advanced by its polls.
 #[derive(Default)]
 pub struct Running {
-    slots: Mutex<Vec<Option<NbColl>>>,
+    slots: Mutex<Slots>,
     /// Schedules not finished (lets a poll skip the lock when there are none).
     active: AtomicUsize,
 }
@@ -122,14 +151,44 @@ fn reduce_steps(steps: &mut Vec<Step>, me: u32, n: u32, acc: Range, tmp: Range) 
                 tag: TAG_UP + k,
                 into: tmp,
             });
-            steps.push(Step::Fold { src: tmp, acc });
+            steps.push(Step::Fold {
+                src: tmp,
+                acc,
+                src_first: false,
+            });
         }
         k += 1;
     }
 }
 
+/// Recursive doubling for a power-of-two `n`: in round k, exchange with `me ^ 2^k` and
+/// fold in rank order (the lower block first); every member ends with the whole result
+/// in `acc`, in ⌈log₂ n⌉ rounds instead of a reduction's and a broadcast's.
+fn allreduce_steps(steps: &mut Vec<Step>, me: u32, n: u32, acc: Range, tmp: Range) {
+    let mut k = 0;
+    while (1u32 << k) < n {
+        let peer = me ^ (1 << k);
+        steps.push(Step::Send {
+            to: peer,
+            tag: TAG_UP + k,
+            from: acc,
+        });
+        steps.push(Step::Recv {
+            from: peer,
+            tag: TAG_UP + k,
+            into: tmp,
+        });
+        steps.push(Step::Fold {
+            src: tmp,
+            acc,
+            src_first: peer < me,
+        });
+        k += 1;
+    }
+}
+
 impl NbColl {
-    fn new(group: ProtoGroup, seq: u32, steps: Vec<Step>, buf: Vec<u8>, out: Range) -> Self {
+    fn new(group: ProtoGroup, seq: u32, (steps, buf): Parts, out: Range) -> Self {
         NbColl {
             group,
             seq,
@@ -142,20 +201,26 @@ impl NbColl {
         }
     }
 
-    /// Broadcast of `nbytes` from team rank `root`: `src` is the root's data (ignored
-    /// elsewhere); `deliver` gets the bytes at every member.
+    /// Broadcast of `nbytes` from team rank `root`: `src` is the root's data (`None`
+    /// elsewhere); `deliver` gets the bytes at every member. `parts` from
+    /// [`Gasnet::nbc_parts`].
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn bcast(
         (group, seq): (ProtoGroup, u32),
+        (mut steps, mut buf): Parts,
         me: u32,
         n: u32,
         root: u32,
-        src: &[u8],
+        src: Option<&[u8]>,
+        nbytes: usize,
         deliver: Deliver,
     ) -> Self {
-        let nbytes = src.len();
-        let mut steps = Vec::new();
+        match src {
+            Some(s) => buf.extend_from_slice(&s[..nbytes]),
+            None => buf.resize(nbytes, 0),
+        }
         bcast_steps(&mut steps, me, n, root, (0, nbytes));
-        let mut c = NbColl::new(group, seq, steps, src.to_vec(), (0, nbytes));
+        let mut c = NbColl::new(group, seq, (steps, buf), (0, nbytes));
         c.deliver = Some(deliver);
         c
     }
@@ -163,8 +228,10 @@ impl NbColl {
     /// Reduction of every member's `send` with `red`: to team rank `root`, or to every
     /// member (`root` None). `deliver` gets the result where there is one (at the root, or
     /// everywhere).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn reduce(
         (group, seq): (ProtoGroup, u32),
+        (mut steps, mut buf): Parts,
         me: u32,
         n: u32,
         root: Option<u32>,
@@ -173,12 +240,16 @@ impl NbColl {
         deliver: Deliver,
     ) -> Self {
         let len = send.len();
-        let mut buf = vec![0u8; 2 * len];
-        buf[..len].copy_from_slice(send);
+        buf.extend_from_slice(send);
+        buf.resize(2 * len, 0);
         let (acc, tmp) = ((0, len), (len, len));
-        let mut steps = Vec::new();
-        reduce_steps(&mut steps, me, n, acc, tmp);
+        if root.is_none() && n.is_power_of_two() {
+            allreduce_steps(&mut steps, me, n, acc, tmp);
+        } else {
+            reduce_steps(&mut steps, me, n, acc, tmp);
+        }
         match root {
+            None if n.is_power_of_two() => {}
             Some(0) => {}
             Some(r) if me == 0 => steps.push(Step::Send {
                 to: r,
@@ -193,7 +264,7 @@ impl NbColl {
             Some(_) => {}
             None => bcast_steps(&mut steps, me, n, 0, acc),
         }
-        let mut c = NbColl::new(group, seq, steps, buf, acc);
+        let mut c = NbColl::new(group, seq, (steps, buf), acc);
         c.red = Some(red);
         if root.is_none_or(|r| r == me) {
             c.deliver = Some(deliver);
@@ -202,8 +273,12 @@ impl NbColl {
     }
 
     /// A barrier of the team (dissemination).
-    pub(crate) fn barrier((group, seq): (ProtoGroup, u32), me: u32, n: u32) -> Self {
-        let mut steps = Vec::new();
+    pub(crate) fn barrier(
+        (group, seq): (ProtoGroup, u32),
+        (mut steps, buf): Parts,
+        me: u32,
+        n: u32,
+    ) -> Self {
         let mut k = 0;
         while (1u32 << k) < n {
             steps.push(Step::Send {
@@ -218,7 +293,7 @@ impl NbColl {
             });
             k += 1;
         }
-        NbColl::new(group, seq, steps, Vec::new(), (0, 0))
+        NbColl::new(group, seq, (steps, buf), (0, 0))
     }
 
     fn done(&self) -> bool {
@@ -255,14 +330,22 @@ impl NbColl {
                     }
                     self.buf[into.0..into.0 + into.1].copy_from_slice(&v);
                 }
-                Step::Fold { src, acc } => {
+                Step::Fold {
+                    src,
+                    acc,
+                    src_first,
+                } => {
                     let red = self.red.as_ref().ok_or_else(|| {
                         Error::Protocol("a reduction step without an operator".into())
                     })?;
                     let (lo, hi) = self.buf.split_at_mut(src.0);
-                    let inout = &mut hi[..src.1];
-                    red.apply(&lo[acc.0..acc.0 + acc.1], inout);
-                    lo[acc.0..acc.0 + acc.1].copy_from_slice(inout);
+                    let (acc, src) = (&mut lo[acc.0..acc.0 + acc.1], &mut hi[..src.1]);
+                    if src_first {
+                        red.apply(src, acc);
+                    } else {
+                        red.apply(acc, src);
+                        acc.copy_from_slice(src);
+                    }
                 }
             }
             self.pc += 1;
@@ -276,53 +359,83 @@ impl NbColl {
 
 impl<P: Port> Gasnet<P> {
     /// The message of `tag` from member `from`, if it has arrived (polls once first when
-    /// it has not).
+    /// it has not: dispatches what came, running the handlers, but advances no
+    /// collective — the caller is advancing them).
     fn nbc_take(&self, group: &ProtoGroup, from: u32, tag: u32) -> Result<Option<Vec<u8>>> {
         let got = group.try_take(&mut *self.ep()?, from as usize, tag)?;
         if got.is_some() {
             return Ok(got);
         }
-        self.poll()?;
+        self.poll_with(|ep| ep.poll_ready())?;
         Ok(group.try_take(&mut *self.ep()?, from as usize, tag)?)
     }
 
-    fn running(&self) -> std::sync::MutexGuard<'_, Vec<Option<NbColl>>> {
+    fn running(&self) -> std::sync::MutexGuard<'_, Slots> {
         self.nbc.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An empty step list and scratch for a new schedule: a finished one's if kept.
+    pub(crate) fn nbc_parts(&self) -> Parts {
+        let (mut steps, mut buf) = self.running().spare.pop().unwrap_or_default();
+        steps.clear();
+        buf.clear();
+        (steps, buf)
     }
 
     /// Starts `c`: runs what it can now; `None` when it finished at once, else its slot.
     pub(crate) fn nbc_start(&self, mut c: NbColl) -> Result<Option<usize>> {
-        if c.advance(self)? {
+        let fin = c.advance(self)?;
+        let mut s = self.running();
+        if fin {
+            s.recycle(c);
             return Ok(None);
         }
-        let mut s = self.running();
-        let i = match s.iter().position(Option::is_none) {
+        let i = match s.run.iter().position(Option::is_none) {
             Some(i) => i,
             None => {
-                s.push(None);
-                s.len() - 1
+                s.run.push(None);
+                s.run.len() - 1
             }
         };
-        s[i] = Some(c);
+        s.run[i] = Some(c);
         self.nbc.active.fetch_add(1, Ordering::Relaxed);
         Ok(Some(i))
     }
 
-    /// Advances slot `i`; true (and the slot is freed) once it has finished.
+    /// Advances every running schedule; true (and slot `i` is freed) once `i` has
+    /// finished. All of them, not `i` alone: a member waiting for one collective still
+    /// forwards the others'.
     pub(crate) fn nbc_test(&self, i: usize) -> Result<bool> {
+        self.nbc_step(i).map(|(done, _)| done)
+    }
+
+    /// [`Gasnet::nbc_test`], and how many steps ran (a wait backs off only when none).
+    pub(crate) fn nbc_step(&self, i: usize) -> Result<(bool, usize)> {
         let mut s = self.running();
-        let Some(c) = s.get_mut(i).and_then(Option::as_mut) else {
-            return Err(Error::BadArgument(format!("no collective in slot {i}")));
-        };
-        let was_done = c.done();
-        if !was_done && !c.advance(self)? {
-            return Ok(false);
+        let moved = self.advance_all(&mut s.run)?;
+        match s.run.get(i) {
+            Some(Some(c)) if c.done() => {
+                if let Some(c) = s.run[i].take() {
+                    s.recycle(c);
+                }
+                Ok((true, moved))
+            }
+            Some(Some(_)) => Ok((false, moved)),
+            _ => Err(Error::BadArgument(format!("no collective in slot {i}"))),
         }
-        s[i] = None;
-        if !was_done {
-            self.nbc.active.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Advances every running schedule; how many steps ran.
+    fn advance_all(&self, s: &mut [Option<NbColl>]) -> Result<usize> {
+        let mut moved = 0;
+        for c in s.iter_mut().flatten() {
+            let pc = c.pc;
+            if !c.done() && c.advance(self)? {
+                self.nbc.active.fetch_sub(1, Ordering::Relaxed);
+            }
+            moved += c.pc - pc;
         }
-        Ok(true)
+        Ok(moved)
     }
 
     /// Advances every running schedule (from a poll outside any handler): a member that
@@ -334,14 +447,9 @@ impl<P: Port> Gasnet<P> {
             return Ok(());
         }
         let Ok(mut s) = self.nbc.slots.try_lock() else {
-            return Ok(()); // another thread advances them, or this one already is
+            return Ok(()); // another thread advances them
         };
-        for c in s.iter_mut().flatten() {
-            if !c.done() && c.advance(self)? {
-                self.nbc.active.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
-        Ok(())
+        self.advance_all(&mut s.run).map(|_| ())
     }
 
     /// Whether a schedule is running (a poll's test, without a lock).
@@ -355,28 +463,52 @@ impl<P: Port> Gasnet<P> {
 mod tests {
     use super::*;
 
-    /// Every member's steps, simulated: each send must meet exactly one receive of the
-    /// same (sender, receiver, tag), and a receive only runs after its message was sent.
-    fn run(all: &[Vec<Step>]) -> Vec<Vec<(u32, u32)>> {
+    /// Every member's steps, simulated with lists of ranks for data and concatenation
+    /// for the (associative, non-commutative) operator: each send must meet exactly one
+    /// receive of the same (sender, receiver, tag), and a receive only runs after its
+    /// message was sent. Member r starts with `[r]` at offset 0; returns each member's
+    /// data at offset 0 and the messages it received.
+    /// Each member's data, and the (sender, tag) of each message it received.
+    type Outcome = (Vec<Vec<u32>>, Vec<Vec<(u32, u32)>>);
+
+    fn run(all: &[Vec<Step>]) -> Outcome {
         let n = all.len();
         let mut pc = vec![0usize; n];
-        let mut sent: Vec<(u32, u32, u32)> = Vec::new(); // (from, to, tag)
+        let mut sent: Vec<(u32, u32, u32, Vec<u32>)> = Vec::new();
         let mut got = vec![Vec::new(); n];
+        let mut mem: Vec<std::collections::HashMap<usize, Vec<u32>>> = (0..n)
+            .map(|r| [(0, vec![r as u32])].into_iter().collect())
+            .collect();
         loop {
             let mut moved = false;
             for r in 0..n {
                 while let Some(&s) = all[r].get(pc[r]) {
                     match s {
-                        Step::Send { to, tag, .. } => sent.push((r as u32, to, tag)),
-                        Step::Recv { from, tag, .. } => {
-                            let Some(i) = sent.iter().position(|&m| m == (from, r as u32, tag))
+                        Step::Send { to, tag, from } => {
+                            let d = mem[r].get(&from.0).cloned().unwrap_or_default();
+                            sent.push((r as u32, to, tag, d));
+                        }
+                        Step::Recv { from, tag, into } => {
+                            let Some(i) = sent
+                                .iter()
+                                .position(|m| (m.0, m.1, m.2) == (from, r as u32, tag))
                             else {
                                 break;
                             };
-                            sent.remove(i);
+                            let m = sent.remove(i);
+                            mem[r].insert(into.0, m.3);
                             got[r].push((from, tag));
                         }
-                        Step::Fold { .. } => {}
+                        Step::Fold {
+                            src,
+                            acc,
+                            src_first,
+                        } => {
+                            let s = mem[r].get(&src.0).cloned().unwrap_or_default();
+                            let a = mem[r].get(&acc.0).cloned().unwrap_or_default();
+                            let v = if src_first { [s, a] } else { [a, s] }.concat();
+                            mem[r].insert(acc.0, v);
+                        }
                     }
                     pc[r] += 1;
                     moved = true;
@@ -389,8 +521,12 @@ mod tests {
         for r in 0..n {
             assert_eq!(pc[r], all[r].len(), "member {r} of {n} stuck");
         }
-        assert!(sent.is_empty(), "unreceived: {sent:?}");
-        got
+        assert!(sent.is_empty(), "unreceived: {:?}", sent);
+        let data = mem
+            .iter()
+            .map(|m| m.get(&0).cloned().unwrap_or_default())
+            .collect();
+        (data, got)
     }
 
     #[test]
@@ -404,7 +540,7 @@ mod tests {
                         s
                     })
                     .collect();
-                let got = run(&all);
+                let (_, got) = run(&all);
                 for (me, g) in got.iter().enumerate() {
                     assert_eq!(g.len(), usize::from(me as u32 != root), "n {n} root {root}");
                 }
@@ -414,27 +550,23 @@ mod tests {
 
     #[test]
     fn reductions_fold_every_part_in_rank_order() {
+        let order = |n: u32| (0..n).collect::<Vec<u32>>();
         for n in 1..=9u32 {
-            let all: Vec<_> = (0..n)
-                .map(|me| {
-                    let mut s = Vec::new();
-                    reduce_steps(&mut s, me, n, (0, 1), (1, 1));
-                    s
-                })
-                .collect();
-            run(&all);
-            // Each member's accumulator covers [me, me + span): children come in order of
-            // their rank, each right after the span so far.
-            for me in 0..n {
-                let mut span = 1;
-                for s in &all[me as usize] {
-                    if let Step::Recv { from, .. } = *s {
-                        assert_eq!(from, me + span, "n {n} member {me}");
-                        span *= 2;
-                    }
-                }
-                if me == 0 {
-                    assert!(span >= n, "n {n}: rank 0 has {span}");
+            let steps = |f: fn(&mut Vec<Step>, u32, u32, Range, Range)| -> Vec<Vec<Step>> {
+                (0..n)
+                    .map(|me| {
+                        let mut s = Vec::new();
+                        f(&mut s, me, n, (0, 1), (1, 1));
+                        s
+                    })
+                    .collect()
+            };
+            let (data, _) = run(&steps(reduce_steps));
+            assert_eq!(data[0], order(n), "reduction to 0 of {n}");
+            if n.is_power_of_two() {
+                let (data, _) = run(&steps(allreduce_steps));
+                for (me, d) in data.iter().enumerate() {
+                    assert_eq!(*d, order(n), "recursive doubling of {n}, member {me}");
                 }
             }
         }

@@ -80,22 +80,22 @@ pub unsafe extern "C" fn gex_Coll_BroadcastNB(
     if dst.is_null() || (t.me == root && src.is_null()) {
         fatal(call, &Error::BadArgument("a NULL buffer".into()));
     }
-    let data = if t.me == root {
-        // SAFETY: the root's source of `nbytes` bytes, copied now.
-        unsafe { std::slice::from_raw_parts(src.cast::<u8>(), nbytes) }.to_vec()
-    } else {
-        vec![0u8; nbytes]
-    };
+    let data = (t.me == root).then(|| {
+        // SAFETY: the root's source of `nbytes` bytes, copied into the schedule now.
+        unsafe { std::slice::from_raw_parts(src.cast::<u8>(), nbytes) }
+    });
     // SAFETY: the caller's destination of `nbytes` bytes, the library's until the event
     // completes.
     let deliver = unsafe { into_dst(dst, nbytes) };
     let gn = g(call);
     let c = NbColl::bcast(
         ok(call, gn.nb_group(t)),
+        gn.nbc_parts(),
         t.me,
         t.size(),
         root,
-        &data,
+        data,
+        nbytes,
         deliver,
     );
     start(call, c)
@@ -248,7 +248,16 @@ unsafe fn reduce(
     let group = ok(call, g(call).nb_group(t));
     start(
         call,
-        NbColl::reduce(group, t.me, t.size(), root, send, red, deliver),
+        NbColl::reduce(
+            group,
+            g(call).nbc_parts(),
+            t.me,
+            t.size(),
+            root,
+            send,
+            red,
+            deliver,
+        ),
     )
 }
 

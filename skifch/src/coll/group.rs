@@ -206,8 +206,11 @@ impl ProtoGroup {
         from: usize,
         tag: u32,
     ) -> Result<Option<Vec<u8>>> {
-        let key = self.key(from, tag)?;
         let st = ep.coll_state();
+        if st.unexpected.is_empty() {
+            return Ok(None); // the usual answer while waiting: no hashing
+        }
+        let key = self.key(from, tag)?;
         let Some(q) = st.unexpected.get_mut(&key) else {
             return Ok(None);
         };
@@ -302,9 +305,10 @@ fn step(
             }
         },
         Recv::Pending => {
-            let q = st.unexpected.entry(key).or_default();
-            match q.front() {
-                Some(Some(_)) => {
+            // `get_mut`, not `entry`: a key without messages leaves no empty queue behind
+            // (an empty map lets `ProtoGroup::try_take` answer without hashing).
+            match st.unexpected.get_mut(&key) {
+                Some(q) if matches!(q.front(), Some(Some(_))) => {
                     let v = q.pop_front().flatten().unwrap_or_default();
                     if q.is_empty() {
                         st.unexpected.remove(&key);
@@ -318,8 +322,9 @@ fn step(
                     *state = Recv::Done(v.len());
                     Ok(true)
                 }
-                Some(None) => Ok(false),
-                None => {
+                // A long message still arriving, ahead of any other.
+                Some(q) if !q.is_empty() => Ok(false),
+                _ => {
                     let d = dest.take().unwrap_or_else(Landing::discard);
                     st.posted.insert(key, Posted::Waiting(d));
                     *state = Recv::Posted(st.done);
