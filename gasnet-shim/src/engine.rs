@@ -651,6 +651,21 @@ impl<P: Port> Gasnet<P> {
 
     /// Makes progress until `done` sees the context say so (or a handler failed).
     fn progress_ctx(&self, mut done: impl FnMut(&Ctx) -> bool) -> Result<()> {
+        if self.nbc_active() {
+            // Non-blocking collectives run: this wait's polls must advance them too (a
+            // member whose children wait for its forwarding may be waiting here).
+            let mut idle = Backoff::new();
+            loop {
+                {
+                    let mut ep = self.ep()?;
+                    self.check_failed(&mut ep)?;
+                    if done(ep.ctx()) {
+                        return Ok(());
+                    }
+                }
+                self.wait_step(&mut idle)?;
+            }
+        }
         let mut ep = self.ep()?;
         let r = ep.progress_until(
             |ep| ep.ctx().failed.is_some() || done(ep.ctx()),

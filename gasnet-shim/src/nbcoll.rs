@@ -2,7 +2,7 @@
 //! `gex_Coll_BarrierNB` on a split team): each call builds a short schedule — sends,
 //! receives and folds over a scratch buffer — that runs as far as it can at once and is
 //! then advanced by every poll of this rank (`gasnet_AMPoll`, `GASNET_BLOCKUNTIL`, an
-//! event's test or wait, any blocking call's wait). The returned event completes when
+//! event's test or wait, the split-phase barrier's wait). The returned event completes when
 //! this rank's part is done: its result is in the destination and what it forwards to
 //! others is sent.
 //!

@@ -4,7 +4,8 @@
  *  - ReduceToOneNB / ReduceToAllNB / BarrierNB on a split team: team rank 0 enters first
  *    and only then sends the AM that lets the others enter;
  *  - BroadcastNB from 0 (4+ ranks): rank 2 forwards to rank 3 while it waits, by polling
- *    only, for an AM that rank 3 sends once its broadcast is complete.
+ *    only, for an AM that rank 3 sends once its broadcast is complete; then while it waits
+ *    in the split-phase barrier, which rank 3 enters once its broadcast is complete.
  * Results are checked: broadcasts of 1 B to 200 KB (past a Medium: sent in parts) from
  * every root, several collectives outstanding at once and completed out of order, a
  * non-commutative user reduction (2x2 matrix products in rank order) to every root. */
@@ -96,6 +97,20 @@ int main(int argc, char **argv) {
         }
         CHECKF(x == 4242, "broadcast got %lld", (long long)x);
         BARRIER();
+        /* ... and while it waits in the split-phase barrier, before its own event: the
+         * root enters only once rank 2 has, so the data reaches rank 2 in the barrier. */
+        x = me == 0 ? 4343 : -1;
+        if (me == 0) wait_go(++gos);
+        e = gex_Coll_BroadcastNB(tm, 0, &x, &x, sizeof x, 0);
+        if (me == 2) {
+            send_go(tm, 0);
+            BARRIER(); /* rank 3 enters it only once its broadcast is complete */
+            gex_Event_Wait(e);
+        } else {
+            gex_Event_Wait(e);
+            BARRIER();
+        }
+        CHECKF(x == 4343, "broadcast got %lld", (long long)x);
     }
 
     /* Broadcasts of every size class from every root. */
