@@ -212,7 +212,7 @@ fn child_gid(parent: u32, seq: u32, color: i32) -> u32 {
 }
 
 impl<P: Port> Gasnet<P> {
-    fn group(
+    pub(crate) fn group(
         &self,
         t: &Team,
         ep: &skifch::proto::Endpoint<P, crate::am::Ctx>,
@@ -221,13 +221,6 @@ impl<P: Port> Gasnet<P> {
             return Ok(ProtoGroup::world(ep));
         }
         Ok(ProtoGroup::new(ep, t.gid, t.members.clone())?)
-    }
-
-    /// Team `t`'s group and its next non-blocking sequence number, for a schedule
-    /// (`crate::nbcoll`).
-    pub(crate) fn nb_group(&self, t: &Team) -> Result<(ProtoGroup, u32)> {
-        let ep = self.ep()?;
-        Ok((self.group(t, &ep)?, t.next_nb()))
     }
 
     /// Barrier of team `t`.

@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use skifch::coll::{ProtoGroup, Reducer};
 use skifch::Port;
 
+use crate::coll::Team;
 use crate::engine::Gasnet;
 use crate::{Error, Result};
 
@@ -79,17 +80,22 @@ const SPARE_SCRATCH: usize = 64 << 10;
 /// A schedule's step list and scratch.
 pub(crate) type Parts = (Vec<Step>, Vec<u8>);
 
-/// The running schedules, and spare parts.
+/// The running schedules, spare parts, and the groups of the teams used last (a
+/// collective on one of them builds no member list).
 #[derive(Default)]
 struct Slots {
     run: Vec<Option<NbColl>>,
     spare: Vec<Parts>,
+    groups: Vec<ProtoGroup>,
 }
 
 impl Slots {
     fn recycle(&mut self, c: NbColl) {
         if self.spare.len() < SPARE && c.buf.capacity() <= SPARE_SCRATCH {
             self.spare.push((c.steps, c.buf));
+        }
+        if self.groups.len() < SPARE && self.groups.iter().all(|g| g.gid() != c.group.gid()) {
+            self.groups.push(c.group);
         }
     }
 }
@@ -372,6 +378,21 @@ impl<P: Port> Gasnet<P> {
 
     fn running(&self) -> std::sync::MutexGuard<'_, Slots> {
         self.nbc.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Team `t`'s group (kept from a finished schedule, else built) and its next
+    /// sequence number.
+    pub(crate) fn nbc_group(&self, t: &Team) -> Result<(ProtoGroup, u32)> {
+        let kept = {
+            let mut s = self.running();
+            let i = s.groups.iter().position(|g| g.gid() == t.gid);
+            i.map(|i| s.groups.swap_remove(i))
+        };
+        let g = match kept {
+            Some(g) => g,
+            None => self.group(t, &*self.ep()?)?,
+        };
+        Ok((g, t.next_nb()))
     }
 
     /// An empty step list and scratch for a new schedule: a finished one's if kept.

@@ -89,7 +89,7 @@ pub unsafe extern "C" fn gex_Coll_BroadcastNB(
     let deliver = unsafe { into_dst(dst, nbytes) };
     let gn = g(call);
     let c = NbColl::bcast(
-        ok(call, gn.nb_group(t)),
+        ok(call, gn.nbc_group(t)),
         gn.nbc_parts(),
         t.me,
         t.size(),
@@ -245,7 +245,7 @@ unsafe fn reduce(
     } else {
         Box::new(|_| {})
     };
-    let group = ok(call, g(call).nb_group(t));
+    let group = ok(call, g(call).nbc_group(t));
     start(
         call,
         NbColl::reduce(

@@ -364,7 +364,7 @@ pub extern "C" fn gex_Coll_BarrierNB(tm: Ev, _f: u32) -> Ev {
     if t.gid != u32::MAX {
         // A split team: a schedule of its own (`crate::nbcoll`).
         let c = crate::nbcoll::NbColl::barrier(
-            ok(call, gn.nb_group(t)),
+            ok(call, gn.nbc_group(t)),
             gn.nbc_parts(),
             t.me,
             t.size(),

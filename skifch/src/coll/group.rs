@@ -179,6 +179,11 @@ impl ProtoGroup {
         }
     }
 
+    /// The group's id.
+    pub fn gid(&self) -> u32 {
+        self.gid
+    }
+
     /// Job rank of member `i`.
     pub fn member(&self, i: usize) -> u32 {
         self.members[i]
