@@ -39,7 +39,39 @@ pub(crate) struct CollState {
     done: u64,
 }
 
+/// The first message kept under a key.
+enum Front {
+    /// Whole, and taken.
+    Whole(Vec<u8>),
+    /// A long one still arriving (ahead of any other).
+    Arriving,
+    /// None.
+    Nothing,
+}
+
 impl CollState {
+    /// Takes the first message kept under `key` if it is whole; a key left without
+    /// messages leaves no empty queue behind (an empty store then answers without
+    /// hashing: `ProtoGroup::try_take`).
+    fn take_front(&mut self, key: &Key) -> Front {
+        let Some(q) = self.unexpected.get_mut(key) else {
+            return Front::Nothing;
+        };
+        match q.front() {
+            Some(Some(_)) => {}
+            Some(None) => return Front::Arriving,
+            None => {
+                self.unexpected.remove(key);
+                return Front::Nothing;
+            }
+        }
+        let v = q.pop_front().flatten().unwrap_or_default();
+        if q.is_empty() {
+            self.unexpected.remove(key);
+        }
+        Front::Whole(v)
+    }
+
     /// The handler of collective traffic ([`H_COLL`]).
     pub(crate) fn on_message(&mut self, am: &Am<'_>) -> Result<()> {
         let gid = am.args().first().copied().unwrap_or(0) as u32;
@@ -215,18 +247,10 @@ impl ProtoGroup {
         if st.unexpected.is_empty() {
             return Ok(None); // the usual answer while waiting: no hashing
         }
-        let key = self.key(from, tag)?;
-        let Some(q) = st.unexpected.get_mut(&key) else {
-            return Ok(None);
-        };
-        if !matches!(q.front(), Some(Some(_))) {
-            return Ok(None); // none, or a long one still arriving
+        match st.take_front(&self.key(from, tag)?) {
+            Front::Whole(v) => Ok(Some(v)),
+            Front::Arriving | Front::Nothing => Ok(None),
         }
-        let v = q.pop_front().flatten();
-        if q.is_empty() {
-            st.unexpected.remove(&key);
-        }
-        Ok(v)
     }
 
     fn key(&self, from: usize, tag: u32) -> Result<Key> {
@@ -309,34 +333,25 @@ fn step(
                 Ok(false)
             }
         },
-        Recv::Pending => {
-            // `get_mut`, not `entry`: a key without messages leaves no empty queue behind
-            // (an empty map lets `ProtoGroup::try_take` answer without hashing).
-            match st.unexpected.get_mut(&key) {
-                Some(q) if matches!(q.front(), Some(Some(_))) => {
-                    let v = q.pop_front().flatten().unwrap_or_default();
-                    if q.is_empty() {
-                        st.unexpected.remove(&key);
-                    }
-                    if v.len() > room {
-                        return Err(too_long(key, v.len() as u64, room));
-                    }
-                    if let Some(d) = dest.as_mut() {
-                        d.write_segs(0, [&v, &[]]);
-                    }
-                    *state = Recv::Done(v.len());
-                    Ok(true)
+        Recv::Pending => match st.take_front(&key) {
+            Front::Whole(v) => {
+                if v.len() > room {
+                    return Err(too_long(key, v.len() as u64, room));
                 }
-                // A long message still arriving, ahead of any other.
-                Some(q) if !q.is_empty() => Ok(false),
-                _ => {
-                    let d = dest.take().unwrap_or_else(Landing::discard);
-                    st.posted.insert(key, Posted::Waiting(d));
-                    *state = Recv::Posted(st.done);
-                    Ok(false)
+                if let Some(d) = dest.as_mut() {
+                    d.write_segs(0, [&v, &[]]);
                 }
+                *state = Recv::Done(v.len());
+                Ok(true)
             }
-        }
+            Front::Arriving => Ok(false),
+            Front::Nothing => {
+                let d = dest.take().unwrap_or_else(Landing::discard);
+                st.posted.insert(key, Posted::Waiting(d));
+                *state = Recv::Posted(st.done);
+                Ok(false)
+            }
+        },
     }
 }
 
