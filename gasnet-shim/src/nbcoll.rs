@@ -193,11 +193,23 @@ fn allreduce_steps(steps: &mut Vec<Step>, me: u32, n: u32, acc: Range, tmp: Rang
     }
 }
 
+/// What a new schedule starts from ([`Gasnet::nbc_begin`]): its team's group and
+/// sequence number, this member's rank and the team's size, an empty step list and
+/// scratch.
+pub(crate) struct Begin {
+    group: ProtoGroup,
+    seq: u32,
+    me: u32,
+    n: u32,
+    steps: Vec<Step>,
+    buf: Vec<u8>,
+}
+
 impl NbColl {
-    fn new(group: ProtoGroup, seq: u32, (steps, buf): Parts, out: Range) -> Self {
+    fn new(b: Begin, steps: Vec<Step>, buf: Vec<u8>, out: Range) -> Self {
         NbColl {
-            group,
-            seq,
+            group: b.group,
+            seq: b.seq,
             steps,
             pc: 0,
             buf,
@@ -208,25 +220,21 @@ impl NbColl {
     }
 
     /// Broadcast of `nbytes` from team rank `root`: `src` is the root's data (`None`
-    /// elsewhere); `deliver` gets the bytes at every member. `parts` from
-    /// [`Gasnet::nbc_parts`].
-    #[allow(clippy::too_many_arguments)]
+    /// elsewhere); `deliver` gets the bytes at every member.
     pub(crate) fn bcast(
-        (group, seq): (ProtoGroup, u32),
-        (mut steps, mut buf): Parts,
-        me: u32,
-        n: u32,
+        mut b: Begin,
         root: u32,
         src: Option<&[u8]>,
         nbytes: usize,
         deliver: Deliver,
     ) -> Self {
+        let (mut steps, mut buf) = (std::mem::take(&mut b.steps), std::mem::take(&mut b.buf));
         match src {
             Some(s) => buf.extend_from_slice(&s[..nbytes]),
             None => buf.resize(nbytes, 0),
         }
-        bcast_steps(&mut steps, me, n, root, (0, nbytes));
-        let mut c = NbColl::new(group, seq, (steps, buf), (0, nbytes));
+        bcast_steps(&mut steps, b.me, b.n, root, (0, nbytes));
+        let mut c = NbColl::new(b, steps, buf, (0, nbytes));
         c.deliver = Some(deliver);
         c
     }
@@ -234,17 +242,15 @@ impl NbColl {
     /// Reduction of every member's `send` with `red`: to team rank `root`, or to every
     /// member (`root` None). `deliver` gets the result where there is one (at the root, or
     /// everywhere).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn reduce(
-        (group, seq): (ProtoGroup, u32),
-        (mut steps, mut buf): Parts,
-        me: u32,
-        n: u32,
+        mut b: Begin,
         root: Option<u32>,
         send: &[u8],
         red: Box<dyn Reducer + Send>,
         deliver: Deliver,
     ) -> Self {
+        let (mut steps, mut buf) = (std::mem::take(&mut b.steps), std::mem::take(&mut b.buf));
+        let (me, n) = (b.me, b.n);
         let len = send.len();
         buf.extend_from_slice(send);
         buf.resize(2 * len, 0);
@@ -270,7 +276,7 @@ impl NbColl {
             Some(_) => {}
             None => bcast_steps(&mut steps, me, n, 0, acc),
         }
-        let mut c = NbColl::new(group, seq, (steps, buf), acc);
+        let mut c = NbColl::new(b, steps, buf, acc);
         c.red = Some(red);
         if root.is_none_or(|r| r == me) {
             c.deliver = Some(deliver);
@@ -279,12 +285,9 @@ impl NbColl {
     }
 
     /// A barrier of the team (dissemination).
-    pub(crate) fn barrier(
-        (group, seq): (ProtoGroup, u32),
-        (mut steps, buf): Parts,
-        me: u32,
-        n: u32,
-    ) -> Self {
+    pub(crate) fn barrier(mut b: Begin) -> Self {
+        let (mut steps, buf) = (std::mem::take(&mut b.steps), std::mem::take(&mut b.buf));
+        let (me, n) = (b.me, b.n);
         let mut k = 0;
         while (1u32 << k) < n {
             steps.push(Step::Send {
@@ -299,7 +302,7 @@ impl NbColl {
             });
             k += 1;
         }
-        NbColl::new(group, seq, (steps, buf), (0, 0))
+        NbColl::new(b, steps, buf, (0, 0))
     }
 
     fn done(&self) -> bool {
@@ -380,27 +383,32 @@ impl<P: Port> Gasnet<P> {
         self.nbc.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Team `t`'s group (kept from a finished schedule, else built) and its next
-    /// sequence number.
-    pub(crate) fn nbc_group(&self, t: &Team) -> Result<(ProtoGroup, u32)> {
-        let kept = {
+    /// What a schedule on team `t` starts from: the team's group (kept from a finished
+    /// schedule, else built), its next sequence number, and a finished schedule's step
+    /// list and scratch if kept.
+    pub(crate) fn nbc_begin(&self, t: &Team) -> Result<Begin> {
+        let (kept, (mut steps, mut buf)) = {
             let mut s = self.running();
             let i = s.groups.iter().position(|g| g.gid() == t.gid);
-            i.map(|i| s.groups.swap_remove(i))
+            (
+                i.map(|i| s.groups.swap_remove(i)),
+                s.spare.pop().unwrap_or_default(),
+            )
         };
-        let g = match kept {
+        steps.clear();
+        buf.clear();
+        let group = match kept {
             Some(g) => g,
             None => self.group(t, &*self.ep()?)?,
         };
-        Ok((g, t.next_nb()))
-    }
-
-    /// An empty step list and scratch for a new schedule: a finished one's if kept.
-    pub(crate) fn nbc_parts(&self) -> Parts {
-        let (mut steps, mut buf) = self.running().spare.pop().unwrap_or_default();
-        steps.clear();
-        buf.clear();
-        (steps, buf)
+        Ok(Begin {
+            group,
+            seq: t.next_nb(),
+            me: t.me,
+            n: t.size(),
+            steps,
+            buf,
+        })
     }
 
     /// Starts `c`: runs what it can now; `None` when it finished at once, else its slot.

@@ -88,21 +88,12 @@ pub unsafe extern "C" fn gex_Coll_BroadcastNB(
     // completes.
     let deliver = unsafe { into_dst(dst, nbytes) };
     let gn = g(call);
-    let c = NbColl::bcast(
-        ok(call, gn.nbc_group(t)),
-        gn.nbc_parts(),
-        t.me,
-        t.size(),
-        root,
-        data,
-        nbytes,
-        deliver,
-    );
+    let c = NbColl::bcast(ok(call, gn.nbc_begin(t)), root, data, nbytes, deliver);
     start(call, c)
 }
 
 /// Starts a schedule; its event (NULL when it finished at once).
-fn start(call: &str, c: NbColl) -> Ev {
+pub(crate) fn start(call: &str, c: NbColl) -> Ev {
     let gn = g(call);
     let slot = ok(call, gn.nbc_start(c));
     gn.coll_event(slot) as Ev
@@ -245,20 +236,8 @@ unsafe fn reduce(
     } else {
         Box::new(|_| {})
     };
-    let group = ok(call, g(call).nbc_group(t));
-    start(
-        call,
-        NbColl::reduce(
-            group,
-            g(call).nbc_parts(),
-            t.me,
-            t.size(),
-            root,
-            send,
-            red,
-            deliver,
-        ),
-    )
+    let b = ok(call, g(call).nbc_begin(t));
+    start(call, NbColl::reduce(b, root, send, red, deliver))
 }
 
 #[no_mangle]

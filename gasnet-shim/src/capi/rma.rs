@@ -363,14 +363,8 @@ pub extern "C" fn gex_Coll_BarrierNB(tm: Ev, _f: u32) -> Ev {
     let gn = g(call);
     if t.gid != u32::MAX {
         // A split team: a schedule of its own (`crate::nbcoll`).
-        let c = crate::nbcoll::NbColl::barrier(
-            ok(call, gn.nbc_group(t)),
-            gn.nbc_parts(),
-            t.me,
-            t.size(),
-        );
-        let slot = ok(call, gn.nbc_start(c));
-        return gn.coll_event(slot) as Ev;
+        let c = crate::nbcoll::NbColl::barrier(ok(call, gn.nbc_begin(t)));
+        return super::coll::start(call, c);
     }
     ok(
         call,
