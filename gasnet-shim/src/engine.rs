@@ -279,18 +279,13 @@ impl<P: Port> Gasnet<P> {
     /// lock means this thread runs no handler (a handler's thread holds it); a busy one is
     /// this thread's own when the handler running is this thread's (`Ctx::running`).
     #[inline]
-    fn ep_or_handler(&self) -> Result<Option<EpGuard<'_, Endpoint<P, Ctx>>>> {
+    pub(crate) fn ep_or_handler(&self) -> Result<Option<EpGuard<'_, Endpoint<P, Ctx>>>> {
         match self.ep.try_enter() {
             Entered::Held(g) => Ok(Some(g)),
             Entered::Nested => Ok(None),
             Entered::Busy if self.running.load(Ordering::Relaxed) == am::this_thread() => Ok(None),
             Entered::Busy => Ok(self.ep.lock()),
         }
-    }
-
-    /// Whether this thread runs a handler (it holds the endpoint).
-    pub(crate) fn in_handler(&self) -> Result<bool> {
-        Ok(self.ep_or_handler()?.is_none())
     }
 
     /// `Err(PeerLost)` once the job has lost a rank.
@@ -573,23 +568,23 @@ impl<P: Port> Gasnet<P> {
         // Tested first, so that the usual poll stays the call it was (a test after it
         // made its frame save registers: an empty poll +21 instructions).
         if self.nbc_active() {
-            return self.poll_advancing(false);
+            return self.poll_advancing(false).map(|(n, _)| n);
         }
         self.poll_with(|ep| ep.poll_ready())
     }
 
     /// [`Gasnet::poll`] (`one`: [`Gasnet::wait_step`]'s poll of one message) while
-    /// non-blocking collectives run: then it advances them too.
+    /// non-blocking collectives run: then it advances them too. The messages dispatched
+    /// and the schedules' steps that ran.
     #[cold]
     #[inline(never)]
-    fn poll_advancing(&self, one: bool) -> Result<usize> {
+    fn poll_advancing(&self, one: bool) -> Result<(usize, usize)> {
         let n = if one {
             self.poll_with(|ep| ep.poll_ready_one())?
         } else {
             self.poll_with(|ep| ep.poll_ready())?
         };
-        self.nbc_progress()?;
-        Ok(n)
+        Ok((n, self.nbc_progress()?))
     }
 
     /// [`Gasnet::poll`] through `f`, the endpoint's poll to use.
@@ -602,7 +597,18 @@ impl<P: Port> Gasnet<P> {
             return Ok(0);
         };
         let r = f(&mut ep);
-        self.check_failed(&mut ep)?;
+        self.polled(&mut ep, r)
+    }
+
+    /// The result `r` of a poll of `ep`: a handler's failure first, then the poll's error
+    /// (a lost rank said as such).
+    #[inline(always)]
+    pub(crate) fn polled(
+        &self,
+        ep: &mut Endpoint<P, Ctx>,
+        r: skifch::Result<usize>,
+    ) -> Result<usize> {
+        self.check_failed(ep)?;
         match r {
             Ok(n) => Ok(n),
             Err(e) => {
@@ -617,8 +623,10 @@ impl<P: Port> Gasnet<P> {
     pub fn wait_step(&self, idle: &mut Backoff) -> Result<()> {
         // One message per step: the caller's condition is tested between steps, so the
         // answer of a round trip ends the wait without a second, empty receive.
+        // A step of a collective is progress too: the wait does not back off then.
         let n = if self.nbc_active() {
-            self.poll_advancing(true)?
+            let (n, moved) = self.poll_advancing(true)?;
+            n + moved
         } else {
             self.poll_with(|ep| ep.poll_ready_one())?
         };
@@ -651,27 +659,37 @@ impl<P: Port> Gasnet<P> {
 
     /// Makes progress until `done` sees the context say so (or a handler failed).
     fn progress_ctx(&self, mut done: impl FnMut(&Ctx) -> bool) -> Result<()> {
-        if self.nbc_active() {
-            // Non-blocking collectives run: this wait's polls must advance them too (a
-            // member whose children wait for its forwarding may be waiting here).
-            let mut idle = Backoff::new();
-            loop {
-                {
-                    let mut ep = self.ep()?;
-                    self.check_failed(&mut ep)?;
-                    if done(ep.ctx()) {
-                        return Ok(());
-                    }
-                }
-                self.wait_step(&mut idle)?;
-            }
-        }
+        // The running non-blocking collectives advance meanwhile: a member whose children
+        // wait for its forwarding may be waiting here.
+        self.progress_while(|g, ep| {
+            g.nbc_advance_in(ep)?;
+            Ok(done(ep.ctx()))
+        })
+    }
+
+    /// Makes progress on the endpoint (held through the wait) until `done` says so or a
+    /// handler failed: the endpoint's wait, which serves the AMs that arrive and, idle,
+    /// spins and then sleeps as the wait policy (`SKIFCH_WAIT`) says until a message comes.
+    pub(crate) fn progress_while(
+        &self,
+        mut done: impl FnMut(&Self, &mut Endpoint<P, Ctx>) -> Result<bool>,
+    ) -> Result<()> {
         let mut ep = self.ep()?;
+        let mut err = None;
         let r = ep.progress_until(
-            |ep| ep.ctx().failed.is_some() || done(ep.ctx()),
+            |ep| {
+                ep.ctx().failed.is_some()
+                    || done(self, ep).unwrap_or_else(|e| {
+                        err = Some(e);
+                        true
+                    })
+            },
             None::<Duration>,
         );
         self.check_failed(&mut ep)?;
+        if let Some(e) = err {
+            return Err(e);
+        }
         Ok(r?)
     }
 

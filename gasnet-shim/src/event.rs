@@ -161,16 +161,7 @@ impl<P: Port> Gasnet<P> {
             Kind::Barrier => self
                 .barrier_finish(0, barrier_flags::ANONYMOUS, true)
                 .map(|_| ()),
-            Kind::Coll(i) => {
-                // `nbc_test` polls and advances every running collective.
-                let mut idle = skifch::wait::Backoff::new();
-                loop {
-                    match self.nbc_step(i)? {
-                        (true, _) => return Ok(()),
-                        (false, moved) => self.idle_step(moved, &mut idle)?,
-                    }
-                }
-            }
+            Kind::Coll(i) => self.nbc_wait(i),
         }
     }
 

@@ -21,8 +21,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use skifch::coll::{ProtoGroup, Reducer};
+use skifch::proto::Endpoint;
 use skifch::Port;
 
+use crate::am::Ctx;
 use crate::coll::Team;
 use crate::engine::Gasnet;
 use crate::{Error, Result};
@@ -313,20 +315,21 @@ impl NbColl {
         TAG_NB | (self.seq & 0x7f_ffff) << 8 | step
     }
 
-    /// Runs the steps that can run now; true once finished.
-    fn advance<P: Port>(&mut self, g: &Gasnet<P>) -> Result<bool> {
+    /// Runs the steps that can run now, on the endpoint the caller holds (it polled
+    /// before: a receive takes what has arrived); true once finished.
+    fn advance<P: Port>(&mut self, g: &Gasnet<P>, ep: &mut Endpoint<P, Ctx>) -> Result<bool> {
         while let Some(&s) = self.steps.get(self.pc) {
             match s {
                 Step::Send { to, tag, from } => {
                     let tag = self.tag(tag);
                     let data = &self.buf[from.0..from.0 + from.1];
-                    let mut ep = g.ep()?;
                     self.group
-                        .send_to(&mut ep, to as usize, tag, data)
+                        .send_to(ep, to as usize, tag, data)
                         .or_else(|e| g.alive().and(Err(e.into())))?;
                 }
                 Step::Recv { from, tag, into } => {
-                    let Some(v) = g.nbc_take(&self.group, from, self.tag(tag))? else {
+                    let tag = self.tag(tag);
+                    let Some(v) = self.group.try_take(ep, from as usize, tag)? else {
                         return Ok(false);
                     };
                     if v.len() != into.1 {
@@ -366,19 +369,9 @@ impl NbColl {
     }
 }
 
+/// Locks: a thread that advances schedules holds the endpoint, then takes the slots
+/// (never the other way round).
 impl<P: Port> Gasnet<P> {
-    /// The message of `tag` from member `from`, if it has arrived (polls once first when
-    /// it has not: dispatches what came, running the handlers, but advances no
-    /// collective — the caller is advancing them).
-    fn nbc_take(&self, group: &ProtoGroup, from: u32, tag: u32) -> Result<Option<Vec<u8>>> {
-        let got = group.try_take(&mut *self.ep()?, from as usize, tag)?;
-        if got.is_some() {
-            return Ok(got);
-        }
-        self.poll_with(|ep| ep.poll_ready())?;
-        Ok(group.try_take(&mut *self.ep()?, from as usize, tag)?)
-    }
-
     fn running(&self) -> std::sync::MutexGuard<'_, Slots> {
         self.nbc.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -413,7 +406,8 @@ impl<P: Port> Gasnet<P> {
 
     /// Starts `c`: runs what it can now; `None` when it finished at once, else its slot.
     pub(crate) fn nbc_start(&self, mut c: NbColl) -> Result<Option<usize>> {
-        let fin = c.advance(self)?;
+        let mut ep = self.ep()?;
+        let fin = c.advance(self, &mut ep)?;
         let mut s = self.running();
         if fin {
             s.recycle(c);
@@ -431,35 +425,46 @@ impl<P: Port> Gasnet<P> {
         Ok(Some(i))
     }
 
-    /// Advances every running schedule; true (and slot `i` is freed) once `i` has
-    /// finished. All of them, not `i` alone: a member waiting for one collective still
-    /// forwards the others'.
+    /// Polls once and advances every running schedule; true (and slot `i` is freed) once
+    /// `i` has finished. All of them, not `i` alone: a member waiting for one collective
+    /// still forwards the others'.
     pub(crate) fn nbc_test(&self, i: usize) -> Result<bool> {
-        self.nbc_step(i).map(|(done, _)| done)
+        let mut ep = self.ep()?;
+        let r = ep.poll_ready();
+        self.polled(&mut ep, r)?;
+        self.nbc_finished(&mut ep, i)
     }
 
-    /// [`Gasnet::nbc_test`], and how many steps ran (a wait backs off only when none).
-    pub(crate) fn nbc_step(&self, i: usize) -> Result<(bool, usize)> {
+    /// Waits until collective `i` has finished (its slot is then freed), advancing every
+    /// running schedule: the endpoint's wait, which serves the AMs that arrive meanwhile
+    /// and, idle, spins and sleeps as the wait policy says until a message comes.
+    pub(crate) fn nbc_wait(&self, i: usize) -> Result<()> {
+        self.progress_while(|g, ep| g.nbc_finished(ep, i))
+    }
+
+    /// Advances every running schedule (`ep` held); whether `i` has finished (then
+    /// its slot is freed).
+    fn nbc_finished(&self, ep: &mut Endpoint<P, Ctx>, i: usize) -> Result<bool> {
         let mut s = self.running();
-        let moved = self.advance_all(&mut s.run)?;
+        self.advance_all(ep, &mut s.run)?;
         match s.run.get(i) {
             Some(Some(c)) if c.done() => {
                 if let Some(c) = s.run[i].take() {
                     s.recycle(c);
                 }
-                Ok((true, moved))
+                Ok(true)
             }
-            Some(Some(_)) => Ok((false, moved)),
+            Some(Some(_)) => Ok(false),
             _ => Err(Error::BadArgument(format!("no collective in slot {i}"))),
         }
     }
 
     /// Advances every running schedule; how many steps ran.
-    fn advance_all(&self, s: &mut [Option<NbColl>]) -> Result<usize> {
+    fn advance_all(&self, ep: &mut Endpoint<P, Ctx>, s: &mut [Option<NbColl>]) -> Result<usize> {
         let mut moved = 0;
         for c in s.iter_mut().flatten() {
             let pc = c.pc;
-            if !c.done() && c.advance(self)? {
+            if !c.done() && c.advance(self, ep)? {
                 self.nbc.active.fetch_sub(1, Ordering::Relaxed);
             }
             moved += c.pc - pc;
@@ -467,18 +472,27 @@ impl<P: Port> Gasnet<P> {
         Ok(moved)
     }
 
-    /// Advances every running schedule (from a poll outside any handler): a member that
-    /// only polls still forwards what the others wait for.
+    /// Advances every running schedule (after a poll outside any handler): a member that
+    /// only polls still forwards what the others wait for. How many steps ran.
     #[cold]
     #[inline(never)]
-    pub(crate) fn nbc_progress(&self) -> Result<()> {
-        if self.in_handler()? {
-            return Ok(());
-        }
-        let Ok(mut s) = self.nbc.slots.try_lock() else {
-            return Ok(()); // another thread advances them
+    pub(crate) fn nbc_progress(&self) -> Result<usize> {
+        let Some(mut ep) = self.ep_or_handler()? else {
+            return Ok(0);
         };
-        self.advance_all(&mut s.run).map(|_| ())
+        let Ok(mut s) = self.nbc.slots.try_lock() else {
+            return Ok(0); // another thread advances them
+        };
+        self.advance_all(&mut ep, &mut s.run)
+    }
+
+    /// [`Gasnet::nbc_progress`] from inside a wait on the endpoint (`ep` held).
+    pub(crate) fn nbc_advance_in(&self, ep: &mut Endpoint<P, Ctx>) -> Result<()> {
+        if self.nbc_active() {
+            let mut s = self.running();
+            self.advance_all(ep, &mut s.run)?;
+        }
+        Ok(())
     }
 
     /// Whether a schedule is running (a poll's test, without a lock).

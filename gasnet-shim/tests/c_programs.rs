@@ -127,6 +127,28 @@ fn non_blocking_collectives_do_not_wait_for_the_team() {
     check_program("nbcoll", "seq");
 }
 
+/// A rank waiting for a collective (its event, the split-phase barrier while one runs)
+/// serves the AMs that arrive meanwhile without sleeping between them
+/// (`tests/c/nbwait.c`, under `SKIFCH_WAIT=spin`: it counts the waiting ranks' sleeps).
+#[test]
+fn a_rank_waiting_for_a_collective_serves_requests_without_sleeping() {
+    if !have_cc() {
+        eprintln!("no C compiler: skipped");
+        return;
+    }
+    let exe = compile("nbwait", "seq");
+    for (n, driver) in [(2, "shm"), (3, "shm"), (2, "fpga-model")] {
+        let o = run(&exe, n, driver, &[("SKIFCH_WAIT", "spin")], &[]);
+        assert!(
+            o.status.success(),
+            "nbwait with {n} ranks over {driver}: {}\nstdout:\n{}\nstderr:\n{}",
+            o.status,
+            o.stdout,
+            o.stderr
+        );
+    }
+}
+
 /// GASNet inside an MPI job (mpi-lite's `libskifmpi.so`), each library initialising first
 /// in turn, over shm and over fpga-model (one driver per process: `skifch_drivers::share`).
 #[test]
