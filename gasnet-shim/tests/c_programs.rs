@@ -127,21 +127,22 @@ fn non_blocking_collectives_do_not_wait_for_the_team() {
     check_program("nbcoll", "seq");
 }
 
-/// A rank waiting for a collective (its event, the split-phase barrier while one runs)
-/// serves the AMs that arrive meanwhile without sleeping between them
-/// (`tests/c/nbwait.c`, under `SKIFCH_WAIT=spin`: it counts the waiting ranks' sleeps).
+/// A waiting rank sleeps only as `SKIFCH_WAIT` says: waiting for a collective (its event,
+/// the split-phase barrier while one runs) it serves the AMs that arrive without sleeping
+/// between them, and `GASNET_BLOCKUNTIL` does not nap under `spin` (`tests/c/waits.c`,
+/// under `SKIFCH_WAIT=spin`: it counts the waiting ranks' sleeps).
 #[test]
-fn a_rank_waiting_for_a_collective_serves_requests_without_sleeping() {
+fn waits_sleep_only_as_the_wait_policy_says() {
     if !have_cc() {
         eprintln!("no C compiler: skipped");
         return;
     }
-    let exe = compile("nbwait", "seq");
+    let exe = compile("waits", "seq");
     for (n, driver) in [(2, "shm"), (3, "shm"), (2, "fpga-model")] {
         let o = run(&exe, n, driver, &[("SKIFCH_WAIT", "spin")], &[]);
         assert!(
             o.status.success(),
-            "nbwait with {n} ranks over {driver}: {}\nstdout:\n{}\nstderr:\n{}",
+            "waits with {n} ranks over {driver}: {}\nstdout:\n{}\nstderr:\n{}",
             o.status,
             o.stdout,
             o.stderr
