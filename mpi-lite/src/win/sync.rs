@@ -52,13 +52,18 @@ const WAITING: u64 = 1 << 32;
 const READERS: u64 = WAITING - 1;
 const WAITERS: u64 = WRITER - WAITING;
 
-/// One idle round of a wait on a word in mapped memory: progresses `mpi` now and then and
-/// fails once a rank of the job is lost (its holder may be the one that died: never a
-/// hang; the back-off sleeps at most 50 µs, so the loss is seen within milliseconds).
+/// One idle round of a wait on a word in mapped memory: progresses `mpi` every 64 rounds
+/// while spinning and every round once the back-off naps (what arrives for this rank —
+/// a collective it forwards, a request the holder waits for — waits one nap at most, not
+/// 64), spins again when that progress did something, and fails once a rank of the job
+/// is lost (its holder may be the one that died: never a hang; the back-off sleeps at
+/// most 50 µs, so the loss is seen within milliseconds).
 pub(super) fn idle<P: Port>(mpi: &Mpi<P>, b: &mut Backoff, polls: &mut u32) -> Result<()> {
     *polls = polls.wrapping_add(1);
-    if polls.is_multiple_of(64) {
-        mpi.engine().progress()?;
+    if polls.is_multiple_of(64) || b.is_sleeping() {
+        if mpi.engine().progress()? {
+            b.reset();
+        }
         if let Some(rank) = mpi.engine().lost_peer() {
             return Err(skifch::Error::PeerLost { rank }.into());
         }
