@@ -683,37 +683,28 @@ impl<P: Port> Gasnet<P> {
 
     /// Makes progress until `done` sees the context say so (or a handler failed).
     fn progress_ctx(&self, mut done: impl FnMut(&Ctx) -> bool) -> Result<()> {
-        // The running non-blocking collectives advance meanwhile: a member whose children
-        // wait for its forwarding may be waiting here.
-        self.progress_while(|g, ep| {
-            g.nbc_advance_in(ep)?;
-            Ok(done(ep.ctx()))
-        })
-    }
-
-    /// Makes progress on the endpoint (held through the wait) until `done` says so or a
-    /// handler failed: the endpoint's wait, which serves the AMs that arrive and, idle,
-    /// spins and then sleeps as the wait policy (`SKIFCH_WAIT`) says until a message comes.
-    pub(crate) fn progress_while(
-        &self,
-        mut done: impl FnMut(&Self, &mut Endpoint<P, Ctx>) -> Result<bool>,
-    ) -> Result<()> {
+        if self.nbc_active() {
+            // Non-blocking collectives run: this wait's polls must advance them too (a
+            // member whose children wait for its forwarding may be waiting here). A step
+            // that dispatched a message or ran a step of theirs resets the back-off.
+            let mut idle = Backoff::new();
+            loop {
+                {
+                    let mut ep = self.ep()?;
+                    self.check_failed(&mut ep)?;
+                    if done(ep.ctx()) {
+                        return Ok(());
+                    }
+                }
+                self.wait_step(&mut idle)?;
+            }
+        }
         let mut ep = self.ep()?;
-        let mut err = None;
         let r = ep.progress_until(
-            |ep| {
-                ep.ctx().failed.is_some()
-                    || done(self, ep).unwrap_or_else(|e| {
-                        err = Some(e);
-                        true
-                    })
-            },
+            |ep| ep.ctx().failed.is_some() || done(ep.ctx()),
             None::<Duration>,
         );
         self.check_failed(&mut ep)?;
-        if let Some(e) = err {
-            return Err(e);
-        }
         Ok(r?)
     }
 

@@ -161,7 +161,17 @@ impl<P: Port> Gasnet<P> {
             Kind::Barrier => self
                 .barrier_finish(0, barrier_flags::ANONYMOUS, true)
                 .map(|_| ()),
-            Kind::Coll(i) => self.nbc_wait(i),
+            Kind::Coll(i) => {
+                // A back-off that yields early (with more ranks than CPUs the members'
+                // waits overlap), reset by every message served and step run.
+                let mut idle = skifch::wait::Backoff::new();
+                loop {
+                    match self.nbc_step(i)? {
+                        (true, _) => return Ok(()),
+                        (false, did) => self.idle_step(did, &mut idle)?,
+                    }
+                }
+            }
         }
     }
 

@@ -429,32 +429,26 @@ impl<P: Port> Gasnet<P> {
     /// `i` has finished. All of them, not `i` alone: a member waiting for one collective
     /// still forwards the others'.
     pub(crate) fn nbc_test(&self, i: usize) -> Result<bool> {
+        self.nbc_step(i).map(|(done, _)| done)
+    }
+
+    /// [`Gasnet::nbc_test`], and how much it did — the messages its poll dispatched and
+    /// the schedules' steps that ran: a wait backs off only when nothing (a waiting member
+    /// serving others' requests is busy, not idle).
+    pub(crate) fn nbc_step(&self, i: usize) -> Result<(bool, usize)> {
         let mut ep = self.ep()?;
         let r = ep.poll_ready();
-        self.polled(&mut ep, r)?;
-        self.nbc_finished(&mut ep, i)
-    }
-
-    /// Waits until collective `i` has finished (its slot is then freed), advancing every
-    /// running schedule: the endpoint's wait, which serves the AMs that arrive meanwhile
-    /// and, idle, spins and sleeps as the wait policy says until a message comes.
-    pub(crate) fn nbc_wait(&self, i: usize) -> Result<()> {
-        self.progress_while(|g, ep| g.nbc_finished(ep, i))
-    }
-
-    /// Advances every running schedule (`ep` held); whether `i` has finished (then
-    /// its slot is freed).
-    fn nbc_finished(&self, ep: &mut Endpoint<P, Ctx>, i: usize) -> Result<bool> {
+        let polled = self.polled(&mut ep, r)?;
         let mut s = self.running();
-        self.advance_all(ep, &mut s.run)?;
+        let moved = self.advance_all(&mut ep, &mut s.run)?;
         match s.run.get(i) {
             Some(Some(c)) if c.done() => {
                 if let Some(c) = s.run[i].take() {
                     s.recycle(c);
                 }
-                Ok(true)
+                Ok((true, polled + moved))
             }
-            Some(Some(_)) => Ok(false),
+            Some(Some(_)) => Ok((false, polled + moved)),
             _ => Err(Error::BadArgument(format!("no collective in slot {i}"))),
         }
     }
@@ -484,15 +478,6 @@ impl<P: Port> Gasnet<P> {
             return Ok(0); // another thread advances them
         };
         self.advance_all(&mut ep, &mut s.run)
-    }
-
-    /// [`Gasnet::nbc_progress`] from inside a wait on the endpoint (`ep` held).
-    pub(crate) fn nbc_advance_in(&self, ep: &mut Endpoint<P, Ctx>) -> Result<()> {
-        if self.nbc_active() {
-            let mut s = self.running();
-            self.advance_all(ep, &mut s.run)?;
-        }
-        Ok(())
     }
 
     /// Whether a schedule is running (a poll's test, without a lock).
