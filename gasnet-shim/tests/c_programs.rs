@@ -82,18 +82,27 @@ const DIRECT: &[(&str, &str)] = &[];
 const MESSAGES: &[(&str, &str)] = &[("GASNET_SHIM_RMA", "off")];
 
 fn check_program(name: &str, mode: &str) {
+    check_runs(
+        name,
+        mode,
+        &[
+            (2, "shm", DIRECT),
+            (4, "shm", DIRECT),
+            (3, "shm", MESSAGES),
+            (2, "fpga-model", DIRECT),
+            (3, "fpga-model", DIRECT),
+        ],
+    );
+}
+
+/// Builds `tests/c/<name>.c` and runs it with each (ranks, driver, environment).
+fn check_runs(name: &str, mode: &str, runs: &[(u32, &str, &[(&str, &str)])]) {
     if !have_cc() {
         eprintln!("no C compiler: skipped");
         return;
     }
     let exe = compile(name, mode);
-    for (n, driver, env) in [
-        (2, "shm", DIRECT),
-        (4, "shm", DIRECT),
-        (3, "shm", MESSAGES),
-        (2, "fpga-model", DIRECT),
-        (3, "fpga-model", DIRECT),
-    ] {
+    for &(n, driver, env) in runs {
         let o = run(&exe, n, driver, env, &[]);
         assert!(
             o.status.success(),
@@ -133,21 +142,12 @@ fn non_blocking_collectives_do_not_wait_for_the_team() {
 /// under `SKIFCH_WAIT=spin`: it counts the waiting ranks' sleeps).
 #[test]
 fn waits_sleep_only_as_the_wait_policy_says() {
-    if !have_cc() {
-        eprintln!("no C compiler: skipped");
-        return;
-    }
-    let exe = compile("waits", "seq");
-    for (n, driver) in [(2, "shm"), (3, "shm"), (2, "fpga-model")] {
-        let o = run(&exe, n, driver, &[("SKIFCH_WAIT", "spin")], &[]);
-        assert!(
-            o.status.success(),
-            "waits with {n} ranks over {driver}: {}\nstdout:\n{}\nstderr:\n{}",
-            o.status,
-            o.stdout,
-            o.stderr
-        );
-    }
+    const SPIN: &[(&str, &str)] = &[("SKIFCH_WAIT", "spin")];
+    check_runs(
+        "waits",
+        "seq",
+        &[(2, "shm", SPIN), (3, "shm", SPIN), (2, "fpga-model", SPIN)],
+    );
 }
 
 /// GASNet inside an MPI job (mpi-lite's `libskifmpi.so`), each library initialising first
