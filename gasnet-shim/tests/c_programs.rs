@@ -95,8 +95,11 @@ fn check_program(name: &str, mode: &str) {
     );
 }
 
-/// Builds `tests/c/<name>.c` and runs it with each (ranks, driver, environment).
-fn check_runs(name: &str, mode: &str, runs: &[(u32, &str, &[(&str, &str)])]) {
+/// A job: ranks, driver, environment.
+type Run<'a> = (u32, &'a str, &'a [(&'a str, &'a str)]);
+
+/// Builds `tests/c/<name>.c` and runs it as each job of `runs`.
+fn check_runs(name: &str, mode: &str, runs: &[Run<'_>]) {
     if !have_cc() {
         eprintln!("no C compiler: skipped");
         return;
