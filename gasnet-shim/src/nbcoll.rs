@@ -436,19 +436,26 @@ impl<P: Port> Gasnet<P> {
     /// the schedules' steps that ran: a wait backs off only when nothing (a waiting member
     /// serving others' requests is busy, not idle).
     pub(crate) fn nbc_step(&self, i: usize) -> Result<(bool, usize)> {
-        let mut ep = self.ep()?;
-        let r = ep.poll_ready();
-        let polled = self.polled(&mut ep, r)?;
-        let mut s = self.running();
-        let moved = self.advance_all(&mut ep, &mut s.run)?;
+        let (did, in_handler, mut s) = match self.ep_or_handler()? {
+            Some(mut ep) => {
+                let r = ep.poll_ready();
+                let polled = self.polled(&mut ep, r)?;
+                let mut s = self.running();
+                let moved = self.advance_all(&mut ep, &mut s.run)?;
+                (polled + moved, false, s)
+            }
+            // Inside a handler the endpoint is the handler's: done, or it cannot advance.
+            None => (0, true, self.running()),
+        };
         match s.run.get(i) {
             Some(Some(c)) if c.done() => {
                 if let Some(c) = s.run[i].take() {
                     s.recycle(c);
                 }
-                Ok((true, polled + moved))
+                Ok((true, did))
             }
-            Some(Some(_)) => Ok((false, polled + moved)),
+            Some(Some(_)) if in_handler => Err(Error::InHandler),
+            Some(Some(_)) => Ok((false, did)),
             _ => Err(Error::BadArgument(format!("no collective in slot {i}"))),
         }
     }
