@@ -10,7 +10,7 @@ use skifch::coll::ProtoGroup;
 use skifch::proto::{Endpoint, ProgressThread};
 use skifch::rma::{self, MappedWindow, Rma};
 use skifch::wait::Backoff;
-use skifch::{Driver, Job, Port, WaitPolicy, Waiter};
+use skifch::{Driver, Job, Port, Waiter};
 
 use crate::am::{self, Category, Ctx, EntryRec, HandlerFn, Limits, Msg, Segs};
 use crate::eplock::{Entered, EpGuard, EpLock, SingleThread};
@@ -644,31 +644,7 @@ impl<P: Port> Gasnet<P> {
         if (idle.polls() + 1).is_multiple_of(64) {
             self.alive()?;
         }
-        if idle.is_sleeping() {
-            return self.nap(idle);
-        }
         idle.snooze();
-        Ok(())
-    }
-
-    /// The sleeping phase of a wait loop's back-off, as the wait policy (`SKIFCH_WAIT`)
-    /// says: a spinning wait only yields; otherwise the back-off's nap. (A nap, not a
-    /// sleep on the endpoint's waiter that a message would end: the condition may come
-    /// true by a put or another thread, and announcing a sleeper costs every rank's CPU an
-    /// interrupt — one per nap.)
-    #[cold]
-    #[inline(never)]
-    fn nap(&self, idle: &mut Backoff) -> Result<()> {
-        // (Inside a handler, which may not block, the endpoint is not ours: it naps.)
-        let spin = self
-            .ep_or_handler()?
-            .is_some_and(|ep| ep.wait_policy() == WaitPolicy::Spin);
-        if spin {
-            idle.set_polls(idle.polls().saturating_add(1));
-            std::thread::yield_now();
-        } else {
-            idle.snooze();
-        }
         Ok(())
     }
 

@@ -193,6 +193,8 @@ pub fn wait_until_by<W: Waiter>(
 /// Spin, then yield, then sleep: the one back-off of the stack's polling loops (a caller
 /// that polls something other than a [`Waiter`], e.g. a queue drained by a peer, a
 /// device register, or a lock word, calls [`Backoff::snooze`] after each empty poll).
+/// Under [`WaitPolicy::Spin`] (`SKIFCH_WAIT=spin`, read once per process) it never
+/// sleeps: past its yields it keeps yielding.
 ///
 /// ```
 /// use skifch::wait::Backoff;
@@ -257,9 +259,19 @@ impl Backoff {
         } else if self.n - self.spins < self.yields {
             std::thread::yield_now();
         } else {
-            std::thread::sleep(self.nap);
+            self.sleep_phase();
         }
         self.n = self.n.saturating_add(1);
+    }
+
+    /// The sleeping phase: a nap, or under [`WaitPolicy::Spin`] a yield.
+    #[cold]
+    fn sleep_phase(&self) {
+        if spin_policy() {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(self.nap);
+        }
     }
 
     /// Back to spinning (after a poll that found work).
@@ -279,10 +291,17 @@ impl Backoff {
         self.n = n;
     }
 
-    /// Whether the next [`Self::snooze`] sleeps (spinning and yielding are over).
+    /// Whether spinning and yielding are over: the next [`Self::snooze`] sleeps (unless
+    /// the process waits under [`WaitPolicy::Spin`]).
     pub fn is_sleeping(&self) -> bool {
         self.n >= self.spins.saturating_add(self.yields)
     }
+}
+
+/// Whether this process waits under [`WaitPolicy::Spin`] (`SKIFCH_WAIT`, read once).
+fn spin_policy() -> bool {
+    static SPIN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| WaitPolicy::from_env() == WaitPolicy::Spin)
 }
 
 impl Default for Backoff {

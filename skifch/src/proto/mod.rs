@@ -231,10 +231,6 @@ impl<P: Port, C> Endpoint<P, C> {
     pub fn waiter(&self) -> P::Waiter {
         self.waiter.clone()
     }
-    /// The waiting policy of blocking calls.
-    pub fn wait_policy(&self) -> WaitPolicy {
-        self.ch.wait_policy()
-    }
     /// Changes the waiting policy of blocking calls.
     pub fn set_wait_policy(&self, p: WaitPolicy) {
         self.ch.set_wait_policy(p)
