@@ -498,14 +498,14 @@ impl<P: Port> Gasnet<P> {
 mod tests {
     use super::*;
 
+    /// Each member's data, and the (sender, tag) of each message it received.
+    type Outcome = (Vec<Vec<u32>>, Vec<Vec<(u32, u32)>>);
+
     /// Every member's steps, simulated with lists of ranks for data and concatenation
     /// for the (associative, non-commutative) operator: each send must meet exactly one
     /// receive of the same (sender, receiver, tag), and a receive only runs after its
     /// message was sent. Member r starts with `[r]` at offset 0; returns each member's
     /// data at offset 0 and the messages it received.
-    /// Each member's data, and the (sender, tag) of each message it received.
-    type Outcome = (Vec<Vec<u32>>, Vec<Vec<(u32, u32)>>);
-
     fn run(all: &[Vec<Step>]) -> Outcome {
         let n = all.len();
         let mut pc = vec![0usize; n];
@@ -556,7 +556,7 @@ mod tests {
         for r in 0..n {
             assert_eq!(pc[r], all[r].len(), "member {r} of {n} stuck");
         }
-        assert!(sent.is_empty(), "unreceived: {:?}", sent);
+        assert!(sent.is_empty(), "unreceived: {sent:?}");
         let data = mem
             .iter()
             .map(|m| m.get(&0).cloned().unwrap_or_default())
