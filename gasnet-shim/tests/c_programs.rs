@@ -143,13 +143,21 @@ fn non_blocking_collectives_do_not_wait_for_the_team() {
 /// the split-phase barrier while one runs) it serves the AMs that arrive without sleeping
 /// between them, and `GASNET_BLOCKUNTIL` does not nap under `spin` (`tests/c/waits.c`,
 /// under `SKIFCH_WAIT=spin`: it counts the waiting ranks' sleeps).
+/// Over shm only: over fpga-model a rank's register accesses wait on a futex for the
+/// device model that `skifrun` hosts (a device's answer, not a back-off), which a loaded
+/// machine makes them do often enough to count.
 #[test]
 fn waits_sleep_only_as_the_wait_policy_says() {
     const SPIN: &[(&str, &str)] = &[("SKIFCH_WAIT", "spin")];
+    const SPIN_MESSAGES: &[(&str, &str)] = &[("SKIFCH_WAIT", "spin"), ("GASNET_SHIM_RMA", "off")];
     check_runs(
         "waits",
         "seq",
-        &[(2, "shm", SPIN), (3, "shm", SPIN), (2, "fpga-model", SPIN)],
+        &[
+            (2, "shm", SPIN),
+            (3, "shm", SPIN),
+            (3, "shm", SPIN_MESSAGES),
+        ],
     );
 }
 
