@@ -8,7 +8,13 @@
 //! (both pin rank r to CPU r and spin; on a shared machine run each a few times, or give
 //! `am` several passes: the fastest pass is printed, the one with the least of other
 //! processes' time in it).
+//! Environment, for the protocol modes: `PP_PAUSE=1` makes the wait `pause` after each
+//! empty poll (as `raw` always does); `PP_WORK=W` makes the handler run W steps of a
+//! dependent multiply chain (~4.5 cycles each), on rank `PP_WORK_RANK` only if set: a
+//! library's work between a message's arrival and its answer, stood in for
+//! (`docs/results-2026-11-30-work-window`).
 use std::io::IoSlice;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use skifch::proto::{Am, Endpoint, Io};
@@ -21,6 +27,25 @@ fn pin(cpu: usize) {
         libc::CPU_SET(cpu, &mut set);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
+}
+
+/// `PP_WORK` of this rank (the handler is a plain function: no captures).
+static WORK: AtomicU64 = AtomicU64::new(0);
+
+/// W steps of a dependent multiply-add chain, out of line: work of a known latency.
+#[inline(never)]
+fn work(w: u64) -> u64 {
+    let mut x = 1u64;
+    for i in 0..w {
+        x = std::hint::black_box(x.wrapping_mul(3).wrapping_add(i));
+    }
+    x
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .map(|s| s.parse().unwrap_or_else(|_| panic!("{name}: a number")))
 }
 
 fn main() {
@@ -65,6 +90,12 @@ fn run<D: skifch::Driver>(job: skifch::Job<D>) {
             }
         }
     } else {
+        let pause = env_u64("PP_PAUSE").unwrap_or(0) != 0;
+        let w = match env_u64("PP_WORK_RANK") {
+            Some(r) if r != u64::from(me) => 0,
+            _ => env_u64("PP_WORK").unwrap_or(0),
+        };
+        WORK.store(w, Ordering::Relaxed);
         // The context: messages received.
         let mut ep = Endpoint::new(
             job.driver().open_port(0).expect("port"),
@@ -76,6 +107,10 @@ fn run<D: skifch::Driver>(job: skifch::Job<D>) {
         .expect("endpoint");
         ep.register(1, |got: &mut u64, _: &mut Io<'_, _>, am: &Am<'_>| {
             std::hint::black_box(am.payload().len());
+            let w = WORK.load(Ordering::Relaxed);
+            if w > 0 {
+                std::hint::black_box(work(w));
+            }
             *got += 1;
             Ok(())
         })
@@ -89,6 +124,9 @@ fn run<D: skifch::Driver>(job: skifch::Job<D>) {
                     ep.poll_ready_one().expect("poll");
                 } else {
                     ep.poll().expect("poll");
+                }
+                if pause && *ep.ctx() < k {
+                    std::hint::spin_loop();
                 }
             }
         };
