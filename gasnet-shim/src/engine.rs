@@ -251,6 +251,15 @@ impl<P: Port + Send + 'static> Gasnet<P> {
     }
 }
 
+/// The back-off of this library's wait loops (an event's, `wait_until`'s): its first 32
+/// empty polls go without `pause`, so an answer due within a round trip is seen as its
+/// line arrives — at this library's poll weight a `pause` only delays the detection
+/// (`docs/results-2026-11-30-work-window`) — then 32 with `pause`, then it yields early
+/// (with more ranks than CPUs the members' waits overlap), then naps.
+pub(crate) const fn wait_backoff() -> Backoff {
+    Backoff::new().hot(Backoff::SPINS / 2)
+}
+
 impl<P: Port> Gasnet<P> {
     /// This rank.
     pub fn me(&self) -> u32 {
@@ -650,7 +659,7 @@ impl<P: Port> Gasnet<P> {
 
     /// Waits with progress until `done` (checked between polls) is true.
     pub fn wait_until(&self, mut done: impl FnMut() -> bool) -> Result<()> {
-        let mut idle = Backoff::new();
+        let mut idle = wait_backoff();
         while !done() {
             self.wait_step(&mut idle)?;
         }
@@ -663,7 +672,7 @@ impl<P: Port> Gasnet<P> {
             // Non-blocking collectives run: this wait's polls must advance them too (a
             // member whose children wait for its forwarding may be waiting here). A step
             // that dispatched a message or ran a step of theirs resets the back-off.
-            let mut idle = Backoff::new();
+            let mut idle = wait_backoff();
             loop {
                 {
                     let mut ep = self.ep()?;

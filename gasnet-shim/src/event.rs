@@ -162,9 +162,9 @@ impl<P: Port> Gasnet<P> {
                 .barrier_finish(0, barrier_flags::ANONYMOUS, true)
                 .map(|_| ()),
             Kind::Coll(i) => {
-                // A back-off that yields early (with more ranks than CPUs the members'
-                // waits overlap), reset by every message served and step run.
-                let mut idle = skifch::wait::Backoff::new();
+                // The library's wait back-off (hot polls, then it yields early), reset by
+                // every message served and step run.
+                let mut idle = crate::engine::wait_backoff();
                 loop {
                     match self.nbc_step(i)? {
                         (true, _) => return Ok(()),

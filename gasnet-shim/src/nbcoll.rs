@@ -438,7 +438,13 @@ impl<P: Port> Gasnet<P> {
     pub(crate) fn nbc_step(&self, i: usize) -> Result<(bool, usize)> {
         let (did, in_handler, mut s) = match self.ep_or_handler()? {
             Some(mut ep) => {
-                let r = ep.poll_ready();
+                // The first message taken in one look at the lane (no `ready` first): a
+                // request served inside the wait is answered as soon as it arrives; then
+                // what else has arrived (a schedule's messages come in bursts).
+                let r = match ep.poll_ready_one() {
+                    Ok(1) => ep.poll().map(|n| n + 1),
+                    r => r,
+                };
                 let polled = self.polled(&mut ep, r)?;
                 let mut s = self.running();
                 let moved = self.advance_all(&mut ep, &mut s.run)?;

@@ -315,7 +315,7 @@ pub unsafe extern "C" fn gex_Event_WaitAll(evs: *mut Ev, n: usize, _f: u32) {
 pub unsafe extern "C" fn gex_Event_WaitSome(evs: *mut Ev, n: usize, _f: u32) {
     let call = "gex_Event_WaitSome";
     let a = events(call, evs, n);
-    let mut idle = skifch::wait::Backoff::new();
+    let mut idle = crate::engine::wait_backoff();
     loop {
         let (all, some) = test_array(call, a);
         if all || some {
