@@ -1,4 +1,5 @@
-/* AM Short ping-pong latency with the target waiting in a BLOCKUNTIL (mode b) or a barrier (mode w). */
+/* AM Short ping-pong latency with the target waiting in a BLOCKUNTIL (mode b), a barrier (mode w)
+ * or the event of a broadcast rank 0 enters after its round trips (mode e: as gasnet_bench). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <gasnetex.h>
 #include <gasnet_tools.h>
+#include <gasnet_coll.h>
 enum { H_PING = 200, H_PONG, H_STOP };
 static volatile long pongs, stop;
 static void ping(gex_Token_t t) { gex_AM_ReplyShort0(t, H_PONG, 0); }
@@ -41,7 +43,11 @@ int main(int argc, char **argv) {
             double dt = now() - t0;
             if (dt < bestt) bestt = dt;
             gex_AM_RequestShort0(tm, 1, H_STOP, 0);
-        } else if (mode == 'b') {
+        }
+        if (mode == 'e') {
+            double v = 0;
+            gex_Event_Wait(gex_Coll_BroadcastNB(tm, 0, &v, &v, sizeof v, 0));
+        } else if (mode == 'b' && me != 0) {
             GASNET_BLOCKUNTIL(stop == p + 1);
         }
     }
