@@ -10,8 +10,8 @@
 //! processes' time in it).
 //! Environment, for the protocol modes: `PP_PAUSE=1` makes the wait `pause` after each
 //! empty poll (as `raw` always does); `PP_WORK=W` makes the handler run W steps of a
-//! dependent multiply chain (~4.5 cycles each), on rank `PP_WORK_RANK` only if set: a
-//! library's work between a message's arrival and its answer, stood in for
+//! dependent multiply-add chain (6 instructions, ~0.5 ns each here), on rank `PP_WORK_RANK`
+//! only if set: a library's work between a message's arrival and its answer, stood in for
 //! (`docs/results-2026-11-30-work-window`).
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicU64, Ordering};
