@@ -101,7 +101,7 @@ echo "| AM Short: requester's dispatch of the reply (\`on_am\`) | $(fn short 0 "
 # Since GASNET_BLOCKUNTIL's step receives without asking the driver first (2026-11-29),
 # that poll is inlined into the wait step with the empty ones: no function to count.
 rp=$(fn short 0 "$rpoll")
-[ "$rp" = 0 ] && rp='— (inlined into the wait step with its empty polls)'
+case $rp in 0 | -0) rp='— (inlined into the wait step with its empty polls)';; esac
 echo "| AM Short: requester's poll that dispatched the reply (receive, \`on_am\`, RecvComp) | $rp |"
 echo "| AM Medium 8 B: sender \`gasnetc_am_request\` | $(nowake med 0 ':gasnetc_am_request(_fast)?$') |"
 echo "| AM Medium 8 B: target's dispatch (\`on_am\` with the handler) | $(fn med 1 "$on_am") |"
