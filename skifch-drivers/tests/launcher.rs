@@ -676,6 +676,36 @@ fn mpirun_flags_and_launch_environment() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+#[test]
+fn the_ranks_are_told_when_they_outnumber_the_cpus() {
+    // `SKIFCH_OVERSUBSCRIBED`: 1 when N exceeds the CPUs the launcher may use (the ranks'
+    // waits then yield instead of spinning), 0 otherwise; a user's own value stands.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let said = |n: usize, extra: &[&str]| -> Vec<String> {
+        let out = Command::new(skifrun_exe())
+            .env_remove("SKIFCH_OVERSUBSCRIBED")
+            .args(["-n", &n.to_string()])
+            .args(extra)
+            .args(["--", "sh", "-c", "echo \"$SKIFCH_OVERSUBSCRIBED\""])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(said(1, &[]), ["0"]);
+    assert_eq!(said(cpus + 1, &[]), vec!["1"; cpus + 1]);
+    let theirs = said(cpus + 1, &["-x", "SKIFCH_OVERSUBSCRIBED=0"]);
+    assert_eq!(theirs, vec!["0"; cpus + 1]);
+}
+
 /// The state letter of process `pid` (`R`, `S`, `T`, ...).
 fn proc_state(pid: i32) -> char {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))

@@ -117,7 +117,9 @@ pub fn wait_until_by<W: Waiter>(
     // sleeps. Node peers in a hierarchy keep the hot phase's polls without `pause`.
     let t0 = (!floor.is_zero()).then(Instant::now);
     let mut spun = false;
-    if policy != WaitPolicy::Block {
+    // More ranks than CPUs: no hot polls, and every empty poll yields the CPU (below).
+    let crowded = oversubscribed();
+    if policy != WaitPolicy::Block && !crowded {
         let chunk = if t0.is_some() { 64 } else { HOT_POLLS };
         for _ in 0..HOT_POLLS / chunk {
             for _ in 0..chunk {
@@ -142,7 +144,8 @@ pub fn wait_until_by<W: Waiter>(
                 return Ok(());
             }
             k = k.wrapping_add(1);
-            if k.is_multiple_of(64) {
+            // A crowded wait's polls are each a yield (~1 us): the clock more often.
+            if k.is_multiple_of(if crowded { 8 } else { 64 }) {
                 let now = Instant::now();
                 if deadline.is_some_and(|d| now >= d) {
                     return Err(Error::TimedOut);
@@ -159,7 +162,11 @@ pub fn wait_until_by<W: Waiter>(
                     std::thread::yield_now();
                 }
             }
-            std::hint::spin_loop();
+            if crowded {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
     }
     loop {
@@ -250,13 +257,15 @@ impl Backoff {
     }
 
     /// Waits a little before the next poll, longer the more polls came back empty.
+    /// With more ranks than CPUs ([`oversubscribed`]) it yields from the first empty poll.
     #[inline]
     pub fn snooze(&mut self) {
-        if self.n < self.hot {
+        let crowded = oversubscribed();
+        if self.n < self.hot && !crowded {
             // Poll again at once: the answer is seen as soon as its line arrives.
-        } else if self.n < self.spins {
+        } else if self.n < self.spins && !crowded {
             std::hint::spin_loop();
-        } else if self.n - self.spins < self.yields {
+        } else if self.n < self.spins.saturating_add(self.yields) {
             std::thread::yield_now();
         } else {
             self.sleep_phase();
@@ -298,6 +307,54 @@ impl Backoff {
     }
 }
 
+/// Whether this node runs more of the job's ranks than it has CPUs (decided once per
+/// process). Then waits yield the CPU after each empty poll instead of spinning: a
+/// spinning rank holds the CPU that the rank it waits for needs (Open MPI yields when
+/// oversubscribed too, `mpi_yield_when_idle`). From `SKIFCH_OVERSUBSCRIBED` (`1` or `0`;
+/// `skifrun` sets it from its rank count and the CPUs it may use), else from the
+/// launcher's count of ranks on this node (`OMPI_COMM_WORLD_LOCAL_SIZE`, Hydra's
+/// `MPI_LOCALNRANKS`) against the node's CPUs online.
+pub fn oversubscribed() -> bool {
+    static CROWDED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CROWDED.get_or_init(|| crowded(|k| std::env::var(k).ok(), cpus_online))
+}
+
+/// [`oversubscribed`]'s rule over an environment and a CPU count (asked only if needed).
+fn crowded(env: impl Fn(&str) -> Option<String>, cpus: impl FnOnce() -> usize) -> bool {
+    if let Some(v) = env("SKIFCH_OVERSUBSCRIBED") {
+        return matches!(v.trim(), "1" | "yes" | "true");
+    }
+    let local = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .iter()
+        .find_map(|k| env(k)?.trim().parse::<usize>().ok());
+    local.is_some_and(|n| n > cpus())
+}
+
+/// The node's CPUs online (`/sys/devices/system/cpu/online`), not this process's affinity:
+/// a library may have bound the rank to one CPU already.
+fn cpus_online() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| count_cpu_list(&s))
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+}
+
+/// The number of CPUs in a kernel CPU list (`0-3,8,10-11`).
+fn count_cpu_list(s: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in s.trim().split(',') {
+        n += match part.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().ok()?.checked_sub(a.parse().ok()?)? + 1,
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    Some(n)
+}
+
 /// Whether this process waits under [`WaitPolicy::Spin`] (`SKIFCH_WAIT`, read once).
 fn spin_policy() -> bool {
     static SPIN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -315,6 +372,38 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        assert_eq!(count_cpu_list("0-1\n"), Some(2));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn a_node_is_crowded_by_the_launchers_word_or_its_local_size() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        // skifrun's word wins, either way, and the CPUs are then not counted.
+        let never = || -> usize { panic!("CPUs counted") };
+        assert!(crowded(env(&[("SKIFCH_OVERSUBSCRIBED", "1")]), never));
+        static LOCAL8: [(&str, &str); 2] =
+            [("SKIFCH_OVERSUBSCRIBED", "0"), ("MPI_LOCALNRANKS", "8")];
+        assert!(!crowded(env(&LOCAL8), never));
+        // Else the launcher's local size against the CPUs.
+        assert!(crowded(env(&[("OMPI_COMM_WORLD_LOCAL_SIZE", "4")]), || 2));
+        assert!(!crowded(env(&[("OMPI_COMM_WORLD_LOCAL_SIZE", "2")]), || 2));
+        assert!(crowded(env(&[("MPI_LOCALNRANKS", "3")]), || 2));
+        // No launcher: a 1-rank job, never crowded.
+        assert!(!crowded(env(&[]), never));
+    }
 
     /// A fabric's waiter as the wait sees it: a spin floor, and arms counted.
     #[derive(Clone)]
