@@ -255,7 +255,7 @@ impl<P: Port + Send + 'static> Gasnet<P> {
 /// empty polls go without `pause`, so an answer due within a round trip is seen as its
 /// line arrives — at this library's poll weight a `pause` only delays the detection
 /// (`docs/results-2026-11-30-work-window`) — then 32 with `pause`, then it yields early
-/// (with more ranks than CPUs the members' waits overlap), then naps.
+/// (at once with more ranks than CPUs, `skifch::wait::oversubscribed`), then naps.
 pub(crate) const fn wait_backoff() -> Backoff {
     Backoff::new().hot(Backoff::SPINS / 2)
 }

@@ -144,7 +144,7 @@ pub fn wait_until_by<W: Waiter>(
                 return Ok(());
             }
             k = k.wrapping_add(1);
-            // A crowded wait's polls are each a yield (~1 us): the clock more often.
+            // A crowded wait's polls are each a yield (a system call): the clock more often.
             if k.is_multiple_of(if crowded { 8 } else { 64 }) {
                 let now = Instant::now();
                 if deadline.is_some_and(|d| now >= d) {

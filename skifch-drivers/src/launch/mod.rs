@@ -35,8 +35,9 @@
 //!   descriptor), `SKIFCH_DRIVER` (`shm` or `fpga-model`), `SKIFCH_WAIT` when
 //!   `--wait` is given, and `SKIFCH_OVERSUBSCRIBED` (`1` when N exceeds the CPUs the
 //!   launcher may use: the ranks' waits then yield instead of spinning,
-//!   [`skifch::wait::oversubscribed`]; unless set by the user); with `fpga-model` also `SKIFCH_FPGA_FD` (this rank's node window,
-//!   a memfd no other rank gets) and `SKIFCH_PORTS` when `--ports` is given.
+//!   [`skifch::wait::oversubscribed`]; unless set by the user); with `fpga-model` also
+//!   `SKIFCH_FPGA_FD` (this rank's node window, a memfd no other rank gets) and
+//!   `SKIFCH_PORTS` when `--ports` is given.
 //!   `PMI_FD`: a socket to the launcher's PMI-1 server (`pmi_serve`), so that programs
 //!   that bootstrap through PMI-1 ([`crate::boot::from_env`], MPICH-built ones) run under
 //!   `skifrun` as under `mpiexec.hydra`; `cmd=abort exitcode=C` ends the job with status C.
