@@ -2,7 +2,7 @@
 # run.sh OUT [ROUNDS]: 3 and 4 ranks on this host's CPUs, alternated round by round:
 # mpi-lite (mpi_coll_small.c via skif-mpicc) and gasnet-shim (coll_lat.c of
 # ../results-2026-11-30-nb-collectives, skifch-seq.mak) with the waits yielding (the
-# default when skifrun sees more ranks than CPUs) and with SKIFCH_OVERSUBSCRIBED=0 (the
+# default when the machine runs more ranks than CPUs) and with SKIFCH_OVERSUBSCRIBED=0 (the
 # waits as before: spin, then sleep); Open MPI (--oversubscribe) and MPICH (hydra) for
 # reference. DIR [/tmp/s44]: the built programs (barrier_lite, barrier_ompi,
 # barrier_mpich, coll_lat); REL: the release directory. Run from the repository's top.

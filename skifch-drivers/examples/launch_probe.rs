@@ -22,6 +22,7 @@
 //!                                                   appends "<kind> <pid>" lines and "segment <inode>"
 //! skifrun -n N -- launch_probe wait-policy <policy> exit 0 if SKIFCH_WAIT and the channel's policy
 //!                                                   are <policy> and SKIFCH_DRIVER is shm
+//! skifrun -n N -- launch_probe crowded <0|1>        exit 0 if the waits' oversubscribed() is <0|1>
 //! ```
 //! Unexpected outcomes exit 98 with a message on stderr.
 use std::io::{IoSlice, Write};
@@ -313,6 +314,12 @@ fn main() {
                     "rank {me}: policy {:?}, SKIFCH_WAIT={env:?}, SKIFCH_DRIVER={drv:?}; wanted {policy:?}",
                     ch.wait_policy()
                 ));
+            }
+        }
+        "crowded" => {
+            let want = arg::<u32>(&args, 1) == 1;
+            if skifch::wait::oversubscribed() != want {
+                fail(format!("rank {me}: oversubscribed() is not {want}"));
             }
         }
         _ => fail(format!(

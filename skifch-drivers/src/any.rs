@@ -587,6 +587,9 @@ pub fn init_concrete() -> Result<ConcreteJob> {
         let j = Joined::of(job);
         Box::new(move || j.upgrade())
     })?;
+    // The machine's ranks against its CPUs, before any library binds this process: the
+    // waits of this copy of `skifch` yield when they outnumber them.
+    skifch::wait::note_machine_ranks(job.to_any().driver().placement().count);
     *joined = Some(Joined::of(&job));
     Ok(job)
 }

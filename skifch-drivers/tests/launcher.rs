@@ -678,32 +678,21 @@ fn mpirun_flags_and_launch_environment() {
 
 #[test]
 fn the_ranks_are_told_when_they_outnumber_the_cpus() {
-    // `SKIFCH_OVERSUBSCRIBED`: 1 when N exceeds the CPUs the launcher may use (the ranks'
-    // waits then yield instead of spinning), 0 otherwise; a user's own value stands.
+    // The waits yield when the machine runs more of the job's ranks than the CPUs a rank
+    // may use (`skifch::wait::oversubscribed`, from the driver's placement at the join);
+    // `SKIFCH_OVERSUBSCRIBED` overrides it.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let said = |n: usize, extra: &[&str]| -> Vec<String> {
-        let out = Command::new(skifrun_exe())
-            .env_remove("SKIFCH_OVERSUBSCRIBED")
-            .args(["-n", &n.to_string()])
-            .args(extra)
-            .args(["--", "sh", "-c", "echo \"$SKIFCH_OVERSUBSCRIBED\""])
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    };
-    assert_eq!(said(1, &[]), ["0"]);
-    assert_eq!(said(cpus + 1, &[]), vec!["1"; cpus + 1]);
-    let theirs = said(cpus + 1, &["-x", "SKIFCH_OVERSUBSCRIBED=0"]);
-    assert_eq!(theirs, vec!["0"; cpus + 1]);
+    let many = (cpus + 1).to_string();
+    let (code, err, _) = run(&["-n", "1"], &["crowded", "0"], LIMIT);
+    assert_eq!(code, 0, "{err}");
+    let (code, err, _) = run(&["-n", &many], &["crowded", "1"], LIMIT);
+    assert_eq!(code, 0, "{err}");
+    let (code, err, _) = run(
+        &["-n", &many, "-x", "SKIFCH_OVERSUBSCRIBED=0"],
+        &["crowded", "0"],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
 }
 
 /// The state letter of process `pid` (`R`, `S`, `T`, ...).

@@ -1,6 +1,7 @@
 //! Waiting policies (SEED-NOTES: "fixed spin"; spec extension "Waiting without burning a
 //! core"), written once for every driver on top of [`crate::driver::Waiter`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::driver::Waiter;
@@ -307,52 +308,35 @@ impl Backoff {
     }
 }
 
-/// Whether this node runs more of the job's ranks than it has CPUs (decided once per
-/// process). Then waits yield the CPU after each empty poll instead of spinning: a
-/// spinning rank holds the CPU that the rank it waits for needs (Open MPI yields when
-/// oversubscribed too, `mpi_yield_when_idle`). From `SKIFCH_OVERSUBSCRIBED` (`1` or `0`;
-/// `skifrun` sets it from its rank count and the CPUs it may use), else from the
-/// launcher's count of ranks on this node (`OMPI_COMM_WORLD_LOCAL_SIZE`, Hydra's
-/// `MPI_LOCALNRANKS`) against the node's CPUs online.
+/// Whether this machine runs more of the job's ranks than this process has CPUs. Then
+/// waits yield the CPU after each empty poll instead of spinning: a spinning rank holds
+/// the CPU that the rank it waits for needs (Open MPI yields when oversubscribed too,
+/// `mpi_yield_when_idle`). `SKIFCH_OVERSUBSCRIBED` (`1` or `0`, read once) decides if set;
+/// else what the driver said at the job's start ([`note_machine_ranks`]); else no.
 pub fn oversubscribed() -> bool {
-    static CROWDED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *CROWDED.get_or_init(|| crowded(|k| std::env::var(k).ok(), cpus_online))
+    static SAID: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let by_env = SAID.get_or_init(|| {
+        std::env::var("SKIFCH_OVERSUBSCRIBED")
+            .ok()
+            .map(|v| matches!(v.trim(), "1" | "yes" | "true"))
+    });
+    by_env.unwrap_or_else(|| CROWDED.load(Ordering::Relaxed))
 }
 
-/// [`oversubscribed`]'s rule over an environment and a CPU count (asked only if needed).
-fn crowded(env: impl Fn(&str) -> Option<String>, cpus: impl FnOnce() -> usize) -> bool {
-    if let Some(v) = env("SKIFCH_OVERSUBSCRIBED") {
-        return matches!(v.trim(), "1" | "yes" | "true");
-    }
-    let local = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
-        .iter()
-        .find_map(|k| env(k)?.trim().parse::<usize>().ok());
-    local.is_some_and(|n| n > cpus())
+/// The driver's word for [`oversubscribed`]: whether the machine runs more ranks than CPUs.
+static CROWDED: AtomicBool = AtomicBool::new(false);
+
+/// Tells the waits how many of the job's ranks run on this machine (the driver's
+/// placement, at the job's start, before any library binds the process to a CPU): more
+/// than the CPUs this process may use makes the node crowded ([`oversubscribed`]).
+pub fn note_machine_ranks(count: u32) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    CROWDED.store(crowded(count, cpus), Ordering::Relaxed);
 }
 
-/// The node's CPUs online (`/sys/devices/system/cpu/online`), not this process's affinity:
-/// a library may have bound the rank to one CPU already.
-fn cpus_online() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| count_cpu_list(&s))
-        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-        .unwrap_or(1)
-}
-
-/// The number of CPUs in a kernel CPU list (`0-3,8,10-11`).
-fn count_cpu_list(s: &str) -> Option<usize> {
-    let mut n = 0;
-    for part in s.trim().split(',') {
-        n += match part.split_once('-') {
-            Some((a, b)) => b.parse::<usize>().ok()?.checked_sub(a.parse().ok()?)? + 1,
-            None => {
-                part.parse::<usize>().ok()?;
-                1
-            }
-        };
-    }
-    Some(n)
+/// [`note_machine_ranks`]'s rule.
+fn crowded(ranks: u32, cpus: usize) -> bool {
+    ranks as usize > cpus
 }
 
 /// Whether this process waits under [`WaitPolicy::Spin`] (`SKIFCH_WAIT`, read once).
@@ -374,35 +358,12 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn cpu_lists_are_counted() {
-        assert_eq!(count_cpu_list("0-1\n"), Some(2));
-        assert_eq!(count_cpu_list("0"), Some(1));
-        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
-        assert_eq!(count_cpu_list("3-1"), None);
-        assert_eq!(count_cpu_list("x"), None);
-    }
-
-    #[test]
-    fn a_node_is_crowded_by_the_launchers_word_or_its_local_size() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                vars.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        // skifrun's word wins, either way, and the CPUs are then not counted.
-        let never = || -> usize { panic!("CPUs counted") };
-        assert!(crowded(env(&[("SKIFCH_OVERSUBSCRIBED", "1")]), never));
-        static LOCAL8: [(&str, &str); 2] =
-            [("SKIFCH_OVERSUBSCRIBED", "0"), ("MPI_LOCALNRANKS", "8")];
-        assert!(!crowded(env(&LOCAL8), never));
-        // Else the launcher's local size against the CPUs.
-        assert!(crowded(env(&[("OMPI_COMM_WORLD_LOCAL_SIZE", "4")]), || 2));
-        assert!(!crowded(env(&[("OMPI_COMM_WORLD_LOCAL_SIZE", "2")]), || 2));
-        assert!(crowded(env(&[("MPI_LOCALNRANKS", "3")]), || 2));
-        // No launcher: a 1-rank job, never crowded.
-        assert!(!crowded(env(&[]), never));
+    fn a_machine_is_crowded_by_more_ranks_than_cpus() {
+        assert!(crowded(3, 2));
+        assert!(crowded(4, 2));
+        assert!(!crowded(2, 2));
+        assert!(!crowded(1, 1));
+        assert!(!crowded(64, 128));
     }
 
     /// A fabric's waiter as the wait sees it: a spin floor, and arms counted.

@@ -32,12 +32,9 @@
 //! * Environment: `SKIFCH_RANK`, `SKIFCH_SIZE` (also as `PMI_RANK`, `PMI_SIZE`,
 //!   `OMPI_COMM_WORLD_RANK`, `_SIZE`, `_LOCAL_RANK`, `_LOCAL_SIZE` for launch-aware
 //!   tools), `SKIFCH_FD` (the inherited segment
-//!   descriptor), `SKIFCH_DRIVER` (`shm` or `fpga-model`), `SKIFCH_WAIT` when
-//!   `--wait` is given, and `SKIFCH_OVERSUBSCRIBED` (`1` when N exceeds the CPUs the
-//!   launcher may use: the ranks' waits then yield instead of spinning,
-//!   [`skifch::wait::oversubscribed`]; unless set by the user); with `fpga-model` also
-//!   `SKIFCH_FPGA_FD` (this rank's node window, a memfd no other rank gets) and
-//!   `SKIFCH_PORTS` when `--ports` is given.
+//!   descriptor), `SKIFCH_DRIVER` (`shm` or `fpga-model`), and `SKIFCH_WAIT` when
+//!   `--wait` is given; with `fpga-model` also `SKIFCH_FPGA_FD` (this rank's node window,
+//!   a memfd no other rank gets) and `SKIFCH_PORTS` when `--ports` is given.
 //!   `PMI_FD`: a socket to the launcher's PMI-1 server (`pmi_serve`), so that programs
 //!   that bootstrap through PMI-1 ([`crate::boot::from_env`], MPICH-built ones) run under
 //!   `skifrun` as under `mpiexec.hydra`; `cmd=abort exitcode=C` ends the job with status C.
@@ -229,18 +226,6 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
             abort_to.ctl().request_exit(code);
         }),
     )?;
-    // More ranks than the CPUs this launcher may use: the ranks' waits yield instead of
-    // spinning (`skifch::wait::oversubscribed`). The user's own setting stands.
-    let set_by_user =
-        std::env::var_os(CROWDED).is_some() || opts.env.iter().any(|(k, _)| k == CROWDED);
-    let crowded = (!set_by_user).then(|| {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if opts.nranks as usize > cpus {
-            "1"
-        } else {
-            "0"
-        }
-    });
     let mut pipes = Vec::new();
     for rank in 0..opts.nranks {
         let mut cmd = Command::new(&opts.program);
@@ -252,9 +237,6 @@ pub fn launch(opts: &LaunchOptions) -> Result<i32> {
             .env("SKIFCH_DRIVER", opts.driver.name());
         if let Some(w) = opts.wait {
             cmd.env("SKIFCH_WAIT", policy_env(w));
-        }
-        if let Some(c) = crowded {
-            cmd.env(CROWDED, c);
         }
         cmd.stdin(if rank == 0 {
             stdin.stdio()
@@ -382,9 +364,6 @@ fn rank_env(rank: u32, size: u32) -> [(&'static str, String); 8] {
         ("OMPI_COMM_WORLD_LOCAL_SIZE", n),
     ]
 }
-
-/// The launcher's word on whether the node runs more ranks than CPUs (`1`/`0`).
-const CROWDED: &str = "SKIFCH_OVERSUBSCRIBED";
 
 /// `SKIFCH_WAIT` spelling of a policy (what [`WaitPolicy::parse`] reads back).
 fn policy_env(w: WaitPolicy) -> String {
