@@ -26,7 +26,17 @@ export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
 step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - t0)); }
 
 step "cargo test --workspace"
-cargo test --workspace --no-fail-fast
+# A CI log may be shown from its tail only: a failure's own output is printed again at the
+# end, under the test binary it came from.
+log=target/test-workspace.log
+mkdir -p target
+if ! cargo test --workspace --no-fail-fast 2>&1 | tee "$log"; then
+    step "cargo test --workspace FAILED; the failures again:"
+    awk '/^ *(Running|Doc-tests) /{bin=$0} /^failures:$/{if(!inf){print bin}; inf=1}
+         inf{print} /^test result: FAILED/{inf=0}
+         /process didn.t exit successfully/{print bin; print}' "$log" | tail -c 20000
+    exit 101
+fi
 
 # The project's conventions are workspace lints (Cargo.toml [workspace.lints]: SAFETY
 # comments, safety docs, unsafe_op_in_unsafe_fn, missing_docs); here they are errors.

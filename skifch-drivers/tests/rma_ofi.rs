@@ -198,10 +198,10 @@ fn ofi_rma_to_a_rank_gone_is_an_error_not_a_hang() {
 /// Over `net` a target that makes no call (here: blocked in a receive on its message
 /// port) serves a peer's transfer when it arrives, not at its progress thread's next tick
 /// (`ofi::rma::PROGRESS_EVERY`, 1 ms): the median put-and-quiet round trip stays well
-/// under the tick (with the tick alone every one took ~1.09 ms). The puts that took a
-/// tick are printed, not asserted: a thread that counted every wake-up toward its
-/// fallback slept one every 16th (9-10 of 161 here), but on two loaded CPUs slow
-/// wake-ups alone reach 3-6.
+/// under the tick (with the tick alone every one took ~1.09 ms) in one of up to three
+/// rounds. The puts that took a tick are printed, not asserted: a thread that counted
+/// every wake-up toward its fallback slept one every 16th (9-10 of 161 here), but on two
+/// loaded CPUs slow wake-ups alone reach 3-6.
 #[test]
 fn ofi_rma_a_quiet_target_serves_a_put_when_it_arrives() {
     let cfg = Config {
@@ -215,21 +215,33 @@ fn ofi_rma_a_quiet_target_serves_a_put_when_it_arrives() {
             ch.recv()?;
             return Ok(());
         }
-        let mut took = Vec::new();
-        for k in 0..161u64 {
-            let t0 = std::time::Instant::now();
-            w.put(1, 8, &k.to_le_bytes())?;
-            w.quiet()?;
-            took.push(t0.elapsed());
+        // Up to three rounds: a round's median under the bound passes (a target served
+        // only at its ticks misses it in every round; a loaded machine's slow wake-ups
+        // in one round do not fail the test).
+        let mut medians = Vec::new();
+        for round in 0..3u64 {
+            let mut took = Vec::new();
+            for k in 0..161u64 {
+                let t0 = std::time::Instant::now();
+                w.put(1, 8, &(round * 1000 + k).to_le_bytes())?;
+                w.quiet()?;
+                took.push(t0.elapsed());
+            }
+            took.sort();
+            let median = took[took.len() / 2];
+            let ticks = took.iter().filter(|t| t.as_micros() >= 900).count();
+            eprintln!("put + quiet to a target in a receive, round {round}: median {median:?}, {ticks} of 161 took a tick, {took:?}");
+            medians.push(median);
+            if median < std::time::Duration::from_micros(400) {
+                break;
+            }
         }
         ch.send_all(job.addr(1, 2), &[IoSlice::new(b"done")])?;
-        took.sort();
-        let median = took[took.len() / 2];
-        let ticks = took.iter().filter(|t| t.as_micros() >= 900).count();
-        eprintln!("put + quiet to a target in a receive: median {median:?}, {ticks} of 161 took a tick, {took:?}");
         assert!(
-            median < std::time::Duration::from_micros(400),
-            "median {median:?}: the target served the puts at its ticks"
+            medians
+                .iter()
+                .any(|m| *m < std::time::Duration::from_micros(400)),
+            "medians {medians:?}: the target served the puts at its ticks"
         );
         Ok(())
     });
