@@ -145,16 +145,25 @@ impl State {
     /// Reads what rank `i` sent and answers each complete line.
     fn read_from(&mut self, i: usize) {
         let mut buf = [0u8; 4096];
+        // The lines a rank sent before its connection ended are served first: a rank that
+        // aborts sends `cmd=abort` and exits, and both may be here in one read.
+        let mut ended = false;
         loop {
             let Some(sock) = self.peers[i].sock.as_mut() else {
                 return;
             };
             match sock.read(&mut buf) {
-                Ok(0) => return self.gone(i),
+                Ok(0) => {
+                    ended = true;
+                    break;
+                }
                 Ok(n) => self.peers[i].pending.extend_from_slice(&buf[..n]),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.gone(i),
+                Err(_) => {
+                    ended = true;
+                    break;
+                }
             }
         }
         while let Some(end) = self.peers[i].pending.iter().position(|&b| b == b'\n') {
@@ -164,6 +173,9 @@ impl State {
             if self.peers[i].sock.is_none() {
                 return;
             }
+        }
+        if ended {
+            return self.gone(i);
         }
         if self.peers[i].pending.len() > MAX_LINE {
             say!("PMI: rank {i} sent a line longer than {MAX_LINE} bytes; closing its connection");
@@ -280,5 +292,67 @@ impl State {
             }
         };
         self.send(i, reply);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::mpsc;
+
+    /// A server state of `n` ranks (no thread) and the ranks' ends; aborts are sent on `tx`.
+    fn state(n: u32, tx: mpsc::Sender<i32>) -> (State, Vec<UnixStream>) {
+        let (mut peers, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            let (ours, rank_end) = UnixStream::pair().unwrap();
+            ours.set_nonblocking(true).unwrap();
+            peers.push(Peer {
+                sock: Some(ours),
+                pending: Vec::new(),
+                joined: false,
+                finalized: false,
+                in_barrier: false,
+            });
+            theirs.push(rank_end);
+        }
+        let on_abort = Box::new(move |c| tx.send(c).unwrap());
+        let st = State {
+            peers,
+            kvs: HashMap::new(),
+            kvsname: "t".into(),
+            size: n,
+            on_abort,
+        };
+        (st, theirs)
+    }
+
+    /// A rank's last lines and the end of its connection in one read: the lines are served
+    /// first (an abort's exit code reaches the launcher; a finalize is not a death).
+    #[test]
+    fn lines_before_the_connection_ends_are_served() {
+        let (tx, rx) = mpsc::channel();
+        let (mut st, mut ends) = state(2, tx);
+        for (r, end) in ends.iter_mut().enumerate() {
+            end.write_all(b"cmd=init pmi_version=1 pmi_subversion=1\n")
+                .unwrap();
+            st.read_from(r);
+            // the answer read, as a rank does (unread, a close is a reset, not an end)
+            let mut b = [0u8; 256];
+            let n = std::io::Read::read(end, &mut b).unwrap();
+            assert!(b[..n].starts_with(b"cmd=response_to_init"));
+        }
+        // rank 1 finalizes and exits: rank 0's connection stays
+        let mut one = ends.pop().unwrap();
+        one.write_all(b"cmd=finalize\n").unwrap();
+        drop(one);
+        st.read_from(1);
+        assert!(st.peers[0].sock.is_some() && st.peers[1].finalized);
+        // rank 0 aborts with 7 and exits at once
+        let mut zero = ends.pop().unwrap();
+        zero.write_all(b"cmd=abort exitcode=7\n").unwrap();
+        drop(zero);
+        st.read_from(0);
+        assert_eq!(rx.try_recv(), Ok(7));
     }
 }
