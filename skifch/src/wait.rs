@@ -1,7 +1,7 @@
 //! Waiting policies (SEED-NOTES: "fixed spin"; spec extension "Waiting without burning a
 //! core"), written once for every driver on top of [`crate::driver::Waiter`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::driver::Waiter;
@@ -313,14 +313,36 @@ impl Backoff {
 /// the CPU that the rank it waits for needs (Open MPI yields when oversubscribed too,
 /// `mpi_yield_when_idle`). `SKIFCH_OVERSUBSCRIBED` (`1` or `0`, read once) decides if set;
 /// else what the driver said at the job's start ([`note_machine_ranks`]); else no.
+#[inline]
 pub fn oversubscribed() -> bool {
-    static SAID: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    let by_env = SAID.get_or_init(|| {
-        std::env::var("SKIFCH_OVERSUBSCRIBED")
-            .ok()
-            .map(|v| matches!(v.trim(), "1" | "yes" | "true"))
-    });
-    by_env.unwrap_or_else(|| CROWDED.load(Ordering::Relaxed))
+    // Inline, a load or two: every blocking wait of every library asks (callgrind, an
+    // `MPI_Send` + `MPI_Recv` to self: +5 instructions so, +12 as a call to a `OnceLock`).
+    match SAID.load(Ordering::Relaxed) {
+        SAID_UNSET => CROWDED.load(Ordering::Relaxed),
+        SAID_NO => false,
+        SAID_YES => true,
+        _ => read_said(),
+    }
+}
+
+/// What `SKIFCH_OVERSUBSCRIBED` says, once read ([`oversubscribed`]).
+static SAID: AtomicU8 = AtomicU8::new(SAID_UNREAD);
+const SAID_UNREAD: u8 = 0;
+const SAID_UNSET: u8 = 1;
+const SAID_NO: u8 = 2;
+const SAID_YES: u8 = 3;
+
+#[cold]
+#[inline(never)]
+fn read_said() -> bool {
+    let said = match std::env::var("SKIFCH_OVERSUBSCRIBED") {
+        Err(_) => SAID_UNSET,
+        Ok(v) if matches!(v.trim(), "1" | "yes" | "true") => SAID_YES,
+        Ok(_) => SAID_NO,
+    };
+    // Threads that race here read the same variable: the same answer.
+    SAID.store(said, Ordering::Relaxed);
+    oversubscribed()
 }
 
 /// The driver's word for [`oversubscribed`]: whether the machine runs more ranks than CPUs.
