@@ -46,6 +46,18 @@ struct Peer {
     in_barrier: bool,
 }
 
+impl Peer {
+    fn new(sock: UnixStream) -> Peer {
+        Peer {
+            sock: Some(sock),
+            pending: Vec::new(),
+            joined: false,
+            finalized: false,
+            in_barrier: false,
+        }
+    }
+}
+
 impl PmiServer {
     /// Makes one socket pair per rank: the ranks' ends (to pass as `PMI_FD`; close-on-exec
     /// here, cleared in each rank's own exec) and a server serving the other ends.
@@ -60,13 +72,7 @@ impl PmiServer {
                 UnixStream::pair().map_err(|e| Error::os("creating a PMI socket pair", e))?;
             ours.set_nonblocking(true)
                 .map_err(|e| Error::os("making a PMI socket non-blocking", e))?;
-            peers.push(Peer {
-                sock: Some(ours),
-                pending: Vec::new(),
-                joined: false,
-                finalized: false,
-                in_barrier: false,
-            });
+            peers.push(Peer::new(ours));
             theirs.push(rank_end);
         }
         let stop = Arc::new(AtomicBool::new(false));
@@ -307,13 +313,7 @@ mod tests {
         for _ in 0..n {
             let (ours, rank_end) = UnixStream::pair().unwrap();
             ours.set_nonblocking(true).unwrap();
-            peers.push(Peer {
-                sock: Some(ours),
-                pending: Vec::new(),
-                joined: false,
-                finalized: false,
-                in_barrier: false,
-            });
+            peers.push(Peer::new(ours));
             theirs.push(rank_end);
         }
         let on_abort = Box::new(move |c| tx.send(c).unwrap());
