@@ -72,6 +72,28 @@ impl<P: Port, C> Endpoint<P, C> {
         self.progress_until(|ep| ep.io.queued == 0, None)
     }
 
+    /// The empty receives a wait makes before it asks the channel to wait: this hot phase
+    /// polls with the receive itself, so a message that arrives is taken in one look at
+    /// the lane (the channel's wait asks `ready`, then the loop receives: two looks on a
+    /// round trip's critical path).
+    /// Over a transport whose poll is a system call (a spin floor: a fabric) a short
+    /// hot phase: the channel's wait spins timed from its first poll, and 512 receives
+    /// first were ~0.12 ms of system calls on top of it in every wait; 64 still take a
+    /// node peer's reply inside a hierarchy (a few microseconds) and a fabric reply of
+    /// a ping-pong in one look (`ready` takes a fabric's completions into the port, so
+    /// the receive after it makes no second call anyway).
+    fn hot_polls(&self) -> u32 {
+        match self.ch.wait_policy() {
+            WaitPolicy::Block => 0,
+            // More ranks than CPUs: the rank this one waits for may need its CPU, so the
+            // channel's wait (which yields then) comes at once. 512 receives first were
+            // ~40 us a round of GASNet's barrier with 3 ranks on 2 CPUs.
+            _ if crate::wait::oversubscribed() => 0,
+            _ if !self.waiter.spin_floor().is_zero() => HOT_POLLS_FLOOR,
+            _ => HOT_POLLS,
+        }
+    }
+
     fn wait_loop(
         &mut self,
         mut done: impl FnMut(&mut Self) -> bool,
@@ -85,26 +107,9 @@ impl<P: Port, C> Endpoint<P, C> {
         // Read the clock only once idle: a wait served by the first poll costs no syscall.
         let mut probed: Option<Instant> = None;
         let mut closed_once = false;
-        // Empty receives left before the channel's wait: the hot phase polls with the
-        // receive itself, so a message that arrives is taken in one look at the lane (the
-        // channel's wait asks `ready`, then this loop receives: two looks on a round
-        // trip's critical path).
-        // Over a transport whose poll is a system call (a spin floor: a fabric) a short
-        // hot phase: the channel's wait spins timed from its first poll, and 512 receives
-        // first were ~0.12 ms of system calls on top of it in every wait; 64 still take a
-        // node peer's reply inside a hierarchy (a few microseconds) and a fabric reply of
-        // a ping-pong in one look (`ready` takes a fabric's completions into the port, so
-        // the receive after it makes no second call anyway).
-        let hot_polls = match self.ch.wait_policy() {
-            WaitPolicy::Block => 0,
-            // More ranks than CPUs: the rank this one waits for may need its CPU, so the
-            // channel's wait (which yields then) comes at once. 512 receives first were
-            // ~40 us a round of GASNet's barrier with 3 ranks on 2 CPUs.
-            _ if crate::wait::oversubscribed() => 0,
-            _ if !self.waiter.spin_floor().is_zero() => HOT_POLLS_FLOOR,
-            _ => HOT_POLLS,
-        };
-        let mut hot = hot_polls;
+        // Empty receives left before the channel's wait (`hot_polls`), counted from the
+        // first: a wait whose message is there already pays nothing for choosing them.
+        let mut hot: Option<u32> = None;
         loop {
             if done(self) {
                 return Ok(());
@@ -114,17 +119,20 @@ impl<P: Port, C> Endpoint<P, C> {
             if stop || done(self) {
                 return Ok(());
             }
-            if n == 0 && hot > 0 && self.io.queued == 0 {
-                // Bounded, so the deadline is read at most `HOT_POLLS` polls late.
-                hot -= 1;
-                continue;
+            if n == 0 && self.io.queued == 0 {
+                let left = hot.get_or_insert_with(|| self.hot_polls());
+                if *left > 0 {
+                    // Bounded, so the deadline is read at most `HOT_POLLS` polls late.
+                    *left -= 1;
+                    continue;
+                }
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Error::TimedOut);
             }
             if n > 0 {
                 idle.reset();
-                hot = hot_polls;
+                hot = None;
                 continue;
             }
             if let Some(p) = peer {
