@@ -311,8 +311,9 @@ impl Backoff {
 /// Whether this machine runs more of the job's ranks than this process has CPUs. Then
 /// waits yield the CPU after each empty poll instead of spinning: a spinning rank holds
 /// the CPU that the rank it waits for needs (Open MPI yields when oversubscribed too,
-/// `mpi_yield_when_idle`). `SKIFCH_OVERSUBSCRIBED` (`1` or `0`, read once) decides if set;
-/// else what the driver said at the job's start ([`note_machine_ranks`]); else no.
+/// `mpi_yield_when_idle`). `SKIFCH_OVERSUBSCRIBED` (`1` or `0`, read once; any other value
+/// is reported and ignored) decides if set; else what the driver said at the job's start
+/// ([`note_machine_ranks`]); else no.
 #[inline]
 pub fn oversubscribed() -> bool {
     // Inline, a load or two: every blocking wait of every library asks (callgrind, an
@@ -337,12 +338,27 @@ const SAID_YES: u8 = 3;
 fn read_said() -> bool {
     let said = match std::env::var("SKIFCH_OVERSUBSCRIBED") {
         Err(_) => SAID_UNSET,
-        Ok(v) if matches!(v.trim(), "1" | "yes" | "true") => SAID_YES,
-        Ok(_) => SAID_NO,
+        Ok(v) => parse_said(&v).unwrap_or_else(|| {
+            // Said once per process, as for a malformed `SKIFCH_WAIT`.
+            eprintln!(
+                "skifch: SKIFCH_OVERSUBSCRIBED={v:?}: expected 1 or 0 (yes/no, true/false); \
+                 deciding from the machine's ranks and CPUs"
+            );
+            SAID_UNSET
+        }),
     };
     // Threads that race here read the same variable: the same answer.
     SAID.store(said, Ordering::Relaxed);
     oversubscribed()
+}
+
+/// `SKIFCH_OVERSUBSCRIBED`'s value, `None` if it is neither yes nor no.
+fn parse_said(v: &str) -> Option<u8> {
+    match v.trim() {
+        "1" | "yes" | "true" => Some(SAID_YES),
+        "0" | "no" | "false" => Some(SAID_NO),
+        _ => None,
+    }
 }
 
 /// The driver's word for [`oversubscribed`]: whether the machine runs more ranks than CPUs.
@@ -378,6 +394,16 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
+
+    #[test]
+    fn the_override_is_yes_no_or_unknown() {
+        assert_eq!(parse_said(" 1"), Some(SAID_YES));
+        assert_eq!(parse_said("true"), Some(SAID_YES));
+        assert_eq!(parse_said("0"), Some(SAID_NO));
+        assert_eq!(parse_said("no"), Some(SAID_NO));
+        assert_eq!(parse_said("on"), None);
+        assert_eq!(parse_said(""), None);
+    }
 
     #[test]
     fn a_machine_is_crowded_by_more_ranks_than_cpus() {
